@@ -1,0 +1,34 @@
+# Everything a fresh machine needs: Python >= 3.11, gcc and make.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: run test lint unit bench codegen clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,bench]'
+	touch $(STAMP)
+
+## run: install into .venv and start Tidelog
+run: $(STAMP)
+	$(VENV)/bin/tidelog info
+
+## test: install into .venv, lint, check import layers and run the whole test suite
+test: $(STAMP) lint
+	$(PY) -m pytest -q -n 2 tests
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests bench tools
+	$(VENV)/bin/lint-imports
+
+bench: $(STAMP)
+	$(PY) bench/codec.py
+
+## codegen: regenerate src/tidelog/protocol/messages from ../shared/kafka-protocol
+codegen: $(STAMP)
+	$(PY) -m tidelog.protocol.codegen
+
+clean:
+	rm -rf $(VENV) build *.egg-info src/*.egg-info

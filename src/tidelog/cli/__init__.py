@@ -1,0 +1,3 @@
+"""The ``tidelog`` command line."""
+
+__all__: list[str] = []
