@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tidelog.protocol.messages as messages
-from tidelog.protocol.message import Message
 from tests.unit.protocol.strategies import message_value
+from tidelog.protocol.message import Message
 
 ALL_MESSAGES = [
     getattr(messages, name)
