@@ -360,7 +360,11 @@ def emit_read(name: str, fields: tuple[FieldSpec, ...], ctx: Ctx) -> list[str]:
         if flex_cond is not None:
             out.append("        if flexible:")
             ind = "            "
-        out.append(f"{ind}n_tags, pos = read_uvarint(buf, pos)")
+        out.append(f"{ind}if buf[pos] == 0:  # no tagged fields, the common case")
+        out.append(f"{ind}    pos += 1")
+        out.append(f"{ind}    n_tags = 0")
+        out.append(f"{ind}else:")
+        out.append(f"{ind}    n_tags, pos = read_uvarint(buf, pos)")
         out.append(f"{ind}for _ in range(n_tags):")
         out.append(f"{ind}    tag, pos = read_uvarint(buf, pos)")
         out.append(f"{ind}    size, pos = read_uvarint(buf, pos)")
@@ -498,12 +502,12 @@ def emit_write(name: str, fields: tuple[FieldSpec, ...], ctx: Ctx) -> list[str]:
             out.append(f"{ind}else:")
             out.append(f"{ind}    b.append(0)")
         else:
-            out.append(f"{ind}tagged = list(self.unknown_tagged_fields or ())")
+            out.append(f"{ind}tagged = list(self.unknown_tagged_fields) if self.unknown_tagged_fields else []")
             for f in tagged:
                 tv = f.tagged_versions.intersect(valid)
                 g = cond(tv, valid)
                 attr = "self." + snake(f.name)
-                test = f"{attr} != {default_value(f, ctx)}"
+                test = non_default_test(f, attr, ctx)
                 if g:
                     test = f"({g}) and {test}"
                 out.append(f"{ind}if {test}:")
@@ -512,8 +516,21 @@ def emit_write(name: str, fields: tuple[FieldSpec, ...], ctx: Ctx) -> list[str]:
                 out.extend(emit_write_value(f, tv, attr, ctx, ind + "    ", "tw"))
                 out.append(f"{ind}    b = outer")
                 out.append(f"{ind}    tagged.append(({f.tag}, tw.getvalue()))")
-            out.append(f"{ind}write_tagged(b, tagged)")
+            out.append(f"{ind}if tagged:")
+            out.append(f"{ind}    write_tagged(b, tagged)")
+            out.append(f"{ind}else:")
+            out.append(f"{ind}    b.append(0)")
     return out
+
+
+def non_default_test(f: FieldSpec, attr: str, ctx: Ctx) -> str:
+    """An expression true when ``attr`` differs from the field's default (cheap for lists and structs)."""
+    dexpr, factory = default_expr(f, ctx)
+    if factory and dexpr == "list":
+        return attr
+    if factory:  # a struct: compare with a shared, never-returned default instance
+        return f"{attr} != _D{dexpr}"
+    return f"{attr} != {dexpr}"
 
 
 def emit_absent_check(f: FieldSpec, ctx: Ctx, ind: str) -> list[str]:
@@ -522,7 +539,7 @@ def emit_absent_check(f: FieldSpec, ctx: Ctx, ind: str) -> list[str]:
     if f.is_array:
         test = f"{attr}" if dv != "None" else f"{attr} is not None"
     else:
-        test = f"{attr} != {dv}"
+        test = non_default_test(f, attr, ctx)
     return [
         f"{ind}if {test}:",
         f'{ind}    raise ProtocolEncodeError("{f.name} is not in this version of {ctx.spec.name} (v%d)" % version)',
@@ -654,6 +671,7 @@ def emit_message(spec: MessageSpec, fmt_consts: dict[str, str]) -> tuple[list[st
             emit_class(class_names[s], f"{spec.name}.{s}", st.fields, ctx, "Struct", f"{spec.name}.{s}.", [])
         )
         schemas.extend(schema_lines(class_names[s], st.fields, ctx))
+        body.extend(["", "", f"_D{class_names[s]} = {class_names[s]}()  # default instance, for comparisons only"])
     flex = spec.flexible_versions.intersect(spec.valid_versions)
     extra = [
         f"    API_KEY: ClassVar[int | None] = {spec.api_key!r}",

@@ -36,6 +36,7 @@ FLOAT64 = struct.Struct(">d")
 BOOL = struct.Struct(">?")
 
 ZERO_UUID = uuid.UUID(int=0)
+_ZERO_16 = bytes(16)
 
 _MAX_VARINT_BYTES = 5
 _MAX_VARLONG_BYTES = 10
@@ -46,6 +47,8 @@ _MAX_VARLONG_BYTES = 10
 
 def read_uvarint(buf: memoryview, pos: int) -> tuple[int, int]:
     """An unsigned varint of at most 5 bytes (32 bits)."""
+    if pos < len(buf) and buf[pos] < 0x80:  # the common one-byte case
+        return buf[pos], pos + 1
     result = 0
     shift = 0
     end = len(buf)
@@ -312,7 +315,10 @@ def read_uuid(buf: memoryview, pos: int) -> tuple[uuid.UUID, int]:
     end = pos + 16
     if end > len(buf):
         raise MalformedMessageError("truncated uuid")
-    return uuid.UUID(bytes=bytes(buf[pos:end])), end
+    raw = bytes(buf[pos:end])
+    if raw == _ZERO_16:
+        return ZERO_UUID, end
+    return uuid.UUID(bytes=raw), end
 
 
 def write_uuid(b: bytearray, value: uuid.UUID) -> None:

@@ -45,7 +45,11 @@ class _AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(Struct):
             pos += n * 4
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -74,6 +78,9 @@ class _AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic = _AddPartitionsToTxnRequest_AddPartitionsToTxnTopic()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -121,7 +128,11 @@ class _AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction(Struct):
             f_topics = list()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -168,6 +179,9 @@ class _AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction = _AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -232,7 +246,11 @@ class AddPartitionsToTxnRequest(Message):
             f_v3_and_below_topics = list()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -308,7 +326,11 @@ class _AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult(Struct):
         pos += 6
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -331,6 +353,9 @@ class _AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult = _AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -359,7 +384,11 @@ class _AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -389,6 +418,9 @@ class _AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult = _AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -423,7 +455,11 @@ class _AddPartitionsToTxnResponse_AddPartitionsToTxnResult(Struct):
             f_topic_results = list()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -461,6 +497,9 @@ class _AddPartitionsToTxnResponse_AddPartitionsToTxnResult(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_AddPartitionsToTxnResponse_AddPartitionsToTxnResult = _AddPartitionsToTxnResponse_AddPartitionsToTxnResult()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -521,7 +560,11 @@ class AddPartitionsToTxnResponse(Message):
             f_results_by_topic_v3_and_below = list()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)

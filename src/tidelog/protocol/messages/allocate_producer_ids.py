@@ -39,7 +39,11 @@ class AllocateProducerIdsRequest(Message):
         (f_broker_id, f_broker_epoch,) = _S_iq.unpack_from(buf, pos)
         pos += 12
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -86,7 +90,11 @@ class AllocateProducerIdsResponse(Message):
         (f_throttle_time_ms, f_error_code, f_producer_id_start, f_producer_id_len,) = _S_ihqi.unpack_from(buf, pos)
         pos += 18
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

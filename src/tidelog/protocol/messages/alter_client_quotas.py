@@ -39,7 +39,11 @@ class _AlterClientQuotasRequest_EntityData(Struct):
         f_entity_name, pos = (read_compact_nullable_string if flexible else read_nullable_string)(buf, pos)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -65,6 +69,9 @@ class _AlterClientQuotasRequest_EntityData(Struct):
                 b.append(0)
 
 
+_D_AlterClientQuotasRequest_EntityData = _AlterClientQuotasRequest_EntityData()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _AlterClientQuotasRequest_OpData(Struct):
     """AlterClientQuotasRequest.OpData."""
@@ -86,7 +93,11 @@ class _AlterClientQuotasRequest_OpData(Struct):
         pos += 9
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -110,6 +121,9 @@ class _AlterClientQuotasRequest_OpData(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_AlterClientQuotasRequest_OpData = _AlterClientQuotasRequest_OpData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -146,7 +160,11 @@ class _AlterClientQuotasRequest_EntryData(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -184,6 +202,9 @@ class _AlterClientQuotasRequest_EntryData(Struct):
                 b.append(0)
 
 
+_D_AlterClientQuotasRequest_EntryData = _AlterClientQuotasRequest_EntryData()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class AlterClientQuotasRequest(Message):
     """AlterClientQuotasRequest, versions 0-1, flexible from v1."""
@@ -218,7 +239,11 @@ class AlterClientQuotasRequest(Message):
         pos += 1
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -268,7 +293,11 @@ class _AlterClientQuotasResponse_EntityData(Struct):
         f_entity_name, pos = (read_compact_nullable_string if flexible else read_nullable_string)(buf, pos)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -292,6 +321,9 @@ class _AlterClientQuotasResponse_EntityData(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_AlterClientQuotasResponse_EntityData = _AlterClientQuotasResponse_EntityData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -324,7 +356,11 @@ class _AlterClientQuotasResponse_EntryData(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -355,6 +391,9 @@ class _AlterClientQuotasResponse_EntryData(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_AlterClientQuotasResponse_EntryData = _AlterClientQuotasResponse_EntryData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -390,7 +429,11 @@ class AlterClientQuotasResponse(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)

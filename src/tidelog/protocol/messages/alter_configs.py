@@ -39,7 +39,11 @@ class _AlterConfigsRequest_AlterableConfig(Struct):
         f_value, pos = (read_compact_nullable_string if flexible else read_nullable_string)(buf, pos)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -63,6 +67,9 @@ class _AlterConfigsRequest_AlterableConfig(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_AlterConfigsRequest_AlterableConfig = _AlterConfigsRequest_AlterableConfig()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -95,7 +102,11 @@ class _AlterConfigsRequest_AlterConfigsResource(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -126,6 +137,9 @@ class _AlterConfigsRequest_AlterConfigsResource(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_AlterConfigsRequest_AlterConfigsResource = _AlterConfigsRequest_AlterConfigsResource()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -161,7 +175,11 @@ class AlterConfigsRequest(Message):
         pos += 1
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -219,7 +237,11 @@ class _AlterConfigsResponse_AlterConfigsResourceResponse(Struct):
         f_resource_name, pos = (read_compact_string if flexible else read_string)(buf, pos)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -245,6 +267,9 @@ class _AlterConfigsResponse_AlterConfigsResourceResponse(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_AlterConfigsResponse_AlterConfigsResourceResponse = _AlterConfigsResponse_AlterConfigsResourceResponse()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -279,7 +304,11 @@ class AlterConfigsResponse(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)

@@ -43,7 +43,11 @@ class _AlterPartitionRequest_BrokerState(Struct):
             f_broker_id = 0
             f_broker_epoch = -1
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -70,6 +74,9 @@ class _AlterPartitionRequest_BrokerState(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_AlterPartitionRequest_BrokerState = _AlterPartitionRequest_BrokerState()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -124,7 +131,11 @@ class _AlterPartitionRequest_PartitionData(Struct):
         (f_partition_epoch,) = _S_i.unpack_from(buf, pos)
         pos += 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -174,6 +185,9 @@ class _AlterPartitionRequest_PartitionData(Struct):
             b.append(0)
 
 
+_D_AlterPartitionRequest_PartitionData = _AlterPartitionRequest_PartitionData()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _AlterPartitionRequest_TopicData(Struct):
     """AlterPartitionRequest.TopicData."""
@@ -207,7 +221,11 @@ class _AlterPartitionRequest_TopicData(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -238,6 +256,9 @@ class _AlterPartitionRequest_TopicData(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_AlterPartitionRequest_TopicData = _AlterPartitionRequest_TopicData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -274,7 +295,11 @@ class AlterPartitionRequest(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -343,7 +368,11 @@ class _AlterPartitionResponse_PartitionData(Struct):
         (f_partition_epoch,) = _S_i.unpack_from(buf, pos)
         pos += 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -373,6 +402,9 @@ class _AlterPartitionResponse_PartitionData(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_AlterPartitionResponse_PartitionData = _AlterPartitionResponse_PartitionData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -408,7 +440,11 @@ class _AlterPartitionResponse_TopicData(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -439,6 +475,9 @@ class _AlterPartitionResponse_TopicData(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_AlterPartitionResponse_TopicData = _AlterPartitionResponse_TopicData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -474,7 +513,11 @@ class AlterPartitionResponse(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

@@ -43,7 +43,11 @@ class _AlterPartitionReassignmentsRequest_ReassignablePartition(Struct):
             f_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
             pos += n * 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -72,6 +76,9 @@ class _AlterPartitionReassignmentsRequest_ReassignablePartition(Struct):
             b.append(0)
 
 
+_D_AlterPartitionReassignmentsRequest_ReassignablePartition = _AlterPartitionReassignmentsRequest_ReassignablePartition()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _AlterPartitionReassignmentsRequest_ReassignableTopic(Struct):
     """AlterPartitionReassignmentsRequest.ReassignableTopic."""
@@ -96,7 +103,11 @@ class _AlterPartitionReassignmentsRequest_ReassignableTopic(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -124,6 +135,9 @@ class _AlterPartitionReassignmentsRequest_ReassignableTopic(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_AlterPartitionReassignmentsRequest_ReassignableTopic = _AlterPartitionReassignmentsRequest_ReassignableTopic()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -164,7 +178,11 @@ class AlterPartitionReassignmentsRequest(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -218,7 +236,11 @@ class _AlterPartitionReassignmentsResponse_ReassignablePartitionResponse(Struct)
         pos += 6
         f_error_message, pos = read_compact_nullable_string(buf, pos)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -240,6 +262,9 @@ class _AlterPartitionReassignmentsResponse_ReassignablePartitionResponse(Struct)
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse = _AlterPartitionReassignmentsResponse_ReassignablePartitionResponse()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -266,7 +291,11 @@ class _AlterPartitionReassignmentsResponse_ReassignableTopicResponse(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -294,6 +323,9 @@ class _AlterPartitionReassignmentsResponse_ReassignableTopicResponse(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_AlterPartitionReassignmentsResponse_ReassignableTopicResponse = _AlterPartitionReassignmentsResponse_ReassignableTopicResponse()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -341,7 +373,11 @@ class AlterPartitionReassignmentsResponse(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

@@ -42,7 +42,11 @@ class _AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic(Struct):
             pos += n * 4
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -73,6 +77,9 @@ class _AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic(Struct):
                 b.append(0)
 
 
+_D_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic = _AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _AlterReplicaLogDirsRequest_AlterReplicaLogDir(Struct):
     """AlterReplicaLogDirsRequest.AlterReplicaLogDir."""
@@ -99,7 +106,11 @@ class _AlterReplicaLogDirsRequest_AlterReplicaLogDir(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -131,6 +142,9 @@ class _AlterReplicaLogDirsRequest_AlterReplicaLogDir(Struct):
                 b.append(0)
 
 
+_D_AlterReplicaLogDirsRequest_AlterReplicaLogDir = _AlterReplicaLogDirsRequest_AlterReplicaLogDir()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class AlterReplicaLogDirsRequest(Message):
     """AlterReplicaLogDirsRequest, versions 0-2, flexible from v2."""
@@ -160,7 +174,11 @@ class AlterReplicaLogDirsRequest(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -209,7 +227,11 @@ class _AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult(Struct):
         pos += 6
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -232,6 +254,9 @@ class _AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult = _AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -260,7 +285,11 @@ class _AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -290,6 +319,9 @@ class _AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult = _AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -325,7 +357,11 @@ class AlterReplicaLogDirsResponse(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)

@@ -35,7 +35,11 @@ class _AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition(Stru
         (f_partition_index, f_start_offset,) = _S_iq.unpack_from(buf, pos)
         pos += 12
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -56,6 +60,9 @@ class _AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition(Stru
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition = _AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -82,7 +89,11 @@ class _AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -110,6 +121,9 @@ class _AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic = _AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -142,7 +156,11 @@ class AlterShareGroupOffsetsRequest(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -191,7 +209,11 @@ class _AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition(St
         pos += 6
         f_error_message, pos = read_compact_nullable_string(buf, pos)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -213,6 +235,9 @@ class _AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition(St
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition = _AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -242,7 +267,11 @@ class _AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic(Struct
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -271,6 +300,9 @@ class _AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic(Struct
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic = _AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -309,7 +341,11 @@ class AlterShareGroupOffsetsResponse(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

@@ -38,7 +38,11 @@ class _AlterUserScramCredentialsRequest_ScramCredentialDeletion(Struct):
         (f_mechanism,) = _S_b.unpack_from(buf, pos)
         pos += 1
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -60,6 +64,9 @@ class _AlterUserScramCredentialsRequest_ScramCredentialDeletion(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_AlterUserScramCredentialsRequest_ScramCredentialDeletion = _AlterUserScramCredentialsRequest_ScramCredentialDeletion()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -87,7 +94,11 @@ class _AlterUserScramCredentialsRequest_ScramCredentialUpsertion(Struct):
         f_salt, pos = read_compact_bytes(buf, pos)
         f_salted_password, pos = read_compact_bytes(buf, pos)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -111,6 +122,9 @@ class _AlterUserScramCredentialsRequest_ScramCredentialUpsertion(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_AlterUserScramCredentialsRequest_ScramCredentialUpsertion = _AlterUserScramCredentialsRequest_ScramCredentialUpsertion()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -151,7 +165,11 @@ class AlterUserScramCredentialsRequest(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -207,7 +225,11 @@ class _AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult(Struct)
         pos += 2
         f_error_message, pos = read_compact_nullable_string(buf, pos)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -230,6 +252,9 @@ class _AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult(Struct)
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult = _AlterUserScramCredentialsResponse_AlterUserScramCredentialsResult()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -262,7 +287,11 @@ class AlterUserScramCredentialsResponse(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

@@ -51,7 +51,11 @@ class ApiVersionsRequest(Message):
             f_client_software_version = ''
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -99,7 +103,11 @@ class _ApiVersionsResponse_ApiVersion(Struct):
         pos += 6
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -122,6 +130,9 @@ class _ApiVersionsResponse_ApiVersion(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_ApiVersionsResponse_ApiVersion = _ApiVersionsResponse_ApiVersion()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -152,7 +163,11 @@ class _ApiVersionsResponse_SupportedFeatureKey(Struct):
             f_max_version = 0
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -188,6 +203,9 @@ class _ApiVersionsResponse_SupportedFeatureKey(Struct):
                 b.append(0)
 
 
+_D_ApiVersionsResponse_SupportedFeatureKey = _ApiVersionsResponse_SupportedFeatureKey()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _ApiVersionsResponse_FinalizedFeatureKey(Struct):
     """ApiVersionsResponse.FinalizedFeatureKey."""
@@ -216,7 +234,11 @@ class _ApiVersionsResponse_FinalizedFeatureKey(Struct):
             f_min_version_level = 0
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -250,6 +272,9 @@ class _ApiVersionsResponse_FinalizedFeatureKey(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_ApiVersionsResponse_FinalizedFeatureKey = _ApiVersionsResponse_FinalizedFeatureKey()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -305,7 +330,11 @@ class ApiVersionsResponse(Message):
         f_zk_migration_ready = False
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -363,8 +392,8 @@ class ApiVersionsResponse(Message):
         if version >= 1:
             b += _S_i.pack(self.throttle_time_ms)
         if flexible:
-            tagged = list(self.unknown_tagged_fields or ())
-            if (version >= 3) and self.supported_features != list():
+            tagged = list(self.unknown_tagged_fields) if self.unknown_tagged_fields else []
+            if (version >= 3) and self.supported_features:
                 tw = Writer()
                 b, outer = tw.buf, b
                 items = self.supported_features
@@ -382,7 +411,7 @@ class ApiVersionsResponse(Message):
                 b += _S_q.pack(self.finalized_features_epoch)
                 b = outer
                 tagged.append((1, tw.getvalue()))
-            if (version >= 3) and self.finalized_features != list():
+            if (version >= 3) and self.finalized_features:
                 tw = Writer()
                 b, outer = tw.buf, b
                 items = self.finalized_features
@@ -400,7 +429,10 @@ class ApiVersionsResponse(Message):
                 b += _S_o.pack(self.zk_migration_ready)
                 b = outer
                 tagged.append((3, tw.getvalue()))
-            write_tagged(b, tagged)
+            if tagged:
+                write_tagged(b, tagged)
+            else:
+                b.append(0)
 
 
 ApiVersionsRequest.SCHEMA = (

@@ -34,7 +34,11 @@ class _AssignReplicasToDirsRequest_PartitionData(Struct):
         (f_partition_index,) = _S_i.unpack_from(buf, pos)
         pos += 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -55,6 +59,9 @@ class _AssignReplicasToDirsRequest_PartitionData(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_AssignReplicasToDirsRequest_PartitionData = _AssignReplicasToDirsRequest_PartitionData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -81,7 +88,11 @@ class _AssignReplicasToDirsRequest_TopicData(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -111,6 +122,9 @@ class _AssignReplicasToDirsRequest_TopicData(Struct):
             b.append(0)
 
 
+_D_AssignReplicasToDirsRequest_TopicData = _AssignReplicasToDirsRequest_TopicData()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _AssignReplicasToDirsRequest_DirectoryData(Struct):
     """AssignReplicasToDirsRequest.DirectoryData."""
@@ -135,7 +149,11 @@ class _AssignReplicasToDirsRequest_DirectoryData(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -163,6 +181,9 @@ class _AssignReplicasToDirsRequest_DirectoryData(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_AssignReplicasToDirsRequest_DirectoryData = _AssignReplicasToDirsRequest_DirectoryData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -199,7 +220,11 @@ class AssignReplicasToDirsRequest(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -245,7 +270,11 @@ class _AssignReplicasToDirsResponse_PartitionData(Struct):
         (f_partition_index, f_error_code,) = _S_ih.unpack_from(buf, pos)
         pos += 6
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -266,6 +295,9 @@ class _AssignReplicasToDirsResponse_PartitionData(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_AssignReplicasToDirsResponse_PartitionData = _AssignReplicasToDirsResponse_PartitionData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -292,7 +324,11 @@ class _AssignReplicasToDirsResponse_TopicData(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -322,6 +358,9 @@ class _AssignReplicasToDirsResponse_TopicData(Struct):
             b.append(0)
 
 
+_D_AssignReplicasToDirsResponse_TopicData = _AssignReplicasToDirsResponse_TopicData()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _AssignReplicasToDirsResponse_DirectoryData(Struct):
     """AssignReplicasToDirsResponse.DirectoryData."""
@@ -346,7 +385,11 @@ class _AssignReplicasToDirsResponse_DirectoryData(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -374,6 +417,9 @@ class _AssignReplicasToDirsResponse_DirectoryData(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_AssignReplicasToDirsResponse_DirectoryData = _AssignReplicasToDirsResponse_DirectoryData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -410,7 +456,11 @@ class AssignReplicasToDirsResponse(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

@@ -50,7 +50,11 @@ class _BeginQuorumEpochRequest_PartitionData(Struct):
         pos += 8
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -76,6 +80,9 @@ class _BeginQuorumEpochRequest_PartitionData(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_BeginQuorumEpochRequest_PartitionData = _BeginQuorumEpochRequest_PartitionData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -104,7 +111,11 @@ class _BeginQuorumEpochRequest_TopicData(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -134,6 +145,9 @@ class _BeginQuorumEpochRequest_TopicData(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_BeginQuorumEpochRequest_TopicData = _BeginQuorumEpochRequest_TopicData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -167,7 +181,11 @@ class _BeginQuorumEpochRequest_LeaderEndpoint(Struct):
             f_port = 0
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -204,6 +222,9 @@ class _BeginQuorumEpochRequest_LeaderEndpoint(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_BeginQuorumEpochRequest_LeaderEndpoint = _BeginQuorumEpochRequest_LeaderEndpoint()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -260,7 +281,11 @@ class BeginQuorumEpochRequest(Message):
             f_leader_endpoints = list()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -324,7 +349,11 @@ class _BeginQuorumEpochResponse_PartitionData(Struct):
         pos += 14
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -347,6 +376,9 @@ class _BeginQuorumEpochResponse_PartitionData(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_BeginQuorumEpochResponse_PartitionData = _BeginQuorumEpochResponse_PartitionData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -375,7 +407,11 @@ class _BeginQuorumEpochResponse_TopicData(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -405,6 +441,9 @@ class _BeginQuorumEpochResponse_TopicData(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_BeginQuorumEpochResponse_TopicData = _BeginQuorumEpochResponse_TopicData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -439,7 +478,11 @@ class _BeginQuorumEpochResponse_NodeEndpoint(Struct):
             f_port = 0
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -476,6 +519,9 @@ class _BeginQuorumEpochResponse_NodeEndpoint(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_BeginQuorumEpochResponse_NodeEndpoint = _BeginQuorumEpochResponse_NodeEndpoint()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -515,7 +561,11 @@ class BeginQuorumEpochResponse(Message):
         f_node_endpoints = list()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -552,8 +602,8 @@ class BeginQuorumEpochResponse(Message):
             for item in items:
                 item._write(w, version)
         if flexible:
-            tagged = list(self.unknown_tagged_fields or ())
-            if (version >= 1) and self.node_endpoints != list():
+            tagged = list(self.unknown_tagged_fields) if self.unknown_tagged_fields else []
+            if (version >= 1) and self.node_endpoints:
                 tw = Writer()
                 b, outer = tw.buf, b
                 items = self.node_endpoints
@@ -565,7 +615,10 @@ class BeginQuorumEpochResponse(Message):
                         item._write(tw, version)
                 b = outer
                 tagged.append((0, tw.getvalue()))
-            write_tagged(b, tagged)
+            if tagged:
+                write_tagged(b, tagged)
+            else:
+                b.append(0)
 
 
 _BeginQuorumEpochRequest_PartitionData.SCHEMA = (

@@ -48,7 +48,11 @@ class BrokerHeartbeatRequest(Message):
         pos += 22
         f_offline_log_dirs = list()
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -75,8 +79,8 @@ class BrokerHeartbeatRequest(Message):
     def _write(self, w, version):
         b = w.buf
         b += _S_iqqoo.pack(self.broker_id, self.broker_epoch, self.current_metadata_offset, self.want_fence, self.want_shut_down)
-        tagged = list(self.unknown_tagged_fields or ())
-        if (version >= 1) and self.offline_log_dirs != list():
+        tagged = list(self.unknown_tagged_fields) if self.unknown_tagged_fields else []
+        if (version >= 1) and self.offline_log_dirs:
             tw = Writer()
             b, outer = tw.buf, b
             items = self.offline_log_dirs
@@ -88,7 +92,10 @@ class BrokerHeartbeatRequest(Message):
                     write_uuid(b, item)
             b = outer
             tagged.append((0, tw.getvalue()))
-        write_tagged(b, tagged)
+        if tagged:
+            write_tagged(b, tagged)
+        else:
+            b.append(0)
 
 
 @dataclass(slots=True)
@@ -117,7 +124,11 @@ class BrokerHeartbeatResponse(Message):
         (f_throttle_time_ms, f_error_code, f_is_caught_up, f_is_fenced, f_should_shut_down,) = _S_ihooo.unpack_from(buf, pos)
         pos += 9
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

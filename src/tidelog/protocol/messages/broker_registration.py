@@ -45,7 +45,11 @@ class _BrokerRegistrationRequest_Listener(Struct):
         (f_port, f_security_protocol,) = _S_Hh.unpack_from(buf, pos)
         pos += 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -70,6 +74,9 @@ class _BrokerRegistrationRequest_Listener(Struct):
             b.append(0)
 
 
+_D_BrokerRegistrationRequest_Listener = _BrokerRegistrationRequest_Listener()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _BrokerRegistrationRequest_Feature(Struct):
     """BrokerRegistrationRequest.Feature."""
@@ -89,7 +96,11 @@ class _BrokerRegistrationRequest_Feature(Struct):
         (f_min_supported_version, f_max_supported_version,) = _S_hh.unpack_from(buf, pos)
         pos += 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -111,6 +122,9 @@ class _BrokerRegistrationRequest_Feature(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_BrokerRegistrationRequest_Feature = _BrokerRegistrationRequest_Feature()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -191,7 +205,11 @@ class BrokerRegistrationRequest(Message):
         else:
             f_previous_broker_epoch = -1
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -268,7 +286,11 @@ class BrokerRegistrationResponse(Message):
         (f_throttle_time_ms, f_error_code, f_broker_epoch,) = _S_ihq.unpack_from(buf, pos)
         pos += 14
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

@@ -50,7 +50,11 @@ class ConsumerGroupDescribeRequest(Message):
         (f_include_authorized_operations,) = _S_o.unpack_from(buf, pos)
         pos += 1
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -104,7 +108,11 @@ class _ConsumerGroupDescribeResponse_TopicPartitions(Struct):
             f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
             pos += n * 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -134,6 +142,9 @@ class _ConsumerGroupDescribeResponse_TopicPartitions(Struct):
             b.append(0)
 
 
+_D_ConsumerGroupDescribeResponse_TopicPartitions = _ConsumerGroupDescribeResponse_TopicPartitions()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _ConsumerGroupDescribeResponse_Assignment(Struct):
     """ConsumerGroupDescribeResponse.Assignment."""
@@ -155,7 +166,11 @@ class _ConsumerGroupDescribeResponse_Assignment(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -182,6 +197,9 @@ class _ConsumerGroupDescribeResponse_Assignment(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_ConsumerGroupDescribeResponse_Assignment = _ConsumerGroupDescribeResponse_Assignment()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -239,7 +257,11 @@ class _ConsumerGroupDescribeResponse_Member(Struct):
         else:
             f_member_type = -1
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -277,6 +299,9 @@ class _ConsumerGroupDescribeResponse_Member(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_ConsumerGroupDescribeResponse_Member = _ConsumerGroupDescribeResponse_Member()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -326,7 +351,11 @@ class _ConsumerGroupDescribeResponse_DescribedGroup(Struct):
         (f_authorized_operations,) = _S_i.unpack_from(buf, pos)
         pos += 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -362,6 +391,9 @@ class _ConsumerGroupDescribeResponse_DescribedGroup(Struct):
             b.append(0)
 
 
+_D_ConsumerGroupDescribeResponse_DescribedGroup = _ConsumerGroupDescribeResponse_DescribedGroup()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class ConsumerGroupDescribeResponse(Message):
     """ConsumerGroupDescribeResponse, versions 0-1, flexible from v0."""
@@ -395,7 +427,11 @@ class ConsumerGroupDescribeResponse(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

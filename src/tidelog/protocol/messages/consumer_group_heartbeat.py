@@ -41,7 +41,11 @@ class _ConsumerGroupHeartbeatRequest_TopicPartitions(Struct):
             f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
             pos += n * 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -68,6 +72,9 @@ class _ConsumerGroupHeartbeatRequest_TopicPartitions(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_ConsumerGroupHeartbeatRequest_TopicPartitions = _ConsumerGroupHeartbeatRequest_TopicPartitions()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -135,7 +142,11 @@ class ConsumerGroupHeartbeatRequest(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -204,7 +215,11 @@ class _ConsumerGroupHeartbeatResponse_TopicPartitions(Struct):
             f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
             pos += n * 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -233,6 +248,9 @@ class _ConsumerGroupHeartbeatResponse_TopicPartitions(Struct):
             b.append(0)
 
 
+_D_ConsumerGroupHeartbeatResponse_TopicPartitions = _ConsumerGroupHeartbeatResponse_TopicPartitions()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _ConsumerGroupHeartbeatResponse_Assignment(Struct):
     """ConsumerGroupHeartbeatResponse.Assignment."""
@@ -254,7 +272,11 @@ class _ConsumerGroupHeartbeatResponse_Assignment(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -281,6 +303,9 @@ class _ConsumerGroupHeartbeatResponse_Assignment(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_ConsumerGroupHeartbeatResponse_Assignment = _ConsumerGroupHeartbeatResponse_Assignment()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -324,7 +349,11 @@ class ConsumerGroupHeartbeatResponse(Message):
         else:
             f_assignment, pos = _ConsumerGroupHeartbeatResponse_Assignment._read(buf, pos + 1, version)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

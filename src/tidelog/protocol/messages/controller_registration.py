@@ -44,7 +44,11 @@ class _ControllerRegistrationRequest_Listener(Struct):
         (f_port, f_security_protocol,) = _S_Hh.unpack_from(buf, pos)
         pos += 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -69,6 +73,9 @@ class _ControllerRegistrationRequest_Listener(Struct):
             b.append(0)
 
 
+_D_ControllerRegistrationRequest_Listener = _ControllerRegistrationRequest_Listener()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _ControllerRegistrationRequest_Feature(Struct):
     """ControllerRegistrationRequest.Feature."""
@@ -88,7 +95,11 @@ class _ControllerRegistrationRequest_Feature(Struct):
         (f_min_supported_version, f_max_supported_version,) = _S_hh.unpack_from(buf, pos)
         pos += 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -110,6 +121,9 @@ class _ControllerRegistrationRequest_Feature(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_ControllerRegistrationRequest_Feature = _ControllerRegistrationRequest_Feature()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -161,7 +175,11 @@ class ControllerRegistrationRequest(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -223,7 +241,11 @@ class ControllerRegistrationResponse(Message):
         pos += 6
         f_error_message, pos = read_compact_nullable_string(buf, pos)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

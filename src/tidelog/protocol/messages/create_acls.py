@@ -59,7 +59,11 @@ class _CreateAclsRequest_AclCreation(Struct):
         pos += 2
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -93,6 +97,9 @@ class _CreateAclsRequest_AclCreation(Struct):
                 b.append(0)
 
 
+_D_CreateAclsRequest_AclCreation = _CreateAclsRequest_AclCreation()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class CreateAclsRequest(Message):
     """CreateAclsRequest, versions 0-3, flexible from v2."""
@@ -121,7 +128,11 @@ class CreateAclsRequest(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -171,7 +182,11 @@ class _CreateAclsResponse_AclCreationResult(Struct):
         f_error_message, pos = (read_compact_nullable_string if flexible else read_nullable_string)(buf, pos)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -195,6 +210,9 @@ class _CreateAclsResponse_AclCreationResult(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_CreateAclsResponse_AclCreationResult = _CreateAclsResponse_AclCreationResult()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -229,7 +247,11 @@ class CreateAclsResponse(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)

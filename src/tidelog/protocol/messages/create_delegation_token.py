@@ -39,7 +39,11 @@ class _CreateDelegationTokenRequest_CreatableRenewers(Struct):
         f_principal_name, pos = (read_compact_string if flexible else read_string)(buf, pos)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -63,6 +67,9 @@ class _CreateDelegationTokenRequest_CreatableRenewers(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_CreateDelegationTokenRequest_CreatableRenewers = _CreateDelegationTokenRequest_CreatableRenewers()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -109,7 +116,11 @@ class CreateDelegationTokenRequest(Message):
         pos += 8
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -207,7 +218,11 @@ class CreateDelegationTokenResponse(Message):
         pos += 4
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)

@@ -40,7 +40,11 @@ class _CreatePartitionsRequest_CreatePartitionsAssignment(Struct):
             pos += n * 4
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -68,6 +72,9 @@ class _CreatePartitionsRequest_CreatePartitionsAssignment(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_CreatePartitionsRequest_CreatePartitionsAssignment = _CreatePartitionsRequest_CreatePartitionsAssignment()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -100,7 +107,11 @@ class _CreatePartitionsRequest_CreatePartitionsTopic(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -131,6 +142,9 @@ class _CreatePartitionsRequest_CreatePartitionsTopic(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_CreatePartitionsRequest_CreatePartitionsTopic = _CreatePartitionsRequest_CreatePartitionsTopic()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -168,7 +182,11 @@ class CreatePartitionsRequest(Message):
         pos += 5
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -222,7 +240,11 @@ class _CreatePartitionsResponse_CreatePartitionsTopicResult(Struct):
         f_error_message, pos = (read_compact_nullable_string if flexible else read_nullable_string)(buf, pos)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -247,6 +269,9 @@ class _CreatePartitionsResponse_CreatePartitionsTopicResult(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_CreatePartitionsResponse_CreatePartitionsTopicResult = _CreatePartitionsResponse_CreatePartitionsTopicResult()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -281,7 +306,11 @@ class CreatePartitionsResponse(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)

@@ -46,7 +46,11 @@ class _CreateTopicsRequest_CreatableReplicaAssignment(Struct):
             pos += n * 4
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -77,6 +81,9 @@ class _CreateTopicsRequest_CreatableReplicaAssignment(Struct):
                 b.append(0)
 
 
+_D_CreateTopicsRequest_CreatableReplicaAssignment = _CreateTopicsRequest_CreatableReplicaAssignment()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _CreateTopicsRequest_CreatableTopicConfig(Struct):
     """CreateTopicsRequest.CreatableTopicConfig."""
@@ -95,7 +102,11 @@ class _CreateTopicsRequest_CreatableTopicConfig(Struct):
         f_value, pos = (read_compact_nullable_string if flexible else read_nullable_string)(buf, pos)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -119,6 +130,9 @@ class _CreateTopicsRequest_CreatableTopicConfig(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_CreateTopicsRequest_CreatableTopicConfig = _CreateTopicsRequest_CreatableTopicConfig()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -164,7 +178,11 @@ class _CreateTopicsRequest_CreatableTopic(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -202,6 +220,9 @@ class _CreateTopicsRequest_CreatableTopic(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_CreateTopicsRequest_CreatableTopic = _CreateTopicsRequest_CreatableTopic()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -245,7 +266,11 @@ class CreateTopicsRequest(Message):
             f_validate_only = False
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -319,7 +344,11 @@ class _CreateTopicsResponse_CreatableTopicConfigs(Struct):
             f_is_sensitive = False
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -358,6 +387,9 @@ class _CreateTopicsResponse_CreatableTopicConfigs(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_CreateTopicsResponse_CreatableTopicConfigs = _CreateTopicsResponse_CreatableTopicConfigs()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -418,7 +450,11 @@ class _CreateTopicsResponse_CreatableTopicResult(Struct):
         f_topic_config_error_code = 0
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -456,14 +492,20 @@ class _CreateTopicsResponse_CreatableTopicResult(Struct):
                 for item in items:
                     item._write(w, version)
         if flexible:
-            tagged = list(self.unknown_tagged_fields or ())
+            tagged = list(self.unknown_tagged_fields) if self.unknown_tagged_fields else []
             if (version >= 5) and self.topic_config_error_code != 0:
                 tw = Writer()
                 b, outer = tw.buf, b
                 b += _S_h.pack(self.topic_config_error_code)
                 b = outer
                 tagged.append((0, tw.getvalue()))
-            write_tagged(b, tagged)
+            if tagged:
+                write_tagged(b, tagged)
+            else:
+                b.append(0)
+
+
+_D_CreateTopicsResponse_CreatableTopicResult = _CreateTopicsResponse_CreatableTopicResult()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -502,7 +544,11 @@ class CreateTopicsResponse(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)

@@ -59,7 +59,11 @@ class _DeleteAclsRequest_DeleteAclsFilter(Struct):
         pos += 2
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -93,6 +97,9 @@ class _DeleteAclsRequest_DeleteAclsFilter(Struct):
                 b.append(0)
 
 
+_D_DeleteAclsRequest_DeleteAclsFilter = _DeleteAclsRequest_DeleteAclsFilter()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class DeleteAclsRequest(Message):
     """DeleteAclsRequest, versions 0-3, flexible from v2."""
@@ -121,7 +128,11 @@ class DeleteAclsRequest(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -197,7 +208,11 @@ class _DeleteAclsResponse_DeleteAclsMatchingAcl(Struct):
         pos += 2
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -233,6 +248,9 @@ class _DeleteAclsResponse_DeleteAclsMatchingAcl(Struct):
                 b.append(0)
 
 
+_D_DeleteAclsResponse_DeleteAclsMatchingAcl = _DeleteAclsResponse_DeleteAclsMatchingAcl()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _DeleteAclsResponse_DeleteAclsFilterResult(Struct):
     """DeleteAclsResponse.DeleteAclsFilterResult."""
@@ -263,7 +281,11 @@ class _DeleteAclsResponse_DeleteAclsFilterResult(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -294,6 +316,9 @@ class _DeleteAclsResponse_DeleteAclsFilterResult(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_DeleteAclsResponse_DeleteAclsFilterResult = _DeleteAclsResponse_DeleteAclsFilterResult()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -329,7 +354,11 @@ class DeleteAclsResponse(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)

@@ -38,7 +38,11 @@ class _DeleteRecordsRequest_DeleteRecordsPartition(Struct):
         pos += 12
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -61,6 +65,9 @@ class _DeleteRecordsRequest_DeleteRecordsPartition(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_DeleteRecordsRequest_DeleteRecordsPartition = _DeleteRecordsRequest_DeleteRecordsPartition()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -89,7 +96,11 @@ class _DeleteRecordsRequest_DeleteRecordsTopic(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -119,6 +130,9 @@ class _DeleteRecordsRequest_DeleteRecordsTopic(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_DeleteRecordsRequest_DeleteRecordsTopic = _DeleteRecordsRequest_DeleteRecordsTopic()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -154,7 +168,11 @@ class DeleteRecordsRequest(Message):
         pos += 4
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -206,7 +224,11 @@ class _DeleteRecordsResponse_DeleteRecordsPartitionResult(Struct):
         pos += 14
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -229,6 +251,9 @@ class _DeleteRecordsResponse_DeleteRecordsPartitionResult(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_DeleteRecordsResponse_DeleteRecordsPartitionResult = _DeleteRecordsResponse_DeleteRecordsPartitionResult()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -257,7 +282,11 @@ class _DeleteRecordsResponse_DeleteRecordsTopicResult(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -287,6 +316,9 @@ class _DeleteRecordsResponse_DeleteRecordsTopicResult(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_DeleteRecordsResponse_DeleteRecordsTopicResult = _DeleteRecordsResponse_DeleteRecordsTopicResult()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -322,7 +354,11 @@ class DeleteRecordsResponse(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)

@@ -32,7 +32,11 @@ class _DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic(Struct
     def _read(cls, buf, pos, version):
         f_topic_name, pos = read_compact_string(buf, pos)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -53,6 +57,9 @@ class _DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic(Struct
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic = _DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -84,7 +91,11 @@ class DeleteShareGroupOffsetsRequest(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -137,7 +148,11 @@ class _DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic(Stru
         pos += 2
         f_error_message, pos = read_compact_nullable_string(buf, pos)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -161,6 +176,9 @@ class _DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic(Stru
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic = _DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -198,7 +216,11 @@ class DeleteShareGroupOffsetsResponse(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

@@ -33,7 +33,11 @@ class _DeleteShareGroupStateRequest_PartitionData(Struct):
         (f_partition,) = _S_i.unpack_from(buf, pos)
         pos += 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -54,6 +58,9 @@ class _DeleteShareGroupStateRequest_PartitionData(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_DeleteShareGroupStateRequest_PartitionData = _DeleteShareGroupStateRequest_PartitionData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -80,7 +87,11 @@ class _DeleteShareGroupStateRequest_DeleteStateData(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -108,6 +119,9 @@ class _DeleteShareGroupStateRequest_DeleteStateData(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_DeleteShareGroupStateRequest_DeleteStateData = _DeleteShareGroupStateRequest_DeleteStateData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -140,7 +154,11 @@ class DeleteShareGroupStateRequest(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -189,7 +207,11 @@ class _DeleteShareGroupStateResponse_PartitionResult(Struct):
         pos += 6
         f_error_message, pos = read_compact_nullable_string(buf, pos)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -211,6 +233,9 @@ class _DeleteShareGroupStateResponse_PartitionResult(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_DeleteShareGroupStateResponse_PartitionResult = _DeleteShareGroupStateResponse_PartitionResult()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -237,7 +262,11 @@ class _DeleteShareGroupStateResponse_DeleteStateResult(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -267,6 +296,9 @@ class _DeleteShareGroupStateResponse_DeleteStateResult(Struct):
             b.append(0)
 
 
+_D_DeleteShareGroupStateResponse_DeleteStateResult = _DeleteShareGroupStateResponse_DeleteStateResult()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class DeleteShareGroupStateResponse(Message):
     """DeleteShareGroupStateResponse, versions 0, flexible from v0."""
@@ -294,7 +326,11 @@ class DeleteShareGroupStateResponse(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

@@ -43,7 +43,11 @@ class _DeleteTopicsRequest_DeleteTopicState(Struct):
             f_topic_id = ZERO_UUID
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -75,6 +79,9 @@ class _DeleteTopicsRequest_DeleteTopicState(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_DeleteTopicsRequest_DeleteTopicState = _DeleteTopicsRequest_DeleteTopicState()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -125,7 +132,11 @@ class DeleteTopicsRequest(Message):
         pos += 4
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -200,7 +211,11 @@ class _DeleteTopicsResponse_DeletableTopicResult(Struct):
             f_error_message = None
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -228,6 +243,9 @@ class _DeleteTopicsResponse_DeletableTopicResult(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_DeleteTopicsResponse_DeletableTopicResult = _DeleteTopicsResponse_DeletableTopicResult()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -265,7 +283,11 @@ class DeleteTopicsResponse(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)

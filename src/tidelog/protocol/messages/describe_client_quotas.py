@@ -43,7 +43,11 @@ class _DescribeClientQuotasRequest_ComponentData(Struct):
         f_match, pos = (read_compact_nullable_string if flexible else read_nullable_string)(buf, pos)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -68,6 +72,9 @@ class _DescribeClientQuotasRequest_ComponentData(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_DescribeClientQuotasRequest_ComponentData = _DescribeClientQuotasRequest_ComponentData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -102,7 +109,11 @@ class DescribeClientQuotasRequest(Message):
         pos += 1
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -152,7 +163,11 @@ class _DescribeClientQuotasResponse_EntityData(Struct):
         f_entity_name, pos = (read_compact_nullable_string if flexible else read_nullable_string)(buf, pos)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -178,6 +193,9 @@ class _DescribeClientQuotasResponse_EntityData(Struct):
                 b.append(0)
 
 
+_D_DescribeClientQuotasResponse_EntityData = _DescribeClientQuotasResponse_EntityData()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _DescribeClientQuotasResponse_ValueData(Struct):
     """DescribeClientQuotasResponse.ValueData."""
@@ -197,7 +215,11 @@ class _DescribeClientQuotasResponse_ValueData(Struct):
         pos += 8
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -221,6 +243,9 @@ class _DescribeClientQuotasResponse_ValueData(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_DescribeClientQuotasResponse_ValueData = _DescribeClientQuotasResponse_ValueData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -257,7 +282,11 @@ class _DescribeClientQuotasResponse_EntryData(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -293,6 +322,9 @@ class _DescribeClientQuotasResponse_EntryData(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_DescribeClientQuotasResponse_EntryData = _DescribeClientQuotasResponse_EntryData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -334,7 +366,11 @@ class DescribeClientQuotasResponse(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)

@@ -53,7 +53,11 @@ class DescribeClusterRequest(Message):
         else:
             f_include_fenced_brokers = False
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -117,7 +121,11 @@ class _DescribeClusterResponse_DescribeClusterBroker(Struct):
         else:
             f_is_fenced = False
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -146,6 +154,9 @@ class _DescribeClusterResponse_DescribeClusterBroker(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_DescribeClusterResponse_DescribeClusterBroker = _DescribeClusterResponse_DescribeClusterBroker()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -201,7 +212,11 @@ class DescribeClusterResponse(Message):
         (f_cluster_authorized_operations,) = _S_i.unpack_from(buf, pos)
         pos += 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

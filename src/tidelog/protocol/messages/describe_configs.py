@@ -50,7 +50,11 @@ class _DescribeConfigsRequest_DescribeConfigsResource(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -81,6 +85,9 @@ class _DescribeConfigsRequest_DescribeConfigsResource(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_DescribeConfigsRequest_DescribeConfigsResource = _DescribeConfigsRequest_DescribeConfigsResource()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -125,7 +132,11 @@ class DescribeConfigsRequest(Message):
             f_include_documentation = False
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -197,7 +208,11 @@ class _DescribeConfigsResponse_DescribeConfigsSynonym(Struct):
             f_source = 0
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -234,6 +249,9 @@ class _DescribeConfigsResponse_DescribeConfigsSynonym(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_DescribeConfigsResponse_DescribeConfigsSynonym = _DescribeConfigsResponse_DescribeConfigsSynonym()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -303,7 +321,11 @@ class _DescribeConfigsResponse_DescribeConfigsResourceResult(Struct):
             f_documentation = ''
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -350,6 +372,9 @@ class _DescribeConfigsResponse_DescribeConfigsResourceResult(Struct):
                 b.append(0)
 
 
+_D_DescribeConfigsResponse_DescribeConfigsResourceResult = _DescribeConfigsResponse_DescribeConfigsResourceResult()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _DescribeConfigsResponse_DescribeConfigsResult(Struct):
     """DescribeConfigsResponse.DescribeConfigsResult."""
@@ -387,7 +412,11 @@ class _DescribeConfigsResponse_DescribeConfigsResult(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -420,6 +449,9 @@ class _DescribeConfigsResponse_DescribeConfigsResult(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_DescribeConfigsResponse_DescribeConfigsResult = _DescribeConfigsResponse_DescribeConfigsResult()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -456,7 +488,11 @@ class DescribeConfigsResponse(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)

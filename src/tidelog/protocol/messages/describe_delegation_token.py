@@ -38,7 +38,11 @@ class _DescribeDelegationTokenRequest_DescribeDelegationTokenOwner(Struct):
         f_principal_name, pos = (read_compact_string if flexible else read_string)(buf, pos)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -62,6 +66,9 @@ class _DescribeDelegationTokenRequest_DescribeDelegationTokenOwner(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner = _DescribeDelegationTokenRequest_DescribeDelegationTokenOwner()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -92,7 +99,11 @@ class DescribeDelegationTokenRequest(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -141,7 +152,11 @@ class _DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer(Struct):
         f_principal_name, pos = (read_compact_string if flexible else read_string)(buf, pos)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -165,6 +180,9 @@ class _DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer = _DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -222,7 +240,11 @@ class _DescribeDelegationTokenResponse_DescribedDelegationToken(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -268,6 +290,9 @@ class _DescribeDelegationTokenResponse_DescribedDelegationToken(Struct):
                 b.append(0)
 
 
+_D_DescribeDelegationTokenResponse_DescribedDelegationToken = _DescribeDelegationTokenResponse_DescribedDelegationToken()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class DescribeDelegationTokenResponse(Message):
     """DescribeDelegationTokenResponse, versions 0-3, flexible from v2."""
@@ -305,7 +330,11 @@ class DescribeDelegationTokenResponse(Message):
         pos += 4
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)

@@ -53,7 +53,11 @@ class DescribeGroupsRequest(Message):
             f_include_authorized_operations = False
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -122,7 +126,11 @@ class _DescribeGroupsResponse_DescribedGroupMember(Struct):
         f_member_assignment, pos = (read_compact_bytes if flexible else read_bytes)(buf, pos)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -151,6 +159,9 @@ class _DescribeGroupsResponse_DescribedGroupMember(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_DescribeGroupsResponse_DescribedGroupMember = _DescribeGroupsResponse_DescribedGroupMember()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -205,7 +216,11 @@ class _DescribeGroupsResponse_DescribedGroup(Struct):
             f_authorized_operations = -2147483648
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -251,6 +266,9 @@ class _DescribeGroupsResponse_DescribedGroup(Struct):
                 b.append(0)
 
 
+_D_DescribeGroupsResponse_DescribedGroup = _DescribeGroupsResponse_DescribedGroup()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class DescribeGroupsResponse(Message):
     """DescribeGroupsResponse, versions 0-6, flexible from v5."""
@@ -287,7 +305,11 @@ class DescribeGroupsResponse(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)

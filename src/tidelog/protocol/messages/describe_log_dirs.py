@@ -44,7 +44,11 @@ class _DescribeLogDirsRequest_DescribableLogDirTopic(Struct):
             pos += n * 4
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -75,6 +79,9 @@ class _DescribeLogDirsRequest_DescribableLogDirTopic(Struct):
                 b.append(0)
 
 
+_D_DescribeLogDirsRequest_DescribableLogDirTopic = _DescribeLogDirsRequest_DescribableLogDirTopic()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class DescribeLogDirsRequest(Message):
     """DescribeLogDirsRequest, versions 0-4, flexible from v2."""
@@ -103,7 +110,11 @@ class DescribeLogDirsRequest(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -156,7 +167,11 @@ class _DescribeLogDirsResponse_DescribeLogDirsPartition(Struct):
         pos += 21
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -179,6 +194,9 @@ class _DescribeLogDirsResponse_DescribeLogDirsPartition(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_DescribeLogDirsResponse_DescribeLogDirsPartition = _DescribeLogDirsResponse_DescribeLogDirsPartition()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -207,7 +225,11 @@ class _DescribeLogDirsResponse_DescribeLogDirsTopic(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -237,6 +259,9 @@ class _DescribeLogDirsResponse_DescribeLogDirsTopic(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_DescribeLogDirsResponse_DescribeLogDirsTopic = _DescribeLogDirsResponse_DescribeLogDirsTopic()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -279,7 +304,11 @@ class _DescribeLogDirsResponse_DescribeLogDirsResult(Struct):
             f_usable_bytes = -1
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -312,6 +341,9 @@ class _DescribeLogDirsResponse_DescribeLogDirsResult(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_DescribeLogDirsResponse_DescribeLogDirsResult = _DescribeLogDirsResponse_DescribeLogDirsResult()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -355,7 +387,11 @@ class DescribeLogDirsResponse(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)

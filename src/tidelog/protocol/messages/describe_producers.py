@@ -41,7 +41,11 @@ class _DescribeProducersRequest_TopicRequest(Struct):
             f_partition_indexes = list(struct.unpack_from(">%di" % n, buf, pos))
             pos += n * 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -70,6 +74,9 @@ class _DescribeProducersRequest_TopicRequest(Struct):
             b.append(0)
 
 
+_D_DescribeProducersRequest_TopicRequest = _DescribeProducersRequest_TopicRequest()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class DescribeProducersRequest(Message):
     """DescribeProducersRequest, versions 0, flexible from v0."""
@@ -96,7 +103,11 @@ class DescribeProducersRequest(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -149,7 +160,11 @@ class _DescribeProducersResponse_ProducerState(Struct):
         (f_producer_id, f_producer_epoch, f_last_sequence, f_last_timestamp, f_coordinator_epoch, f_current_txn_start_offset,) = _S_qiiqiq.unpack_from(buf, pos)
         pos += 36
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -170,6 +185,9 @@ class _DescribeProducersResponse_ProducerState(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_DescribeProducersResponse_ProducerState = _DescribeProducersResponse_ProducerState()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -202,7 +220,11 @@ class _DescribeProducersResponse_PartitionResponse(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -233,6 +255,9 @@ class _DescribeProducersResponse_PartitionResponse(Struct):
             b.append(0)
 
 
+_D_DescribeProducersResponse_PartitionResponse = _DescribeProducersResponse_PartitionResponse()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _DescribeProducersResponse_TopicResponse(Struct):
     """DescribeProducersResponse.TopicResponse."""
@@ -257,7 +282,11 @@ class _DescribeProducersResponse_TopicResponse(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -285,6 +314,9 @@ class _DescribeProducersResponse_TopicResponse(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_DescribeProducersResponse_TopicResponse = _DescribeProducersResponse_TopicResponse()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -319,7 +351,11 @@ class DescribeProducersResponse(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

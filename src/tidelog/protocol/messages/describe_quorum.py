@@ -38,7 +38,11 @@ class _DescribeQuorumRequest_PartitionData(Struct):
         (f_partition_index,) = _S_i.unpack_from(buf, pos)
         pos += 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -59,6 +63,9 @@ class _DescribeQuorumRequest_PartitionData(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_DescribeQuorumRequest_PartitionData = _DescribeQuorumRequest_PartitionData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -85,7 +92,11 @@ class _DescribeQuorumRequest_TopicData(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -115,6 +126,9 @@ class _DescribeQuorumRequest_TopicData(Struct):
             b.append(0)
 
 
+_D_DescribeQuorumRequest_TopicData = _DescribeQuorumRequest_TopicData()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class DescribeQuorumRequest(Message):
     """DescribeQuorumRequest, versions 0-2, flexible from v0."""
@@ -142,7 +156,11 @@ class DescribeQuorumRequest(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -205,7 +223,11 @@ class _DescribeQuorumResponse_ReplicaState(Struct):
             f_last_fetch_timestamp = -1
             f_last_caught_up_timestamp = -1
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -234,6 +256,9 @@ class _DescribeQuorumResponse_ReplicaState(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_DescribeQuorumResponse_ReplicaState = _DescribeQuorumResponse_ReplicaState()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -288,7 +313,11 @@ class _DescribeQuorumResponse_PartitionData(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -328,6 +357,9 @@ class _DescribeQuorumResponse_PartitionData(Struct):
             b.append(0)
 
 
+_D_DescribeQuorumResponse_PartitionData = _DescribeQuorumResponse_PartitionData()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _DescribeQuorumResponse_TopicData(Struct):
     """DescribeQuorumResponse.TopicData."""
@@ -352,7 +384,11 @@ class _DescribeQuorumResponse_TopicData(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -380,6 +416,9 @@ class _DescribeQuorumResponse_TopicData(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_DescribeQuorumResponse_TopicData = _DescribeQuorumResponse_TopicData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -411,7 +450,11 @@ class _DescribeQuorumResponse_Listener(Struct):
         else:
             f_port = 0
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -448,6 +491,9 @@ class _DescribeQuorumResponse_Listener(Struct):
             b.append(0)
 
 
+_D_DescribeQuorumResponse_Listener = _DescribeQuorumResponse_Listener()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _DescribeQuorumResponse_Node(Struct):
     """DescribeQuorumResponse.Node."""
@@ -479,7 +525,11 @@ class _DescribeQuorumResponse_Node(Struct):
         else:
             f_listeners = list()
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -515,6 +565,9 @@ class _DescribeQuorumResponse_Node(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_DescribeQuorumResponse_Node = _DescribeQuorumResponse_Node()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -571,7 +624,11 @@ class DescribeQuorumResponse(Message):
         else:
             f_nodes = list()
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

@@ -41,7 +41,11 @@ class _DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic(St
             f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
             pos += n * 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -70,6 +74,9 @@ class _DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic(St
             b.append(0)
 
 
+_D_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic = _DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup(Struct):
     """DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup."""
@@ -94,7 +101,11 @@ class _DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup(St
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -124,6 +135,9 @@ class _DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup(St
             b.append(0)
 
 
+_D_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup = _DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class DescribeShareGroupOffsetsRequest(Message):
     """DescribeShareGroupOffsetsRequest, versions 0, flexible from v0."""
@@ -151,7 +165,11 @@ class DescribeShareGroupOffsetsRequest(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -203,7 +221,11 @@ class _DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartit
         pos += 18
         f_error_message, pos = read_compact_nullable_string(buf, pos)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -225,6 +247,9 @@ class _DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartit
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition = _DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -254,7 +279,11 @@ class _DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic(
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -283,6 +312,9 @@ class _DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic(
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic = _DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -316,7 +348,11 @@ class _DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup(
         pos += 2
         f_error_message, pos = read_compact_nullable_string(buf, pos)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -346,6 +382,9 @@ class _DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup(
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup = _DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -380,7 +419,11 @@ class DescribeShareGroupOffsetsResponse(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

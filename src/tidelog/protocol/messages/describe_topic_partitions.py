@@ -34,7 +34,11 @@ class _DescribeTopicPartitionsRequest_TopicRequest(Struct):
     def _read(cls, buf, pos, version):
         f_name, pos = read_compact_string(buf, pos)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -57,6 +61,9 @@ class _DescribeTopicPartitionsRequest_TopicRequest(Struct):
             b.append(0)
 
 
+_D_DescribeTopicPartitionsRequest_TopicRequest = _DescribeTopicPartitionsRequest_TopicRequest()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _DescribeTopicPartitionsRequest_Cursor(Struct):
     """DescribeTopicPartitionsRequest.Cursor."""
@@ -74,7 +81,11 @@ class _DescribeTopicPartitionsRequest_Cursor(Struct):
         (f_partition_index,) = _S_i.unpack_from(buf, pos)
         pos += 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -96,6 +107,9 @@ class _DescribeTopicPartitionsRequest_Cursor(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_DescribeTopicPartitionsRequest_Cursor = _DescribeTopicPartitionsRequest_Cursor()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -136,7 +150,11 @@ class DescribeTopicPartitionsRequest(Message):
         else:
             f_cursor, pos = _DescribeTopicPartitionsRequest_Cursor._read(buf, pos + 1, version)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -231,7 +249,11 @@ class _DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition(
             f_offline_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
             pos += n * 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -284,6 +306,9 @@ class _DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition(
             b.append(0)
 
 
+_D_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition = _DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic(Struct):
     """DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic."""
@@ -323,7 +348,11 @@ class _DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic(Stru
         (f_topic_authorized_operations,) = _S_i.unpack_from(buf, pos)
         pos += 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -357,6 +386,9 @@ class _DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic(Stru
             b.append(0)
 
 
+_D_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic = _DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _DescribeTopicPartitionsResponse_Cursor(Struct):
     """DescribeTopicPartitionsResponse.Cursor."""
@@ -374,7 +406,11 @@ class _DescribeTopicPartitionsResponse_Cursor(Struct):
         (f_partition_index,) = _S_i.unpack_from(buf, pos)
         pos += 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -396,6 +432,9 @@ class _DescribeTopicPartitionsResponse_Cursor(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_DescribeTopicPartitionsResponse_Cursor = _DescribeTopicPartitionsResponse_Cursor()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -437,7 +476,11 @@ class DescribeTopicPartitionsResponse(Message):
         else:
             f_next_cursor, pos = _DescribeTopicPartitionsResponse_Cursor._read(buf, pos + 1, version)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

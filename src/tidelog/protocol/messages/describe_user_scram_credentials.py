@@ -33,7 +33,11 @@ class _DescribeUserScramCredentialsRequest_UserName(Struct):
     def _read(cls, buf, pos, version):
         f_name, pos = read_compact_string(buf, pos)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -54,6 +58,9 @@ class _DescribeUserScramCredentialsRequest_UserName(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_DescribeUserScramCredentialsRequest_UserName = _DescribeUserScramCredentialsRequest_UserName()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -82,7 +89,11 @@ class DescribeUserScramCredentialsRequest(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -127,7 +138,11 @@ class _DescribeUserScramCredentialsResponse_CredentialInfo(Struct):
         (f_mechanism, f_iterations,) = _S_bi.unpack_from(buf, pos)
         pos += 5
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -148,6 +163,9 @@ class _DescribeUserScramCredentialsResponse_CredentialInfo(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_DescribeUserScramCredentialsResponse_CredentialInfo = _DescribeUserScramCredentialsResponse_CredentialInfo()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -181,7 +199,11 @@ class _DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult(S
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -211,6 +233,9 @@ class _DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult(S
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult = _DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -249,7 +274,11 @@ class DescribeUserScramCredentialsResponse(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

@@ -47,7 +47,11 @@ class _EndQuorumEpochRequest_ReplicaInfo(Struct):
             f_candidate_directory_id = ZERO_UUID
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -79,6 +83,9 @@ class _EndQuorumEpochRequest_ReplicaInfo(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_EndQuorumEpochRequest_ReplicaInfo = _EndQuorumEpochRequest_ReplicaInfo()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -126,7 +133,11 @@ class _EndQuorumEpochRequest_PartitionData(Struct):
             f_preferred_candidates = list()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -166,6 +177,9 @@ class _EndQuorumEpochRequest_PartitionData(Struct):
                 b.append(0)
 
 
+_D_EndQuorumEpochRequest_PartitionData = _EndQuorumEpochRequest_PartitionData()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _EndQuorumEpochRequest_TopicData(Struct):
     """EndQuorumEpochRequest.TopicData."""
@@ -192,7 +206,11 @@ class _EndQuorumEpochRequest_TopicData(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -222,6 +240,9 @@ class _EndQuorumEpochRequest_TopicData(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_EndQuorumEpochRequest_TopicData = _EndQuorumEpochRequest_TopicData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -255,7 +276,11 @@ class _EndQuorumEpochRequest_LeaderEndpoint(Struct):
             f_port = 0
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -292,6 +317,9 @@ class _EndQuorumEpochRequest_LeaderEndpoint(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_EndQuorumEpochRequest_LeaderEndpoint = _EndQuorumEpochRequest_LeaderEndpoint()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -342,7 +370,11 @@ class EndQuorumEpochRequest(Message):
             f_leader_endpoints = list()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -404,7 +436,11 @@ class _EndQuorumEpochResponse_PartitionData(Struct):
         pos += 14
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -427,6 +463,9 @@ class _EndQuorumEpochResponse_PartitionData(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_EndQuorumEpochResponse_PartitionData = _EndQuorumEpochResponse_PartitionData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -455,7 +494,11 @@ class _EndQuorumEpochResponse_TopicData(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -485,6 +528,9 @@ class _EndQuorumEpochResponse_TopicData(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_EndQuorumEpochResponse_TopicData = _EndQuorumEpochResponse_TopicData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -519,7 +565,11 @@ class _EndQuorumEpochResponse_NodeEndpoint(Struct):
             f_port = 0
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -556,6 +606,9 @@ class _EndQuorumEpochResponse_NodeEndpoint(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_EndQuorumEpochResponse_NodeEndpoint = _EndQuorumEpochResponse_NodeEndpoint()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -595,7 +648,11 @@ class EndQuorumEpochResponse(Message):
         f_node_endpoints = list()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -632,8 +689,8 @@ class EndQuorumEpochResponse(Message):
             for item in items:
                 item._write(w, version)
         if flexible:
-            tagged = list(self.unknown_tagged_fields or ())
-            if (version >= 1) and self.node_endpoints != list():
+            tagged = list(self.unknown_tagged_fields) if self.unknown_tagged_fields else []
+            if (version >= 1) and self.node_endpoints:
                 tw = Writer()
                 b, outer = tw.buf, b
                 items = self.node_endpoints
@@ -645,7 +702,10 @@ class EndQuorumEpochResponse(Message):
                         item._write(tw, version)
                 b = outer
                 tagged.append((0, tw.getvalue()))
-            write_tagged(b, tagged)
+            if tagged:
+                write_tagged(b, tagged)
+            else:
+                b.append(0)
 
 
 _EndQuorumEpochRequest_ReplicaInfo.SCHEMA = (

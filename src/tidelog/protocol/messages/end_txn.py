@@ -47,7 +47,11 @@ class EndTxnRequest(Message):
         pos += 11
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -105,7 +109,11 @@ class EndTxnResponse(Message):
             f_producer_epoch = -1
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)

@@ -41,7 +41,11 @@ class EnvelopeRequest(Message):
         f_request_principal, pos = read_compact_nullable_bytes(buf, pos)
         f_client_host_address, pos = read_compact_bytes(buf, pos)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -87,7 +91,11 @@ class EnvelopeResponse(Message):
         (f_error_code,) = _S_h.unpack_from(buf, pos)
         pos += 2
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

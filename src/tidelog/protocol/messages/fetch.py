@@ -48,7 +48,11 @@ class _FetchRequest_ReplicaState(Struct):
             f_replica_epoch = -1
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -77,6 +81,9 @@ class _FetchRequest_ReplicaState(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_FetchRequest_ReplicaState = _FetchRequest_ReplicaState()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -130,7 +137,11 @@ class _FetchRequest_FetchPartition(Struct):
         f_high_watermark = 9223372036854775807
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -167,7 +178,7 @@ class _FetchRequest_FetchPartition(Struct):
             b += _S_q.pack(self.log_start_offset)
         b += _S_i.pack(self.partition_max_bytes)
         if flexible:
-            tagged = list(self.unknown_tagged_fields or ())
+            tagged = list(self.unknown_tagged_fields) if self.unknown_tagged_fields else []
             if (version >= 17) and self.replica_directory_id != ZERO_UUID:
                 tw = Writer()
                 b, outer = tw.buf, b
@@ -180,7 +191,13 @@ class _FetchRequest_FetchPartition(Struct):
                 b += _S_q.pack(self.high_watermark)
                 b = outer
                 tagged.append((1, tw.getvalue()))
-            write_tagged(b, tagged)
+            if tagged:
+                write_tagged(b, tagged)
+            else:
+                b.append(0)
+
+
+_D_FetchRequest_FetchPartition = _FetchRequest_FetchPartition()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -218,7 +235,11 @@ class _FetchRequest_FetchTopic(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -251,6 +272,9 @@ class _FetchRequest_FetchTopic(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_FetchRequest_FetchTopic = _FetchRequest_FetchTopic()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -288,7 +312,11 @@ class _FetchRequest_ForgottenTopic(Struct):
             f_partitions = list()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -324,6 +352,9 @@ class _FetchRequest_ForgottenTopic(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_FetchRequest_ForgottenTopic = _FetchRequest_ForgottenTopic()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -420,7 +451,11 @@ class FetchRequest(Message):
         f_replica_state = _FetchRequest_ReplicaState()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -476,20 +511,23 @@ class FetchRequest(Message):
         if version >= 11:
             (write_compact_string if flexible else write_string)(b, self.rack_id)
         if flexible:
-            tagged = list(self.unknown_tagged_fields or ())
+            tagged = list(self.unknown_tagged_fields) if self.unknown_tagged_fields else []
             if (version >= 12) and self.cluster_id != None:
                 tw = Writer()
                 b, outer = tw.buf, b
                 write_compact_nullable_string(b, self.cluster_id)
                 b = outer
                 tagged.append((0, tw.getvalue()))
-            if (version >= 15) and self.replica_state != _FetchRequest_ReplicaState():
+            if (version >= 15) and self.replica_state != _D_FetchRequest_ReplicaState:
                 tw = Writer()
                 b, outer = tw.buf, b
                 self.replica_state._write(tw, version)
                 b = outer
                 tagged.append((1, tw.getvalue()))
-            write_tagged(b, tagged)
+            if tagged:
+                write_tagged(b, tagged)
+            else:
+                b.append(0)
 
 
 @dataclass(slots=True)
@@ -514,7 +552,11 @@ class _FetchResponse_EpochEndOffset(Struct):
             f_end_offset = -1
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -545,6 +587,9 @@ class _FetchResponse_EpochEndOffset(Struct):
                 b.append(0)
 
 
+_D_FetchResponse_EpochEndOffset = _FetchResponse_EpochEndOffset()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _FetchResponse_LeaderIdAndEpoch(Struct):
     """FetchResponse.LeaderIdAndEpoch."""
@@ -567,7 +612,11 @@ class _FetchResponse_LeaderIdAndEpoch(Struct):
             f_leader_epoch = -1
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -598,6 +647,9 @@ class _FetchResponse_LeaderIdAndEpoch(Struct):
                 b.append(0)
 
 
+_D_FetchResponse_LeaderIdAndEpoch = _FetchResponse_LeaderIdAndEpoch()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _FetchResponse_SnapshotId(Struct):
     """FetchResponse.SnapshotId."""
@@ -620,7 +672,11 @@ class _FetchResponse_SnapshotId(Struct):
             f_epoch = -1
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -651,6 +707,9 @@ class _FetchResponse_SnapshotId(Struct):
                 b.append(0)
 
 
+_D_FetchResponse_SnapshotId = _FetchResponse_SnapshotId()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _FetchResponse_AbortedTransaction(Struct):
     """FetchResponse.AbortedTransaction."""
@@ -673,7 +732,11 @@ class _FetchResponse_AbortedTransaction(Struct):
             f_first_offset = 0
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -702,6 +765,9 @@ class _FetchResponse_AbortedTransaction(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_FetchResponse_AbortedTransaction = _FetchResponse_AbortedTransaction()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -771,7 +837,11 @@ class _FetchResponse_PartitionData(Struct):
         f_snapshot_id = _FetchResponse_SnapshotId()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -818,26 +888,32 @@ class _FetchResponse_PartitionData(Struct):
         write_records(w, self.records, flexible)
         b = w.buf
         if flexible:
-            tagged = list(self.unknown_tagged_fields or ())
-            if (version >= 12) and self.diverging_epoch != _FetchResponse_EpochEndOffset():
+            tagged = list(self.unknown_tagged_fields) if self.unknown_tagged_fields else []
+            if (version >= 12) and self.diverging_epoch != _D_FetchResponse_EpochEndOffset:
                 tw = Writer()
                 b, outer = tw.buf, b
                 self.diverging_epoch._write(tw, version)
                 b = outer
                 tagged.append((0, tw.getvalue()))
-            if (version >= 12) and self.current_leader != _FetchResponse_LeaderIdAndEpoch():
+            if (version >= 12) and self.current_leader != _D_FetchResponse_LeaderIdAndEpoch:
                 tw = Writer()
                 b, outer = tw.buf, b
                 self.current_leader._write(tw, version)
                 b = outer
                 tagged.append((1, tw.getvalue()))
-            if (version >= 12) and self.snapshot_id != _FetchResponse_SnapshotId():
+            if (version >= 12) and self.snapshot_id != _D_FetchResponse_SnapshotId:
                 tw = Writer()
                 b, outer = tw.buf, b
                 self.snapshot_id._write(tw, version)
                 b = outer
                 tagged.append((2, tw.getvalue()))
-            write_tagged(b, tagged)
+            if tagged:
+                write_tagged(b, tagged)
+            else:
+                b.append(0)
+
+
+_D_FetchResponse_PartitionData = _FetchResponse_PartitionData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -875,7 +951,11 @@ class _FetchResponse_FetchableTopicResponse(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -909,6 +989,9 @@ class _FetchResponse_FetchableTopicResponse(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_FetchResponse_FetchableTopicResponse = _FetchResponse_FetchableTopicResponse()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -949,7 +1032,11 @@ class _FetchResponse_NodeEndpoint(Struct):
             f_rack = None
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -991,6 +1078,9 @@ class _FetchResponse_NodeEndpoint(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_FetchResponse_NodeEndpoint = _FetchResponse_NodeEndpoint()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -1047,7 +1137,11 @@ class FetchResponse(Message):
         f_node_endpoints = list()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -1091,8 +1185,8 @@ class FetchResponse(Message):
                 item._write(w, version)
             b = w.buf
         if flexible:
-            tagged = list(self.unknown_tagged_fields or ())
-            if (version >= 16) and self.node_endpoints != list():
+            tagged = list(self.unknown_tagged_fields) if self.unknown_tagged_fields else []
+            if (version >= 16) and self.node_endpoints:
                 tw = Writer()
                 b, outer = tw.buf, b
                 items = self.node_endpoints
@@ -1104,7 +1198,10 @@ class FetchResponse(Message):
                         item._write(tw, version)
                 b = outer
                 tagged.append((0, tw.getvalue()))
-            write_tagged(b, tagged)
+            if tagged:
+                write_tagged(b, tagged)
+            else:
+                b.append(0)
 
 
 _FetchRequest_ReplicaState.SCHEMA = (

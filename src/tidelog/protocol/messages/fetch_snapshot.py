@@ -40,7 +40,11 @@ class _FetchSnapshotRequest_SnapshotId(Struct):
         (f_end_offset, f_epoch,) = _S_qi.unpack_from(buf, pos)
         pos += 12
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -61,6 +65,9 @@ class _FetchSnapshotRequest_SnapshotId(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_FetchSnapshotRequest_SnapshotId = _FetchSnapshotRequest_SnapshotId()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -89,7 +96,11 @@ class _FetchSnapshotRequest_PartitionSnapshot(Struct):
         pos += 8
         f_replica_directory_id = ZERO_UUID
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -111,14 +122,20 @@ class _FetchSnapshotRequest_PartitionSnapshot(Struct):
         b += _S_ii.pack(self.partition, self.current_leader_epoch)
         self.snapshot_id._write(w, version)
         b += _S_q.pack(self.position)
-        tagged = list(self.unknown_tagged_fields or ())
+        tagged = list(self.unknown_tagged_fields) if self.unknown_tagged_fields else []
         if (version >= 1) and self.replica_directory_id != ZERO_UUID:
             tw = Writer()
             b, outer = tw.buf, b
             write_uuid(b, self.replica_directory_id)
             b = outer
             tagged.append((0, tw.getvalue()))
-        write_tagged(b, tagged)
+        if tagged:
+            write_tagged(b, tagged)
+        else:
+            b.append(0)
+
+
+_D_FetchSnapshotRequest_PartitionSnapshot = _FetchSnapshotRequest_PartitionSnapshot()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -145,7 +162,11 @@ class _FetchSnapshotRequest_TopicSnapshot(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -173,6 +194,9 @@ class _FetchSnapshotRequest_TopicSnapshot(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_FetchSnapshotRequest_TopicSnapshot = _FetchSnapshotRequest_TopicSnapshot()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -212,7 +236,11 @@ class FetchSnapshotRequest(Message):
                 items.append(item)
         f_cluster_id = None
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -239,14 +267,17 @@ class FetchSnapshotRequest(Message):
             write_compact_array_len(b, len(items))
             for item in items:
                 item._write(w, version)
-        tagged = list(self.unknown_tagged_fields or ())
+        tagged = list(self.unknown_tagged_fields) if self.unknown_tagged_fields else []
         if self.cluster_id != None:
             tw = Writer()
             b, outer = tw.buf, b
             write_compact_nullable_string(b, self.cluster_id)
             b = outer
             tagged.append((0, tw.getvalue()))
-        write_tagged(b, tagged)
+        if tagged:
+            write_tagged(b, tagged)
+        else:
+            b.append(0)
 
 
 @dataclass(slots=True)
@@ -265,7 +296,11 @@ class _FetchSnapshotResponse_SnapshotId(Struct):
         (f_end_offset, f_epoch,) = _S_qi.unpack_from(buf, pos)
         pos += 12
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -288,6 +323,9 @@ class _FetchSnapshotResponse_SnapshotId(Struct):
             b.append(0)
 
 
+_D_FetchSnapshotResponse_SnapshotId = _FetchSnapshotResponse_SnapshotId()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _FetchSnapshotResponse_LeaderIdAndEpoch(Struct):
     """FetchSnapshotResponse.LeaderIdAndEpoch."""
@@ -304,7 +342,11 @@ class _FetchSnapshotResponse_LeaderIdAndEpoch(Struct):
         (f_leader_id, f_leader_epoch,) = _S_ii.unpack_from(buf, pos)
         pos += 8
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -325,6 +367,9 @@ class _FetchSnapshotResponse_LeaderIdAndEpoch(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_FetchSnapshotResponse_LeaderIdAndEpoch = _FetchSnapshotResponse_LeaderIdAndEpoch()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -358,7 +403,11 @@ class _FetchSnapshotResponse_PartitionSnapshot(Struct):
         f_unaligned_records, pos = read_compact_records(buf, pos)
         f_current_leader = _FetchSnapshotResponse_LeaderIdAndEpoch()
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -382,14 +431,20 @@ class _FetchSnapshotResponse_PartitionSnapshot(Struct):
         b += _S_qq.pack(self.size, self.position)
         write_records(w, self.unaligned_records, True)
         b = w.buf
-        tagged = list(self.unknown_tagged_fields or ())
-        if self.current_leader != _FetchSnapshotResponse_LeaderIdAndEpoch():
+        tagged = list(self.unknown_tagged_fields) if self.unknown_tagged_fields else []
+        if self.current_leader != _D_FetchSnapshotResponse_LeaderIdAndEpoch:
             tw = Writer()
             b, outer = tw.buf, b
             self.current_leader._write(tw, version)
             b = outer
             tagged.append((0, tw.getvalue()))
-        write_tagged(b, tagged)
+        if tagged:
+            write_tagged(b, tagged)
+        else:
+            b.append(0)
+
+
+_D_FetchSnapshotResponse_PartitionSnapshot = _FetchSnapshotResponse_PartitionSnapshot()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -416,7 +471,11 @@ class _FetchSnapshotResponse_TopicSnapshot(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -445,6 +504,9 @@ class _FetchSnapshotResponse_TopicSnapshot(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_FetchSnapshotResponse_TopicSnapshot = _FetchSnapshotResponse_TopicSnapshot()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -477,7 +539,11 @@ class _FetchSnapshotResponse_NodeEndpoint(Struct):
         else:
             f_port = 0
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -512,6 +578,9 @@ class _FetchSnapshotResponse_NodeEndpoint(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_FetchSnapshotResponse_NodeEndpoint = _FetchSnapshotResponse_NodeEndpoint()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -553,7 +622,11 @@ class FetchSnapshotResponse(Message):
                 items.append(item)
         f_node_endpoints = list()
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -589,8 +662,8 @@ class FetchSnapshotResponse(Message):
             for item in items:
                 item._write(w, version)
             b = w.buf
-        tagged = list(self.unknown_tagged_fields or ())
-        if (version >= 1) and self.node_endpoints != list():
+        tagged = list(self.unknown_tagged_fields) if self.unknown_tagged_fields else []
+        if (version >= 1) and self.node_endpoints:
             tw = Writer()
             b, outer = tw.buf, b
             items = self.node_endpoints
@@ -602,7 +675,10 @@ class FetchSnapshotResponse(Message):
                     item._write(tw, version)
             b = outer
             tagged.append((0, tw.getvalue()))
-        write_tagged(b, tagged)
+        if tagged:
+            write_tagged(b, tagged)
+        else:
+            b.append(0)
 
 
 _FetchSnapshotRequest_SnapshotId.SCHEMA = (

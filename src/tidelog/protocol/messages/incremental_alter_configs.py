@@ -43,7 +43,11 @@ class _IncrementalAlterConfigsRequest_AlterableConfig(Struct):
         f_value, pos = (read_compact_nullable_string if flexible else read_nullable_string)(buf, pos)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -68,6 +72,9 @@ class _IncrementalAlterConfigsRequest_AlterableConfig(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_IncrementalAlterConfigsRequest_AlterableConfig = _IncrementalAlterConfigsRequest_AlterableConfig()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -100,7 +107,11 @@ class _IncrementalAlterConfigsRequest_AlterConfigsResource(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -131,6 +142,9 @@ class _IncrementalAlterConfigsRequest_AlterConfigsResource(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_IncrementalAlterConfigsRequest_AlterConfigsResource = _IncrementalAlterConfigsRequest_AlterConfigsResource()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -166,7 +180,11 @@ class IncrementalAlterConfigsRequest(Message):
         pos += 1
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -224,7 +242,11 @@ class _IncrementalAlterConfigsResponse_AlterConfigsResourceResponse(Struct):
         f_resource_name, pos = (read_compact_string if flexible else read_string)(buf, pos)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -250,6 +272,9 @@ class _IncrementalAlterConfigsResponse_AlterConfigsResourceResponse(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse = _IncrementalAlterConfigsResponse_AlterConfigsResourceResponse()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -284,7 +309,11 @@ class IncrementalAlterConfigsResponse(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)

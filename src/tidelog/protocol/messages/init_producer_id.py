@@ -64,7 +64,11 @@ class InitProducerIdRequest(Message):
             f_keep_prepared_txn = False
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -140,7 +144,11 @@ class InitProducerIdResponse(Message):
             f_ongoing_txn_producer_epoch = -1
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)

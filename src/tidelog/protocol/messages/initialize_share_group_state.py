@@ -37,7 +37,11 @@ class _InitializeShareGroupStateRequest_PartitionData(Struct):
         (f_partition, f_state_epoch, f_start_offset,) = _S_iiq.unpack_from(buf, pos)
         pos += 16
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -58,6 +62,9 @@ class _InitializeShareGroupStateRequest_PartitionData(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_InitializeShareGroupStateRequest_PartitionData = _InitializeShareGroupStateRequest_PartitionData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -84,7 +91,11 @@ class _InitializeShareGroupStateRequest_InitializeStateData(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -112,6 +123,9 @@ class _InitializeShareGroupStateRequest_InitializeStateData(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_InitializeShareGroupStateRequest_InitializeStateData = _InitializeShareGroupStateRequest_InitializeStateData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -144,7 +158,11 @@ class InitializeShareGroupStateRequest(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -193,7 +211,11 @@ class _InitializeShareGroupStateResponse_PartitionResult(Struct):
         pos += 6
         f_error_message, pos = read_compact_nullable_string(buf, pos)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -215,6 +237,9 @@ class _InitializeShareGroupStateResponse_PartitionResult(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_InitializeShareGroupStateResponse_PartitionResult = _InitializeShareGroupStateResponse_PartitionResult()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -241,7 +266,11 @@ class _InitializeShareGroupStateResponse_InitializeStateResult(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -271,6 +300,9 @@ class _InitializeShareGroupStateResponse_InitializeStateResult(Struct):
             b.append(0)
 
 
+_D_InitializeShareGroupStateResponse_InitializeStateResult = _InitializeShareGroupStateResponse_InitializeStateResult()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class InitializeShareGroupStateResponse(Message):
     """InitializeShareGroupStateResponse, versions 0, flexible from v0."""
@@ -298,7 +330,11 @@ class InitializeShareGroupStateResponse(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

@@ -38,7 +38,11 @@ class _JoinGroupRequest_JoinGroupRequestProtocol(Struct):
         f_metadata, pos = (read_compact_bytes if flexible else read_bytes)(buf, pos)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -62,6 +66,9 @@ class _JoinGroupRequest_JoinGroupRequestProtocol(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_JoinGroupRequest_JoinGroupRequestProtocol = _JoinGroupRequest_JoinGroupRequestProtocol()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -124,7 +131,11 @@ class JoinGroupRequest(Message):
             f_reason = None
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -192,7 +203,11 @@ class _JoinGroupResponse_JoinGroupResponseMember(Struct):
         f_metadata, pos = (read_compact_bytes if flexible else read_bytes)(buf, pos)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -218,6 +233,9 @@ class _JoinGroupResponse_JoinGroupResponseMember(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_JoinGroupResponse_JoinGroupResponseMember = _JoinGroupResponse_JoinGroupResponseMember()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -283,7 +301,11 @@ class JoinGroupResponse(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)

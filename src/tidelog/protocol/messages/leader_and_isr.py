@@ -108,7 +108,11 @@ class _LeaderAndIsrRequest_LeaderAndIsrPartitionState(Struct):
             f_leader_recovery_state = 0
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -169,6 +173,9 @@ class _LeaderAndIsrRequest_LeaderAndIsrPartitionState(Struct):
                 b.append(0)
 
 
+_D_LeaderAndIsrRequest_LeaderAndIsrPartitionState = _LeaderAndIsrRequest_LeaderAndIsrPartitionState()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _LeaderAndIsrRequest_LeaderAndIsrTopicState(Struct):
     """LeaderAndIsrRequest.LeaderAndIsrTopicState."""
@@ -207,7 +214,11 @@ class _LeaderAndIsrRequest_LeaderAndIsrTopicState(Struct):
             f_partition_states = list()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -249,6 +260,9 @@ class _LeaderAndIsrRequest_LeaderAndIsrTopicState(Struct):
                 b.append(0)
 
 
+_D_LeaderAndIsrRequest_LeaderAndIsrTopicState = _LeaderAndIsrRequest_LeaderAndIsrTopicState()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _LeaderAndIsrRequest_LeaderAndIsrLiveLeader(Struct):
     """LeaderAndIsrRequest.LeaderAndIsrLiveLeader."""
@@ -272,7 +286,11 @@ class _LeaderAndIsrRequest_LeaderAndIsrLiveLeader(Struct):
         pos += 4
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -297,6 +315,9 @@ class _LeaderAndIsrRequest_LeaderAndIsrLiveLeader(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_LeaderAndIsrRequest_LeaderAndIsrLiveLeader = _LeaderAndIsrRequest_LeaderAndIsrLiveLeader()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -386,7 +407,11 @@ class LeaderAndIsrRequest(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -477,7 +502,11 @@ class _LeaderAndIsrResponse_LeaderAndIsrPartitionError(Struct):
         pos += 6
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -502,6 +531,9 @@ class _LeaderAndIsrResponse_LeaderAndIsrPartitionError(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_LeaderAndIsrResponse_LeaderAndIsrPartitionError = _LeaderAndIsrResponse_LeaderAndIsrPartitionError()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -536,7 +568,11 @@ class _LeaderAndIsrResponse_LeaderAndIsrTopicError(Struct):
             f_partition_errors = list()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -574,6 +610,9 @@ class _LeaderAndIsrResponse_LeaderAndIsrTopicError(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_LeaderAndIsrResponse_LeaderAndIsrTopicError = _LeaderAndIsrResponse_LeaderAndIsrTopicError()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -626,7 +665,11 @@ class LeaderAndIsrResponse(Message):
             f_topics = list()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)

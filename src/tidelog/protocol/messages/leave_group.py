@@ -49,7 +49,11 @@ class _LeaveGroupRequest_MemberIdentity(Struct):
             f_reason = None
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -83,6 +87,9 @@ class _LeaveGroupRequest_MemberIdentity(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_LeaveGroupRequest_MemberIdentity = _LeaveGroupRequest_MemberIdentity()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -125,7 +132,11 @@ class LeaveGroupRequest(Message):
             f_members = list()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -197,7 +208,11 @@ class _LeaveGroupResponse_MemberResponse(Struct):
             f_error_code = 0
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -234,6 +249,9 @@ class _LeaveGroupResponse_MemberResponse(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_LeaveGroupResponse_MemberResponse = _LeaveGroupResponse_MemberResponse()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -278,7 +296,11 @@ class LeaveGroupResponse(Message):
             f_members = list()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)

@@ -32,7 +32,11 @@ class ListClientMetricsResourcesRequest(Message):
     @classmethod
     def _read(cls, buf, pos, version):
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -67,7 +71,11 @@ class _ListClientMetricsResourcesResponse_ClientMetricsResource(Struct):
     def _read(cls, buf, pos, version):
         f_name, pos = read_compact_string(buf, pos)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -88,6 +96,9 @@ class _ListClientMetricsResourcesResponse_ClientMetricsResource(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_ListClientMetricsResourcesResponse_ClientMetricsResource = _ListClientMetricsResourcesResponse_ClientMetricsResource()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -122,7 +133,11 @@ class ListClientMetricsResourcesResponse(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

@@ -56,7 +56,11 @@ class _ListOffsetsRequest_ListOffsetsPartition(Struct):
             f_max_num_offsets = 1
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -89,6 +93,9 @@ class _ListOffsetsRequest_ListOffsetsPartition(Struct):
                 b.append(0)
 
 
+_D_ListOffsetsRequest_ListOffsetsPartition = _ListOffsetsRequest_ListOffsetsPartition()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _ListOffsetsRequest_ListOffsetsTopic(Struct):
     """ListOffsetsRequest.ListOffsetsTopic."""
@@ -115,7 +122,11 @@ class _ListOffsetsRequest_ListOffsetsTopic(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -145,6 +156,9 @@ class _ListOffsetsRequest_ListOffsetsTopic(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_ListOffsetsRequest_ListOffsetsTopic = _ListOffsetsRequest_ListOffsetsTopic()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -194,7 +208,11 @@ class ListOffsetsRequest(Message):
             f_timeout_ms = 0
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -279,7 +297,11 @@ class _ListOffsetsResponse_ListOffsetsPartitionResponse(Struct):
             f_old_style_offsets = list()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -326,6 +348,9 @@ class _ListOffsetsResponse_ListOffsetsPartitionResponse(Struct):
                 b.append(0)
 
 
+_D_ListOffsetsResponse_ListOffsetsPartitionResponse = _ListOffsetsResponse_ListOffsetsPartitionResponse()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _ListOffsetsResponse_ListOffsetsTopicResponse(Struct):
     """ListOffsetsResponse.ListOffsetsTopicResponse."""
@@ -352,7 +377,11 @@ class _ListOffsetsResponse_ListOffsetsTopicResponse(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -382,6 +411,9 @@ class _ListOffsetsResponse_ListOffsetsTopicResponse(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_ListOffsetsResponse_ListOffsetsTopicResponse = _ListOffsetsResponse_ListOffsetsTopicResponse()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -420,7 +452,11 @@ class ListOffsetsResponse(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)

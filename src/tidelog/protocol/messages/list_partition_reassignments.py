@@ -40,7 +40,11 @@ class _ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics(Struct
             f_partition_indexes = list(struct.unpack_from(">%di" % n, buf, pos))
             pos += n * 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -67,6 +71,9 @@ class _ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics(Struct
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics = _ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -99,7 +106,11 @@ class ListPartitionReassignmentsRequest(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -167,7 +178,11 @@ class _ListPartitionReassignmentsResponse_OngoingPartitionReassignment(Struct):
             f_removing_replicas = list(struct.unpack_from(">%di" % n, buf, pos))
             pos += n * 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -208,6 +223,9 @@ class _ListPartitionReassignmentsResponse_OngoingPartitionReassignment(Struct):
             b.append(0)
 
 
+_D_ListPartitionReassignmentsResponse_OngoingPartitionReassignment = _ListPartitionReassignmentsResponse_OngoingPartitionReassignment()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _ListPartitionReassignmentsResponse_OngoingTopicReassignment(Struct):
     """ListPartitionReassignmentsResponse.OngoingTopicReassignment."""
@@ -232,7 +250,11 @@ class _ListPartitionReassignmentsResponse_OngoingTopicReassignment(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -260,6 +282,9 @@ class _ListPartitionReassignmentsResponse_OngoingTopicReassignment(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_ListPartitionReassignmentsResponse_OngoingTopicReassignment = _ListPartitionReassignmentsResponse_OngoingTopicReassignment()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -298,7 +323,11 @@ class ListPartitionReassignmentsResponse(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

@@ -42,7 +42,11 @@ class _MetadataRequest_MetadataRequestTopic(Struct):
         f_name, pos = ((read_compact_nullable_string if version >= 10 else read_compact_string) if flexible else (read_nullable_string if version >= 10 else read_string))(buf, pos)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -67,6 +71,9 @@ class _MetadataRequest_MetadataRequestTopic(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_MetadataRequest_MetadataRequestTopic = _MetadataRequest_MetadataRequestTopic()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -120,7 +127,11 @@ class MetadataRequest(Message):
             f_include_topic_authorized_operations = False
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -197,7 +208,11 @@ class _MetadataResponse_MetadataResponseBroker(Struct):
             f_rack = None
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -224,6 +239,9 @@ class _MetadataResponse_MetadataResponseBroker(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_MetadataResponse_MetadataResponseBroker = _MetadataResponse_MetadataResponseBroker()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -280,7 +298,11 @@ class _MetadataResponse_MetadataResponsePartition(Struct):
             f_offline_replicas = list()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -324,6 +346,9 @@ class _MetadataResponse_MetadataResponsePartition(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_MetadataResponse_MetadataResponsePartition = _MetadataResponse_MetadataResponsePartition()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -376,7 +401,11 @@ class _MetadataResponse_MetadataResponseTopic(Struct):
             f_topic_authorized_operations = -2147483648
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -416,6 +445,9 @@ class _MetadataResponse_MetadataResponseTopic(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_MetadataResponse_MetadataResponseTopic = _MetadataResponse_MetadataResponseTopic()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -493,7 +525,11 @@ class MetadataResponse(Message):
             f_error_code = 0
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)

@@ -56,7 +56,11 @@ class _OffsetCommitRequest_OffsetCommitRequestPartition(Struct):
         f_committed_metadata, pos = (read_compact_nullable_string if flexible else read_nullable_string)(buf, pos)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -87,6 +91,9 @@ class _OffsetCommitRequest_OffsetCommitRequestPartition(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_OffsetCommitRequest_OffsetCommitRequestPartition = _OffsetCommitRequest_OffsetCommitRequestPartition()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -124,7 +131,11 @@ class _OffsetCommitRequest_OffsetCommitRequestTopic(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -157,6 +168,9 @@ class _OffsetCommitRequest_OffsetCommitRequestTopic(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_OffsetCommitRequest_OffsetCommitRequestTopic = _OffsetCommitRequest_OffsetCommitRequestTopic()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -217,7 +231,11 @@ class OffsetCommitRequest(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -278,7 +296,11 @@ class _OffsetCommitResponse_OffsetCommitResponsePartition(Struct):
         pos += 6
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -301,6 +323,9 @@ class _OffsetCommitResponse_OffsetCommitResponsePartition(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_OffsetCommitResponse_OffsetCommitResponsePartition = _OffsetCommitResponse_OffsetCommitResponsePartition()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -338,7 +363,11 @@ class _OffsetCommitResponse_OffsetCommitResponseTopic(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -371,6 +400,9 @@ class _OffsetCommitResponse_OffsetCommitResponseTopic(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_OffsetCommitResponse_OffsetCommitResponseTopic = _OffsetCommitResponse_OffsetCommitResponseTopic()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -409,7 +441,11 @@ class OffsetCommitResponse(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)

@@ -41,6 +41,9 @@ class _OffsetDeleteRequest_OffsetDeleteRequestPartition(Struct):
         b += _S_i.pack(self.partition_index)
 
 
+_D_OffsetDeleteRequest_OffsetDeleteRequestPartition = _OffsetDeleteRequest_OffsetDeleteRequestPartition()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _OffsetDeleteRequest_OffsetDeleteRequestTopic(Struct):
     """OffsetDeleteRequest.OffsetDeleteRequestTopic."""
@@ -77,6 +80,9 @@ class _OffsetDeleteRequest_OffsetDeleteRequestTopic(Struct):
             write_array_len(b, len(items))
             for item in items:
                 item._write(w, version)
+
+
+_D_OffsetDeleteRequest_OffsetDeleteRequestTopic = _OffsetDeleteRequest_OffsetDeleteRequestTopic()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -146,6 +152,9 @@ class _OffsetDeleteResponse_OffsetDeleteResponsePartition(Struct):
         b += _S_ih.pack(self.partition_index, self.error_code)
 
 
+_D_OffsetDeleteResponse_OffsetDeleteResponsePartition = _OffsetDeleteResponse_OffsetDeleteResponsePartition()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _OffsetDeleteResponse_OffsetDeleteResponseTopic(Struct):
     """OffsetDeleteResponse.OffsetDeleteResponseTopic."""
@@ -182,6 +191,9 @@ class _OffsetDeleteResponse_OffsetDeleteResponseTopic(Struct):
             write_array_len(b, len(items))
             for item in items:
                 item._write(w, version)
+
+
+_D_OffsetDeleteResponse_OffsetDeleteResponseTopic = _OffsetDeleteResponse_OffsetDeleteResponseTopic()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)

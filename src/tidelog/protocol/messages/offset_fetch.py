@@ -51,7 +51,11 @@ class _OffsetFetchRequest_OffsetFetchRequestTopic(Struct):
             f_partition_indexes = list()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -90,6 +94,9 @@ class _OffsetFetchRequest_OffsetFetchRequestTopic(Struct):
                 b.append(0)
 
 
+_D_OffsetFetchRequest_OffsetFetchRequestTopic = _OffsetFetchRequest_OffsetFetchRequestTopic()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _OffsetFetchRequest_OffsetFetchRequestTopics(Struct):
     """OffsetFetchRequest.OffsetFetchRequestTopics."""
@@ -125,7 +132,11 @@ class _OffsetFetchRequest_OffsetFetchRequestTopics(Struct):
             f_partition_indexes = list()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -161,6 +172,9 @@ class _OffsetFetchRequest_OffsetFetchRequestTopics(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_OffsetFetchRequest_OffsetFetchRequestTopics = _OffsetFetchRequest_OffsetFetchRequestTopics()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -208,7 +222,11 @@ class _OffsetFetchRequest_OffsetFetchRequestGroup(Struct):
             f_topics = list()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -250,6 +268,9 @@ class _OffsetFetchRequest_OffsetFetchRequestGroup(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_OffsetFetchRequest_OffsetFetchRequestGroup = _OffsetFetchRequest_OffsetFetchRequestGroup()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -314,7 +335,11 @@ class OffsetFetchRequest(Message):
             f_require_stable = False
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -414,7 +439,11 @@ class _OffsetFetchResponse_OffsetFetchResponsePartition(Struct):
             f_error_code = 0
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -457,6 +486,9 @@ class _OffsetFetchResponse_OffsetFetchResponsePartition(Struct):
                 b.append(0)
 
 
+_D_OffsetFetchResponse_OffsetFetchResponsePartition = _OffsetFetchResponse_OffsetFetchResponsePartition()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _OffsetFetchResponse_OffsetFetchResponseTopic(Struct):
     """OffsetFetchResponse.OffsetFetchResponseTopic."""
@@ -489,7 +521,11 @@ class _OffsetFetchResponse_OffsetFetchResponseTopic(Struct):
             f_partitions = list()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -527,6 +563,9 @@ class _OffsetFetchResponse_OffsetFetchResponseTopic(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_OffsetFetchResponse_OffsetFetchResponseTopic = _OffsetFetchResponse_OffsetFetchResponseTopic()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -567,7 +606,11 @@ class _OffsetFetchResponse_OffsetFetchResponsePartitions(Struct):
             f_error_code = 0
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -608,6 +651,9 @@ class _OffsetFetchResponse_OffsetFetchResponsePartitions(Struct):
                 b.append(0)
 
 
+_D_OffsetFetchResponse_OffsetFetchResponsePartitions = _OffsetFetchResponse_OffsetFetchResponsePartitions()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _OffsetFetchResponse_OffsetFetchResponseTopics(Struct):
     """OffsetFetchResponse.OffsetFetchResponseTopics."""
@@ -646,7 +692,11 @@ class _OffsetFetchResponse_OffsetFetchResponseTopics(Struct):
             f_partitions = list()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -683,6 +733,9 @@ class _OffsetFetchResponse_OffsetFetchResponseTopics(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_OffsetFetchResponse_OffsetFetchResponseTopics = _OffsetFetchResponse_OffsetFetchResponseTopics()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -724,7 +777,11 @@ class _OffsetFetchResponse_OffsetFetchResponseGroup(Struct):
             f_error_code = 0
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -767,6 +824,9 @@ class _OffsetFetchResponse_OffsetFetchResponseGroup(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_OffsetFetchResponse_OffsetFetchResponseGroup = _OffsetFetchResponse_OffsetFetchResponseGroup()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -832,7 +892,11 @@ class OffsetFetchResponse(Message):
             f_groups = list()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)

@@ -47,7 +47,11 @@ class _OffsetForLeaderEpochRequest_OffsetForLeaderPartition(Struct):
         pos += 4
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -73,6 +77,9 @@ class _OffsetForLeaderEpochRequest_OffsetForLeaderPartition(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_OffsetForLeaderEpochRequest_OffsetForLeaderPartition = _OffsetForLeaderEpochRequest_OffsetForLeaderPartition()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -101,7 +108,11 @@ class _OffsetForLeaderEpochRequest_OffsetForLeaderTopic(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -131,6 +142,9 @@ class _OffsetForLeaderEpochRequest_OffsetForLeaderTopic(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_OffsetForLeaderEpochRequest_OffsetForLeaderTopic = _OffsetForLeaderEpochRequest_OffsetForLeaderTopic()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -169,7 +183,11 @@ class OffsetForLeaderEpochRequest(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -231,7 +249,11 @@ class _OffsetForLeaderEpochResponse_EpochEndOffset(Struct):
         pos += 8
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -257,6 +279,9 @@ class _OffsetForLeaderEpochResponse_EpochEndOffset(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_OffsetForLeaderEpochResponse_EpochEndOffset = _OffsetForLeaderEpochResponse_EpochEndOffset()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -285,7 +310,11 @@ class _OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -315,6 +344,9 @@ class _OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult = _OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -353,7 +385,11 @@ class OffsetForLeaderEpochResponse(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)

@@ -41,7 +41,11 @@ class _ProduceRequest_PartitionProduceData(Struct):
         f_records, pos = (read_compact_records if flexible else read_records)(buf, pos)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -66,6 +70,9 @@ class _ProduceRequest_PartitionProduceData(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_ProduceRequest_PartitionProduceData = _ProduceRequest_PartitionProduceData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -103,7 +110,11 @@ class _ProduceRequest_TopicProduceData(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -137,6 +148,9 @@ class _ProduceRequest_TopicProduceData(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_ProduceRequest_TopicProduceData = _ProduceRequest_TopicProduceData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -180,7 +194,11 @@ class ProduceRequest(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -243,7 +261,11 @@ class _ProduceResponse_BatchIndexAndErrorMessage(Struct):
             f_batch_index_error_message = None
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -277,6 +299,9 @@ class _ProduceResponse_BatchIndexAndErrorMessage(Struct):
                 b.append(0)
 
 
+_D_ProduceResponse_BatchIndexAndErrorMessage = _ProduceResponse_BatchIndexAndErrorMessage()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _ProduceResponse_LeaderIdAndEpoch(Struct):
     """ProduceResponse.LeaderIdAndEpoch."""
@@ -299,7 +324,11 @@ class _ProduceResponse_LeaderIdAndEpoch(Struct):
             f_leader_epoch = -1
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -328,6 +357,9 @@ class _ProduceResponse_LeaderIdAndEpoch(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_ProduceResponse_LeaderIdAndEpoch = _ProduceResponse_LeaderIdAndEpoch()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -387,7 +419,11 @@ class _ProduceResponse_PartitionProduceResponse(Struct):
         f_current_leader = _ProduceResponse_LeaderIdAndEpoch()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -423,14 +459,20 @@ class _ProduceResponse_PartitionProduceResponse(Struct):
         if version >= 8:
             (write_compact_nullable_string if flexible else write_nullable_string)(b, self.error_message)
         if flexible:
-            tagged = list(self.unknown_tagged_fields or ())
-            if (version >= 10) and self.current_leader != _ProduceResponse_LeaderIdAndEpoch():
+            tagged = list(self.unknown_tagged_fields) if self.unknown_tagged_fields else []
+            if (version >= 10) and self.current_leader != _D_ProduceResponse_LeaderIdAndEpoch:
                 tw = Writer()
                 b, outer = tw.buf, b
                 self.current_leader._write(tw, version)
                 b = outer
                 tagged.append((0, tw.getvalue()))
-            write_tagged(b, tagged)
+            if tagged:
+                write_tagged(b, tagged)
+            else:
+                b.append(0)
+
+
+_D_ProduceResponse_PartitionProduceResponse = _ProduceResponse_PartitionProduceResponse()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -468,7 +510,11 @@ class _ProduceResponse_TopicProduceResponse(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -501,6 +547,9 @@ class _ProduceResponse_TopicProduceResponse(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_ProduceResponse_TopicProduceResponse = _ProduceResponse_TopicProduceResponse()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -541,7 +590,11 @@ class _ProduceResponse_NodeEndpoint(Struct):
             f_rack = None
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -583,6 +636,9 @@ class _ProduceResponse_NodeEndpoint(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_ProduceResponse_NodeEndpoint = _ProduceResponse_NodeEndpoint()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -627,7 +683,11 @@ class ProduceResponse(Message):
         f_node_endpoints = list()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -665,8 +725,8 @@ class ProduceResponse(Message):
         if version >= 1:
             b += _S_i.pack(self.throttle_time_ms)
         if flexible:
-            tagged = list(self.unknown_tagged_fields or ())
-            if (version >= 10) and self.node_endpoints != list():
+            tagged = list(self.unknown_tagged_fields) if self.unknown_tagged_fields else []
+            if (version >= 10) and self.node_endpoints:
                 tw = Writer()
                 b, outer = tw.buf, b
                 items = self.node_endpoints
@@ -678,7 +738,10 @@ class ProduceResponse(Message):
                         item._write(tw, version)
                 b = outer
                 tagged.append((0, tw.getvalue()))
-            write_tagged(b, tagged)
+            if tagged:
+                write_tagged(b, tagged)
+            else:
+                b.append(0)
 
 
 _ProduceRequest_PartitionProduceData.SCHEMA = (

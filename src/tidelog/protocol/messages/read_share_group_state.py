@@ -37,7 +37,11 @@ class _ReadShareGroupStateRequest_PartitionData(Struct):
         (f_partition, f_leader_epoch,) = _S_ii.unpack_from(buf, pos)
         pos += 8
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -58,6 +62,9 @@ class _ReadShareGroupStateRequest_PartitionData(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_ReadShareGroupStateRequest_PartitionData = _ReadShareGroupStateRequest_PartitionData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -84,7 +91,11 @@ class _ReadShareGroupStateRequest_ReadStateData(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -112,6 +123,9 @@ class _ReadShareGroupStateRequest_ReadStateData(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_ReadShareGroupStateRequest_ReadStateData = _ReadShareGroupStateRequest_ReadStateData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -144,7 +158,11 @@ class ReadShareGroupStateRequest(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -194,7 +212,11 @@ class _ReadShareGroupStateResponse_StateBatch(Struct):
         (f_first_offset, f_last_offset, f_delivery_state, f_delivery_count,) = _S_qqbh.unpack_from(buf, pos)
         pos += 19
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -215,6 +237,9 @@ class _ReadShareGroupStateResponse_StateBatch(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_ReadShareGroupStateResponse_StateBatch = _ReadShareGroupStateResponse_StateBatch()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -253,7 +278,11 @@ class _ReadShareGroupStateResponse_PartitionResult(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -285,6 +314,9 @@ class _ReadShareGroupStateResponse_PartitionResult(Struct):
             b.append(0)
 
 
+_D_ReadShareGroupStateResponse_PartitionResult = _ReadShareGroupStateResponse_PartitionResult()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _ReadShareGroupStateResponse_ReadStateResult(Struct):
     """ReadShareGroupStateResponse.ReadStateResult."""
@@ -309,7 +341,11 @@ class _ReadShareGroupStateResponse_ReadStateResult(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -337,6 +373,9 @@ class _ReadShareGroupStateResponse_ReadStateResult(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_ReadShareGroupStateResponse_ReadStateResult = _ReadShareGroupStateResponse_ReadStateResult()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -367,7 +406,11 @@ class ReadShareGroupStateResponse(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

@@ -36,7 +36,11 @@ class _ReadShareGroupStateSummaryRequest_PartitionData(Struct):
         (f_partition, f_leader_epoch,) = _S_ii.unpack_from(buf, pos)
         pos += 8
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -57,6 +61,9 @@ class _ReadShareGroupStateSummaryRequest_PartitionData(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_ReadShareGroupStateSummaryRequest_PartitionData = _ReadShareGroupStateSummaryRequest_PartitionData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -83,7 +90,11 @@ class _ReadShareGroupStateSummaryRequest_ReadStateSummaryData(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -111,6 +122,9 @@ class _ReadShareGroupStateSummaryRequest_ReadStateSummaryData(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_ReadShareGroupStateSummaryRequest_ReadStateSummaryData = _ReadShareGroupStateSummaryRequest_ReadStateSummaryData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -143,7 +157,11 @@ class ReadShareGroupStateSummaryRequest(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -200,7 +218,11 @@ class _ReadShareGroupStateSummaryResponse_PartitionResult(Struct):
         (f_state_epoch, f_leader_epoch, f_start_offset,) = _S_iiq.unpack_from(buf, pos)
         pos += 16
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -223,6 +245,9 @@ class _ReadShareGroupStateSummaryResponse_PartitionResult(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_ReadShareGroupStateSummaryResponse_PartitionResult = _ReadShareGroupStateSummaryResponse_PartitionResult()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -249,7 +274,11 @@ class _ReadShareGroupStateSummaryResponse_ReadStateSummaryResult(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -279,6 +308,9 @@ class _ReadShareGroupStateSummaryResponse_ReadStateSummaryResult(Struct):
             b.append(0)
 
 
+_D_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult = _ReadShareGroupStateSummaryResponse_ReadStateSummaryResult()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class ReadShareGroupStateSummaryResponse(Message):
     """ReadShareGroupStateSummaryResponse, versions 0, flexible from v0."""
@@ -306,7 +338,11 @@ class ReadShareGroupStateSummaryResponse(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

@@ -43,7 +43,11 @@ class RemoveRaftVoterRequest(Message):
         pos += 4
         f_voter_directory_id, pos = read_uuid(buf, pos)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -91,7 +95,11 @@ class RemoveRaftVoterResponse(Message):
         pos += 6
         f_error_message, pos = read_compact_nullable_string(buf, pos)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

@@ -45,7 +45,11 @@ class _ShareAcknowledgeRequest_AcknowledgementBatch(Struct):
             f_acknowledge_types = list(struct.unpack_from(">%db" % n, buf, pos))
             pos += n * 1
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -74,6 +78,9 @@ class _ShareAcknowledgeRequest_AcknowledgementBatch(Struct):
             b.append(0)
 
 
+_D_ShareAcknowledgeRequest_AcknowledgementBatch = _ShareAcknowledgeRequest_AcknowledgementBatch()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _ShareAcknowledgeRequest_AcknowledgePartition(Struct):
     """ShareAcknowledgeRequest.AcknowledgePartition."""
@@ -99,7 +106,11 @@ class _ShareAcknowledgeRequest_AcknowledgePartition(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -129,6 +140,9 @@ class _ShareAcknowledgeRequest_AcknowledgePartition(Struct):
             b.append(0)
 
 
+_D_ShareAcknowledgeRequest_AcknowledgePartition = _ShareAcknowledgeRequest_AcknowledgePartition()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _ShareAcknowledgeRequest_AcknowledgeTopic(Struct):
     """ShareAcknowledgeRequest.AcknowledgeTopic."""
@@ -153,7 +167,11 @@ class _ShareAcknowledgeRequest_AcknowledgeTopic(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -181,6 +199,9 @@ class _ShareAcknowledgeRequest_AcknowledgeTopic(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_ShareAcknowledgeRequest_AcknowledgeTopic = _ShareAcknowledgeRequest_AcknowledgeTopic()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -221,7 +242,11 @@ class ShareAcknowledgeRequest(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -269,7 +294,11 @@ class _ShareAcknowledgeResponse_LeaderIdAndEpoch(Struct):
         (f_leader_id, f_leader_epoch,) = _S_ii.unpack_from(buf, pos)
         pos += 8
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -290,6 +319,9 @@ class _ShareAcknowledgeResponse_LeaderIdAndEpoch(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_ShareAcknowledgeResponse_LeaderIdAndEpoch = _ShareAcknowledgeResponse_LeaderIdAndEpoch()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -314,7 +346,11 @@ class _ShareAcknowledgeResponse_PartitionData(Struct):
         f_error_message, pos = read_compact_nullable_string(buf, pos)
         f_current_leader, pos = _ShareAcknowledgeResponse_LeaderIdAndEpoch._read(buf, pos, version)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -337,6 +373,9 @@ class _ShareAcknowledgeResponse_PartitionData(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_ShareAcknowledgeResponse_PartitionData = _ShareAcknowledgeResponse_PartitionData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -363,7 +402,11 @@ class _ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -393,6 +436,9 @@ class _ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse(Struct):
             b.append(0)
 
 
+_D_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse = _ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _ShareAcknowledgeResponse_NodeEndpoint(Struct):
     """ShareAcknowledgeResponse.NodeEndpoint."""
@@ -417,7 +463,11 @@ class _ShareAcknowledgeResponse_NodeEndpoint(Struct):
         pos += 4
         f_rack, pos = read_compact_nullable_string(buf, pos)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -441,6 +491,9 @@ class _ShareAcknowledgeResponse_NodeEndpoint(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_ShareAcknowledgeResponse_NodeEndpoint = _ShareAcknowledgeResponse_NodeEndpoint()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -492,7 +545,11 @@ class ShareAcknowledgeResponse(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

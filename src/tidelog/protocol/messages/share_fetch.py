@@ -48,7 +48,11 @@ class _ShareFetchRequest_AcknowledgementBatch(Struct):
             f_acknowledge_types = list(struct.unpack_from(">%db" % n, buf, pos))
             pos += n * 1
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -75,6 +79,9 @@ class _ShareFetchRequest_AcknowledgementBatch(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_ShareFetchRequest_AcknowledgementBatch = _ShareFetchRequest_AcknowledgementBatch()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -109,7 +116,11 @@ class _ShareFetchRequest_FetchPartition(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -144,6 +155,9 @@ class _ShareFetchRequest_FetchPartition(Struct):
             b.append(0)
 
 
+_D_ShareFetchRequest_FetchPartition = _ShareFetchRequest_FetchPartition()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _ShareFetchRequest_FetchTopic(Struct):
     """ShareFetchRequest.FetchTopic."""
@@ -168,7 +182,11 @@ class _ShareFetchRequest_FetchTopic(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -198,6 +216,9 @@ class _ShareFetchRequest_FetchTopic(Struct):
             b.append(0)
 
 
+_D_ShareFetchRequest_FetchTopic = _ShareFetchRequest_FetchTopic()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _ShareFetchRequest_ForgottenTopic(Struct):
     """ShareFetchRequest.ForgottenTopic."""
@@ -219,7 +240,11 @@ class _ShareFetchRequest_ForgottenTopic(Struct):
             f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
             pos += n * 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -246,6 +271,9 @@ class _ShareFetchRequest_ForgottenTopic(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_ShareFetchRequest_ForgottenTopic = _ShareFetchRequest_ForgottenTopic()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -314,7 +342,11 @@ class ShareFetchRequest(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -376,7 +408,11 @@ class _ShareFetchResponse_LeaderIdAndEpoch(Struct):
         (f_leader_id, f_leader_epoch,) = _S_ii.unpack_from(buf, pos)
         pos += 8
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -399,6 +435,9 @@ class _ShareFetchResponse_LeaderIdAndEpoch(Struct):
             b.append(0)
 
 
+_D_ShareFetchResponse_LeaderIdAndEpoch = _ShareFetchResponse_LeaderIdAndEpoch()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _ShareFetchResponse_AcquiredRecords(Struct):
     """ShareFetchResponse.AcquiredRecords."""
@@ -417,7 +456,11 @@ class _ShareFetchResponse_AcquiredRecords(Struct):
         (f_first_offset, f_last_offset, f_delivery_count,) = _S_qqh.unpack_from(buf, pos)
         pos += 18
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -438,6 +481,9 @@ class _ShareFetchResponse_AcquiredRecords(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_ShareFetchResponse_AcquiredRecords = _ShareFetchResponse_AcquiredRecords()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -483,7 +529,11 @@ class _ShareFetchResponse_PartitionData(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -519,6 +569,9 @@ class _ShareFetchResponse_PartitionData(Struct):
             b.append(0)
 
 
+_D_ShareFetchResponse_PartitionData = _ShareFetchResponse_PartitionData()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _ShareFetchResponse_ShareFetchableTopicResponse(Struct):
     """ShareFetchResponse.ShareFetchableTopicResponse."""
@@ -543,7 +596,11 @@ class _ShareFetchResponse_ShareFetchableTopicResponse(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -574,6 +631,9 @@ class _ShareFetchResponse_ShareFetchableTopicResponse(Struct):
             b.append(0)
 
 
+_D_ShareFetchResponse_ShareFetchableTopicResponse = _ShareFetchResponse_ShareFetchableTopicResponse()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _ShareFetchResponse_NodeEndpoint(Struct):
     """ShareFetchResponse.NodeEndpoint."""
@@ -598,7 +658,11 @@ class _ShareFetchResponse_NodeEndpoint(Struct):
         pos += 4
         f_rack, pos = read_compact_nullable_string(buf, pos)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -622,6 +686,9 @@ class _ShareFetchResponse_NodeEndpoint(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_ShareFetchResponse_NodeEndpoint = _ShareFetchResponse_NodeEndpoint()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -681,7 +748,11 @@ class ShareFetchResponse(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

@@ -49,7 +49,11 @@ class ShareGroupDescribeRequest(Message):
         (f_include_authorized_operations,) = _S_o.unpack_from(buf, pos)
         pos += 1
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -103,7 +107,11 @@ class _ShareGroupDescribeResponse_TopicPartitions(Struct):
             f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
             pos += n * 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -133,6 +141,9 @@ class _ShareGroupDescribeResponse_TopicPartitions(Struct):
             b.append(0)
 
 
+_D_ShareGroupDescribeResponse_TopicPartitions = _ShareGroupDescribeResponse_TopicPartitions()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _ShareGroupDescribeResponse_Assignment(Struct):
     """ShareGroupDescribeResponse.Assignment."""
@@ -154,7 +165,11 @@ class _ShareGroupDescribeResponse_Assignment(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -181,6 +196,9 @@ class _ShareGroupDescribeResponse_Assignment(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_ShareGroupDescribeResponse_Assignment = _ShareGroupDescribeResponse_Assignment()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -222,7 +240,11 @@ class _ShareGroupDescribeResponse_Member(Struct):
                 items.append(item)
         f_assignment, pos = _ShareGroupDescribeResponse_Assignment._read(buf, pos, version)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -255,6 +277,9 @@ class _ShareGroupDescribeResponse_Member(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_ShareGroupDescribeResponse_Member = _ShareGroupDescribeResponse_Member()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -304,7 +329,11 @@ class _ShareGroupDescribeResponse_DescribedGroup(Struct):
         (f_authorized_operations,) = _S_i.unpack_from(buf, pos)
         pos += 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -340,6 +369,9 @@ class _ShareGroupDescribeResponse_DescribedGroup(Struct):
             b.append(0)
 
 
+_D_ShareGroupDescribeResponse_DescribedGroup = _ShareGroupDescribeResponse_DescribedGroup()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class ShareGroupDescribeResponse(Message):
     """ShareGroupDescribeResponse, versions 0-1, flexible from v0."""
@@ -373,7 +405,11 @@ class ShareGroupDescribeResponse(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

@@ -57,7 +57,11 @@ class ShareGroupHeartbeatRequest(Message):
                 item, pos = read_compact_string(buf, pos)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -111,7 +115,11 @@ class _ShareGroupHeartbeatResponse_TopicPartitions(Struct):
             f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
             pos += n * 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -140,6 +148,9 @@ class _ShareGroupHeartbeatResponse_TopicPartitions(Struct):
             b.append(0)
 
 
+_D_ShareGroupHeartbeatResponse_TopicPartitions = _ShareGroupHeartbeatResponse_TopicPartitions()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _ShareGroupHeartbeatResponse_Assignment(Struct):
     """ShareGroupHeartbeatResponse.Assignment."""
@@ -161,7 +172,11 @@ class _ShareGroupHeartbeatResponse_Assignment(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -188,6 +203,9 @@ class _ShareGroupHeartbeatResponse_Assignment(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_ShareGroupHeartbeatResponse_Assignment = _ShareGroupHeartbeatResponse_Assignment()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -231,7 +249,11 @@ class ShareGroupHeartbeatResponse(Message):
         else:
             f_assignment, pos = _ShareGroupHeartbeatResponse_Assignment._read(buf, pos + 1, version)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

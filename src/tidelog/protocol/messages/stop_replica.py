@@ -48,7 +48,11 @@ class _StopReplicaRequest_StopReplicaPartitionV0(Struct):
             f_partition_index = 0
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -82,6 +86,9 @@ class _StopReplicaRequest_StopReplicaPartitionV0(Struct):
                 b.append(0)
 
 
+_D_StopReplicaRequest_StopReplicaPartitionV0 = _StopReplicaRequest_StopReplicaPartitionV0()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _StopReplicaRequest_StopReplicaTopicV1(Struct):
     """StopReplicaRequest.StopReplicaTopicV1."""
@@ -111,7 +118,11 @@ class _StopReplicaRequest_StopReplicaTopicV1(Struct):
             f_partition_indexes = list()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -150,6 +161,9 @@ class _StopReplicaRequest_StopReplicaTopicV1(Struct):
                 b.append(0)
 
 
+_D_StopReplicaRequest_StopReplicaTopicV1 = _StopReplicaRequest_StopReplicaTopicV1()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _StopReplicaRequest_StopReplicaPartitionState(Struct):
     """StopReplicaRequest.StopReplicaPartitionState."""
@@ -175,7 +189,11 @@ class _StopReplicaRequest_StopReplicaPartitionState(Struct):
             f_delete_partition = False
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -206,6 +224,9 @@ class _StopReplicaRequest_StopReplicaPartitionState(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_StopReplicaRequest_StopReplicaPartitionState = _StopReplicaRequest_StopReplicaPartitionState()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -240,7 +261,11 @@ class _StopReplicaRequest_StopReplicaTopicState(Struct):
             f_partition_states = list()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -278,6 +303,9 @@ class _StopReplicaRequest_StopReplicaTopicState(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_StopReplicaRequest_StopReplicaTopicState = _StopReplicaRequest_StopReplicaTopicState()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -371,7 +399,11 @@ class StopReplicaRequest(Message):
             f_topic_states = list()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -463,7 +495,11 @@ class _StopReplicaResponse_StopReplicaPartitionError(Struct):
         pos += 6
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -487,6 +523,9 @@ class _StopReplicaResponse_StopReplicaPartitionError(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_StopReplicaResponse_StopReplicaPartitionError = _StopReplicaResponse_StopReplicaPartitionError()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -521,7 +560,11 @@ class StopReplicaResponse(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)

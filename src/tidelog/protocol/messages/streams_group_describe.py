@@ -52,7 +52,11 @@ class StreamsGroupDescribeRequest(Message):
         (f_include_authorized_operations,) = _S_o.unpack_from(buf, pos)
         pos += 1
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -98,7 +102,11 @@ class _StreamsGroupDescribeResponse_KeyValue(Struct):
         f_key, pos = read_compact_string(buf, pos)
         f_value, pos = read_compact_string(buf, pos)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -120,6 +128,9 @@ class _StreamsGroupDescribeResponse_KeyValue(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_StreamsGroupDescribeResponse_KeyValue = _StreamsGroupDescribeResponse_KeyValue()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -152,7 +163,11 @@ class _StreamsGroupDescribeResponse_TopicInfo(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -181,6 +196,9 @@ class _StreamsGroupDescribeResponse_TopicInfo(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_StreamsGroupDescribeResponse_TopicInfo = _StreamsGroupDescribeResponse_TopicInfo()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -238,7 +256,11 @@ class _StreamsGroupDescribeResponse_Subtopology(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -289,6 +311,9 @@ class _StreamsGroupDescribeResponse_Subtopology(Struct):
             b.append(0)
 
 
+_D_StreamsGroupDescribeResponse_Subtopology = _StreamsGroupDescribeResponse_Subtopology()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _StreamsGroupDescribeResponse_Topology(Struct):
     """StreamsGroupDescribeResponse.Topology."""
@@ -314,7 +339,11 @@ class _StreamsGroupDescribeResponse_Topology(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -344,6 +373,9 @@ class _StreamsGroupDescribeResponse_Topology(Struct):
             b.append(0)
 
 
+_D_StreamsGroupDescribeResponse_Topology = _StreamsGroupDescribeResponse_Topology()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _StreamsGroupDescribeResponse_Endpoint(Struct):
     """StreamsGroupDescribeResponse.Endpoint."""
@@ -361,7 +393,11 @@ class _StreamsGroupDescribeResponse_Endpoint(Struct):
         (f_port,) = _S_H.unpack_from(buf, pos)
         pos += 2
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -385,6 +421,9 @@ class _StreamsGroupDescribeResponse_Endpoint(Struct):
             b.append(0)
 
 
+_D_StreamsGroupDescribeResponse_Endpoint = _StreamsGroupDescribeResponse_Endpoint()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _StreamsGroupDescribeResponse_TaskOffset(Struct):
     """StreamsGroupDescribeResponse.TaskOffset."""
@@ -404,7 +443,11 @@ class _StreamsGroupDescribeResponse_TaskOffset(Struct):
         (f_partition, f_offset,) = _S_iq.unpack_from(buf, pos)
         pos += 12
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -428,6 +471,9 @@ class _StreamsGroupDescribeResponse_TaskOffset(Struct):
             b.append(0)
 
 
+_D_StreamsGroupDescribeResponse_TaskOffset = _StreamsGroupDescribeResponse_TaskOffset()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _StreamsGroupDescribeResponse_TaskIds(Struct):
     """StreamsGroupDescribeResponse.TaskIds."""
@@ -449,7 +495,11 @@ class _StreamsGroupDescribeResponse_TaskIds(Struct):
             f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
             pos += n * 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -476,6 +526,9 @@ class _StreamsGroupDescribeResponse_TaskIds(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_StreamsGroupDescribeResponse_TaskIds = _StreamsGroupDescribeResponse_TaskIds()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -521,7 +574,11 @@ class _StreamsGroupDescribeResponse_Assignment(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -562,6 +619,9 @@ class _StreamsGroupDescribeResponse_Assignment(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_StreamsGroupDescribeResponse_Assignment = _StreamsGroupDescribeResponse_Assignment()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -650,7 +710,11 @@ class _StreamsGroupDescribeResponse_Member(Struct):
         (f_is_classic,) = _S_o.unpack_from(buf, pos)
         pos += 1
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -709,6 +773,9 @@ class _StreamsGroupDescribeResponse_Member(Struct):
             b.append(0)
 
 
+_D_StreamsGroupDescribeResponse_Member = _StreamsGroupDescribeResponse_Member()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _StreamsGroupDescribeResponse_DescribedGroup(Struct):
     """StreamsGroupDescribeResponse.DescribedGroup."""
@@ -760,7 +827,11 @@ class _StreamsGroupDescribeResponse_DescribedGroup(Struct):
         (f_authorized_operations,) = _S_i.unpack_from(buf, pos)
         pos += 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -800,6 +871,9 @@ class _StreamsGroupDescribeResponse_DescribedGroup(Struct):
             b.append(0)
 
 
+_D_StreamsGroupDescribeResponse_DescribedGroup = _StreamsGroupDescribeResponse_DescribedGroup()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _StreamsGroupDescribeResponse_TopicPartitions(Struct):
     """StreamsGroupDescribeResponse.TopicPartitions."""
@@ -824,7 +898,11 @@ class _StreamsGroupDescribeResponse_TopicPartitions(Struct):
             f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
             pos += n * 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -852,6 +930,9 @@ class _StreamsGroupDescribeResponse_TopicPartitions(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_StreamsGroupDescribeResponse_TopicPartitions = _StreamsGroupDescribeResponse_TopicPartitions()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -894,7 +975,11 @@ class StreamsGroupDescribeResponse(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

@@ -41,7 +41,11 @@ class _StreamsGroupHeartbeatRequest_KeyValue(Struct):
         f_key, pos = read_compact_string(buf, pos)
         f_value, pos = read_compact_string(buf, pos)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -63,6 +67,9 @@ class _StreamsGroupHeartbeatRequest_KeyValue(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_StreamsGroupHeartbeatRequest_KeyValue = _StreamsGroupHeartbeatRequest_KeyValue()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -95,7 +102,11 @@ class _StreamsGroupHeartbeatRequest_TopicInfo(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -124,6 +135,9 @@ class _StreamsGroupHeartbeatRequest_TopicInfo(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_StreamsGroupHeartbeatRequest_TopicInfo = _StreamsGroupHeartbeatRequest_TopicInfo()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -160,7 +174,11 @@ class _StreamsGroupHeartbeatRequest_CopartitionGroup(Struct):
             f_repartition_source_topics = list(struct.unpack_from(">%dh" % n, buf, pos))
             pos += n * 2
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -198,6 +216,9 @@ class _StreamsGroupHeartbeatRequest_CopartitionGroup(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_StreamsGroupHeartbeatRequest_CopartitionGroup = _StreamsGroupHeartbeatRequest_CopartitionGroup()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -276,7 +297,11 @@ class _StreamsGroupHeartbeatRequest_Subtopology(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -341,6 +366,9 @@ class _StreamsGroupHeartbeatRequest_Subtopology(Struct):
             b.append(0)
 
 
+_D_StreamsGroupHeartbeatRequest_Subtopology = _StreamsGroupHeartbeatRequest_Subtopology()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _StreamsGroupHeartbeatRequest_Topology(Struct):
     """StreamsGroupHeartbeatRequest.Topology."""
@@ -366,7 +394,11 @@ class _StreamsGroupHeartbeatRequest_Topology(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -396,6 +428,9 @@ class _StreamsGroupHeartbeatRequest_Topology(Struct):
             b.append(0)
 
 
+_D_StreamsGroupHeartbeatRequest_Topology = _StreamsGroupHeartbeatRequest_Topology()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _StreamsGroupHeartbeatRequest_TaskIds(Struct):
     """StreamsGroupHeartbeatRequest.TaskIds."""
@@ -417,7 +452,11 @@ class _StreamsGroupHeartbeatRequest_TaskIds(Struct):
             f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
             pos += n * 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -446,6 +485,9 @@ class _StreamsGroupHeartbeatRequest_TaskIds(Struct):
             b.append(0)
 
 
+_D_StreamsGroupHeartbeatRequest_TaskIds = _StreamsGroupHeartbeatRequest_TaskIds()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _StreamsGroupHeartbeatRequest_Endpoint(Struct):
     """StreamsGroupHeartbeatRequest.Endpoint."""
@@ -463,7 +505,11 @@ class _StreamsGroupHeartbeatRequest_Endpoint(Struct):
         (f_port,) = _S_H.unpack_from(buf, pos)
         pos += 2
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -487,6 +533,9 @@ class _StreamsGroupHeartbeatRequest_Endpoint(Struct):
             b.append(0)
 
 
+_D_StreamsGroupHeartbeatRequest_Endpoint = _StreamsGroupHeartbeatRequest_Endpoint()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _StreamsGroupHeartbeatRequest_TaskOffset(Struct):
     """StreamsGroupHeartbeatRequest.TaskOffset."""
@@ -506,7 +555,11 @@ class _StreamsGroupHeartbeatRequest_TaskOffset(Struct):
         (f_partition, f_offset,) = _S_iq.unpack_from(buf, pos)
         pos += 12
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -528,6 +581,9 @@ class _StreamsGroupHeartbeatRequest_TaskOffset(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_StreamsGroupHeartbeatRequest_TaskOffset = _StreamsGroupHeartbeatRequest_TaskOffset()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -661,7 +717,11 @@ class StreamsGroupHeartbeatRequest(Message):
         (f_shutdown_application,) = _S_o.unpack_from(buf, pos)
         pos += 1
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -760,7 +820,11 @@ class _StreamsGroupHeartbeatResponse_Status(Struct):
         pos += 1
         f_status_detail, pos = read_compact_string(buf, pos)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -784,6 +848,9 @@ class _StreamsGroupHeartbeatResponse_Status(Struct):
             b.append(0)
 
 
+_D_StreamsGroupHeartbeatResponse_Status = _StreamsGroupHeartbeatResponse_Status()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _StreamsGroupHeartbeatResponse_TaskIds(Struct):
     """StreamsGroupHeartbeatResponse.TaskIds."""
@@ -805,7 +872,11 @@ class _StreamsGroupHeartbeatResponse_TaskIds(Struct):
             f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
             pos += n * 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -834,6 +905,9 @@ class _StreamsGroupHeartbeatResponse_TaskIds(Struct):
             b.append(0)
 
 
+_D_StreamsGroupHeartbeatResponse_TaskIds = _StreamsGroupHeartbeatResponse_TaskIds()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _StreamsGroupHeartbeatResponse_Endpoint(Struct):
     """StreamsGroupHeartbeatResponse.Endpoint."""
@@ -851,7 +925,11 @@ class _StreamsGroupHeartbeatResponse_Endpoint(Struct):
         (f_port,) = _S_H.unpack_from(buf, pos)
         pos += 2
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -875,6 +953,9 @@ class _StreamsGroupHeartbeatResponse_Endpoint(Struct):
             b.append(0)
 
 
+_D_StreamsGroupHeartbeatResponse_Endpoint = _StreamsGroupHeartbeatResponse_Endpoint()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _StreamsGroupHeartbeatResponse_TopicPartition(Struct):
     """StreamsGroupHeartbeatResponse.TopicPartition."""
@@ -896,7 +977,11 @@ class _StreamsGroupHeartbeatResponse_TopicPartition(Struct):
             f_partitions = list(struct.unpack_from(">%di" % n, buf, pos))
             pos += n * 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -923,6 +1008,9 @@ class _StreamsGroupHeartbeatResponse_TopicPartition(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_StreamsGroupHeartbeatResponse_TopicPartition = _StreamsGroupHeartbeatResponse_TopicPartition()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -960,7 +1048,11 @@ class _StreamsGroupHeartbeatResponse_EndpointToPartitions(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -995,6 +1087,9 @@ class _StreamsGroupHeartbeatResponse_EndpointToPartitions(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_StreamsGroupHeartbeatResponse_EndpointToPartitions = _StreamsGroupHeartbeatResponse_EndpointToPartitions()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -1097,7 +1192,11 @@ class StreamsGroupHeartbeatResponse(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

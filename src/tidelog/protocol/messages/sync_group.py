@@ -37,7 +37,11 @@ class _SyncGroupRequest_SyncGroupRequestAssignment(Struct):
         f_assignment, pos = (read_compact_bytes if flexible else read_bytes)(buf, pos)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -61,6 +65,9 @@ class _SyncGroupRequest_SyncGroupRequestAssignment(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_SyncGroupRequest_SyncGroupRequestAssignment = _SyncGroupRequest_SyncGroupRequestAssignment()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -119,7 +126,11 @@ class SyncGroupRequest(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -204,7 +215,11 @@ class SyncGroupResponse(Message):
         f_assignment, pos = (read_compact_bytes if flexible else read_bytes)(buf, pos)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)

@@ -49,7 +49,11 @@ class _TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(Struct):
         f_committed_metadata, pos = (read_compact_nullable_string if flexible else read_nullable_string)(buf, pos)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -75,6 +79,9 @@ class _TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition = _TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -103,7 +110,11 @@ class _TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -133,6 +144,9 @@ class _TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic = _TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -195,7 +209,11 @@ class TxnOffsetCommitRequest(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -262,7 +280,11 @@ class _TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition(Struct):
         pos += 6
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -285,6 +307,9 @@ class _TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition = _TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -313,7 +338,11 @@ class _TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -343,6 +372,9 @@ class _TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic = _TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -378,7 +410,11 @@ class TxnOffsetCommitResponse(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)

@@ -53,7 +53,11 @@ class _UpdateFeaturesRequest_FeatureUpdateKey(Struct):
         else:
             f_upgrade_type = 1
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -85,6 +89,9 @@ class _UpdateFeaturesRequest_FeatureUpdateKey(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_UpdateFeaturesRequest_FeatureUpdateKey = _UpdateFeaturesRequest_FeatureUpdateKey()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -124,7 +131,11 @@ class UpdateFeaturesRequest(Message):
         else:
             f_validate_only = False
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -179,7 +190,11 @@ class _UpdateFeaturesResponse_UpdatableFeatureResult(Struct):
         pos += 2
         f_error_message, pos = read_compact_nullable_string(buf, pos)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -202,6 +217,9 @@ class _UpdateFeaturesResponse_UpdatableFeatureResult(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_UpdateFeaturesResponse_UpdatableFeatureResult = _UpdateFeaturesResponse_UpdatableFeatureResult()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -242,7 +260,11 @@ class UpdateFeaturesResponse(Message):
         else:
             f_results = list()
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

@@ -82,7 +82,11 @@ class _UpdateMetadataRequest_UpdateMetadataPartitionState(Struct):
             f_offline_replicas = list()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -129,6 +133,9 @@ class _UpdateMetadataRequest_UpdateMetadataPartitionState(Struct):
                 b.append(0)
 
 
+_D_UpdateMetadataRequest_UpdateMetadataPartitionState = _UpdateMetadataRequest_UpdateMetadataPartitionState()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _UpdateMetadataRequest_UpdateMetadataTopicState(Struct):
     """UpdateMetadataRequest.UpdateMetadataTopicState."""
@@ -167,7 +174,11 @@ class _UpdateMetadataRequest_UpdateMetadataTopicState(Struct):
             f_partition_states = list()
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -209,6 +220,9 @@ class _UpdateMetadataRequest_UpdateMetadataTopicState(Struct):
                 b.append(0)
 
 
+_D_UpdateMetadataRequest_UpdateMetadataTopicState = _UpdateMetadataRequest_UpdateMetadataTopicState()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _UpdateMetadataRequest_UpdateMetadataEndpoint(Struct):
     """UpdateMetadataRequest.UpdateMetadataEndpoint."""
@@ -247,7 +261,11 @@ class _UpdateMetadataRequest_UpdateMetadataEndpoint(Struct):
             f_security_protocol = 0
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -286,6 +304,9 @@ class _UpdateMetadataRequest_UpdateMetadataEndpoint(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_UpdateMetadataRequest_UpdateMetadataEndpoint = _UpdateMetadataRequest_UpdateMetadataEndpoint()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -337,7 +358,11 @@ class _UpdateMetadataRequest_UpdateMetadataBroker(Struct):
             f_rack = ''
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -374,6 +399,9 @@ class _UpdateMetadataRequest_UpdateMetadataBroker(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_UpdateMetadataRequest_UpdateMetadataBroker = _UpdateMetadataRequest_UpdateMetadataBroker()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -460,7 +488,11 @@ class UpdateMetadataRequest(Message):
         f_type = 0
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -520,14 +552,17 @@ class UpdateMetadataRequest(Message):
             for item in items:
                 item._write(w, version)
         if flexible:
-            tagged = list(self.unknown_tagged_fields or ())
+            tagged = list(self.unknown_tagged_fields) if self.unknown_tagged_fields else []
             if (version >= 8) and self.type != 0:
                 tw = Writer()
                 b, outer = tw.buf, b
                 b += _S_b.pack(self.type)
                 b = outer
                 tagged.append((0, tw.getvalue()))
-            write_tagged(b, tagged)
+            if tagged:
+                write_tagged(b, tagged)
+            else:
+                b.append(0)
 
 
 @dataclass(slots=True)
@@ -550,7 +585,11 @@ class UpdateMetadataResponse(Message):
         pos += 2
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)

@@ -42,7 +42,11 @@ class _UpdateRaftVoterRequest_Listener(Struct):
         (f_port,) = _S_H.unpack_from(buf, pos)
         pos += 2
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -67,6 +71,9 @@ class _UpdateRaftVoterRequest_Listener(Struct):
             b.append(0)
 
 
+_D_UpdateRaftVoterRequest_Listener = _UpdateRaftVoterRequest_Listener()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _UpdateRaftVoterRequest_KRaftVersionFeature(Struct):
     """UpdateRaftVoterRequest.KRaftVersionFeature."""
@@ -83,7 +90,11 @@ class _UpdateRaftVoterRequest_KRaftVersionFeature(Struct):
         (f_min_supported_version, f_max_supported_version,) = _S_hh.unpack_from(buf, pos)
         pos += 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -104,6 +115,9 @@ class _UpdateRaftVoterRequest_KRaftVersionFeature(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_UpdateRaftVoterRequest_KRaftVersionFeature = _UpdateRaftVoterRequest_KRaftVersionFeature()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -148,7 +162,11 @@ class UpdateRaftVoterRequest(Message):
                 items.append(item)
         f_k_raft_version_feature, pos = _UpdateRaftVoterRequest_KRaftVersionFeature._read(buf, pos, version)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -204,7 +222,11 @@ class _UpdateRaftVoterResponse_CurrentLeader(Struct):
         (f_port,) = _S_i.unpack_from(buf, pos)
         pos += 4
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -227,6 +249,9 @@ class _UpdateRaftVoterResponse_CurrentLeader(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_UpdateRaftVoterResponse_CurrentLeader = _UpdateRaftVoterResponse_CurrentLeader()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -253,7 +278,11 @@ class UpdateRaftVoterResponse(Message):
         pos += 6
         f_current_leader = _UpdateRaftVoterResponse_CurrentLeader()
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -273,14 +302,17 @@ class UpdateRaftVoterResponse(Message):
     def _write(self, w, version):
         b = w.buf
         b += _S_ih.pack(self.throttle_time_ms, self.error_code)
-        tagged = list(self.unknown_tagged_fields or ())
-        if self.current_leader != _UpdateRaftVoterResponse_CurrentLeader():
+        tagged = list(self.unknown_tagged_fields) if self.unknown_tagged_fields else []
+        if self.current_leader != _D_UpdateRaftVoterResponse_CurrentLeader:
             tw = Writer()
             b, outer = tw.buf, b
             self.current_leader._write(tw, version)
             b = outer
             tagged.append((0, tw.getvalue()))
-        write_tagged(b, tagged)
+        if tagged:
+            write_tagged(b, tagged)
+        else:
+            b.append(0)
 
 
 _UpdateRaftVoterRequest_Listener.SCHEMA = (

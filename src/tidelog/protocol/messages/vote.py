@@ -67,7 +67,11 @@ class _VoteRequest_PartitionData(Struct):
         else:
             f_pre_vote = False
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -100,6 +104,9 @@ class _VoteRequest_PartitionData(Struct):
             b.append(0)
 
 
+_D_VoteRequest_PartitionData = _VoteRequest_PartitionData()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _VoteRequest_TopicData(Struct):
     """VoteRequest.TopicData."""
@@ -124,7 +131,11 @@ class _VoteRequest_TopicData(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -152,6 +163,9 @@ class _VoteRequest_TopicData(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_VoteRequest_TopicData = _VoteRequest_TopicData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -191,7 +205,11 @@ class VoteRequest(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -245,7 +263,11 @@ class _VoteResponse_PartitionData(Struct):
         (f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_vote_granted,) = _S_ihiio.unpack_from(buf, pos)
         pos += 15
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -266,6 +288,9 @@ class _VoteResponse_PartitionData(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_VoteResponse_PartitionData = _VoteResponse_PartitionData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -292,7 +317,11 @@ class _VoteResponse_TopicData(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -320,6 +349,9 @@ class _VoteResponse_TopicData(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_VoteResponse_TopicData = _VoteResponse_TopicData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -352,7 +384,11 @@ class _VoteResponse_NodeEndpoint(Struct):
         else:
             f_port = 0
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -387,6 +423,9 @@ class _VoteResponse_NodeEndpoint(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_VoteResponse_NodeEndpoint = _VoteResponse_NodeEndpoint()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -424,7 +463,11 @@ class VoteResponse(Message):
                 items.append(item)
         f_node_endpoints = list()
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -459,8 +502,8 @@ class VoteResponse(Message):
             write_compact_array_len(b, len(items))
             for item in items:
                 item._write(w, version)
-        tagged = list(self.unknown_tagged_fields or ())
-        if (version >= 1) and self.node_endpoints != list():
+        tagged = list(self.unknown_tagged_fields) if self.unknown_tagged_fields else []
+        if (version >= 1) and self.node_endpoints:
             tw = Writer()
             b, outer = tw.buf, b
             items = self.node_endpoints
@@ -472,7 +515,10 @@ class VoteResponse(Message):
                     item._write(tw, version)
             b = outer
             tagged.append((0, tw.getvalue()))
-        write_tagged(b, tagged)
+        if tagged:
+            write_tagged(b, tagged)
+        else:
+            b.append(0)
 
 
 _VoteRequest_PartitionData.SCHEMA = (

@@ -40,7 +40,11 @@ class _WriteShareGroupStateRequest_StateBatch(Struct):
         (f_first_offset, f_last_offset, f_delivery_state, f_delivery_count,) = _S_qqbh.unpack_from(buf, pos)
         pos += 19
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -61,6 +65,9 @@ class _WriteShareGroupStateRequest_StateBatch(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_WriteShareGroupStateRequest_StateBatch = _WriteShareGroupStateRequest_StateBatch()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -94,7 +101,11 @@ class _WriteShareGroupStateRequest_PartitionData(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -124,6 +135,9 @@ class _WriteShareGroupStateRequest_PartitionData(Struct):
             b.append(0)
 
 
+_D_WriteShareGroupStateRequest_PartitionData = _WriteShareGroupStateRequest_PartitionData()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _WriteShareGroupStateRequest_WriteStateData(Struct):
     """WriteShareGroupStateRequest.WriteStateData."""
@@ -148,7 +162,11 @@ class _WriteShareGroupStateRequest_WriteStateData(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -176,6 +194,9 @@ class _WriteShareGroupStateRequest_WriteStateData(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_WriteShareGroupStateRequest_WriteStateData = _WriteShareGroupStateRequest_WriteStateData()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -209,7 +230,11 @@ class WriteShareGroupStateRequest(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -258,7 +283,11 @@ class _WriteShareGroupStateResponse_PartitionResult(Struct):
         pos += 6
         f_error_message, pos = read_compact_nullable_string(buf, pos)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -280,6 +309,9 @@ class _WriteShareGroupStateResponse_PartitionResult(Struct):
             write_tagged(b, self.unknown_tagged_fields)
         else:
             b.append(0)
+
+
+_D_WriteShareGroupStateResponse_PartitionResult = _WriteShareGroupStateResponse_PartitionResult()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -306,7 +338,11 @@ class _WriteShareGroupStateResponse_WriteStateResult(Struct):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)
@@ -336,6 +372,9 @@ class _WriteShareGroupStateResponse_WriteStateResult(Struct):
             b.append(0)
 
 
+_D_WriteShareGroupStateResponse_WriteStateResult = _WriteShareGroupStateResponse_WriteStateResult()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class WriteShareGroupStateResponse(Message):
     """WriteShareGroupStateResponse, versions 0, flexible from v0."""
@@ -363,7 +402,11 @@ class WriteShareGroupStateResponse(Message):
                 item, pos = read(buf, pos, version)
                 items.append(item)
         unknown = None
-        n_tags, pos = read_uvarint(buf, pos)
+        if buf[pos] == 0:  # no tagged fields, the common case
+            pos += 1
+            n_tags = 0
+        else:
+            n_tags, pos = read_uvarint(buf, pos)
         for _ in range(n_tags):
             tag, pos = read_uvarint(buf, pos)
             size, pos = read_uvarint(buf, pos)

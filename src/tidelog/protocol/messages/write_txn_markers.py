@@ -44,7 +44,11 @@ class _WriteTxnMarkersRequest_WritableTxnMarkerTopic(Struct):
             pos += n * 4
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -73,6 +77,9 @@ class _WriteTxnMarkersRequest_WritableTxnMarkerTopic(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_WriteTxnMarkersRequest_WritableTxnMarkerTopic = _WriteTxnMarkersRequest_WritableTxnMarkerTopic()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -110,7 +117,11 @@ class _WriteTxnMarkersRequest_WritableTxnMarker(Struct):
         pos += 4
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -143,6 +154,9 @@ class _WriteTxnMarkersRequest_WritableTxnMarker(Struct):
                 b.append(0)
 
 
+_D_WriteTxnMarkersRequest_WritableTxnMarker = _WriteTxnMarkersRequest_WritableTxnMarker()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class WriteTxnMarkersRequest(Message):
     """WriteTxnMarkersRequest, versions 0-1, flexible from v1."""
@@ -172,7 +186,11 @@ class WriteTxnMarkersRequest(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -221,7 +239,11 @@ class _WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult(Struct):
         pos += 6
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -244,6 +266,9 @@ class _WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult = _WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -272,7 +297,11 @@ class _WriteTxnMarkersResponse_WritableTxnMarkerTopicResult(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -304,6 +333,9 @@ class _WriteTxnMarkersResponse_WritableTxnMarkerTopicResult(Struct):
                 b.append(0)
 
 
+_D_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult = _WriteTxnMarkersResponse_WritableTxnMarkerTopicResult()  # default instance, for comparisons only
+
+
 @dataclass(slots=True)
 class _WriteTxnMarkersResponse_WritableTxnMarkerResult(Struct):
     """WriteTxnMarkersResponse.WritableTxnMarkerResult."""
@@ -331,7 +363,11 @@ class _WriteTxnMarkersResponse_WritableTxnMarkerResult(Struct):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
@@ -361,6 +397,9 @@ class _WriteTxnMarkersResponse_WritableTxnMarkerResult(Struct):
                 write_tagged(b, self.unknown_tagged_fields)
             else:
                 b.append(0)
+
+
+_D_WriteTxnMarkersResponse_WritableTxnMarkerResult = _WriteTxnMarkersResponse_WritableTxnMarkerResult()  # default instance, for comparisons only
 
 
 @dataclass(slots=True)
@@ -393,7 +432,11 @@ class WriteTxnMarkersResponse(Message):
                 items.append(item)
         unknown = None
         if flexible:
-            n_tags, pos = read_uvarint(buf, pos)
+            if buf[pos] == 0:  # no tagged fields, the common case
+                pos += 1
+                n_tags = 0
+            else:
+                n_tags, pos = read_uvarint(buf, pos)
             for _ in range(n_tags):
                 tag, pos = read_uvarint(buf, pos)
                 size, pos = read_uvarint(buf, pos)
