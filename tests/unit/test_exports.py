@@ -6,7 +6,7 @@ import importlib
 
 import pytest
 
-PACKAGES = ["tidelog.protocol", "tidelog.records", "tidelog.errors", "tidelog.clock"]
+PACKAGES = ["tidelog.protocol", "tidelog.records", "tidelog.storage", "tidelog.errors", "tidelog.clock", "tidelog.config"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

@@ -1,0 +1,292 @@
+"""Configuration, with Kafka's names and defaults, in one place.
+
+Two kinds of settings share one table:
+
+* **topic configs** (``segment.bytes``, ``retention.ms``, ``cleanup.policy`` ...), set per topic with
+  CreateTopics/AlterConfigs, each with a **broker synonym** (``log.segment.bytes``, ``log.retention.ms``
+  ...) in ``server.properties`` that supplies the default for topics that don't set it;
+* **broker configs** (``log.dirs``, ``log.flush.scheduler.interval.ms`` ...) that only
+  ``server.properties`` sets.
+
+Values are validated when parsed: a bad value raises :class:`ConfigError` whose message names the key,
+the value and what is allowed. Parsed configs are immutable: :class:`TopicConfig` has one attribute per
+topic config, the snake_case of its Kafka name (``segment.bytes`` -> ``segment_bytes``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+LONG_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
+
+
+class ConfigError(ValueError):
+    """A configuration key is unknown or its value is not valid."""
+
+
+# ----------------------------------------------------------------------------------------- parsing
+
+
+def _parse_int(lo: int, hi: int) -> Callable[[str, Any], int]:
+    def parse(key: str, raw: Any) -> int:
+        try:
+            value = int(str(raw).strip())
+        except ValueError:
+            raise ConfigError(f"Invalid value {raw!r} for configuration {key}: not a number") from None
+        if not lo <= value <= hi:
+            raise ConfigError(f"Invalid value {value} for configuration {key}: must be between {lo} and {hi}")
+        return value
+
+    return parse
+
+
+def _parse_float(lo: float, hi: float) -> Callable[[str, Any], float]:
+    def parse(key: str, raw: Any) -> float:
+        try:
+            value = float(str(raw).strip())
+        except ValueError:
+            raise ConfigError(f"Invalid value {raw!r} for configuration {key}: not a number") from None
+        if not lo <= value <= hi:
+            raise ConfigError(f"Invalid value {value} for configuration {key}: must be between {lo} and {hi}")
+        return value
+
+    return parse
+
+
+def _parse_bool(key: str, raw: Any) -> bool:
+    text = str(raw).strip().lower()
+    if text in ("true", "false"):
+        return text == "true"
+    raise ConfigError(f"Invalid value {raw!r} for configuration {key}: expected true or false")
+
+
+def _parse_choice(*choices: str) -> Callable[[str, Any], str]:
+    def parse(key: str, raw: Any) -> str:
+        value = str(raw).strip()
+        if value not in choices:
+            raise ConfigError(f"Invalid value {value!r} for configuration {key}: must be one of {', '.join(choices)}")
+        return value
+
+    return parse
+
+
+def _parse_cleanup_policy(key: str, raw: Any) -> str:
+    items = [p.strip() for p in str(raw).split(",") if p.strip()]
+    if not items or any(p not in ("delete", "compact") for p in items) or len(set(items)) != len(items):
+        raise ConfigError(f"Invalid value {raw!r} for configuration {key}: must be delete, compact or compact,delete")
+    return ",".join(sorted(items))  # canonical: "compact,delete"
+
+
+def _parse_string(key: str, raw: Any) -> str:
+    return str(raw).strip()
+
+
+def _parse_list(key: str, raw: Any) -> tuple[str, ...]:
+    items = tuple(p.strip() for p in str(raw).split(",") if p.strip())
+    if not items:
+        raise ConfigError(f"Invalid value {raw!r} for configuration {key}: expected a comma-separated list")
+    return items
+
+
+COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+
+
+@dataclass(frozen=True)
+class ConfigDef:
+    name: str
+    parse: Callable[[str, Any], Any]
+    default: Any
+    doc: str
+    #: server.properties key that supplies the default of a topic config (None for broker-only keys).
+    broker_synonym: str | None = None
+    topic: bool = True
+
+
+def _long(lo: int = 0) -> Callable[[str, Any], int]:
+    return _parse_int(lo, LONG_MAX)
+
+
+def _int(lo: int = 0) -> Callable[[str, Any], int]:
+    return _parse_int(lo, INT_MAX)
+
+
+_TOPIC_DEFS = [
+    ConfigDef("cleanup.policy", _parse_cleanup_policy, "delete",
+              "delete (retention), compact (keep the latest record per key), or compact,delete.", "log.cleanup.policy"),
+    ConfigDef("compression.type", _parse_choice(*COMPRESSION_TYPES), "producer",
+              "Codec the broker stores batches in; producer keeps what the producer sent.", "compression.type"),
+    ConfigDef("delete.retention.ms", _long(), 86_400_000,
+              "How long tombstones are kept after compaction reaches them.", "log.cleaner.delete.retention.ms"),
+    ConfigDef("file.delete.delay.ms", _long(), 60_000,
+              "Delay before a deleted segment's files are removed from disk.", "log.segment.delete.delay.ms"),
+    ConfigDef("flush.messages", _long(1), LONG_MAX,
+              "fsync the log after this many messages.", "log.flush.interval.messages"),
+    ConfigDef("flush.ms", _long(), LONG_MAX,
+              "fsync the log when its oldest unflushed message is this old.", "log.flush.interval.ms"),
+    ConfigDef("index.interval.bytes", _int(), 4096,
+              "Bytes of log between two entries of the sparse offset index.", "log.index.interval.bytes"),
+    ConfigDef("max.compaction.lag.ms", _long(1), LONG_MAX,
+              "Longest time a record may stay uncompacted.", "log.cleaner.max.compaction.lag.ms"),
+    ConfigDef("max.message.bytes", _int(), 1_048_588,
+              "Largest record batch the topic accepts.", "message.max.bytes"),
+    ConfigDef("message.timestamp.after.max.ms", _long(), 3_600_000,
+              "How far in the future a CreateTime timestamp may be.", "log.message.timestamp.after.max.ms"),
+    ConfigDef("message.timestamp.before.max.ms", _long(), LONG_MAX,
+              "How far in the past a CreateTime timestamp may be.", "log.message.timestamp.before.max.ms"),
+    ConfigDef("message.timestamp.type", _parse_choice("CreateTime", "LogAppendTime"), "CreateTime",
+              "Whether records keep the producer's timestamp or get the broker's append time.",
+              "log.message.timestamp.type"),
+    ConfigDef("min.cleanable.dirty.ratio", _parse_float(0.0, 1.0), 0.5,
+              "Share of the log that must be uncompacted before the cleaner runs.", "log.cleaner.min.cleanable.ratio"),
+    ConfigDef("min.compaction.lag.ms", _long(), 0,
+              "Records younger than this are never compacted.", "log.cleaner.min.compaction.lag.ms"),
+    ConfigDef("min.insync.replicas", _int(1), 1,
+              "Replicas that must acknowledge an acks=all write.", "min.insync.replicas"),
+    ConfigDef("preallocate", _parse_bool, False, "Preallocate segment files (accepted, not used).", "log.preallocate"),
+    ConfigDef("retention.bytes", _long(-1), -1,
+              "Largest size of a partition before old segments are deleted; -1 = no limit.", "log.retention.bytes"),
+    ConfigDef("retention.ms", _long(-1), 604_800_000,
+              "How long records are kept before their segment is deleted; -1 = forever.", "log.retention.ms"),
+    ConfigDef("segment.bytes", _int(14), 1_073_741_824, "Size of a log segment file.", "log.segment.bytes"),
+    ConfigDef("segment.index.bytes", _int(4), 10_485_760,
+              "Size of a segment's offset and time index files.", "log.index.size.max.bytes"),
+    ConfigDef("segment.jitter.ms", _long(), 0, "Random jitter subtracted from segment.ms.", "log.roll.jitter.ms"),
+    ConfigDef("segment.ms", _long(1), 604_800_000,
+              "Roll a new segment after this long even if it is not full.", "log.roll.ms"),
+    ConfigDef("unclean.leader.election.enable", _parse_bool, False,
+              "Allow an out-of-sync replica to become leader.", "unclean.leader.election.enable"),
+]
+
+_BROKER_DEFS = [
+    ConfigDef("log.dirs", _parse_list, ("./tidelog-data",), "Directories holding the partition logs.", topic=False),
+    ConfigDef("log.flush.scheduler.interval.ms", _long(), LONG_MAX,
+              "How often the flusher checks whether a log needs an fsync by time.", topic=False),
+    ConfigDef("log.flush.offset.checkpoint.interval.ms", _int(), 60_000,
+              "How often recovery points are written to disk.", topic=False),
+    ConfigDef("log.retention.check.interval.ms", _long(1), 300_000,
+              "How often segments are checked for deletion.", topic=False),
+    ConfigDef("log.cleaner.enable", _parse_bool, True, "Run the log cleaner (compaction).", topic=False),
+    ConfigDef("log.cleaner.backoff.ms", _long(), 15_000,
+              "Sleep between cleaner passes that found nothing to do.", topic=False),
+    ConfigDef("producer.id.expiration.ms", _int(1), 86_400_000,
+              "Forget a producer id after this long without writes.", topic=False),
+    ConfigDef("max.incremental.fetch.session.cache.slots", _int(), 1000, "Fetch sessions kept.", topic=False),
+]
+
+TOPIC_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in _TOPIC_DEFS}
+BROKER_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in _BROKER_DEFS}
+BROKER_SYNONYMS: dict[str, str] = {d.broker_synonym: d.name for d in _TOPIC_DEFS if d.broker_synonym}
+
+# Broker keys in coarser units that map onto a millisecond key (Kafka's precedence: ms > minutes > hours).
+_UNIT_ALIASES = {
+    "log.retention.ms": (("log.retention.minutes", 60_000), ("log.retention.hours", 3_600_000)),
+    "log.roll.ms": (("log.roll.hours", 3_600_000),),
+    "log.roll.jitter.ms": (("log.roll.jitter.hours", 3_600_000),),
+}
+
+
+def attr_name(kafka_name: str) -> str:
+    return kafka_name.replace(".", "_")
+
+
+@dataclass(frozen=True)
+class TopicConfig:
+    """Effective configuration of one topic (immutable). Attribute = Kafka name with ``_`` for ``.``."""
+
+    cleanup_policy: str = "delete"
+    compression_type: str = "producer"
+    delete_retention_ms: int = 86_400_000
+    file_delete_delay_ms: int = 60_000
+    flush_messages: int = LONG_MAX
+    flush_ms: int = LONG_MAX
+    index_interval_bytes: int = 4096
+    max_compaction_lag_ms: int = LONG_MAX
+    max_message_bytes: int = 1_048_588
+    message_timestamp_after_max_ms: int = 3_600_000
+    message_timestamp_before_max_ms: int = LONG_MAX
+    message_timestamp_type: str = "CreateTime"
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+    min_insync_replicas: int = 1
+    preallocate: bool = False
+    retention_bytes: int = -1
+    retention_ms: int = 604_800_000
+    segment_bytes: int = 1_073_741_824
+    segment_index_bytes: int = 10_485_760
+    segment_jitter_ms: int = 0
+    segment_ms: int = 604_800_000
+    unclean_leader_election_enable: bool = False
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy
+
+    @property
+    def delete(self) -> bool:
+        return "delete" in self.cleanup_policy
+
+    @classmethod
+    def from_dict(cls, overrides: Mapping[str, Any], defaults: TopicConfig | None = None) -> TopicConfig:
+        """Kafka-named overrides on top of ``defaults`` (the broker's topic defaults)."""
+        base = defaults or cls()
+        values = {}
+        for key, raw in overrides.items():
+            d = TOPIC_CONFIGS.get(key)
+            if d is None:
+                raise ConfigError(f"Unknown topic config name: {key}")
+            values[attr_name(key)] = d.parse(key, raw)
+        return base.replace(**values)
+
+    def replace(self, **values: Any) -> TopicConfig:
+        current = {f.name: getattr(self, f.name) for f in fields(self)}
+        current.update(values)
+        return TopicConfig(**current)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {d.name: getattr(self, attr_name(d.name)) for d in _TOPIC_DEFS}
+
+
+def validate_topic_configs(configs: Mapping[str, Any]) -> dict[str, Any]:
+    """Parse Kafka-named topic configs; raises ConfigError naming the first bad one."""
+    out = {}
+    for key, raw in configs.items():
+        d = TOPIC_CONFIGS.get(key)
+        if d is None:
+            raise ConfigError(f"Unknown topic config name: {key}")
+        out[key] = d.parse(key, raw)
+    return out
+
+
+def topic_defaults_from_broker(props: Mapping[str, Any]) -> TopicConfig:
+    """The topic defaults a broker's ``server.properties`` implies (``log.retention.hours=1`` ...)."""
+    props = dict(props)
+    for ms_key, aliases in _UNIT_ALIASES.items():
+        if ms_key in props:
+            continue
+        for alias, factor in aliases:
+            if alias in props:
+                props[ms_key] = _long()(alias, props[alias]) * factor
+                break
+    overrides = {}
+    for key, raw in props.items():
+        if key in BROKER_SYNONYMS:
+            overrides[BROKER_SYNONYMS[key]] = raw
+    return TopicConfig.from_dict(overrides)
+
+
+__all__ = [
+    "BROKER_CONFIGS",
+    "BROKER_SYNONYMS",
+    "COMPRESSION_TYPES",
+    "LONG_MAX",
+    "TOPIC_CONFIGS",
+    "ConfigDef",
+    "ConfigError",
+    "TopicConfig",
+    "attr_name",
+    "topic_defaults_from_broker",
+    "validate_topic_configs",
+]

@@ -1,0 +1,132 @@
+"""Converting between legacy message sets (magic 0/1, legacy.py) and magic-v2 batches (batch.py).
+
+Up-conversion (:func:`legacy_to_batches`, for v0/v1 Produce requests): each compressed wrapper
+becomes one v2 batch with the same codec; runs of plain messages become one uncompressed batch,
+split where the timestamp type changes, where offsets stop increasing, or where a LogAppendTime
+timestamp changes (a v2 batch has one log append time). Offsets are preserved, or assigned from
+``base_offset`` when given (the broker assigns offsets anyway). v0 messages get timestamp -1 in a
+CreateTime batch. Every legacy entry is validated (CRC, codec) first.
+
+Down-conversion (:func:`batches_to_legacy`, for Fetch versions that predate magic 2): every v2 batch
+becomes plain messages (uncompressed) or one compressed wrapper with the batch's codec; control
+batches and empty batches are dropped, headers are dropped, and v0 drops timestamps — what Kafka
+does. ZSTD cannot be expressed below magic 2: :class:`UnsupportedCompressionTypeError` (the Fetch
+handler answers ``UNSUPPORTED_COMPRESSION_TYPE``). Legacy entries whose magic is not above the
+target are copied unchanged. Input batches are assumed valid (they come from the log).
+
+Pure functions: safe from any thread.
+"""
+
+from __future__ import annotations
+
+from tidelog.records.batch import RecordBatchView, iter_batches
+from tidelog.records.builder import RecordBatchBuilder
+from tidelog.records.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, CompressionType
+from tidelog.records.errors import InvalidRecordError, UnsupportedCompressionTypeError
+from tidelog.records.legacy import LegacyMessageSetBuilder, LegacyMessageView, encode_message
+from tidelog.records.record import Record, TimestampType
+
+_INT32_MAX = (1 << 31) - 1
+
+
+class _BatchRun:
+    """Accumulates records into v2 batches, starting a new batch whenever one cannot hold the next
+    record. Not thread-safe; lives for one conversion."""
+
+    __slots__ = ("_builder", "_group", "_out")
+
+    def __init__(self, out: list[bytes]) -> None:
+        self._out = out
+        self._builder: RecordBatchBuilder | None = None
+        self._group: tuple[int, int, int | None] | None = None
+
+    def add(self, record: Record, codec: CompressionType, timestamp_type: TimestampType) -> None:
+        group = (int(codec), int(timestamp_type),
+                 record.timestamp if timestamp_type == TimestampType.LOG_APPEND_TIME else None)
+        builder = self._builder
+        if (builder is None or group != self._group or record.offset < builder.next_offset
+                or record.offset - builder.base_offset > _INT32_MAX):
+            self.flush()
+            builder = self._builder = RecordBatchBuilder(
+                base_offset=record.offset, compression=codec, timestamp_type=timestamp_type)
+            self._group = group
+        builder.append(record.timestamp, record.key, record.value, offset=record.offset)
+
+    def flush(self) -> None:
+        if self._builder is not None and len(self._builder):
+            try:
+                self._out.append(self._builder.build())
+            except ValueError as exc:  # e.g. timestamps too far apart for an int64 delta
+                raise InvalidRecordError(f"cannot up-convert: {exc}") from None
+        self._builder = None
+        self._group = None
+
+
+def legacy_to_batches(buf: bytes | bytearray | memoryview, *, base_offset: int | None = None,
+                      max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> list[bytes]:
+    """Up-convert a records blob of v0/v1 entries into v2 batches (v2 batches pass through as is)."""
+    out: list[bytes] = []
+    run = _BatchRun(out)
+    next_offset = base_offset
+    for entry in iter_batches(buf):
+        if isinstance(entry, RecordBatchView):
+            run.flush()
+            out.append(bytes(entry.buffer))
+            continue
+        entry.validate()
+        timestamp_type = entry.timestamp_type
+        if timestamp_type == TimestampType.NO_TIMESTAMP_TYPE:
+            timestamp_type = TimestampType.CREATE_TIME
+        codec = entry.compression_type
+        for record in entry.records(max_decompressed_bytes=max_decompressed_bytes):
+            if next_offset is not None:
+                record.offset = next_offset
+                next_offset += 1
+            run.add(record, codec, timestamp_type)
+        if codec is not CompressionType.NONE:
+            run.flush()  # one wrapper, one batch: never merge two wrappers
+    run.flush()
+    return out
+
+
+def batches_to_legacy(buf: bytes | bytearray | memoryview, magic: int, *,
+                      max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> bytes:
+    """Down-convert a records blob to a v0 or v1 message set."""
+    if magic not in (0, 1):
+        raise ValueError(f"legacy magic must be 0 or 1, not {magic}")
+    parts: list[bytes] = []
+    for entry in iter_batches(buf):
+        if isinstance(entry, LegacyMessageView):
+            if entry.magic <= magic:
+                parts.append(bytes(entry.buffer))
+                continue
+            records = list(entry.records(max_decompressed_bytes=max_decompressed_bytes))
+        else:
+            if entry.is_control_batch:
+                continue
+            records = list(entry.records(max_decompressed_bytes=max_decompressed_bytes))
+        codec = entry.compression_type
+        if codec is CompressionType.ZSTD:
+            raise UnsupportedCompressionTypeError("ZSTD-compressed batches cannot be down-converted")
+        if records:
+            parts.append(_message_set(records, magic, codec, entry.timestamp_type))
+    return b"".join(parts)
+
+
+def _message_set(records: list[Record], magic: int, codec: CompressionType,
+                 timestamp_type: TimestampType) -> bytes:
+    if codec is CompressionType.NONE:
+        ts_bit = 0x08 if magic == 1 and timestamp_type == TimestampType.LOG_APPEND_TIME else 0
+        return b"".join(encode_message(r.offset, magic, ts_bit, r.timestamp, r.key, r.value) for r in records)
+    if timestamp_type == TimestampType.NO_TIMESTAMP_TYPE:
+        timestamp_type = TimestampType.CREATE_TIME
+    builder = LegacyMessageSetBuilder(magic, compression=codec, timestamp_type=timestamp_type)
+    try:
+        for r in records:
+            builder.append(r.timestamp, r.key, r.value, offset=r.offset)
+    except ValueError as exc:
+        raise InvalidRecordError(f"cannot down-convert: {exc}") from None
+    return builder.build()
+
+
+__all__ = ["batches_to_legacy", "legacy_to_batches"]

@@ -1,0 +1,327 @@
+"""One record of a magic-v2 batch, its varint codec, and the decoded :class:`Record`.
+
+Record format (inside the records section of a batch; all integers zig-zag varints unless noted)::
+
+    length          varint    bytes that follow, up to the end of the headers
+    attributes      int8      unused, always 0 on write
+    timestampDelta  varlong   timestamp - batch baseTimestamp
+    offsetDelta     varint    offset - batch baseOffset
+    keyLength       varint    -1 (any negative) = null key
+    key             bytes
+    valueLength     varint    -1 (any negative) = null value
+    value           bytes
+    headerCount     varint    must be >= 0
+      headerKeyLength   varint    must be >= 0
+      headerKey         bytes     UTF-8
+      headerValueLength varint    -1 (any negative) = null value
+      headerValue       bytes
+
+A varint is an int32 and a varlong an int64, zig-zag encoded (``(n << 1) ^ (n >> 31)``), 7 bits per
+byte, low group first, high bit set on every byte but the last: at most 5 and 10 bytes.
+
+Decoding checks every length against the bytes of *its own record* before slicing, so a hostile
+length raises :class:`InvalidRecordError` and never allocates. Header keys are decoded with
+``surrogateescape`` so that non-UTF-8 keys written by other clients survive a decode/encode cycle.
+
+Pure functions, no state: safe from any thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import NamedTuple
+
+from tidelog.records.errors import InvalidRecordError
+
+NO_TIMESTAMP = -1
+"""The timestamp of v0 messages and of records written without one."""
+
+
+class TimestampType(IntEnum):
+    """What a record timestamp means (attributes bit 3 of a batch / v1 message). Immutable."""
+
+    NO_TIMESTAMP_TYPE = -1
+    CREATE_TIME = 0
+    LOG_APPEND_TIME = 1
+
+
+class Header(NamedTuple):
+    """A record header: a UTF-8 key and a nullable byte value. Immutable."""
+
+    key: str
+    value: bytes | None
+
+
+HeaderLike = tuple[str, "bytes | bytearray | memoryview | None"]
+
+
+@dataclass(slots=True)
+class Record:
+    """A decoded record with absolute offset and timestamp.
+
+    A plain value object built by the decoders; not thread-safe to mutate, safe to share read-only.
+    ``headers`` is always empty for v0/v1 messages and ``attributes`` is the record's own attributes
+    byte (v2: unused, 0; v0/v1: the message attributes).
+    """
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[Header] = field(default_factory=list)
+    attributes: int = 0
+
+
+# ----------------------------------------------------------------------------------------- varints
+
+_INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_ONE_BYTE = [bytes((i,)) for i in range(128)]
+
+
+def zigzag_encode(value: int) -> int:
+    """Zig-zag map a signed int64 to unsigned: 0, -1, 1, -2 ... → 0, 1, 2, 3 ..."""
+    return (value << 1) ^ (value >> 63)
+
+
+def zigzag_decode(value: int) -> int:
+    return (value >> 1) ^ -(value & 1)
+
+
+def encode_varint(value: int) -> bytes:
+    """The zig-zag varint of an int32; ``ValueError`` if out of range."""
+    if not _INT32_MIN <= value <= _INT32_MAX:
+        raise ValueError(f"{value} does not fit in a varint (int32)")
+    return _uvarint((value << 1) ^ (value >> 31))
+
+
+def encode_varlong(value: int) -> bytes:
+    """The zig-zag varlong of an int64; ``ValueError`` if out of range."""
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise ValueError(f"{value} does not fit in a varlong (int64)")
+    return _uvarint((value << 1) ^ (value >> 63))
+
+
+def _uvarint(n: int) -> bytes:
+    if n < 0x80:
+        return _ONE_BYTE[n]
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def read_varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
+    """Decode a zig-zag varint (int32) at ``pos``: ``(value, next_pos)``."""
+    try:
+        return _varint(buf, pos)
+    except IndexError:
+        raise InvalidRecordError("truncated varint") from None
+
+
+def read_varlong(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
+    """Decode a zig-zag varlong (int64) at ``pos``: ``(value, next_pos)``."""
+    try:
+        return _varlong(buf, pos)
+    except IndexError:
+        raise InvalidRecordError("truncated varlong") from None
+
+
+def _varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
+    # Raises IndexError past the end of buf: callers catch it once per record, not per field.
+    b = buf[pos]
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos + 1
+    result = b & 0x7F
+    shift = 7
+    pos += 1
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            break
+        shift += 7
+        if shift > 28:
+            raise InvalidRecordError("varint longer than 5 bytes")
+    if result > 0xFFFFFFFF:
+        raise InvalidRecordError("varint does not fit in 32 bits")
+    return (result >> 1) ^ -(result & 1), pos
+
+
+def _varlong(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
+    b = buf[pos]
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos + 1
+    result = b & 0x7F
+    shift = 7
+    pos += 1
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            break
+        shift += 7
+        if shift > 63:
+            raise InvalidRecordError("varlong longer than 10 bytes")
+    if result > 0xFFFFFFFFFFFFFFFF:
+        raise InvalidRecordError("varlong does not fit in 64 bits")
+    return (result >> 1) ^ -(result & 1), pos
+
+
+# ---------------------------------------------------------------------------------------- encoding
+
+
+def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | bytearray | memoryview | None,
+                  value: bytes | bytearray | memoryview | None, headers: Iterable[HeaderLike] = (),
+                  attributes: int = 0) -> bytes:
+    """One record, length prefix included. ``ValueError`` for values the format cannot hold."""
+    if not _INT32_MIN <= offset_delta <= _INT32_MAX:
+        raise ValueError(f"offset delta {offset_delta} does not fit in an int32")
+    if not _INT64_MIN <= timestamp_delta <= _INT64_MAX:
+        raise ValueError(f"timestamp delta {timestamp_delta} does not fit in an int64")
+    parts: list[bytes | bytearray | memoryview] = [
+        _ONE_BYTE[attributes & 0x7F] if 0 <= attributes < 0x80 else bytes((attributes & 0xFF,)),
+        _uvarint((timestamp_delta << 1) ^ (timestamp_delta >> 63)),
+        _uvarint((offset_delta << 1) ^ (offset_delta >> 31)),
+    ]
+    _append_bytes(parts, key)
+    _append_bytes(parts, value)
+    header_list = headers if isinstance(headers, list | tuple) else list(headers)
+    parts.append(_uvarint(len(header_list) << 1))
+    for header_key, header_value in header_list:
+        if not isinstance(header_key, str):
+            raise TypeError(f"header key must be str, not {type(header_key).__name__}")
+        _append_bytes(parts, header_key.encode("utf-8", "surrogateescape"))
+        _append_bytes(parts, header_value)
+    body = b"".join(parts)
+    if len(body) > _INT32_MAX:
+        raise ValueError("record larger than 2 GiB")
+    return _uvarint(len(body) << 1) + body
+
+
+def _append_bytes(parts: list[bytes | bytearray | memoryview],
+                  data: bytes | bytearray | memoryview | None) -> None:
+    if data is None:
+        parts.append(b"\x01")  # zig-zag -1
+        return
+    size = len(data) if not isinstance(data, memoryview) else data.nbytes
+    if size > _INT32_MAX:
+        raise ValueError("key, value or header larger than 2 GiB")
+    parts.append(_uvarint(size << 1))
+    parts.append(data)
+
+
+# ---------------------------------------------------------------------------------------- decoding
+
+
+def decode_records(data: bytes, count: int, base_offset: int, base_timestamp: int,
+                   log_append_time: int | None = None) -> Iterator[Record]:
+    """Decode exactly ``count`` records filling all of ``data`` (a batch's records section).
+
+    Offsets and timestamps are made absolute; when ``log_append_time`` is given (a LogAppendTime
+    batch) every record takes it as its timestamp. A generator: errors surface as it advances.
+    """
+    if type(data) is not bytes:
+        data = bytes(data)
+    pos = 0
+    end = len(data)
+    for _ in range(count):
+        if pos >= end:
+            raise InvalidRecordError(f"batch declares {count} records but its data ends early")
+        try:
+            record, pos = _decode_record(data, pos, base_offset, base_timestamp)
+        except IndexError:
+            raise InvalidRecordError("truncated record") from None
+        if log_append_time is not None:
+            record.timestamp = log_append_time
+        yield record
+    if pos != end:
+        raise InvalidRecordError(f"{end - pos} bytes remain after the {count} declared records")
+
+
+def decode_record(data: bytes, pos: int, base_offset: int, base_timestamp: int) -> tuple[Record, int]:
+    """Decode the record at ``pos``: ``(record, position after it)``."""
+    if type(data) is not bytes:
+        data = bytes(data)
+    try:
+        return _decode_record(data, pos, base_offset, base_timestamp)
+    except IndexError:
+        raise InvalidRecordError("truncated record") from None
+
+
+def _decode_record(data: bytes, pos: int, base_offset: int, base_timestamp: int) -> tuple[Record, int]:
+    size, pos = _varint(data, pos)
+    end = pos + size
+    if size < 6 or end > len(data):
+        raise InvalidRecordError(f"record length {size} is invalid or overruns the records data")
+    attributes = data[pos]
+    timestamp_delta, pos = _varlong(data, pos + 1)
+    offset_delta, pos = _varint(data, pos)
+    key_size, pos = _varint(data, pos)
+    if key_size < 0:
+        key = None
+    else:
+        if pos + key_size > end:
+            raise InvalidRecordError(f"key length {key_size} overruns the record")
+        key = data[pos : pos + key_size]
+        pos += key_size
+    value_size, pos = _varint(data, pos)
+    if value_size < 0:
+        value = None
+    else:
+        if pos + value_size > end:
+            raise InvalidRecordError(f"value length {value_size} overruns the record")
+        value = data[pos : pos + value_size]
+        pos += value_size
+    header_count, pos = _varint(data, pos)
+    headers: list[Header] = []
+    if header_count:
+        if header_count < 0 or header_count > (end - pos) // 2:
+            raise InvalidRecordError(f"invalid header count {header_count}")
+        pos = _decode_headers(data, pos, end, header_count, headers)
+    if pos != end:
+        raise InvalidRecordError(f"record length {size} disagrees with its contents")
+    return Record(base_offset + offset_delta, base_timestamp + timestamp_delta, key, value, headers,
+                  attributes), end
+
+
+def _decode_headers(data: bytes, pos: int, end: int, count: int, out: list[Header]) -> int:
+    for _ in range(count):
+        key_size, pos = _varint(data, pos)
+        if key_size < 0 or pos + key_size > end:
+            raise InvalidRecordError(f"invalid header key length {key_size}")
+        key = bytes(data[pos : pos + key_size]).decode("utf-8", "surrogateescape")
+        pos += key_size
+        value_size, pos = _varint(data, pos)
+        if value_size < 0:
+            value = None
+        else:
+            if pos + value_size > end:
+                raise InvalidRecordError(f"header value length {value_size} overruns the record")
+            value = bytes(data[pos : pos + value_size])
+            pos += value_size
+        out.append(Header(key, value))
+    return pos
+
+
+__all__ = [
+    "NO_TIMESTAMP",
+    "Header",
+    "Record",
+    "TimestampType",
+    "decode_record",
+    "decode_records",
+    "encode_record",
+    "encode_varint",
+    "encode_varlong",
+    "read_varint",
+    "read_varlong",
+    "zigzag_decode",
+    "zigzag_encode",
+]

@@ -1,0 +1,215 @@
+"""Opening a partition log at start-up, and recovering it after a crash.
+
+Rules, in order:
+
+1. Leftovers first. ``*.tmp`` and ``*.cleaned`` files are incomplete writes: delete them. ``*.deleted``
+   files belong to segments retention already removed: delete them. A ``*.log.swap`` file is a
+   compaction that committed (the cleaner renames ``.cleaned`` to ``.swap`` as its commit point): the
+   segments it replaces are deleted, the swap file loses its suffix and its indexes are rebuilt.
+2. Segments are the ``<base offset>.log`` files, sorted. An index file that is missing, has a partial
+   entry, or fails its sanity check is rebuilt from the log.
+3. After a **clean shutdown** (the log dir's clean-shutdown marker exists), the tail of each segment
+   is read only from its last index entry on, to find the log end offset.
+4. After a **crash**, every segment from the one holding the recovery point on is re-validated batch
+   by batch (size, magic, CRC32C, increasing offsets) and truncated at the first invalid byte: a torn
+   final write and garbage appended to the file both end there. Segments after a truncated one are
+   deleted: nothing after a hole can be trusted. Everything below the recovery point was fsync'ed and
+   is kept as it is.
+5. Producer state: the latest snapshot at or below the log end offset, then the log replayed from it.
+
+Runs in the executor at start-up (it reads whole segments after a crash).
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from pathlib import Path
+
+from tidelog.clock import Clock
+from tidelog.config import TopicConfig
+from tidelog.storage import files
+from tidelog.storage.index import CorruptIndexError
+from tidelog.storage.log import PartitionLog
+from tidelog.storage.producer_state import ProducerStateManager
+from tidelog.storage.segment import Segment
+
+log = logging.getLogger(__name__)
+
+
+def load_log(
+    directory: Path,
+    topic: str,
+    partition: int,
+    config: TopicConfig,
+    clock: Clock,
+    *,
+    recovery_point: int = 0,
+    log_start_offset: int = 0,
+    clean_shutdown: bool = False,
+    producer_id_expiration_ms: int = 86_400_000,
+) -> PartitionLog:
+    """Open (creating if needed) the log in ``directory``, recovering it if the shutdown was unclean."""
+    directory.mkdir(parents=True, exist_ok=True)
+    _remove_leftovers(directory)
+    _complete_swaps(directory)
+    segments = _open_segments(directory, config, clock)
+    if not segments:
+        seg = _new_segment(directory, log_start_offset, config, clock)
+        segments = [seg]
+        recovery_point = log_start_offset
+    elif clean_shutdown:
+        for seg in segments:
+            _load_clean(seg)
+    else:
+        segments = _recover(segments, recovery_point, config)
+        recovery_point = segments[-1].next_offset
+    log_end = segments[-1].next_offset
+    log_start_offset = max(log_start_offset, segments[0].base_offset)
+    if log_start_offset > log_end:
+        log_start_offset = log_end
+    producer_state = ProducerStateManager(directory, expiration_ms=producer_id_expiration_ms)
+    plog = PartitionLog(
+        directory,
+        topic,
+        partition,
+        config,
+        clock,
+        segments,
+        producer_state,
+        log_start_offset=log_start_offset,
+        recovery_point=min(recovery_point, log_end),
+    )
+    plog.rebuild_producer_state()
+    return plog
+
+
+def _remove_leftovers(directory: Path) -> None:
+    for path in directory.iterdir():
+        name = path.name
+        if name.endswith((files.TMP_SUFFIX, files.CLEANED_SUFFIX, files.DELETED_SUFFIX)):
+            log.info("removing leftover file %s", path)
+            path.unlink(missing_ok=True)
+
+
+def _complete_swaps(directory: Path) -> None:
+    """Finish compactions that committed (``.log.swap`` exists) before the crash."""
+    for swap in sorted(directory.glob("*" + files.LOG_SUFFIX + files.SWAP_SUFFIX)):
+        parsed = files.parse_offset_file(swap)
+        if parsed is None:
+            continue
+        base = parsed[0]
+        seg_end = _swap_end_offset(swap, base)
+        for path in directory.glob("*" + files.LOG_SUFFIX):
+            p = files.parse_offset_file(path)
+            if p is not None and p[1] == files.LOG_SUFFIX and base <= p[0] < seg_end:
+                for suffix in files.SEGMENT_SUFFIXES:
+                    files.segment_file(directory, p[0], suffix).unlink(missing_ok=True)
+        for suffix in files.SEGMENT_SUFFIXES:
+            other = files.segment_file(directory, base, suffix + files.SWAP_SUFFIX)
+            if suffix == files.LOG_SUFFIX:
+                other.rename(files.log_file(directory, base))
+            else:
+                other.unlink(missing_ok=True)  # indexes are rebuilt below
+        log.info("completed interrupted compaction swap at offset %d", base)
+
+
+def _swap_end_offset(swap: Path, base: int) -> int:
+    """One past the last offset in a swap file (scanning its batch headers)."""
+    end = base
+    with open(swap, "rb") as f:
+        pos = 0
+        while True:
+            head = f.read(61)
+            if len(head) < 61:
+                break
+            base_offset, length = struct.unpack_from(">qi", head)
+            (last_delta,) = struct.unpack_from(">i", head, 23)
+            end = base_offset + last_delta + 1
+            pos += 12 + length
+            f.seek(pos)
+    return end
+
+
+def _open_segments(directory: Path, config: TopicConfig, clock: Clock) -> list[Segment]:
+    bases = []
+    for path in directory.iterdir():
+        parsed = files.parse_offset_file(path)
+        if parsed is not None and parsed[1] == files.LOG_SUFFIX:
+            bases.append(parsed[0])
+    segments = []
+    for base in sorted(bases):
+        missing_index = not files.index_file(directory, base).exists() or not files.time_index_file(directory, base).exists()
+        try:
+            seg = _segment(directory, base, config, clock)
+        except CorruptIndexError as e:
+            log.warning("rebuilding index of %s: %s", directory, e)
+            for path in (files.index_file(directory, base), files.time_index_file(directory, base)):
+                path.unlink(missing_ok=True)
+            seg = _segment(directory, base, config, clock)
+            missing_index = True
+        seg.needs_recovery = missing_index  # type: ignore[attr-defined]
+        segments.append(seg)
+    return segments
+
+
+def _segment(directory: Path, base: int, config: TopicConfig, clock: Clock) -> Segment:
+    return Segment(
+        directory,
+        base,
+        index_interval_bytes=config.index_interval_bytes,
+        max_index_bytes=config.segment_index_bytes,
+        created_ms=clock.wall_ms(),
+        new=False,
+    )
+
+
+def _new_segment(directory: Path, base: int, config: TopicConfig, clock: Clock) -> Segment:
+    seg = Segment(
+        directory,
+        base,
+        index_interval_bytes=config.index_interval_bytes,
+        max_index_bytes=config.segment_index_bytes,
+        created_ms=clock.wall_ms(),
+        new=True,
+    )
+    seg.next_offset = base
+    return seg
+
+
+def _load_clean(seg: Segment) -> None:
+    if getattr(seg, "needs_recovery", False):
+        seg.recover()
+        return
+    try:
+        seg.offset_index.sanity_check(seg.size)
+        seg.load_tail()
+        seg.time_index.sanity_check(seg.next_offset)
+    except CorruptIndexError as e:
+        log.warning("%s: %s; rebuilding its indexes", seg.log_path, e)
+        seg.recover()
+
+
+def _recover(segments: list[Segment], recovery_point: int, config: TopicConfig) -> list[Segment]:
+    """Re-validate from the segment holding the recovery point; cut at the first invalid byte."""
+    kept: list[Segment] = []
+    for i, seg in enumerate(segments):
+        is_last = i == len(segments) - 1
+        next_base = segments[i + 1].base_offset if not is_last else None
+        if next_base is not None and next_base <= recovery_point and not getattr(seg, "needs_recovery", False):
+            _load_clean(seg)
+            kept.append(seg)
+            continue
+        truncated = seg.recover(max_batch_bytes=None)
+        kept.append(seg)
+        if truncated:
+            log.warning("%s: truncated %d invalid bytes at offset %d", seg.log_path, truncated, seg.next_offset)
+            for later in segments[i + 1 :]:
+                log.warning("deleting %s, which follows a truncated segment", later.log_path)
+                later.delete_files()
+            break
+    # A segment left empty after truncation stays as the active one (its base offset is kept).
+    return kept
+
+
+__all__ = ["load_log"]

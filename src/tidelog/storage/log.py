@@ -1,0 +1,520 @@
+"""One topic-partition's log: an ordered list of segments, appended at the end, read by offset.
+
+Invariants::
+
+    log_start_offset <= (first segment's base offset .. ) <= high_watermark <= log_end_offset
+    segments are sorted by base offset; only the last one (the active segment) is appended to
+    offsets are assigned here, consecutively, on append_as_leader; they never change afterwards
+    recovery_point <= log_end_offset: everything below it is fsync'ed
+
+Append path (``append_as_leader``): split the records into batches, validate each one (magic, size,
+CRC, record count, timestamps, producer sequence), then assign offsets by patching the batch headers in
+place, write the bytes to the active segment (rolling it first if needed), and only then apply the
+producer state. A failed validation writes nothing and changes nothing.
+
+Concurrency: loop-only, not thread-safe. ``flush()`` is the one method meant for an executor thread;
+the owner must not truncate or close the log while a flush runs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from tidelog.clock import Clock
+from tidelog.config import INT_MAX, TopicConfig
+from tidelog.errors import ErrorCode, KafkaError
+from tidelog.records import (
+    CorruptRecordError,
+    RecordBatchView,
+    RecordsError,
+    TimestampType,
+    legacy_to_batches,
+)
+from tidelog.storage import files
+from tidelog.storage.checkpoints import fsync_dir
+from tidelog.storage.producer_state import ProducerStateManager
+from tidelog.storage.retention import SegmentSummary, segments_to_delete
+from tidelog.storage.segment import FileSlice, Segment
+
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """Where an append landed. ``duplicate`` means an idempotent retry: nothing was written."""
+
+    first_offset: int
+    last_offset: int
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+    record_count: int
+    max_timestamp: int
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    records: FileSlice | None
+    high_watermark: int
+    log_start_offset: int
+    log_end_offset: int
+
+
+class PartitionLog:
+    """The log of one topic-partition. Build it with :func:`tidelog.storage.loader.load_log`."""
+
+    def __init__(
+        self,
+        directory: Path,
+        topic: str,
+        partition: int,
+        config: TopicConfig,
+        clock: Clock,
+        segments: list[Segment],
+        producer_state: ProducerStateManager,
+        *,
+        log_start_offset: int,
+        recovery_point: int,
+    ) -> None:
+        self.directory = directory
+        self.topic = topic
+        self.partition = partition
+        self.config = config
+        self.clock = clock
+        self.segments = segments
+        self.producer_state = producer_state
+        self.log_start_offset = log_start_offset
+        self.recovery_point = recovery_point
+        self.high_watermark = self.log_end_offset
+        #: With no followers (a single replica), every appended offset is committed at once. The
+        #: replication layer sets this to False and advances the high watermark itself.
+        self.high_watermark_follows_end = True
+        self.unflushed_messages = 0
+        self.last_flush_ms = clock.monotonic_ms()
+        self.closed = False
+
+    # ----------------------------------------------------------------------------------- offsets
+
+    @property
+    def active_segment(self) -> Segment:
+        return self.segments[-1]
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.segments[-1].next_offset
+
+    @property
+    def size(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    def update_high_watermark(self, offset: int) -> None:
+        self.high_watermark = max(self.log_start_offset, min(offset, self.log_end_offset))
+
+    # ------------------------------------------------------------------------------------ append
+
+    def append_as_leader(self, records, *, leader_epoch: int = 0) -> AppendResult:
+        """Validate, assign offsets, write. ``records`` is the records field of a produce request.
+
+        Raises KafkaError with the code the produce response must carry (CORRUPT_MESSAGE,
+        INVALID_RECORD, MESSAGE_TOO_LARGE, INVALID_TIMESTAMP, OUT_OF_ORDER_SEQUENCE_NUMBER,
+        INVALID_PRODUCER_EPOCH ...)."""
+        data = _writable(records)
+        if len(data) > 16 and data[16] < 2:  # magic v0/v1 message set (Produce v0-v2)
+            data = bytearray(_convert_legacy(data))
+        views = self._split_and_validate(data)
+        now = self.clock.wall_ms()
+        log_append = self.config.message_timestamp_type == "LogAppendTime"
+        if len(views) > 1 and any(v.producer_id >= 0 for v in views):
+            raise KafkaError(ErrorCode.INVALID_RECORD, "an idempotent produce must carry exactly one batch")
+        pending = []
+        for view in views:
+            if view.producer_id >= 0:
+                append = self.producer_state.prepare(view)
+                if append.is_duplicate:
+                    original = append.duplicate
+                    return AppendResult(
+                        original.first_offset, original.last_offset, -1, self.log_start_offset,
+                        view.record_count, original.max_timestamp, duplicate=True,
+                    )
+                pending.append(append)
+            else:
+                pending.append(None)
+        next_offset = self.log_end_offset
+        max_ts, offset_of_max_ts = -1, next_offset
+        for view in views:
+            view.set_base_offset(next_offset)
+            view.set_partition_leader_epoch(leader_epoch)
+            if log_append:
+                view.set_log_append_time(now)
+            if view.max_timestamp > max_ts:
+                max_ts, offset_of_max_ts = view.max_timestamp, view.last_offset
+            next_offset = view.last_offset + 1
+        first, last = self.log_end_offset, next_offset - 1
+        self._append_bytes(data, first, last, max_ts, offset_of_max_ts)
+        for view, append in zip(views, pending):
+            if append is not None:
+                self.producer_state.complete(append, view.base_offset, view.last_offset)
+        count = last - first + 1
+        self.unflushed_messages += count
+        return AppendResult(first, last, now if log_append else -1, self.log_start_offset, count, max_ts)
+
+    def append_as_follower(self, records) -> AppendResult:
+        """Append batches whose offsets the leader assigned (replication, and coordinator replays)."""
+        data = _writable(records)
+        views = self._split_and_validate(data, from_client=False)
+        if views[0].base_offset < self.log_end_offset:
+            raise KafkaError(
+                ErrorCode.INVALID_RECORD,
+                f"offset {views[0].base_offset} is below the log end offset {self.log_end_offset}",
+            )
+        max_ts, offset_of_max_ts = -1, views[0].base_offset
+        prev = self.log_end_offset - 1
+        for view in views:
+            if view.base_offset <= prev:
+                raise KafkaError(ErrorCode.INVALID_RECORD, "batch offsets must increase")
+            prev = view.last_offset
+            if view.max_timestamp > max_ts:
+                max_ts, offset_of_max_ts = view.max_timestamp, view.last_offset
+        self._append_bytes(data, views[0].base_offset, views[-1].last_offset, max_ts, offset_of_max_ts)
+        for view in views:
+            self.producer_state.replay(view)
+        count = sum(v.record_count for v in views)
+        self.unflushed_messages += count
+        return AppendResult(views[0].base_offset, views[-1].last_offset, -1, self.log_start_offset, count, max_ts)
+
+    def _split_and_validate(self, data: bytearray | memoryview, *, from_client: bool = True) -> list[RecordBatchView]:
+        views: list[RecordBatchView] = []
+        mv = memoryview(data)
+        pos = 0
+        max_bytes = self.config.max_message_bytes
+        now = self.clock.wall_ms()
+        while pos < len(mv):
+            if len(mv) - pos < 61:
+                raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "truncated record batch")
+            length = int.from_bytes(mv[pos + 8 : pos + 12], "big", signed=True)
+            size = 12 + length
+            if length < 49 or pos + size > len(mv):
+                raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"record batch size {size} does not fit the request")
+            if size > max_bytes:
+                raise KafkaError(
+                    ErrorCode.MESSAGE_TOO_LARGE, f"batch of {size} bytes exceeds max.message.bytes {max_bytes}"
+                )
+            try:
+                view = RecordBatchView(mv[pos : pos + size])
+                view.validate(allow_compacted=not from_client)
+            except RecordsError as e:
+                raise _records_error(e) from None
+            if from_client:
+                if view.is_control_batch:
+                    raise KafkaError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
+                if view.record_count <= 0:
+                    raise KafkaError(ErrorCode.INVALID_RECORD, "a record batch must hold at least one record")
+                self._check_timestamps(view, now)
+            views.append(view)
+            pos += size
+        if not views:
+            raise KafkaError(ErrorCode.INVALID_RECORD, "no record batches in the request")
+        return views
+
+    def _check_timestamps(self, view: RecordBatchView, now: int) -> None:
+        if self.config.message_timestamp_type != "CreateTime" or view.timestamp_type != TimestampType.CREATE_TIME:
+            return
+        before, after = self.config.message_timestamp_before_max_ms, self.config.message_timestamp_after_max_ms
+        for ts in (view.base_timestamp, view.max_timestamp):
+            if ts < 0:
+                continue
+            if now - ts > before or ts - now > after:
+                raise KafkaError(
+                    ErrorCode.INVALID_TIMESTAMP,
+                    f"timestamp {ts} is outside the range allowed by message.timestamp.before/after.max.ms",
+                )
+
+    def _append_bytes(self, data, first: int, last: int, max_ts: int, offset_of_max_ts: int) -> None:
+        segment = self._maybe_roll(len(data), first, last)
+        segment.append(data, first, last, max_ts, offset_of_max_ts)
+        if self.high_watermark_follows_end:
+            self.high_watermark = last + 1
+
+    def _maybe_roll(self, size: int, first: int, last: int) -> Segment:
+        seg = self.active_segment
+        cfg = self.config
+        if seg.size > 0 and (
+            seg.size + size > cfg.segment_bytes
+            or seg.offset_index.is_full
+            or seg.time_index.is_full
+            or last - seg.base_offset > INT_MAX
+            or self._segment_too_old(seg)
+        ):
+            return self.roll(first)
+        return seg
+
+    def _segment_too_old(self, seg: Segment) -> bool:
+        since = seg.first_batch_timestamp if seg.first_batch_timestamp >= 0 else seg.created_ms
+        return self.clock.wall_ms() - since > self.config.segment_ms - self.config.segment_jitter_ms
+
+    def roll(self, base_offset: int | None = None) -> Segment:
+        """Start a new active segment at ``base_offset`` (default: the log end offset)."""
+        base = self.log_end_offset if base_offset is None else base_offset
+        old = self.active_segment
+        if old.size == 0 and old.base_offset == base:
+            return old
+        old.on_roll()
+        seg = Segment(
+            self.directory, base,
+            index_interval_bytes=self.config.index_interval_bytes,
+            max_index_bytes=self.config.segment_index_bytes,
+            created_ms=self.clock.wall_ms(), new=True,
+        )
+        seg.next_offset = base
+        self.segments.append(seg)
+        self.producer_state.take_snapshot(base)
+        return seg
+
+    # -------------------------------------------------------------------------------------- read
+
+    def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None, min_one_batch: bool = True) -> ReadResult:
+        """Whole batches from ``offset`` up to ``max_offset`` (exclusive; default: the high watermark).
+
+        Raises KafkaError(OFFSET_OUT_OF_RANGE) when ``offset`` is outside [log start, log end]."""
+        leo = self.log_end_offset
+        if offset < self.log_start_offset or offset > leo:
+            raise KafkaError(
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                f"offset {offset} is outside [{self.log_start_offset}, {leo}] of {self.topic}-{self.partition}",
+            )
+        limit = self.high_watermark if max_offset is None else max_offset
+        result = None
+        if offset < limit:
+            for i in range(self._segment_index(offset), len(self.segments)):
+                seg = self.segments[i]
+                if seg.base_offset >= limit:
+                    break
+                max_position = seg.position_of(limit) if limit < seg.next_offset else None
+                result = seg.read(offset, max_bytes, max_position, min_one_batch)
+                if result is not None:
+                    break
+        return ReadResult(result, self.high_watermark, self.log_start_offset, leo)
+
+    def _segment_index(self, offset: int) -> int:
+        """Index of the segment that may hold ``offset`` (binary search on base offsets)."""
+        lo, hi = 0, len(self.segments) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.segments[mid].base_offset <= offset:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def batches(self, start_offset: int = 0, end_offset: int | None = None) -> Iterator[RecordBatchView]:
+        """Every batch overlapping [start_offset, end_offset), in order (tools, coordinators, tests)."""
+        end = self.log_end_offset if end_offset is None else end_offset
+        for seg in self.segments[self._segment_index(start_offset) :]:
+            if seg.base_offset >= end:
+                return
+            for _, raw in seg.batches(seg.position_of(start_offset) if seg.base_offset < start_offset else 0):
+                view = RecordBatchView(raw)
+                if view.base_offset >= end:
+                    return
+                if view.last_offset >= start_offset:
+                    yield view
+
+    # ----------------------------------------------------------------------------- by timestamp
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """ListOffsets: (timestamp, offset) for EARLIEST (-2), LATEST (-1), MAX_TIMESTAMP (-3) or the
+        first record whose timestamp >= ``timestamp``; None when no record qualifies."""
+        if timestamp == EARLIEST_TIMESTAMP:
+            return -1, self.log_start_offset
+        if timestamp == LATEST_TIMESTAMP:
+            return -1, self.high_watermark
+        if timestamp == MAX_TIMESTAMP:
+            best = None
+            for seg in self.segments:
+                if seg.max_timestamp >= 0 and (best is None or seg.max_timestamp > best[0]):
+                    best = (seg.max_timestamp, seg.offset_of_max_timestamp)
+            return best
+        for seg in self.segments:
+            if seg.max_timestamp < timestamp or seg.next_offset <= self.log_start_offset:
+                continue
+            found = seg.find_offset_by_timestamp(timestamp, self.log_start_offset)
+            if found is not None and found[1] < self.high_watermark:
+                return found
+        return None
+
+    # ---------------------------------------------------------------------- flush, retention, trim
+
+    def flush_due(self) -> bool:
+        if self.log_end_offset <= self.recovery_point:
+            return False
+        if self.unflushed_messages >= self.config.flush_messages:
+            return True
+        return self.clock.monotonic_ms() - self.last_flush_ms >= self.config.flush_ms
+
+    def flush(self, up_to: int | None = None) -> int:
+        """fsync every segment holding offsets in [recovery point, up_to); returns the new recovery point.
+
+        Safe to run in an executor thread while the loop keeps appending."""
+        target = self.log_end_offset if up_to is None else up_to
+        if target <= self.recovery_point:
+            return self.recovery_point
+        for seg in list(self.segments):
+            if seg.next_offset > self.recovery_point and seg.base_offset < target and not seg.deleted:
+                seg.flush()
+        fsync_dir(self.directory)
+        self.recovery_point = max(self.recovery_point, target)
+        self.unflushed_messages = 0
+        self.last_flush_ms = self.clock.monotonic_ms()
+        return self.recovery_point
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset up to ``offset`` (<= high watermark)."""
+        if offset > self.high_watermark:
+            raise KafkaError(
+                ErrorCode.OFFSET_OUT_OF_RANGE, f"offset {offset} is above the high watermark {self.high_watermark}"
+            )
+        if offset > self.log_start_offset:
+            self.log_start_offset = offset
+            self.producer_state.delete_snapshots_before(self._segment_base_at_or_below(offset))
+        return self.log_start_offset
+
+    def _segment_base_at_or_below(self, offset: int) -> int:
+        return self.segments[self._segment_index(offset)].base_offset
+
+    def expired_segments(self) -> list[Segment]:
+        """Apply retention: remove whole old segments from the log and rename their files to
+        ``.deleted``. Returns them; the caller removes the files after ``file.delete.delay.ms``."""
+        summaries = [
+            SegmentSummary(s.base_offset, s.next_offset, s.size, s.max_timestamp, _mtime_ms(s)) for s in self.segments
+        ]
+        count = segments_to_delete(
+            summaries,
+            now_ms=self.clock.wall_ms(),
+            log_start_offset=self.log_start_offset,
+            retention_ms=self.config.retention_ms,
+            retention_bytes=self.config.retention_bytes,
+            delete_policy=self.config.delete,
+        )
+        # Never delete records the high watermark has not passed.
+        while count and self.segments[count - 1].next_offset > self.high_watermark:
+            count -= 1
+        if not count:
+            return []
+        removed = self.segments[:count]
+        del self.segments[:count]
+        self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+        for seg in removed:
+            seg.rename_with_suffix(files.DELETED_SUFFIX)
+        self.producer_state.delete_snapshots_before(self.segments[0].base_offset)
+        return removed
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every offset >= ``offset`` (replication: a follower's divergent tail)."""
+        if offset >= self.log_end_offset:
+            return
+        if offset < self.log_start_offset:
+            raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, f"cannot truncate below log start {self.log_start_offset}")
+        while len(self.segments) > 1 and self.segments[-1].base_offset >= offset:
+            self.segments.pop().delete_files()
+        self.active_segment.truncate_to(offset)
+        if self.active_segment.next_offset < offset:
+            self.active_segment.next_offset = max(self.active_segment.next_offset, self.active_segment.base_offset)
+        self.recovery_point = min(self.recovery_point, self.log_end_offset)
+        self.high_watermark = min(self.high_watermark, self.log_end_offset)
+        self.producer_state.truncate_after(self.log_end_offset)
+        self.rebuild_producer_state()
+
+    def rebuild_producer_state(self) -> None:
+        """Latest producer snapshot at or below the log end, then replay the log from there."""
+        start = self.producer_state.load(self.log_start_offset, self.log_end_offset)
+        for view in self.batches(max(start, self.log_start_offset)):
+            self.producer_state.replay(view)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop everything and restart the log empty at ``offset``."""
+        for seg in self.segments:
+            seg.delete_files()
+        self.segments = [
+            Segment(
+                self.directory, offset,
+                index_interval_bytes=self.config.index_interval_bytes,
+                max_index_bytes=self.config.segment_index_bytes,
+                created_ms=self.clock.wall_ms(), new=True,
+            )
+        ]
+        self.segments[0].next_offset = offset
+        self.log_start_offset = self.recovery_point = self.high_watermark = offset
+        self.producer_state.truncate_after(-1)
+        self.producer_state.load(offset, offset)  # no snapshot left: an empty state
+
+    def update_config(self, config: TopicConfig) -> None:
+        self.config = config
+        for seg in self.segments:
+            seg.index_interval_bytes = config.index_interval_bytes
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.producer_state.take_snapshot(self.log_end_offset)
+        for seg in self.segments:
+            seg.close()
+        self.closed = True
+
+    def delete(self) -> None:
+        """Remove the whole partition from disk (DeleteTopics)."""
+        for seg in self.segments:
+            seg.delete_files()
+        self.closed = True
+        for path in sorted(self.directory.glob("*")):
+            path.unlink(missing_ok=True)
+        self.directory.rmdir()
+
+    def __repr__(self) -> str:
+        return (
+            f"PartitionLog({self.topic}-{self.partition}, start={self.log_start_offset}, "
+            f"end={self.log_end_offset}, hw={self.high_watermark}, segments={len(self.segments)})"
+        )
+
+
+def _writable(records) -> bytearray | memoryview:
+    """A writable buffer over the records: the request's own buffer when it is writable."""
+    if isinstance(records, bytearray):
+        return records
+    if isinstance(records, memoryview) and not records.readonly:
+        return records
+    return bytearray(records)
+
+
+def _convert_legacy(data) -> bytes:
+    try:
+        return b"".join(legacy_to_batches(data, base_offset=0))
+    except RecordsError as e:
+        raise _records_error(e) from None
+
+
+def _records_error(e: RecordsError) -> KafkaError:
+    """CRC mismatches are CORRUPT_MESSAGE; every other malformed batch is INVALID_RECORD."""
+    code = ErrorCode.CORRUPT_MESSAGE if isinstance(e, CorruptRecordError) else ErrorCode.INVALID_RECORD
+    return KafkaError(code, str(e))
+
+
+def _mtime_ms(seg: Segment) -> int:
+    try:
+        return int(os.stat(seg.log_path).st_mtime * 1000)
+    except FileNotFoundError:
+        return -1
+
+
+__all__ = [
+    "EARLIEST_TIMESTAMP",
+    "LATEST_TIMESTAMP",
+    "MAX_TIMESTAMP",
+    "AppendResult",
+    "PartitionLog",
+    "ReadResult",
+]
