@@ -30,7 +30,7 @@ from tidelog.records.batch import (
     TRANSACTIONAL_FLAG_MASK,
 )
 from tidelog.records.compression import CompressionType, compress
-from tidelog.records.record import NO_TIMESTAMP, HeaderLike, TimestampType, encode_record
+from tidelog.records.record import NO_TIMESTAMP, HeaderLike, TimestampType, encode_records
 
 _INT32_MAX = (1 << 31) - 1
 _CRC_SLICE = slice(17, 21)
@@ -129,10 +129,9 @@ class RecordBatchBuilder:
         base_timestamp = self._delete_horizon_ms
         if base_timestamp is None:
             base_timestamp = self._first_timestamp if self._first_timestamp is not None else NO_TIMESTAMP
-        section = b"".join([
-            encode_record(offset_delta, timestamp - base_timestamp, key, value, headers)
-            for offset_delta, timestamp, key, value, headers in self._parts
-        ])
+        section = encode_records(
+            (offset_delta, timestamp - base_timestamp, key, value, headers)
+            for offset_delta, timestamp, key, value, headers in self._parts)
         if self._compression is not CompressionType.NONE:
             section = compress(self._compression, section)
         return self._assemble(section, base_timestamp)

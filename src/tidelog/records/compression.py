@@ -132,6 +132,12 @@ def decompress(codec: CompressionType | int, data: bytes | bytearray | memoryvie
         raise
     except _CODEC_ERRORS as exc:
         raise InvalidRecordError(f"corrupt {codec.config_name} data: {exc}") from None
+    except BaseException as exc:
+        # A Rust panic inside cramjam surfaces as pyo3's PanicException, a BaseException: hostile
+        # input must not get past the handlers' error mapping that way.
+        if type(exc).__name__ != "PanicException":
+            raise
+        raise InvalidRecordError(f"corrupt {codec.config_name} data: {exc}") from None
     if len(out) > max_size:
         raise InvalidRecordError(f"decompressed size exceeds {max_size} bytes")
     return out

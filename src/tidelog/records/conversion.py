@@ -19,6 +19,8 @@ Pure functions: safe from any thread.
 
 from __future__ import annotations
 
+import struct
+
 from tidelog.records.batch import RecordBatchView, iter_batches
 from tidelog.records.builder import RecordBatchBuilder
 from tidelog.records.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, CompressionType
@@ -54,10 +56,7 @@ class _BatchRun:
 
     def flush(self) -> None:
         if self._builder is not None and len(self._builder):
-            try:
-                self._out.append(self._builder.build())
-            except ValueError as exc:  # e.g. timestamps too far apart for an int64 delta
-                raise InvalidRecordError(f"cannot up-convert: {exc}") from None
+            self._out.append(self._builder.build())
         self._builder = None
         self._group = None
 
@@ -65,6 +64,14 @@ class _BatchRun:
 def legacy_to_batches(buf: bytes | bytearray | memoryview, *, base_offset: int | None = None,
                       max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> list[bytes]:
     """Up-convert a records blob of v0/v1 entries into v2 batches (v2 batches pass through as is)."""
+    try:
+        return _legacy_to_batches(buf, base_offset, max_decompressed_bytes)
+    except (ValueError, OverflowError, struct.error) as exc:  # offsets/timestamps beyond int64
+        raise InvalidRecordError(f"cannot up-convert: {exc}") from None
+
+
+def _legacy_to_batches(buf: bytes | bytearray | memoryview, base_offset: int | None,
+                       max_decompressed_bytes: int) -> list[bytes]:
     out: list[bytes] = []
     run = _BatchRun(out)
     next_offset = base_offset
@@ -94,6 +101,13 @@ def batches_to_legacy(buf: bytes | bytearray | memoryview, magic: int, *,
     """Down-convert a records blob to a v0 or v1 message set."""
     if magic not in (0, 1):
         raise ValueError(f"legacy magic must be 0 or 1, not {magic}")
+    try:
+        return _batches_to_legacy(buf, magic, max_decompressed_bytes)
+    except (ValueError, OverflowError, struct.error) as exc:  # offsets/timestamps beyond int64
+        raise InvalidRecordError(f"cannot down-convert: {exc}") from None
+
+
+def _batches_to_legacy(buf: bytes | bytearray | memoryview, magic: int, max_decompressed_bytes: int) -> bytes:
     parts: list[bytes] = []
     for entry in iter_batches(buf):
         if isinstance(entry, LegacyMessageView):
@@ -121,11 +135,8 @@ def _message_set(records: list[Record], magic: int, codec: CompressionType,
     if timestamp_type == TimestampType.NO_TIMESTAMP_TYPE:
         timestamp_type = TimestampType.CREATE_TIME
     builder = LegacyMessageSetBuilder(magic, compression=codec, timestamp_type=timestamp_type)
-    try:
-        for r in records:
-            builder.append(r.timestamp, r.key, r.value, offset=r.offset)
-    except ValueError as exc:
-        raise InvalidRecordError(f"cannot down-convert: {exc}") from None
+    for r in records:
+        builder.append(r.timestamp, r.key, r.value, offset=r.offset)
     return builder.build()
 
 

@@ -136,6 +136,10 @@ def _varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     b = buf[pos]
     if b < 0x80:
         return (b >> 1) ^ -(b & 1), pos + 1
+    c = buf[pos + 1]
+    if c < 0x80:  # two bytes: lengths and deltas up to 8191
+        result = (b & 0x7F) | (c << 7)
+        return (result >> 1) ^ -(result & 1), pos + 2
     result = b & 0x7F
     shift = 7
     pos += 1
@@ -157,6 +161,10 @@ def _varlong(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     b = buf[pos]
     if b < 0x80:
         return (b >> 1) ^ -(b & 1), pos + 1
+    c = buf[pos + 1]
+    if c < 0x80:  # two bytes: lengths and deltas up to 8191
+        result = (b & 0x7F) | (c << 7)
+        return (result >> 1) ^ -(result & 1), pos + 2
     result = b & 0x7F
     shift = 7
     pos += 1
@@ -177,44 +185,76 @@ def _varlong(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
 # ---------------------------------------------------------------------------------------- encoding
 
 
-def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | bytearray | memoryview | None,
-                  value: bytes | bytearray | memoryview | None, headers: Iterable[HeaderLike] = (),
-                  attributes: int = 0) -> bytes:
+Bytes = bytes | bytearray | memoryview
+_CACHED = 1 << 14
+_UVARINT_CACHE = [_uvarint(i) for i in range(_CACHED)]  # every 1- and 2-byte varint
+
+
+def encode_record(offset_delta: int, timestamp_delta: int, key: Bytes | None, value: Bytes | None,
+                  headers: Iterable[HeaderLike] = (), attributes: int = 0) -> bytes:
     """One record, length prefix included. ``ValueError`` for values the format cannot hold."""
-    if not _INT32_MIN <= offset_delta <= _INT32_MAX:
-        raise ValueError(f"offset delta {offset_delta} does not fit in an int32")
-    if not _INT64_MIN <= timestamp_delta <= _INT64_MAX:
-        raise ValueError(f"timestamp delta {timestamp_delta} does not fit in an int64")
-    parts: list[bytes | bytearray | memoryview] = [
-        _ONE_BYTE[attributes & 0x7F] if 0 <= attributes < 0x80 else bytes((attributes & 0xFF,)),
-        _uvarint((timestamp_delta << 1) ^ (timestamp_delta >> 63)),
-        _uvarint((offset_delta << 1) ^ (offset_delta >> 31)),
-    ]
-    _append_bytes(parts, key)
-    _append_bytes(parts, value)
+    return encode_records([(offset_delta, timestamp_delta, key, value, headers)], attributes)
+
+
+def encode_records(rows: Iterable[tuple[int, int, Bytes | None, Bytes | None, Iterable[HeaderLike]]],
+                   attributes: int = 0) -> bytes:
+    """Records back to back, from ``(offset_delta, timestamp_delta, key, value, headers)`` rows.
+
+    Keys, values and header values are bytes-like objects with 1-byte items (or None).
+    ``ValueError`` for deltas or sizes the format cannot hold.
+    """
+    cache, uvarint = _UVARINT_CACHE, _uvarint
+    attributes_byte = bytes((attributes & 0xFF,))
+    out: list[Bytes] = []
+    append = out.append
+    for offset_delta, timestamp_delta, key, value, headers in rows:
+        if not _INT32_MIN <= offset_delta <= _INT32_MAX:
+            raise ValueError(f"offset delta {offset_delta} does not fit in an int32")
+        if not _INT64_MIN <= timestamp_delta <= _INT64_MAX:
+            raise ValueError(f"timestamp delta {timestamp_delta} does not fit in an int64")
+        zt = (timestamp_delta << 1) ^ (timestamp_delta >> 63)
+        zo = (offset_delta << 1) ^ (offset_delta >> 31)
+        if key is None:
+            key_size, key = b"\x01", b""
+        else:
+            n = len(key) << 1
+            key_size = cache[n] if n < _CACHED else uvarint(n)
+        if value is None:
+            value_size, value = b"\x01", b""
+        else:
+            n = len(value) << 1
+            value_size = cache[n] if n < _CACHED else uvarint(n)
+        body = b"".join((
+            attributes_byte,
+            cache[zt] if zt < _CACHED else uvarint(zt),
+            cache[zo] if zo < _CACHED else uvarint(zo),
+            key_size, key, value_size, value,
+            _encode_headers(headers) if headers else b"\x00",
+        ))
+        n = len(body)
+        if n > _INT32_MAX:
+            raise ValueError("record larger than 2 GiB")
+        n <<= 1
+        append(cache[n] if n < _CACHED else uvarint(n))
+        append(body)
+    return b"".join(out)
+
+
+def _encode_headers(headers: Iterable[HeaderLike]) -> bytes:
     header_list = headers if isinstance(headers, list | tuple) else list(headers)
-    parts.append(_uvarint(len(header_list) << 1))
+    parts: list[Bytes] = [_uvarint(len(header_list) << 1)]
     for header_key, header_value in header_list:
         if not isinstance(header_key, str):
             raise TypeError(f"header key must be str, not {type(header_key).__name__}")
-        _append_bytes(parts, header_key.encode("utf-8", "surrogateescape"))
-        _append_bytes(parts, header_value)
-    body = b"".join(parts)
-    if len(body) > _INT32_MAX:
-        raise ValueError("record larger than 2 GiB")
-    return _uvarint(len(body) << 1) + body
-
-
-def _append_bytes(parts: list[bytes | bytearray | memoryview],
-                  data: bytes | bytearray | memoryview | None) -> None:
-    if data is None:
-        parts.append(b"\x01")  # zig-zag -1
-        return
-    size = len(data) if not isinstance(data, memoryview) else data.nbytes
-    if size > _INT32_MAX:
-        raise ValueError("key, value or header larger than 2 GiB")
-    parts.append(_uvarint(size << 1))
-    parts.append(data)
+        raw_key = header_key.encode("utf-8", "surrogateescape")
+        parts.append(_uvarint(len(raw_key) << 1))
+        parts.append(raw_key)
+        if header_value is None:
+            parts.append(b"\x01")
+        else:
+            parts.append(_uvarint(len(header_value) << 1))
+            parts.append(header_value)
+    return b"".join(parts)
 
 
 # ---------------------------------------------------------------------------------------- decoding
@@ -256,14 +296,31 @@ def decode_record(data: bytes, pos: int, base_offset: int, base_timestamp: int) 
 
 
 def _decode_record(data: bytes, pos: int, base_offset: int, base_timestamp: int) -> tuple[Record, int]:
-    size, pos = _varint(data, pos)
+    # Hot loop for compaction and tools: one-byte varints (the common case) are decoded inline.
+    b = data[pos]
+    if b < 0x80:
+        size, pos = (b >> 1) ^ -(b & 1), pos + 1
+    else:
+        size, pos = _varint(data, pos)
     end = pos + size
     if size < 6 or end > len(data):
         raise InvalidRecordError(f"record length {size} is invalid or overruns the records data")
     attributes = data[pos]
-    timestamp_delta, pos = _varlong(data, pos + 1)
-    offset_delta, pos = _varint(data, pos)
-    key_size, pos = _varint(data, pos)
+    b = data[pos + 1]
+    if b < 0x80:
+        timestamp_delta, pos = (b >> 1) ^ -(b & 1), pos + 2
+    else:
+        timestamp_delta, pos = _varlong(data, pos + 1)
+    b = data[pos]
+    if b < 0x80:
+        offset_delta, pos = (b >> 1) ^ -(b & 1), pos + 1
+    else:
+        offset_delta, pos = _varint(data, pos)
+    b = data[pos]
+    if b < 0x80:
+        key_size, pos = (b >> 1) ^ -(b & 1), pos + 1
+    else:
+        key_size, pos = _varint(data, pos)
     if key_size < 0:
         key = None
     else:
@@ -271,7 +328,11 @@ def _decode_record(data: bytes, pos: int, base_offset: int, base_timestamp: int)
             raise InvalidRecordError(f"key length {key_size} overruns the record")
         key = data[pos : pos + key_size]
         pos += key_size
-    value_size, pos = _varint(data, pos)
+    b = data[pos]
+    if b < 0x80:
+        value_size, pos = (b >> 1) ^ -(b & 1), pos + 1
+    else:
+        value_size, pos = _varint(data, pos)
     if value_size < 0:
         value = None
     else:
@@ -279,9 +340,11 @@ def _decode_record(data: bytes, pos: int, base_offset: int, base_timestamp: int)
             raise InvalidRecordError(f"value length {value_size} overruns the record")
         value = data[pos : pos + value_size]
         pos += value_size
-    header_count, pos = _varint(data, pos)
     headers: list[Header] = []
-    if header_count:
+    if data[pos] == 0:
+        pos += 1
+    else:
+        header_count, pos = _varint(data, pos)
         if header_count < 0 or header_count > (end - pos) // 2:
             raise InvalidRecordError(f"invalid header count {header_count}")
         pos = _decode_headers(data, pos, end, header_count, headers)
@@ -318,6 +381,7 @@ __all__ = [
     "decode_record",
     "decode_records",
     "encode_record",
+    "encode_records",
     "encode_varint",
     "encode_varlong",
     "read_varint",
