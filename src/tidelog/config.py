@@ -161,7 +161,28 @@ _TOPIC_DEFS = [
 ]
 
 _BROKER_DEFS = [
+    ConfigDef("broker.id", _int(0), 0, "This broker's id (node.id is accepted as a synonym).", topic=False),
+    ConfigDef("listeners", _parse_list, ("PLAINTEXT://localhost:9092",),
+              "Where the broker listens, as PLAINTEXT://HOST:PORT (port 0 picks a free port).", topic=False),
+    ConfigDef("advertised.listeners", _parse_list, (),
+              "Address handed to clients in Metadata; defaults to the listener's.", topic=False),
     ConfigDef("log.dirs", _parse_list, ("./tidelog-data",), "Directories holding the partition logs.", topic=False),
+    ConfigDef("num.partitions", _int(1), 1, "Partitions of an auto-created topic.", topic=False),
+    ConfigDef("default.replication.factor", _int(1), 1, "Replication factor of an auto-created topic.", topic=False),
+    ConfigDef("auto.create.topics.enable", _parse_bool, True,
+              "Create a topic when a client asks for its metadata or produces to it.", topic=False),
+    ConfigDef("delete.topic.enable", _parse_bool, True, "Allow DeleteTopics.", topic=False),
+    ConfigDef("socket.request.max.bytes", _int(1), 104_857_600,
+              "Largest request frame accepted; a larger one closes the connection.", topic=False),
+    ConfigDef("connections.max.idle.ms", _long(1), 600_000, "Close connections idle this long.", topic=False),
+    ConfigDef("queued.max.requests", _int(1), 500,
+              "Requests read ahead per connection before the broker stops reading from it.", topic=False),
+    ConfigDef("replica.fetch.max.bytes", _int(0), 1_048_576, "Per-partition fetch size of followers.", topic=False),
+    ConfigDef("group.initial.rebalance.delay.ms", _int(0), 3000, "Delay of a new group's first rebalance.",
+              topic=False),
+    ConfigDef("offsets.topic.num.partitions", _int(1), 50, "Partitions of __consumer_offsets.", topic=False),
+    ConfigDef("offsets.topic.replication.factor", _int(1), 3, "Replication factor of __consumer_offsets.",
+              topic=False),
     ConfigDef("log.flush.scheduler.interval.ms", _long(), LONG_MAX,
               "How often the flusher checks whether a log needs an fsync by time.", topic=False),
     ConfigDef("log.flush.offset.checkpoint.interval.ms", _int(), 60_000,
@@ -186,6 +207,63 @@ _UNIT_ALIASES = {
     "log.roll.ms": (("log.roll.hours", 3_600_000),),
     "log.roll.jitter.ms": (("log.roll.jitter.hours", 3_600_000),),
 }
+
+
+BROKER_ALIASES = {"node.id": "broker.id", "log.dir": "log.dirs"}
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java ``.properties`` text: ``key=value`` or ``key: value`` lines, ``#``/``!`` comments,
+    backslash line continuations."""
+    out: dict[str, str] = {}
+    pending = ""
+    for raw in text.splitlines():
+        line = pending + raw.strip()
+        pending = ""
+        if not line or line[0] in "#!":
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            pending = line[:-1]
+            continue
+        for i, ch in enumerate(line):
+            if ch in "=:":
+                key, value = line[:i].strip(), line[i + 1 :].strip()
+                break
+        else:
+            key, value = line, ""
+        out[key] = value
+    return out
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    """A broker's configuration: known broker keys parsed, topic defaults derived from synonyms.
+
+    ``props`` keeps every supplied key as text (for DescribeConfigs); ``unknown`` lists keys Tidelog
+    does not use, which the broker logs but accepts (as Kafka does)."""
+
+    props: dict[str, str]
+    values: dict[str, Any]
+    topic_defaults: TopicConfig
+    unknown: tuple[str, ...]
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    @classmethod
+    def from_props(cls, props: Mapping[str, str]) -> BrokerConfig:
+        normalized: dict[str, str] = {}
+        for key, value in props.items():
+            normalized[BROKER_ALIASES.get(key, key)] = str(value)
+        values = {d.name: d.default for d in _BROKER_DEFS}
+        for key, raw in normalized.items():
+            d = BROKER_CONFIGS.get(key)
+            if d is not None:
+                values[key] = d.parse(key, raw)
+        topic_defaults = topic_defaults_from_broker(normalized)
+        known = set(BROKER_CONFIGS) | set(BROKER_SYNONYMS) | {a for al in _UNIT_ALIASES.values() for a, _ in al}
+        unknown = tuple(sorted(k for k in normalized if k not in known))
+        return cls(normalized, values, topic_defaults, unknown)
 
 
 def attr_name(kafka_name: str) -> str:
@@ -278,15 +356,18 @@ def topic_defaults_from_broker(props: Mapping[str, Any]) -> TopicConfig:
 
 
 __all__ = [
+    "BROKER_ALIASES",
     "BROKER_CONFIGS",
     "BROKER_SYNONYMS",
     "COMPRESSION_TYPES",
     "LONG_MAX",
     "TOPIC_CONFIGS",
+    "BrokerConfig",
     "ConfigDef",
     "ConfigError",
     "TopicConfig",
     "attr_name",
+    "parse_properties",
     "topic_defaults_from_broker",
     "validate_topic_configs",
 ]

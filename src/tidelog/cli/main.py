@@ -21,7 +21,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
                 f"  {entry.api_key:>3} {entry.name:<36} v{entry.min_version}-v{entry.max_version}  ({flexible})"
             )
     print(f"Record batches: magic v0, v1, v2; compression: {', '.join(available_codecs())}")
-    print("The broker (`tidelog serve`) is not built yet; see README.md for the roadmap.")
+    print("Run a broker with `tidelog serve` (see `tidelog serve --help`).")
     return 0
 
 
@@ -35,6 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     info = sub.add_parser("info", help="print the version and what this build supports")
     info.add_argument("-v", "--verbose", action="store_true", help="list every API key and its versions")
     info.set_defaults(func=_cmd_info)
+    from tidelog.cli import serve
+
+    serve.add_parser(sub)
     return parser
 
 

@@ -1,0 +1,111 @@
+"""``tidelog serve``: run a broker (embedded metadata store; nothing else to install or start)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from tidelog.config import BrokerConfig, ConfigError, parse_properties
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="run a broker",
+        description="Run a Tidelog broker. With no arguments it listens on localhost:9092 and keeps its data "
+        "in ./tidelog-data. Settings use Kafka's server.properties names.",
+    )
+    p.add_argument("config", nargs="?", type=Path, help="a server.properties file (Kafka's format and names)")
+    p.add_argument(
+        "--override", action="append", default=[], metavar="KEY=VALUE",
+        help="set any property, overriding the file (repeatable), as kafka-server-start.sh does",
+    )
+    p.add_argument("--host", help="interface to listen on (default localhost; 0.0.0.0 for all)")
+    p.add_argument("--port", type=int, help="port to listen on (default 9092; 0 picks a free port)")
+    p.add_argument("--data-dir", type=Path, help="where the logs and metadata live (log.dirs)")
+    p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    p.add_argument(
+        "--event-loop", choices=["auto", "uvloop", "asyncio"], default="auto",
+        help="uvloop (faster request handling) or asyncio (zero-copy sendfile for fetches); default auto = uvloop",
+    )
+    p.set_defaults(func=run)
+
+
+def build_config(args: argparse.Namespace) -> BrokerConfig:
+    props: dict[str, str] = {}
+    if args.config is not None:
+        try:
+            props.update(parse_properties(args.config.read_text(encoding="utf-8")))
+        except OSError as e:
+            raise ConfigError(f"cannot read {args.config}: {e.strerror}") from None
+    for item in args.override:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--override expects KEY=VALUE, got {item!r}")
+        props[key.strip()] = value.strip()
+    host, port = "localhost", 9092
+    if "listeners" in props:
+        listener = props["listeners"].split(",")[0].strip()
+        rest = listener.split("://", 1)[-1]
+        h, _, p = rest.rpartition(":")
+        host, port = h, int(p) if p.isdigit() else 9092
+    if args.host is not None:
+        host = args.host
+    if args.port is not None:
+        port = args.port
+    props["listeners"] = f"PLAINTEXT://{host}:{port}"
+    if args.data_dir is not None:
+        props["log.dirs"] = str(args.data_dir)
+    return BrokerConfig.from_props(props)
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=getattr(logging, args.log_level), stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        config = build_config(args)
+    except (ConfigError, ValueError) as e:
+        print(f"tidelog serve: {e}", file=sys.stderr)
+        return 2
+    use_uvloop = args.event_loop in ("auto", "uvloop")
+    if use_uvloop:
+        try:
+            import uvloop
+
+            asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+        except ImportError:
+            if args.event_loop == "uvloop":
+                print("tidelog serve: uvloop is not installed", file=sys.stderr)
+                return 2
+    try:
+        return asyncio.run(_serve(config))
+    except KeyboardInterrupt:
+        return 0
+
+
+async def _serve(config: BrokerConfig) -> int:
+    from tidelog.server.broker import Broker
+
+    broker = Broker(config)
+    try:
+        await broker.start()
+    except OSError as e:
+        print(f"tidelog serve: cannot listen on {broker.host}:{broker.port}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    except ValueError as e:
+        print(f"tidelog serve: {e}", file=sys.stderr)
+        return 2
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    print(f"tidelog broker {broker.broker_id} listening on {broker.host or '0.0.0.0'}:{broker.port}", flush=True)
+    await stop.wait()
+    await broker.stop()
+    return 0

@@ -1,0 +1,202 @@
+"""The controller: the one place that changes cluster metadata (topics, partitions, configs).
+
+Rules (Kafka's):
+
+* Topic names: 1-249 characters from ``[a-zA-Z0-9._-]``, not ``.`` or ``..``. Names that differ only
+  by ``.`` vs ``_`` collide in metric names: creating one while the other exists fails with
+  INVALID_TOPIC_EXCEPTION, and a name with either character is allowed with a logged warning.
+* A new topic gets a random topic id; partition ``p`` of a single node is led by this broker with
+  leader epoch 0 and ISR = replicas = [broker id]. A replication factor larger than the number of
+  live brokers fails with INVALID_REPLICATION_FACTOR.
+* Partitions can only be added (CreatePartitions), never removed.
+* Config overrides are validated with :mod:`tidelog.config` before anything changes.
+
+Every change publishes a new immutable :class:`MetadataImage` through the store, then creates or
+deletes the partition logs. Loop-only, not thread-safe.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import replace
+
+from tidelog.cluster.metadata import MetadataImage, PartitionMetadata, TopicMetadata
+from tidelog.cluster.store import MetadataStore
+from tidelog.config import ConfigError, TopicConfig, validate_topic_configs
+from tidelog.errors import ErrorCode, KafkaError
+from tidelog.storage.log_manager import LogManager
+
+log = logging.getLogger(__name__)
+
+MAX_TOPIC_NAME_LENGTH = 249
+_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+def validate_topic_name(name: str) -> None:
+    if not name:
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is empty")
+    if name in (".", ".."):
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic name cannot be {name!r}")
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        raise KafkaError(
+            ErrorCode.INVALID_TOPIC_EXCEPTION,
+            f"Topic name is longer than {MAX_TOPIC_NAME_LENGTH} characters: {len(name)}",
+        )
+    if not _LEGAL.match(name):
+        raise KafkaError(
+            ErrorCode.INVALID_TOPIC_EXCEPTION,
+            f"Topic name {name!r} is illegal: it may only contain ASCII letters, digits, '.', '_' and '-'",
+        )
+
+
+def collision_key(name: str) -> str:
+    return name.replace(".", "_")
+
+
+class Controller:
+    """Applies metadata changes for a single node (a cluster of one)."""
+
+    def __init__(self, store: MetadataStore, logs: LogManager, broker_id: int, topic_defaults: TopicConfig) -> None:
+        self.store = store
+        self.logs = logs
+        self.broker_id = broker_id
+        self.topic_defaults = topic_defaults
+
+    @property
+    def image(self) -> MetadataImage:
+        return self.store.image
+
+    def topic_config(self, topic: str) -> TopicConfig:
+        t = self.image.topics.get(topic)
+        overrides = t.configs if t else {}
+        return TopicConfig.from_dict(overrides, self.topic_defaults)
+
+    # ----------------------------------------------------------------------------------- topics
+
+    def validate_new_topic(
+        self, name: str, num_partitions: int, replication_factor: int, configs: Mapping[str, str]
+    ) -> dict[str, str]:
+        validate_topic_name(name)
+        image = self.image
+        if name in image.topics:
+            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        key = collision_key(name)
+        for other in image.topics:
+            if collision_key(other) == key:
+                raise KafkaError(
+                    ErrorCode.INVALID_TOPIC_EXCEPTION,
+                    f"Topic '{name}' collides with existing topic '{other}' ('.' and '_' are interchangeable "
+                    "in metric names)",
+                )
+        if num_partitions <= 0:
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS, f"Number of partitions must be larger than 0: {num_partitions}")
+        if replication_factor <= 0:
+            raise KafkaError(
+                ErrorCode.INVALID_REPLICATION_FACTOR, f"Replication factor must be larger than 0: {replication_factor}"
+            )
+        if replication_factor > len(image.brokers):
+            raise KafkaError(
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                f"Replication factor: {replication_factor} larger than available brokers: {len(image.brokers)}.",
+            )
+        try:
+            validate_topic_configs(configs)
+        except ConfigError as e:
+            raise KafkaError(ErrorCode.INVALID_CONFIG, str(e)) from None
+        if "." in name or "_" in name:
+            log.warning("topic %r uses '.' or '_': it could collide in metric names with a similar name", name)
+        return {k: str(v) for k, v in configs.items()}
+
+    def create_topic(
+        self,
+        name: str,
+        num_partitions: int,
+        replication_factor: int = 1,
+        configs: Mapping[str, str] | None = None,
+        *,
+        internal: bool = False,
+    ) -> TopicMetadata:
+        overrides = self.validate_new_topic(name, num_partitions, replication_factor, configs or {})
+        partitions = tuple(self._new_partition(p) for p in range(num_partitions))
+        topic = TopicMetadata(name, uuid.uuid4(), partitions, overrides, internal or name in INTERNAL_TOPICS)
+        self.store.publish(self.image.with_topic(topic))
+        config = self.topic_config(name)
+        for p in partitions:
+            self.logs.get_or_create_log(name, p.partition, config)
+        log.info("created topic %s with %d partitions", name, num_partitions)
+        return topic
+
+    def _new_partition(self, partition: int) -> PartitionMetadata:
+        return PartitionMetadata(partition, self.broker_id, 0, (self.broker_id,), (self.broker_id,))
+
+    def delete_topic(self, name: str) -> None:
+        topic = self.image.topics.get(name)
+        if topic is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist")
+        self.store.publish(self.image.without_topic(name))
+        for p in topic.partitions:
+            self.logs.delete_log(name, p.partition)
+        log.info("deleted topic %s", name)
+
+    def validate_create_partitions(self, name: str, count: int) -> TopicMetadata:
+        topic = self.image.topics.get(name)
+        if topic is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist")
+        current = len(topic.partitions)
+        if count < current:
+            raise KafkaError(
+                ErrorCode.INVALID_PARTITIONS,
+                f"Topic currently has {current} partitions, which is higher than the requested {count}.",
+            )
+        if count == current:
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partitions.")
+        return topic
+
+    def create_partitions(self, name: str, count: int) -> TopicMetadata:
+        topic = self.validate_create_partitions(name, count)
+        new_parts = tuple(self._new_partition(p) for p in range(len(topic.partitions), count))
+        updated = replace(topic, partitions=topic.partitions + new_parts)
+        self.store.publish(self.image.with_topic(updated))
+        config = self.topic_config(name)
+        for p in new_parts:
+            self.logs.get_or_create_log(name, p.partition, config)
+        return updated
+
+    # ---------------------------------------------------------------------------------- configs
+
+    def validate_topic_overrides(self, name: str, overrides: Mapping[str, str | None]) -> dict[str, str]:
+        """The topic's complete override map after applying ``overrides`` (None = remove)."""
+        topic = self.image.topics.get(name)
+        if topic is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist")
+        merged = dict(topic.configs)
+        for key, value in overrides.items():
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = str(value)
+        try:
+            validate_topic_configs(merged)
+        except ConfigError as e:
+            raise KafkaError(ErrorCode.INVALID_CONFIG, str(e)) from None
+        return merged
+
+    def set_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+        """Replace the topic's overrides (validated by :meth:`validate_topic_overrides`)."""
+        topic = self.image.topics[name]
+        self.store.publish(self.image.with_topic(replace(topic, configs=dict(configs))))
+        config = self.topic_config(name)
+        for p in topic.partitions:
+            plog = self.logs.get_log(name, p.partition)
+            if plog is not None:
+                plog.update_config(config)
+
+    def set_broker_configs(self, configs: dict[str, str]) -> None:
+        self.store.publish(replace(self.image, broker_configs=dict(configs), version=self.image.version + 1))
+
+
+__all__ = ["INTERNAL_TOPICS", "MAX_TOPIC_NAME_LENGTH", "Controller", "collision_key", "validate_topic_name"]

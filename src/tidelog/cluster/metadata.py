@@ -1,0 +1,73 @@
+"""The cluster metadata model: an immutable image replaced as a whole on every change.
+
+Readers (request handlers) take ``store.image`` once per request and see a consistent snapshot.
+Immutable: safe from any thread.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field, replace
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerInfo:
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionMetadata:
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    partition_epoch: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TopicMetadata:
+    name: str
+    topic_id: uuid.UUID
+    partitions: tuple[PartitionMetadata, ...]
+    configs: dict[str, str] = field(default_factory=dict)  # overrides only, Kafka names
+    is_internal: bool = False
+
+    @property
+    def replication_factor(self) -> int:
+        return len(self.partitions[0].replicas) if self.partitions else 0
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataImage:
+    cluster_id: str
+    controller_id: int
+    brokers: dict[int, BrokerInfo]
+    topics: dict[str, TopicMetadata]
+    #: Broker-level dynamic config overrides (IncrementalAlterConfigs on the broker resource).
+    broker_configs: dict[str, str] = field(default_factory=dict)
+    #: First producer id not yet handed out in a block (persisted so ids never repeat).
+    next_producer_id_block: int = 0
+    version: int = 0
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
+        for t in self.topics.values():
+            if t.topic_id == topic_id:
+                return t
+        return None
+
+    def with_topic(self, topic: TopicMetadata) -> MetadataImage:
+        topics = dict(self.topics)
+        topics[topic.name] = topic
+        return replace(self, topics=topics, version=self.version + 1)
+
+    def without_topic(self, name: str) -> MetadataImage:
+        topics = dict(self.topics)
+        topics.pop(name, None)
+        return replace(self, topics=topics, version=self.version + 1)
+
+
+__all__ = ["BrokerInfo", "MetadataImage", "PartitionMetadata", "TopicMetadata"]

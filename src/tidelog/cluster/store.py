@@ -1,0 +1,117 @@
+"""Where the metadata image lives. A single node embeds it in its data directory as JSON.
+
+File ``<data dir>/tidelog-metadata.json`` (written atomically)::
+
+    {"version": 1, "cluster_id": "...", "topics": [{"name", "topic_id", "configs", "is_internal",
+      "partitions": [{"partition", "leader", "leader_epoch", "replicas", "isr", "partition_epoch"}]}],
+     "broker_configs": {...}}
+
+Brokers are not persisted: each broker registers itself at start-up. Loop-only, not thread-safe.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import uuid
+from dataclasses import replace
+from pathlib import Path
+from typing import Protocol
+
+from tidelog.cluster.metadata import BrokerInfo, MetadataImage, PartitionMetadata, TopicMetadata
+
+METADATA_FILE = "tidelog-metadata.json"
+FORMAT_VERSION = 1
+
+
+class MetadataStore(Protocol):
+    @property
+    def image(self) -> MetadataImage: ...
+
+    def publish(self, image: MetadataImage) -> None: ...
+
+
+def new_cluster_id() -> str:
+    """22 characters of URL-safe base64 over a random UUID, as Kafka's cluster ids look."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+class EmbeddedStore:
+    """The metadata image of a single-node cluster, persisted in a JSON file in the data dir."""
+
+    def __init__(self, data_dir: Path, broker: BrokerInfo) -> None:
+        self.path = Path(data_dir) / METADATA_FILE
+        self._image = self._load(broker)
+
+    @property
+    def image(self) -> MetadataImage:
+        return self._image
+
+    def publish(self, image: MetadataImage) -> None:
+        self._write(image)
+        self._image = image
+
+    def _load(self, broker: BrokerInfo) -> MetadataImage:
+        if not self.path.exists():
+            image = MetadataImage(new_cluster_id(), broker.broker_id, {broker.broker_id: broker}, {})
+            self._write(image)
+            return image
+        raw = json.loads(self.path.read_text(encoding="utf-8"))
+        if raw.get("version") != FORMAT_VERSION:
+            raise ValueError(f"{self.path}: unsupported metadata format {raw.get('version')!r}")
+        topics = {}
+        for t in raw["topics"]:
+            parts = tuple(
+                PartitionMetadata(
+                    p["partition"], p["leader"], p["leader_epoch"], tuple(p["replicas"]), tuple(p["isr"]),
+                    p.get("partition_epoch", 0),
+                )
+                for p in t["partitions"]
+            )
+            topics[t["name"]] = TopicMetadata(
+                t["name"], uuid.UUID(t["topic_id"]), parts, dict(t.get("configs", {})), t.get("is_internal", False)
+            )
+        image = MetadataImage(
+            raw["cluster_id"], broker.broker_id, {broker.broker_id: broker}, topics,
+            dict(raw.get("broker_configs", {})), int(raw.get("next_producer_id_block", 0)),
+        )
+        return replace(image, version=1)
+
+    def _write(self, image: MetadataImage) -> None:
+        data = {
+            "version": FORMAT_VERSION,
+            "cluster_id": image.cluster_id,
+            "broker_configs": image.broker_configs,
+            "next_producer_id_block": image.next_producer_id_block,
+            "topics": [
+                {
+                    "name": t.name,
+                    "topic_id": str(t.topic_id),
+                    "configs": t.configs,
+                    "is_internal": t.is_internal,
+                    "partitions": [
+                        {
+                            "partition": p.partition,
+                            "leader": p.leader,
+                            "leader_epoch": p.leader_epoch,
+                            "replicas": list(p.replicas),
+                            "isr": list(p.isr),
+                            "partition_epoch": p.partition_epoch,
+                        }
+                        for p in t.partitions
+                    ],
+                }
+                for t in sorted(image.topics.values(), key=lambda t: t.name)
+            ],
+        }
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+
+
+__all__ = ["METADATA_FILE", "EmbeddedStore", "MetadataStore", "new_cluster_id"]

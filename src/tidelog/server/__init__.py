@@ -1,0 +1,3 @@
+"""The broker's network side: connections, dispatch, request handlers, purgatory, composition root."""
+
+__all__: list[str] = []

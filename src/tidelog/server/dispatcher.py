@@ -1,0 +1,156 @@
+"""API key -> handler registry, and the dispatch of one request frame.
+
+Each handler module declares the versions it serves with :func:`handler`; ApiVersions is computed
+from this registry (Redpanda's habit), so what the broker advertises is exactly what it serves.
+
+Rules for bad requests (Kafka's):
+
+* an unknown API key, or bytes that do not decode -> :class:`CloseConnection` (logged; the broker
+  and other connections carry on);
+* ApiVersions in a version above the supported range -> a v0-format ApiVersionsResponse with
+  UNSUPPORTED_VERSION and the ApiVersions range only (KIP-511);
+* any other API in a version the codec knows but the handler does not serve -> the API's error
+  response with UNSUPPORTED_VERSION; a version the codec cannot even decode -> CloseConnection.
+
+Handlers are thin: they call the owning component and build the response. They return the response,
+``None`` (no response, e.g. Produce acks=0), or an awaitable of either (long polls).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tidelog.errors import ErrorCode, KafkaError
+from tidelog.protocol.api_keys import API_REGISTRY, ApiKey
+from tidelog.protocol.exceptions import ProtocolError, UnknownApiKeyError, UnsupportedVersionError
+from tidelog.protocol.headers import decode_request_header, peek_api
+from tidelog.protocol.message import Message
+from tidelog.protocol.messages import ApiVersionsResponse
+
+log = logging.getLogger(__name__)
+
+HandlerFn = Callable[[Any, Any], "Message | Awaitable[Message | None] | None"]
+ErrorFn = Callable[[Any, ErrorCode, str | None], Message]
+
+
+@dataclass(frozen=True, slots=True)
+class Handler:
+    api_key: int
+    min_version: int
+    max_version: int
+    fn: HandlerFn
+    error_response: ErrorFn | None = None
+
+
+REGISTRY: dict[int, Handler] = {}
+
+
+def handler(api_key: int, min_version: int, max_version: int, error_response: ErrorFn | None = None):
+    """Register ``fn`` as the handler of ``api_key`` for versions ``min_version..max_version``."""
+    entry = API_REGISTRY[api_key]
+    if not (entry.min_version <= min_version <= max_version <= entry.max_version):
+        raise ValueError(f"{entry.name}: versions {min_version}-{max_version} outside the codec's range")
+
+    def register(fn: HandlerFn) -> HandlerFn:
+        REGISTRY[api_key] = Handler(api_key, min_version, max_version, fn, error_response)
+        return fn
+
+    return register
+
+
+class CloseConnection(Exception):
+    """The request cannot be answered; the connection must be closed (reason in the message)."""
+
+
+def supported_versions() -> list[tuple[int, int, int]]:
+    """(api_key, min, max) of every served API, for ApiVersions."""
+    return sorted((h.api_key, h.min_version, h.max_version) for h in REGISTRY.values())
+
+
+def generic_error_response(response_cls: type[Message], code: ErrorCode) -> Message:
+    """The response class with its top-level ``error_code`` set, if it has one."""
+    response = response_cls()
+    if any(f.name == "error_code" for f in response_cls.SCHEMA):
+        response.error_code = int(code)  # type: ignore[attr-defined]
+        return response
+    raise CloseConnection(f"{response_cls.__name__} has no top-level error code")
+
+
+def error_response(api_key: int, request: Message, code: ErrorCode, message: str | None = None) -> Message:
+    h = REGISTRY.get(api_key)
+    if h is not None and h.error_response is not None:
+        return h.error_response(request, code, message)
+    return generic_error_response(API_REGISTRY[api_key].response, code)
+
+
+def api_versions_fallback() -> ApiVersionsResponse:
+    """KIP-511: the answer to an ApiVersions request in a version the broker does not support."""
+    h = REGISTRY[ApiKey.API_VERSIONS]
+    return ApiVersionsResponse(
+        error_code=int(ErrorCode.UNSUPPORTED_VERSION),
+        api_keys=[ApiVersionsResponse.ApiVersion(api_key=int(ApiKey.API_VERSIONS), min_version=h.min_version,
+                                                 max_version=h.max_version)],
+    )
+
+
+@dataclass(slots=True)
+class Dispatched:
+    api_key: int
+    api_version: int  # the version to encode the response in
+    correlation_id: int
+    result: Any  # Message | None | Awaitable
+
+
+def dispatch(frame: bytes, make_context: Callable[[Any], Any]) -> Dispatched:
+    """Decode ``frame`` and run its handler. Raises CloseConnection for requests that cannot be answered."""
+    try:
+        api_key, api_version = peek_api(frame)
+    except ProtocolError as e:
+        raise CloseConnection(f"malformed request header: {e}") from None
+    if api_key not in API_REGISTRY:
+        raise CloseConnection(f"unknown API key {api_key}")
+    entry = API_REGISTRY[api_key]
+    try:
+        header, pos = decode_request_header(frame)
+    except (ProtocolError, UnknownApiKeyError) as e:
+        raise CloseConnection(f"malformed {entry.name} request header: {e}") from None
+    corr = header.correlation_id
+    h = REGISTRY.get(api_key)
+    if api_key == ApiKey.API_VERSIONS and h is not None and api_version > h.max_version:
+        return Dispatched(api_key, 0, corr, api_versions_fallback())
+    try:
+        body, _ = entry.request.decode_from(frame, pos, api_version)
+    except UnsupportedVersionError:
+        raise CloseConnection(f"{entry.name} v{api_version} is not a version Tidelog knows") from None
+    except ProtocolError as e:
+        raise CloseConnection(f"malformed {entry.name} v{api_version} request: {e}") from None
+    if h is None or not (h.min_version <= api_version <= h.max_version):
+        return Dispatched(api_key, api_version, corr, error_response(api_key, body, ErrorCode.UNSUPPORTED_VERSION))
+    ctx = make_context(header)
+    try:
+        result = h.fn(ctx, body)
+    except KafkaError as e:
+        result = error_response(api_key, body, e.code, e.message)
+    except CloseConnection:
+        raise
+    except Exception:
+        log.exception("%s v%d handler failed", entry.name, api_version)
+        result = error_response(api_key, body, ErrorCode.UNKNOWN_SERVER_ERROR)
+    return Dispatched(api_key, api_version, corr, result)
+
+
+__all__ = [
+    "REGISTRY",
+    "CloseConnection",
+    "Dispatched",
+    "Handler",
+    "api_versions_fallback",
+    "dispatch",
+    "error_response",
+    "generic_error_response",
+    "handler",
+    "supported_versions",
+]

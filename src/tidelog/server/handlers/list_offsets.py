@@ -1,0 +1,53 @@
+"""ListOffsets: the offset for a timestamp (or EARLIEST -2, LATEST -1, MAX_TIMESTAMP -3) per partition.
+
+v0 answers with ``old_style_offsets`` (a list holding the one offset); v1+ with timestamp and offset.
+With read_committed, LATEST is the last stable offset (the high watermark until transactions exist).
+"""
+
+from __future__ import annotations
+
+from tidelog.errors import KafkaError
+from tidelog.protocol.api_keys import ApiKey
+from tidelog.protocol.messages import ListOffsetsRequest, ListOffsetsResponse
+from tidelog.server.context import RequestContext
+from tidelog.server.dispatcher import handler
+from tidelog.server.handlers.common import check_leader_epoch, partition_log
+
+TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
+PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
+
+
+@handler(ApiKey.LIST_OFFSETS, 0, 10)
+def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
+    topics = []
+    for t in request.topics:
+        parts = [_one(ctx, t.name, p) for p in t.partitions]
+        topics.append(TopicResponse(name=t.name, partitions=parts))
+    return ListOffsetsResponse(topics=topics)
+
+
+def _one(ctx: RequestContext, topic: str, p) -> PartitionResponse:
+    v = ctx.api_version
+    try:
+        plog = partition_log(ctx, topic, p.partition_index)
+        check_leader_epoch(ctx, topic, p.partition_index, p.current_leader_epoch)
+        found = plog.offset_for_timestamp(p.timestamp)
+    except KafkaError as e:
+        return PartitionResponse(partition_index=p.partition_index, error_code=int(e.code))
+    epoch = ctx.broker.store.image.topics[topic].partitions[p.partition_index].leader_epoch
+    if v == 0:
+        if found is None:
+            offsets = [plog.high_watermark]
+        else:
+            offsets = [found[1]]
+        return PartitionResponse(partition_index=p.partition_index, error_code=0, old_style_offsets=offsets[: max(1, p.max_num_offsets)])
+    if found is None:
+        return PartitionResponse(partition_index=p.partition_index, error_code=0, timestamp=-1, offset=-1,
+                                 leader_epoch=epoch if v >= 4 else -1)
+    ts, offset = found
+    return PartitionResponse(
+        partition_index=p.partition_index, error_code=0, timestamp=ts, offset=offset, leader_epoch=epoch if v >= 4 else -1
+    )
+
+
+__all__ = ["handle_list_offsets"]

@@ -1,0 +1,20 @@
+"""InitProducerId for idempotent producers: a fresh, never reused producer id with epoch 0.
+
+A request with a transactional id needs the transaction coordinator, which arrives with a later
+issue; until then it is answered with COORDINATOR_NOT_AVAILABLE (the client retries, then fails).
+"""
+
+from __future__ import annotations
+
+from tidelog.errors import ErrorCode
+from tidelog.protocol.api_keys import ApiKey
+from tidelog.protocol.messages import InitProducerIdRequest, InitProducerIdResponse
+from tidelog.server.context import RequestContext
+from tidelog.server.dispatcher import handler
+
+
+@handler(ApiKey.INIT_PRODUCER_ID, 0, 5)
+def handle_init_producer_id(ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
+    if request.transactional_id is not None:
+        return InitProducerIdResponse(error_code=int(ErrorCode.COORDINATOR_NOT_AVAILABLE), producer_id=-1, producer_epoch=-1)
+    return InitProducerIdResponse(error_code=0, producer_id=ctx.broker.producer_ids.next_producer_id(), producer_epoch=0)

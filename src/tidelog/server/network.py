@@ -1,0 +1,205 @@
+"""The asyncio shell around :class:`~tidelog.server.connection.Connection`: read, feed, dispatch, write.
+
+One :class:`ClientProtocol` per TCP connection. Requests are handled as they arrive (pipelining);
+responses leave in arrival order. Back-pressure: while more than ``queued.max.requests`` requests of
+a connection are unanswered, or while the socket's send buffer is above its high-water mark, the
+broker stops reading from that connection.
+
+Record data in Fetch responses is a :class:`~tidelog.storage.segment.FileSlice`. On a transport that
+supports it (the standard asyncio loop with a plain TCP socket), it is sent with ``loop.sendfile``
+(zero-copy ``os.sendfile``); otherwise (uvloop) it is read with one ``pread`` and written.
+
+Loop-only, not thread-safe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections import deque
+from typing import TYPE_CHECKING
+
+from tidelog.protocol.exceptions import ProtocolError
+from tidelog.protocol.headers import encode_response_buffers
+from tidelog.server.connection import Connection
+from tidelog.server.context import RequestContext
+from tidelog.server.dispatcher import CloseConnection, Dispatched, dispatch
+
+if TYPE_CHECKING:
+    from tidelog.server.broker import Broker
+
+log = logging.getLogger(__name__)
+
+
+def _is_file_slice(part) -> bool:
+    return hasattr(part, "fileno") and hasattr(part, "position")
+
+
+class ClientProtocol(asyncio.Protocol):
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.conn = Connection(broker.config["socket.request.max.bytes"])
+        self.transport: asyncio.Transport | None = None
+        self.peer = "?"
+        self.connection_id = ""
+        self.last_active_ms = broker.clock.monotonic_ms()
+        self._max_queued = broker.config["queued.max.requests"]
+        self._reading_paused = False
+        self._writing_paused = False
+        self._out: deque[list] = deque()
+        self._writer: asyncio.Task | None = None
+        self._drain_waiter: asyncio.Future | None = None
+        self.closed = False
+
+    # ------------------------------------------------------------------------------ connection
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        sock = transport.get_extra_info("sockname")
+        self.connection_id = f"{sock[0]}:{sock[1]}-{self.peer}" if sock else self.peer
+        self.broker.connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.broker.connections.discard(self)
+        if self._writer is not None:
+            self._writer.cancel()
+        if self._drain_waiter is not None and not self._drain_waiter.done():
+            self._drain_waiter.set_result(None)
+
+    def close(self, reason: str) -> None:
+        if not self.closed:
+            log.warning("closing connection %s: %s", self.peer, reason)
+            self.closed = True
+            if self.transport is not None:
+                self.transport.close()
+
+    # ---------------------------------------------------------------------------------- reading
+
+    def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
+        self.last_active_ms = self.broker.clock.monotonic_ms()
+        try:
+            frames = self.conn.receive(data)
+        except ProtocolError as e:
+            self.close(str(e))
+            return
+        for frame in frames:
+            self._handle(frame)
+            if self.closed:
+                return
+        self._update_reading()
+
+    def _handle(self, frame: bytes) -> None:
+        seq = self.conn.start()
+        try:
+            d = dispatch(frame, self._context)
+        except CloseConnection as e:
+            self.close(str(e))
+            return
+        result = d.result
+        if inspect.isawaitable(result):
+            task = asyncio.ensure_future(result)
+            task.add_done_callback(lambda t: self._finish_async(seq, d, t))
+        else:
+            self._finish(seq, d, result)
+
+    def _context(self, header) -> RequestContext:
+        return RequestContext(self.broker, header, self.connection_id, self.peer.rsplit(":", 1)[0])
+
+    def _finish_async(self, seq: int, d: Dispatched, task: asyncio.Future) -> None:
+        if task.cancelled() or self.closed:
+            return
+        exc = task.exception()
+        if exc is not None:
+            log.error("request %s failed", d.api_key, exc_info=exc)
+            self.close("internal error")
+            return
+        self._finish(seq, d, task.result())
+
+    def _finish(self, seq: int, d: Dispatched, response) -> None:
+        if self.closed:
+            return
+        buffers = None
+        if response is not None:
+            try:
+                buffers = encode_response_buffers(response, d.api_version, d.correlation_id)
+            except ProtocolError as e:
+                log.error("cannot encode the response to API %d v%d: %s", d.api_key, d.api_version, e)
+                self.close("unencodable response")
+                return
+        for ready in self.conn.finish(seq, buffers):
+            self._send(ready)
+        self._update_reading()
+
+    def _update_reading(self) -> None:
+        if self.transport is None or self.closed:
+            return
+        busy = self.conn.in_flight >= self._max_queued or self._writing_paused or len(self._out) > 64
+        if busy and not self._reading_paused:
+            self.transport.pause_reading()
+            self._reading_paused = True
+        elif not busy and self._reading_paused:
+            self.transport.resume_reading()
+            self._reading_paused = False
+
+    # ---------------------------------------------------------------------------------- writing
+
+    def _send(self, buffers: list) -> None:
+        if self._writer is None and not self._out and not any(_is_file_slice(p) for p in buffers):
+            self.transport.writelines(buffers)  # type: ignore[union-attr]
+            return
+        self._out.append(buffers)
+        if self._writer is None:
+            self._writer = asyncio.ensure_future(self._write_queue())
+
+    async def _write_queue(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while self._out and not self.closed:
+                buffers = self._out.popleft()
+                pending: list = []
+                for part in buffers:
+                    if not _is_file_slice(part):
+                        pending.append(part)
+                        continue
+                    if self.broker.use_sendfile:
+                        if pending:
+                            self.transport.writelines(pending)  # type: ignore[union-attr]
+                            pending = []
+                        await self._drain()
+                        await loop.sendfile(self.transport, part.file, part.position, part.size)  # type: ignore[arg-type]
+                    else:
+                        pending.append(part.read())
+                if pending:
+                    self.transport.writelines(pending)  # type: ignore[union-attr]
+                if self._writing_paused:
+                    await self._drain()
+        except (ConnectionError, OSError) as e:
+            self.close(f"write failed: {e}")
+        finally:
+            self._writer = None
+            self._update_reading()
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        if self._drain_waiter is not None and not self._drain_waiter.done():
+            self._drain_waiter.set_result(None)
+        self._update_reading()
+
+    async def _drain(self) -> None:
+        if not self._writing_paused:
+            return
+        self._drain_waiter = asyncio.get_running_loop().create_future()
+        await self._drain_waiter
+
+
+__all__ = ["ClientProtocol"]
