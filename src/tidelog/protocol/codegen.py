@@ -240,7 +240,7 @@ def emit_read_value(f: FieldSpec, present: Versions, target: str, ctx: Ctx, ind:
     out: list[str] = []
     if f.is_array:
         lenf = pick(flex, "0", ARRAY_LEN_READERS)
-        mis = min_item_size(elem, flex == "1")
+        mis = min_item_size(elem, flex != "0")  # the smaller bound when flexibility is decided at run time
         out.append(f"{ind}n, pos = {lenf}({buf}, pos, {mis})" if mis != 1 else f"{ind}n, pos = {lenf}({buf}, pos)")
         out.append(f"{ind}if n < 0:")
         if null == "0":

@@ -35,7 +35,7 @@ class DeleteGroupsRequest(Message):
     @classmethod
     def _read(cls, buf, pos, version):
         flexible = version >= 2
-        n, pos = (read_compact_array_len if flexible else read_array_len)(buf, pos, 2)
+        n, pos = (read_compact_array_len if flexible else read_array_len)(buf, pos)
         if n < 0:
             raise MalformedMessageError("null in non-nullable array GroupsNames")
         else:

@@ -118,7 +118,7 @@ class DeleteTopicsRequest(Message):
         else:
             f_topics = list()
         if version <= 5:
-            n, pos = (read_compact_array_len if flexible else read_array_len)(buf, pos, 2)
+            n, pos = (read_compact_array_len if flexible else read_array_len)(buf, pos)
             if n < 0:
                 raise MalformedMessageError("null in non-nullable array TopicNames")
             else:

@@ -40,7 +40,7 @@ class _DescribeConfigsRequest_DescribeConfigsResource(Struct):
         (f_resource_type,) = _S_b.unpack_from(buf, pos)
         pos += 1
         f_resource_name, pos = (read_compact_string if flexible else read_string)(buf, pos)
-        n, pos = (read_compact_array_len if flexible else read_array_len)(buf, pos, 2)
+        n, pos = (read_compact_array_len if flexible else read_array_len)(buf, pos)
         if n < 0:
             f_configuration_keys = None
         else:

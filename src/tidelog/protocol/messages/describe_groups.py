@@ -38,7 +38,7 @@ class DescribeGroupsRequest(Message):
     @classmethod
     def _read(cls, buf, pos, version):
         flexible = version >= 5
-        n, pos = (read_compact_array_len if flexible else read_array_len)(buf, pos, 2)
+        n, pos = (read_compact_array_len if flexible else read_array_len)(buf, pos)
         if n < 0:
             raise MalformedMessageError("null in non-nullable array Groups")
         else:
