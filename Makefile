@@ -11,9 +11,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,bench]'
 	touch $(STAMP)
 
-## run: install into .venv and start Tidelog
+## run: install into .venv and run a broker on localhost:9092 (data in ./tidelog-data)
 run: $(STAMP)
-	$(VENV)/bin/tidelog info
+	$(VENV)/bin/tidelog serve
 
 ## test: install into .venv, lint, check import layers and run the whole test suite
 test: $(STAMP) lint

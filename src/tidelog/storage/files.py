@@ -39,7 +39,6 @@ CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
-METADATA_FILE = "tidelog-metadata.json"
 
 
 def offset_prefix(offset: int) -> str:
@@ -103,7 +102,6 @@ __all__ = [
     "INDEX_SUFFIX",
     "LOG_START_OFFSET_CHECKPOINT",
     "LOG_SUFFIX",
-    "METADATA_FILE",
     "RECOVERY_POINT_CHECKPOINT",
     "SEGMENT_SUFFIXES",
     "SNAPSHOT_SUFFIX",

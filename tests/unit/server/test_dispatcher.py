@@ -1,0 +1,74 @@
+"""The handler registry, ApiVersions derived from it, and the rules for bad requests."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+import tidelog.server.handlers  # noqa: F401 - registers the handlers
+from tidelog.errors import ErrorCode
+from tidelog.protocol import ApiKey, decode_response, encode_request
+from tidelog.protocol.api_keys import API_REGISTRY
+from tidelog.protocol.messages import ApiVersionsRequest, ApiVersionsResponse, ProduceRequest
+from tidelog.server.dispatcher import REGISTRY, CloseConnection, dispatch, supported_versions
+
+
+def _no_context(header):  # handlers that need the broker are not called in these tests
+    raise AssertionError("the handler should not run")
+
+
+def _api_versions(version: int) -> ApiVersionsResponse:
+    frame = encode_request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), version, 9)
+    d = dispatch(frame, lambda header: None)
+    return d.result
+
+
+def test_every_advertised_version_is_within_the_codec_and_round_trips() -> None:
+    for key, lo, hi in supported_versions():
+        entry = API_REGISTRY[key]
+        assert entry.min_version <= lo <= hi <= entry.max_version
+        for v in range(lo, hi + 1):
+            assert entry.response.decode(entry.response().encode(v), v) == entry.response()
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
+def test_api_versions_lists_the_registry(version: int) -> None:
+    resp = _api_versions(version)
+    listed = {(k.api_key, k.min_version, k.max_version) for k in resp.api_keys}
+    assert listed == set(supported_versions())
+    for needed in (ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.METADATA, ApiKey.INIT_PRODUCER_ID):
+        assert needed in REGISTRY
+    produce = next(k for k in resp.api_keys if k.api_key == ApiKey.PRODUCE)
+    assert produce.min_version == 0 and produce.max_version >= 10  # old librdkafka needs Produce from 0
+
+
+def test_api_versions_above_range_gets_kip511_v0_body() -> None:
+    # A v5 request cannot be decoded by the codec, but its header can: answer with a v0 body.
+    frame = struct.pack(">hhih", 18, 5, 77, 1) + b"c" + b"\x00" + b"\x00" * 4
+    d = dispatch(frame, _no_context)
+    assert d.api_version == 0 and d.correlation_id == 77
+    assert d.result.error_code == ErrorCode.UNSUPPORTED_VERSION
+    assert [(k.api_key, k.min_version, k.max_version) for k in d.result.api_keys] == [(18, 0, 4)]
+
+
+def test_unknown_key_and_garbage_close_the_connection() -> None:
+    with pytest.raises(CloseConnection):
+        dispatch(struct.pack(">hhih", 1000, 0, 1, -1), _no_context)
+    with pytest.raises(CloseConnection):
+        dispatch(b"\x00", _no_context)
+    with pytest.raises(CloseConnection):
+        dispatch(struct.pack(">hhih", 3, 1, 1, -1) + b"\x7f\xff\xff\xff", _no_context)  # Metadata v1, huge array
+
+
+def test_version_known_to_codec_but_not_served_gets_unsupported_version() -> None:
+    if REGISTRY[ApiKey.PRODUCE].max_version >= 13:
+        pytest.skip("every Produce version is served")
+    body = ProduceRequest(acks=1, timeout_ms=1, topic_data=[ProduceRequest.TopicProduceData(
+        partition_data=[ProduceRequest.PartitionProduceData(index=0, records=b"")])])
+    frame = encode_request(body, 13, 5)
+    d = dispatch(frame, _no_context)
+    codes = [p.error_code for t in d.result.responses for p in t.partition_responses]
+    assert codes == [ErrorCode.UNSUPPORTED_VERSION]
+    _, decoded = decode_response(b"".join([struct.pack(">i", 5), b"\x00", d.result.encode(13)]), ApiKey.PRODUCE, 13)
+    assert decoded.responses[0].partition_responses[0].error_code == ErrorCode.UNSUPPORTED_VERSION
