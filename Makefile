@@ -20,7 +20,7 @@ test: $(STAMP) lint
 	$(PY) -m pytest -q -n 2 tests
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests bench tools
+	$(VENV)/bin/ruff check src tests $(wildcard bench tools)
 	$(VENV)/bin/lint-imports
 
 bench: $(STAMP)
