@@ -83,14 +83,11 @@ EXAMPLES = settings(
     suppress_health_check=list(HealthCheck),
 )
 
-# Mismatches that look like bugs in our codec, each with a value that shows it. The value-test of the pair
-# checks that value first, so it fails every run: xfail(strict=True) keeps the suite green and turns red
-# (XPASS) once the bug is fixed, when the entry should go.
+# Values that once showed a bug in our codec (found by this cross-check), kept as regression cases: the
+# value-test of each pair checks its value first.
 _MIN_ITEM_SIZE_BUG = (
-    "our decoder rejects valid bytes that kio reads and rewrites identically: for a []string field present in "
-    "classic and flexible versions, codegen.emit_read_value passes min_item_size(elem, flexible=False) = 2 "
-    "to read_compact_array_len too, but a compact string can be 1 byte, so an array of (mostly) empty "
-    "strings near the end of the message raises MalformedMessageError('array of N items cannot fit')"
+    "fixed bug: for a []string field present in classic and flexible versions, the array length bound "
+    "used the classic item size (2) for compact arrays too, though a compact string can be 1 byte"
 )
 KNOWN_OUR_BUGS: dict[tuple[str, int], tuple[str, Callable[[], Message]]] = {
     # 03 01 01 00: 'array of 2 items cannot fit in the 3 bytes left'
@@ -198,11 +195,8 @@ def _params(test: str) -> list:
     params = []
     for p in PAIRS:
         marks = []
-        bug = KNOWN_OUR_BUGS.get((p.ours.__name__, p.version)) if test == "values" else None
         if p.skip:
             marks.append(pytest.mark.skip(reason=p.skip))
-        elif bug:
-            marks.append(pytest.mark.xfail(strict=True, reason=bug[0]))
         params.append(pytest.param(p, id=p.id, marks=marks))
     return params
 
