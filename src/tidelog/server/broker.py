@@ -100,6 +100,8 @@ class Broker:
             asyncio.ensure_future(self._every(self.config["log.retention.check.interval.ms"], self._retention)),
             asyncio.ensure_future(self._every(min(10_000, self.config["connections.max.idle.ms"]), self._reap_idle)),
         ]
+        if self.config["log.cleaner.enable"]:
+            self._tasks.append(asyncio.ensure_future(self._every(self.config["log.cleaner.backoff.ms"], self._compact)))
         log.info(
             "tidelog %s broker %d (cluster %s) listening on %s:%d, data in %s",
             __version__, self.broker_id, self.store.image.cluster_id, self.host or "0.0.0.0", self.port,
@@ -145,6 +147,19 @@ class Broker:
         self.logs.remove_deleted_segments()
         for _, plog in self.logs.logs():
             plog.producer_state.remove_expired(self.clock.wall_ms())
+
+    async def _compact(self) -> None:
+        """One compaction pass: plan on the loop, rewrite segments in the executor, commit on the loop."""
+        plan = self.logs.grab_filthiest_compacted_log()
+        if plan is None:
+            return
+        try:
+            result = await asyncio.get_running_loop().run_in_executor(None, self.logs.cleaner.clean, plan)
+        except Exception as e:
+            log.exception("compaction of %s-%d failed", plan.topic, plan.partition)
+            self.logs.abort_clean(plan, e)
+            return
+        self.logs.complete_clean(result)
 
     async def _reap_idle(self) -> None:
         limit = self.config["connections.max.idle.ms"]

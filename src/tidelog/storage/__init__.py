@@ -6,6 +6,7 @@ fsync, recovery and compaction run in an executor.
 """
 
 from tidelog.storage.checkpoints import CheckpointError, read_checkpoint, write_checkpoint
+from tidelog.storage.cleaner import CleanerError, CleanPlan, CleanResult, LogCleaner
 from tidelog.storage.index import CorruptIndexError, OffsetIndex, TimeIndex
 from tidelog.storage.loader import load_log
 from tidelog.storage.log import (
@@ -27,8 +28,12 @@ __all__ = [
     "MAX_TIMESTAMP",
     "AppendResult",
     "CheckpointError",
+    "CleanPlan",
+    "CleanResult",
+    "CleanerError",
     "CorruptIndexError",
     "FileSlice",
+    "LogCleaner",
     "LogManager",
     "OffsetIndex",
     "PartitionLog",

@@ -5,7 +5,9 @@ Rules, in order:
 1. Leftovers first. ``*.tmp`` and ``*.cleaned`` files are incomplete writes: delete them. ``*.deleted``
    files belong to segments retention already removed: delete them. A ``*.log.swap`` file is a
    compaction that committed (the cleaner renames ``.cleaned`` to ``.swap`` as its commit point): the
-   segments it replaces are deleted, the swap file loses its suffix and its indexes are rebuilt.
+   segments it replaces (base offset in [swap base, swap end)) and every other file of its base offset
+   are deleted, the swap file loses its suffix and its indexes are rebuilt. A ``.swap`` index without
+   its ``.log.swap`` is an orphan of a finished swap: deleted.
 2. Segments are the ``<base offset>.log`` files, sorted. An index file that is missing, has a partial
    entry, or fails its sanity check is rebuilt from the log.
 3. After a **clean shutdown** (the log dir's clean-shutdown marker exists), the tail of each segment
@@ -100,11 +102,14 @@ def _complete_swaps(directory: Path) -> None:
             continue
         base = parsed[0]
         seg_end = _swap_end_offset(swap, base)
+        replaced = {base}  # always: an old index of <base> must not survive next to the new log
         for path in directory.glob("*" + files.LOG_SUFFIX):
             p = files.parse_offset_file(path)
             if p is not None and p[1] == files.LOG_SUFFIX and base <= p[0] < seg_end:
-                for suffix in files.SEGMENT_SUFFIXES:
-                    files.segment_file(directory, p[0], suffix).unlink(missing_ok=True)
+                replaced.add(p[0])
+        for old_base in replaced:
+            for suffix in files.SEGMENT_SUFFIXES:
+                files.segment_file(directory, old_base, suffix).unlink(missing_ok=True)
         for suffix in files.SEGMENT_SUFFIXES:
             other = files.segment_file(directory, base, suffix + files.SWAP_SUFFIX)
             if suffix == files.LOG_SUFFIX:
@@ -112,6 +117,9 @@ def _complete_swaps(directory: Path) -> None:
             else:
                 other.unlink(missing_ok=True)  # indexes are rebuilt below
         log.info("completed interrupted compaction swap at offset %d", base)
+    for orphan in directory.glob("*" + files.SWAP_SUFFIX):
+        log.info("removing leftover file %s", orphan)
+        orphan.unlink(missing_ok=True)
 
 
 def _swap_end_offset(swap: Path, base: int) -> int:

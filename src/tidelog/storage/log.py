@@ -97,6 +97,8 @@ class PartitionLog:
         self.unflushed_messages = 0
         self.last_flush_ms = clock.monotonic_ms()
         self.closed = False
+        #: Compaction: the first dirty offset (the cleaner-offset-checkpoint entry); None = never cleaned.
+        self.cleaner_offset: int | None = None
 
     # ----------------------------------------------------------------------------------- offsets
 
@@ -127,6 +129,8 @@ class PartitionLog:
         if len(data) > 16 and data[16] < 2:  # magic v0/v1 message set (Produce v0-v2)
             data = bytearray(_convert_legacy(data))
         views = self._split_and_validate(data)
+        if self.config.compact:
+            self._check_keys(views)
         now = self.clock.wall_ms()
         log_append = self.config.message_timestamp_type == "LogAppendTime"
         if len(views) > 1 and any(v.producer_id >= 0 for v in views):
@@ -221,6 +225,19 @@ class PartitionLog:
             raise KafkaError(ErrorCode.INVALID_RECORD, "no record batches in the request")
         return views
 
+    def _check_keys(self, views: list[RecordBatchView]) -> None:
+        """Compacted topics need a key on every record (decodes the records: compacted topics only)."""
+        for view in views:
+            try:
+                missing = any(record.key is None for record in view.records())
+            except RecordsError as e:
+                raise _records_error(e) from None
+            if missing:
+                raise KafkaError(
+                    ErrorCode.INVALID_RECORD,
+                    f"Compacted topic cannot accept message without key in topic partition {self.topic}-{self.partition}.",
+                )
+
     def _check_timestamps(self, view: RecordBatchView, now: int) -> None:
         if self.config.message_timestamp_type != "CreateTime" or view.timestamp_type != TimestampType.CREATE_TIME:
             return
@@ -255,7 +272,10 @@ class PartitionLog:
 
     def _segment_too_old(self, seg: Segment) -> bool:
         since = seg.first_batch_timestamp if seg.first_batch_timestamp >= 0 else seg.created_ms
-        return self.clock.wall_ms() - since > self.config.segment_ms - self.config.segment_jitter_ms
+        max_segment_ms = self.config.segment_ms
+        if self.config.compact:  # KIP-354: the active segment is never cleaned, so roll it in time
+            max_segment_ms = min(max_segment_ms, self.config.max_compaction_lag_ms)
+        return self.clock.wall_ms() - since > max_segment_ms - self.config.segment_jitter_ms
 
     def roll(self, base_offset: int | None = None) -> Segment:
         """Start a new active segment at ``base_offset`` (default: the log end offset)."""
@@ -413,12 +433,25 @@ class PartitionLog:
         self.producer_state.delete_snapshots_before(self.segments[0].base_offset)
         return removed
 
+    def replace_segments(self, new_segments: list[Segment], old_segments: list[Segment]) -> None:
+        """Compaction: put ``new_segments`` in place of ``old_segments``, a run of consecutive inactive
+        segments of this log. In memory only: the cleaner renames the files (cleaner.py)."""
+        start = next((i for i, seg in enumerate(self.segments) if seg is old_segments[0]), None)
+        end = None if start is None else start + len(old_segments)
+        if end is None or end >= len(self.segments) or any(
+            a is not b for a, b in zip(self.segments[start:end], old_segments, strict=True)
+        ):
+            raise ValueError("replace_segments: the old segments are not a run of inactive segments of this log")
+        self.segments[start:end] = new_segments
+
     def truncate_to(self, offset: int) -> None:
         """Remove every offset >= ``offset`` (replication: a follower's divergent tail)."""
         if offset >= self.log_end_offset:
             return
         if offset < self.log_start_offset:
             raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, f"cannot truncate below log start {self.log_start_offset}")
+        if self.cleaner_offset is not None:
+            self.cleaner_offset = min(self.cleaner_offset, offset)
         while len(self.segments) > 1 and self.segments[-1].base_offset >= offset:
             self.segments.pop().delete_files()
         self.active_segment.truncate_to(offset)
@@ -449,6 +482,7 @@ class PartitionLog:
         ]
         self.segments[0].next_offset = offset
         self.log_start_offset = self.recovery_point = self.high_watermark = offset
+        self.cleaner_offset = None
         self.producer_state.truncate_after(-1)
         self.producer_state.load(offset, offset)  # no snapshot left: an empty state
 

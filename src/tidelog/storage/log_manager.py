@@ -9,7 +9,11 @@ Housekeeping the owner calls periodically (the broker schedules these; blocking 
 * :meth:`flush_due_logs` — fsync logs whose ``flush.messages`` / ``flush.ms`` policy says so;
 * :meth:`checkpoint` — write recovery points and log start offsets (atomic replace);
 * :meth:`apply_retention` — delete expired segments (renamed ``.deleted``, removed after
-  ``file.delete.delay.ms`` by :meth:`remove_deleted_segments`).
+  ``file.delete.delay.ms`` by :meth:`remove_deleted_segments`);
+* compaction, in three steps (see :class:`~tidelog.storage.cleaner.LogCleaner`):
+  :meth:`grab_filthiest_compacted_log` on the loop, ``self.cleaner.clean(plan)`` in an executor, then
+  :meth:`complete_clean` on the loop (or :meth:`clean_filthiest_log`, all on the calling thread).
+  The first dirty offset of each compacted log is kept in ``cleaner-offset-checkpoint``.
 
 Shutdown: flush everything, checkpoint, close, and write the clean-shutdown marker last.
 
@@ -26,6 +30,7 @@ from tidelog.clock import Clock
 from tidelog.config import TopicConfig
 from tidelog.storage import files
 from tidelog.storage.checkpoints import CheckpointError, fsync_dir, read_checkpoint, write_checkpoint
+from tidelog.storage.cleaner import CleanerError, CleanPlan, CleanResult, LogCleaner, log_to_clean
 from tidelog.storage.loader import load_log
 from tidelog.storage.log import PartitionLog
 from tidelog.storage.segment import Segment
@@ -56,6 +61,10 @@ class LogManager:
         self._dir_of: dict[TopicPartition, Path] = {}
         self._deleted: list[tuple[int, Segment]] = []  # (remove at monotonic ms, segment)
         self.had_clean_shutdown: dict[Path, bool] = {}
+        self.cleaner = LogCleaner(clock)
+        self._cleaning: dict[TopicPartition, CleanPlan] = {}  # passes between plan and commit
+        self._uncleanable: set[TopicPartition] = set()  # a pass failed on unreadable data
+        self._delete_horizons: dict[TopicPartition, int] = {}  # earliest retained tombstone horizon
 
     # --------------------------------------------------------------------------------- lifecycle
 
@@ -72,6 +81,11 @@ class LogManager:
             except CheckpointError as e:
                 log.warning("%s; recovering every log of %s", e, log_dir)
                 recovery, starts, clean = {}, {}, False
+            try:
+                cleaner_offsets = read_checkpoint(log_dir / files.CLEANER_OFFSET_CHECKPOINT)
+            except CheckpointError as e:
+                log.warning("%s; compacting the logs of %s from their start", e, log_dir)
+                cleaner_offsets = {}
             for child in sorted(log_dir.iterdir()):
                 tp = files.parse_partition_dir(child.name) if child.is_dir() else None
                 if tp is None:
@@ -89,6 +103,7 @@ class LogManager:
                     clean_shutdown=clean,
                     producer_id_expiration_ms=self.producer_id_expiration_ms,
                 )
+                self._logs[tp].cleaner_offset = cleaner_offsets.get(tp)
                 self._dir_of[tp] = log_dir
             if marker.exists():
                 marker.unlink()  # a crash from now on must trigger recovery
@@ -134,7 +149,9 @@ class LogManager:
         if plog is None:
             return False
         self._dir_of.pop(tp, None)
-        plog.delete()
+        self._uncleanable.discard(tp)
+        self._delete_horizons.pop(tp, None)
+        plog.delete()  # a pass in flight notices the closed log at commit and discards itself
         return True
 
     def logs(self) -> Iterator[tuple[TopicPartition, PartitionLog]]:
@@ -165,16 +182,96 @@ class LogManager:
             write_checkpoint(
                 log_dir / files.LOG_START_OFFSET_CHECKPOINT, {tp: p.log_start_offset for tp, p in mine.items()}
             )
+            write_checkpoint(
+                log_dir / files.CLEANER_OFFSET_CHECKPOINT,
+                {tp: p.cleaner_offset for tp, p in mine.items() if p.cleaner_offset is not None},
+            )
 
     def apply_retention(self) -> int:
         """Remove expired segments from every log; returns how many segments went."""
         removed = 0
         now = self.clock.monotonic_ms()
-        for plog in self._logs.values():
+        for tp, plog in self._logs.items():
+            if tp in self._cleaning:
+                continue  # retention waits for the pass to commit (Kafka pauses cleaning instead)
             for seg in plog.expired_segments():
                 self._deleted.append((now + plog.config.file_delete_delay_ms, seg))
                 removed += 1
         return removed
+
+    # --------------------------------------------------------------------------------- cleaning
+
+    def grab_filthiest_compacted_log(self) -> CleanPlan | None:
+        """Loop-only. Pick the compacted log most worth cleaning and plan a pass over it.
+
+        Candidates: compacted logs not being cleaned and not marked uncleanable, whose dirty ratio
+        exceeds ``min.cleanable.dirty.ratio`` or whose oldest dirty record passed
+        ``max.compaction.lag.ms``; the highest ratio wins. With no candidate, a log whose earliest
+        retained tombstone horizon has passed is cleaned so that the tombstones go (KIP-534)."""
+        now = self.clock.wall_ms()
+        measured = [
+            log_to_clean(plog, now)
+            for tp, plog in self._logs.items()
+            if plog.config.compact and tp not in self._cleaning and tp not in self._uncleanable
+        ]
+        cleanable = [ltc for ltc in measured if ltc.is_cleanable]
+        if not cleanable:
+            cleanable = [
+                ltc for ltc in measured
+                if self._delete_horizons.get((ltc.log.topic, ltc.log.partition), now + 1) <= now
+            ]
+        for ltc in sorted(cleanable, key=lambda ltc: ltc.cleanable_ratio, reverse=True):
+            plan = self.cleaner.plan(ltc.log)
+            if plan is not None:
+                self._cleaning[(plan.topic, plan.partition)] = plan
+                return plan
+        return None
+
+    def complete_clean(self, result: CleanResult) -> bool:
+        """Loop-only. Commit a pass; the replaced segments are deleted after ``file.delete.delay.ms``.
+        False if the pass was discarded (the log changed or went away meanwhile)."""
+        plan = result.plan
+        tp = (plan.topic, plan.partition)
+        self._cleaning.pop(tp, None)
+        plog = self._logs.get(tp)
+        if plog is None:
+            self.cleaner.abort(result)
+            return False
+        replaced = self.cleaner.commit(plog, result)
+        if replaced is None:
+            return False
+        if result.delete_horizon_ms is None:
+            self._delete_horizons.pop(tp, None)
+        else:
+            self._delete_horizons[tp] = result.delete_horizon_ms
+        due = self.clock.monotonic_ms() + plog.config.file_delete_delay_ms
+        self._deleted += [(due, seg) for seg in replaced]
+        return True
+
+    def abort_clean(self, plan: CleanPlan, error: BaseException | None = None) -> None:
+        """Loop-only. Forget a pass whose clean step failed; a :class:`CleanerError` (unreadable
+        data) stops cleaning that log until it is reopened."""
+        tp = (plan.topic, plan.partition)
+        self._cleaning.pop(tp, None)
+        self.cleaner.abort(plan)
+        if isinstance(error, CleanerError):
+            log.error("stopping compaction of %s-%d: %s", plan.topic, plan.partition, error)
+            self._uncleanable.add(tp)
+
+    def clean_filthiest_log(self) -> CleanResult | None:
+        """Pick, clean and commit one log on the calling thread (tests; a broker that accepts the
+        blocking). Returns the committed result, or None if nothing was cleaned."""
+        plan = self.grab_filthiest_compacted_log()
+        if plan is None:
+            return None
+        try:
+            result = self.cleaner.clean(plan)
+        except Exception as e:
+            self.abort_clean(plan, e)
+            if isinstance(e, CleanerError):
+                return None
+            raise
+        return result if self.complete_clean(result) else None
 
     def remove_deleted_segments(self, *, force: bool = False) -> int:
         """Delete the files of segments whose ``file.delete.delay.ms`` has passed."""
