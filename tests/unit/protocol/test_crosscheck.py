@@ -78,7 +78,7 @@ EXAMPLES = settings(
     # A few examples per pair keep the file under a minute; raise it for a deeper one-off search.
     max_examples=int(os.environ.get("TIDELOG_CROSSCHECK_EXAMPLES", "5")),
     deadline=None,
-    derandomize=True,  # the same examples every run, so the strict xfails below stay strict
+    derandomize=True,  # the same examples every run: a failure reproduces, an xfail(strict=True) stays strict
     database=None,
     suppress_health_check=list(HealthCheck),
 )
@@ -89,7 +89,7 @@ _MIN_ITEM_SIZE_BUG = (
     "fixed bug: for a []string field present in classic and flexible versions, the array length bound "
     "used the classic item size (2) for compact arrays too, though a compact string can be 1 byte"
 )
-KNOWN_OUR_BUGS: dict[tuple[str, int], tuple[str, Callable[[], Message]]] = {
+REGRESSION_VALUES: dict[tuple[str, int], tuple[str, Callable[[], Message]]] = {
     # 03 01 01 00: 'array of 2 items cannot fit in the 3 bytes left'
     ("DeleteGroupsRequest", 2): (_MIN_ITEM_SIZE_BUG, lambda: DeleteGroupsRequest(groups_names=["", ""])),
     # 04 01 01 01 00 00: 'array of 3 items cannot fit in the 5 bytes left'
@@ -367,7 +367,7 @@ def test_schemas_agree(pair: Pair) -> None:
 @given(data=st.data())
 def test_kio_reads_and_rewrites_our_bytes(pair: Pair, data: st.DataObject) -> None:
     assert pair.kio is not None
-    known = KNOWN_OUR_BUGS.get((pair.ours.__name__, pair.version))
+    known = REGRESSION_VALUES.get((pair.ours.__name__, pair.version))
     if known:
         crosscheck(pair, known[1]())
     crosscheck(pair, data.draw(value_for(pair.ours, pair.kio, pair.version), label="value"))
