@@ -1,0 +1,249 @@
+"""``tidelog perf produce`` / ``tidelog perf consume``: throughput and latency of a broker, measured
+with confluent-kafka (the roles of kafka-producer-perf-test and kafka-consumer-perf-test).
+
+Figures, one summary line on stdout:
+
+* records/s and MB/s (MB = 1024 * 1024 bytes, as Kafka's tools count) over the measured interval;
+* produce latency: from ``produce()`` to the delivery report, per record (librdkafka's
+  ``Message.latency()``), so it includes batching (linger.ms) and the broker's acknowledgement;
+* consume latency: end to end, the time a record arrives minus its timestamp. It is meaningful when
+  the records were produced just now (run ``perf consume`` while ``perf produce`` runs); for older
+  records it is their age.
+
+A progress bar is drawn on stderr when stderr is a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    TIMESTAMP_NOT_AVAILABLE,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
+
+from tidelog.cli.client import (
+    CliError,
+    Cluster,
+    Progress,
+    add_bootstrap_argument,
+    close_consumer,
+    describe_error,
+    entry,
+    key_value,
+    percentile,
+    positive_int,
+    require_topic,
+)
+
+MB = 1024 * 1024
+MESSAGE_TIMEOUT_MS = 60_000
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("perf", help="measure produce or consume throughput and latency",
+                       description="Benchmarks in the manner of kafka-producer-perf-test and "
+                       "kafka-consumer-perf-test, using confluent-kafka.")
+    kinds = p.add_subparsers(dest="perf_command", metavar="KIND", required=True)
+
+    prod = kinds.add_parser(
+        "produce", help="send N records of B bytes and report throughput and latency",
+        description="Send --num-records records of --record-size random bytes to --topic (created if the "
+        "broker auto-creates topics) and print records/s, MB/s and delivery latency avg/p50/p95/p99/max. "
+        "Exits 1 if any record failed.",
+    )
+    prod.add_argument("--topic", required=True, help="topic to write to")
+    prod.add_argument("--num-records", type=positive_int, required=True, metavar="N", help="records to send")
+    prod.add_argument("--record-size", type=positive_int, required=True, metavar="B", help="bytes per record value")
+    prod.add_argument("--throughput", type=_throughput, default=-1, metavar="RPS",
+                      help="cap the send rate at RPS records/s; -1 = unlimited (default)")
+    prod.add_argument("--producer-prop", type=key_value, action="append", default=[], metavar="KEY=VALUE",
+                      help="any librdkafka producer property, e.g. acks=1 or linger.ms=10 (repeatable)")
+    add_bootstrap_argument(prod)
+    prod.set_defaults(func=entry(run_produce, prod.prog), prog=prod.prog)
+
+    cons = kinds.add_parser(
+        "consume", help="read N records and report throughput and end-to-end latency",
+        description="Read --messages records from --topic, from the beginning of every partition (or with "
+        "--group, from the group's committed offsets), and print records/s, MB/s and end-to-end latency "
+        "avg/p50/p95/p99/max. Exits 1 if fewer records arrived before --timeout-ms passed without one.",
+    )
+    cons.add_argument("--topic", required=True, help="topic to read")
+    cons.add_argument("--messages", type=positive_int, required=True, metavar="N", help="records to read")
+    cons.add_argument("--timeout-ms", type=positive_int, default=10_000, metavar="T",
+                      help="give up when no record arrived for T milliseconds (default 10000)")
+    cons.add_argument("--group", metavar="G", help="subscribe with this consumer group instead of assigning")
+    cons.add_argument("--consumer-prop", type=key_value, action="append", default=[], metavar="KEY=VALUE",
+                      help="any librdkafka consumer property, e.g. fetch.max.bytes=1048576 (repeatable)")
+    add_bootstrap_argument(cons)
+    cons.set_defaults(func=entry(run_consume, cons.prog), prog=cons.prog)
+
+
+def _throughput(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected records per second or -1, got {text!r}") from None
+    if value == 0 or value < -1:
+        raise argparse.ArgumentTypeError("expected a positive rate, or -1 for unlimited")
+    return value
+
+
+def summary(records: int, total_bytes: int, elapsed_s: float, latencies_ms: Sequence[float],
+            verb: str = "sent") -> str:
+    """The one-line report: ``N records sent, R records/s (M MB/s), latency avg ... ms``."""
+    elapsed_s = max(elapsed_s, 1e-9)
+    lat = sorted(latencies_ms)
+    avg = sum(lat) / len(lat) if lat else 0.0
+    return (
+        f"{records} records {verb} in {elapsed_s:.2f} s, {records / elapsed_s:.1f} records/s "
+        f"({total_bytes / MB / elapsed_s:.2f} MB/s), latency avg {avg:.2f} ms, "
+        f"p50 {percentile(lat, 0.50):.2f} ms, p95 {percentile(lat, 0.95):.2f} ms, "
+        f"p99 {percentile(lat, 0.99):.2f} ms, max {(lat[-1] if lat else 0.0):.2f} ms"
+    )
+
+
+# ------------------------------------------------------------------------------------------ produce
+
+
+class _ProduceStats:
+    def __init__(self, prog: str) -> None:
+        self.prog = prog
+        self.latencies_ms: list[float] = []
+        self.failed = 0
+        self.first_error: str | None = None
+
+    def on_delivery(self, error: KafkaError | None, message: Message) -> None:
+        if error is None:
+            self.latencies_ms.append((message.latency() or 0.0) * 1000)
+        else:
+            self.failed += 1
+            if self.first_error is None:
+                self.first_error = describe_error(error)
+
+    @property
+    def done(self) -> int:
+        return len(self.latencies_ms) + self.failed
+
+
+def run_produce(args: argparse.Namespace) -> int:
+    cluster = Cluster(args.bootstrap_server)
+    config: dict[str, Any] = {"message.timeout.ms": MESSAGE_TIMEOUT_MS}
+    config.update(dict(args.producer_prop))
+    try:
+        producer = Producer(cluster.config(config))
+    except (KafkaException, ValueError, TypeError) as e:
+        raise CliError(f"invalid producer configuration: {e}", exit_code=2) from None
+    require_topic(cluster.metadata(producer, args.topic), args.topic)
+    rng = random.Random()
+    payload = bytes(rng.choices(range(ord("A"), ord("Z") + 1), k=args.record_size))  # as Kafka's tool sends
+    stats = _ProduceStats(args.prog)
+    progress = Progress(args.num_records)
+    start = time.monotonic()
+    for i in range(args.num_records):
+        if args.throughput > 0:
+            ahead = start + i / args.throughput - time.monotonic()
+            if ahead > 0:
+                producer.poll(ahead)
+        while True:
+            try:
+                producer.produce(args.topic, payload, on_delivery=stats.on_delivery)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        if i % 1000 == 0:
+            producer.poll(0)
+        progress.update(stats.done)
+    deadline = time.monotonic() + MESSAGE_TIMEOUT_MS / 1000 + 5
+    while producer.flush(0.25) > 0 and time.monotonic() < deadline:
+        progress.update(stats.done)
+    elapsed = time.monotonic() - start
+    progress.close()
+    delivered = len(stats.latencies_ms)
+    failed = args.num_records - delivered
+    print(summary(delivered, delivered * args.record_size, elapsed, stats.latencies_ms))
+    if failed:
+        reason = f" (first error: {stats.first_error})" if stats.first_error else ""
+        print(f"{args.prog}: {failed} of {args.num_records} records failed{reason}", file=sys.stderr)
+        return 1
+    return 0
+
+
+# ------------------------------------------------------------------------------------------ consume
+
+
+def run_consume(args: argparse.Namespace) -> int:
+    cluster = Cluster(args.bootstrap_server)
+    _, metadata = cluster.connect()
+    partition_count = require_topic(metadata, args.topic)
+    config: dict[str, Any] = {
+        "group.id": args.group or "tidelog-perf-consumer",
+        "enable.auto.commit": args.group is not None,
+        "auto.offset.reset": "earliest",
+    }
+    config.update(dict(args.consumer_prop))
+    try:
+        consumer = Consumer(cluster.config(config))
+    except (KafkaException, ValueError, TypeError) as e:
+        raise CliError(f"invalid consumer configuration: {e}", exit_code=2) from None
+    try:
+        if args.group is not None:
+            consumer.subscribe([args.topic])
+        else:
+            consumer.assign([TopicPartition(args.topic, p, OFFSET_BEGINNING) for p in range(partition_count)])
+        count, total_bytes, elapsed, latencies = _consume(consumer, args)
+    finally:
+        close_consumer(consumer, args.prog)
+    print(summary(count, total_bytes, elapsed, latencies, verb="consumed"))
+    if count < args.messages:
+        print(f"{args.prog}: only {count} of {args.messages} records arrived before {args.timeout_ms} ms "
+              "passed without one", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _consume(consumer: Consumer, args: argparse.Namespace) -> tuple[int, int, float, list[float]]:
+    progress = Progress(args.messages)
+    latencies: list[float] = []
+    count = total_bytes = 0
+    start = last = time.monotonic()
+    idle_s = args.timeout_ms / 1000
+    while count < args.messages:
+        batch = consumer.consume(num_messages=min(1000, args.messages - count), timeout=0.2)
+        now_ms = time.time() * 1000
+        got = 0
+        for m in batch:
+            error = m.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    continue
+                if error.fatal() or error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
+                    raise CliError(describe_error(error))
+                continue
+            got += 1
+            total_bytes += len(m.value() or b"") + len(m.key() or b"")
+            ts_type, ts = m.timestamp()
+            if ts_type != TIMESTAMP_NOT_AVAILABLE:
+                latencies.append(max(now_ms - ts, 0.0))
+        if got:
+            count += got
+            last = time.monotonic()
+            progress.update(count)
+        elif time.monotonic() - last >= idle_s:
+            break
+    progress.close()
+    return count, total_bytes, last - start, latencies
+
+
+__all__ = ["add_parser", "run_consume", "run_produce", "summary"]
