@@ -202,7 +202,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in _BROKER_DEFS}
 BROKER_SYNONYMS: dict[str, str] = {d.broker_synonym: d.name for d in _TOPIC_DEFS if d.broker_synonym}
 
 # Broker keys in coarser units that map onto a millisecond key (Kafka's precedence: ms > minutes > hours).
-_UNIT_ALIASES = {
+UNIT_ALIASES = {
     "log.retention.ms": (("log.retention.minutes", 60_000), ("log.retention.hours", 3_600_000)),
     "log.roll.ms": (("log.roll.hours", 3_600_000),),
     "log.roll.jitter.ms": (("log.roll.jitter.hours", 3_600_000),),
@@ -261,7 +261,7 @@ class BrokerConfig:
             if d is not None:
                 values[key] = d.parse(key, raw)
         topic_defaults = topic_defaults_from_broker(normalized)
-        known = set(BROKER_CONFIGS) | set(BROKER_SYNONYMS) | {a for al in _UNIT_ALIASES.values() for a, _ in al}
+        known = set(BROKER_CONFIGS) | set(BROKER_SYNONYMS) | {a for al in UNIT_ALIASES.values() for a, _ in al}
         unknown = tuple(sorted(k for k in normalized if k not in known))
         return cls(normalized, values, topic_defaults, unknown)
 
@@ -341,7 +341,7 @@ def validate_topic_configs(configs: Mapping[str, Any]) -> dict[str, Any]:
 def topic_defaults_from_broker(props: Mapping[str, Any]) -> TopicConfig:
     """The topic defaults a broker's ``server.properties`` implies (``log.retention.hours=1`` ...)."""
     props = dict(props)
-    for ms_key, aliases in _UNIT_ALIASES.items():
+    for ms_key, aliases in UNIT_ALIASES.items():
         if ms_key in props:
             continue
         for alias, factor in aliases:
@@ -362,6 +362,7 @@ __all__ = [
     "COMPRESSION_TYPES",
     "LONG_MAX",
     "TOPIC_CONFIGS",
+    "UNIT_ALIASES",
     "BrokerConfig",
     "ConfigDef",
     "ConfigError",

@@ -10,6 +10,10 @@ Rules (Kafka's):
   live brokers fails with INVALID_REPLICATION_FACTOR.
 * Partitions can only be added (CreatePartitions), never removed.
 * Config overrides are validated with :mod:`tidelog.config` before anything changes.
+* Dynamic broker configs: the topic-default synonyms (``log.retention.ms``, ``log.segment.bytes``,
+  ``message.max.bytes`` ...) change the defaults of every topic at once, live; other keys Tidelog
+  knows cannot change at run time (INVALID_REQUEST, as Kafka answers for its non-dynamic keys); keys
+  it does not know are stored and reported, as Kafka keeps custom keys.
 
 Every change publishes a new immutable :class:`MetadataImage` through the store, then creates or
 deletes the partition logs. Loop-only, not thread-safe.
@@ -25,7 +29,16 @@ from dataclasses import replace
 
 from tidelog.cluster.metadata import MetadataImage, PartitionMetadata, TopicMetadata
 from tidelog.cluster.store import MetadataStore
-from tidelog.config import ConfigError, TopicConfig, validate_topic_configs
+from tidelog.config import (
+    BROKER_ALIASES,
+    BROKER_CONFIGS,
+    BROKER_SYNONYMS,
+    TOPIC_CONFIGS,
+    UNIT_ALIASES,
+    ConfigError,
+    TopicConfig,
+    validate_topic_configs,
+)
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.storage.log_manager import LogManager
 
@@ -34,6 +47,10 @@ log = logging.getLogger(__name__)
 MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+#: ``log.retention.hours`` and the like: static-only spellings of a topic default (Kafka: not dynamic).
+_COARSE_UNIT_KEYS = frozenset(alias for aliases in UNIT_ALIASES.values() for alias, _ in aliases)
+#: Broker keys that only server.properties sets.
+STATIC_BROKER_KEYS = frozenset(BROKER_CONFIGS) | frozenset(BROKER_ALIASES) | _COARSE_UNIT_KEYS
 
 
 def validate_topic_name(name: str) -> None:
@@ -64,7 +81,9 @@ class Controller:
         self.store = store
         self.logs = logs
         self.broker_id = broker_id
-        self.topic_defaults = topic_defaults
+        #: Topic defaults from server.properties alone; dynamic broker configs go on top of these.
+        self.static_topic_defaults = topic_defaults
+        self.topic_defaults = self._effective_topic_defaults(self.image.broker_configs)
 
     @property
     def image(self) -> MetadataImage:
@@ -195,8 +214,43 @@ class Controller:
             if plog is not None:
                 plog.update_config(config)
 
+    def validate_broker_configs(self, configs: Mapping[str, str]) -> dict[str, str]:
+        """The complete dynamic broker config set ``configs`` would become; KafkaError if not allowed.
+
+        Kafka answers INVALID_REQUEST (not INVALID_CONFIG) for broker configs it cannot take (KAFKA-13609)."""
+        fixed = sorted(k for k in configs if k in STATIC_BROKER_KEYS)
+        if fixed:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Cannot update these configs dynamically: {fixed}")
+        for key, value in configs.items():
+            if key in BROKER_SYNONYMS:
+                try:
+                    TOPIC_CONFIGS[BROKER_SYNONYMS[key]].parse(key, value)
+                except ConfigError as e:
+                    raise KafkaError(ErrorCode.INVALID_REQUEST, str(e)) from None
+        return {k: str(v) for k, v in configs.items()}
+
     def set_broker_configs(self, configs: dict[str, str]) -> None:
+        """Replace the dynamic broker configs (validated by :meth:`validate_broker_configs`) and apply
+        the topic-default synonyms among them to every topic that does not override them."""
         self.store.publish(replace(self.image, broker_configs=dict(configs), version=self.image.version + 1))
+        self.topic_defaults = self._effective_topic_defaults(configs)
+        for (topic, _), plog in self.logs.logs():
+            plog.update_config(self.topic_config(topic))
+
+    def _effective_topic_defaults(self, broker_configs: Mapping[str, str]) -> TopicConfig:
+        dynamic = {BROKER_SYNONYMS[k]: v for k, v in broker_configs.items() if k in BROKER_SYNONYMS}
+        try:
+            return TopicConfig.from_dict(dynamic, self.static_topic_defaults)
+        except ConfigError as e:  # a stored value this version no longer accepts: keep the static defaults
+            log.warning("ignoring dynamic broker topic defaults: %s", e)
+            return self.static_topic_defaults
 
 
-__all__ = ["INTERNAL_TOPICS", "MAX_TOPIC_NAME_LENGTH", "Controller", "collision_key", "validate_topic_name"]
+__all__ = [
+    "INTERNAL_TOPICS",
+    "MAX_TOPIC_NAME_LENGTH",
+    "STATIC_BROKER_KEYS",
+    "Controller",
+    "collision_key",
+    "validate_topic_name",
+]

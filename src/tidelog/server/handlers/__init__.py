@@ -2,11 +2,15 @@
 
 from tidelog.server.handlers import (  # noqa: F401
     api_versions,
+    cluster_info,
+    configs,
+    delete_records,
     fetch,
     list_offsets,
     metadata,
     produce,
     producer_ids,
+    topics,
 )
 
 __all__: list[str] = []

@@ -1,0 +1,300 @@
+"""CreateTopics, DeleteTopics and CreatePartitions, answered per topic with Kafka's error codes.
+
+CreateTopics (Kafka's ``ControllerApis`` + ``ReplicationControlManager``), checked in this order:
+
+* a name given twice -> INVALID_REQUEST "Duplicate topic name." (one answer per such name, at the end);
+  ``__cluster_metadata`` -> INVALID_REQUEST;
+* the name's legality, TOPIC_ALREADY_EXISTS, a ``.``/``_`` collision (INVALID_TOPIC_EXCEPTION), then the
+  configs: a null value or a bad key/value -> INVALID_CONFIG;
+* partitions and replication factor: -1 means the broker's ``num.partitions`` /
+  ``default.replication.factor``; 0 or below -1 -> INVALID_PARTITIONS / INVALID_REPLICATION_FACTOR; more
+  replicas than brokers -> INVALID_REPLICATION_FACTOR;
+* a manual assignment needs both counts at -1 (else INVALID_REQUEST); each partition's replica list must
+  be non-empty, name only registered brokers (on a single node: this one), no broker twice, the same
+  length for every partition, and the partition indexes must run 0..n-1 (else INVALID_REPLICA_ASSIGNMENT).
+
+``validate_only`` runs every check and changes nothing; its answer carries the zero topic id. From v5 a
+success carries the partition count, replication factor and every config of the topic with its source.
+
+DeleteTopics: by name (v0-5) or by name or id (v6). ``delete.topic.enable=false`` fails every topic with
+TOPIC_DELETION_DISABLED (INVALID_REQUEST before v3). Unknown names -> UNKNOWN_TOPIC_OR_PARTITION, unknown
+ids -> UNKNOWN_TOPIC_ID. As in Kafka, internal topics may be deleted.
+
+CreatePartitions: the count can only grow (INVALID_PARTITIONS otherwise); assignments, when given, must
+cover exactly the new partitions with the topic's replication factor.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+
+from tidelog.errors import ErrorCode, KafkaError
+from tidelog.protocol.api_keys import ApiKey
+from tidelog.protocol.messages import (
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+)
+from tidelog.protocol.primitives import ZERO_UUID
+from tidelog.server.context import RequestContext
+from tidelog.server.dispatcher import handler
+from tidelog.server.handlers.configs import topic_config_entries
+
+CLUSTER_METADATA_TOPIC = "__cluster_metadata"
+
+TopicResult = CreateTopicsResponse.CreatableTopicResult
+TopicConfigResult = CreateTopicsResponse.CreatableTopicConfigs
+DeleteResult = DeleteTopicsResponse.DeletableTopicResult
+PartitionsResult = CreatePartitionsResponse.CreatePartitionsTopicResult
+
+
+def _failed(name: str, code: ErrorCode, message: str | None) -> TopicResult:
+    return TopicResult(name=name, error_code=int(code), error_message=message)
+
+
+# -------------------------------------------------------------------------------- CreateTopics
+
+
+def create_topics_error_response(request: CreateTopicsRequest, code: ErrorCode, message: str | None = None):
+    return CreateTopicsResponse(topics=[_failed(t.name, code, message) for t in request.topics])
+
+
+@handler(ApiKey.CREATE_TOPICS, 0, 7, create_topics_error_response)
+def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
+    validate_only = ctx.api_version >= 1 and request.validate_only
+    counts = Counter(t.name for t in request.topics)
+    results = []
+    for t in request.topics:
+        if counts[t.name] > 1:
+            continue
+        try:
+            results.append(_create(ctx, t, validate_only))
+        except KafkaError as e:
+            results.append(_failed(t.name, e.code, e.message))
+    results += [_failed(n, ErrorCode.INVALID_REQUEST, "Duplicate topic name.") for n, c in counts.items() if c > 1]
+    return CreateTopicsResponse(topics=results)
+
+
+def _create(ctx: RequestContext, t, validate_only: bool) -> TopicResult:
+    if t.name == CLUSTER_METADATA_TOPIC:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is prohibited.")
+    controller = ctx.broker.controller
+    try:
+        num_partitions, replication_factor = _layout(ctx, t)
+        layout_error = None
+    except KafkaError as e:  # reported after the name and config checks, as Kafka orders them
+        num_partitions, replication_factor, layout_error = 1, 1, e
+    configs = {c.name: c.value for c in t.configs if c.value is not None}
+    overrides = controller.validate_new_topic(t.name, num_partitions, replication_factor, configs)
+    nulls = [c.name for c in t.configs if c.value is None]
+    if nulls:
+        raise KafkaError(ErrorCode.INVALID_CONFIG, "Null value not supported for topic configs: " + ",".join(nulls))
+    if layout_error is not None:
+        raise layout_error
+    topic_id = ZERO_UUID
+    if not validate_only:
+        topic_id = controller.create_topic(t.name, num_partitions, replication_factor, overrides).topic_id
+    return _created(ctx, t.name, topic_id, num_partitions, replication_factor, overrides)
+
+
+def _layout(ctx: RequestContext, t) -> tuple[int, int]:
+    """(partitions, replication factor) the request asks for, or KafkaError."""
+    if t.assignments:
+        return _manual_layout(ctx, t)
+    if t.replication_factor < -1 or t.replication_factor == 0:
+        raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                         "Replication factor must be larger than 0, or -1 to use the default value.")
+    if t.num_partitions < -1 or t.num_partitions == 0:
+        raise KafkaError(ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
+    config = ctx.broker.config
+    num_partitions = config["num.partitions"] if t.num_partitions == -1 else t.num_partitions
+    replication_factor = config["default.replication.factor"] if t.replication_factor == -1 else t.replication_factor
+    return num_partitions, replication_factor
+
+
+def _manual_layout(ctx: RequestContext, t) -> tuple[int, int]:
+    if t.replication_factor != -1:
+        raise KafkaError(ErrorCode.INVALID_REQUEST,
+                         "A manual partition assignment was specified, but replication factor was not set to -1.")
+    if t.num_partitions != -1:
+        raise KafkaError(ErrorCode.INVALID_REQUEST,
+                         "A manual partition assignment was specified, but numPartitions was not set to -1.")
+    seen: set[int] = set()
+    replication_factor: int | None = None
+    for a in t.assignments:
+        if a.partition_index in seen:
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             f"Found multiple manual partition assignments for partition {a.partition_index}")
+        seen.add(a.partition_index)
+        check_replica_assignment(ctx, a.broker_ids, replication_factor)
+        replication_factor = len(a.broker_ids)
+    if seen != set(range(len(seen))):
+        raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "partitions should be a consecutive 0-based integer sequence")
+    return len(seen), replication_factor or 1
+
+
+def check_replica_assignment(ctx: RequestContext, broker_ids: list[int], replication_factor: int | None) -> None:
+    """Kafka's ``validateManualPartitionAssignment``: one partition's replica list."""
+    if not broker_ids:
+        raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes an empty replica list.")
+    brokers = ctx.broker.store.image.brokers
+    previous = None
+    for broker_id in sorted(broker_ids):
+        if broker_id not in brokers:
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             f"The manual partition assignment includes broker {broker_id}, but no such broker is registered.")
+        if broker_id == previous:
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             f"The manual partition assignment includes the broker {broker_id} more than once.")
+        previous = broker_id
+    if replication_factor is not None and len(broker_ids) != replication_factor:
+        raise KafkaError(
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+            f"The manual partition assignment includes a partition with {len(broker_ids)} replica(s), but this is not "
+            f"consistent with previous partitions, which have {replication_factor} replica(s).",
+        )
+
+
+def _created(ctx: RequestContext, name: str, topic_id: uuid.UUID, num_partitions: int, replication_factor: int,
+             overrides: dict[str, str]) -> TopicResult:
+    result = TopicResult(name=name, topic_id=topic_id, error_code=0, error_message=None)
+    if ctx.api_version >= 5:
+        result.num_partitions = num_partitions
+        result.replication_factor = replication_factor
+        result.topic_config_error_code = 0
+        result.configs = [
+            TopicConfigResult(name=e.name, value=e.value, read_only=e.read_only, config_source=int(e.source),
+                              is_sensitive=False)
+            for e in topic_config_entries(ctx, overrides)
+        ]
+    return result
+
+
+# -------------------------------------------------------------------------------- DeleteTopics
+
+
+def _deletion_disabled_code(version: int) -> ErrorCode:
+    return ErrorCode.INVALID_REQUEST if version < 3 else ErrorCode.TOPIC_DELETION_DISABLED
+
+
+def _requested_deletions(ctx: RequestContext, request: DeleteTopicsRequest) -> list[tuple[str | None, uuid.UUID]]:
+    if ctx.api_version >= 6:
+        return [(t.name, t.topic_id) for t in request.topics]
+    return [(name, ZERO_UUID) for name in request.topic_names]
+
+
+def delete_topics_error_response(request: DeleteTopicsRequest, code: ErrorCode, message: str | None = None):
+    targets = [(t.name, t.topic_id) for t in request.topics] or [(n, ZERO_UUID) for n in request.topic_names]
+    return DeleteTopicsResponse(responses=[
+        DeleteResult(name=name, topic_id=topic_id, error_code=int(code), error_message=message) for name, topic_id in targets
+    ])
+
+
+@handler(ApiKey.DELETE_TOPICS, 0, 6, delete_topics_error_response)
+def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
+    v = ctx.api_version
+    wanted = _requested_deletions(ctx, request)
+    if not ctx.broker.config["delete.topic.enable"]:
+        code = _deletion_disabled_code(v)
+        return DeleteTopicsResponse(responses=[
+            DeleteResult(name=n, topic_id=i, error_code=int(code), error_message="Topic deletion is disabled.")
+            for n, i in wanted
+        ])
+    names = Counter(n for n, i in wanted if n is not None and i == ZERO_UUID)
+    ids = Counter(i for n, i in wanted if n is None and i != ZERO_UUID)
+    resolved: list[str | KafkaError] = []
+    for name, topic_id in wanted:
+        try:
+            target = _resolve_deletion(ctx, name, topic_id, names, ids)
+            if target in resolved:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, "The provided topic name maps to an ID that was already supplied.")
+            resolved.append(target)
+        except KafkaError as e:
+            resolved.append(e)
+    responses = []
+    for (name, topic_id), target in zip(wanted, resolved):
+        if isinstance(target, KafkaError):
+            responses.append(DeleteResult(name=name, topic_id=topic_id, error_code=int(target.code),
+                                          error_message=target.message))
+            continue
+        deleted_id = ctx.broker.store.image.topics[target].topic_id
+        ctx.broker.controller.delete_topic(target)
+        responses.append(DeleteResult(name=target, topic_id=deleted_id if v >= 6 else ZERO_UUID, error_code=0))
+    return DeleteTopicsResponse(responses=responses)
+
+
+def _resolve_deletion(ctx: RequestContext, name: str | None, topic_id: uuid.UUID, names: Counter, ids: Counter) -> str:
+    image = ctx.broker.store.image
+    if name is not None and topic_id != ZERO_UUID:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "You may not specify both topic name and topic id.")
+    if name is None:
+        if topic_id == ZERO_UUID:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "Neither topic name nor id were specified.")
+        if ids[topic_id] > 1:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "Duplicate topic id.")
+        topic = image.topic_by_id(topic_id)
+        if topic is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, f"Topic id {topic_id} does not exist")
+        return topic.name
+    if names[name] > 1:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+    if name not in image.topics:
+        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist")
+    return name
+
+
+# ---------------------------------------------------------------------------- CreatePartitions
+
+
+def create_partitions_error_response(request: CreatePartitionsRequest, code: ErrorCode, message: str | None = None):
+    return CreatePartitionsResponse(results=[
+        PartitionsResult(name=t.name, error_code=int(code), error_message=message) for t in request.topics
+    ])
+
+
+@handler(ApiKey.CREATE_PARTITIONS, 0, 3, create_partitions_error_response)
+def handle_create_partitions(ctx: RequestContext, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
+    counts = Counter(t.name for t in request.topics)
+    results = []
+    for t in request.topics:
+        if counts[t.name] > 1:
+            continue
+        try:
+            _add_partitions(ctx, t, request.validate_only)
+            results.append(PartitionsResult(name=t.name, error_code=0, error_message=None))
+        except KafkaError as e:
+            results.append(PartitionsResult(name=t.name, error_code=int(e.code), error_message=e.message))
+    results += [
+        PartitionsResult(name=n, error_code=int(ErrorCode.INVALID_REQUEST), error_message="Duplicate topic name.")
+        for n, c in counts.items() if c > 1
+    ]
+    return CreatePartitionsResponse(results=results)
+
+
+def _add_partitions(ctx: RequestContext, t, validate_only: bool) -> None:
+    controller = ctx.broker.controller
+    topic = controller.validate_create_partitions(t.name, t.count)
+    if t.assignments is not None:
+        additional = t.count - len(topic.partitions)
+        if len(t.assignments) != additional:
+            raise KafkaError(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                f"Attempted to add {additional} additional partition(s), but only {len(t.assignments)} assignment(s) "
+                "were specified.",
+            )
+        for a in t.assignments:
+            check_replica_assignment(ctx, a.broker_ids, topic.replication_factor)
+    if not validate_only:
+        controller.create_partitions(t.name, t.count)
+
+
+__all__ = [
+    "check_replica_assignment",
+    "handle_create_partitions",
+    "handle_create_topics",
+    "handle_delete_topics",
+]
