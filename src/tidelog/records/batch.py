@@ -273,6 +273,14 @@ class RecordBatchView:
         _INT64.pack_into(self._writable(), 0, base_offset)
         self._h = HEADER.unpack_from(self._buf, 0)
 
+    def assign(self, base_offset: int, partition_leader_epoch: int) -> None:
+        """Patch ``baseOffset`` and ``partitionLeaderEpoch`` together (the append hot path; neither is
+        covered by the CRC)."""
+        buf = self._writable()
+        _INT64.pack_into(buf, 0, base_offset)
+        _INT32.pack_into(buf, 12, partition_leader_epoch)
+        self._h = HEADER.unpack_from(buf, 0)
+
     def set_partition_leader_epoch(self, epoch: int) -> None:
         """Patch ``partitionLeaderEpoch`` (not covered by the CRC: nothing to recompute)."""
         _INT32.pack_into(self._writable(), 12, epoch)

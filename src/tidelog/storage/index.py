@@ -122,6 +122,11 @@ class OffsetIndex(_IndexFile):
             return self.base_offset, 0
         return self.base_offset + self._offsets[i], self._positions[i]
 
+    def position_floor(self, position: int) -> int:
+        """The largest indexed file position at or below ``position`` (0 if none): a batch starts there."""
+        i = bisect_right(self._positions, position) - 1
+        return self._positions[i] if i >= 0 else 0
+
     def truncate_to(self, offset: int) -> None:
         """Drop entries for offsets >= ``offset``."""
         i = bisect_right(self._offsets, offset - self.base_offset - 1)

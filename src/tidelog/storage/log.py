@@ -128,10 +128,10 @@ class PartitionLog:
         data = _writable(records)
         if len(data) > 16 and data[16] < 2:  # magic v0/v1 message set (Produce v0-v2)
             data = bytearray(_convert_legacy(data))
-        views = self._split_and_validate(data)
+        now = self.clock.wall_ms()
+        views = self._split_and_validate(data, now)
         if self.config.compact:
             self._check_keys(views)
-        now = self.clock.wall_ms()
         log_append = self.config.message_timestamp_type == "LogAppendTime"
         if len(views) > 1 and any(v.producer_id >= 0 for v in views):
             raise KafkaError(ErrorCode.INVALID_RECORD, "an idempotent produce must carry exactly one batch")
@@ -151,15 +151,14 @@ class PartitionLog:
         next_offset = self.log_end_offset
         max_ts, offset_of_max_ts = -1, next_offset
         for view in views:
-            view.set_base_offset(next_offset)
-            view.set_partition_leader_epoch(leader_epoch)
+            view.assign(next_offset, leader_epoch)
             if log_append:
                 view.set_log_append_time(now)
             if view.max_timestamp > max_ts:
                 max_ts, offset_of_max_ts = view.max_timestamp, view.last_offset
             next_offset = view.last_offset + 1
         first, last = self.log_end_offset, next_offset - 1
-        self._append_bytes(data, first, last, max_ts, offset_of_max_ts)
+        self._append_bytes(data, first, last, max_ts, offset_of_max_ts, now)
         for view, append in zip(views, pending):
             if append is not None:
                 self.producer_state.complete(append, view.base_offset, view.last_offset)
@@ -170,7 +169,7 @@ class PartitionLog:
     def append_as_follower(self, records) -> AppendResult:
         """Append batches whose offsets the leader assigned (replication, and coordinator replays)."""
         data = _writable(records)
-        views = self._split_and_validate(data, from_client=False)
+        views = self._split_and_validate(data, self.clock.wall_ms(), from_client=False)
         if views[0].base_offset < self.log_end_offset:
             raise KafkaError(
                 ErrorCode.INVALID_RECORD,
@@ -184,25 +183,28 @@ class PartitionLog:
             prev = view.last_offset
             if view.max_timestamp > max_ts:
                 max_ts, offset_of_max_ts = view.max_timestamp, view.last_offset
-        self._append_bytes(data, views[0].base_offset, views[-1].last_offset, max_ts, offset_of_max_ts)
+        self._append_bytes(data, views[0].base_offset, views[-1].last_offset, max_ts, offset_of_max_ts,
+                           self.clock.wall_ms())
         for view in views:
             self.producer_state.replay(view)
         count = sum(v.record_count for v in views)
         self.unflushed_messages += count
         return AppendResult(views[0].base_offset, views[-1].last_offset, -1, self.log_start_offset, count, max_ts)
 
-    def _split_and_validate(self, data: bytearray | memoryview, *, from_client: bool = True) -> list[RecordBatchView]:
+    def _split_and_validate(
+        self, data: bytearray | memoryview, now: int, *, from_client: bool = True
+    ) -> list[RecordBatchView]:
         views: list[RecordBatchView] = []
         mv = memoryview(data)
         pos = 0
+        total = len(mv)
         max_bytes = self.config.max_message_bytes
-        now = self.clock.wall_ms()
-        while pos < len(mv):
-            if len(mv) - pos < 61:
+        while pos < total:
+            if total - pos < 61:
                 raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "truncated record batch")
             length = int.from_bytes(mv[pos + 8 : pos + 12], "big", signed=True)
             size = 12 + length
-            if length < 49 or pos + size > len(mv):
+            if length < 49 or pos + size > total:
                 raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"record batch size {size} does not fit the request")
             if size > max_bytes:
                 raise KafkaError(
@@ -251,13 +253,13 @@ class PartitionLog:
                     f"timestamp {ts} is outside the range allowed by message.timestamp.before/after.max.ms",
                 )
 
-    def _append_bytes(self, data, first: int, last: int, max_ts: int, offset_of_max_ts: int) -> None:
-        segment = self._maybe_roll(len(data), first, last)
+    def _append_bytes(self, data, first: int, last: int, max_ts: int, offset_of_max_ts: int, now: int) -> None:
+        segment = self._maybe_roll(len(data), first, last, now)
         segment.append(data, first, last, max_ts, offset_of_max_ts)
         if self.high_watermark_follows_end:
             self.high_watermark = last + 1
 
-    def _maybe_roll(self, size: int, first: int, last: int) -> Segment:
+    def _maybe_roll(self, size: int, first: int, last: int, now: int) -> Segment:
         seg = self.active_segment
         cfg = self.config
         if seg.size > 0 and (
@@ -265,17 +267,17 @@ class PartitionLog:
             or seg.offset_index.is_full
             or seg.time_index.is_full
             or last - seg.base_offset > INT_MAX
-            or self._segment_too_old(seg)
+            or self._segment_too_old(seg, now)
         ):
             return self.roll(first)
         return seg
 
-    def _segment_too_old(self, seg: Segment) -> bool:
+    def _segment_too_old(self, seg: Segment, now: int) -> bool:
         since = seg.first_batch_timestamp if seg.first_batch_timestamp >= 0 else seg.created_ms
-        max_segment_ms = self.config.segment_ms
-        if self.config.compact:  # KIP-354: the active segment is never cleaned, so roll it in time
-            max_segment_ms = min(max_segment_ms, self.config.max_compaction_lag_ms)
-        return self.clock.wall_ms() - since > max_segment_ms - self.config.segment_jitter_ms
+        roll_ms = self.config.segment_ms
+        if self.config.compact:  # KIP-354: compacted logs also roll by max.compaction.lag.ms
+            roll_ms = min(roll_ms, self.config.max_compaction_lag_ms)
+        return now - since > roll_ms - self.config.segment_jitter_ms
 
     def roll(self, base_offset: int | None = None) -> Segment:
         """Start a new active segment at ``base_offset`` (default: the log end offset)."""

@@ -210,8 +210,12 @@ class Segment:
         start = self.find_position(offset)
         if start is None or start.position >= end:
             return None
-        size = 0
-        for header in self.headers(start.position, end):
+        # Every batch between the start and the last indexed batch that still begins within max_bytes
+        # fits whole (batches are contiguous): jump there with the index instead of reading each header.
+        jump = self.offset_index.position_floor(min(end, start.position + max_bytes))
+        scan_from = jump if jump > start.position else start.position
+        size = scan_from - start.position
+        for header in self.headers(scan_from, end):
             if size + header.size > max_bytes and (size or not min_one_batch):
                 break
             size += header.size
