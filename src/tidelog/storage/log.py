@@ -254,12 +254,12 @@ class PartitionLog:
                 )
 
     def _append_bytes(self, data, first: int, last: int, max_ts: int, offset_of_max_ts: int, now: int) -> None:
-        segment = self._maybe_roll(len(data), first, last, now)
+        segment = self._maybe_roll(len(data), first, last, now, max_ts)
         segment.append(data, first, last, max_ts, offset_of_max_ts)
         if self.high_watermark_follows_end:
             self.high_watermark = last + 1
 
-    def _maybe_roll(self, size: int, first: int, last: int, now: int) -> Segment:
+    def _maybe_roll(self, size: int, first: int, last: int, now: int, max_ts: int) -> Segment:
         seg = self.active_segment
         cfg = self.config
         if seg.size > 0 and (
@@ -267,17 +267,22 @@ class PartitionLog:
             or seg.offset_index.is_full
             or seg.time_index.is_full
             or last - seg.base_offset > INT_MAX
-            or self._segment_too_old(seg, now)
+            or self._segment_too_old(seg, now, max_ts)
         ):
             return self.roll(first)
         return seg
 
-    def _segment_too_old(self, seg: Segment, now: int) -> bool:
-        since = seg.first_batch_timestamp if seg.first_batch_timestamp >= 0 else seg.created_ms
+    def _segment_too_old(self, seg: Segment, now: int, max_ts: int) -> bool:
+        """Kafka's rule: the incoming batch's max timestamp minus the segment's first batch timestamp
+        (or, without timestamps, now minus the segment's creation) exceeds segment.ms - jitter."""
+        if seg.first_batch_timestamp >= 0:
+            waited = max_ts - seg.first_batch_timestamp
+        else:
+            waited = now - seg.created_ms
         roll_ms = self.config.segment_ms
         if self.config.compact:  # KIP-354: compacted logs also roll by max.compaction.lag.ms
             roll_ms = min(roll_ms, self.config.max_compaction_lag_ms)
-        return now - since > roll_ms - self.config.segment_jitter_ms
+        return waited > roll_ms - self.config.segment_jitter_ms
 
     def roll(self, base_offset: int | None = None) -> Segment:
         """Start a new active segment at ``base_offset`` (default: the log end offset)."""

@@ -20,7 +20,7 @@ from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import FetchRequest, FetchResponse
 from tidelog.protocol.primitives import ZERO_UUID
-from tidelog.records import RecordsError, batches_to_legacy
+from tidelog.records import RecordsError, UnsupportedCompressionTypeError, batches_to_legacy, iter_batches
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handler
 from tidelog.server.fetch_session import FINAL_EPOCH, INITIAL_EPOCH, FetchSession, SessionPartition
@@ -235,10 +235,11 @@ def _read_one(ctx, request: FetchRequest, w: Wanted, budget: int, first: bool) -
     records = result.records
     data = records if records is not None else b""
     if v <= 3 and records is not None:
-        try:
-            data = batches_to_legacy(records.read(), 0 if v <= 1 else 1)
-        except RecordsError as e:
-            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, str(e)) from None
+        data, code = _down_convert(records.read(), 0 if v <= 1 else 1)
+        if code:
+            return PartitionData(partition_index=w.partition, error_code=int(code),
+                                 high_watermark=result.high_watermark, last_stable_offset=result.high_watermark,
+                                 log_start_offset=result.log_start_offset, records=b"")
     return PartitionData(
         partition_index=w.partition,
         error_code=0,
@@ -249,3 +250,18 @@ def _read_one(ctx, request: FetchRequest, w: Wanted, budget: int, first: bool) -
         preferred_read_replica=-1,
         records=data,
     )
+
+
+def _down_convert(raw: bytes, magic: int) -> tuple[bytes, ErrorCode | None]:
+    """v2 batches -> a v0/v1 message set, batch by batch. A batch that cannot be expressed below
+    magic 2 (ZSTD) ends the data before it; if it is the first one, the partition gets
+    UNSUPPORTED_COMPRESSION_TYPE (CORRUPT_MESSAGE for unreadable data), not the whole response."""
+    parts: list[bytes] = []
+    try:
+        for entry in iter_batches(raw):
+            parts.append(batches_to_legacy(entry.buffer, magic))
+    except RecordsError as e:
+        if not parts:
+            unsupported = isinstance(e, UnsupportedCompressionTypeError)
+            return b"", ErrorCode.UNSUPPORTED_COMPRESSION_TYPE if unsupported else ErrorCode.CORRUPT_MESSAGE
+    return b"".join(parts), None

@@ -1,6 +1,7 @@
 """ListOffsets: the offset for a timestamp (or EARLIEST -2, LATEST -1, MAX_TIMESTAMP -3) per partition.
 
-v0 answers with ``old_style_offsets`` (a list holding the one offset); v1+ with timestamp and offset.
+v0 answers with ``old_style_offsets`` (for LATEST, the end offset and the segments' base offsets, up
+to ``max_num_offsets``; otherwise the one offset); v1+ with timestamp and offset.
 With read_committed, LATEST is the last stable offset (the high watermark until transactions exist).
 """
 
@@ -12,6 +13,7 @@ from tidelog.protocol.messages import ListOffsetsRequest, ListOffsetsResponse
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handler
 from tidelog.server.handlers.common import check_leader_epoch, partition_log
+from tidelog.storage.log import LATEST_TIMESTAMP
 
 TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
 PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
@@ -36,11 +38,8 @@ def _one(ctx: RequestContext, topic: str, p) -> PartitionResponse:
         return PartitionResponse(partition_index=p.partition_index, error_code=int(e.code))
     epoch = ctx.broker.store.image.topics[topic].partitions[p.partition_index].leader_epoch
     if v == 0:
-        if found is None:
-            offsets = [plog.high_watermark]
-        else:
-            offsets = [found[1]]
-        return PartitionResponse(partition_index=p.partition_index, error_code=0, old_style_offsets=offsets[: max(1, p.max_num_offsets)])
+        return PartitionResponse(partition_index=p.partition_index, error_code=0,
+                                 old_style_offsets=_old_style_offsets(plog, p.timestamp, p.max_num_offsets, found))
     if found is None:
         return PartitionResponse(partition_index=p.partition_index, error_code=0, timestamp=-1, offset=-1,
                                  leader_epoch=epoch if v >= 4 else -1)
@@ -48,6 +47,19 @@ def _one(ctx: RequestContext, topic: str, p) -> PartitionResponse:
     return PartitionResponse(
         partition_index=p.partition_index, error_code=0, timestamp=ts, offset=offset, leader_epoch=epoch if v >= 4 else -1
     )
+
+
+def _old_style_offsets(plog, timestamp: int, max_num_offsets: int, found: tuple[int, int] | None) -> list[int]:
+    """v0 (Kafka's legacyFetchOffsetsBefore): LATEST lists the end offset and then every segment's
+    base offset, newest first, up to ``max_num_offsets``; EARLIEST the log start offset. A timestamp
+    gives the first offset at or after it (Kafka used segment file times; record times are better)."""
+    limit = max(1, max_num_offsets)
+    if timestamp == LATEST_TIMESTAMP:
+        points = {plog.high_watermark} | {max(seg.base_offset, plog.log_start_offset) for seg in plog.segments}
+        return sorted(points, reverse=True)[:limit]
+    if found is None:
+        return [plog.high_watermark]
+    return [found[1]]
 
 
 __all__ = ["handle_list_offsets"]

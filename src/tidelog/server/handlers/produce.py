@@ -1,10 +1,12 @@
 """Produce: append each partition's records to its log, answer with the offsets (or errors).
 
-acks=0 gets no response; acks=1 and acks=-1 are answered once the records are in the log (a single
-node's ISR is itself, so its high watermark moves at once; with ``min.insync.replicas`` above the ISR
-size, acks=-1 fails with NOT_ENOUGH_REPLICAS and nothing is written). Versions 0-2 carry legacy
-message sets, converted to v2 batches by the storage layer. A transactional produce is refused until
-transactions exist.
+acks=0 gets no response (if a partition fails, the connection is closed instead, as Kafka does, so
+the producer refreshes its metadata); acks=1 and acks=-1 are answered once the records are in the
+log (a single node's ISR is itself, so its high watermark moves at once; with
+``min.insync.replicas`` above the ISR size, acks=-1 fails with NOT_ENOUGH_REPLICAS and nothing is
+written). Versions 0-2 carry legacy message sets, converted to v2 batches by the storage layer; from
+v3 on, each partition carries exactly one magic-2 batch (ZSTD from v7). A transactional produce is
+refused until transactions exist.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ from __future__ import annotations
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import ProduceRequest, ProduceResponse
+from tidelog.records import CompressionType
+from tidelog.records.batch import ATTRIBUTES_OFFSET, COMPRESSION_CODEC_MASK, LOG_OVERHEAD, MAGIC_OFFSET
 from tidelog.server.context import RequestContext
-from tidelog.server.dispatcher import handler
+from tidelog.server.dispatcher import CloseConnection, handler
 from tidelog.server.handlers.common import partition_log, topic_name
 
 TopicResponse = ProduceResponse.TopicProduceResponse
@@ -47,8 +51,32 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceRespo
             parts.append(_append(ctx, request, name, p))
         responses.append(TopicResponse(name=t.name, topic_id=t.topic_id, partition_responses=parts))
     if request.acks == 0:
+        failed = [f"{t.name}-{p.index}: {ErrorCode(p.error_code).name}"
+                  for t in responses for p in t.partition_responses if p.error_code]
+        if failed:
+            # No response is expected, so (as Kafka does) close the connection: the producer notices
+            # and refreshes its metadata.
+            raise CloseConnection(f"acks=0 produce failed ({', '.join(failed)})")
         return None
     return ProduceResponse(responses=responses)
+
+
+def _check_format(version: int, records) -> None:
+    """Kafka's ProduceRequest.validateRecords: from v3 on, exactly one magic-2 batch per partition
+    (INVALID_RECORD otherwise), and ZSTD only from v7 (UNSUPPORTED_COMPRESSION_TYPE). Only header
+    bytes are looked at; the log validates the rest. Versions 0-2 are not checked, as in Kafka."""
+    if version < 3:
+        return
+    mv = memoryview(records).cast("B")
+    if len(mv) <= ATTRIBUTES_OFFSET + 1:
+        return  # too short to be a batch: the log rejects it
+    if mv[MAGIC_OFFSET] != 2:
+        raise KafkaError(ErrorCode.INVALID_RECORD,
+                         f"Produce v{version} may only carry record batches with magic 2, not {mv[MAGIC_OFFSET]}")
+    if LOG_OVERHEAD + int.from_bytes(mv[8:LOG_OVERHEAD], "big", signed=True) < len(mv):
+        raise KafkaError(ErrorCode.INVALID_RECORD, f"Produce v{version} must carry exactly one record batch per partition")
+    if version < 7 and mv[ATTRIBUTES_OFFSET + 1] & COMPRESSION_CODEC_MASK == CompressionType.ZSTD:
+        raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Produce v{version} cannot carry ZSTD batches (v7+)")
 
 
 def _append(ctx: RequestContext, request: ProduceRequest, topic: str | None, p) -> PartitionResponse:
@@ -69,6 +97,7 @@ def _append(ctx: RequestContext, request: ProduceRequest, topic: str | None, p) 
                 )
         if p.records is None or len(p.records) == 0:
             raise KafkaError(ErrorCode.INVALID_RECORD, "no records")
+        _check_format(ctx.api_version, p.records)
         epoch = ctx.broker.store.image.topics[topic].partitions[p.index].leader_epoch
         result = plog.append_as_leader(p.records, leader_epoch=epoch)
     except KafkaError as e:

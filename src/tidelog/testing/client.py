@@ -1,0 +1,127 @@
+"""A small blocking Kafka wire client on Tidelog's own codec, for tests that need exact versions.
+
+Real clients choose their own request versions; this one sends the body you build, in the version
+you name, and decodes the answer with :func:`tidelog.protocol.decode_response`::
+
+    with WireClient.connect(broker.bootstrap) as client:
+        response = client.request(ApiVersionsRequest(), 0)
+
+It can also send raw bytes (malformed frames) and tell whether the broker closed the connection.
+Blocking sockets with a timeout; one thread at a time (not thread-safe).
+"""
+
+from __future__ import annotations
+
+import itertools
+import socket
+import struct
+
+from tidelog.protocol import decode_response, encode_request
+from tidelog.protocol.message import Message
+
+_SIZE = struct.Struct(">i")
+
+
+class ConnectionClosed(Exception):
+    """The broker closed the connection (EOF or reset)."""
+
+
+class WireClient:
+    def __init__(self, sock: socket.socket, client_id: str | None = "tidelog-test") -> None:
+        self.sock = sock
+        self.client_id = client_id
+        self._correlation_ids = itertools.count(1)
+        self._pending: dict[int, tuple[int, int]] = {}  # correlation id -> (api_key, api_version)
+
+    @classmethod
+    def connect(cls, bootstrap: str, *, timeout: float = 10.0, client_id: str | None = "tidelog-test") -> WireClient:
+        host, _, port = bootstrap.rpartition(":")
+        sock = socket.create_connection((host, int(port)), timeout=timeout)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return cls(sock, client_id)
+
+    # ---------------------------------------------------------------------------------- sending
+
+    def send(self, body: Message, version: int, *, correlation_id: int | None = None) -> int:
+        """Send one request; returns its correlation id (the response is read with :meth:`receive`)."""
+        corr = next(self._correlation_ids) if correlation_id is None else correlation_id
+        payload = encode_request(body, version, corr, self.client_id)
+        self.send_raw(_SIZE.pack(len(payload)) + payload)
+        assert body.API_KEY is not None
+        self._pending[corr] = (body.API_KEY, version)
+        return corr
+
+    def send_raw(self, data: bytes) -> None:
+        """Send bytes as they are (a frame you built, or garbage)."""
+        try:
+            self.sock.sendall(data)
+        except (BrokenPipeError, ConnectionResetError) as e:
+            raise ConnectionClosed(str(e)) from None
+
+    # -------------------------------------------------------------------------------- receiving
+
+    def _read_exactly(self, n: int) -> bytes:
+        chunks = []
+        while n:
+            try:
+                chunk = self.sock.recv(min(n, 1 << 20))
+            except ConnectionResetError as e:
+                raise ConnectionClosed(str(e)) from None
+            if not chunk:
+                raise ConnectionClosed("connection closed by the broker")
+            chunks.append(chunk)
+            n -= len(chunk)
+        return b"".join(chunks)
+
+    def receive_frame(self) -> bytes:
+        """The next response frame, without its size prefix."""
+        (size,) = _SIZE.unpack(self._read_exactly(4))
+        return self._read_exactly(size)
+
+    def receive(self, api_key: int | None = None, version: int | None = None) -> tuple[int, Message]:
+        """(correlation id, body) of the next response. The API and version are those of the request
+        with that correlation id unless given (the broker answers in order, so they can be)."""
+        frame = self.receive_frame()
+        (corr,) = struct.unpack_from(">i", frame, 0)
+        expected = self._pending.pop(corr, None)
+        if api_key is None or version is None:
+            if expected is None:
+                raise AssertionError(f"response with unexpected correlation id {corr}")
+            api_key, version = expected
+        got_corr, body = decode_response(frame, api_key, version)
+        return got_corr, body
+
+    def request(self, body: Message, version: int) -> Message:
+        """Send and wait for the answer; checks the correlation id."""
+        corr = self.send(body, version)
+        got, response = self.receive()
+        if got != corr:
+            raise AssertionError(f"expected the response to correlation id {corr}, got {got}")
+        return response
+
+    def is_closed_by_peer(self, timeout: float = 5.0) -> bool:
+        """Whether the broker closes the connection within ``timeout`` seconds (data read is dropped)."""
+        previous = self.sock.gettimeout()
+        self.sock.settimeout(timeout)
+        try:
+            while True:
+                if not self.sock.recv(65536):
+                    return True
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            self.sock.settimeout(previous)
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self) -> WireClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+__all__ = ["ConnectionClosed", "WireClient"]
