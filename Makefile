@@ -8,8 +8,13 @@ STAMP := $(VENV)/.installed-stamp
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,bench]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	touch $(STAMP)
+
+BENCH_STAMP := $(VENV)/.bench-stamp
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,bench]'
+	touch $(BENCH_STAMP)
 
 ## run: install into .venv and run a broker on localhost:9092 (data in ./tidelog-data)
 run: $(STAMP)
@@ -23,8 +28,9 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests $(wildcard bench tools)
 	$(VENV)/bin/lint-imports
 
-bench: $(STAMP)
-	$(PY) bench/codec.py
+## bench: install the peers benchmarks compare against, then run every benchmark
+bench: $(BENCH_STAMP)
+	for b in bench/*.py; do case $$b in */null_broker.py) ;; *) $(PY) $$b --quick ;; esac; done
 
 ## codegen: regenerate src/tidelog/protocol/messages from ../shared/kafka-protocol
 codegen: $(STAMP)
