@@ -35,13 +35,14 @@ def build_parser() -> argparse.ArgumentParser:
     info = sub.add_parser("info", help="print the version and what this build supports")
     info.add_argument("-v", "--verbose", action="store_true", help="list every API key and its versions")
     info.set_defaults(func=_cmd_info)
-    from tidelog.cli import consume, perf, produce, serve, topics
+    from tidelog.cli import consume, groups, perf, produce, serve, topics
 
     serve.add_parser(sub)
     topics.add_parser(sub)
     produce.add_parser(sub)
     consume.add_parser(sub)
     perf.add_parser(sub)
+    groups.add_parser(sub)
     return parser
 
 

@@ -21,7 +21,10 @@ from tidelog.cluster.controller import Controller
 from tidelog.cluster.metadata import BrokerInfo
 from tidelog.cluster.store import EmbeddedStore
 from tidelog.config import BrokerConfig
+from tidelog.coordinator.group import OFFSETS_TOPIC, GroupConfig, GroupCoordinator
+from tidelog.coordinator.runtime import LogWriter
 from tidelog.coordinator.txn.producer_ids import ProducerIdManager
+from tidelog.errors import ErrorCode, KafkaError
 from tidelog.server import handlers  # noqa: F401 - registers every handler
 from tidelog.server.fetch_session import FetchSessionCache
 from tidelog.server.network import ClientProtocol
@@ -94,6 +97,7 @@ class Broker:
         self.producer_ids = ProducerIdManager(self.store.image.next_producer_id_block, self._reserve_producer_ids)
         self.purgatory = Purgatory(self.clock, lambda delay_ms, fn: loop.call_later(delay_ms / 1000, fn))
         self.fetch_sessions = FetchSessionCache(self.config["max.incremental.fetch.session.cache.slots"], self.clock)
+        self._start_group_coordinator(loop)
         self._tasks = [
             asyncio.ensure_future(self._every(1000, self._flush_by_time)),
             asyncio.ensure_future(self._every(self.config["log.flush.offset.checkpoint.interval.ms"], self._checkpoint)),
@@ -107,6 +111,37 @@ class Broker:
             __version__, self.broker_id, self.store.image.cluster_id, self.host or "0.0.0.0", self.port,
             ", ".join(str(d) for d in self.log_dirs),
         )
+
+    # ------------------------------------------------------------------------- group coordinator
+
+    def _start_group_coordinator(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Build the group coordinator and replay __consumer_offsets (if it exists yet) into it."""
+        topic = self.store.image.topics.get(OFFSETS_TOPIC)
+        num_partitions = len(topic.partitions) if topic else self.config["offsets.topic.num.partitions"]
+        writer = LogWriter(self._offsets_log, lambda plog, p: self.after_append(plog, OFFSETS_TOPIC, p))
+        self.group_coordinator = GroupCoordinator(
+            GroupConfig.from_broker_config(self.config), self.clock, writer,
+            lambda delay_ms, fn: loop.call_later(delay_ms / 1000, fn), num_partitions=num_partitions)
+        self.group_coordinator.topic_exists = lambda name: name in self.store.image.topics
+        self.group_coordinator.load(range(num_partitions) if topic else ())
+
+    def ensure_offsets_topic(self) -> None:
+        """Create __consumer_offsets on first use (Kafka creates it on the first FindCoordinator)."""
+        if OFFSETS_TOPIC in self.store.image.topics:
+            return
+        rf = min(self.config["offsets.topic.replication.factor"], len(self.store.image.brokers))
+        self.controller.create_topic(
+            OFFSETS_TOPIC, self.group_coordinator.num_partitions, rf,
+            {"cleanup.policy": "compact", "compression.type": "producer",
+             "segment.bytes": str(self.config["offsets.topic.segment.bytes"])},
+            internal=True)
+
+    def _offsets_log(self, partition: int) -> PartitionLog:
+        self.ensure_offsets_topic()
+        plog = self.logs.get_log(OFFSETS_TOPIC, partition)
+        if plog is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no log for {OFFSETS_TOPIC}-{partition}")
+        return plog
 
     def _reserve_producer_ids(self, next_block: int) -> None:
         from dataclasses import replace
@@ -174,6 +209,8 @@ class Broker:
         log.info("shutting down")
         for task in self._tasks:
             task.cancel()
+        if hasattr(self, "group_coordinator"):
+            self.group_coordinator.close()
         if self._server is not None:
             self._server.close()
         for conn in list(self.connections):

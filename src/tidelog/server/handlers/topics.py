@@ -224,6 +224,8 @@ def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest) -> D
         deleted_id = ctx.broker.store.image.topics[target].topic_id
         ctx.broker.controller.delete_topic(target)
         responses.append(DeleteResult(name=target, topic_id=deleted_id if v >= 6 else ZERO_UUID, error_code=0))
+    if any(r.error_code == 0 for r in responses) and hasattr(ctx.broker, "group_coordinator"):
+        ctx.broker.group_coordinator.cleanup_group_metadata()  # committed offsets of deleted topics go now
     return DeleteTopicsResponse(responses=responses)
 
 

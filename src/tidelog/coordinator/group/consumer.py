@@ -1,0 +1,1333 @@
+"""Consumer groups of the new rebalance protocol (KIP-848): the broker assigns, members reconcile.
+
+Rules (Kafka's GroupMetadataManager, ConsumerGroup and CurrentAssignmentBuilder, 4.x):
+
+1. **Group epoch.** Bumped when what the assignor would see changes: the group is new, a member's
+   subscription (topic names or regex) changes, a member joins with a subscription, leaves or is
+   fenced, or the metadata of the subscribed topics changes (created, deleted, partitions added:
+   tracked by a hash of (name, id, partition count), Kafka 4.1's ``MetadataHash``).
+2. **Target assignment.** When the group epoch is above the assignment epoch, the heartbeat that
+   notices computes a new target with the group's assignor (the one most members ask for in
+   ``ServerAssignor``, else the first of ``group.consumer.assignors``); its epoch is the group epoch.
+3. **Reconciliation, revoke before assign.** A member moves towards its target one heartbeat at a time:
+   it keeps ``current ∩ target``; partitions it holds outside its target must be revoked first
+   (``UNREVOKED_PARTITIONS``: it stays at its epoch until a heartbeat reports owned partitions without
+   them); then it gets ``target - current`` except the partitions another member still owns (their
+   partition epoch is set): those stay pending (``UNRELEASED_PARTITIONS``) until released. With nothing
+   left to revoke it moves to the assignment epoch; ``STABLE`` once it holds all of its target.
+   A partition is therefore never owned by two members at once.
+4. **Epochs.** A heartbeat's member epoch must be the member's (or its previous epoch, when it reports
+   only partitions it still holds: the response with the bump may have been lost); otherwise
+   FENCED_MEMBER_EPOCH. An unknown member id with epoch > 0 is UNKNOWN_MEMBER_ID. Both make the
+   client drop its partitions and rejoin with epoch 0 and the same member id (v1: ids come from the
+   client, KIP-1082; an empty one is INVALID_REQUEST).
+5. **Leaving.** Epoch -1 removes the member (its partitions are free at once); -2 (static members)
+   keeps it, epoch -2, until the same instance id rejoins or its session expires. A member silent for
+   ``group.consumer.session.timeout.ms`` is fenced; one that does not revoke within its rebalance
+   timeout (the client's max.poll.interval.ms) is fenced too. Timers live in memory (as in Kafka).
+6. **Group state** is a function of the data, not a transition system (as in Kafka's ConsumerGroup):
+   Empty (no members), Assigning (group epoch > assignment epoch), Reconciling (a member is not STABLE
+   at the assignment epoch), Stable; Dead once deleted.
+7. **Result + replay.** Operations return the runtime's :class:`~tidelog.coordinator.runtime.Result`
+   (records, response) and change no group state; :meth:`ConsumerGroupCoordinator.replay` applies
+   records, and loading is the same replay. The records are Kafka's ``ConsumerGroup*`` keys and values
+   (layouts below), registered with :func:`~tidelog.coordinator.group.records.register_record_type`,
+   so a restarted broker gets its consumer groups back: members keep their epochs and assignments and
+   get a new session to heartbeat in. Timers (session, rebalance) are in memory, as in Kafka.
+8. **Regex subscriptions** (``SubscribedTopicRegex``) are matched by the broker against every topic
+   name (``fullmatch``, as RE2/J ``matches()``), when the regex first appears and whenever the metadata
+   image changed since; the result is persisted as a ConsumerGroupRegularExpression record. Python's
+   ``re`` stands in for RE2/J: it also accepts backreferences and lookarounds, which Kafka rejects,
+   and rejects ``\\p{..}`` classes, which Kafka accepts.
+9. **Offsets.** A member's OffsetCommit must be v9+ (UNSUPPORTED_VERSION otherwise) and carry its
+   current member epoch (STALE_MEMBER_EPOCH otherwise); an unknown member id is UNKNOWN_MEMBER_ID;
+   epoch -1 commits (admin tools) are allowed while the group is empty. OffsetFetch v9+ with a member id
+   is checked the same way. Offsets expire ``offsets.retention.minutes`` after their commit, and only
+   for topics the group no longer subscribes to (Kafka's ConsumerGroup rules).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import struct
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from enum import Enum, IntEnum
+from typing import Any, ClassVar, Protocol
+
+from tidelog.clock import Clock
+from tidelog.cluster.metadata import MetadataImage
+from tidelog.coordinator.group.assignors import (
+    ASSIGNORS,
+    RANGE_ASSIGNOR_NAME,
+    UNIFORM_ASSIGNOR_NAME,
+    AssignorError,
+    MemberSpec,
+    TopicPartitions,
+)
+from tidelog.coordinator.group.records import CoordinatorRecord, RecordType, register_record_type
+from tidelog.coordinator.group.state import CONSUMER, CONSUMER_PROTOCOL_TYPE, Group
+from tidelog.coordinator.runtime import Result
+from tidelog.errors import ErrorCode, KafkaError
+from tidelog.protocol.exceptions import MalformedMessageError
+from tidelog.protocol.messages import (
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+from tidelog.protocol.primitives import (
+    INT8,
+    INT16,
+    INT32,
+    INT64,
+    read_compact_array_len,
+    read_compact_nullable_string,
+    read_compact_string,
+    read_string,
+    read_uuid,
+    read_uvarint,
+    write_compact_array_len,
+    write_compact_nullable_string,
+    write_compact_string,
+    write_string,
+    write_uuid,
+)
+
+log = logging.getLogger(__name__)
+
+LEAVE_GROUP_MEMBER_EPOCH = -1
+LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
+#: ConsumerGroupHeartbeat v1+: the client generates the member id (KIP-1082).
+CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
+EMPTY: TopicPartitions = {}
+_INT32_MAX = 2**31 - 1
+
+
+class MemberState(IntEnum):
+    """A member's reconciliation state; the values are Kafka's (persisted in the current assignment)."""
+
+    STABLE = 0
+    UNREVOKED_PARTITIONS = 1
+    UNRELEASED_PARTITIONS = 2
+    UNKNOWN = 127
+
+
+class ConsumerGroupState(Enum):
+    """Display names, as ListGroups, DescribeGroups and ConsumerGroupDescribe return them."""
+
+    EMPTY = "Empty"
+    ASSIGNING = "Assigning"
+    RECONCILING = "Reconciling"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+# -- records: Kafka's ConsumerGroup* keys and values in __consumer_offsets --------------------------------
+#
+# Registered with records.register_record_type, so the runtime writes and loads them. Keys are not
+# flexible; values are (version 0, flexible: compact strings/arrays, a tagged-field section per struct).
+#
+#   key version  key (int16 version, then)             value (int16 version 0, then)
+#   3            ConsumerGroupMetadataKey               ConsumerGroupMetadataValue
+#                  group_id string                        epoch int32; tag 0: metadata_hash int64 (4.1+)
+#   5            ConsumerGroupMemberMetadataKey         ConsumerGroupMemberMetadataValue
+#                  group_id string, member_id string      instance_id, rack_id   compact nullable string
+#                                                         client_id, client_host compact string
+#                                                         subscribed_topic_names compact array of compact string
+#                                                         subscribed_topic_regex compact nullable string
+#                                                         rebalance_timeout_ms   int32
+#                                                         server_assignor        compact nullable string
+#                                                         (tag 0: classic member metadata, skipped)
+#   6            ConsumerGroupTargetAssignmentMetadataKey  ConsumerGroupTargetAssignmentMetadataValue
+#                  group_id string                        assignment_epoch int32
+#   7            ConsumerGroupTargetAssignmentMemberKey    ConsumerGroupTargetAssignmentMemberValue
+#                  group_id string, member_id string      topic_partitions compact array of TopicPartitions
+#   8            ConsumerGroupCurrentMemberAssignmentKey   ConsumerGroupCurrentMemberAssignmentValue
+#                  group_id string, member_id string      member_epoch int32, previous_member_epoch int32,
+#                                                         state int8 (MemberState), assigned_partitions and
+#                                                         partitions_pending_revocation: compact arrays of
+#                                                         TopicPartitions
+#   16           ConsumerGroupRegularExpressionKey      ConsumerGroupRegularExpressionValue
+#                  group_id string, regex string          topics compact array of compact string,
+#                                                         version int64, timestamp int64
+#   TopicPartitions: topic_id uuid, partitions compact array of int32, tagged fields
+#   (tag 0 AssignmentEpochs, KIP-1251, is skipped when read and not written).
+# Key version 4 (ConsumerGroupPartitionMetadata, before 4.1) is not written; 4.1 replaced it by the hash.
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMetadataKey:
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMetadataValue:
+    epoch: int
+    metadata_hash: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMemberMetadataKey:
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMemberMetadataValue:
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    rebalance_timeout_ms: int
+    server_assignor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMetadataKey:
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMetadataValue:
+    assignment_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMemberKey:
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMemberValue:
+    topic_partitions: TopicPartitions
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupCurrentMemberAssignmentKey:
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupCurrentMemberAssignmentValue:
+    member_epoch: int
+    previous_member_epoch: int
+    state: int  # MemberState
+    assigned_partitions: TopicPartitions
+    partitions_pending_revocation: TopicPartitions
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupRegularExpressionKey:
+    group_id: str
+    regex: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupRegularExpressionValue:
+    topics: tuple[str, ...]
+    version: int
+    timestamp: int
+
+
+#: Every key type of this module (the coordinator routes their replay here).
+KEY_TYPES = (ConsumerGroupMetadataKey, ConsumerGroupMemberMetadataKey, ConsumerGroupTargetAssignmentMetadataKey,
+             ConsumerGroupTargetAssignmentMemberKey, ConsumerGroupCurrentMemberAssignmentKey,
+             ConsumerGroupRegularExpressionKey)
+
+
+def _key_codec(version: int, cls: type, fields: tuple[str, ...]) -> tuple[Any, Any]:
+    def read(buf: memoryview, pos: int, _version: int) -> tuple[Any, int]:
+        values = []
+        for _ in fields:
+            v, pos = read_string(buf, pos)
+            values.append(v)
+        return cls(*values), pos
+
+    def write(key: Any) -> bytes:
+        b = bytearray(INT16.pack(version))
+        for name in fields:
+            write_string(b, getattr(key, name))
+        return bytes(b)
+
+    return read, write
+
+
+def _skip_tags(buf: memoryview, pos: int) -> int:
+    n, pos = read_uvarint(buf, pos)
+    for _ in range(n):
+        _, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        pos += size
+        if pos > len(buf):
+            raise MalformedMessageError("tagged field runs past the end of the record")
+    return pos
+
+
+def _read_value_version(version: int, name: str) -> None:
+    if version != 0:
+        raise MalformedMessageError(f"unknown {name} version {version}")
+
+
+def _read_strings(buf: memoryview, pos: int) -> tuple[tuple[str, ...], int]:
+    n, pos = read_compact_array_len(buf, pos)
+    out = []
+    for _ in range(max(n, 0)):
+        s_, pos = read_compact_string(buf, pos)
+        out.append(s_)
+    return tuple(out), pos
+
+
+def _write_strings(b: bytearray, items: Iterable[str]) -> None:
+    items = list(items)
+    write_compact_array_len(b, len(items))
+    for item in items:
+        write_compact_string(b, item)
+
+
+def _read_tps(buf: memoryview, pos: int) -> tuple[dict[uuid.UUID, frozenset[int]], int]:
+    n, pos = read_compact_array_len(buf, pos, 18)
+    out: dict[uuid.UUID, frozenset[int]] = {}
+    for _ in range(max(n, 0)):
+        topic_id, pos = read_uuid(buf, pos)
+        m, pos = read_compact_array_len(buf, pos, 4)
+        parts = struct.unpack_from(f">{max(m, 0)}i", buf, pos)
+        pos += 4 * max(m, 0)
+        pos = _skip_tags(buf, pos)
+        out[topic_id] = out.get(topic_id, frozenset()) | frozenset(parts)
+    return out, pos
+
+
+def _write_tps(b: bytearray, tps: TopicPartitions) -> None:
+    items = [(t, sorted(ps)) for t, ps in sorted(tps.items()) if ps]
+    write_compact_array_len(b, len(items))
+    for topic_id, parts in items:
+        write_uuid(b, topic_id)
+        write_compact_array_len(b, len(parts))
+        b += struct.pack(f">{len(parts)}i", *parts)
+        b.append(0)
+
+
+def _read_group_value(buf: memoryview, pos: int, version: int) -> tuple[ConsumerGroupMetadataValue, int]:
+    _read_value_version(version, "ConsumerGroupMetadataValue")
+    (epoch,) = INT32.unpack_from(buf, pos)
+    pos += 4
+    metadata_hash_ = 0
+    n, pos = read_uvarint(buf, pos)
+    for _ in range(n):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        if tag == 0 and size == 8:
+            (metadata_hash_,) = INT64.unpack_from(buf, pos)
+        pos += size
+        if pos > len(buf):
+            raise MalformedMessageError("tagged field runs past the end of the record")
+    return ConsumerGroupMetadataValue(epoch, metadata_hash_), pos
+
+
+def _write_group_value(value: ConsumerGroupMetadataValue) -> bytes:
+    b = bytearray(INT16.pack(0))
+    b += INT32.pack(value.epoch)
+    b += b"\x01\x00\x08" + INT64.pack(value.metadata_hash)  # one tagged field: tag 0, 8 bytes
+    return bytes(b)
+
+
+def _read_member_value(buf: memoryview, pos: int, version: int) -> tuple[ConsumerGroupMemberMetadataValue, int]:
+    _read_value_version(version, "ConsumerGroupMemberMetadataValue")
+    instance_id, pos = read_compact_nullable_string(buf, pos)
+    rack_id, pos = read_compact_nullable_string(buf, pos)
+    client_id, pos = read_compact_string(buf, pos)
+    client_host, pos = read_compact_string(buf, pos)
+    names, pos = _read_strings(buf, pos)
+    regex, pos = read_compact_nullable_string(buf, pos)
+    (rebalance_timeout_ms,) = INT32.unpack_from(buf, pos)
+    assignor, pos = read_compact_nullable_string(buf, pos + 4)
+    pos = _skip_tags(buf, pos)
+    return ConsumerGroupMemberMetadataValue(instance_id, rack_id, client_id, client_host, names, regex,
+                                            rebalance_timeout_ms, assignor), pos
+
+
+def _write_member_value(v: ConsumerGroupMemberMetadataValue) -> bytes:
+    b = bytearray(INT16.pack(0))
+    write_compact_nullable_string(b, v.instance_id)
+    write_compact_nullable_string(b, v.rack_id)
+    write_compact_string(b, v.client_id)
+    write_compact_string(b, v.client_host)
+    _write_strings(b, v.subscribed_topic_names)
+    write_compact_nullable_string(b, v.subscribed_topic_regex)
+    b += INT32.pack(v.rebalance_timeout_ms)
+    write_compact_nullable_string(b, v.server_assignor)
+    b.append(0)
+    return bytes(b)
+
+
+def _read_target_epoch(buf: memoryview, pos: int, version: int) -> tuple[ConsumerGroupTargetAssignmentMetadataValue, int]:
+    _read_value_version(version, "ConsumerGroupTargetAssignmentMetadataValue")
+    (epoch,) = INT32.unpack_from(buf, pos)
+    return ConsumerGroupTargetAssignmentMetadataValue(epoch), _skip_tags(buf, pos + 4)
+
+
+def _write_target_epoch(v: ConsumerGroupTargetAssignmentMetadataValue) -> bytes:
+    return INT16.pack(0) + INT32.pack(v.assignment_epoch) + b"\x00"
+
+
+def _read_target_member(buf: memoryview, pos: int, version: int) -> tuple[ConsumerGroupTargetAssignmentMemberValue, int]:
+    _read_value_version(version, "ConsumerGroupTargetAssignmentMemberValue")
+    tps, pos = _read_tps(buf, pos)
+    return ConsumerGroupTargetAssignmentMemberValue(tps), _skip_tags(buf, pos)
+
+
+def _write_target_member(v: ConsumerGroupTargetAssignmentMemberValue) -> bytes:
+    b = bytearray(INT16.pack(0))
+    _write_tps(b, v.topic_partitions)
+    b.append(0)
+    return bytes(b)
+
+
+def _read_current(buf: memoryview, pos: int, version: int) -> tuple[ConsumerGroupCurrentMemberAssignmentValue, int]:
+    _read_value_version(version, "ConsumerGroupCurrentMemberAssignmentValue")
+    epoch, previous = INT32.unpack_from(buf, pos)[0], INT32.unpack_from(buf, pos + 4)[0]
+    state = INT8.unpack_from(buf, pos + 8)[0]
+    assigned, pos = _read_tps(buf, pos + 9)
+    revoking, pos = _read_tps(buf, pos)
+    return ConsumerGroupCurrentMemberAssignmentValue(epoch, previous, state, assigned, revoking), _skip_tags(buf, pos)
+
+
+def _write_current(v: ConsumerGroupCurrentMemberAssignmentValue) -> bytes:
+    b = bytearray(INT16.pack(0))
+    b += INT32.pack(v.member_epoch) + INT32.pack(v.previous_member_epoch) + INT8.pack(int(v.state))
+    _write_tps(b, v.assigned_partitions)
+    _write_tps(b, v.partitions_pending_revocation)
+    b.append(0)
+    return bytes(b)
+
+
+def _read_regex(buf: memoryview, pos: int, version: int) -> tuple[ConsumerGroupRegularExpressionValue, int]:
+    _read_value_version(version, "ConsumerGroupRegularExpressionValue")
+    topics, pos = _read_strings(buf, pos)
+    regex_version, timestamp = INT64.unpack_from(buf, pos)[0], INT64.unpack_from(buf, pos + 8)[0]
+    return ConsumerGroupRegularExpressionValue(topics, regex_version, timestamp), _skip_tags(buf, pos + 16)
+
+
+def _write_regex(v: ConsumerGroupRegularExpressionValue) -> bytes:
+    b = bytearray(INT16.pack(0))
+    _write_strings(b, v.topics)
+    b += INT64.pack(v.version) + INT64.pack(v.timestamp)
+    b.append(0)
+    return bytes(b)
+
+
+def _register() -> None:
+    for version, cls, fields, read_value, write_value in (
+        (3, ConsumerGroupMetadataKey, ("group_id",), _read_group_value, _write_group_value),
+        (5, ConsumerGroupMemberMetadataKey, ("group_id", "member_id"), _read_member_value, _write_member_value),
+        (6, ConsumerGroupTargetAssignmentMetadataKey, ("group_id",), _read_target_epoch, _write_target_epoch),
+        (7, ConsumerGroupTargetAssignmentMemberKey, ("group_id", "member_id"), _read_target_member,
+         _write_target_member),
+        (8, ConsumerGroupCurrentMemberAssignmentKey, ("group_id", "member_id"), _read_current, _write_current),
+        (16, ConsumerGroupRegularExpressionKey, ("group_id", "regex"), _read_regex, _write_regex),
+    ):
+        read_key, write_key = _key_codec(version, cls, fields)
+        register_record_type(RecordType(version, cls, read_key, write_key, read_value, write_value))
+
+
+_register()
+
+# -- members and groups ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMember:
+    """One member: its subscription (MemberMetadata record) and current assignment. Immutable."""
+
+    member_id: str
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topic_names: tuple[str, ...] = ()
+    subscribed_topic_regex: str | None = None
+    rebalance_timeout_ms: int = -1
+    server_assignor: str | None = None
+    member_epoch: int = 0
+    previous_member_epoch: int = 0
+    state: MemberState = MemberState.STABLE
+    assigned_partitions: TopicPartitions = field(default_factory=dict)
+    partitions_pending_revocation: TopicPartitions = field(default_factory=dict)
+
+    def subscription(self) -> ConsumerGroupMemberMetadataValue:
+        return ConsumerGroupMemberMetadataValue(self.instance_id, self.rack_id, self.client_id, self.client_host,
+                                                self.subscribed_topic_names, self.subscribed_topic_regex,
+                                                self.rebalance_timeout_ms, self.server_assignor)
+
+    def current_assignment(self) -> ConsumerGroupCurrentMemberAssignmentValue:
+        return ConsumerGroupCurrentMemberAssignmentValue(self.member_epoch, self.previous_member_epoch, self.state,
+                                                         self.assigned_partitions, self.partitions_pending_revocation)
+
+    @property
+    def regex(self) -> str | None:
+        return self.subscribed_topic_regex or None
+
+    def is_reconciled_to(self, assignment_epoch: int) -> bool:
+        return self.state is MemberState.STABLE and self.member_epoch == assignment_epoch
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedRegex:
+    topics: frozenset[str]
+    version: int  # the metadata image version it was resolved against
+    timestamp: int
+
+
+class ConsumerGroup(Group):
+    """One consumer group's state, built only by replaying its records. Loop-only, not thread-safe."""
+
+    group_type: ClassVar[str] = CONSUMER
+
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+        self.group_epoch = 0
+        self.metadata_hash = 0
+        self.assignment_epoch = 0
+        self.members: dict[str, ConsumerGroupMember] = {}
+        self.target_assignment: dict[str, TopicPartitions] = {}
+        self.resolved_regexes: dict[str, ResolvedRegex] = {}
+        self.static_members: dict[str, str] = {}  # instance id -> member id
+        self._partition_epochs: dict[tuple[uuid.UUID, int], int] = {}
+
+    # ---------------------------------------------------------------------- the Group contract
+
+    @property
+    def state(self) -> ConsumerGroupState:
+        if not self.members:
+            return ConsumerGroupState.EMPTY
+        if self.group_epoch > self.assignment_epoch:
+            return ConsumerGroupState.ASSIGNING
+        if any(not m.is_reconciled_to(self.assignment_epoch) for m in self.members.values()):
+            return ConsumerGroupState.RECONCILING
+        return ConsumerGroupState.STABLE
+
+    def state_name(self) -> str:
+        return self.state.value
+
+    def protocol_type_name(self) -> str:
+        return CONSUMER_PROTOCOL_TYPE
+
+    def is_empty(self) -> bool:
+        return not self.members
+
+    def validate_offset_commit(self, member_id: str, group_instance_id: str | None, generation_or_epoch: int,
+                               api_version: int, transactional: bool = False) -> None:
+        """Kafka's ConsumerGroup.validateOffsetCommit (rule 9)."""
+        if generation_or_epoch < 0 and not self.members:
+            return  # admin tools and manual commits, while the group is empty
+        if transactional and generation_or_epoch == -1 and member_id == "" and group_instance_id is None:
+            return
+        member = self._member(member_id)
+        if not transactional and api_version < 9:
+            raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "OffsetCommit version 9 or above must be used by "
+                             "members using the modern group protocol")
+        _check_same_epoch(generation_or_epoch, member)
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:
+        """Kafka's ConsumerGroup.validateOffsetFetch: a member id (OffsetFetch v9+) must match its epoch."""
+        if member_id is None and member_epoch < 0:
+            return
+        _check_same_epoch(member_epoch, self._member(member_id or ""))
+
+    def validate_delete(self) -> None:
+        if self.members:
+            raise KafkaError(ErrorCode.NON_EMPTY_GROUP, f"group {self.group_id} has members")
+
+    def is_subscribed_to(self, topic: str) -> bool:
+        if any(topic in r.topics for r in self.resolved_regexes.values()):
+            return True
+        return any(topic in m.subscribed_topic_names for m in self.members.values())
+
+    def offsets_expire_from(self, commit_timestamp_ms: int) -> int | None:
+        return commit_timestamp_ms  # Kafka's consumer groups: retention counts from each commit
+
+    def tombstones(self) -> list[CoordinatorRecord]:
+        """Kafka's createGroupTombstoneRecords, in its order."""
+        gid = self.group_id
+        out = [CoordinatorRecord(ConsumerGroupCurrentMemberAssignmentKey(gid, m)) for m in sorted(self.members)]
+        out += [CoordinatorRecord(ConsumerGroupTargetAssignmentMemberKey(gid, m)) for m in sorted(self.members)]
+        out.append(CoordinatorRecord(ConsumerGroupTargetAssignmentMetadataKey(gid)))
+        out += [CoordinatorRecord(ConsumerGroupMemberMetadataKey(gid, m)) for m in sorted(self.members)]
+        out += [CoordinatorRecord(ConsumerGroupRegularExpressionKey(gid, r)) for r in sorted(self.resolved_regexes)]
+        out.append(CoordinatorRecord(ConsumerGroupMetadataKey(gid)))
+        return out
+
+    # ---------------------------------------------------------------------------- the model
+
+    def _member(self, member_id: str) -> ConsumerGroupMember:
+        member = self.members.get(member_id)
+        if member is None:
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group "
+                             f"{self.group_id}.")
+        return member
+
+    def partition_epoch(self, topic_id: uuid.UUID, partition: int) -> int:
+        """The epoch of the member owning (or revoking) the partition, or -1 when it is free."""
+        return self._partition_epochs.get((topic_id, partition), -1)
+
+    def static_member(self, instance_id: str | None) -> ConsumerGroupMember | None:
+        member_id = self.static_members.get(instance_id) if instance_id is not None else None
+        return self.members.get(member_id) if member_id is not None else None
+
+    def update_member(self, member: ConsumerGroupMember) -> None:
+        old = self.members.get(member.member_id)
+        if old is not None:
+            self._drop_epochs(old)
+        self.members[member.member_id] = member
+        for tps in (member.assigned_partitions, member.partitions_pending_revocation):
+            for topic_id, partitions in tps.items():
+                for p in partitions:
+                    self._partition_epochs[(topic_id, p)] = member.member_epoch
+        if member.instance_id is not None:
+            self.static_members[member.instance_id] = member.member_id
+
+    def remove_member(self, member_id: str) -> None:
+        old = self.members.pop(member_id, None)
+        if old is None:
+            return
+        self._drop_epochs(old)
+        if old.instance_id is not None and self.static_members.get(old.instance_id) == member_id:
+            del self.static_members[old.instance_id]
+
+    def _drop_epochs(self, member: ConsumerGroupMember) -> None:
+        for tps in (member.assigned_partitions, member.partitions_pending_revocation):
+            for topic_id, partitions in tps.items():
+                for p in partitions:
+                    if self._partition_epochs.get((topic_id, p)) == member.member_epoch:
+                        del self._partition_epochs[(topic_id, p)]
+
+
+def _check_same_epoch(epoch: int, member: ConsumerGroupMember) -> None:
+    if epoch != member.member_epoch:
+        raise KafkaError(ErrorCode.STALE_MEMBER_EPOCH, f"The received member epoch {epoch} does not match the "
+                         f"expected member epoch {member.member_epoch}.")
+
+
+def _check_member_epoch(member: ConsumerGroupMember, epoch: int,
+                        owned: Mapping[uuid.UUID, frozenset[int]] | None) -> None:
+    """Rule 4 (Kafka's throwIfConsumerGroupMemberEpochIsInvalid)."""
+    if epoch > member.member_epoch:
+        raise KafkaError(ErrorCode.FENCED_MEMBER_EPOCH, f"The consumer group member has a greater member epoch "
+                         f"({epoch}) than the one known by the group coordinator ({member.member_epoch}). "
+                         "The member must abandon all its partitions and rejoin.")
+    if epoch < member.member_epoch and (epoch != member.previous_member_epoch
+                                        or not _is_subset(owned, member.assigned_partitions)):
+        raise KafkaError(ErrorCode.FENCED_MEMBER_EPOCH, f"The consumer group member has a smaller member epoch "
+                         f"({epoch}) than the one known by the group coordinator ({member.member_epoch}). "
+                         "The member must abandon all its partitions and rejoin.")
+
+
+# -- pure helpers -----------------------------------------------------------------------------------------
+
+
+def _regex_subscribers(members: Iterable[ConsumerGroupMember]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for m in members:
+        if m.regex is not None:
+            counts[m.regex] = counts.get(m.regex, 0) + 1
+    return counts
+
+
+def _subscribed_names(member: ConsumerGroupMember, regexes: Mapping[str, ResolvedRegex]) -> set[str]:
+    names = set(member.subscribed_topic_names)
+    if member.regex is not None and member.regex in regexes:
+        names |= regexes[member.regex].topics
+    return names
+
+
+def metadata_hash(topic_names: Iterable[str], image: MetadataImage) -> int:
+    """A stable int64 over (name, topic id, partition count) of the subscribed topics that exist."""
+    h = hashlib.blake2b(digest_size=8)
+    for name in sorted(set(topic_names)):
+        topic = image.topics.get(name)
+        if topic is not None:
+            h.update(f"{name}\0{topic.topic_id}\0{len(topic.partitions)}\n".encode())
+    return int.from_bytes(h.digest(), "big", signed=True)
+
+
+def _tp_map(items: Iterable[Any]) -> dict[uuid.UUID, frozenset[int]]:
+    """Request ``TopicPartitions`` entries -> a mapping; a topic listed twice adds up (as in Kafka)."""
+    out: dict[uuid.UUID, set[int]] = {}
+    for tp in items:
+        out.setdefault(tp.topic_id, set()).update(tp.partitions)
+    return {t: frozenset(ps) for t, ps in out.items()}
+
+
+def _owns_any(owned: Mapping[uuid.UUID, frozenset[int]] | None, partitions: TopicPartitions) -> bool:
+    """Whether the reported owned partitions include one of ``partitions``; not reported (None) = yes."""
+    if owned is None:
+        return True
+    return any(owned.get(t, frozenset()) & ps for t, ps in partitions.items())
+
+
+def _is_subset(owned: Mapping[uuid.UUID, frozenset[int]] | None, target: TopicPartitions) -> bool:
+    if owned is None:
+        return False
+    return all(ps <= target.get(t, frozenset()) for t, ps in owned.items() if ps)
+
+
+def reconcile(member: ConsumerGroupMember, assignment_epoch: int, target: TopicPartitions,
+              partition_epoch: Callable[[uuid.UUID, int], int], owned: Mapping[uuid.UUID, frozenset[int]] | None,
+              subscribed_topic_ids: frozenset[uuid.UUID]) -> ConsumerGroupMember:
+    """Kafka's CurrentAssignmentBuilder: the member's next step towards ``target`` (rule 3).
+
+    ``partition_epoch(topic id, partition)`` is the owner's epoch, -1 when free; ``owned`` the
+    partitions the heartbeat reports (None when it reports none)."""
+    state = member.state
+    if state is MemberState.STABLE and member.member_epoch == assignment_epoch:
+        return member
+    if state is MemberState.UNREVOKED_PARTITIONS and _owns_any(owned, member.partitions_pending_revocation):
+        return member
+    epoch = member.member_epoch
+    if state not in (MemberState.STABLE, MemberState.UNREVOKED_PARTITIONS, MemberState.UNRELEASED_PARTITIONS):
+        if owned is None or any(owned.values()):
+            raise KafkaError(ErrorCode.FENCED_MEMBER_EPOCH, "The consumer group member is in a unknown state. "
+                             "The member must abandon all its partitions and rejoin.")
+        epoch = assignment_epoch
+    kept: dict[uuid.UUID, frozenset[int]] = {}
+    revoking: dict[uuid.UUID, frozenset[int]] = {}
+    newly: dict[uuid.UUID, frozenset[int]] = {}
+    unreleased = False
+    for topic_id in set(target) | set(member.assigned_partitions):
+        want = target.get(topic_id, frozenset()) if topic_id in subscribed_topic_ids else frozenset()
+        current = member.assigned_partitions.get(topic_id, frozenset())
+        own_revoking = member.partitions_pending_revocation.get(topic_id, frozenset())
+        keep = current & want
+        missing = want - keep
+        # A partition is free once no member owns it (or this member is the one still revoking it).
+        free = frozenset(p for p in missing if partition_epoch(topic_id, p) == -1 or p in own_revoking)
+        unreleased |= free != missing
+        if keep:
+            kept[topic_id] = keep
+        if current - keep:
+            revoking[topic_id] = current - keep
+        if free:
+            newly[topic_id] = free
+    if revoking and _owns_any(owned, revoking):
+        # Revoke first: stay at the current epoch, holding only current ∩ target.
+        return replace(member, state=MemberState.UNREVOKED_PARTITIONS, member_epoch=epoch,
+                       previous_member_epoch=member.member_epoch, assigned_partitions=kept,
+                       partitions_pending_revocation=revoking)
+    assigned = {t: kept.get(t, frozenset()) | newly.get(t, frozenset()) for t in kept.keys() | newly.keys()}
+    state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
+    return replace(member, state=state, member_epoch=assignment_epoch, previous_member_epoch=member.member_epoch,
+                   assigned_partitions=assigned, partitions_pending_revocation={})
+
+
+def validate_heartbeat(request: Any, api_version: int, assignors: Iterable[str]) -> None:
+    """Kafka's GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid (4.x)."""
+    def invalid(message: str) -> KafkaError:
+        return KafkaError(ErrorCode.INVALID_REQUEST, message)
+
+    epoch = request.member_epoch
+    needs_member_id = (api_version >= CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION or epoch > 0
+                       or epoch == LEAVE_GROUP_MEMBER_EPOCH)
+    if needs_member_id and not request.member_id.strip():
+        raise invalid("MemberId can't be empty.")
+    if not request.group_id.strip():
+        raise invalid("GroupId can't be empty.")
+    if request.instance_id is not None and not request.instance_id.strip():
+        raise invalid("InstanceId can't be empty.")
+    if request.rack_id is not None and not request.rack_id.strip():
+        raise invalid("RackId can't be empty.")
+    if epoch == 0:
+        if request.rebalance_timeout_ms == -1:
+            raise invalid("RebalanceTimeoutMs must be provided in first request.")
+        if request.topic_partitions is None or request.topic_partitions:
+            raise invalid("TopicPartitions must be empty when (re-)joining.")
+        if request.subscribed_topic_names is None and request.subscribed_topic_regex is None:
+            raise invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
+    elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        if request.instance_id is None:
+            raise invalid("InstanceId can't be null.")
+    elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        raise invalid("MemberEpoch is invalid.")
+    names = list(assignors)
+    if request.server_assignor is not None and request.server_assignor not in names:
+        raise KafkaError(ErrorCode.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {request.server_assignor} is not "
+                         f"supported. Supported assignors: {', '.join(names)}.")
+
+
+def compile_regex(regex: str) -> re.Pattern[str]:
+    try:
+        return re.compile(regex)
+    except re.error as e:
+        raise KafkaError(ErrorCode.INVALID_REGULAR_EXPRESSION,
+                         f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {e}.") from None
+
+
+def resolve_regex(regex: str, image: MetadataImage) -> frozenset[str]:
+    """The topic names the regex matches as a whole (RE2/J ``matches()``)."""
+    pattern = compile_regex(regex)
+    return frozenset(name for name in image.topics if pattern.fullmatch(name))
+
+
+# -- the coordinator of all consumer groups --------------------------------------------------------------
+
+_ASSIGNOR_CLASS_NAMES = {
+    "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+    "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupConfig:
+    """Consumer group settings, by Kafka's broker config names. Immutable."""
+
+    assignors: tuple[str, ...] = (UNIFORM_ASSIGNOR_NAME, RANGE_ASSIGNOR_NAME)  # group.consumer.assignors
+    heartbeat_interval_ms: int = 5000  # group.consumer.heartbeat.interval.ms
+    session_timeout_ms: int = 45000  # group.consumer.session.timeout.ms
+    max_size: int = _INT32_MAX  # group.consumer.max.size
+
+    @classmethod
+    def from_broker_config(cls, config: Any) -> ConsumerGroupConfig:
+        """From a BrokerConfig: parsed values where config.py defines the key, else the supplied text."""
+        def get(name: str, default: Any) -> Any:
+            values = getattr(config, "values", {})
+            if values.get(name) is not None:
+                return values[name]
+            return getattr(config, "props", {}).get(name, default)
+
+        raw = get("group.consumer.assignors", f"{UNIFORM_ASSIGNOR_NAME},{RANGE_ASSIGNOR_NAME}")
+        items = raw if isinstance(raw, (list, tuple)) else str(raw).split(",")
+        assignors = tuple(_ASSIGNOR_CLASS_NAMES.get(n.strip(), n.strip()) for n in items if n.strip())
+        unknown = [n for n in assignors if n not in ASSIGNORS]
+        if not assignors or unknown:
+            raise ValueError(f"group.consumer.assignors: unknown {unknown}; known: {sorted(ASSIGNORS)}")
+        return cls(assignors=assignors,
+                   heartbeat_interval_ms=int(get("group.consumer.heartbeat.interval.ms", 5000)),
+                   session_timeout_ms=int(get("group.consumer.session.timeout.ms", 45000)),
+                   max_size=int(get("group.consumer.max.size", _INT32_MAX)))
+
+
+class ConsumerGroupTimers(Protocol):
+    """Coordinator timers (the runtime's): ``op`` runs as an operation on the group's partition."""
+
+    def schedule(self, key: str, delay_ms: int, group_id: str, op: Callable[[], Result[Any] | None]) -> None: ...
+
+    def cancel(self, key: str) -> None: ...
+
+
+def _session_key(group_id: str, member_id: str) -> str:
+    return f"session-timeout-{group_id}-{member_id}"
+
+
+def _rebalance_key(group_id: str, member_id: str) -> str:
+    return f"rebalance-timeout-{group_id}-{member_id}"
+
+
+class ConsumerGroupCoordinator:
+    """The consumer groups of a coordinator: operations (-> runtime :class:`Result`), queries, replay.
+
+    ``groups`` is the coordinator's map of every group (classic ones too: one group id, one type).
+    Requests bring the current metadata image; the last one seen serves the timers (Kafka's
+    ``onNewMetadataImage``). Loop-only, not thread-safe."""
+
+    def __init__(self, clock: Clock, config: ConsumerGroupConfig | None = None,
+                 timers: ConsumerGroupTimers | None = None, groups: dict[str, Group] | None = None) -> None:
+        self.clock = clock
+        self.config = config or ConsumerGroupConfig()
+        self.image: MetadataImage | None = None
+        self.timers = timers
+        self.groups: dict[str, Group] = groups if groups is not None else {}
+        self._checked_image: dict[str, int] = {}  # group -> image version its topics were last hashed at
+
+    def group(self, group_id: str) -> ConsumerGroup | None:
+        group = self.groups.get(group_id)
+        return group if isinstance(group, ConsumerGroup) else None
+
+    # -- heartbeat -------------------------------------------------------------------------------------
+
+    def heartbeat(self, request: ConsumerGroupHeartbeatRequest, *, api_version: int, image: MetadataImage,
+                  client_id: str | None = "", client_host: str = "") -> Result[ConsumerGroupHeartbeatResponse]:
+        """ConsumerGroupHeartbeat: join (epoch 0), heartbeat (> 0) or leave (-1, -2). A KafkaError
+        raised here is the response's error code (nothing is written)."""
+        self.image = image
+        validate_heartbeat(request, api_version, self.config.assignors)
+        if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+            return self._leave(request)
+        return self._heartbeat(request, client_id or "", client_host, image)
+
+    def _heartbeat(self, request: ConsumerGroupHeartbeatRequest, client_id: str, client_host: str,
+                   image: MetadataImage) -> Result[ConsumerGroupHeartbeatResponse]:
+        group_id, member_id, epoch = request.group_id, request.member_id, request.member_epoch
+        records: list[CoordinatorRecord] = []
+        group = self._group_for_heartbeat(group_id, epoch, records)
+        if len(group.members) >= self.config.max_size and member_id not in group.members:
+            raise KafkaError(ErrorCode.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum "
+                             f"capacity of {self.config.max_size} members.")
+        owned = _tp_map(request.topic_partitions) if request.topic_partitions is not None else None
+        member, replaced = self._get_or_subscribe(group, request, owned, records)
+        updated = _apply_request(member, request, client_id, client_host)
+        members_after = {m: v for m, v in group.members.items() if m != replaced}
+        members_after[member_id] = updated
+
+        # 1. The member's subscription, the regexes, the group epoch.
+        bump = group.group_epoch == 0
+        if updated.subscription() != member.subscription():
+            records.append(CoordinatorRecord(ConsumerGroupMemberMetadataKey(group_id, member_id), updated.subscription()))
+            bump |= (updated.subscribed_topic_names, updated.regex) != (member.subscribed_topic_names, member.regex)
+        regexes, regex_bump = self._update_regexes(group, member, updated, members_after, image, records)
+        group_epoch = group.group_epoch
+        checked = self._checked_image.get(group_id) == image.version
+        if bump or regex_bump or not checked:
+            names = set().union(*(_subscribed_names(m, regexes) for m in members_after.values()))
+            new_hash = metadata_hash(names, image)
+            if bump or regex_bump or new_hash != group.metadata_hash:
+                group_epoch += 1
+                records.append(CoordinatorRecord(ConsumerGroupMetadataKey(group_id),
+                                                 ConsumerGroupMetadataValue(group_epoch, new_hash)))
+
+        # 2. A new target assignment when the group epoch moved past it.
+        if group_epoch > group.assignment_epoch:
+            target = self._update_target(group, group_epoch, members_after, member_id, replaced, regexes, image,
+                                         records)
+            assignment_epoch = group_epoch
+        else:
+            assignment_epoch = group.assignment_epoch
+            target = group.target_assignment.get(replaced or member_id, EMPTY)
+
+        # 3. One reconciliation step for this member.
+        new_member = updated
+        if not updated.is_reconciled_to(assignment_epoch):
+            new_member = reconcile(updated, assignment_epoch, target, group.partition_epoch, owned,
+                                   _topic_ids(_subscribed_names(updated, regexes), image))
+            if new_member.current_assignment() != updated.current_assignment():
+                records.append(CoordinatorRecord(ConsumerGroupCurrentMemberAssignmentKey(group_id, member_id),
+                                                 new_member.current_assignment()))
+                if new_member.state is MemberState.UNREVOKED_PARTITIONS:
+                    self._schedule_rebalance_timeout(group_id, new_member)
+                elif self.timers is not None:
+                    self.timers.cancel(_rebalance_key(group_id, member_id))
+        self._schedule_session_timeout(group_id, member_id)
+
+        response = ConsumerGroupHeartbeatResponse(member_id=member_id, member_epoch=new_member.member_epoch,
+                                                  heartbeat_interval_ms=self.config.heartbeat_interval_ms)
+        full = (request.rebalance_timeout_ms != -1 and owned is not None
+                and (request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None))
+        if epoch == 0 or full or new_member.assigned_partitions != member.assigned_partitions:
+            response.assignment = ConsumerGroupHeartbeatResponse.Assignment(topic_partitions=[
+                ConsumerGroupHeartbeatResponse.TopicPartitions(topic_id=t, partitions=sorted(ps))
+                for t, ps in sorted(new_member.assigned_partitions.items()) if ps])
+
+        def checked_image() -> None:  # only once the records are written (a failed append retries the check)
+            self._checked_image[group_id] = image.version
+
+        return Result(records, response, on_appended=None if checked else checked_image)
+
+    def _group_for_heartbeat(self, group_id: str, epoch: int, records: list[CoordinatorRecord]) -> ConsumerGroup:
+        existing = self.groups.get(group_id)
+        if isinstance(existing, ConsumerGroup):
+            return existing
+        if existing is None and epoch != 0:
+            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
+        if existing is not None:
+            if epoch != 0 or not existing.is_empty():
+                raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+            records += existing.tombstones()  # an empty classic group gives way (its offsets stay)
+        return ConsumerGroup(group_id)  # materialised when its records are replayed
+
+    def _get_or_subscribe(self, group: ConsumerGroup, request: ConsumerGroupHeartbeatRequest,
+                          owned: Mapping[uuid.UUID, frozenset[int]] | None,
+                          records: list[CoordinatorRecord]) -> tuple[ConsumerGroupMember, str | None]:
+        """The member the heartbeat is about, and the id of the static member it replaces (or None)."""
+        member_id, epoch, instance_id = request.member_id, request.member_epoch, request.instance_id
+        if instance_id is None:
+            member = group.members.get(member_id)
+            if member is None:
+                if epoch != 0:
+                    raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID,
+                                     f"Member {member_id} is not a member of group {group.group_id}.")
+                return ConsumerGroupMember(member_id), None
+            _check_member_epoch(member, epoch, owned)
+            return member, None
+        existing = group.static_member(instance_id)
+        if epoch == 0:
+            if existing is None:
+                return group.members.get(member_id) or ConsumerGroupMember(member_id), None
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise KafkaError(ErrorCode.UNRELEASED_INSTANCE_ID, f"Static member {member_id} with instance id "
+                                 f"{instance_id} cannot join the group because the instance id is owned by "
+                                 f"{existing.member_id} member.")
+            # The instance is back (under a new member id): it takes over the old member's place.
+            new = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+            gid, old_id = group.group_id, existing.member_id
+            records += [
+                CoordinatorRecord(ConsumerGroupCurrentMemberAssignmentKey(gid, old_id)),
+                CoordinatorRecord(ConsumerGroupTargetAssignmentMemberKey(gid, old_id)),
+                CoordinatorRecord(ConsumerGroupMemberMetadataKey(gid, old_id)),
+                CoordinatorRecord(ConsumerGroupMemberMetadataKey(gid, member_id), new.subscription()),
+                CoordinatorRecord(ConsumerGroupTargetAssignmentMemberKey(gid, member_id),
+                                  ConsumerGroupTargetAssignmentMemberValue(group.target_assignment.get(old_id, EMPTY))),
+                CoordinatorRecord(ConsumerGroupCurrentMemberAssignmentKey(gid, member_id), new.current_assignment()),
+            ]
+            return new, old_id
+        if existing is None:
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+        if existing.member_id != member_id:
+            raise KafkaError(ErrorCode.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
+                             f"{instance_id} was fenced by member {existing.member_id}.")
+        _check_member_epoch(existing, epoch, owned)
+        return existing, None
+
+    def _update_regexes(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
+                        members_after: Mapping[str, ConsumerGroupMember], image: MetadataImage,
+                        records: list[CoordinatorRecord]) -> tuple[dict[str, ResolvedRegex], bool]:
+        """Rule 8: records for the regexes that appear, change or go; the regexes as they will be; and
+        whether the subscriptions change because of them (a new group epoch)."""
+        gid = group.group_id
+        regexes = dict(group.resolved_regexes)
+        bump = False
+        in_use = _regex_subscribers(members_after.values())
+        old, new = member.regex, updated.regex
+        if old != new:
+            if old is not None and old not in in_use and old in regexes:
+                records.append(CoordinatorRecord(ConsumerGroupRegularExpressionKey(gid, old)))
+                del regexes[old]
+                bump = True
+            if new is not None:
+                if new in regexes:
+                    bump = True  # a new subscriber of a regex already resolved
+                else:
+                    compile_regex(new)  # INVALID_REGULAR_EXPRESSION before anything is written
+        for regex in sorted(in_use):
+            known = regexes.get(regex)
+            if known is not None and known.version == image.version:
+                continue
+            topics = resolve_regex(regex, image)
+            if known is None or known.topics != topics:
+                bump = True
+                regexes[regex] = ResolvedRegex(topics, image.version, self.clock.wall_ms())
+                records.append(CoordinatorRecord(ConsumerGroupRegularExpressionKey(gid, regex),
+                                                 ConsumerGroupRegularExpressionValue(
+                                                     tuple(sorted(topics)), image.version, regexes[regex].timestamp)))
+        return regexes, bump
+
+    def _update_target(self, group: ConsumerGroup, group_epoch: int, members: Mapping[str, ConsumerGroupMember],
+                       member_id: str, replaced: str | None, regexes: Mapping[str, ResolvedRegex],
+                       image: MetadataImage, records: list[CoordinatorRecord]) -> TopicPartitions:
+        """Rule 2: records for every member whose target changes, then the assignment epoch. Returns
+        the new target of ``member_id`` (which takes over ``replaced``'s target, if any)."""
+        def previous(mid: str) -> TopicPartitions | None:
+            return group.target_assignment.get(replaced if mid == member_id and replaced else mid)
+
+        specs: dict[str, MemberSpec] = {}
+        counts: dict[uuid.UUID, int] = {}
+        for mid, m in members.items():
+            names = _subscribed_names(m, regexes)
+            for name in names & image.topics.keys():
+                counts[image.topics[name].topic_id] = len(image.topics[name].partitions)
+            specs[mid] = MemberSpec(_topic_ids(names, image), previous(mid) or EMPTY, m.instance_id, m.rack_id)
+        try:
+            new_target = ASSIGNORS[self._assignor_for(members.values())](specs, counts)
+        except AssignorError as e:
+            raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"Failed to compute a new target assignment for "
+                             f"epoch {group_epoch}: {e}") from None
+        for mid in sorted(members):
+            new = new_target.get(mid, {})
+            old = previous(mid)
+            if old is None or dict(old) != new:
+                records.append(CoordinatorRecord(ConsumerGroupTargetAssignmentMemberKey(group.group_id, mid),
+                                                 ConsumerGroupTargetAssignmentMemberValue(new)))
+        records.append(CoordinatorRecord(ConsumerGroupTargetAssignmentMetadataKey(group.group_id),
+                                         ConsumerGroupTargetAssignmentMetadataValue(group_epoch)))
+        return new_target.get(member_id, {})
+
+    def _assignor_for(self, members: Iterable[ConsumerGroupMember]) -> str:
+        """The assignor most members ask for (ties: the first configured), else the default."""
+        votes: dict[str, int] = {}
+        for m in members:
+            if m.server_assignor is not None:
+                votes[m.server_assignor] = votes.get(m.server_assignor, 0) + 1
+        if not votes:
+            return self.config.assignors[0]
+        order = {n: i for i, n in enumerate(self.config.assignors)}
+        return min(votes, key=lambda n: (-votes[n], order.get(n, len(order)), n))
+
+    # -- leaving, fencing, timers ---------------------------------------------------------------------
+
+    def _leave(self, request: ConsumerGroupHeartbeatRequest) -> Result[ConsumerGroupHeartbeatResponse]:
+        group_id, member_id, epoch = request.group_id, request.member_id, request.member_epoch
+        group = self.group(group_id)
+        if group is None:
+            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+        response = ConsumerGroupHeartbeatResponse(member_id=member_id, member_epoch=epoch)
+        if request.instance_id is None:
+            return Result(self._fence_records(group, group._member(member_id)), response)
+        member = group.static_member(request.instance_id)
+        if member is None:
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {request.instance_id} is unknown.")
+        if member.member_id != member_id:
+            raise KafkaError(ErrorCode.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
+                             f"{request.instance_id} was fenced by member {member.member_id}.")
+        if epoch == LEAVE_GROUP_MEMBER_EPOCH:
+            return Result(self._fence_records(group, member), response)
+        # A static member leaving for a while keeps its place and partitions, at epoch -2.
+        leaving = replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation={})
+        return Result([CoordinatorRecord(ConsumerGroupCurrentMemberAssignmentKey(group_id, member_id),
+                                         leaving.current_assignment())], response)
+
+    def fence_member(self, group_id: str, member_id: str) -> Result[None]:
+        """Remove a member (session or rebalance timeout). Nothing to write if it is already gone."""
+        group = self.group(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if group is None or member is None:
+            return Result([])
+        return Result(self._fence_records(group, member))
+
+    def _fence_records(self, group: ConsumerGroup, member: ConsumerGroupMember) -> list[CoordinatorRecord]:
+        """Kafka's removeMember + a new group epoch (the member's partitions are free at once)."""
+        gid, mid = group.group_id, member.member_id
+        records = [CoordinatorRecord(ConsumerGroupCurrentMemberAssignmentKey(gid, mid)),
+                   CoordinatorRecord(ConsumerGroupTargetAssignmentMemberKey(gid, mid)),
+                   CoordinatorRecord(ConsumerGroupMemberMetadataKey(gid, mid))]
+        rest = [m for m in group.members.values() if m.member_id != mid]
+        regexes = dict(group.resolved_regexes)
+        if member.regex is not None and member.regex not in _regex_subscribers(rest) and member.regex in regexes:
+            records.append(CoordinatorRecord(ConsumerGroupRegularExpressionKey(gid, member.regex)))
+            del regexes[member.regex]
+        # Without an image yet (timers right after a restart), keep the hash: the next heartbeat
+        # recomputes it, and bumps the epoch once more if it changed.
+        new_hash = group.metadata_hash
+        if self.image is not None:
+            new_hash = metadata_hash(set().union(*(_subscribed_names(m, regexes) for m in rest)), self.image)
+        records.append(CoordinatorRecord(ConsumerGroupMetadataKey(gid),
+                                         ConsumerGroupMetadataValue(group.group_epoch + 1, new_hash)))
+        if self.timers is not None:
+            self.timers.cancel(_session_key(gid, mid))
+            self.timers.cancel(_rebalance_key(gid, mid))
+        return records
+
+    def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
+        if self.timers is not None:
+            self.timers.schedule(_session_key(group_id, member_id), self.config.session_timeout_ms, group_id,
+                                 lambda: self.fence_member(group_id, member_id))
+
+    def _schedule_rebalance_timeout(self, group_id: str, member: ConsumerGroupMember) -> None:
+        if self.timers is None:
+            return
+        member_id, epoch = member.member_id, member.member_epoch
+
+        def fence_if_still_revoking() -> Result[None]:
+            group = self.group(group_id)
+            current = group.members.get(member_id) if group is not None else None
+            if current is None or current.member_epoch != epoch:
+                return Result([])
+            return self.fence_member(group_id, member_id)
+
+        self.timers.schedule(_rebalance_key(group_id, member_id), max(member.rebalance_timeout_ms, 0), group_id,
+                             fence_if_still_revoking)
+
+    def on_loaded(self) -> None:
+        """After the replay at start-up: every member gets a full session to heartbeat again (as Kafka)."""
+        for group in list(self.groups.values()):
+            if isinstance(group, ConsumerGroup):
+                for member_id in group.members:
+                    self._schedule_session_timeout(group.group_id, member_id)
+
+    # -- queries ---------------------------------------------------------------------------------------
+
+    def describe(self, group_ids: Iterable[str], image: MetadataImage
+                 ) -> list[ConsumerGroupDescribeResponse.DescribedGroup]:
+        """ConsumerGroupDescribe: each group, or GROUP_ID_NOT_FOUND."""
+        self.image = image
+        names = {t.topic_id: t.name for t in image.topics.values()}
+        R = ConsumerGroupDescribeResponse
+
+        def assignment(tps: TopicPartitions) -> Any:
+            return R.Assignment(topic_partitions=[R.TopicPartitions(topic_id=t, topic_name=names[t], partitions=sorted(ps))
+                                                  for t, ps in sorted(tps.items()) if t in names and ps])
+
+        described = []
+        for group_id in group_ids:
+            group = self.group(group_id)
+            if group is None:
+                message = (f"Group {group_id} is not a consumer group." if group_id in self.groups
+                           else f"Group {group_id} not found.")
+                described.append(R.DescribedGroup(group_id=group_id, error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                                                  error_message=message))
+                continue
+            members = [R.Member(member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
+                                member_epoch=m.member_epoch, client_id=m.client_id, client_host=m.client_host,
+                                subscribed_topic_names=list(m.subscribed_topic_names), subscribed_topic_regex=m.regex,
+                                assignment=assignment(m.assigned_partitions),
+                                target_assignment=assignment(group.target_assignment.get(m.member_id, EMPTY)),
+                                member_type=1)
+                       for _, m in sorted(group.members.items())]
+            described.append(R.DescribedGroup(group_id=group_id, group_state=group.state_name(),
+                                              group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
+                                              assignor_name=self._assignor_for(group.members.values()),
+                                              members=members))
+        return described
+
+    # -- replay ----------------------------------------------------------------------------------------
+
+    def replay(self, record: CoordinatorRecord) -> None:
+        """Apply one ConsumerGroup* record: the only way consumer group state changes (load included)."""
+        key, value = record.key, record.value
+        group = self._group_for_replay(key.group_id, value is not None)
+        if group is None:
+            return
+        if isinstance(key, ConsumerGroupMetadataKey):
+            if value is None:
+                del self.groups[key.group_id]
+                self._checked_image.pop(key.group_id, None)
+            else:
+                group.group_epoch, group.metadata_hash = value.epoch, value.metadata_hash
+        elif isinstance(key, ConsumerGroupMemberMetadataKey):
+            if value is None:
+                group.remove_member(key.member_id)
+            else:
+                old = group.members.get(key.member_id) or ConsumerGroupMember(key.member_id)
+                group.update_member(replace(
+                    old, instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
+                    client_host=value.client_host, subscribed_topic_names=tuple(value.subscribed_topic_names),
+                    subscribed_topic_regex=value.subscribed_topic_regex,
+                    rebalance_timeout_ms=value.rebalance_timeout_ms, server_assignor=value.server_assignor))
+        elif isinstance(key, ConsumerGroupCurrentMemberAssignmentKey):
+            old = group.members.get(key.member_id)
+            if value is None:
+                if old is not None:  # Kafka: epoch -1 and nothing assigned, until the member record goes
+                    group.update_member(replace(old, member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                                                previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                                                assigned_partitions={}, partitions_pending_revocation={}))
+            else:
+                group.update_member(replace(
+                    old or ConsumerGroupMember(key.member_id), member_epoch=value.member_epoch,
+                    previous_member_epoch=value.previous_member_epoch, state=_member_state(value.state),
+                    assigned_partitions=_frozen(value.assigned_partitions),
+                    partitions_pending_revocation=_frozen(value.partitions_pending_revocation)))
+        elif isinstance(key, ConsumerGroupTargetAssignmentMemberKey):
+            if value is None:
+                group.target_assignment.pop(key.member_id, None)
+            else:
+                group.target_assignment[key.member_id] = _frozen(value.topic_partitions)
+        elif isinstance(key, ConsumerGroupTargetAssignmentMetadataKey):
+            group.assignment_epoch = -1 if value is None else value.assignment_epoch
+        elif isinstance(key, ConsumerGroupRegularExpressionKey):
+            if value is None:
+                group.resolved_regexes.pop(key.regex, None)
+            else:
+                group.resolved_regexes[key.regex] = ResolvedRegex(frozenset(value.topics), value.version,
+                                                                  value.timestamp)
+        else:
+            raise TypeError(f"not a consumer group record: {type(key).__name__}")
+
+    def _group_for_replay(self, group_id: str, create: bool) -> ConsumerGroup | None:
+        existing = self.groups.get(group_id)
+        if isinstance(existing, ConsumerGroup):
+            return existing
+        if not create:
+            return None  # a tombstone for a group that is gone (or of another type)
+        if existing is not None and not existing.is_empty():
+            log.error("consumer group record for %s, which is a non-empty %s group; skipped",
+                      group_id, existing.group_type)
+            return None
+        # A missing group, or an empty one of another type (an offsets-only "simple" group) gives way.
+        group = ConsumerGroup(group_id)
+        self.groups[group_id] = group
+        return group
+
+
+class _RuntimeTimers:
+    """:class:`ConsumerGroupTimers` over the group coordinator's runtime: a group's timers run on its
+    ``__consumer_offsets`` partition."""
+
+    def __init__(self, coordinator: Any) -> None:
+        self._coordinator = coordinator
+
+    def schedule(self, key: str, delay_ms: int, group_id: str, op: Callable[[], Result[Any] | None]) -> None:
+        self._coordinator.runtime.schedule(key, delay_ms, self._coordinator.partition_for(group_id), op)
+
+    def cancel(self, key: str) -> None:
+        self._coordinator.runtime.cancel(key)
+
+
+def install(coordinator: Any) -> ConsumerGroupCoordinator:
+    """The group coordinator extension (its hook 3): consumer groups sharing the coordinator's group
+    map, runtime and timers, with their records replayed here (hook 2). ``coordinator`` is a
+    :class:`~tidelog.coordinator.group.coordinator.GroupCoordinator`."""
+    config = ConsumerGroupConfig.from_broker_config(coordinator.config)
+    consumer_groups = ConsumerGroupCoordinator(coordinator.clock, config, _RuntimeTimers(coordinator),
+                                               coordinator.groups)
+    for key_cls in KEY_TYPES:
+        coordinator.register_replayer(key_cls, lambda _partition, _offset, record: consumer_groups.replay(record))
+    return consumer_groups
+
+
+def _apply_request(member: ConsumerGroupMember, request: ConsumerGroupHeartbeatRequest, client_id: str,
+                   client_host: str) -> ConsumerGroupMember:
+    """The member with what the heartbeat sets (null fields leave it unchanged)."""
+    def pick(new: Any, old: Any) -> Any:
+        return old if new is None else new
+
+    names = request.subscribed_topic_names
+    return replace(
+        member, instance_id=pick(request.instance_id, member.instance_id), rack_id=pick(request.rack_id, member.rack_id),
+        rebalance_timeout_ms=(member.rebalance_timeout_ms if request.rebalance_timeout_ms == -1
+                              else request.rebalance_timeout_ms),
+        server_assignor=pick(request.server_assignor, member.server_assignor),
+        subscribed_topic_names=member.subscribed_topic_names if names is None else tuple(sorted(set(names))),
+        subscribed_topic_regex=pick(request.subscribed_topic_regex, member.subscribed_topic_regex),
+        client_id=client_id, client_host=client_host)
+
+
+def _topic_ids(names: Iterable[str], image: MetadataImage) -> frozenset[uuid.UUID]:
+    return frozenset(image.topics[n].topic_id for n in names if n in image.topics)
+
+
+def _frozen(tps: TopicPartitions) -> dict[uuid.UUID, frozenset[int]]:
+    return {t: frozenset(ps) for t, ps in tps.items() if ps}
+
+
+def _member_state(value: int) -> MemberState:
+    try:
+        return MemberState(value)
+    except ValueError:
+        return MemberState.UNKNOWN
+
+
+__all__ = [
+    "CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION",
+    "KEY_TYPES",
+    "LEAVE_GROUP_MEMBER_EPOCH",
+    "LEAVE_GROUP_STATIC_MEMBER_EPOCH",
+    "ConsumerGroup",
+    "ConsumerGroupConfig",
+    "ConsumerGroupCoordinator",
+    "ConsumerGroupCurrentMemberAssignmentKey",
+    "ConsumerGroupCurrentMemberAssignmentValue",
+    "ConsumerGroupMember",
+    "ConsumerGroupMemberMetadataKey",
+    "ConsumerGroupMemberMetadataValue",
+    "ConsumerGroupMetadataKey",
+    "ConsumerGroupMetadataValue",
+    "ConsumerGroupRegularExpressionKey",
+    "ConsumerGroupRegularExpressionValue",
+    "ConsumerGroupState",
+    "ConsumerGroupTargetAssignmentMemberKey",
+    "ConsumerGroupTargetAssignmentMemberValue",
+    "ConsumerGroupTargetAssignmentMetadataKey",
+    "ConsumerGroupTargetAssignmentMetadataValue",
+    "ConsumerGroupTimers",
+    "MemberState",
+    "ResolvedRegex",
+    "compile_regex",
+    "install",
+    "metadata_hash",
+    "reconcile",
+    "resolve_regex",
+    "validate_heartbeat",
+]

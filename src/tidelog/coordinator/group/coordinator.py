@@ -1,0 +1,472 @@
+"""The group coordinator: every group of the broker, their committed offsets, and the operations the
+group APIs call. This broker coordinates every group; a group's records go to partition
+``abs(java_string_hash(group_id)) % partitions`` of ``__consumer_offsets``.
+
+Public API (what handlers, the CLI and other group types use)::
+
+    coordinator = GroupCoordinator(GroupConfig.from_broker_config(cfg), clock, writer, schedule)
+    coordinator.load(partitions)          # replay __consumer_offsets at start-up; starts offset expiry
+    coordinator.partition_for(group_id)   # FindCoordinator routing
+    coordinator.groups                    # group id -> Group (ClassicGroup, or another registered type)
+    coordinator.offsets                   # OffsetStore: committed offsets, by group/topic/partition
+    coordinator.runtime                   # CoordinatorRuntime: run/write results, timers, clock
+    join_group / sync_group / heartbeat / leave_group          the classic protocol (classic.py)
+    commit_offsets / fetch_offsets / delete_offsets            offsets (any group type)
+    list_groups / describe_groups / delete_groups              admin
+    cleanup_group_metadata()              # one offsets-expiry pass (also runs on its own timer)
+    close()                               # parked requests get NOT_COORDINATOR; timers stop
+
+Hooks for other group types (KIP-848 ``consumer`` groups live in ``consumer.py``):
+
+1. **The group contract.** A group type subclasses :class:`~tidelog.coordinator.group.state.Group`
+   and sets ``group_type`` (``"consumer"``). Everything group-type-aware here goes through it:
+   ``state_name()`` / ``is_in_states()`` / ``listed_group()`` (ListGroups with state and type filters),
+   ``validate_offset_commit(member_id, instance_id, generation_or_member_epoch, api_version)``
+   (OffsetCommit; v9 is what KIP-848 members send), ``validate_offset_fetch(member_id, member_epoch)``
+   (OffsetFetch v9), ``validate_offset_delete()`` and ``is_subscribed_to(topic)`` (OffsetDelete),
+   ``validate_delete()`` and ``tombstones()`` (DeleteGroups; the coordinator adds the offset
+   tombstones), ``is_empty()`` and ``offsets_expire_from(commit_ts)`` (offset expiry and the
+   deletion of groups left empty without offsets). DescribeGroups describes classic groups only
+   (others: ``Dead``, or GROUP_ID_NOT_FOUND "Group X is not a classic group." from v6), as in Kafka.
+   JoinGroup on an empty group of another type replaces it with a classic group (its ``tombstones()``
+   are written first); on a non-empty one it fails with INCONSISTENT_GROUP_PROTOCOL. SyncGroup,
+   Heartbeat and LeaveGroup on a non-classic group answer UNKNOWN_MEMBER_ID.
+2. **Records.** Register each record type's serde with
+   :func:`tidelog.coordinator.group.records.register_record_type` (key versions 3-8, 16 ... as in
+   Kafka) and its replay function with :meth:`GroupCoordinator.register_replayer` (``fn(partition,
+   offset, record)``). Operations return :class:`~tidelog.coordinator.runtime.Result` and are written
+   with ``coordinator.runtime.run(coordinator.partition_for(group_id), op)``; timers with
+   ``coordinator.runtime.schedule(key, delay_ms, partition, op)``.
+3. **Extensions.** Decorate a factory ``f(coordinator) -> object`` with :func:`register_extension`;
+   every coordinator built afterwards calls it (in the broker, importing the handler module is enough,
+   since handlers are imported before the broker starts). The object may define ``on_loaded()``
+   (after start-up replay: schedule session timers) and ``on_unloaded()`` (shutdown: answer parked
+   requests). Find it again with :meth:`GroupCoordinator.extension`.
+
+Rules: durable state (offsets, groups' existence and persisted metadata) changes only in
+:meth:`replay`, which the runtime calls for written records and at load; classic rebalance
+bookkeeping is soft state that the classic operations change directly (see classic.py). Records are
+appended before any response that depends on them is sent.
+
+Concurrency: loop-only, not thread-safe.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tidelog.clock import Clock
+from tidelog.config import INT_MAX, BrokerConfig
+from tidelog.coordinator.group.classic import ClassicGroupManager, join_error
+from tidelog.coordinator.group.offsets import INVALID_OFFSET, NO_METADATA, OffsetStore, PartitionCommit
+from tidelog.coordinator.group.records import (
+    CoordinatorRecord,
+    GroupMetadataKey,
+    OffsetCommitKey,
+    deserialize,
+    serialize,
+)
+from tidelog.coordinator.group.state import CLASSIC, CONSUMER, ClassicGroup, Group, RequestInfo
+from tidelog.coordinator.runtime import CoordinatorRuntime, PartitionWriter, Result, partition_for
+from tidelog.errors import ErrorCode, KafkaError
+from tidelog.protocol.messages import (
+    DeleteGroupsResponse,
+    DescribeGroupsResponse,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    LeaveGroupResponse,
+    ListGroupsResponse,
+    OffsetDeleteResponse,
+    OffsetFetchResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+
+log = logging.getLogger(__name__)
+
+OFFSETS_TOPIC = "__consumer_offsets"
+EXPIRATION_TIMER = "group-metadata-expiration"
+KNOWN_GROUP_TYPES = ("classic", "consumer", "share", "streams")
+
+FetchGroup = OffsetFetchResponse.OffsetFetchResponseGroup
+FetchTopic = OffsetFetchResponse.OffsetFetchResponseTopics
+FetchPartition = OffsetFetchResponse.OffsetFetchResponsePartitions
+
+
+@dataclass(frozen=True)
+class GroupConfig:
+    """The broker settings the coordinator uses (Kafka names in ``from_broker_config``)."""
+
+    offsets_topic_num_partitions: int = 50
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1_800_000
+    group_max_size: int = INT_MAX
+    group_initial_rebalance_delay_ms: int = 3000
+    offsets_retention_ms: int = 7 * 24 * 3_600_000
+    offsets_retention_check_interval_ms: int = 600_000
+    offset_metadata_max_bytes: int = 4096
+    #: Every broker setting by Kafka name (group.consumer.* and others for extensions).
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_broker_config(cls, config: BrokerConfig) -> GroupConfig:
+        return cls(
+            offsets_topic_num_partitions=config["offsets.topic.num.partitions"],
+            group_min_session_timeout_ms=config["group.min.session.timeout.ms"],
+            group_max_session_timeout_ms=config["group.max.session.timeout.ms"],
+            group_max_size=config["group.max.size"],
+            group_initial_rebalance_delay_ms=config["group.initial.rebalance.delay.ms"],
+            offsets_retention_ms=config["offsets.retention.minutes"] * 60_000,
+            offsets_retention_check_interval_ms=config["offsets.retention.check.interval.ms"],
+            offset_metadata_max_bytes=config["offset.metadata.max.bytes"],
+            values=dict(config.values),
+        )
+
+
+#: Factories of group-type extensions (hook 3).
+EXTENSIONS: list[Callable[[GroupCoordinator], Any]] = []
+
+
+def register_extension(factory: Callable[[GroupCoordinator], Any]) -> Callable[[GroupCoordinator], Any]:
+    if factory not in EXTENSIONS:
+        EXTENSIONS.append(factory)
+    return factory
+
+
+ReplayerFn = Callable[[int, int, CoordinatorRecord], None]
+
+
+class GroupCoordinator:
+    def __init__(self, config: GroupConfig, clock: Clock, writer: PartitionWriter,
+                 schedule: Callable[[float, Callable[[], None]], Any] | None = None, *,
+                 num_partitions: int | None = None,
+                 extensions: Iterable[Callable[[GroupCoordinator], Any]] | None = None) -> None:
+        self.config = config
+        self.clock = clock
+        self.num_partitions = num_partitions or config.offsets_topic_num_partitions
+        self.groups: dict[str, Group] = {}
+        self.offsets = OffsetStore()
+        self.runtime = CoordinatorRuntime(clock, writer, self.replay, serialize, deserialize, schedule)
+        self._replayers: dict[type, ReplayerFn] = {
+            OffsetCommitKey: self._replay_offset_commit,
+            GroupMetadataKey: lambda partition, offset, record: self.classic.replay(record.key, record.value),
+        }
+        self.classic = ClassicGroupManager(self)
+        self.extensions = [factory(self) for factory in (EXTENSIONS if extensions is None else extensions)]
+        self.active = True
+        #: Set by the owner: whether a topic still exists. The expiry pass deletes the offsets of topics
+        #: that do not (Kafka deletes them when the topic is deleted).
+        self.topic_exists: Callable[[str], bool] | None = None
+
+    # ----------------------------------------------------------------------------------- hooks
+
+    def register_replayer(self, key_cls: type, fn: ReplayerFn) -> None:
+        self._replayers[key_cls] = fn
+
+    def extension(self, cls: type) -> Any:
+        return next((e for e in self.extensions if isinstance(e, cls)), None)
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.num_partitions)
+
+    # ---------------------------------------------------------------------------- replay, load
+
+    def replay(self, partition: int, offset: int, producer_id: int, record: CoordinatorRecord) -> None:
+        fn = self._replayers.get(type(record.key))
+        if fn is None:
+            log.warning("no replayer for %s; record at %d of partition %d ignored", type(record.key).__name__,
+                        offset, partition)
+            return
+        fn(partition, offset, record)
+
+    def _replay_offset_commit(self, partition: int, offset: int, record: CoordinatorRecord) -> None:
+        key: OffsetCommitKey = record.key
+        if record.value is not None and key.group not in self.groups:
+            # Offsets without a group: a "simple" group (manual assignment or admin commits).
+            self.groups[key.group] = ClassicGroup(key.group, self.clock)
+        self.offsets.replay(offset, key, record.value)
+
+    def load(self, partitions: Iterable[int]) -> int:
+        """Replay the given partitions of __consumer_offsets, then start timers. Returns records replayed."""
+        count = sum(self.runtime.load(p) for p in partitions)
+        self.classic.on_loaded()
+        for ext in self.extensions:
+            if hasattr(ext, "on_loaded"):
+                ext.on_loaded()
+        self.runtime.timers.schedule(EXPIRATION_TIMER, self.config.offsets_retention_check_interval_ms,
+                                     self._expiration_tick)
+        log.info("loaded %d groups and %d committed offsets from %d records", len(self.groups), len(self.offsets),
+                 count)
+        return count
+
+    def close(self) -> None:
+        self.active = False
+        self.classic.on_unloaded()
+        for ext in self.extensions:
+            if hasattr(ext, "on_unloaded"):
+                ext.on_unloaded()
+        self.runtime.close()
+
+    def poll(self) -> int:
+        """Run due timers (tests with a ManualClock call this; the broker's loop timer does too)."""
+        return self.runtime.poll()
+
+    # --------------------------------------------------------------------------- classic protocol
+
+    def _check_active(self) -> None:
+        if not self.active:
+            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the group coordinator is shutting down")
+
+    def join_group(self, info: RequestInfo, request: JoinGroupRequest, respond: Callable[[Any], None]) -> None:
+        """JoinGroup; ``respond(JoinGroupResponse)`` is called now or when the join phase completes."""
+        self._check_active()
+        if not request.group_id:
+            respond(join_error(ErrorCode.INVALID_GROUP_ID, request.member_id))
+            return
+        if not (self.config.group_min_session_timeout_ms <= request.session_timeout_ms
+                <= self.config.group_max_session_timeout_ms):
+            respond(join_error(ErrorCode.INVALID_SESSION_TIMEOUT, request.member_id))
+            return
+        try:
+            self.runtime.run(self.partition_for(request.group_id),
+                             lambda: self.classic.join_group(info, request, respond))
+        except KafkaError as e:
+            respond(join_error(e.code))
+
+    def sync_group(self, info: RequestInfo, request: SyncGroupRequest, respond: Callable[[Any], None]) -> None:
+        """SyncGroup; ``respond(SyncGroupResponse)`` now or once the leader's assignment is written."""
+        self._check_active()
+        if not request.group_id:
+            respond(SyncGroupResponse(error_code=ErrorCode.INVALID_GROUP_ID))
+            return
+        try:
+            self.runtime.run(self.partition_for(request.group_id),
+                             lambda: self.classic.sync_group(info, request, respond))
+        except KafkaError:
+            pass  # the result's on_failed answered the parked members
+
+    def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None,
+                  generation_id: int) -> HeartbeatResponse:
+        self._check_active()
+        if not group_id:
+            return HeartbeatResponse(error_code=ErrorCode.INVALID_GROUP_ID)
+        return self.runtime.run(self.partition_for(group_id),
+                                lambda: self.classic.heartbeat(group_id, member_id, group_instance_id, generation_id))
+
+    def leave_group(self, group_id: str, members: list[tuple[str, str | None, str | None]]) -> LeaveGroupResponse:
+        """``members``: (member id, group instance id, reason) triples."""
+        self._check_active()
+        if not group_id:
+            return LeaveGroupResponse(error_code=ErrorCode.INVALID_GROUP_ID)
+        try:
+            return self.runtime.run(self.partition_for(group_id), lambda: self.classic.leave_group(group_id, members))
+        except KafkaError as e:
+            return LeaveGroupResponse(error_code=int(e.code))
+
+    # -------------------------------------------------------------------------------- offsets
+
+    def commit_offsets(self, info: RequestInfo, group_id: str, member_id: str, group_instance_id: str | None,
+                       generation_or_epoch: int, commits: list[PartitionCommit],
+                       retention_time_ms: int = -1) -> dict[tuple[str, int], ErrorCode]:
+        """OffsetCommit for partitions that exist. Returns the code of each; raises KafkaError when the
+        whole request fails (group-level validation, or the append)."""
+        self._check_active()
+
+        def op() -> Result[dict[tuple[str, int], ErrorCode]]:
+            group = self.groups.get(group_id)
+            if group is None:
+                if generation_or_epoch >= 0:
+                    if info.api_version >= 9:
+                        raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+                    raise KafkaError(ErrorCode.ILLEGAL_GENERATION, f"group {group_id} does not exist")
+            else:
+                group.validate_offset_commit(member_id, group_instance_id, generation_or_epoch, info.api_version)
+                if isinstance(group, ClassicGroup):
+                    self.classic.on_offset_commit(group, member_id)
+            records, accepted = self.offsets.commit_records(group_id, commits, self.clock.wall_ms(),
+                                                            retention_time_ms, self.config.offset_metadata_max_bytes)
+            response = {tp: ErrorCode.NONE if ok else ErrorCode.OFFSET_METADATA_TOO_LARGE for tp, ok in accepted.items()}
+            return Result(records, response)
+
+        return self.runtime.run(self.partition_for(group_id), op) or {}
+
+    def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None, member_id: str | None = None,
+                      member_epoch: int = -1) -> FetchGroup:
+        """OffsetFetch for one group (the v8+ group form); ``topics=None`` means every committed offset.
+        An unknown group is no error: its partitions have offset -1 (or there are none)."""
+        group = self.groups.get(group_id)
+        known = group is not None
+        if group is not None:
+            try:
+                group.validate_offset_fetch(member_id, member_epoch)
+            except KafkaError as e:
+                if e.code != ErrorCode.GROUP_ID_NOT_FOUND:
+                    return FetchGroup(group_id=group_id, error_code=int(e.code))
+                known = False
+        out: list[FetchTopic] = []
+        if topics is None:
+            if known:
+                for topic, parts in self.offsets.group_offsets(group_id).items():
+                    out.append(FetchTopic(name=topic, partitions=[
+                        FetchPartition(partition_index=p, committed_offset=om.offset,
+                                       committed_leader_epoch=om.leader_epoch, metadata=om.metadata)
+                        for p, om in parts.items()]))
+            return FetchGroup(group_id=group_id, topics=out)
+        for topic, partitions in topics:
+            parts = []
+            for p in partitions:
+                om = self.offsets.get(group_id, topic, p) if known else None
+                if om is None:
+                    parts.append(FetchPartition(partition_index=p, committed_offset=INVALID_OFFSET,
+                                                committed_leader_epoch=-1, metadata=NO_METADATA))
+                else:
+                    parts.append(FetchPartition(partition_index=p, committed_offset=om.offset,
+                                                committed_leader_epoch=om.leader_epoch, metadata=om.metadata))
+            out.append(FetchTopic(name=topic, partitions=parts))
+        return FetchGroup(group_id=group_id, topics=out)
+
+    def delete_offsets(self, group_id: str, topics: list[tuple[str, list[int]]]) -> OffsetDeleteResponse:
+        """OffsetDelete; raises KafkaError for group-level errors."""
+        self._check_active()
+
+        def op() -> Result[OffsetDeleteResponse]:
+            group = self.groups.get(group_id)
+            if group is None:
+                raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+            group.validate_offset_delete()
+            records: list[CoordinatorRecord] = []
+            out = []
+            for topic, partitions in topics:
+                if group.is_subscribed_to(topic):
+                    codes = dict.fromkeys(partitions, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC)
+                else:
+                    codes = dict.fromkeys(partitions, ErrorCode.NONE)
+                    records += self.offsets.delete_records(group_id, topic, partitions)
+                out.append(OffsetDeleteResponse.OffsetDeleteResponseTopic(name=topic, partitions=[
+                    OffsetDeleteResponse.OffsetDeleteResponsePartition(partition_index=p, error_code=int(c))
+                    for p, c in codes.items()]))
+            return Result(records, OffsetDeleteResponse(topics=out))
+
+        response = self.runtime.run(self.partition_for(group_id), op)
+        assert response is not None
+        return response
+
+    # ---------------------------------------------------------------------------------- admin
+
+    def list_groups(self, states_filter: Iterable[str] = (), types_filter: Iterable[str] = ()
+                    ) -> list[ListGroupsResponse.ListedGroup]:
+        states = {s.strip().lower() for s in states_filter}
+        types = {t.strip().lower() for t in types_filter}
+        return [g.listed_group() for g in self.groups.values()
+                if (not states or g.is_in_states(states)) and (not types or g.group_type in types)]
+
+    def describe_groups(self, group_ids: Iterable[str], api_version: int
+                        ) -> list[DescribeGroupsResponse.DescribedGroup]:
+        out = []
+        for group_id in group_ids:
+            group = self.groups.get(group_id)
+            if isinstance(group, ClassicGroup):
+                out.append(group.describe())
+                continue
+            described = DescribeGroupsResponse.DescribedGroup(group_id=group_id, group_state="Dead")
+            if api_version >= 6:
+                described.error_code = ErrorCode.GROUP_ID_NOT_FOUND
+                described.error_message = (f"Group {group_id} not found." if group is None
+                                           else f"Group {group_id} is not a classic group.")
+            out.append(described)
+        return out
+
+    def delete_groups(self, group_ids: Iterable[str]) -> list[DeleteGroupsResponse.DeletableGroupResult]:
+        """DeleteGroups: per group NONE, GROUP_ID_NOT_FOUND or NON_EMPTY_GROUP; one write per partition."""
+        self._check_active()
+        by_partition: dict[int, list[str]] = {}
+        for group_id in dict.fromkeys(group_ids):
+            by_partition.setdefault(self.partition_for(group_id), []).append(group_id)
+        results: dict[str, ErrorCode] = {}
+        for partition, ids in by_partition.items():
+            def op(ids: list[str] = ids) -> Result[dict[str, ErrorCode]]:
+                records: list[CoordinatorRecord] = []
+                codes: dict[str, ErrorCode] = {}
+                for group_id in ids:
+                    group = self.groups.get(group_id)
+                    try:
+                        if group is None:
+                            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+                        group.validate_delete()
+                    except KafkaError as e:
+                        codes[group_id] = e.code
+                        continue
+                    records += self.offsets.delete_all_records(group_id)
+                    records += group.tombstones()
+                    codes[group_id] = ErrorCode.NONE
+                return Result(records, codes)
+            try:
+                results.update(self.runtime.run(partition, op) or {})
+            except KafkaError as e:
+                results.update(dict.fromkeys(ids, e.code))
+        return [DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=int(c)) for g, c in results.items()]
+
+    # --------------------------------------------------------------------------------- expiry
+
+    def cleanup_group_metadata(self) -> int:
+        """One expiry pass: tombstones for expired offsets, and for groups left empty without offsets.
+        Returns the number of records written."""
+        written = self._write_by_partition(self._deleted_topic_tombstones())
+        now = self.clock.wall_ms()
+        by_partition: dict[int, list[CoordinatorRecord]] = {}
+        for group_id, group in list(self.groups.items()):
+            records, all_expired = self.offsets.expired_records(group, now, self.config.offsets_retention_ms)
+            if all_expired and group.is_empty():
+                records += group.tombstones()
+            if records:
+                by_partition.setdefault(self.partition_for(group_id), []).extend(records)
+        written += self._write_by_partition(by_partition)
+        if written:
+            log.info("offset expiry wrote %d tombstones", written)
+        return written
+
+    def _deleted_topic_tombstones(self) -> dict[int, list[CoordinatorRecord]]:
+        by_partition: dict[int, list[CoordinatorRecord]] = {}
+        if self.topic_exists is None:
+            return by_partition
+        for group_id in self.offsets.groups():
+            gone = [t for t in self.offsets.group_offsets(group_id) if not self.topic_exists(t)]
+            for topic in gone:
+                parts = list(self.offsets.group_offsets(group_id).get(topic, {}))
+                by_partition.setdefault(self.partition_for(group_id), []).extend(
+                    self.offsets.delete_records(group_id, topic, parts))
+        return by_partition
+
+    def _write_by_partition(self, by_partition: dict[int, list[CoordinatorRecord]]) -> int:
+        written = 0
+        for partition, records in by_partition.items():
+            try:
+                self.runtime.write(partition, Result(records))
+                written += len(records)
+            except KafkaError as e:
+                log.warning("writing %d tombstones to partition %d failed: %s", len(records), partition, e)
+        return written
+
+    def _expiration_tick(self) -> None:
+        try:
+            self.cleanup_group_metadata()
+        finally:
+            if self.active:
+                self.runtime.timers.schedule(EXPIRATION_TIMER, self.config.offsets_retention_check_interval_ms,
+                                             self._expiration_tick)
+
+
+__all__ = [
+    "CLASSIC",
+    "CONSUMER",
+    "EXPIRATION_TIMER",
+    "EXTENSIONS",
+    "KNOWN_GROUP_TYPES",
+    "OFFSETS_TOPIC",
+    "GroupConfig",
+    "GroupCoordinator",
+    "register_extension",
+]

@@ -1,0 +1,368 @@
+"""The coordinator runtime: runs coordinator operations against the partitions of an internal topic.
+
+Kafka's ``CoordinatorRuntime`` for one event loop and a single node. Its rules:
+
+1. **An operation computes, the runtime writes.** An operation is a function without arguments that
+   returns a :class:`Result` (records to write, the response, callbacks). It does not change durable
+   state; :meth:`CoordinatorRuntime.run` appends the records to the partition as one batch, then
+   replays them into the owner (``replay=True``, the default) and only then returns the response.
+   A failed append replays nothing: memory stays exactly as it was, ``on_failed`` runs and the
+   (normalised) :class:`~tidelog.errors.KafkaError` propagates.
+2. **One operation at a time per partition.** Everything runs on the event loop and an operation is
+   synchronous, so operations never interleave. On a single node the leader's high watermark follows
+   its log end offset, so an appended batch is committed when the append returns: "complete when
+   committed" is "complete after the append".
+3. **Load = replay.** :meth:`CoordinatorRuntime.load` reads a partition from its first batch and
+   hands every record to the same ``replay`` callback that normal writes use (control batches are
+   skipped; record types the serde does not know are logged and skipped, as Kafka's loader does).
+4. **Timers.** ``schedule(key, delay_ms, partition, op)`` runs ``op`` through :meth:`run` once the
+   injected clock's monotonic time passes the deadline; scheduling an existing key replaces it,
+   ``cancel(key)`` forgets it. :meth:`poll` fires what is due: the broker arms one loop timer for the
+   next deadline through the injected ``schedule(delay_ms, callback)`` (the purgatory's shape), unit
+   tests advance a ``ManualClock`` and call :meth:`poll`.
+
+Also here: :func:`java_string_hash` and :func:`partition_for`, the ``abs(hash(key)) % partitions``
+routing Kafka uses for ``__consumer_offsets`` (group ids) and ``__transaction_state`` (transactional ids).
+
+Concurrency: loop-only, not thread-safe.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
+
+from tidelog.clock import Clock
+from tidelog.errors import ErrorCode, KafkaError
+from tidelog.records import RecordBatchBuilder, RecordBatchView
+from tidelog.storage.log import PartitionLog
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_INT32_MIN = -(1 << 31)
+
+
+# ------------------------------------------------------------------------------------- routing
+
+
+def java_string_hash(s: str) -> int:
+    """Java's ``String.hashCode()``: ``h = 31*h + c`` over UTF-16 code units, as a signed int32."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def java_abs(n: int) -> int:
+    """Kafka's ``Utils.abs``: ``Math.abs`` except that ``Integer.MIN_VALUE`` maps to 0."""
+    return 0 if n == _INT32_MIN else abs(n)
+
+
+def partition_for(key: str, num_partitions: int) -> int:
+    """The internal-topic partition that owns ``key`` (a group id or a transactional id)."""
+    return java_abs(java_string_hash(key)) % num_partitions
+
+
+# -------------------------------------------------------------------------------------- results
+
+
+@dataclass(slots=True)
+class Result(Generic[T]):
+    """What an operation asks for: records to append (in order, as one batch) and its response.
+
+    ``replay=False`` means the operation already applied its in-memory change itself and the records
+    only persist it (Kafka writes classic-group metadata that way); they are still replayed at load.
+    ``on_appended`` runs after a successful append (and replay); ``on_failed(error)`` after a failed
+    one, with the error already normalised for a coordinator response.
+    """
+
+    records: list[Any] = field(default_factory=list)
+    response: T | None = None
+    replay: bool = True
+    on_appended: Callable[[], None] | None = None
+    on_failed: Callable[[KafkaError], None] | None = None
+
+
+# Append errors as a coordinator reports them (Kafka's GroupCoordinatorService.handleOperationException
+# and GroupMetadataManager.appendGroupMetadataErrorToResponseError).
+_APPEND_ERRORS = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.CORRUPT_MESSAGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.INVALID_RECORD: ErrorCode.UNKNOWN_SERVER_ERROR,
+}
+
+
+def normalize_append_error(code: ErrorCode) -> ErrorCode:
+    return _APPEND_ERRORS.get(code, code)
+
+
+# -------------------------------------------------------------------------------------- storage
+
+
+class PartitionWriter(Protocol):
+    """The narrow storage interface of the runtime: one internal topic, by partition."""
+
+    def append(self, partition: int, batch: bytes) -> int:
+        """Append a magic-v2 batch as leader; returns the offset of its first record. Raises KafkaError."""
+        ...
+
+    def batches(self, partition: int) -> Iterator[RecordBatchView]:
+        """Every batch of the partition from its log start offset, in order."""
+        ...
+
+
+class LogWriter:
+    """:class:`PartitionWriter` over the storage layer's partition logs of one topic.
+
+    ``log_for(partition)`` returns the partition's leader log (creating the topic if the owner wants
+    that) or raises KafkaError; ``after_append(plog, partition)`` lets the broker wake fetches.
+    """
+
+    def __init__(self, log_for: Callable[[int], PartitionLog],
+                 after_append: Callable[[PartitionLog, int], None] | None = None) -> None:
+        self.log_for = log_for
+        self.after_append = after_append
+
+    def append(self, partition: int, batch: bytes) -> int:
+        plog = self.log_for(partition)
+        result = plog.append_as_leader(bytearray(batch))
+        if self.after_append is not None:
+            self.after_append(plog, partition)
+        return result.first_offset
+
+    def batches(self, partition: int) -> Iterator[RecordBatchView]:
+        plog = self.log_for(partition)
+        yield from plog.batches(plog.log_start_offset)
+
+
+# --------------------------------------------------------------------------------------- timers
+
+
+@dataclass(slots=True)
+class _Timer:
+    deadline_ms: int
+    seq: int
+    fn: Callable[[], None]
+
+
+class Timers:
+    """Keyed one-shot timers on the injected clock. Loop-only, not thread-safe."""
+
+    def __init__(self, clock: Clock, schedule: Callable[[float, Callable[[], None]], Any] | None = None) -> None:
+        self.clock = clock
+        self._schedule = schedule
+        self._timers: dict[str, _Timer] = {}
+        self._heap: list[tuple[int, int, str]] = []
+        self._seq = itertools.count()
+        self._armed: tuple[int, Any] | None = None  # (deadline, handle) of the loop timer
+        self.closed = False
+
+    def __len__(self) -> int:
+        return len(self._timers)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._timers
+
+    def deadline(self, key: str) -> int | None:
+        t = self._timers.get(key)
+        return t.deadline_ms if t else None
+
+    def schedule(self, key: str, delay_ms: int, fn: Callable[[], None]) -> None:
+        deadline = self.clock.monotonic_ms() + max(0, int(delay_ms))
+        t = _Timer(deadline, next(self._seq), fn)
+        self._timers[key] = t
+        heapq.heappush(self._heap, (deadline, t.seq, key))
+        if len(self._heap) > 64 and len(self._heap) > 4 * len(self._timers):
+            self._heap = [(t.deadline_ms, t.seq, k) for k, t in self._timers.items()]
+            heapq.heapify(self._heap)
+        self._arm()
+
+    def cancel(self, key: str) -> None:
+        self._timers.pop(key, None)
+
+    def cancel_all(self) -> None:
+        self._timers.clear()
+        self._heap.clear()
+        if self._armed is not None:
+            self._armed[1].cancel()
+            self._armed = None
+
+    def next_deadline(self) -> int | None:
+        while self._heap:
+            deadline, seq, key = self._heap[0]
+            t = self._timers.get(key)
+            if t is not None and t.seq == seq:
+                return deadline
+            heapq.heappop(self._heap)
+        return None
+
+    def poll(self) -> int:
+        """Run every timer due now (scheduled before this call); returns how many ran."""
+        now = self.clock.monotonic_ms()
+        limit = next(self._seq)
+        fired = 0
+        while self._heap and self._heap[0][0] <= now:
+            _, seq, key = self._heap[0]
+            t = self._timers.get(key)
+            if t is None or t.seq != seq:
+                heapq.heappop(self._heap)
+                continue
+            if seq > limit:
+                break
+            heapq.heappop(self._heap)
+            del self._timers[key]
+            fired += 1
+            try:
+                t.fn()
+            except Exception:
+                log.exception("coordinator timer %s failed", key)
+        self._arm()
+        return fired
+
+    def _arm(self) -> None:
+        if self._schedule is None or self.closed:
+            return
+        deadline = self.next_deadline()
+        if self._armed is not None:
+            if deadline is not None and self._armed[0] <= deadline:
+                return
+            self._armed[1].cancel()
+            self._armed = None
+        if deadline is None:
+            return
+        delay = max(0, deadline - self.clock.monotonic_ms())
+        self._armed = (deadline, self._schedule(delay, self._on_wakeup))
+
+    def _on_wakeup(self) -> None:
+        self._armed = None
+        self.poll()
+
+
+# -------------------------------------------------------------------------------------- runtime
+
+ReplayFn = Callable[[int, int, int, Any], None]  # (partition, record offset, producer id, record)
+
+
+class CoordinatorRuntime:
+    """Writes operation results to an internal topic and replays them; loads partitions; timers.
+
+    ``serialize(record) -> (key bytes, value bytes | None)`` and ``deserialize(key, value) -> record``
+    are the topic's record serde; ``deserialize`` raises ``LookupError`` for unknown record types.
+    """
+
+    def __init__(self, clock: Clock, writer: PartitionWriter, replay: ReplayFn,
+                 serialize: Callable[[Any], tuple[bytes, bytes | None]],
+                 deserialize: Callable[[bytes, bytes | None], Any],
+                 schedule: Callable[[float, Callable[[], None]], Any] | None = None) -> None:
+        self.clock = clock
+        self.writer = writer
+        self._replay = replay
+        self._serialize = serialize
+        self._deserialize = deserialize
+        self.timers = Timers(clock, schedule)
+
+    # ---------------------------------------------------------------------------------- writes
+
+    def run(self, partition: int, op: Callable[[], Result[T]]) -> T | None:
+        """Run ``op`` and write its result (rule 1). Returns the response; raises KafkaError."""
+        return self.write(partition, op())
+
+    def write(self, partition: int, result: Result[T]) -> T | None:
+        if result.records:
+            try:
+                base = self.writer.append(partition, self._build_batch(result.records))
+            except KafkaError as e:
+                error = KafkaError(normalize_append_error(e.code), e.message)
+                log.warning("append to coordinator partition %d failed: %s", partition, e)
+                if result.on_failed is not None:
+                    result.on_failed(error)
+                raise error from None
+            if result.replay:
+                for i, record in enumerate(result.records):
+                    self._replay(partition, base + i, -1, record)
+        if result.on_appended is not None:
+            result.on_appended()
+        return result.response
+
+    def _build_batch(self, records: list[Any]) -> bytes:
+        now = self.clock.wall_ms()
+        builder = RecordBatchBuilder()
+        for record in records:
+            key, value = self._serialize(record)
+            builder.append(now, key, value)
+        return builder.build()
+
+    # ------------------------------------------------------------------------------------ load
+
+    def load(self, partition: int) -> int:
+        """Replay every record of ``partition`` (rule 3); returns how many records were replayed."""
+        count = 0
+        for batch in self.writer.batches(partition):
+            if batch.is_control_batch:
+                continue
+            producer_id = batch.producer_id
+            for rec in batch.records():
+                if rec.key is None:
+                    log.warning("record without key at offset %d of partition %d skipped", rec.offset, partition)
+                    continue
+                try:
+                    record = self._deserialize(rec.key, rec.value)
+                except Exception as e:  # unknown record type or undecodable bytes: Kafka skips them too
+                    log.warning("offset %d of partition %d: %s; skipped", rec.offset, partition, e)
+                    continue
+                self._replay(partition, rec.offset, producer_id, record)
+                count += 1
+        return count
+
+    # ---------------------------------------------------------------------------------- timers
+
+    def schedule(self, key: str, delay_ms: int, partition: int, op: Callable[[], Result[Any] | None]) -> None:
+        """Run ``op`` through :meth:`run` on ``partition`` after ``delay_ms`` (rule 4)."""
+        self.timers.schedule(key, delay_ms, lambda: self._run_timer(key, partition, op))
+
+    def cancel(self, key: str) -> None:
+        self.timers.cancel(key)
+
+    def poll(self) -> int:
+        return self.timers.poll()
+
+    def _run_timer(self, key: str, partition: int, op: Callable[[], Result[Any] | None]) -> None:
+        result = op()
+        if result is None:
+            return
+        try:
+            self.write(partition, result)
+        except KafkaError as e:
+            log.warning("coordinator timer %s could not write its records: %s", key, e)
+
+    def close(self) -> None:
+        self.timers.closed = True
+        self.timers.cancel_all()
+
+
+__all__ = [
+    "CoordinatorRuntime",
+    "LogWriter",
+    "PartitionWriter",
+    "Result",
+    "Timers",
+    "java_abs",
+    "java_string_hash",
+    "normalize_append_error",
+    "partition_for",
+]

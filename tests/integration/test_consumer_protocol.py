@@ -1,0 +1,288 @@
+"""The KIP-848 consumer group protocol with confluent-kafka 2.16 (``group.protocol=consumer``).
+
+Consumers run as subprocesses so one can die by SIGKILL. They report their assignment and every
+record as JSON lines and commit synchronously after each record. The broker's heartbeat interval and
+session timeout are shortened so that a dead member's partitions move within seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, ConsumerGroupState, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tidelog.testing import BrokerProcess
+
+pytestmark = pytest.mark.integration
+
+SESSION_MS = 6000
+OVERRIDES = {
+    "group.consumer.heartbeat.interval.ms": "500",
+    "group.consumer.session.timeout.ms": str(SESSION_MS),
+    "group.consumer.min.session.timeout.ms": str(SESSION_MS),
+    "group.consumer.min.heartbeat.interval.ms": "500",
+}
+
+WORKER = r"""
+import json, sys, threading
+from confluent_kafka import Consumer, KafkaException
+
+conf = json.loads(sys.argv[1])
+topics = json.loads(sys.argv[2])
+owned = set()
+lock = threading.Lock()
+
+def say(**event):
+    with lock:
+        print(json.dumps(event), flush=True)
+
+def on_assign(consumer, partitions):
+    owned.update((p.topic, p.partition) for p in partitions)
+    say(event="assigned", partitions=sorted(owned))
+
+def on_revoke(consumer, partitions):
+    owned.difference_update((p.topic, p.partition) for p in partitions)
+    say(event="assigned", partitions=sorted(owned))
+
+consumer = Consumer(conf)
+consumer.subscribe(topics, on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
+closing = threading.Event()
+threading.Thread(target=lambda: (sys.stdin.readline(), closing.set()), daemon=True).start()
+while not closing.is_set():
+    msg = consumer.poll(0.2)
+    if msg is None:
+        continue
+    if msg.error():
+        say(event="error", error=str(msg.error()))
+        continue
+    say(event="msg", topic=msg.topic(), partition=msg.partition(), offset=msg.offset(), value=msg.value().decode())
+    try:
+        consumer.commit(message=msg, asynchronous=False)
+    except KafkaException as e:
+        say(event="commit_error", error=str(e))
+consumer.close()
+say(event="closed")
+"""
+
+
+class Worker:
+    """A consumer subprocess: ``assignment`` is its latest set, ``messages`` what it consumed."""
+
+    def __init__(self, b: BrokerProcess, group: str, topics: list[str], **conf: object) -> None:
+        config = {"bootstrap.servers": b.bootstrap, "group.id": group, "group.protocol": "consumer",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False, **conf}
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.proc = subprocess.Popen([sys.executable, "-c", WORKER, json.dumps(config), json.dumps(topics)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True, env=env)
+        self.assignment: set[tuple[str, int]] = set()
+        self.messages: list[tuple[str, int, int, str]] = []
+        self.events: list[dict] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            event = json.loads(line)
+            self.events.append(event)
+            if event["event"] == "assigned":
+                self.assignment = {tuple(p) for p in event["partitions"]}
+            elif event["event"] == "msg":
+                self.messages.append((event["topic"], event["partition"], event["offset"], event["value"]))
+
+    def close(self) -> None:
+        """A clean leave: commit done, ``close()`` sends the leave heartbeat (epoch -1)."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("close\n")
+        self.proc.stdin.flush()
+        assert self.proc.wait(30) == 0
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    with BrokerProcess(tmp_path_factory.mktemp("broker"), overrides=OVERRIDES) as b:
+        yield b
+
+
+@pytest.fixture
+def workers() -> Iterator[list[Worker]]:
+    started: list[Worker] = []
+    yield started
+    for w in started:
+        w.stop()
+
+
+def create_topics(b: BrokerProcess, **partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    for future in admin.create_topics([NewTopic(t, n, 1) for t, n in partitions.items()]).values():
+        future.result(15)
+
+
+def produce(b: BrokerProcess, topic: str, partitions: int, start: int, count: int) -> set[str]:
+    p = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 5})
+    values = set()
+    for i in range(start, start + count):
+        p.produce(topic, value=f"v{i}".encode(), partition=i % partitions)
+        values.add(f"v{i}")
+    assert p.flush(15) == 0
+    return values
+
+
+def consumed(ws: list[Worker]) -> Counter[str]:
+    return Counter(v for w in ws for (_, _, _, v) in w.messages)
+
+
+def describe(b: BrokerProcess, group: str):
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    return admin.describe_consumer_groups([group])[group].result(15)
+
+
+def test_members_join_balance_leave_and_die_and_commits_survive(broker: BrokerProcess,
+                                                               workers: list[Worker]) -> None:
+    topic, n, group = "cp-uniform", 6, "cp-group"
+    create_topics(broker, **{topic: n})
+    expected = produce(broker, topic, n, 0, 300)
+    workers += [Worker(broker, group, [topic]) for _ in range(3)]
+    a, b, c = workers
+
+    # Join: the uniform assignor gives each of the three members two partitions.
+    def balanced(ws: list[Worker], sizes: list[int]) -> bool:
+        owned = [w.assignment for w in ws]
+        union = set().union(*owned)
+        return sorted(len(o) for o in owned) == sizes and len(union) == n and sum(map(len, owned)) == n
+
+    wait_for(lambda: balanced([a, b, c], [2, 2, 2]), 30, "three members with two partitions each")
+    wait_for(lambda: set(consumed(workers)) >= expected, 30, "the first 300 records")
+    description = describe(broker, group)
+    assert description.state == ConsumerGroupState.STABLE
+    assert len(description.members) == 3
+    assert sorted(len(m.assignment.topic_partitions) for m in description.members) == [2, 2, 2]
+
+    # A clean leave: a's partitions move to b and c, which go on from a's committed offsets.
+    a.close()
+    wait_for(lambda: balanced([b, c], [3, 3]), 30, "b and c with three partitions each")
+    expected |= produce(broker, topic, n, 300, 300)
+    wait_for(lambda: set(consumed(workers)) >= expected, 30, "records after the leave")
+    counts = consumed(workers)
+    assert all(counts[v] == 1 for v in expected), "a record was consumed twice after a clean commit"
+
+    # A death (SIGKILL): after the session timeout c gets b's partitions too.
+    b.kill()
+    killed_at = time.monotonic()
+    wait_for(lambda: len(c.assignment) == n, SESSION_MS / 1000 + 20, "c with every partition")
+    assert time.monotonic() - killed_at >= SESSION_MS / 1000 - 1.5  # b's session had to expire first
+    expected |= produce(broker, topic, n, 600, 300)
+    wait_for(lambda: set(consumed(workers)) >= expected, 30, "records after the death")
+    c.close()
+
+    # Committed offsets survive a broker restart, and a new member resumes from them.
+    broker.restart()
+    probe = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "enable.auto.commit": False})
+    committed = probe.committed([TopicPartition(topic, p) for p in range(n)], timeout=15)
+    probe.close()
+    assert sorted(tp.offset for tp in committed) == [150] * n
+    expected_new = produce(broker, topic, n, 900, 60)
+    d = Worker(broker, group, [topic])
+    workers.append(d)
+    wait_for(lambda: set(consumed([d])) >= expected_new, 30, "the new member's records")
+    time.sleep(1)
+    assert set(consumed([d])) == expected_new, "the new member re-read records committed before the restart"
+
+
+def test_range_assignor_co_partitions(broker: BrokerProcess, workers: list[Worker]) -> None:
+    create_topics(broker, **{"cp-left": 3, "cp-right": 3})
+    group = "cp-range"
+    workers += [Worker(broker, group, ["cp-left", "cp-right"], **{"group.remote.assignor": "range"}) for _ in range(2)]
+
+    def shape() -> list[set[tuple[str, int]]]:
+        return sorted((w.assignment for w in workers), key=len)
+
+    wait_for(lambda: [len(a) for a in shape()] == [2, 4], 30, "a 2/4 split")
+    small, large = shape()
+    # Each member holds the same partition numbers of both topics: p0-p1 and p2.
+    assert small == {("cp-left", 2), ("cp-right", 2)}
+    assert large == {("cp-left", 0), ("cp-left", 1), ("cp-right", 0), ("cp-right", 1)}
+    description = describe(broker, group)
+    assert description.partition_assignor == "range"
+    produce(broker, "cp-left", 3, 0, 30)
+    wait_for(lambda: len(consumed(workers)) == 30, 30, "every record")
+
+
+def test_regex_subscription_picks_up_new_topics(broker: BrokerProcess, workers: list[Worker]) -> None:
+    create_topics(broker, **{"rx-one": 2, "other-topic": 2})
+    w = Worker(broker, "cp-regex", ["^rx-.*"])
+    workers.append(w)
+    wait_for(lambda: w.assignment == {("rx-one", 0), ("rx-one", 1)}, 30, "the regex's first topic")
+    create_topics(broker, **{"rx-two": 2})
+    produce(broker, "rx-two", 2, 0, 10)
+    wait_for(lambda: ("rx-two", 0) in w.assignment and ("rx-two", 1) in w.assignment, 30, "the new topic")
+    wait_for(lambda: len(consumed([w])) == 10, 30, "the new topic's records")
+    assert not any(t == "other-topic" for t, _ in w.assignment)
+
+
+def test_invalid_assignor_is_refused(broker: BrokerProcess) -> None:
+    create_topics(broker, **{"cp-bad": 1})
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "cp-bad", "group.protocol": "consumer",
+                  "group.remote.assignor": "sticky", "enable.auto.commit": False})
+    c.subscribe(["cp-bad"])
+    errors = []
+    deadline = time.monotonic() + 15
+    while not errors and time.monotonic() < deadline:
+        msg = c.poll(0.2)
+        if msg is not None and msg.error():
+            errors.append(msg.error())
+    c.close()
+    # librdkafka treats UNSUPPORTED_ASSIGNOR as fatal, naming the broker's error.
+    assert errors and errors[0].code() == KafkaError._FATAL and "assignor" in errors[0].str(), errors
+
+
+def test_data_dir_has_consumer_group_records(broker: BrokerProcess) -> None:
+    # The consumer group records of the tests above went to __consumer_offsets (they survive restarts).
+    logs = list(Path(broker.data_dir).rglob("__consumer_offsets-*/*.log"))
+    assert logs and sum(p.stat().st_size for p in logs) > 0
+
+
+def test_members_carry_on_across_a_broker_restart(broker: BrokerProcess, workers: list[Worker]) -> None:
+    # The group's records (members, epochs, assignments) are replayed at start-up: the member goes on
+    # heartbeating with its epoch instead of being told its group is gone (fatal for librdkafka).
+    create_topics(broker, **{"cp-restart": 2})
+    w = Worker(broker, "cp-restart", ["cp-restart"])
+    workers.append(w)
+    wait_for(lambda: len(w.assignment) == 2, 30, "the assignment")
+    before = describe(broker, "cp-restart").members[0].member_id
+    broker.restart()
+    values = produce(broker, "cp-restart", 2, 0, 20)
+    wait_for(lambda: set(consumed([w])) >= values, 30, "records after the restart")
+    after = describe(broker, "cp-restart")
+    assert [m.member_id for m in after.members] == [before]
+    assert not [e for e in w.events if e["event"] == "error" and "FATAL" in e["error"].upper()]
+    assert not [line for line in broker.stderr_lines if "Traceback" in line or " ERROR " in line]
