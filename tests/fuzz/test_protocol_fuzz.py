@@ -113,4 +113,4 @@ def test_frame_decoder_rejects_oversize_prefix_before_buffering() -> None:
     decoder = FrameDecoder(max_frame_bytes=1024)
     with pytest.raises(ProtocolError):
         decoder.feed(struct.pack(">i", 2**31 - 1))
-    assert decoder.buffered == 4  # only the prefix itself was kept
+    assert decoder.buffered <= 4  # at most the prefix itself was kept

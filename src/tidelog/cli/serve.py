@@ -30,7 +30,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     p.add_argument(
         "--event-loop", choices=["auto", "uvloop", "asyncio"], default="auto",
-        help="uvloop (faster request handling) or asyncio (zero-copy sendfile for fetches); default auto = uvloop",
+        help="uvloop (default; fetched records are read with pread and written) or asyncio (the standard "
+        "loop; fetched records go out with os.sendfile)",
     )
     p.set_defaults(func=run)
 

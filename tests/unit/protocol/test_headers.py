@@ -143,3 +143,13 @@ def test_frame_decoder_limits() -> None:
         FrameDecoder(max_frame_bytes=10).feed(frame(b"x" * 11))
     with pytest.raises(MalformedMessageError):
         FrameDecoder().feed(struct.pack(">i", -5))
+
+
+def test_frames_are_writable_and_independent() -> None:
+    dec = FrameDecoder(max_frame_bytes=1000)
+    stream = frame(b"abc") + frame(b"") + frame(b"xyz" * 10)
+    out = dec.feed(stream[:5]) + dec.feed(stream[5:9]) + dec.feed(stream[9:])
+    assert out == [b"abc", b"", b"xyz" * 10]
+    assert all(isinstance(f, bytearray) for f in out)
+    out[0][0] = ord("z")  # the broker patches batches inside the frame
+    assert out[0] == b"zbc" and dec.buffered == 0
