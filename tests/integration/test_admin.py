@@ -569,3 +569,20 @@ def test_configs_survive_a_restart(tmp_path: Path) -> None:
         assert configs["cleanup.policy"].value == "compact"
         assert configs["segment.bytes"].value == "2097152"
         assert configs["segment.bytes"].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+
+
+def test_authorized_operations_through_metadata(admin: AdminClient, broker: BrokerProcess) -> None:
+    """confluent-kafka asks Metadata v8-10 for authorized operations (no authorizer: all supported ones)."""
+    from confluent_kafka import TopicCollection
+    from confluent_kafka.admin import AclOperation
+
+    _produce(broker, "ops-topic", [b"x"])
+    cluster = admin.describe_cluster(include_authorized_operations=True).result(10)
+    assert AclOperation.ALTER_CONFIGS in cluster.authorized_operations
+    assert AclOperation.READ not in cluster.authorized_operations  # not a cluster operation
+    topic = admin.describe_topics(TopicCollection(["ops-topic"]), include_authorized_operations=True)
+    ops = topic["ops-topic"].result(10).authorized_operations
+    assert {AclOperation.READ, AclOperation.WRITE, AclOperation.DELETE} <= set(ops)
+    assert AclOperation.CLUSTER_ACTION not in ops
+    plain = admin.describe_cluster().result(10)
+    assert not plain.authorized_operations  # not asked for: omitted

@@ -43,7 +43,10 @@ class EndpointType(IntEnum):
 class AclOperation(IntEnum):
     """Kafka's ``AclOperation`` codes (the bit positions of authorized-operations fields)."""
 
+    READ = 3
+    WRITE = 4
     CREATE = 5
+    DELETE = 6
     ALTER = 7
     DESCRIBE = 8
     CLUSTER_ACTION = 9
@@ -56,6 +59,11 @@ class AclOperation(IntEnum):
 CLUSTER_OPERATIONS = (
     AclOperation.CREATE, AclOperation.CLUSTER_ACTION, AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS,
     AclOperation.IDEMPOTENT_WRITE, AclOperation.ALTER, AclOperation.DESCRIBE,
+)
+#: Kafka's ``AclEntry.supportedOperations(TOPIC)``.
+TOPIC_OPERATIONS = (
+    AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE, AclOperation.DESCRIBE, AclOperation.DELETE,
+    AclOperation.ALTER, AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS,
 )
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
@@ -131,4 +139,4 @@ def handle_describe_log_dirs(ctx: RequestContext, request: DescribeLogDirsReques
     return DescribeLogDirsResponse(error_code=0, results=results)
 
 
-__all__ = ["CLUSTER_OPERATIONS", "AclOperation", "EndpointType", "handle_describe_cluster", "handle_describe_log_dirs"]
+__all__ = ["CLUSTER_OPERATIONS", "TOPIC_OPERATIONS", "AclOperation", "EndpointType", "authorized_operations", "handle_describe_cluster", "handle_describe_log_dirs"]

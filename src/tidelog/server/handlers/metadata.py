@@ -16,6 +16,12 @@ from tidelog.protocol.messages import MetadataRequest, MetadataResponse
 from tidelog.protocol.primitives import ZERO_UUID
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handler
+from tidelog.server.handlers.cluster_info import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    CLUSTER_OPERATIONS,
+    TOPIC_OPERATIONS,
+    authorized_operations,
+)
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +73,15 @@ def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataRe
                     continue
             topics.append(_topic(ctx, name))
     image = broker.store.image
+    # No authorizer yet: every supported operation is allowed (Metadata v8-10 / v8+ ask for them).
+    if v >= 8 and request.include_topic_authorized_operations:
+        topic_ops = authorized_operations(TOPIC_OPERATIONS)
+        for t in topics:
+            if t.error_code == 0:
+                t.topic_authorized_operations = topic_ops
+    cluster_ops = AUTHORIZED_OPERATIONS_OMITTED
+    if 8 <= v <= 10 and request.include_cluster_authorized_operations:
+        cluster_ops = authorized_operations(CLUSTER_OPERATIONS)
     return MetadataResponse(
         brokers=[
             MetadataResponse.MetadataResponseBroker(node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
@@ -75,6 +90,7 @@ def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataRe
         cluster_id=image.cluster_id,
         controller_id=image.controller_id,
         topics=topics,
+        cluster_authorized_operations=cluster_ops,
     )
 
 
