@@ -75,7 +75,10 @@ async def _wait(ctx, request, wanted, session, incremental) -> FetchResponse:
         # counts its new bytes by the log sizes; min_bytes is a hint, so one new batch is enough
         # unless min_bytes is large, in which case we re-read.
         total = 0
+        topics = broker.store.image.topics
         for w in wanted:
+            if w.topic is not None and w.topic not in topics:
+                return True  # the topic was deleted meanwhile: answer now (with its error)
             plog = thresholds.get((w.topic, w.partition))
             if plog is None:
                 continue
