@@ -29,6 +29,7 @@ from confluent_kafka.error import KafkaError as CKError
 from kafka.admin import AlterConfigOp, ConfigResourceType, KafkaAdminClient
 from kafka.admin import ConfigResource as KPConfigResource
 
+from tidelog.errors import ErrorCode
 from tidelog.protocol import decode_response, encode_request
 from tidelog.protocol.messages import (
     CreateTopicsRequest,
@@ -586,3 +587,25 @@ def test_authorized_operations_through_metadata(admin: AdminClient, broker: Brok
     assert AclOperation.CLUSTER_ACTION not in ops
     plain = admin.describe_cluster().result(10)
     assert not plain.authorized_operations  # not asked for: omitted
+
+
+def test_fetch_waiting_on_a_deleted_topic_answers_at_once(admin: AdminClient, broker: BrokerProcess) -> None:
+    import time
+
+    from tidelog.protocol.messages import FetchRequest
+    from tidelog.testing.client import WireClient
+
+    _produce(broker, "doomed", [b"x"])
+    request = FetchRequest(
+        replica_id=-1, max_wait_ms=20_000, min_bytes=1, max_bytes=1 << 20,
+        topics=[FetchRequest.FetchTopic(topic="doomed", partitions=[
+            FetchRequest.FetchPartition(partition=0, fetch_offset=1, partition_max_bytes=1 << 20)])],
+    )
+    with WireClient.connect(broker.bootstrap) as client:
+        client.send(request, 11)
+        time.sleep(0.5)  # the fetch is parked in the purgatory
+        started = time.monotonic()
+        admin.delete_topics(["doomed"])["doomed"].result(10)
+        _, response = client.receive()
+        assert time.monotonic() - started < 5  # not the 20 s max wait
+    assert response.responses[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
