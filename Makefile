@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,spark]'
 	touch $(STAMP)
 
 BENCH_STAMP := $(VENV)/.bench-stamp
@@ -22,10 +22,10 @@ run: $(STAMP)
 
 ## test: install into .venv, lint, check import layers and run the whole test suite
 test: $(STAMP) lint
-	$(PY) -m pytest -q -n 2 tests
+	$(PY) -m pytest -q -n 2 --dist loadgroup tests
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests $(wildcard bench tools)
+	$(VENV)/bin/ruff check src tests $(wildcard bench tools examples)
 	$(VENV)/bin/lint-imports
 
 ## bench: install the peers benchmarks compare against, then run every benchmark
