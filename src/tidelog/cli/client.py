@@ -24,6 +24,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any, TextIO
 
 from confluent_kafka import KafkaError, KafkaException
@@ -268,6 +269,19 @@ def percentile(sorted_values: Sequence[float], share: float) -> float:
     return sorted_values[rank]
 
 
+def timestamp_ms(text: str) -> int:
+    """An argparse type: epoch milliseconds, or an ISO 8601 date-time (naive = local time)."""
+    if text.isdigit():
+        return int(text)
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected epoch milliseconds or an ISO 8601 date-time such as 2024-05-01T12:00:00Z, got {text!r}"
+        ) from None
+    return int(moment.timestamp() * 1000)
+
+
 __all__ = [
     "CONNECT_TIMEOUT_S",
     "DEFAULT_BOOTSTRAP",
@@ -286,4 +300,5 @@ __all__ = [
     "positive_int",
     "require_partition",
     "require_topic",
+    "timestamp_ms",
 ]

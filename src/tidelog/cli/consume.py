@@ -28,7 +28,6 @@ import json
 import os
 import sys
 import time
-from datetime import datetime
 from typing import Any
 
 from confluent_kafka import (
@@ -57,6 +56,7 @@ from tidelog.cli.client import (
     positive_int,
     require_partition,
     require_topic,
+    timestamp_ms,
 )
 
 _TIMESTAMP_TYPES = {TIMESTAMP_CREATE_TIME: "CreateTime", TIMESTAMP_LOG_APPEND_TIME: "LogAppendTime"}
@@ -77,7 +77,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     start.add_argument("--from-beginning", action="store_true", help="start at the oldest record")
     start.add_argument("--offset", type=_offset, metavar="N",
                        help="start at offset N in each partition read (or 'earliest' / 'latest')")
-    start.add_argument("--timestamp", type=_timestamp, metavar="MS|ISO8601",
+    start.add_argument("--timestamp", type=timestamp_ms, metavar="MS|ISO8601",
                        help="start at the first record at or after this time: epoch milliseconds or an "
                        "ISO 8601 date-time (local time unless it has an offset such as Z or +02:00)")
     p.add_argument("--partition", type=non_negative_int, metavar="N", help="read only partition N")
@@ -103,19 +103,6 @@ def _offset(text: str) -> int:
     if text in named:
         return named[text]
     return non_negative_int(text)
-
-
-def _timestamp(text: str) -> int:
-    """Epoch milliseconds, or an ISO 8601 date-time (naive = local time)."""
-    if text.isdigit():
-        return int(text)
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected epoch milliseconds or an ISO 8601 date-time such as 2024-05-01T12:00:00Z, got {text!r}"
-        ) from None
-    return int(moment.timestamp() * 1000)
 
 
 # ------------------------------------------------------------------------------------------ running

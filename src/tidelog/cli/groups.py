@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterable, Sequence
-from datetime import datetime
 from typing import Any
 
 from confluent_kafka import (
@@ -50,6 +49,7 @@ from tidelog.cli.client import (
     non_negative_int,
     require_partition,
     require_topic,
+    timestamp_ms,
 )
 
 MISSING = "-"
@@ -133,7 +133,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     mode.add_argument("--to-earliest", action="store_true", help="the log start offset")
     mode.add_argument("--to-latest", action="store_true", help="the log end offset")
     mode.add_argument("--to-offset", type=non_negative_int, metavar="N", help="offset N")
-    mode.add_argument("--to-datetime", type=_timestamp, metavar="ISO8601|MS",
+    mode.add_argument("--to-datetime", type=timestamp_ms, metavar="ISO8601|MS",
                       help="the first record at or after this time (the log end where there is none): an "
                       "ISO 8601 date-time such as 2024-05-01T12:00:00Z (local time without an offset) or "
                       "epoch milliseconds")
@@ -187,19 +187,6 @@ def _topic_spec(text: str) -> tuple[str, list[int] | None]:
     if any(n < 0 for n in numbers):
         raise argparse.ArgumentTypeError(f"bad partition list in {text!r}: partitions are >= 0")
     return topic, sorted(set(numbers))
-
-
-def _timestamp(text: str) -> int:
-    """Epoch milliseconds, or an ISO 8601 date-time (naive = local time)."""
-    if text.isdigit():
-        return int(text)
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected an ISO 8601 date-time such as 2024-05-01T12:00:00Z or epoch milliseconds, got {text!r}"
-        ) from None
-    return int(moment.timestamp() * 1000)
 
 
 # ------------------------------------------------------------------------------------------ output
