@@ -324,12 +324,7 @@ class LogCleaner:
         for seg in old:
             seg.rename_with_suffix(files.DELETED_SUFFIX)
         _rename_group(plog.directory, group.base_offset, files.SWAP_SUFFIX, "")
-        seg = Segment(
-            plog.directory, group.base_offset,
-            index_interval_bytes=plog.config.index_interval_bytes,
-            max_index_bytes=plog.config.segment_index_bytes,
-            created_ms=self.clock.wall_ms(), new=False,
-        )
+        seg = Segment.for_config(plog.directory, group.base_offset, plog.config, self.clock.wall_ms(), new=False)
         seg.next_offset = group.next_offset
         seg.max_timestamp = group.max_timestamp
         seg.offset_of_max_timestamp = group.offset_of_max_timestamp

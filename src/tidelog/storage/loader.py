@@ -162,27 +162,11 @@ def _open_segments(directory: Path, config: TopicConfig, clock: Clock) -> list[S
 
 
 def _segment(directory: Path, base: int, config: TopicConfig, clock: Clock) -> Segment:
-    return Segment(
-        directory,
-        base,
-        index_interval_bytes=config.index_interval_bytes,
-        max_index_bytes=config.segment_index_bytes,
-        created_ms=clock.wall_ms(),
-        new=False,
-    )
+    return Segment.for_config(directory, base, config, clock.wall_ms(), new=False)
 
 
 def _new_segment(directory: Path, base: int, config: TopicConfig, clock: Clock) -> Segment:
-    seg = Segment(
-        directory,
-        base,
-        index_interval_bytes=config.index_interval_bytes,
-        max_index_bytes=config.segment_index_bytes,
-        created_ms=clock.wall_ms(),
-        new=True,
-    )
-    seg.next_offset = base
-    return seg
+    return Segment.for_config(directory, base, config, clock.wall_ms(), new=True)
 
 
 def _load_clean(seg: Segment) -> None:

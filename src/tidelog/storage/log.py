@@ -291,13 +291,7 @@ class PartitionLog:
         if old.size == 0 and old.base_offset == base:
             return old
         old.on_roll()
-        seg = Segment(
-            self.directory, base,
-            index_interval_bytes=self.config.index_interval_bytes,
-            max_index_bytes=self.config.segment_index_bytes,
-            created_ms=self.clock.wall_ms(), new=True,
-        )
-        seg.next_offset = base
+        seg = Segment.for_config(self.directory, base, self.config, self.clock.wall_ms(), new=True)
         self.segments.append(seg)
         self.producer_state.take_snapshot(base)
         return seg
@@ -479,15 +473,7 @@ class PartitionLog:
         """Drop everything and restart the log empty at ``offset``."""
         for seg in self.segments:
             seg.delete_files()
-        self.segments = [
-            Segment(
-                self.directory, offset,
-                index_interval_bytes=self.config.index_interval_bytes,
-                max_index_bytes=self.config.segment_index_bytes,
-                created_ms=self.clock.wall_ms(), new=True,
-            )
-        ]
-        self.segments[0].next_offset = offset
+        self.segments = [Segment.for_config(self.directory, offset, self.config, self.clock.wall_ms(), new=True)]
         self.log_start_offset = self.recovery_point = self.high_watermark = offset
         self.cleaner_offset = None
         self.producer_state.truncate_after(-1)

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tidelog.config import TopicConfig
 from tidelog.records import RecordBatchView, RecordsError
 from tidelog.records.batch import HEADER
 from tidelog.storage import files
@@ -356,6 +357,18 @@ class Segment:
         for path in self.all_paths():
             path.unlink(missing_ok=True)
         self.deleted = True
+
+    @classmethod
+    def for_config(cls, directory: Path, base_offset: int, config: TopicConfig, now_ms: int, *, new: bool) -> Segment:
+        """A segment with the topic's index settings: created empty (``new``) or opened from its files."""
+        return cls(
+            directory,
+            base_offset,
+            index_interval_bytes=config.index_interval_bytes,
+            max_index_bytes=config.segment_index_bytes,
+            created_ms=now_ms,
+            new=new,
+        )
 
     def __repr__(self) -> str:
         return f"Segment({self.log_path.name}, size={self.size}, next_offset={self.next_offset})"
