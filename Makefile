@@ -11,13 +11,19 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,spark]'
 	touch $(STAMP)
 
+RUN_STAMP := $(VENV)/.run-stamp
+$(RUN_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e .
+	touch $(RUN_STAMP)
+
 BENCH_STAMP := $(VENV)/.bench-stamp
 $(BENCH_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,bench]'
 	touch $(BENCH_STAMP)
 
 ## run: install into .venv and run a broker on localhost:9092 (data in ./tidelog-data)
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(VENV)/bin/tidelog serve
 
 ## test: install into .venv, lint, check import layers and run the whole test suite
