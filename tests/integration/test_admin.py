@@ -609,3 +609,19 @@ def test_fetch_waiting_on_a_deleted_topic_answers_at_once(admin: AdminClient, br
         _, response = client.receive()
         assert time.monotonic() - started < 5  # not the 20 s max wait
     assert response.responses[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+@pytest.mark.parametrize("version", [10, 11, 12])
+def test_metadata_for_an_unknown_topic_id(broker: BrokerProcess, version: int) -> None:
+    """v10-11 requests may carry a null name (ids arrived in the request first); the response's name is
+    only nullable from v12, so the broker must answer with an empty name rather than fail to encode."""
+    from tidelog.protocol.messages import MetadataRequest
+    from tidelog.testing.client import WireClient
+
+    request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=None, topic_id=uuid.uuid4())])
+    with WireClient.connect(broker.bootstrap) as client:
+        response = client.request(request, version)
+        [topic] = response.topics
+        assert topic.error_code == ErrorCode.UNKNOWN_TOPIC_ID
+        assert topic.name == ("" if version < 12 else None)
+        assert client.request(request, version).topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_ID  # still open

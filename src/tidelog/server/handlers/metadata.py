@@ -52,7 +52,9 @@ def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataRe
             if name is None:
                 t = broker.store.image.topic_by_id(topic_id)
                 if t is None:
-                    topics.append(Topic(error_code=int(ErrorCode.UNKNOWN_TOPIC_ID), name=None, topic_id=topic_id))
+                    # Topic names are nullable in responses only from v12 (Kafka does not look up ids before).
+                    topics.append(Topic(error_code=int(ErrorCode.UNKNOWN_TOPIC_ID), name=None if v >= 12 else "",
+                                        topic_id=topic_id))
                     continue
                 name = t.name
             if name not in broker.store.image.topics:
