@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tidelog.coordinator.group.assignors import TopicPartitions
-from tidelog.coordinator.group.records import RecordType, register_record_type
+from tidelog.coordinator.group.records import RecordType, register_record_type, skip_tags
 from tidelog.protocol.exceptions import MalformedMessageError
 from tidelog.protocol.primitives import (
     INT8,
@@ -169,17 +169,6 @@ def _key_codec(version: int, cls: type, fields: tuple[str, ...]) -> tuple[Any, A
     return read, write
 
 
-def _skip_tags(buf: memoryview, pos: int) -> int:
-    n, pos = read_uvarint(buf, pos)
-    for _ in range(n):
-        _, pos = read_uvarint(buf, pos)
-        size, pos = read_uvarint(buf, pos)
-        pos += size
-        if pos > len(buf):
-            raise MalformedMessageError("tagged field runs past the end of the record")
-    return pos
-
-
 def _read_value_version(version: int, name: str) -> None:
     if version != 0:
         raise MalformedMessageError(f"unknown {name} version {version}")
@@ -209,7 +198,7 @@ def _read_tps(buf: memoryview, pos: int) -> tuple[dict[uuid.UUID, frozenset[int]
         m, pos = read_compact_array_len(buf, pos, 4)
         parts = struct.unpack_from(f">{max(m, 0)}i", buf, pos)
         pos += 4 * max(m, 0)
-        pos = _skip_tags(buf, pos)
+        pos = skip_tags(buf, pos)
         out[topic_id] = out.get(topic_id, frozenset()) | frozenset(parts)
     return out, pos
 
@@ -258,7 +247,7 @@ def _read_member_value(buf: memoryview, pos: int, version: int) -> tuple[Consume
     regex, pos = read_compact_nullable_string(buf, pos)
     (rebalance_timeout_ms,) = INT32.unpack_from(buf, pos)
     assignor, pos = read_compact_nullable_string(buf, pos + 4)
-    pos = _skip_tags(buf, pos)
+    pos = skip_tags(buf, pos)
     return ConsumerGroupMemberMetadataValue(instance_id, rack_id, client_id, client_host, names, regex,
                                             rebalance_timeout_ms, assignor), pos
 
@@ -280,7 +269,7 @@ def _write_member_value(v: ConsumerGroupMemberMetadataValue) -> bytes:
 def _read_target_epoch(buf: memoryview, pos: int, version: int) -> tuple[ConsumerGroupTargetAssignmentMetadataValue, int]:
     _read_value_version(version, "ConsumerGroupTargetAssignmentMetadataValue")
     (epoch,) = INT32.unpack_from(buf, pos)
-    return ConsumerGroupTargetAssignmentMetadataValue(epoch), _skip_tags(buf, pos + 4)
+    return ConsumerGroupTargetAssignmentMetadataValue(epoch), skip_tags(buf, pos + 4)
 
 
 def _write_target_epoch(v: ConsumerGroupTargetAssignmentMetadataValue) -> bytes:
@@ -290,7 +279,7 @@ def _write_target_epoch(v: ConsumerGroupTargetAssignmentMetadataValue) -> bytes:
 def _read_target_member(buf: memoryview, pos: int, version: int) -> tuple[ConsumerGroupTargetAssignmentMemberValue, int]:
     _read_value_version(version, "ConsumerGroupTargetAssignmentMemberValue")
     tps, pos = _read_tps(buf, pos)
-    return ConsumerGroupTargetAssignmentMemberValue(tps), _skip_tags(buf, pos)
+    return ConsumerGroupTargetAssignmentMemberValue(tps), skip_tags(buf, pos)
 
 
 def _write_target_member(v: ConsumerGroupTargetAssignmentMemberValue) -> bytes:
@@ -306,7 +295,7 @@ def _read_current(buf: memoryview, pos: int, version: int) -> tuple[ConsumerGrou
     state = INT8.unpack_from(buf, pos + 8)[0]
     assigned, pos = _read_tps(buf, pos + 9)
     revoking, pos = _read_tps(buf, pos)
-    return ConsumerGroupCurrentMemberAssignmentValue(epoch, previous, state, assigned, revoking), _skip_tags(buf, pos)
+    return ConsumerGroupCurrentMemberAssignmentValue(epoch, previous, state, assigned, revoking), skip_tags(buf, pos)
 
 
 def _write_current(v: ConsumerGroupCurrentMemberAssignmentValue) -> bytes:
@@ -322,7 +311,7 @@ def _read_regex(buf: memoryview, pos: int, version: int) -> tuple[ConsumerGroupR
     _read_value_version(version, "ConsumerGroupRegularExpressionValue")
     topics, pos = _read_strings(buf, pos)
     regex_version, timestamp = INT64.unpack_from(buf, pos)[0], INT64.unpack_from(buf, pos + 8)[0]
-    return ConsumerGroupRegularExpressionValue(topics, regex_version, timestamp), _skip_tags(buf, pos + 16)
+    return ConsumerGroupRegularExpressionValue(topics, regex_version, timestamp), skip_tags(buf, pos + 16)
 
 
 def _write_regex(v: ConsumerGroupRegularExpressionValue) -> bytes:

@@ -237,7 +237,7 @@ def _i64(buf: memoryview, pos: int) -> tuple[int, int]:
     return INT64.unpack_from(buf, pos)[0], pos + 8
 
 
-def _skip_tags(buf: memoryview, pos: int) -> int:
+def skip_tags(buf: memoryview, pos: int) -> int:
     n, pos = read_uvarint(buf, pos)
     for _ in range(n):
         _, pos = read_uvarint(buf, pos)
@@ -279,7 +279,7 @@ def _read_offset_value(buf: memoryview, pos: int, version: int) -> tuple[OffsetC
     if version == 1:
         expire_timestamp, pos = _i64(buf, pos)
     if version >= 4:
-        pos = _skip_tags(buf, pos)
+        pos = skip_tags(buf, pos)
     return OffsetCommitValue(offset, metadata, commit_timestamp, leader_epoch, expire_timestamp), pos
 
 
@@ -334,7 +334,7 @@ def _read_member(buf: memoryview, pos: int, version: int) -> tuple[MemberMetadat
     subscription, pos = rbytes(buf, pos)
     assignment, pos = rbytes(buf, pos)
     if flexible:
-        pos = _skip_tags(buf, pos)
+        pos = skip_tags(buf, pos)
     return MemberMetadata(member_id, client_id, client_host, session_timeout, subscription, assignment,
                           rebalance_timeout, instance_id), pos
 
@@ -359,7 +359,7 @@ def _read_group_value(buf: memoryview, pos: int, version: int) -> tuple[GroupMet
         m, pos = _read_member(buf, pos, version)
         members.append(m)
     if flexible:
-        pos = _skip_tags(buf, pos)
+        pos = skip_tags(buf, pos)
     return GroupMetadataValue(protocol_type, generation, protocol, leader, timestamp, tuple(members)), pos
 
 
@@ -511,6 +511,7 @@ __all__ = [
     "parse_subscription_topics",
     "register_record_type",
     "serialize",
+    "skip_tags",
     "write_group_value",
     "write_offset_value",
 ]
