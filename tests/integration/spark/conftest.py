@@ -20,6 +20,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests import toolchain
 from tidelog.testing import BrokerProcess
 
 
@@ -35,8 +36,8 @@ def _java_home() -> str | None:
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
     java_home = _java_home()
-    if java_home is None:
-        pytest.skip("no Java runtime (JAVA_HOME or java on PATH) for Spark")
+    toolchain.require("java", java_home is not None, "no Java runtime (JAVA_HOME or java on PATH) for Spark")
+    assert java_home is not None
     os.environ["JAVA_HOME"] = java_home
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
