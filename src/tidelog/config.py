@@ -15,8 +15,10 @@ topic config, the snake_case of its Kafka name (``segment.bytes`` -> ``segment_b
 
 from __future__ import annotations
 
+import difflib
+import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 LONG_MAX = 2**63 - 1
@@ -91,6 +93,58 @@ def _parse_list(key: str, raw: Any) -> tuple[str, ...]:
     return items
 
 
+@dataclass(frozen=True, slots=True)
+class Listener:
+    """One entry of ``listeners`` / ``advertised.listeners``: ``NAME://HOST:PORT``. An empty host
+    means every interface (and, when advertised, this machine's host name), as in Kafka."""
+
+    name: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.name}://{host}:{self.port}"
+
+
+#: Kafka's listener syntax: a name, ``://``, an optional host (IPv6 in brackets), ``:`` and a port.
+_LISTENER = re.compile(r"^([A-Za-z0-9_]+)://(?:\[([0-9a-fA-F:.%]+)\]|([0-9a-zA-Z\-%._]*)):(-?[0-9]+)$")
+NON_ROUTABLE_HOSTS = frozenset({"0.0.0.0", "::"})
+
+
+def _parse_listeners(key: str, raw: Any) -> tuple[Listener, ...]:
+    items = [item.strip() for item in str(raw).split(",") if item.strip()]
+    out: list[Listener] = []
+    for item in items:
+        m = _LISTENER.match(item)
+        if m is None:
+            raise ConfigError(f"Invalid value {item!r} for configuration {key}: expected NAME://HOST:PORT, "
+                              "e.g. PLAINTEXT://localhost:9092 (an empty host means every interface)")
+        name, host, port = m.group(1).upper(), m.group(2) or m.group(3) or "", int(m.group(4))
+        if not 0 <= port <= 65535:
+            raise ConfigError(f"Invalid value {item!r} for configuration {key}: port {port} is not between 0 and 65535")
+        if any(other.name == name for other in out):
+            raise ConfigError(f"Invalid value {raw!r} for configuration {key}: each listener must have a different "
+                              f"name, and {name} appears twice")
+        if port and any(other.port == port for other in out):
+            raise ConfigError(f"Invalid value {raw!r} for configuration {key}: each listener must have a different "
+                              f"port, and {port} appears twice")
+        out.append(Listener(name, host, port))
+    return tuple(out)
+
+
+def _parse_protocol_map(key: str, raw: Any) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in (p.strip() for p in str(raw).split(",") if p.strip()):
+        name, sep, protocol = item.partition(":")
+        if not sep or not name.strip() or protocol.strip().upper() not in SECURITY_PROTOCOLS:
+            raise ConfigError(f"Invalid value {item!r} for configuration {key}: expected LISTENER_NAME:PROTOCOL with "
+                              f"PROTOCOL one of {', '.join(SECURITY_PROTOCOLS)}")
+        out[name.strip().upper()] = protocol.strip().upper()
+    return out
+
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 
 
@@ -162,10 +216,15 @@ _TOPIC_DEFS = [
 
 _BROKER_DEFS = [
     ConfigDef("broker.id", _int(0), 0, "This broker's id (node.id is accepted as a synonym).", topic=False),
-    ConfigDef("listeners", _parse_list, ("PLAINTEXT://localhost:9092",),
-              "Where the broker listens, as PLAINTEXT://HOST:PORT (port 0 picks a free port).", topic=False),
-    ConfigDef("advertised.listeners", _parse_list, (),
-              "Address handed to clients in Metadata; defaults to the listener's.", topic=False),
+    ConfigDef("listeners", _parse_listeners, (Listener("PLAINTEXT", "localhost", 9092),),
+              "Where the broker listens: comma-separated NAME://HOST:PORT (an empty host means every interface; "
+              "port 0 picks a free port).", topic=False),
+    ConfigDef("advertised.listeners", _parse_listeners, (),
+              "Addresses handed to clients in Metadata, by listener name; default: the listeners' own (an empty "
+              "or 0.0.0.0 host advertises this machine's host name).", topic=False),
+    ConfigDef("listener.security.protocol.map", _parse_protocol_map,
+              {p: p for p in SECURITY_PROTOCOLS},
+              "Security protocol of each listener name, as NAME:PROTOCOL pairs.", topic=False),
     ConfigDef("log.dirs", _parse_list, ("./tidelog-data",), "Directories holding the partition logs.", topic=False),
     ConfigDef("num.partitions", _int(1), 1, "Partitions of an auto-created topic.", topic=False),
     ConfigDef("default.replication.factor", _int(1), 1, "Replication factor of an auto-created topic.", topic=False),
@@ -242,6 +301,9 @@ UNIT_ALIASES = {
 
 
 BROKER_ALIASES = {"node.id": "broker.id", "log.dir": "log.dirs"}
+#: Every key server.properties may hold that Tidelog reads.
+KNOWN_BROKER_KEYS = (frozenset(BROKER_CONFIGS) | frozenset(BROKER_SYNONYMS) | frozenset(BROKER_ALIASES)
+                     | frozenset(a for al in UNIT_ALIASES.values() for a, _ in al))
 
 
 def parse_properties(text: str) -> dict[str, str]:
@@ -278,24 +340,65 @@ class BrokerConfig:
     values: dict[str, Any]
     topic_defaults: TopicConfig
     unknown: tuple[str, ...]
+    #: unknown key -> the known key it is probably a misspelling of
+    suggestions: Mapping[str, str] = field(default_factory=dict)
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
 
     @classmethod
     def from_props(cls, props: Mapping[str, str]) -> BrokerConfig:
+        """Parse ``server.properties`` values; a bad value raises ConfigError naming the key as the
+        user wrote it (``node.id``, ``log.retention.hours`` ...)."""
         normalized: dict[str, str] = {}
+        written_as: dict[str, str] = {}
         for key, value in props.items():
-            normalized[BROKER_ALIASES.get(key, key)] = str(value)
+            canonical = BROKER_ALIASES.get(key, key)
+            if canonical in normalized and canonical == key:
+                pass  # the canonical spelling wins over its alias
+            elif canonical in normalized:
+                continue
+            normalized[canonical] = str(value)
+            written_as[canonical] = key
         values = {d.name: d.default for d in _BROKER_DEFS}
         for key, raw in normalized.items():
             d = BROKER_CONFIGS.get(key)
             if d is not None:
-                values[key] = d.parse(key, raw)
+                values[key] = d.parse(written_as[key], raw)
+        _check_listeners(values)
         topic_defaults = topic_defaults_from_broker(normalized)
-        known = set(BROKER_CONFIGS) | set(BROKER_SYNONYMS) | {a for al in UNIT_ALIASES.values() for a, _ in al}
-        unknown = tuple(sorted(k for k in normalized if k not in known))
-        return cls(normalized, values, topic_defaults, unknown)
+        unknown = tuple(sorted(k for k in normalized if k not in KNOWN_BROKER_KEYS))
+        suggestions = {}
+        for key in unknown:
+            close = difflib.get_close_matches(key, sorted(KNOWN_BROKER_KEYS), n=1, cutoff=0.8)
+            if close:
+                suggestions[key] = close[0]
+        return cls(normalized, values, topic_defaults, unknown, suggestions)
+
+    def describe_unknown(self, key: str) -> str:
+        """The warning for an unknown key, with a suggestion when one is close."""
+        text = f"unknown configuration {key!r} is ignored"
+        if key in self.suggestions:
+            text += f"; did you mean {self.suggestions[key]!r}?"
+        return text
+
+
+def _check_listeners(values: dict[str, Any]) -> None:
+    """Kafka's listener rules: every listener name has a security protocol; advertised listeners
+    name existing listeners and never the non-routable 0.0.0.0."""
+    protocols = values["listener.security.protocol.map"]
+    for listener in values["listeners"]:
+        if listener.name not in protocols:
+            raise ConfigError(f"Invalid value for configuration listeners: listener {listener.name} has no security "
+                              "protocol in listener.security.protocol.map")
+    names = {listener.name for listener in values["listeners"]}
+    for listener in values["advertised.listeners"]:
+        if listener.name not in names:
+            raise ConfigError(f"Invalid value for configuration advertised.listeners: {listener.name} is not one of "
+                              f"the listeners ({', '.join(sorted(names))})")
+        if listener.host in NON_ROUTABLE_HOSTS:
+            raise ConfigError("Invalid value for configuration advertised.listeners: advertised.listeners cannot use "
+                              f"the nonroutable meta-address {listener.host}; use a routable address or host name")
 
 
 def attr_name(kafka_name: str) -> str:
@@ -370,21 +473,29 @@ def validate_topic_configs(configs: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: Broker keys whose negative values all mean "no limit" (Kafka's ``logRetentionTimeMillis``).
+_UNLIMITED_WHEN_NEGATIVE = frozenset({"log.retention.ms", "log.retention.minutes", "log.retention.hours"})
+
+
 def topic_defaults_from_broker(props: Mapping[str, Any]) -> TopicConfig:
-    """The topic defaults a broker's ``server.properties`` implies (``log.retention.hours=1`` ...)."""
-    props = dict(props)
+    """The topic defaults a broker's ``server.properties`` implies (``log.retention.hours=1`` ...).
+    A bad value raises ConfigError naming the key as written. ``log.retention.{ms,minutes,hours}``
+    below zero mean unlimited (-1), as in Kafka."""
+    values: dict[str, Any] = {}
     for ms_key, aliases in UNIT_ALIASES.items():
-        if ms_key in props:
-            continue
-        for alias, factor in aliases:
-            if alias in props:
-                props[ms_key] = _long()(alias, props[alias]) * factor
+        written = [(ms_key, 1)] + [a for a in aliases]
+        for key, factor in written:
+            if key in props:
+                amount = _parse_int(-LONG_MAX, LONG_MAX)(key, props[key])
+                if amount < 0 and key in _UNLIMITED_WHEN_NEGATIVE:
+                    amount, factor = -1, 1
+                parsed = TOPIC_CONFIGS[BROKER_SYNONYMS[ms_key]].parse(key, amount * factor)
+                values[attr_name(BROKER_SYNONYMS[ms_key])] = parsed
                 break
-    overrides = {}
     for key, raw in props.items():
-        if key in BROKER_SYNONYMS:
-            overrides[BROKER_SYNONYMS[key]] = raw
-    return TopicConfig.from_dict(overrides)
+        if key in BROKER_SYNONYMS and key not in UNIT_ALIASES:
+            values[attr_name(BROKER_SYNONYMS[key])] = TOPIC_CONFIGS[BROKER_SYNONYMS[key]].parse(key, raw)
+    return TopicConfig().replace(**values)
 
 
 __all__ = [
@@ -392,12 +503,16 @@ __all__ = [
     "BROKER_CONFIGS",
     "BROKER_SYNONYMS",
     "COMPRESSION_TYPES",
+    "KNOWN_BROKER_KEYS",
     "LONG_MAX",
+    "NON_ROUTABLE_HOSTS",
+    "SECURITY_PROTOCOLS",
     "TOPIC_CONFIGS",
     "UNIT_ALIASES",
     "BrokerConfig",
     "ConfigDef",
     "ConfigError",
+    "Listener",
     "TopicConfig",
     "attr_name",
     "parse_properties",

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tidelog.config import (
     BROKER_SYNONYMS,
     TOPIC_CONFIGS,
+    BrokerConfig,
     ConfigError,
     TopicConfig,
     topic_defaults_from_broker,
@@ -55,3 +58,53 @@ def test_broker_properties_supply_topic_defaults() -> None:
     assert c.retention_ms == 5  # ms wins over hours, as in Kafka
     c = topic_defaults_from_broker({"log.retention.minutes": "2"})
     assert c.retention_ms == 120_000
+
+
+# --------------------------------------------------------------- operator-facing parsing (issue 10)
+
+
+def test_listeners_parse_as_kafka_parses_them() -> None:
+    from tidelog.config import Listener
+
+    c = BrokerConfig.from_props({
+        "listeners": "PLAINTEXT://:9092, internal://[::1]:9093,EXT://host-1.example:0",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT,EXT:SSL",
+        "advertised.listeners": "PLAINTEXT://broker.example:19092",
+    })
+    assert c["listeners"] == (Listener("PLAINTEXT", "", 9092), Listener("INTERNAL", "::1", 9093),
+                              Listener("EXT", "host-1.example", 0))
+    assert c["advertised.listeners"] == (Listener("PLAINTEXT", "broker.example", 19092),)
+    assert str(c["listeners"][1]) == "INTERNAL://[::1]:9093"
+
+
+@pytest.mark.parametrize("props, message", [
+    ({"listeners": "localhost:9092"}, "configuration listeners: expected NAME://HOST:PORT"),
+    ({"listeners": "PLAINTEXT://h:70000"}, "port 70000 is not between 0 and 65535"),
+    ({"listeners": "PLAINTEXT://a:1,PLAINTEXT://b:2"}, "each listener must have a different name"),
+    ({"listeners": "A://a:1,B://b:1", "listener.security.protocol.map": "A:PLAINTEXT,B:PLAINTEXT"},
+     "each listener must have a different port"),
+    ({"listeners": "OTHER://:1"}, "listener OTHER has no security protocol"),
+    ({"advertised.listeners": "PLAINTEXT://0.0.0.0:9092"}, "nonroutable meta-address 0.0.0.0"),
+    ({"advertised.listeners": "NOPE://h:1"}, "NOPE is not one of the listeners"),
+    ({"node.id": "seven"}, "Invalid value 'seven' for configuration node.id"),
+    ({"log.retention.hours": "a week"}, "configuration log.retention.hours"),
+    ({"log.segment.bytes": "-3"}, "configuration log.segment.bytes"),
+])
+def test_bad_values_are_reported_under_the_key_the_user_wrote(props, message) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        BrokerConfig.from_props(props)
+
+
+@pytest.mark.parametrize("key, value", [
+    ("log.retention.hours", "-1"), ("log.retention.minutes", "-1"), ("log.retention.ms", "-1"),
+    ("log.retention.hours", "-5"),
+])
+def test_negative_retention_means_unlimited(key, value) -> None:
+    assert BrokerConfig.from_props({key: value}).topic_defaults.retention_ms == -1
+
+
+def test_an_unknown_key_close_to_a_known_one_gets_did_you_mean() -> None:
+    c = BrokerConfig.from_props({"log.retension.hours": "1", "totally.custom.key": "x"})
+    assert c.unknown == ("log.retension.hours", "totally.custom.key")
+    assert c.describe_unknown("log.retension.hours").endswith("did you mean 'log.retention.hours'?")
+    assert "did you mean" not in c.describe_unknown("totally.custom.key")

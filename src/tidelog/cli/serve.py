@@ -7,6 +7,7 @@ import asyncio
 import logging
 import signal
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from tidelog.config import BrokerConfig, ConfigError, parse_properties
@@ -25,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="set any property, overriding the file (repeatable), as kafka-server-start.sh does",
     )
     p.add_argument("--host", help="interface to listen on (default localhost; 0.0.0.0 for all)")
-    p.add_argument("--port", type=int, help="port to listen on (default 9092; 0 picks a free port)")
+    p.add_argument("--port", type=_port, help="port to listen on (default 9092; 0 picks a free port)")
     p.add_argument("--data-dir", type=Path, help="where the logs and metadata live (log.dirs)")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     p.add_argument(
@@ -36,7 +37,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port {port} is not between 0 and 65535")
+    return port
+
+
 def build_config(args: argparse.Namespace) -> BrokerConfig:
+    """server.properties, then --override, then the --host/--port/--data-dir shortcuts (which change
+    the first listener and log.dirs)."""
     props: dict[str, str] = {}
     if args.config is not None:
         try:
@@ -48,19 +61,16 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
         if not sep or not key.strip():
             raise ConfigError(f"--override expects KEY=VALUE, got {item!r}")
         props[key.strip()] = value.strip()
-    host, port = "localhost", 9092
-    if "listeners" in props:
-        listener = props["listeners"].split(",")[0].strip()
-        rest = listener.split("://", 1)[-1]
-        h, _, p = rest.rpartition(":")
-        host, port = h, int(p) if p.isdigit() else 9092
-    if args.host is not None:
-        host = args.host
-    if args.port is not None:
-        port = args.port
-    props["listeners"] = f"PLAINTEXT://{host}:{port}"
     if args.data_dir is not None:
         props["log.dirs"] = str(args.data_dir)
+    config = BrokerConfig.from_props(props)
+    if args.host is None and args.port is None:
+        return config
+    listeners = list(config["listeners"])
+    first = listeners[0]
+    listeners[0] = replace(first, host=first.host if args.host is None else args.host,
+                           port=first.port if args.port is None else args.port)
+    props["listeners"] = ",".join(str(listener) for listener in listeners)
     return BrokerConfig.from_props(props)
 
 
@@ -91,13 +101,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _serve(config: BrokerConfig) -> int:
-    from tidelog.server.broker import Broker
+    from tidelog.server.broker import Broker, ListenerError
+    from tidelog.storage.log_dir import LogDirError
 
-    broker = Broker(config)
+    try:
+        broker = Broker(config)
+    except ValueError as e:
+        print(f"tidelog serve: {e}", file=sys.stderr)
+        return 2
     try:
         await broker.start()
+    except (ListenerError, LogDirError) as e:
+        print(f"tidelog serve: {e}", file=sys.stderr)
+        return 1
     except OSError as e:
-        print(f"tidelog serve: cannot listen on {broker.host}:{broker.port}: {e.strerror or e}", file=sys.stderr)
+        print(f"tidelog serve: cannot start: {e}", file=sys.stderr)
         return 1
     except ValueError as e:
         print(f"tidelog serve: {e}", file=sys.stderr)

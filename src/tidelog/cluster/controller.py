@@ -126,8 +126,6 @@ class Controller:
             validate_topic_configs(configs)
         except ConfigError as e:
             raise KafkaError(ErrorCode.INVALID_CONFIG, str(e)) from None
-        if "." in name or "_" in name:
-            log.warning("topic %r uses '.' or '_': it could collide in metric names with a similar name", name)
         return {k: str(v) for k, v in configs.items()}
 
     def create_topic(
@@ -147,19 +145,33 @@ class Controller:
         for p in partitions:
             self.logs.get_or_create_log(name, p.partition, config)
         log.info("created topic %s with %d partitions", name, num_partitions)
+        if ("." in name or "_" in name) and not topic.is_internal:
+            log.warning("topic %r uses '.' or '_': it could collide in metric names with a similar name", name)
         return topic
 
     def _new_partition(self, partition: int) -> PartitionMetadata:
         return PartitionMetadata(partition, self.broker_id, 0, (self.broker_id,), (self.broker_id,))
 
     def delete_topic(self, name: str) -> None:
-        topic = self.image.topics.get(name)
-        if topic is None:
-            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist")
-        self.store.publish(self.image.without_topic(name))
-        for p in topic.partitions:
-            self.logs.delete_log(name, p.partition)
-        log.info("deleted topic %s", name)
+        self.delete_topics([name])
+
+    def delete_topics(self, names: list[str]) -> list[TopicMetadata]:
+        """Delete topics with one metadata write; their logs are renamed away at once and removed
+        later off the event loop (the log manager's ``purge_deleted_logs``)."""
+        image = self.image
+        topics = []
+        for name in names:
+            topic = image.topics.get(name)
+            if topic is None:
+                raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist")
+            topics.append(topic)
+            image = image.without_topic(name)
+        self.store.publish(image)
+        for topic in topics:
+            for p in topic.partitions:
+                self.logs.delete_log(topic.name, p.partition)
+            log.info("deleted topic %s", topic.name)
+        return topics
 
     def validate_create_partitions(self, name: str, count: int) -> TopicMetadata:
         topic = self.image.topics.get(name)

@@ -16,6 +16,16 @@ class BrokerInfo:
     host: str
     port: int
     rack: str | None = None
+    #: (listener name, advertised host, advertised port) of every listener; host/port above are the first's
+    endpoints: tuple[tuple[str, str, int], ...] = ()
+
+    def endpoint(self, listener_name: str | None) -> tuple[str, int]:
+        """The address a client connected through ``listener_name`` is told about (Kafka answers
+        Metadata with the endpoints of the listener the request came in on)."""
+        for name, host, port in self.endpoints:
+            if name == listener_name:
+                return host, port
+        return self.host, self.port
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,10 @@
 """The composition root: builds the broker's components, starts and stops them in order.
 
-Start: open (and if needed recover) every log off the event loop, bind the listener, load the
-embedded metadata store, make sure every partition of every topic has a log, start housekeeping.
+Start, in Kafka's order of safety: bind every listener (not serving yet: a taken port is reported
+before any data is read), check and lock every log dir (a second broker on the same data directory
+stops here, having read nothing), open (and if needed recover) every log off the event loop and log
+what recovery did, load the embedded metadata store, make sure every partition of every topic has a
+log, start housekeeping, then start serving.
 Stop (SIGINT/SIGTERM): stop accepting, close connections, release waiting fetches, flush and
 checkpoint every log and write the clean-shutdown marker (so the next start skips recovery).
 
@@ -12,15 +15,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from tidelog import __version__
 from tidelog.clock import Clock, SystemClock
 from tidelog.cluster.controller import Controller
 from tidelog.cluster.metadata import BrokerInfo
 from tidelog.cluster.store import EmbeddedStore
-from tidelog.config import BrokerConfig
+from tidelog.config import NON_ROUTABLE_HOSTS, BrokerConfig, Listener
 from tidelog.coordinator.group import OFFSETS_TOPIC, GroupConfig, GroupCoordinator
 from tidelog.coordinator.runtime import LogWriter
 from tidelog.coordinator.txn.producer_ids import ProducerIdManager
@@ -35,17 +38,18 @@ from tidelog.storage.log_manager import LogManager
 log = logging.getLogger(__name__)
 
 
-def parse_listener(listener: str) -> tuple[str, int]:
-    """``PLAINTEXT://host:port`` (or ``host:port``) -> (host, port); an empty host means all interfaces."""
-    if "://" not in listener:
-        listener = "PLAINTEXT://" + listener
-    parts = urlsplit(listener)
-    if parts.scheme.upper() != "PLAINTEXT":
-        raise ValueError(f"unsupported listener security protocol {parts.scheme!r} (only PLAINTEXT)")
-    host = parts.hostname or ""
-    if parts.port is None:
-        raise ValueError(f"listener {listener!r} has no port")
-    return host, parts.port
+class ListenerError(Exception):
+    """A listener could not be bound (the port is taken, the address is not this machine's ...)."""
+
+
+def advertised_endpoint(listener: Listener, advertised: tuple[Listener, ...], bound_port: int) -> tuple[str, int]:
+    """Where clients are told to connect for ``listener``: its advertised.listeners entry if any,
+    else its own address; an empty or 0.0.0.0 host becomes this machine's host name, as in Kafka."""
+    chosen = next((a for a in advertised if a.name == listener.name), None)
+    host, port = (chosen.host, chosen.port) if chosen else (listener.host, bound_port)
+    if host in ("", *NON_ROUTABLE_HOSTS):
+        host = socket.getfqdn()
+    return host, port or bound_port
 
 
 class Broker:
@@ -53,12 +57,19 @@ class Broker:
         self.config = config
         self.clock = clock or SystemClock()
         self.broker_id: int = config["broker.id"]
-        self.host, self.port = parse_listener(config["listeners"][0])
+        self.listeners: tuple[Listener, ...] = config["listeners"]
+        protocols = config["listener.security.protocol.map"]
+        for listener in self.listeners:
+            if protocols[listener.name] != "PLAINTEXT":
+                raise ValueError(f"listener {listener.name} uses security protocol {protocols[listener.name]}, "
+                                 "which Tidelog does not serve yet (only PLAINTEXT)")
+        self.host, self.port = self.listeners[0].host, self.listeners[0].port
+        self.bound: dict[str, tuple[str, int]] = {}  # listener name -> (host, bound port)
         self.log_dirs = [Path(d) for d in config["log.dirs"]]
         self.connections: set[ClientProtocol] = set()
         self._use_sendfile = use_sendfile
         self.use_sendfile = False
-        self._server: asyncio.base_events.Server | None = None
+        self._servers: list[asyncio.base_events.Server] = []
         self._tasks: list[asyncio.Task] = []
         self._flushing: set[PartitionLog] = set()
         self.stopped = asyncio.Event()
@@ -70,7 +81,7 @@ class Broker:
         # os.sendfile needs the standard selector loop; uvloop transports fall back to pread + write.
         self.use_sendfile = self._use_sendfile if self._use_sendfile is not None else "uvloop" not in type(loop).__module__
         for key in self.config.unknown:
-            log.warning("unknown configuration %r is ignored", key)
+            log.warning("%s", self.config.describe_unknown(key))
         self.logs = LogManager(
             self.log_dirs,
             self.clock,
@@ -79,16 +90,54 @@ class Broker:
             else self.config.topic_defaults,
             producer_id_expiration_ms=self.config["producer.id.expiration.ms"],
         )
-        await loop.run_in_executor(None, self.logs.startup)
-        self._server = await loop.create_server(
-            lambda: ClientProtocol(self), self.host or None, self.port, reuse_address=True
+        await self._bind(loop)
+        try:
+            await self._load(loop)
+        except BaseException:
+            for server in self._servers:
+                server.close()
+            self.logs.release_dirs()
+            raise
+        for server in self._servers:
+            await server.start_serving()
+        log.info(
+            "tidelog %s broker %d (cluster %s) listening on %s, data in %s",
+            __version__, self.broker_id, self.store.image.cluster_id,
+            ", ".join(f"{name}://{host or '0.0.0.0'}:{port}" for name, (host, port) in self.bound.items()),
+            ", ".join(str(d) for d in self.log_dirs),
         )
-        sock = self._server.sockets[0].getsockname()
-        self.port = sock[1]
+        if self.logs.pending_removal:
+            loop.run_in_executor(None, self.logs.purge_deleted_logs)
+
+    async def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Bind every listener without accepting connections yet (they are accepted once loaded)."""
+        for listener in self.listeners:
+            try:
+                server = await loop.create_server(
+                    lambda name=listener.name: ClientProtocol(self, name), listener.host or None, listener.port,
+                    reuse_address=True, start_serving=False)
+            except OSError as e:
+                for other in self._servers:
+                    other.close()
+                raise ListenerError(f"cannot listen on {listener}: {e.strerror or e}") from None
+            self._servers.append(server)
+            self.bound[listener.name] = (listener.host, server.sockets[0].getsockname()[1])
+        self.port = self.bound[self.listeners[0].name][1]
+
+    async def _load(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.logs.lock_dirs()
+        reports = await loop.run_in_executor(None, self.logs.startup)
+        for report in reports:
+            for line in report.describe():
+                (log.warning if report.truncated else log.info)("%s", line)
         advertised = self.config["advertised.listeners"]
-        adv_host, adv_port = parse_listener(advertised[0]) if advertised else (self.host, self.port)
-        adv_host = adv_host or "localhost"
-        self.store = EmbeddedStore(self.log_dirs[0], BrokerInfo(self.broker_id, adv_host, adv_port or self.port))
+        endpoints = tuple(
+            (listener.name, *advertised_endpoint(listener, advertised, self.bound[listener.name][1]))
+            for listener in self.listeners
+        )
+        _, adv_host, adv_port = endpoints[0]
+        self.store = EmbeddedStore(self.log_dirs[0], BrokerInfo(self.broker_id, adv_host, adv_port,
+                                                               endpoints=endpoints))
         self.controller = Controller(self.store, self.logs, self.broker_id, self.config.topic_defaults)
         for topic in self.store.image.topics.values():
             config = self.controller.topic_config(topic.name)
@@ -106,11 +155,6 @@ class Broker:
         ]
         if self.config["log.cleaner.enable"]:
             self._tasks.append(asyncio.ensure_future(self._every(self.config["log.cleaner.backoff.ms"], self._compact)))
-        log.info(
-            "tidelog %s broker %d (cluster %s) listening on %s:%d, data in %s",
-            __version__, self.broker_id, self.store.image.cluster_id, self.host or "0.0.0.0", self.port,
-            ", ".join(str(d) for d in self.log_dirs),
-        )
 
     # ------------------------------------------------------------------------- group coordinator
 
@@ -157,6 +201,16 @@ class Broker:
                 await job()
             except Exception:
                 log.exception("housekeeping job %s failed", getattr(job, "__name__", job))
+
+    def delete_topics(self, names: list[str]) -> None:
+        """Delete topics and what hangs on them: waiting fetches answer now, committed offsets go,
+        and the log files are removed off the event loop."""
+        deleted = self.controller.delete_topics(names)
+        for topic in deleted:
+            for p in topic.partitions:
+                self.purgatory.check((topic.name, p.partition))
+        self.group_coordinator.cleanup_group_metadata()
+        asyncio.get_running_loop().run_in_executor(None, self.logs.purge_deleted_logs)
 
     def after_append(self, plog: PartitionLog, topic: str, partition: int) -> None:
         """Wake fetches waiting on the partition; fsync in the background if the flush policy says so."""
@@ -211,18 +265,18 @@ class Broker:
             task.cancel()
         if hasattr(self, "group_coordinator"):
             self.group_coordinator.close()
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         for conn in list(self.connections):
             if conn.transport is not None:
                 conn.transport.close()
         if hasattr(self, "purgatory"):
             self.purgatory.complete_all()
-        if self._server is not None:
-            await self._server.wait_closed()
+        for server in self._servers:
+            await server.wait_closed()
         await asyncio.get_running_loop().run_in_executor(None, self.logs.shutdown)
         log.info("shut down cleanly")
         self.stopped.set()
 
 
-__all__ = ["Broker", "parse_listener"]
+__all__ = ["Broker", "ListenerError", "advertised_endpoint"]

@@ -17,6 +17,7 @@ class RequestContext:
     header: RequestHeader
     connection_id: str
     client_host: str
+    listener_name: str = "PLAINTEXT"
 
     @property
     def api_version(self) -> int:

@@ -37,8 +37,9 @@ def _is_file_slice(part) -> bool:
 
 
 class ClientProtocol(asyncio.Protocol):
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: Broker, listener_name: str = "PLAINTEXT") -> None:
         self.broker = broker
+        self.listener_name = listener_name
         self.conn = Connection(broker.config["socket.request.max.bytes"])
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
@@ -109,7 +110,8 @@ class ClientProtocol(asyncio.Protocol):
             self._finish(seq, d, result)
 
     def _context(self, header) -> RequestContext:
-        return RequestContext(self.broker, header, self.connection_id, self.peer.rsplit(":", 1)[0])
+        return RequestContext(self.broker, header, self.connection_id, self.peer.rsplit(":", 1)[0],
+                              self.listener_name)
 
     def _finish_async(self, seq: int, d: Dispatched, task: asyncio.Future) -> None:
         if task.cancelled() or self.closed:

@@ -3,6 +3,7 @@
 Layout of a log directory (``log.dirs`` entry)::
 
     <log dir>/
+      .lock                                 held (flock) by the broker using the dir; holds its pid
       .kafka_cleanshutdown                  present only after a clean shutdown
       recovery-point-offset-checkpoint      per partition: offset up to which data is fsync'ed
       log-start-offset-checkpoint           per partition: log start offset (DeleteRecords, retention)
@@ -15,6 +16,7 @@ Layout of a log directory (``log.dirs`` entry)::
         00000000000000000000.snapshot       producer-state snapshot at that offset
         *.deleted                           segment files waiting for removal (retention)
         *.cleaned / *.swap                  compaction output before / during the swap
+      <topic>-<partition>.<id>-delete/      a deleted partition, renamed at once, removed off the loop
 
 A segment file is named by its base offset, zero-padded to 20 digits. Pure functions.
 """
@@ -35,7 +37,9 @@ TMP_SUFFIX = ".tmp"
 
 SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 
+LOCK_FILE = ".lock"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+DELETE_DIR_SUFFIX = "-delete"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
@@ -86,6 +90,16 @@ def partition_dir(log_dir: Path, topic: str, partition: int) -> Path:
     return log_dir / partition_dir_name(topic, partition)
 
 
+def deleted_partition_dir(log_dir: Path, topic: str, partition: int, unique_id: str) -> Path:
+    """Where a deleted partition's directory is renamed before its files are removed (Kafka's
+    ``<topic>-<partition>.<id>-delete``); never parsed as a live partition."""
+    return log_dir / f"{partition_dir_name(topic, partition)}.{unique_id}{DELETE_DIR_SUFFIX}"
+
+
+def is_deleted_partition_dir(name: str) -> bool:
+    return name.endswith(DELETE_DIR_SUFFIX) and "." in name
+
+
 def parse_partition_dir(name: str) -> tuple[str, int] | None:
     """(topic, partition) from ``<topic>-<partition>``; None for other directories."""
     topic, sep, part = name.rpartition("-")
@@ -99,7 +113,9 @@ __all__ = [
     "CLEANER_OFFSET_CHECKPOINT",
     "CLEAN_SHUTDOWN_FILE",
     "DELETED_SUFFIX",
+    "DELETE_DIR_SUFFIX",
     "INDEX_SUFFIX",
+    "LOCK_FILE",
     "LOG_START_OFFSET_CHECKPOINT",
     "LOG_SUFFIX",
     "RECOVERY_POINT_CHECKPOINT",
@@ -109,7 +125,9 @@ __all__ = [
     "TIME_INDEX_SUFFIX",
     "TMP_SUFFIX",
     "TXN_INDEX_SUFFIX",
+    "deleted_partition_dir",
     "index_file",
+    "is_deleted_partition_dir",
     "log_file",
     "offset_prefix",
     "parse_offset_file",

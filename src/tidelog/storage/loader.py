@@ -18,6 +18,9 @@ Rules, in order:
    deleted: nothing after a hole can be trusted. Everything below the recovery point was fsync'ed and
    is kept as it is.
 5. Producer state: the latest snapshot at or below the log end offset, then the log replayed from it.
+6. **Say what was done.** :class:`LoadStats` records, per partition, how many segments were
+   re-validated, how many bytes were cut at which offset and how many later segments went; the log
+   manager sums them into its start-up report.
 
 Runs in the executor at start-up (it reads whole segments after a crash).
 """
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import struct
+from dataclasses import dataclass
 from pathlib import Path
 
 from tidelog.clock import Clock
@@ -39,6 +43,29 @@ from tidelog.storage.segment import Segment
 log = logging.getLogger(__name__)
 
 
+@dataclass(slots=True)
+class LoadStats:
+    """What opening one partition log did (rule 6)."""
+
+    topic: str
+    partition: int
+    segments: int = 0
+    segments_recovered: int = 0  # re-validated batch by batch (after a crash, or a missing index)
+    truncated_bytes: int = 0
+    truncated_at_offset: int | None = None  # the log end offset after the cut
+    truncated_segment: str | None = None
+    segments_deleted: int = 0  # segments after a cut
+    log_end_offset: int = 0
+
+    def describe(self) -> str:
+        """One line for the broker's log when something was cut."""
+        text = (f"{self.topic}-{self.partition}: truncated {self.truncated_bytes} invalid bytes at offset "
+                f"{self.truncated_at_offset} in {self.truncated_segment}")
+        if self.segments_deleted:
+            text += f" and deleted the {self.segments_deleted} segment(s) after it"
+        return text + f"; the log now ends at offset {self.log_end_offset}"
+
+
 def load_log(
     directory: Path,
     topic: str,
@@ -50,23 +77,28 @@ def load_log(
     log_start_offset: int = 0,
     clean_shutdown: bool = False,
     producer_id_expiration_ms: int = 86_400_000,
+    stats: LoadStats | None = None,
 ) -> PartitionLog:
-    """Open (creating if needed) the log in ``directory``, recovering it if the shutdown was unclean."""
+    """Open (creating if needed) the log in ``directory``, recovering it if the shutdown was unclean.
+    ``stats``, when given, is filled in with what was checked and cut (rule 6)."""
+    stats = stats if stats is not None else LoadStats(topic, partition)
     directory.mkdir(parents=True, exist_ok=True)
     _remove_leftovers(directory)
     _complete_swaps(directory)
     segments = _open_segments(directory, config, clock)
+    stats.segments = len(segments)
     if not segments:
         seg = _new_segment(directory, log_start_offset, config, clock)
         segments = [seg]
         recovery_point = log_start_offset
     elif clean_shutdown:
         for seg in segments:
-            _load_clean(seg)
+            stats.segments_recovered += _load_clean(seg)
     else:
-        segments = _recover(segments, recovery_point, config)
+        segments = _recover(segments, recovery_point, stats)
         recovery_point = segments[-1].next_offset
     log_end = segments[-1].next_offset
+    stats.log_end_offset = log_end
     log_start_offset = max(log_start_offset, segments[0].base_offset)
     if log_start_offset > log_end:
         log_start_offset = log_end
@@ -169,10 +201,11 @@ def _new_segment(directory: Path, base: int, config: TopicConfig, clock: Clock) 
     return Segment.for_config(directory, base, config, clock.wall_ms(), new=True)
 
 
-def _load_clean(seg: Segment) -> None:
+def _load_clean(seg: Segment) -> int:
+    """Open a segment that needs no recovery; returns 1 if its indexes had to be rebuilt anyway."""
     if getattr(seg, "needs_recovery", False):
         seg.recover()
-        return
+        return 1
     try:
         seg.offset_index.sanity_check(seg.size)
         seg.load_tail()
@@ -180,28 +213,34 @@ def _load_clean(seg: Segment) -> None:
     except CorruptIndexError as e:
         log.warning("%s: %s; rebuilding its indexes", seg.log_path, e)
         seg.recover()
+        return 1
+    return 0
 
 
-def _recover(segments: list[Segment], recovery_point: int, config: TopicConfig) -> list[Segment]:
+def _recover(segments: list[Segment], recovery_point: int, stats: LoadStats) -> list[Segment]:
     """Re-validate from the segment holding the recovery point; cut at the first invalid byte."""
     kept: list[Segment] = []
     for i, seg in enumerate(segments):
         is_last = i == len(segments) - 1
         next_base = segments[i + 1].base_offset if not is_last else None
         if next_base is not None and next_base <= recovery_point and not getattr(seg, "needs_recovery", False):
-            _load_clean(seg)
+            stats.segments_recovered += _load_clean(seg)
             kept.append(seg)
             continue
         truncated = seg.recover(max_batch_bytes=None)
+        stats.segments_recovered += 1
         kept.append(seg)
         if truncated:
-            log.warning("%s: truncated %d invalid bytes at offset %d", seg.log_path, truncated, seg.next_offset)
+            stats.truncated_bytes = truncated
+            stats.truncated_at_offset = seg.next_offset
+            stats.truncated_segment = seg.log_path.name
             for later in segments[i + 1 :]:
                 log.warning("deleting %s, which follows a truncated segment", later.log_path)
                 later.delete_files()
+                stats.segments_deleted += 1
             break
     # A segment left empty after truncation stays as the active one (its base offset is kept).
     return kept
 
 
-__all__ = ["load_log"]
+__all__ = ["LoadStats", "load_log"]

@@ -492,14 +492,12 @@ class PartitionLog:
             seg.close()
         self.closed = True
 
-    def delete(self) -> None:
-        """Remove the whole partition from disk (DeleteTopics)."""
+    def close_for_deletion(self) -> None:
+        """Close every file without a final snapshot: the partition is being deleted (DeleteTopics);
+        the log manager moves and removes the directory."""
         for seg in self.segments:
-            seg.delete_files()
+            seg.close()
         self.closed = True
-        for path in sorted(self.directory.glob("*")):
-            path.unlink(missing_ok=True)
-        self.directory.rmdir()
 
     def __repr__(self) -> str:
         return (

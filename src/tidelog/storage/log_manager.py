@@ -1,8 +1,15 @@
 """All partition logs of a broker, across its log directories, and their housekeeping.
 
-Start-up: for each log dir, read the recovery-point and log-start checkpoints, note whether the
-clean-shutdown marker is there (and remove it: from now on a crash is unclean), then open every
-``<topic>-<partition>`` directory with :func:`~tidelog.storage.loader.load_log`.
+Start-up: :meth:`lock_dirs` first checks every log dir and takes its exclusive lock (see
+:mod:`tidelog.storage.log_dir`), before anything is read. Then :meth:`startup`, for each log dir,
+reads the recovery-point and log-start checkpoints, notes whether the clean-shutdown marker is there
+(and removes it: from now on a crash is unclean), opens every ``<topic>-<partition>`` directory with
+:func:`~tidelog.storage.loader.load_log` and returns a :class:`StartupReport` per log dir saying
+what was checked and cut, and how long it took.
+
+Deleting a partition (:meth:`delete_log`) closes it and renames its directory to
+``<topic>-<partition>.<id>-delete`` at once; the files go later, off the event loop, in
+:meth:`purge_deleted_logs` (also for leftovers of a crash found at start-up), as Kafka does.
 
 Housekeeping the owner calls periodically (the broker schedules these; blocking ones in an executor):
 
@@ -23,7 +30,11 @@ Concurrency: loop-only, not thread-safe, except the methods documented as execut
 from __future__ import annotations
 
 import logging
+import os
+import shutil
+import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tidelog.clock import Clock
@@ -31,13 +42,47 @@ from tidelog.config import TopicConfig
 from tidelog.storage import files
 from tidelog.storage.checkpoints import CheckpointError, fsync_dir, read_checkpoint, write_checkpoint
 from tidelog.storage.cleaner import CleanerError, CleanPlan, CleanResult, LogCleaner, log_to_clean
-from tidelog.storage.loader import load_log
+from tidelog.storage.loader import LoadStats, load_log
 from tidelog.storage.log import PartitionLog
+from tidelog.storage.log_dir import LogDirLock, prepare_log_dir
 from tidelog.storage.segment import Segment
 
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
+
+
+@dataclass(slots=True)
+class StartupReport:
+    """What opening one log dir did: clean or recovered, what was checked and cut, how long it took."""
+
+    log_dir: Path
+    clean: bool
+    partitions: int = 0
+    segments: int = 0
+    segments_recovered: int = 0
+    truncated: list[LoadStats] = field(default_factory=list)
+    deleted_dirs: int = 0
+    elapsed_ms: int = 0
+
+    @property
+    def truncated_bytes(self) -> int:
+        return sum(s.truncated_bytes for s in self.truncated)
+
+    def describe(self) -> list[str]:
+        """Lines for the broker's log (Kafka prints the same facts while loading logs)."""
+        if not self.partitions:
+            return [f"log dir {self.log_dir}: no partition logs yet"]
+        if self.clean:
+            return [f"log dir {self.log_dir}: clean shutdown, no recovery needed; loaded {self.partitions} "
+                    f"partitions ({self.segments} segments) in {self.elapsed_ms} ms"]
+        lines = [s.describe() for s in self.truncated]
+        lines.append(
+            f"log dir {self.log_dir}: recovered after an unclean shutdown in {self.elapsed_ms} ms: "
+            f"{self.partitions} partitions, {self.segments_recovered} of {self.segments} segments re-validated, "
+            + (f"{self.truncated_bytes} invalid bytes truncated in {len(self.truncated)} partitions"
+               if self.truncated else "nothing truncated"))
+        return lines
 
 
 class LogManager:
@@ -65,12 +110,35 @@ class LogManager:
         self._cleaning: dict[TopicPartition, CleanPlan] = {}  # passes between plan and commit
         self._uncleanable: set[TopicPartition] = set()  # a pass failed on unreadable data
         self._delete_horizons: dict[TopicPartition, int] = {}  # earliest retained tombstone horizon
+        self._locks: list[LogDirLock] = []
+        self._pending_removal: list[Path] = []  # renamed "-delete" dirs whose files must go
 
     # --------------------------------------------------------------------------------- lifecycle
 
-    def startup(self) -> None:
-        """Open every log found in the log dirs (recovering after a crash). Blocking."""
+    def lock_dirs(self) -> None:
+        """Check every log dir and take its exclusive lock, before anything is read. Raises
+        :class:`~tidelog.storage.log_dir.LogDirError` (nothing is held then)."""
+        try:
+            for log_dir in self.log_dirs:
+                prepare_log_dir(log_dir)
+                lock = LogDirLock(log_dir)
+                lock.acquire()
+                self._locks.append(lock)
+        except Exception:
+            self.release_dirs()
+            raise
+
+    def release_dirs(self) -> None:
+        for lock in self._locks:
+            lock.release()
+        self._locks = []
+
+    def startup(self) -> list[StartupReport]:
+        """Open every log found in the log dirs (recovering after a crash). Blocking. Returns one
+        report per log dir."""
+        reports = []
         for log_dir in self.log_dirs:
+            started_ms = self.clock.monotonic_ms()
             log_dir.mkdir(parents=True, exist_ok=True)
             marker = log_dir / files.CLEAN_SHUTDOWN_FILE
             clean = marker.exists()
@@ -86,12 +154,21 @@ class LogManager:
             except CheckpointError as e:
                 log.warning("%s; compacting the logs of %s from their start", e, log_dir)
                 cleaner_offsets = {}
-            for child in sorted(log_dir.iterdir()):
-                tp = files.parse_partition_dir(child.name) if child.is_dir() else None
+            report = StartupReport(log_dir, clean)
+            children = [c for c in sorted(log_dir.iterdir()) if c.is_dir()]
+            partition_dirs = [(c, files.parse_partition_dir(c.name)) for c in children]
+            if not clean and any(tp is not None for _, tp in partition_dirs):
+                log.info("log dir %s was not shut down cleanly: recovering its logs", log_dir)
+            for child, tp in partition_dirs:
+                if files.is_deleted_partition_dir(child.name):
+                    self._pending_removal.append(child)
+                    report.deleted_dirs += 1
+                    continue
                 if tp is None:
                     continue
                 if tp in self._logs:
                     raise RuntimeError(f"partition {tp} found in two log dirs: {self._dir_of[tp]} and {log_dir}")
+                stats = LoadStats(*tp)
                 self._logs[tp] = load_log(
                     child,
                     tp[0],
@@ -102,11 +179,20 @@ class LogManager:
                     log_start_offset=starts.get(tp, 0),
                     clean_shutdown=clean,
                     producer_id_expiration_ms=self.producer_id_expiration_ms,
+                    stats=stats,
                 )
                 self._logs[tp].cleaner_offset = cleaner_offsets.get(tp)
                 self._dir_of[tp] = log_dir
+                report.partitions += 1
+                report.segments += stats.segments
+                report.segments_recovered += stats.segments_recovered
+                if stats.truncated_bytes:
+                    report.truncated.append(stats)
             if marker.exists():
                 marker.unlink()  # a crash from now on must trigger recovery
+            report.elapsed_ms = self.clock.monotonic_ms() - started_ms
+            reports.append(report)
+        return reports
 
     def shutdown(self) -> None:
         """Flush, checkpoint, close every log, then mark each log dir as cleanly shut down."""
@@ -116,9 +202,11 @@ class LogManager:
         for plog in self._logs.values():
             plog.close()
         self.remove_deleted_segments(force=True)
+        self.purge_deleted_logs()
         for log_dir in self.log_dirs:
             (log_dir / files.CLEAN_SHUTDOWN_FILE).write_bytes(b"")
             fsync_dir(log_dir)
+        self.release_dirs()
 
     # ------------------------------------------------------------------------------------- logs
 
@@ -144,15 +232,41 @@ class LogManager:
         return plog
 
     def delete_log(self, topic: str, partition: int) -> bool:
+        """Close the partition and rename its directory out of the way (cheap, loop-safe); its files
+        are removed by :meth:`purge_deleted_logs`. False if there was no such log."""
         tp = (topic, partition)
         plog = self._logs.pop(tp, None)
         if plog is None:
             return False
-        self._dir_of.pop(tp, None)
+        log_dir = self._dir_of.pop(tp, plog.directory.parent)
         self._uncleanable.discard(tp)
         self._delete_horizons.pop(tp, None)
-        plog.delete()  # a pass in flight notices the closed log at commit and discards itself
+        plog.close_for_deletion()  # a pass in flight notices the closed log at commit and discards itself
+        target = files.deleted_partition_dir(log_dir, topic, partition, uuid.uuid4().hex)
+        try:
+            os.rename(plog.directory, target)
+        except FileNotFoundError:
+            return True
+        self._pending_removal.append(target)
         return True
+
+    @property
+    def pending_removal(self) -> int:
+        """Deleted partition directories whose files are not removed yet."""
+        return len(self._pending_removal)
+
+    def purge_deleted_logs(self) -> int:
+        """Remove the files of deleted partitions. Executor-safe (items are taken one at a time).
+        Returns how many directories went."""
+        removed = 0
+        while self._pending_removal:
+            try:
+                path = self._pending_removal.pop()
+            except IndexError:
+                break
+            shutil.rmtree(path, ignore_errors=True)
+            removed += 1
+        return removed
 
     def logs(self) -> Iterator[tuple[TopicPartition, PartitionLog]]:
         return iter(list(self._logs.items()))
@@ -287,4 +401,4 @@ class LogManager:
         return gone
 
 
-__all__ = ["LogManager"]
+__all__ = ["LogManager", "StartupReport"]

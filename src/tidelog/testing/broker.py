@@ -63,6 +63,14 @@ class BrokerProcess:
         for line in proc.stderr:
             self.stderr_lines.append(line)
 
+    def stderr_text(self, until: str | None = None, timeout: float = 10.0) -> str:
+        """Everything the broker wrote to stderr so far; with ``until``, first wait (up to ``timeout``
+        seconds) until that text has arrived (stderr is read by a thread, a little behind)."""
+        deadline = time.monotonic() + timeout
+        while until is not None and until not in "".join(self.stderr_lines) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return "".join(self.stderr_lines)
+
     def stop(self, timeout: float = 30.0) -> int:
         """SIGTERM and wait: a clean shutdown. Returns the exit code."""
         if self.proc is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from tests.unit.storage.conftest import T0, make_batch
@@ -91,3 +92,69 @@ def test_delete_log_removes_the_directory(tmp_path: Path) -> None:
     directory = log.directory
     assert m.delete_log("gone", 3)
     assert not directory.exists() and m.get_log("gone", 3) is None
+
+
+def test_deleted_partitions_are_renamed_now_and_removed_by_purge(tmp_path: Path) -> None:
+    m = _manager([tmp_path], ManualClock(wall_ms=T0))
+    for p in range(3):
+        m.get_or_create_log("gone", p).append_as_leader(make_batch(2))
+    for p in range(3):
+        assert m.delete_log("gone", p)
+    renamed = sorted(tmp_path.glob("gone-*.*-delete"))
+    assert len(renamed) == 3 and m.pending_removal == 3
+    assert all(files.is_deleted_partition_dir(d.name) for d in renamed)
+    assert m.purge_deleted_logs() == 3
+    assert not list(tmp_path.glob("*-delete")) and m.pending_removal == 0
+
+
+def test_a_new_topic_may_reuse_the_name_before_the_old_files_are_removed(tmp_path: Path) -> None:
+    m = _manager([tmp_path], ManualClock(wall_ms=T0))
+    m.get_or_create_log("reused", 0).append_as_leader(make_batch(5))
+    m.delete_log("reused", 0)
+    fresh = m.get_or_create_log("reused", 0)
+    assert fresh.log_end_offset == 0
+    m.purge_deleted_logs()
+    assert fresh.directory.exists() and m.get_log("reused", 0) is fresh
+
+
+def test_startup_reports_clean_and_unclean_log_dirs(tmp_path: Path) -> None:
+    clock = ManualClock(wall_ms=T0)
+    m = _manager([tmp_path], clock)
+    m.get_or_create_log("r", 0).append_as_leader(make_batch(3))
+    m.shutdown()
+    m2 = LogManager([tmp_path], clock)
+    (clean,) = m2.startup()
+    assert clean.clean and clean.partitions == 1 and not clean.truncated
+    assert "clean shutdown, no recovery needed" in clean.describe()[0]
+    m2.get_log("r", 0).flush()
+    seg = tmp_path / "r-0" / ("0" * 20 + ".log")
+    with open(seg, "ab") as f:
+        f.write(b"\xff" * 10)
+    m3 = LogManager([tmp_path], clock)  # m2 "crashed": no shutdown, no marker
+    (report,) = m3.startup()
+    assert not report.clean and report.segments_recovered == 1
+    assert report.truncated_bytes == 10 and report.truncated[0].truncated_at_offset == 3
+    lines = report.describe()
+    assert lines[0].startswith("r-0: truncated 10 invalid bytes at offset 3")
+    assert "recovered after an unclean shutdown" in lines[-1]
+
+
+def test_lock_dirs_refuses_a_second_owner_and_names_it(tmp_path: Path) -> None:
+    from tidelog.storage.log_dir import LogDirLockedError
+
+    first = LogManager([tmp_path / "a"], ManualClock(wall_ms=T0))
+    first.lock_dirs()
+    second = LogManager([tmp_path / "b", tmp_path / "a"], ManualClock(wall_ms=T0))
+    try:
+        second.lock_dirs()
+    except LogDirLockedError as e:
+        assert str(tmp_path / "a") in str(e) and f"process {os.getpid()}" in str(e)
+    else:
+        raise AssertionError("the second lock was granted")
+    # Nothing is held after the failure: b can be locked by someone else now.
+    third = LogManager([tmp_path / "b"], ManualClock(wall_ms=T0))
+    third.lock_dirs()
+    third.release_dirs()
+    first.release_dirs()
+    second.lock_dirs()
+    second.release_dirs()

@@ -94,9 +94,10 @@ def handle_describe_cluster(ctx: RequestContext, request: DescribeClusterRequest
         cluster_id=image.cluster_id,
         controller_id=image.controller_id if image.controller_id in image.brokers else -1,
         brokers=[
-            DescribeClusterResponse.DescribeClusterBroker(broker_id=b.broker_id, host=b.host, port=b.port, rack=b.rack,
+            DescribeClusterResponse.DescribeClusterBroker(broker_id=b.broker_id, host=host, port=port, rack=b.rack,
                                                           is_fenced=False)
             for b in sorted(image.brokers.values(), key=lambda b: b.broker_id)
+            for host, port in [b.endpoint(ctx.listener_name)]
         ],
         cluster_authorized_operations=ops,
     )

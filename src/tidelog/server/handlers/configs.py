@@ -101,6 +101,8 @@ def render(value: Any) -> str | None:
         return "true" if value else "false"
     if isinstance(value, tuple | list):
         return ",".join(str(v) for v in value) if value else None
+    if isinstance(value, dict):
+        return ",".join(f"{k}:{v}" for k, v in value.items()) if value else None
     return str(value)
 
 

@@ -86,8 +86,9 @@ def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataRe
         cluster_ops = authorized_operations(CLUSTER_OPERATIONS)
     return MetadataResponse(
         brokers=[
-            MetadataResponse.MetadataResponseBroker(node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
+            MetadataResponse.MetadataResponseBroker(node_id=b.broker_id, host=host, port=port, rack=b.rack)
             for b in image.brokers.values()
+            for host, port in [b.endpoint(ctx.listener_name)]
         ],
         cluster_id=image.cluster_id,
         controller_id=image.controller_id,

@@ -215,20 +215,19 @@ def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest) -> D
             resolved.append(target)
         except KafkaError as e:
             resolved.append(e)
+    targets = [t for t in resolved if not isinstance(t, KafkaError)]
+    image = ctx.broker.store.image
+    deleted_ids = {name: image.topics[name].topic_id for name in targets}
+    if targets:
+        ctx.broker.delete_topics(targets)
     responses = []
     for (name, topic_id), target in zip(wanted, resolved):
         if isinstance(target, KafkaError):
             responses.append(DeleteResult(name=name, topic_id=topic_id, error_code=int(target.code),
                                           error_message=target.message))
-            continue
-        deleted = ctx.broker.store.image.topics[target]
-        deleted_id = deleted.topic_id
-        ctx.broker.controller.delete_topic(target)
-        for p in deleted.partitions:  # fetches waiting on the topic answer now
-            ctx.broker.purgatory.check((target, p.partition))
-        responses.append(DeleteResult(name=target, topic_id=deleted_id if v >= 6 else ZERO_UUID, error_code=0))
-    if any(r.error_code == 0 for r in responses) and hasattr(ctx.broker, "group_coordinator"):
-        ctx.broker.group_coordinator.cleanup_group_metadata()  # committed offsets of deleted topics go now
+        else:
+            responses.append(DeleteResult(name=target, topic_id=deleted_ids[target] if v >= 6 else ZERO_UUID,
+                                          error_code=0))
     return DeleteTopicsResponse(responses=responses)
 
 
