@@ -15,8 +15,9 @@ Rules (Kafka's):
   knows cannot change at run time (INVALID_REQUEST, as Kafka answers for its non-dynamic keys); keys
   it does not know are stored and reported, as Kafka keeps custom keys.
 
-Every change publishes a new immutable :class:`MetadataImage` through the store, then creates or
-deletes the partition logs. Loop-only, not thread-safe.
+Every change publishes a new immutable :class:`MetadataImage` through the store, once per request
+(creating or deleting a hundred topics is one write). The controller never touches logs: the store's
+subscribers (the replica manager) create, reconfigure and delete them. Loop-only, not thread-safe.
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from tidelog.cluster.metadata import MetadataImage, PartitionMetadata, TopicMetadata
 from tidelog.cluster.store import MetadataStore
+from tidelog.cluster.topic_config import TopicConfigs
 from tidelog.config import (
     BROKER_ALIASES,
     BROKER_CONFIGS,
@@ -40,7 +42,6 @@ from tidelog.config import (
     validate_topic_configs,
 )
 from tidelog.errors import ErrorCode, KafkaError
-from tidelog.storage.log_manager import LogManager
 
 log = logging.getLogger(__name__)
 
@@ -74,33 +75,47 @@ def collision_key(name: str) -> str:
     return name.replace(".", "_")
 
 
+@dataclass(frozen=True, slots=True)
+class NewTopic:
+    """A topic to create: what CreateTopics, auto-creation and internal topics ask for."""
+
+    name: str
+    num_partitions: int
+    replication_factor: int = 1
+    configs: Mapping[str, str] | None = None
+    internal: bool = False
+
+
 class Controller:
     """Applies metadata changes for a single node (a cluster of one)."""
 
-    def __init__(self, store: MetadataStore, logs: LogManager, broker_id: int, topic_defaults: TopicConfig) -> None:
+    def __init__(self, store: MetadataStore, broker_id: int, topic_configs: TopicConfigs) -> None:
         self.store = store
-        self.logs = logs
         self.broker_id = broker_id
-        #: Topic defaults from server.properties alone; dynamic broker configs go on top of these.
-        self.static_topic_defaults = topic_defaults
-        self.topic_defaults = self._effective_topic_defaults(self.image.broker_configs)
+        self.topic_configs = topic_configs
 
     @property
     def image(self) -> MetadataImage:
         return self.store.image
 
+    @property
+    def topic_defaults(self) -> TopicConfig:
+        """Topic defaults after the dynamic broker configs."""
+        return self.topic_configs.defaults(self.image)
+
     def topic_config(self, topic: str) -> TopicConfig:
-        t = self.image.topics.get(topic)
-        overrides = t.configs if t else {}
-        return TopicConfig.from_dict(overrides, self.topic_defaults)
+        return self.topic_configs.for_topic(self.image, topic)
 
     # ----------------------------------------------------------------------------------- topics
 
     def validate_new_topic(
-        self, name: str, num_partitions: int, replication_factor: int, configs: Mapping[str, str]
+        self, name: str, num_partitions: int, replication_factor: int, configs: Mapping[str, str],
+        image: MetadataImage | None = None,
     ) -> dict[str, str]:
+        """Kafka's checks for a new topic against ``image`` (default: the current one); returns the
+        overrides as strings. Raises KafkaError."""
         validate_topic_name(name)
-        image = self.image
+        image = image or self.image
         if name in image.topics:
             raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         key = collision_key(name)
@@ -137,17 +152,45 @@ class Controller:
         *,
         internal: bool = False,
     ) -> TopicMetadata:
-        overrides = self.validate_new_topic(name, num_partitions, replication_factor, configs or {})
-        partitions = tuple(self._new_partition(p) for p in range(num_partitions))
-        topic = TopicMetadata(name, uuid.uuid4(), partitions, overrides, internal or name in INTERNAL_TOPICS)
-        self.store.publish(self.image.with_topic(topic))
-        config = self.topic_config(name)
-        for p in partitions:
-            self.logs.get_or_create_log(name, p.partition, config)
-        log.info("created topic %s with %d partitions", name, num_partitions)
-        if ("." in name or "_" in name) and not topic.is_internal:
-            log.warning("topic %r uses '.' or '_': it could collide in metric names with a similar name", name)
-        return topic
+        (result,) = self.create_topics([NewTopic(name, num_partitions, replication_factor, configs, internal)])
+        if isinstance(result, KafkaError):
+            raise result
+        return result
+
+    def create_topics(self, new_topics: Sequence[NewTopic]) -> list[TopicMetadata | KafkaError]:
+        """Create topics with one metadata write. Each is checked against the image that includes
+        the ones before it; a failing topic gets its KafkaError and does not stop the others."""
+        image = self.image
+        results: list[TopicMetadata | KafkaError] = []
+        for new in new_topics:
+            try:
+                overrides = self.validate_new_topic(new.name, new.num_partitions, new.replication_factor,
+                                                    new.configs or {}, image)
+            except KafkaError as e:
+                results.append(e)
+                continue
+            partitions = tuple(self._new_partition(p) for p in range(new.num_partitions))
+            topic = TopicMetadata(new.name, uuid.uuid4(), partitions, overrides,
+                                  new.internal or new.name in INTERNAL_TOPICS)
+            image = image.with_topic(topic)
+            results.append(topic)
+        created = [t for t in results if isinstance(t, TopicMetadata)]
+        if created:
+            self.store.publish(image)
+        for topic in created:
+            log.info("created topic %s with %d partitions", topic.name, len(topic.partitions))
+            if ("." in topic.name or "_" in topic.name) and not topic.is_internal:
+                log.warning("topic %r uses '.' or '_': it could collide in metric names with a similar name",
+                            topic.name)
+        return results
+
+    def ensure_topic(self, new: NewTopic) -> TopicMetadata:
+        """The topic, created first if it does not exist (internal topics, on first use)."""
+        existing = self.image.topics.get(new.name)
+        if existing is not None:
+            return existing
+        rf = min(new.replication_factor, len(self.image.brokers))
+        return self.create_topic(new.name, new.num_partitions, rf, new.configs, internal=new.internal)
 
     def _new_partition(self, partition: int) -> PartitionMetadata:
         return PartitionMetadata(partition, self.broker_id, 0, (self.broker_id,), (self.broker_id,))
@@ -155,9 +198,8 @@ class Controller:
     def delete_topic(self, name: str) -> None:
         self.delete_topics([name])
 
-    def delete_topics(self, names: list[str]) -> list[TopicMetadata]:
-        """Delete topics with one metadata write; their logs are renamed away at once and removed
-        later off the event loop (the log manager's ``purge_deleted_logs``)."""
+    def delete_topics(self, names: Sequence[str]) -> list[TopicMetadata]:
+        """Delete topics with one metadata write (subscribers then delete their logs)."""
         image = self.image
         topics = []
         for name in names:
@@ -168,8 +210,6 @@ class Controller:
             image = image.without_topic(name)
         self.store.publish(image)
         for topic in topics:
-            for p in topic.partitions:
-                self.logs.delete_log(topic.name, p.partition)
             log.info("deleted topic %s", topic.name)
         return topics
 
@@ -192,9 +232,6 @@ class Controller:
         new_parts = tuple(self._new_partition(p) for p in range(len(topic.partitions), count))
         updated = replace(topic, partitions=topic.partitions + new_parts)
         self.store.publish(self.image.with_topic(updated))
-        config = self.topic_config(name)
-        for p in new_parts:
-            self.logs.get_or_create_log(name, p.partition, config)
         return updated
 
     # ---------------------------------------------------------------------------------- configs
@@ -220,11 +257,6 @@ class Controller:
         """Replace the topic's overrides (validated by :meth:`validate_topic_overrides`)."""
         topic = self.image.topics[name]
         self.store.publish(self.image.with_topic(replace(topic, configs=dict(configs))))
-        config = self.topic_config(name)
-        for p in topic.partitions:
-            plog = self.logs.get_log(name, p.partition)
-            if plog is not None:
-                plog.update_config(config)
 
     def validate_broker_configs(self, configs: Mapping[str, str]) -> dict[str, str]:
         """The complete dynamic broker config set ``configs`` would become; KafkaError if not allowed.
@@ -242,20 +274,16 @@ class Controller:
         return {k: str(v) for k, v in configs.items()}
 
     def set_broker_configs(self, configs: dict[str, str]) -> None:
-        """Replace the dynamic broker configs (validated by :meth:`validate_broker_configs`) and apply
-        the topic-default synonyms among them to every topic that does not override them."""
+        """Replace the dynamic broker configs (validated by :meth:`validate_broker_configs`); the
+        topic-default synonyms among them apply to every topic that does not override them."""
         self.store.publish(replace(self.image, broker_configs=dict(configs), version=self.image.version + 1))
-        self.topic_defaults = self._effective_topic_defaults(configs)
-        for (topic, _), plog in self.logs.logs():
-            plog.update_config(self.topic_config(topic))
 
-    def _effective_topic_defaults(self, broker_configs: Mapping[str, str]) -> TopicConfig:
-        dynamic = {BROKER_SYNONYMS[k]: v for k, v in broker_configs.items() if k in BROKER_SYNONYMS}
-        try:
-            return TopicConfig.from_dict(dynamic, self.static_topic_defaults)
-        except ConfigError as e:  # a stored value this version no longer accepts: keep the static defaults
-            log.warning("ignoring dynamic broker topic defaults: %s", e)
-            return self.static_topic_defaults
+    # ------------------------------------------------------------------------------ producer ids
+
+    def reserve_producer_ids(self, next_block_start: int) -> None:
+        """Persist the start of the next producer-id block (ids below it may have been handed out)."""
+        self.store.publish(replace(self.image, next_producer_id_block=next_block_start,
+                                   version=self.image.version + 1))
 
 
 __all__ = [
@@ -263,6 +291,7 @@ __all__ = [
     "MAX_TOPIC_NAME_LENGTH",
     "STATIC_BROKER_KEYS",
     "Controller",
+    "NewTopic",
     "collision_key",
     "validate_topic_name",
 ]

@@ -6,7 +6,12 @@ File ``<data dir>/tidelog-metadata.json`` (written atomically)::
       "partitions": [{"partition", "leader", "leader_epoch", "replicas", "isr", "partition_epoch"}]}],
      "broker_configs": {...}}
 
-Brokers are not persisted: each broker registers itself at start-up. Loop-only, not thread-safe.
+Brokers are not persisted: each broker registers itself at start-up.
+
+Every store notifies its subscribers after each change, with the image before and after: this is how
+the rest of the broker learns of metadata changes (the replica manager creates and deletes logs, the
+coordinators learn of new partitions), whichever store (embedded file, ZooKeeper) made them.
+Loop-only, not thread-safe.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import base64
 import json
 import os
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
@@ -25,11 +31,17 @@ METADATA_FILE = "tidelog-metadata.json"
 FORMAT_VERSION = 1
 
 
+#: Called after every change with (image before, image after).
+MetadataListener = Callable[[MetadataImage, MetadataImage], None]
+
+
 class MetadataStore(Protocol):
     @property
     def image(self) -> MetadataImage: ...
 
     def publish(self, image: MetadataImage) -> None: ...
+
+    def subscribe(self, listener: MetadataListener) -> None: ...
 
 
 def new_cluster_id() -> str:
@@ -38,19 +50,35 @@ def new_cluster_id() -> str:
 
 
 class EmbeddedStore:
-    """The metadata image of a single-node cluster, persisted in a JSON file in the data dir."""
+    """The metadata image of a single-node cluster, persisted in a JSON file in the data dir.
 
-    def __init__(self, data_dir: Path, broker: BrokerInfo) -> None:
+    Building one reads nothing; :meth:`open` loads (or creates) the file, once the broker owns the
+    data directory."""
+
+    def __init__(self, data_dir: Path) -> None:
         self.path = Path(data_dir) / METADATA_FILE
+        self._image: MetadataImage | None = None
+        self._listeners: list[MetadataListener] = []
+
+    def open(self, broker: BrokerInfo) -> MetadataImage:
         self._image = self._load(broker)
+        return self._image
 
     @property
     def image(self) -> MetadataImage:
+        if self._image is None:
+            raise RuntimeError(f"the metadata store {self.path} is not open")
         return self._image
 
     def publish(self, image: MetadataImage) -> None:
+        old = self.image
         self._write(image)
         self._image = image
+        for listener in self._listeners:
+            listener(old, image)
+
+    def subscribe(self, listener: MetadataListener) -> None:
+        self._listeners.append(listener)
 
     def _load(self, broker: BrokerInfo) -> MetadataImage:
         if not self.path.exists():
@@ -114,4 +142,4 @@ class EmbeddedStore:
         os.replace(tmp, self.path)
 
 
-__all__ = ["METADATA_FILE", "EmbeddedStore", "MetadataStore", "new_cluster_id"]
+__all__ = ["METADATA_FILE", "EmbeddedStore", "MetadataListener", "MetadataStore", "new_cluster_id"]

@@ -39,6 +39,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from tidelog.clock import Clock
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.records import RecordBatchBuilder, RecordBatchView
+from tidelog.replica.manager import ReplicaManager
 from tidelog.storage.log import PartitionLog
 
 log = logging.getLogger(__name__)
@@ -126,11 +127,30 @@ class PartitionWriter(Protocol):
         ...
 
 
-class LogWriter:
-    """:class:`PartitionWriter` over the storage layer's partition logs of one topic.
+class ReplicaWriter:
+    """:class:`PartitionWriter` through the replica manager (the broker's one door to partition data),
+    for one internal topic. ``ensure_topic()`` creates the topic on first use (Kafka creates
+    ``__consumer_offsets`` on the first FindCoordinator); appends are acks=all writes as leader."""
 
-    ``log_for(partition)`` returns the partition's leader log (creating the topic if the owner wants
-    that) or raises KafkaError; ``after_append(plog, partition)`` lets the broker wake fetches.
+    def __init__(self, replicas: ReplicaManager, topic: str, ensure_topic: Callable[[], object]) -> None:
+        self.replicas = replicas
+        self.topic = topic
+        self.ensure_topic = ensure_topic
+
+    def append(self, partition: int, batch: bytes) -> int:
+        self.ensure_topic()
+        return self.replicas.append_records(self.topic, partition, bytearray(batch), acks=-1).first_offset
+
+    def batches(self, partition: int) -> Iterator[RecordBatchView]:
+        plog = self.replicas.leader_log(self.topic, partition)
+        yield from plog.batches(plog.log_start_offset)
+
+
+class LogWriter:
+    """:class:`PartitionWriter` straight over partition logs (coordinator unit tests, tools).
+
+    ``log_for(partition)`` returns the partition's log or raises KafkaError; ``after_append(plog,
+    partition)``, if given, runs after each append.
     """
 
     def __init__(self, log_for: Callable[[int], PartitionLog],
@@ -359,6 +379,7 @@ __all__ = [
     "CoordinatorRuntime",
     "LogWriter",
     "PartitionWriter",
+    "ReplicaWriter",
     "Result",
     "Timers",
     "java_abs",

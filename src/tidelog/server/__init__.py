@@ -1,3 +1,4 @@
-"""The broker's network side: connections, dispatch, request handlers, purgatory, composition root."""
+"""The broker's front end and composition root: listeners and connections, dispatch, request handlers,
+fetch sessions; :mod:`tidelog.server.broker` builds and wires every component."""
 
 __all__: list[str] = []

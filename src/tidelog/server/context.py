@@ -1,19 +1,15 @@
-"""What a request handler gets besides the request: who asked, in which version, and the broker."""
+"""What a request handler gets besides the request: who asked, through which listener, in which
+version. Handlers get the broker's components from their constructor, never from the context."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from tidelog.protocol.messages.header import RequestHeader
-
-if TYPE_CHECKING:
-    from tidelog.server.broker import Broker
 
 
 @dataclass(slots=True)
 class RequestContext:
-    broker: Broker
     header: RequestHeader
     connection_id: str
     client_host: str

@@ -1,7 +1,9 @@
 """API key -> handler registry, and the dispatch of one request frame.
 
-Each handler module declares the versions it serves with :func:`handler`; ApiVersions is computed
-from this registry (Redpanda's habit), so what the broker advertises is exactly what it serves.
+Handlers are methods of handler objects, each built by the composition root with exactly the
+components it uses. A method declares the API and versions it serves with :func:`handles`;
+:meth:`HandlerRegistry.add` registers every such method of an object, and ApiVersions is computed
+from the registry (Redpanda's habit), so what the broker advertises is exactly what it serves.
 
 Rules for bad requests (Kafka's):
 
@@ -19,7 +21,7 @@ Handlers are thin: they call the owning component and build the response. They r
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +37,8 @@ log = logging.getLogger(__name__)
 HandlerFn = Callable[[Any, Any], "Message | Awaitable[Message | None] | None"]
 ErrorFn = Callable[[Any, ErrorCode, str | None], Message]
 
+_MARK = "__tidelog_handles__"
+
 
 @dataclass(frozen=True, slots=True)
 class Handler:
@@ -45,29 +49,21 @@ class Handler:
     error_response: ErrorFn | None = None
 
 
-REGISTRY: dict[int, Handler] = {}
-
-
-def handler(api_key: int, min_version: int, max_version: int, error_response: ErrorFn | None = None):
-    """Register ``fn`` as the handler of ``api_key`` for versions ``min_version..max_version``."""
+def handles(api_key: int, min_version: int, max_version: int, error_response: ErrorFn | None = None):
+    """Declare a method as the handler of ``api_key`` for versions ``min_version..max_version``."""
     entry = API_REGISTRY[api_key]
     if not (entry.min_version <= min_version <= max_version <= entry.max_version):
         raise ValueError(f"{entry.name}: versions {min_version}-{max_version} outside the codec's range")
 
-    def register(fn: HandlerFn) -> HandlerFn:
-        REGISTRY[api_key] = Handler(api_key, min_version, max_version, fn, error_response)
+    def mark(fn: HandlerFn) -> HandlerFn:
+        setattr(fn, _MARK, (api_key, min_version, max_version, error_response))
         return fn
 
-    return register
+    return mark
 
 
 class CloseConnection(Exception):
     """The request cannot be answered; the connection must be closed (reason in the message)."""
-
-
-def supported_versions() -> list[tuple[int, int, int]]:
-    """(api_key, min, max) of every served API, for ApiVersions."""
-    return sorted((h.api_key, h.min_version, h.max_version) for h in REGISTRY.values())
 
 
 def generic_error_response(response_cls: type[Message], code: ErrorCode) -> Message:
@@ -79,23 +75,6 @@ def generic_error_response(response_cls: type[Message], code: ErrorCode) -> Mess
     raise CloseConnection(f"{response_cls.__name__} has no top-level error code")
 
 
-def error_response(api_key: int, request: Message, code: ErrorCode, message: str | None = None) -> Message:
-    h = REGISTRY.get(api_key)
-    if h is not None and h.error_response is not None:
-        return h.error_response(request, code, message)
-    return generic_error_response(API_REGISTRY[api_key].response, code)
-
-
-def api_versions_fallback() -> ApiVersionsResponse:
-    """KIP-511: the answer to an ApiVersions request in a version the broker does not support."""
-    h = REGISTRY[ApiKey.API_VERSIONS]
-    return ApiVersionsResponse(
-        error_code=int(ErrorCode.UNSUPPORTED_VERSION),
-        api_keys=[ApiVersionsResponse.ApiVersion(api_key=int(ApiKey.API_VERSIONS), min_version=h.min_version,
-                                                 max_version=h.max_version)],
-    )
-
-
 @dataclass(slots=True)
 class Dispatched:
     api_key: int
@@ -104,53 +83,99 @@ class Dispatched:
     result: Any  # Message | None | Awaitable
 
 
-def dispatch(frame: bytes, make_context: Callable[[Any], Any]) -> Dispatched:
-    """Decode ``frame`` and run its handler. Raises CloseConnection for requests that cannot be answered."""
-    try:
-        api_key, api_version = peek_api(frame)
-    except ProtocolError as e:
-        raise CloseConnection(f"malformed request header: {e}") from None
-    if api_key not in API_REGISTRY:
-        raise CloseConnection(f"unknown API key {api_key}")
-    entry = API_REGISTRY[api_key]
-    try:
-        header, pos = decode_request_header(frame)
-    except (ProtocolError, UnknownApiKeyError) as e:
-        raise CloseConnection(f"malformed {entry.name} request header: {e}") from None
-    corr = header.correlation_id
-    h = REGISTRY.get(api_key)
-    if api_key == ApiKey.API_VERSIONS and h is not None and api_version > h.max_version:
-        return Dispatched(api_key, 0, corr, api_versions_fallback())
-    try:
-        body, _ = entry.request.decode_from(frame, pos, api_version)
-    except UnsupportedVersionError:
-        raise CloseConnection(f"{entry.name} v{api_version} is not a version Tidelog knows") from None
-    except ProtocolError as e:
-        raise CloseConnection(f"malformed {entry.name} v{api_version} request: {e}") from None
-    if h is None or not (h.min_version <= api_version <= h.max_version):
-        return Dispatched(api_key, api_version, corr, error_response(api_key, body, ErrorCode.UNSUPPORTED_VERSION))
-    ctx = make_context(header)
-    try:
-        result = h.fn(ctx, body)
-    except KafkaError as e:
-        result = error_response(api_key, body, e.code, e.message)
-    except CloseConnection:
-        raise
-    except Exception:
-        log.exception("%s v%d handler failed", entry.name, api_version)
-        result = error_response(api_key, body, ErrorCode.UNKNOWN_SERVER_ERROR)
-    return Dispatched(api_key, api_version, corr, result)
+class HandlerRegistry:
+    """The APIs this broker serves. Built once by the composition root; loop-only afterwards."""
+
+    def __init__(self) -> None:
+        self._handlers: dict[int, Handler] = {}
+
+    def add(self, *handler_objects: object) -> None:
+        """Register every :func:`handles` method of each object (an API may be served only once)."""
+        for obj in handler_objects:
+            for name in dir(type(obj)):
+                mark = getattr(getattr(type(obj), name), _MARK, None)
+                if mark is None:
+                    continue
+                api_key, lo, hi, error_fn = mark
+                if api_key in self._handlers:
+                    raise ValueError(f"{API_REGISTRY[api_key].name} has two handlers")
+                self._handlers[api_key] = Handler(api_key, lo, hi, getattr(obj, name), error_fn)
+
+    def __contains__(self, api_key: int) -> bool:
+        return api_key in self._handlers
+
+    def __getitem__(self, api_key: int) -> Handler:
+        return self._handlers[api_key]
+
+    def __iter__(self) -> Iterator[Handler]:
+        return iter(self._handlers.values())
+
+    def get(self, api_key: int) -> Handler | None:
+        return self._handlers.get(api_key)
+
+    def supported_versions(self) -> list[tuple[int, int, int]]:
+        """(api_key, min, max) of every served API, for ApiVersions."""
+        return sorted((h.api_key, h.min_version, h.max_version) for h in self._handlers.values())
+
+    def error_response(self, api_key: int, request: Message, code: ErrorCode, message: str | None = None) -> Message:
+        h = self._handlers.get(api_key)
+        if h is not None and h.error_response is not None:
+            return h.error_response(request, code, message)
+        return generic_error_response(API_REGISTRY[api_key].response, code)
+
+    def api_versions_fallback(self) -> ApiVersionsResponse:
+        """KIP-511: the answer to an ApiVersions request in a version the broker does not support."""
+        h = self._handlers[ApiKey.API_VERSIONS]
+        return ApiVersionsResponse(
+            error_code=int(ErrorCode.UNSUPPORTED_VERSION),
+            api_keys=[ApiVersionsResponse.ApiVersion(api_key=int(ApiKey.API_VERSIONS), min_version=h.min_version,
+                                                     max_version=h.max_version)],
+        )
+
+    def dispatch(self, frame: bytes, make_context: Callable[[Any], Any]) -> Dispatched:
+        """Decode ``frame`` and run its handler. Raises CloseConnection for requests that cannot be answered."""
+        try:
+            api_key, api_version = peek_api(frame)
+        except ProtocolError as e:
+            raise CloseConnection(f"malformed request header: {e}") from None
+        if api_key not in API_REGISTRY:
+            raise CloseConnection(f"unknown API key {api_key}")
+        entry = API_REGISTRY[api_key]
+        try:
+            header, pos = decode_request_header(frame)
+        except (ProtocolError, UnknownApiKeyError) as e:
+            raise CloseConnection(f"malformed {entry.name} request header: {e}") from None
+        corr = header.correlation_id
+        h = self._handlers.get(api_key)
+        if api_key == ApiKey.API_VERSIONS and h is not None and api_version > h.max_version:
+            return Dispatched(api_key, 0, corr, self.api_versions_fallback())
+        try:
+            body, _ = entry.request.decode_from(frame, pos, api_version)
+        except UnsupportedVersionError:
+            raise CloseConnection(f"{entry.name} v{api_version} is not a version Tidelog knows") from None
+        except ProtocolError as e:
+            raise CloseConnection(f"malformed {entry.name} v{api_version} request: {e}") from None
+        if h is None or not (h.min_version <= api_version <= h.max_version):
+            return Dispatched(api_key, api_version, corr,
+                              self.error_response(api_key, body, ErrorCode.UNSUPPORTED_VERSION))
+        ctx = make_context(header)
+        try:
+            result = h.fn(ctx, body)
+        except KafkaError as e:
+            result = self.error_response(api_key, body, e.code, e.message)
+        except CloseConnection:
+            raise
+        except Exception:
+            log.exception("%s v%d handler failed", entry.name, api_version)
+            result = self.error_response(api_key, body, ErrorCode.UNKNOWN_SERVER_ERROR)
+        return Dispatched(api_key, api_version, corr, result)
 
 
 __all__ = [
-    "REGISTRY",
     "CloseConnection",
     "Dispatched",
     "Handler",
-    "api_versions_fallback",
-    "dispatch",
-    "error_response",
+    "HandlerRegistry",
     "generic_error_response",
-    "handler",
-    "supported_versions",
+    "handles",
 ]

@@ -1,5 +1,8 @@
-"""The asyncio shell around :class:`~tidelog.server.connection.Connection`: read, feed, dispatch, write.
+"""The asyncio shell around :class:`~tidelog.server.connection.Connection`: listeners and connections
+(Kafka's ``SocketServer``): read, feed, dispatch, write.
 
+:class:`SocketServer` binds the listeners (before the broker loads anything, without accepting yet),
+starts serving once the broker is ready, reaps idle connections and closes everything at shutdown.
 One :class:`ClientProtocol` per TCP connection. Requests are handled as they arrive (pipelining);
 responses leave in arrival order. Back-pressure: while more than ``queued.max.requests`` requests of
 a connection are unanswered, or while the socket's send buffer is above its high-water mark, the
@@ -18,18 +21,86 @@ import asyncio
 import inspect
 import logging
 from collections import deque
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
+from tidelog.clock import Clock
+from tidelog.config import Listener
 from tidelog.protocol.exceptions import ProtocolError
 from tidelog.protocol.headers import encode_response_buffers
 from tidelog.server.connection import Connection
 from tidelog.server.context import RequestContext
-from tidelog.server.dispatcher import CloseConnection, Dispatched, dispatch
-
-if TYPE_CHECKING:
-    from tidelog.server.broker import Broker
+from tidelog.server.dispatcher import CloseConnection, Dispatched, HandlerRegistry
 
 log = logging.getLogger(__name__)
+
+
+class ListenerError(Exception):
+    """A listener could not be bound (the port is taken, the address is not this machine's ...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionSettings:
+    """Per-connection limits, by Kafka's names: ``socket.request.max.bytes``, ``queued.max.requests``,
+    ``connections.max.idle.ms``."""
+
+    max_request_bytes: int = 104_857_600
+    max_queued_requests: int = 500
+    max_idle_ms: int = 600_000
+
+
+class SocketServer:
+    """The broker's listeners and live connections. Loop-only, not thread-safe."""
+
+    def __init__(self, handlers: HandlerRegistry, clock: Clock, settings: ConnectionSettings,
+                 use_sendfile: bool | None = None) -> None:
+        self.handlers = handlers
+        self.clock = clock
+        self.settings = settings
+        self._use_sendfile = use_sendfile
+        self.use_sendfile = False  # decided at bind time, by the event loop in use
+        self.connections: set[ClientProtocol] = set()
+        self.bound: dict[str, tuple[str, int]] = {}  # listener name -> (host, bound port)
+        self._servers: list[asyncio.base_events.Server] = []
+
+    async def bind(self, listeners: tuple[Listener, ...]) -> None:
+        """Bind every listener without accepting connections (:meth:`start_serving` does)."""
+        loop = asyncio.get_running_loop()
+        # os.sendfile needs the standard selector loop; uvloop transports fall back to pread + write.
+        self.use_sendfile = (self._use_sendfile if self._use_sendfile is not None
+                             else "uvloop" not in type(loop).__module__)
+        for listener in listeners:
+            try:
+                server = await loop.create_server(
+                    lambda name=listener.name: ClientProtocol(self, name), listener.host or None, listener.port,
+                    reuse_address=True, start_serving=False)
+            except OSError as e:
+                self.close()
+                raise ListenerError(f"cannot listen on {listener}: {e.strerror or e}") from None
+            self._servers.append(server)
+            self.bound[listener.name] = (listener.host, server.sockets[0].getsockname()[1])
+
+    async def start_serving(self) -> None:
+        for server in self._servers:
+            await server.start_serving()
+
+    def reap_idle(self) -> None:
+        limit = self.settings.max_idle_ms
+        now = self.clock.monotonic_ms()
+        for conn in list(self.connections):
+            if now - conn.last_active_ms > limit and conn.conn.in_flight == 0:
+                conn.close(f"idle for more than {limit} ms (connections.max.idle.ms)")
+
+    def close(self) -> None:
+        """Stop accepting and close every connection."""
+        for server in self._servers:
+            server.close()
+        for conn in list(self.connections):
+            if conn.transport is not None:
+                conn.transport.close()
+
+    async def wait_closed(self) -> None:
+        for server in self._servers:
+            await server.wait_closed()
 
 
 def _is_file_slice(part) -> bool:
@@ -37,15 +108,15 @@ def _is_file_slice(part) -> bool:
 
 
 class ClientProtocol(asyncio.Protocol):
-    def __init__(self, broker: Broker, listener_name: str = "PLAINTEXT") -> None:
-        self.broker = broker
+    def __init__(self, server: SocketServer, listener_name: str = "PLAINTEXT") -> None:
+        self.server = server
         self.listener_name = listener_name
-        self.conn = Connection(broker.config["socket.request.max.bytes"])
+        self.conn = Connection(server.settings.max_request_bytes)
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.connection_id = ""
-        self.last_active_ms = broker.clock.monotonic_ms()
-        self._max_queued = broker.config["queued.max.requests"]
+        self.last_active_ms = server.clock.monotonic_ms()
+        self._max_queued = server.settings.max_queued_requests
         self._reading_paused = False
         self._writing_paused = False
         self._out: deque[list] = deque()
@@ -61,11 +132,11 @@ class ClientProtocol(asyncio.Protocol):
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         sock = transport.get_extra_info("sockname")
         self.connection_id = f"{sock[0]}:{sock[1]}-{self.peer}" if sock else self.peer
-        self.broker.connections.add(self)
+        self.server.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
-        self.broker.connections.discard(self)
+        self.server.connections.discard(self)
         if self._writer is not None:
             self._writer.cancel()
         if self._drain_waiter is not None and not self._drain_waiter.done():
@@ -83,7 +154,7 @@ class ClientProtocol(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.closed:
             return
-        self.last_active_ms = self.broker.clock.monotonic_ms()
+        self.last_active_ms = self.server.clock.monotonic_ms()
         try:
             frames = self.conn.receive(data)
         except ProtocolError as e:
@@ -98,7 +169,7 @@ class ClientProtocol(asyncio.Protocol):
     def _handle(self, frame: bytes) -> None:
         seq = self.conn.start()
         try:
-            d = dispatch(frame, self._context)
+            d = self.server.handlers.dispatch(frame, self._context)
         except CloseConnection as e:
             self.close(str(e))
             return
@@ -110,8 +181,7 @@ class ClientProtocol(asyncio.Protocol):
             self._finish(seq, d, result)
 
     def _context(self, header) -> RequestContext:
-        return RequestContext(self.broker, header, self.connection_id, self.peer.rsplit(":", 1)[0],
-                              self.listener_name)
+        return RequestContext(header, self.connection_id, self.peer.rsplit(":", 1)[0], self.listener_name)
 
     def _finish_async(self, seq: int, d: Dispatched, task: asyncio.Future) -> None:
         if task.cancelled() or self.closed:
@@ -169,7 +239,7 @@ class ClientProtocol(asyncio.Protocol):
                     if not _is_file_slice(part):
                         pending.append(part)
                         continue
-                    if self.broker.use_sendfile:
+                    if self.server.use_sendfile:
                         if pending:
                             self.transport.writelines(pending)  # type: ignore[union-attr]
                             pending = []
@@ -204,4 +274,4 @@ class ClientProtocol(asyncio.Protocol):
         await self._drain_waiter
 
 
-__all__ = ["ClientProtocol"]
+__all__ = ["ClientProtocol", "ConnectionSettings", "ListenerError", "SocketServer"]

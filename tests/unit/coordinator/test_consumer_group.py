@@ -15,10 +15,10 @@ import pytest
 from tidelog.cluster.metadata import MetadataImage, PartitionMetadata, TopicMetadata
 from tidelog.config import TopicConfig
 from tidelog.coordinator.group import GroupConfig, GroupCoordinator, PartitionCommit, RequestInfo
-from tidelog.coordinator.group.consumer import (
-    ConsumerGroup,
-    ConsumerGroupConfig,
-    ConsumerGroupCoordinator,
+from tidelog.coordinator.group.consumer import ConsumerGroupCoordinator, install
+from tidelog.coordinator.group.consumer_config import ConsumerGroupConfig
+from tidelog.coordinator.group.consumer_group import ConsumerGroup, ConsumerGroupState, MemberState
+from tidelog.coordinator.group.consumer_records import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey,
@@ -27,13 +27,10 @@ from tidelog.coordinator.group.consumer import (
     ConsumerGroupMetadataValue,
     ConsumerGroupRegularExpressionKey,
     ConsumerGroupRegularExpressionValue,
-    ConsumerGroupState,
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
-    MemberState,
-    install,
 )
 from tidelog.coordinator.group.records import CoordinatorRecord, deserialize, serialize
 from tidelog.coordinator.runtime import LogWriter, Result

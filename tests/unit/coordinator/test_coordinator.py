@@ -8,10 +8,9 @@ from pathlib import Path
 import pytest
 
 from tidelog.coordinator.group import GroupCoordinator
-from tidelog.coordinator.group.coordinator import EXTENSIONS, register_extension
+from tidelog.coordinator.group.group import Group, RequestInfo
 from tidelog.coordinator.group.offsets import PartitionCommit
 from tidelog.coordinator.group.records import CoordinatorRecord, RecordType, register_record_type
-from tidelog.coordinator.group.state import Group, RequestInfo
 from tidelog.coordinator.runtime import Result
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.primitives import INT16, read_string, write_string
@@ -134,17 +133,16 @@ class ToyManager:
     def on_loaded(self) -> None:
         self.loaded = True
 
+    def on_unloaded(self) -> None:
+        pass
+
 
 @pytest.fixture
 def toy(tmp_path: Path):
-    register_extension(ToyManager)
-    try:
-        h = Harness(tmp_path)
-        h.coordinator = GroupCoordinator(h.config, h.clock, h.writer, num_partitions=4)
-        h.coordinator.load(range(4))
-        yield h, h.coordinator.extension(ToyManager)
-    finally:
-        EXTENSIONS.remove(ToyManager)
+    h = Harness(tmp_path)
+    h.coordinator = GroupCoordinator(h.config, h.clock, h.writer, num_partitions=4, extensions=[ToyManager])
+    h.coordinator.load(range(4))
+    return h, h.coordinator.extension(ToyManager)
 
 
 def test_another_group_type_plugs_in(toy) -> None:
@@ -173,6 +171,6 @@ def test_an_empty_group_of_another_type_becomes_classic_on_join(toy) -> None:
     box = h.join("old", version=3)
     h.settle()
     assert box.value.error_code == 0 and h.coordinator.groups["old"].group_type == "classic"
-    fresh = GroupCoordinator(h.config, h.clock, h.writer, num_partitions=4)
+    fresh = GroupCoordinator(h.config, h.clock, h.writer, num_partitions=4, extensions=[ToyManager])
     fresh.load(range(4))
     assert "old" not in fresh.groups  # the toy group's tombstones were written; the classic one has no record yet

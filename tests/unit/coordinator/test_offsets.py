@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from tidelog.coordinator.group.classic_group import ClassicGroup, ClassicGroupState
+from tidelog.coordinator.group.group import RequestInfo
 from tidelog.coordinator.group.offsets import PartitionCommit, java_length
-from tidelog.coordinator.group.state import ClassicGroup, ClassicGroupState, RequestInfo
 from tidelog.errors import ErrorCode, KafkaError
 
 from .conftest import Harness

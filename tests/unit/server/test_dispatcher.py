@@ -6,12 +6,18 @@ import struct
 
 import pytest
 
-import tidelog.server.handlers  # noqa: F401 - registers the handlers
+from tidelog.config import BrokerConfig
 from tidelog.errors import ErrorCode
 from tidelog.protocol import ApiKey, decode_response, encode_request
 from tidelog.protocol.api_keys import API_REGISTRY
 from tidelog.protocol.messages import ApiVersionsRequest, ApiVersionsResponse, ProduceRequest
-from tidelog.server.dispatcher import REGISTRY, CloseConnection, dispatch, supported_versions
+from tidelog.server.broker import Broker
+from tidelog.server.dispatcher import CloseConnection
+
+# The registry a broker builds. Building a broker reads and writes nothing, so the data dir is never made.
+REGISTRY = Broker(BrokerConfig.from_props({"log.dirs": "/nonexistent/tidelog-never-created"})).handlers
+dispatch = REGISTRY.dispatch
+supported_versions = REGISTRY.supported_versions
 
 
 def _no_context(header):  # handlers that need the broker are not called in these tests

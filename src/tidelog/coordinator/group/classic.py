@@ -33,19 +33,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Any
 
-from tidelog.coordinator.group.records import GroupMetadataKey, GroupMetadataValue, group_metadata_record
-from tidelog.coordinator.group.state import (
-    UNKNOWN_MEMBER_ID,
+from tidelog.clock import Clock
+from tidelog.coordinator.group.classic_group import (
     ClassicGroup,
     ClassicGroupState,
     ClassicMember,
     JoinCallback,
-    RequestInfo,
     SyncCallback,
 )
-from tidelog.coordinator.runtime import Result
+from tidelog.coordinator.group.group import UNKNOWN_MEMBER_ID, RequestInfo
+from tidelog.coordinator.group.records import GroupMetadataKey, GroupMetadataValue, group_metadata_record
+from tidelog.coordinator.runtime import CoordinatorRuntime, Result
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.messages import (
     HeartbeatResponse,
@@ -56,12 +56,8 @@ from tidelog.protocol.messages import (
     SyncGroupResponse,
 )
 
-if TYPE_CHECKING:
-    from tidelog.coordinator.group.coordinator import GroupCoordinator
-
 log = logging.getLogger(__name__)
 
-S = ClassicGroupState
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 MEMBER_ID_REQUIRED_FROM_VERSION = 4
 SKIP_ASSIGNMENT_FROM_VERSION = 9
@@ -86,12 +82,15 @@ def join_error(code: ErrorCode, member_id: str = UNKNOWN_MEMBER_ID) -> JoinGroup
 class ClassicGroupManager:
     """Runs the classic protocol over the coordinator's group registry. Loop-only."""
 
-    def __init__(self, coordinator: GroupCoordinator) -> None:
-        self.coordinator = coordinator
-        self.groups = coordinator.groups
-        self.runtime = coordinator.runtime
-        self.config = coordinator.config
-        self.clock = coordinator.clock
+    def __init__(self, groups: dict[str, Any], runtime: CoordinatorRuntime, config: Any, clock: Clock,
+                 partition_for: Callable[[str], int]) -> None:
+        """``groups`` is the coordinator's registry of every group (shared, changed in place);
+        ``config`` its GroupConfig; ``partition_for(group_id)`` the group's __consumer_offsets partition."""
+        self.groups = groups
+        self.runtime = runtime
+        self.config = config
+        self.clock = clock
+        self.partition_for = partition_for
 
     # -------------------------------------------------------------------------------- helpers
 
@@ -100,12 +99,12 @@ class ClassicGroupManager:
         return group if isinstance(group, ClassicGroup) else None
 
     def _schedule(self, key: str, delay_ms: int, group_id: str, op: Callable[[], Result | None]) -> None:
-        self.runtime.schedule(key, delay_ms, self.coordinator.partition_for(group_id), op)
+        self.runtime.schedule(key, delay_ms, self.partition_for(group_id), op)
 
     def _submit(self, group: ClassicGroup, result: Result) -> None:
         """Write a result produced inside a callback (after an append), logging a failure."""
         try:
-            self.runtime.write(self.coordinator.partition_for(group.group_id), result)
+            self.runtime.write(self.partition_for(group.group_id), result)
         except KafkaError as e:
             log.warning("group %s: follow-up write failed: %s", group.group_id, e)
 
@@ -151,9 +150,9 @@ class ClassicGroupManager:
 
     def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
         max_size = self.config.group_max_size
-        if group.is_in(S.EMPTY, S.DEAD):
+        if group.is_in(ClassicGroupState.EMPTY, ClassicGroupState.DEAD):
             return True
-        if group.state is S.PREPARING_REBALANCE:
+        if group.state is ClassicGroupState.PREPARING_REBALANCE:
             member = group.members.get(member_id)
             return (member is not None and member.is_awaiting_join) or group.num_awaiting_join < max_size
         return member_id in group.members or len(group.members) < max_size
@@ -164,7 +163,7 @@ class ClassicGroupManager:
 
     def _join_new_member(self, info: RequestInfo, request: JoinGroupRequest, group: ClassicGroup,
                          respond: JoinCallback) -> Result:
-        if group.state is S.DEAD:
+        if group.state is ClassicGroupState.DEAD:
             respond(join_error(ErrorCode.COORDINATOR_NOT_AVAILABLE))
             return Result()
         if not group.supports_protocols(request.protocol_type, (p.name for p in request.protocols)):
@@ -188,7 +187,7 @@ class ClassicGroupManager:
     def _join_existing_member(self, info: RequestInfo, request: JoinGroupRequest, group: ClassicGroup,
                               respond: JoinCallback) -> Result:
         member_id = request.member_id
-        if group.state is S.DEAD:
+        if group.state is ClassicGroupState.DEAD:
             respond(join_error(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id))
             return Result()
         if not group.supports_protocols(request.protocol_type, (p.name for p in request.protocols)):
@@ -203,15 +202,15 @@ class ClassicGroupManager:
             return Result()
         member = group.members[member_id]
         protocols = self._protocols(request)
-        if group.state is S.PREPARING_REBALANCE:
+        if group.state is ClassicGroupState.PREPARING_REBALANCE:
             return self._update_member(request, group, member, respond)
-        if group.state is S.COMPLETING_REBALANCE:
+        if group.state is ClassicGroupState.COMPLETING_REBALANCE:
             if member.matches(protocols):
                 # A retry of a join whose answer got lost: answer with the current generation again.
                 respond(group.join_response(member_id, with_members=group.is_leader(member_id)))
                 return Result()
             return self._update_member(request, group, member, respond)
-        if group.state is S.STABLE:
+        if group.state is ClassicGroupState.STABLE:
             if group.is_leader(member_id) or not member.matches(protocols):
                 return self._update_member(request, group, member, respond)
             respond(group.join_response(member_id, with_members=False))
@@ -230,7 +229,7 @@ class ClassicGroupManager:
         member = ClassicMember(member_id, request.group_instance_id, info.client_id, info.client_host,
                                request.rebalance_timeout_ms, request.session_timeout_ms, request.protocol_type,
                                self._protocols(request), is_new=True)
-        if group.state is S.PREPARING_REBALANCE and group.previous_state is S.EMPTY:
+        if group.state is ClassicGroupState.PREPARING_REBALANCE and group.previous_state is ClassicGroupState.EMPTY:
             group.new_member_added = True
         group.add(member, respond)
         # A new member cannot heartbeat before its first answer; time its parked join out instead.
@@ -250,7 +249,7 @@ class ClassicGroupManager:
         old_rebalance, old_session = member.rebalance_timeout_ms, member.session_timeout_ms
         group.update_member(member, self._protocols(request), request.rebalance_timeout_ms,
                             request.session_timeout_ms, respond)
-        if group.state is S.STABLE:
+        if group.state is ClassicGroupState.STABLE:
             if (group.protocol_name or "") != group.select_protocol():
                 return self.maybe_prepare_rebalance_or_complete_join(group)
             # Same protocol: no rebalance; persist the new member id and give back the current generation.
@@ -276,7 +275,7 @@ class ClassicGroupManager:
 
             record = group_metadata_record(group.group_id, group.to_record_value(group.group_assignment()))
             return Result([record], replay=False, on_appended=on_appended, on_failed=on_failed)
-        if group.state is S.COMPLETING_REBALANCE:
+        if group.state is ClassicGroupState.COMPLETING_REBALANCE:
             # The leader may already hold an assignment for the old member id: rebalance again.
             return self.prepare_rebalance(group, f"static member {instance_id} rejoined with a new member id")
         return self.maybe_complete_join_phase(group)
@@ -289,16 +288,16 @@ class ClassicGroupManager:
         return self.maybe_complete_join_phase(group)
 
     def prepare_rebalance(self, group: ClassicGroup, reason: str) -> Result:
-        if group.state is S.COMPLETING_REBALANCE:
+        if group.state is ClassicGroupState.COMPLETING_REBALANCE:
             self._reset_and_propagate_assignment(group, ErrorCode.REBALANCE_IN_PROGRESS)
         self._remove_sync_expiration(group)
-        initial = group.state is S.EMPTY
+        initial = group.state is ClassicGroupState.EMPTY
         if initial:
             delay = self.config.group_initial_rebalance_delay_ms
             remaining = max(group.rebalance_timeout_ms() - delay, 0)
             gid = group.group_id
             self._schedule(join_key(gid), delay, gid, lambda: self._try_complete_initial_rebalance(gid, delay, remaining))
-        group.transition_to(S.PREPARING_REBALANCE)
+        group.transition_to(ClassicGroupState.PREPARING_REBALANCE)
         log.info("preparing to rebalance group %s with old generation %d (%s)", group.group_id, group.generation_id,
                  reason)
         return Result() if initial else self._maybe_complete_join_else_schedule(group)
@@ -324,7 +323,7 @@ class ClassicGroupManager:
         return self.complete_join(group)
 
     def maybe_complete_join_phase(self, group: ClassicGroup) -> Result:
-        if group.state is not S.PREPARING_REBALANCE or group.previous_state is S.EMPTY:
+        if group.state is not ClassicGroupState.PREPARING_REBALANCE or group.previous_state is ClassicGroupState.EMPTY:
             return Result()  # not rebalancing, or the initial rebalance (its timer completes it)
         if not group.has_all_members_joined():
             return Result()
@@ -343,14 +342,14 @@ class ClassicGroupManager:
                 group.remove(member.member_id)
                 self.runtime.cancel(heartbeat_key(gid, member.member_id))
                 log.info("group %s removed member %s, which did not rejoin in time", gid, member.member_id)
-        if group.state is S.DEAD:
+        if group.state is ClassicGroupState.DEAD:
             return Result()
         if not group.maybe_elect_new_joined_leader() and group.members:
             # Nobody rejoined: wait again until session timeouts have removed the silent members.
             self._schedule(join_key(gid), group.rebalance_timeout_ms(), gid, lambda: self._complete_join_by_id(gid))
             return Result()
         group.init_next_generation()
-        if group.state is S.EMPTY:
+        if group.state is ClassicGroupState.EMPTY:
             log.info("group %s with generation %d is now empty", gid, group.generation_id)
             return Result([group_metadata_record(gid, group.to_record_value({}))], replay=False)
         log.info("stabilizing group %s generation %d with %d members", gid, group.generation_id, len(group.members))
@@ -366,7 +365,7 @@ class ClassicGroupManager:
 
     def _expire_pending_sync(self, group_id: str, generation: int) -> Result | None:
         group = self.group(group_id)
-        if group is None or generation != group.generation_id or not group.is_in(S.COMPLETING_REBALANCE, S.STABLE):
+        if group is None or generation != group.generation_id or not group.is_in(ClassicGroupState.COMPLETING_REBALANCE, ClassicGroupState.STABLE):
             return None
         if not group.pending_sync_members:
             return None
@@ -382,7 +381,7 @@ class ClassicGroupManager:
 
     def _remove_pending_sync_member(self, group: ClassicGroup, member_id: str) -> None:
         group.pending_sync_members.discard(member_id)
-        if not group.is_in(S.COMPLETING_REBALANCE, S.STABLE) or not group.pending_sync_members:
+        if not group.is_in(ClassicGroupState.COMPLETING_REBALANCE, ClassicGroupState.STABLE) or not group.pending_sync_members:
             self.runtime.cancel(sync_key(group.group_id))
 
     def _reset_and_propagate_assignment(self, group: ClassicGroup, error: ErrorCode) -> None:
@@ -416,10 +415,10 @@ class ClassicGroupManager:
             respond(SyncGroupResponse(error_code=int(error)))
             return Result()
         member_id = request.member_id
-        if group.state is S.PREPARING_REBALANCE:
+        if group.state is ClassicGroupState.PREPARING_REBALANCE:
             respond(SyncGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS))
             return Result()
-        if group.state is S.STABLE:
+        if group.state is ClassicGroupState.STABLE:
             self._remove_pending_sync_member(group, member_id)
             member = group.members[member_id]
             respond(SyncGroupResponse(error_code=0, protocol_type=group.protocol_type,
@@ -439,12 +438,12 @@ class ClassicGroupManager:
         generation = request.generation_id
 
         def still_current() -> bool:
-            return group.state is S.COMPLETING_REBALANCE and group.generation_id == generation
+            return group.state is ClassicGroupState.COMPLETING_REBALANCE and group.generation_id == generation
 
         def on_appended() -> None:
             if still_current():
                 self._set_and_propagate_assignment(group, assignment)
-                group.transition_to(S.STABLE)
+                group.transition_to(ClassicGroupState.STABLE)
 
         def on_failed(error: KafkaError) -> None:
             if still_current():
@@ -456,7 +455,7 @@ class ClassicGroupManager:
 
     @staticmethod
     def _validate_sync(group: ClassicGroup, request: SyncGroupRequest) -> ErrorCode | None:
-        if group.state is S.DEAD:
+        if group.state is ClassicGroupState.DEAD:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         try:
             group.validate_member(request.member_id, request.group_instance_id, "sync-group")
@@ -477,27 +476,27 @@ class ClassicGroupManager:
         if group is None:
             return Result(response=HeartbeatResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID))
         try:
-            if group.state is S.DEAD:
+            if group.state is ClassicGroupState.DEAD:
                 raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"group {group_id} is dead")
             group.validate_member(member_id, group_instance_id, "heartbeat")
             if generation_id != group.generation_id:
                 raise KafkaError(ErrorCode.ILLEGAL_GENERATION, f"generation {generation_id} is not {group.generation_id}")
         except KafkaError as e:
             return Result(response=HeartbeatResponse(error_code=int(e.code)))
-        if group.state is S.EMPTY:
+        if group.state is ClassicGroupState.EMPTY:
             return Result(response=HeartbeatResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID))
         self.reschedule_heartbeat(group, group.members[member_id])
-        code = ErrorCode.REBALANCE_IN_PROGRESS if group.state is S.PREPARING_REBALANCE else ErrorCode.NONE
+        code = ErrorCode.REBALANCE_IN_PROGRESS if group.state is ClassicGroupState.PREPARING_REBALANCE else ErrorCode.NONE
         return Result(response=HeartbeatResponse(error_code=int(code)))
 
     def expire_heartbeat(self, group_id: str, member_id: str) -> Result | None:
         group = self.group(group_id)
-        if group is None or group.state is S.DEAD:
+        if group is None or group.state is ClassicGroupState.DEAD:
             return None
         if member_id in group.pending_join_members:
             log.info("pending member %s of group %s expired", member_id, group_id)
             group.remove(member_id)
-            if group.state is S.PREPARING_REBALANCE and group.has_all_members_joined():
+            if group.state is ClassicGroupState.PREPARING_REBALANCE and group.has_all_members_joined():
                 return self.complete_join(group)
             return None
         member = group.members.get(member_id)
@@ -509,16 +508,16 @@ class ClassicGroupManager:
     def _remove_member_and_update_group(self, group: ClassicGroup, member: ClassicMember) -> Result:
         group.complete_join(member, join_error(ErrorCode.UNKNOWN_MEMBER_ID))
         group.remove(member.member_id)
-        if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
+        if group.is_in(ClassicGroupState.STABLE, ClassicGroupState.COMPLETING_REBALANCE):
             return self.maybe_prepare_rebalance_or_complete_join(group)
-        if group.state is S.PREPARING_REBALANCE and group.has_all_members_joined():
+        if group.state is ClassicGroupState.PREPARING_REBALANCE and group.has_all_members_joined():
             return self.complete_join(group)
         return Result()
 
     def on_offset_commit(self, group: ClassicGroup, member_id: str) -> None:
         """A commit keeps a member's session alive while the group is Stable or PreparingRebalance."""
         member = group.members.get(member_id)
-        if member is not None and group.is_in(S.STABLE, S.PREPARING_REBALANCE):
+        if member is not None and group.is_in(ClassicGroupState.STABLE, ClassicGroupState.PREPARING_REBALANCE):
             self.reschedule_heartbeat(group, member)
 
     # ---------------------------------------------------------------------------------- leave
@@ -531,7 +530,7 @@ class ClassicGroupManager:
         if group is None:
             return Result(response=LeaveGroupResponse(members=[
                 Member(member_id=m, group_instance_id=i, error_code=ErrorCode.UNKNOWN_MEMBER_ID) for m, i, _ in members]))
-        if group.state is S.DEAD:
+        if group.state is ClassicGroupState.DEAD:
             return Result(response=LeaveGroupResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE))
         responses = []
         left = 0
@@ -555,9 +554,9 @@ class ClassicGroupManager:
             responses.append(Member(member_id=member_id, group_instance_id=instance_id, error_code=int(code)))
         result = Result()
         if left:
-            if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):
+            if group.is_in(ClassicGroupState.STABLE, ClassicGroupState.COMPLETING_REBALANCE):
                 result = self.maybe_prepare_rebalance_or_complete_join(group)
-            elif group.state is S.PREPARING_REBALANCE:
+            elif group.state is ClassicGroupState.PREPARING_REBALANCE:
                 result = self.maybe_complete_join_phase(group)
         result.response = LeaveGroupResponse(members=responses)
         return result
@@ -578,7 +577,7 @@ class ClassicGroupManager:
         if value is None:
             if isinstance(existing, ClassicGroup):
                 self._cancel_group_timers(existing)
-                existing.state = S.DEAD
+                existing.state = ClassicGroupState.DEAD
                 del self.groups[key.group]
             return
         if existing is not None and not isinstance(existing, ClassicGroup):

@@ -48,31 +48,35 @@ Rules (Kafka's GroupMetadataManager, ConsumerGroup and CurrentAssignmentBuilder,
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
-from enum import Enum, IntEnum
-from typing import Any, ClassVar, Protocol
+from dataclasses import replace
+from typing import Any, Protocol
 
 from tidelog.clock import Clock
 from tidelog.cluster.metadata import MetadataImage
 from tidelog.coordinator.group.assignors import (
     ASSIGNORS,
-    RANGE_ASSIGNOR_NAME,
-    UNIFORM_ASSIGNOR_NAME,
     AssignorError,
     MemberSpec,
     TopicPartitions,
 )
+from tidelog.coordinator.group.consumer_config import ConsumerGroupConfig
+from tidelog.coordinator.group.consumer_group import (
+    CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION,
+    EMPTY,
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+    ResolvedRegex,
+)
 from tidelog.coordinator.group.consumer_records import (
     KEY_TYPES,
     ConsumerGroupCurrentMemberAssignmentKey,
-    ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey,
-    ConsumerGroupMemberMetadataValue,
     ConsumerGroupMetadataKey,
     ConsumerGroupMetadataValue,
     ConsumerGroupRegularExpressionKey,
@@ -82,8 +86,17 @@ from tidelog.coordinator.group.consumer_records import (
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
 )
+from tidelog.coordinator.group.group import Group
+from tidelog.coordinator.group.reconciliation import check_member_epoch, reconcile, tp_map
 from tidelog.coordinator.group.records import CoordinatorRecord
-from tidelog.coordinator.group.state import CONSUMER, CONSUMER_PROTOCOL_TYPE, Group
+from tidelog.coordinator.group.subscription import (
+    compile_regex,
+    metadata_hash,
+    regex_subscribers,
+    resolve_regex,
+    subscribed_names,
+    topic_ids,
+)
 from tidelog.coordinator.runtime import Result
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.messages import (
@@ -93,319 +106,6 @@ from tidelog.protocol.messages import (
 )
 
 log = logging.getLogger(__name__)
-
-LEAVE_GROUP_MEMBER_EPOCH = -1
-LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
-#: ConsumerGroupHeartbeat v1+: the client generates the member id (KIP-1082).
-CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
-EMPTY: TopicPartitions = {}
-_INT32_MAX = 2**31 - 1
-
-
-class MemberState(IntEnum):
-    """A member's reconciliation state; the values are Kafka's (persisted in the current assignment)."""
-
-    STABLE = 0
-    UNREVOKED_PARTITIONS = 1
-    UNRELEASED_PARTITIONS = 2
-    UNKNOWN = 127
-
-
-class ConsumerGroupState(Enum):
-    """Display names, as ListGroups, DescribeGroups and ConsumerGroupDescribe return them."""
-
-    EMPTY = "Empty"
-    ASSIGNING = "Assigning"
-    RECONCILING = "Reconciling"
-    STABLE = "Stable"
-    DEAD = "Dead"
-
-
-# -- members and groups ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupMember:
-    """One member: its subscription (MemberMetadata record) and current assignment. Immutable."""
-
-    member_id: str
-    instance_id: str | None = None
-    rack_id: str | None = None
-    client_id: str = ""
-    client_host: str = ""
-    subscribed_topic_names: tuple[str, ...] = ()
-    subscribed_topic_regex: str | None = None
-    rebalance_timeout_ms: int = -1
-    server_assignor: str | None = None
-    member_epoch: int = 0
-    previous_member_epoch: int = 0
-    state: MemberState = MemberState.STABLE
-    assigned_partitions: TopicPartitions = field(default_factory=dict)
-    partitions_pending_revocation: TopicPartitions = field(default_factory=dict)
-
-    def subscription(self) -> ConsumerGroupMemberMetadataValue:
-        return ConsumerGroupMemberMetadataValue(self.instance_id, self.rack_id, self.client_id, self.client_host,
-                                                self.subscribed_topic_names, self.subscribed_topic_regex,
-                                                self.rebalance_timeout_ms, self.server_assignor)
-
-    def current_assignment(self) -> ConsumerGroupCurrentMemberAssignmentValue:
-        return ConsumerGroupCurrentMemberAssignmentValue(self.member_epoch, self.previous_member_epoch, self.state,
-                                                         self.assigned_partitions, self.partitions_pending_revocation)
-
-    @property
-    def regex(self) -> str | None:
-        return self.subscribed_topic_regex or None
-
-    def is_reconciled_to(self, assignment_epoch: int) -> bool:
-        return self.state is MemberState.STABLE and self.member_epoch == assignment_epoch
-
-
-@dataclass(frozen=True, slots=True)
-class ResolvedRegex:
-    topics: frozenset[str]
-    version: int  # the metadata image version it was resolved against
-    timestamp: int
-
-
-class ConsumerGroup(Group):
-    """One consumer group's state, built only by replaying its records. Loop-only, not thread-safe."""
-
-    group_type: ClassVar[str] = CONSUMER
-
-    def __init__(self, group_id: str) -> None:
-        self.group_id = group_id
-        self.group_epoch = 0
-        self.metadata_hash = 0
-        self.assignment_epoch = 0
-        self.members: dict[str, ConsumerGroupMember] = {}
-        self.target_assignment: dict[str, TopicPartitions] = {}
-        self.resolved_regexes: dict[str, ResolvedRegex] = {}
-        self.static_members: dict[str, str] = {}  # instance id -> member id
-        self._partition_epochs: dict[tuple[uuid.UUID, int], int] = {}
-
-    # ---------------------------------------------------------------------- the Group contract
-
-    @property
-    def state(self) -> ConsumerGroupState:
-        if not self.members:
-            return ConsumerGroupState.EMPTY
-        if self.group_epoch > self.assignment_epoch:
-            return ConsumerGroupState.ASSIGNING
-        if any(not m.is_reconciled_to(self.assignment_epoch) for m in self.members.values()):
-            return ConsumerGroupState.RECONCILING
-        return ConsumerGroupState.STABLE
-
-    def state_name(self) -> str:
-        return self.state.value
-
-    def protocol_type_name(self) -> str:
-        return CONSUMER_PROTOCOL_TYPE
-
-    def is_empty(self) -> bool:
-        return not self.members
-
-    def validate_offset_commit(self, member_id: str, group_instance_id: str | None, generation_or_epoch: int,
-                               api_version: int, transactional: bool = False) -> None:
-        """Kafka's ConsumerGroup.validateOffsetCommit (rule 9)."""
-        if generation_or_epoch < 0 and not self.members:
-            return  # admin tools and manual commits, while the group is empty
-        if transactional and generation_or_epoch == -1 and member_id == "" and group_instance_id is None:
-            return
-        member = self._member(member_id)
-        if not transactional and api_version < 9:
-            raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "OffsetCommit version 9 or above must be used by "
-                             "members using the modern group protocol")
-        _check_same_epoch(generation_or_epoch, member)
-
-    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:
-        """Kafka's ConsumerGroup.validateOffsetFetch: a member id (OffsetFetch v9+) must match its epoch."""
-        if member_id is None and member_epoch < 0:
-            return
-        _check_same_epoch(member_epoch, self._member(member_id or ""))
-
-    def validate_delete(self) -> None:
-        if self.members:
-            raise KafkaError(ErrorCode.NON_EMPTY_GROUP, f"group {self.group_id} has members")
-
-    def is_subscribed_to(self, topic: str) -> bool:
-        if any(topic in r.topics for r in self.resolved_regexes.values()):
-            return True
-        return any(topic in m.subscribed_topic_names for m in self.members.values())
-
-    def offsets_expire_from(self, commit_timestamp_ms: int) -> int | None:
-        return commit_timestamp_ms  # Kafka's consumer groups: retention counts from each commit
-
-    def tombstones(self) -> list[CoordinatorRecord]:
-        """Kafka's createGroupTombstoneRecords, in its order."""
-        gid = self.group_id
-        out = [CoordinatorRecord(ConsumerGroupCurrentMemberAssignmentKey(gid, m)) for m in sorted(self.members)]
-        out += [CoordinatorRecord(ConsumerGroupTargetAssignmentMemberKey(gid, m)) for m in sorted(self.members)]
-        out.append(CoordinatorRecord(ConsumerGroupTargetAssignmentMetadataKey(gid)))
-        out += [CoordinatorRecord(ConsumerGroupMemberMetadataKey(gid, m)) for m in sorted(self.members)]
-        out += [CoordinatorRecord(ConsumerGroupRegularExpressionKey(gid, r)) for r in sorted(self.resolved_regexes)]
-        out.append(CoordinatorRecord(ConsumerGroupMetadataKey(gid)))
-        return out
-
-    # ---------------------------------------------------------------------------- the model
-
-    def _member(self, member_id: str) -> ConsumerGroupMember:
-        member = self.members.get(member_id)
-        if member is None:
-            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group "
-                             f"{self.group_id}.")
-        return member
-
-    def partition_epoch(self, topic_id: uuid.UUID, partition: int) -> int:
-        """The epoch of the member owning (or revoking) the partition, or -1 when it is free."""
-        return self._partition_epochs.get((topic_id, partition), -1)
-
-    def static_member(self, instance_id: str | None) -> ConsumerGroupMember | None:
-        member_id = self.static_members.get(instance_id) if instance_id is not None else None
-        return self.members.get(member_id) if member_id is not None else None
-
-    def update_member(self, member: ConsumerGroupMember) -> None:
-        old = self.members.get(member.member_id)
-        if old is not None:
-            self._drop_epochs(old)
-        self.members[member.member_id] = member
-        for tps in (member.assigned_partitions, member.partitions_pending_revocation):
-            for topic_id, partitions in tps.items():
-                for p in partitions:
-                    self._partition_epochs[(topic_id, p)] = member.member_epoch
-        if member.instance_id is not None:
-            self.static_members[member.instance_id] = member.member_id
-
-    def remove_member(self, member_id: str) -> None:
-        old = self.members.pop(member_id, None)
-        if old is None:
-            return
-        self._drop_epochs(old)
-        if old.instance_id is not None and self.static_members.get(old.instance_id) == member_id:
-            del self.static_members[old.instance_id]
-
-    def _drop_epochs(self, member: ConsumerGroupMember) -> None:
-        for tps in (member.assigned_partitions, member.partitions_pending_revocation):
-            for topic_id, partitions in tps.items():
-                for p in partitions:
-                    if self._partition_epochs.get((topic_id, p)) == member.member_epoch:
-                        del self._partition_epochs[(topic_id, p)]
-
-
-def _check_same_epoch(epoch: int, member: ConsumerGroupMember) -> None:
-    if epoch != member.member_epoch:
-        raise KafkaError(ErrorCode.STALE_MEMBER_EPOCH, f"The received member epoch {epoch} does not match the "
-                         f"expected member epoch {member.member_epoch}.")
-
-
-def _check_member_epoch(member: ConsumerGroupMember, epoch: int,
-                        owned: Mapping[uuid.UUID, frozenset[int]] | None) -> None:
-    """Rule 4 (Kafka's throwIfConsumerGroupMemberEpochIsInvalid)."""
-    if epoch > member.member_epoch:
-        raise KafkaError(ErrorCode.FENCED_MEMBER_EPOCH, f"The consumer group member has a greater member epoch "
-                         f"({epoch}) than the one known by the group coordinator ({member.member_epoch}). "
-                         "The member must abandon all its partitions and rejoin.")
-    if epoch < member.member_epoch and (epoch != member.previous_member_epoch
-                                        or not _is_subset(owned, member.assigned_partitions)):
-        raise KafkaError(ErrorCode.FENCED_MEMBER_EPOCH, f"The consumer group member has a smaller member epoch "
-                         f"({epoch}) than the one known by the group coordinator ({member.member_epoch}). "
-                         "The member must abandon all its partitions and rejoin.")
-
-
-# -- pure helpers -----------------------------------------------------------------------------------------
-
-
-def _regex_subscribers(members: Iterable[ConsumerGroupMember]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for m in members:
-        if m.regex is not None:
-            counts[m.regex] = counts.get(m.regex, 0) + 1
-    return counts
-
-
-def _subscribed_names(member: ConsumerGroupMember, regexes: Mapping[str, ResolvedRegex]) -> set[str]:
-    names = set(member.subscribed_topic_names)
-    if member.regex is not None and member.regex in regexes:
-        names |= regexes[member.regex].topics
-    return names
-
-
-def metadata_hash(topic_names: Iterable[str], image: MetadataImage) -> int:
-    """A stable int64 over (name, topic id, partition count) of the subscribed topics that exist."""
-    h = hashlib.blake2b(digest_size=8)
-    for name in sorted(set(topic_names)):
-        topic = image.topics.get(name)
-        if topic is not None:
-            h.update(f"{name}\0{topic.topic_id}\0{len(topic.partitions)}\n".encode())
-    return int.from_bytes(h.digest(), "big", signed=True)
-
-
-def _tp_map(items: Iterable[Any]) -> dict[uuid.UUID, frozenset[int]]:
-    """Request ``TopicPartitions`` entries -> a mapping; a topic listed twice adds up (as in Kafka)."""
-    out: dict[uuid.UUID, set[int]] = {}
-    for tp in items:
-        out.setdefault(tp.topic_id, set()).update(tp.partitions)
-    return {t: frozenset(ps) for t, ps in out.items()}
-
-
-def _owns_any(owned: Mapping[uuid.UUID, frozenset[int]] | None, partitions: TopicPartitions) -> bool:
-    """Whether the reported owned partitions include one of ``partitions``; not reported (None) = yes."""
-    if owned is None:
-        return True
-    return any(owned.get(t, frozenset()) & ps for t, ps in partitions.items())
-
-
-def _is_subset(owned: Mapping[uuid.UUID, frozenset[int]] | None, target: TopicPartitions) -> bool:
-    if owned is None:
-        return False
-    return all(ps <= target.get(t, frozenset()) for t, ps in owned.items() if ps)
-
-
-def reconcile(member: ConsumerGroupMember, assignment_epoch: int, target: TopicPartitions,
-              partition_epoch: Callable[[uuid.UUID, int], int], owned: Mapping[uuid.UUID, frozenset[int]] | None,
-              subscribed_topic_ids: frozenset[uuid.UUID]) -> ConsumerGroupMember:
-    """Kafka's CurrentAssignmentBuilder: the member's next step towards ``target`` (rule 3).
-
-    ``partition_epoch(topic id, partition)`` is the owner's epoch, -1 when free; ``owned`` the
-    partitions the heartbeat reports (None when it reports none)."""
-    state = member.state
-    if state is MemberState.STABLE and member.member_epoch == assignment_epoch:
-        return member
-    if state is MemberState.UNREVOKED_PARTITIONS and _owns_any(owned, member.partitions_pending_revocation):
-        return member
-    epoch = member.member_epoch
-    if state not in (MemberState.STABLE, MemberState.UNREVOKED_PARTITIONS, MemberState.UNRELEASED_PARTITIONS):
-        if owned is None or any(owned.values()):
-            raise KafkaError(ErrorCode.FENCED_MEMBER_EPOCH, "The consumer group member is in a unknown state. "
-                             "The member must abandon all its partitions and rejoin.")
-        epoch = assignment_epoch
-    kept: dict[uuid.UUID, frozenset[int]] = {}
-    revoking: dict[uuid.UUID, frozenset[int]] = {}
-    newly: dict[uuid.UUID, frozenset[int]] = {}
-    unreleased = False
-    for topic_id in set(target) | set(member.assigned_partitions):
-        want = target.get(topic_id, frozenset()) if topic_id in subscribed_topic_ids else frozenset()
-        current = member.assigned_partitions.get(topic_id, frozenset())
-        own_revoking = member.partitions_pending_revocation.get(topic_id, frozenset())
-        keep = current & want
-        missing = want - keep
-        # A partition is free once no member owns it (or this member is the one still revoking it).
-        free = frozenset(p for p in missing if partition_epoch(topic_id, p) == -1 or p in own_revoking)
-        unreleased |= free != missing
-        if keep:
-            kept[topic_id] = keep
-        if current - keep:
-            revoking[topic_id] = current - keep
-        if free:
-            newly[topic_id] = free
-    if revoking and _owns_any(owned, revoking):
-        # Revoke first: stay at the current epoch, holding only current ∩ target.
-        return replace(member, state=MemberState.UNREVOKED_PARTITIONS, member_epoch=epoch,
-                       previous_member_epoch=member.member_epoch, assigned_partitions=kept,
-                       partitions_pending_revocation=revoking)
-    assigned = {t: kept.get(t, frozenset()) | newly.get(t, frozenset()) for t in kept.keys() | newly.keys()}
-    state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
-    return replace(member, state=state, member_epoch=assignment_epoch, previous_member_epoch=member.member_epoch,
-                   assigned_partitions=assigned, partitions_pending_revocation={})
 
 
 def validate_heartbeat(request: Any, api_version: int, assignors: Iterable[str]) -> None:
@@ -442,57 +142,8 @@ def validate_heartbeat(request: Any, api_version: int, assignors: Iterable[str])
                          f"supported. Supported assignors: {', '.join(names)}.")
 
 
-def compile_regex(regex: str) -> re.Pattern[str]:
-    try:
-        return re.compile(regex)
-    except re.error as e:
-        raise KafkaError(ErrorCode.INVALID_REGULAR_EXPRESSION,
-                         f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {e}.") from None
-
-
-def resolve_regex(regex: str, image: MetadataImage) -> frozenset[str]:
-    """The topic names the regex matches as a whole (RE2/J ``matches()``)."""
-    pattern = compile_regex(regex)
-    return frozenset(name for name in image.topics if pattern.fullmatch(name))
-
 
 # -- the coordinator of all consumer groups --------------------------------------------------------------
-
-_ASSIGNOR_CLASS_NAMES = {
-    "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
-    "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupConfig:
-    """Consumer group settings, by Kafka's broker config names. Immutable."""
-
-    assignors: tuple[str, ...] = (UNIFORM_ASSIGNOR_NAME, RANGE_ASSIGNOR_NAME)  # group.consumer.assignors
-    heartbeat_interval_ms: int = 5000  # group.consumer.heartbeat.interval.ms
-    session_timeout_ms: int = 45000  # group.consumer.session.timeout.ms
-    max_size: int = _INT32_MAX  # group.consumer.max.size
-
-    @classmethod
-    def from_broker_config(cls, config: Any) -> ConsumerGroupConfig:
-        """From a BrokerConfig: parsed values where config.py defines the key, else the supplied text."""
-        def get(name: str, default: Any) -> Any:
-            values = getattr(config, "values", {})
-            if values.get(name) is not None:
-                return values[name]
-            return getattr(config, "props", {}).get(name, default)
-
-        raw = get("group.consumer.assignors", f"{UNIFORM_ASSIGNOR_NAME},{RANGE_ASSIGNOR_NAME}")
-        items = raw if isinstance(raw, (list, tuple)) else str(raw).split(",")
-        assignors = tuple(_ASSIGNOR_CLASS_NAMES.get(n.strip(), n.strip()) for n in items if n.strip())
-        unknown = [n for n in assignors if n not in ASSIGNORS]
-        if not assignors or unknown:
-            raise ValueError(f"group.consumer.assignors: unknown {unknown}; known: {sorted(ASSIGNORS)}")
-        return cls(assignors=assignors,
-                   heartbeat_interval_ms=int(get("group.consumer.heartbeat.interval.ms", 5000)),
-                   session_timeout_ms=int(get("group.consumer.session.timeout.ms", 45000)),
-                   max_size=int(get("group.consumer.max.size", _INT32_MAX)))
-
 
 class ConsumerGroupTimers(Protocol):
     """Coordinator timers (the runtime's): ``op`` runs as an operation on the group's partition."""
@@ -550,7 +201,7 @@ class ConsumerGroupCoordinator:
         if len(group.members) >= self.config.max_size and member_id not in group.members:
             raise KafkaError(ErrorCode.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum "
                              f"capacity of {self.config.max_size} members.")
-        owned = _tp_map(request.topic_partitions) if request.topic_partitions is not None else None
+        owned = tp_map(request.topic_partitions) if request.topic_partitions is not None else None
         member, replaced = self._get_or_subscribe(group, request, owned, records)
         updated = _apply_request(member, request, client_id, client_host)
         members_after = {m: v for m, v in group.members.items() if m != replaced}
@@ -565,7 +216,7 @@ class ConsumerGroupCoordinator:
         group_epoch = group.group_epoch
         checked = self._checked_image.get(group_id) == image.version
         if bump or regex_bump or not checked:
-            names = set().union(*(_subscribed_names(m, regexes) for m in members_after.values()))
+            names = set().union(*(subscribed_names(m, regexes) for m in members_after.values()))
             new_hash = metadata_hash(names, image)
             if bump or regex_bump or new_hash != group.metadata_hash:
                 group_epoch += 1
@@ -585,7 +236,7 @@ class ConsumerGroupCoordinator:
         new_member = updated
         if not updated.is_reconciled_to(assignment_epoch):
             new_member = reconcile(updated, assignment_epoch, target, group.partition_epoch, owned,
-                                   _topic_ids(_subscribed_names(updated, regexes), image))
+                                   topic_ids(subscribed_names(updated, regexes), image))
             if new_member.current_assignment() != updated.current_assignment():
                 records.append(CoordinatorRecord(ConsumerGroupCurrentMemberAssignmentKey(group_id, member_id),
                                                  new_member.current_assignment()))
@@ -633,7 +284,7 @@ class ConsumerGroupCoordinator:
                     raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID,
                                      f"Member {member_id} is not a member of group {group.group_id}.")
                 return ConsumerGroupMember(member_id), None
-            _check_member_epoch(member, epoch, owned)
+            check_member_epoch(member, epoch, owned)
             return member, None
         existing = group.static_member(instance_id)
         if epoch == 0:
@@ -661,7 +312,7 @@ class ConsumerGroupCoordinator:
         if existing.member_id != member_id:
             raise KafkaError(ErrorCode.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
                              f"{instance_id} was fenced by member {existing.member_id}.")
-        _check_member_epoch(existing, epoch, owned)
+        check_member_epoch(existing, epoch, owned)
         return existing, None
 
     def _update_regexes(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
@@ -672,7 +323,7 @@ class ConsumerGroupCoordinator:
         gid = group.group_id
         regexes = dict(group.resolved_regexes)
         bump = False
-        in_use = _regex_subscribers(members_after.values())
+        in_use = regex_subscribers(members_after.values())
         old, new = member.regex, updated.regex
         if old != new:
             if old is not None and old not in in_use and old in regexes:
@@ -708,10 +359,10 @@ class ConsumerGroupCoordinator:
         specs: dict[str, MemberSpec] = {}
         counts: dict[uuid.UUID, int] = {}
         for mid, m in members.items():
-            names = _subscribed_names(m, regexes)
+            names = subscribed_names(m, regexes)
             for name in names & image.topics.keys():
                 counts[image.topics[name].topic_id] = len(image.topics[name].partitions)
-            specs[mid] = MemberSpec(_topic_ids(names, image), previous(mid) or EMPTY, m.instance_id, m.rack_id)
+            specs[mid] = MemberSpec(topic_ids(names, image), previous(mid) or EMPTY, m.instance_id, m.rack_id)
         try:
             new_target = ASSIGNORS[self._assignor_for(members.values())](specs, counts)
         except AssignorError as e:
@@ -777,14 +428,14 @@ class ConsumerGroupCoordinator:
                    CoordinatorRecord(ConsumerGroupMemberMetadataKey(gid, mid))]
         rest = [m for m in group.members.values() if m.member_id != mid]
         regexes = dict(group.resolved_regexes)
-        if member.regex is not None and member.regex not in _regex_subscribers(rest) and member.regex in regexes:
+        if member.regex is not None and member.regex not in regex_subscribers(rest) and member.regex in regexes:
             records.append(CoordinatorRecord(ConsumerGroupRegularExpressionKey(gid, member.regex)))
             del regexes[member.regex]
         # Without an image yet (timers right after a restart), keep the hash: the next heartbeat
         # recomputes it, and bumps the epoch once more if it changed.
         new_hash = group.metadata_hash
         if self.image is not None:
-            new_hash = metadata_hash(set().union(*(_subscribed_names(m, regexes) for m in rest)), self.image)
+            new_hash = metadata_hash(set().union(*(subscribed_names(m, regexes) for m in rest)), self.image)
         records.append(CoordinatorRecord(ConsumerGroupMetadataKey(gid),
                                          ConsumerGroupMetadataValue(group.group_epoch + 1, new_hash)))
         if self.timers is not None:
@@ -811,6 +462,9 @@ class ConsumerGroupCoordinator:
 
         self.timers.schedule(_rebalance_key(group_id, member_id), max(member.rebalance_timeout_ms, 0), group_id,
                              fence_if_still_revoking)
+
+    def on_unloaded(self) -> None:
+        """Nothing is parked here: heartbeats are answered at once, and the timers stop with the runtime."""
 
     def on_loaded(self) -> None:
         """After the replay at start-up: every member gets a full session to heartbeat again (as Kafka)."""
@@ -862,50 +516,11 @@ class ConsumerGroupCoordinator:
         group = self._group_for_replay(key.group_id, value is not None)
         if group is None:
             return
-        if isinstance(key, ConsumerGroupMetadataKey):
-            if value is None:
-                del self.groups[key.group_id]
-                self._checked_image.pop(key.group_id, None)
-            else:
-                group.group_epoch, group.metadata_hash = value.epoch, value.metadata_hash
-        elif isinstance(key, ConsumerGroupMemberMetadataKey):
-            if value is None:
-                group.remove_member(key.member_id)
-            else:
-                old = group.members.get(key.member_id) or ConsumerGroupMember(key.member_id)
-                group.update_member(replace(
-                    old, instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
-                    client_host=value.client_host, subscribed_topic_names=tuple(value.subscribed_topic_names),
-                    subscribed_topic_regex=value.subscribed_topic_regex,
-                    rebalance_timeout_ms=value.rebalance_timeout_ms, server_assignor=value.server_assignor))
-        elif isinstance(key, ConsumerGroupCurrentMemberAssignmentKey):
-            old = group.members.get(key.member_id)
-            if value is None:
-                if old is not None:  # Kafka: epoch -1 and nothing assigned, until the member record goes
-                    group.update_member(replace(old, member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
-                                                previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
-                                                assigned_partitions={}, partitions_pending_revocation={}))
-            else:
-                group.update_member(replace(
-                    old or ConsumerGroupMember(key.member_id), member_epoch=value.member_epoch,
-                    previous_member_epoch=value.previous_member_epoch, state=_member_state(value.state),
-                    assigned_partitions=_frozen(value.assigned_partitions),
-                    partitions_pending_revocation=_frozen(value.partitions_pending_revocation)))
-        elif isinstance(key, ConsumerGroupTargetAssignmentMemberKey):
-            if value is None:
-                group.target_assignment.pop(key.member_id, None)
-            else:
-                group.target_assignment[key.member_id] = _frozen(value.topic_partitions)
-        elif isinstance(key, ConsumerGroupTargetAssignmentMetadataKey):
-            group.assignment_epoch = -1 if value is None else value.assignment_epoch
-        elif isinstance(key, ConsumerGroupRegularExpressionKey):
-            if value is None:
-                group.resolved_regexes.pop(key.regex, None)
-            else:
-                group.resolved_regexes[key.regex] = ResolvedRegex(frozenset(value.topics), value.version,
-                                                                  value.timestamp)
-        else:
-            raise TypeError(f"not a consumer group record: {type(key).__name__}")
+        if isinstance(key, ConsumerGroupMetadataKey) and value is None:
+            del self.groups[key.group_id]
+            self._checked_image.pop(key.group_id, None)
+            return
+        group.replay(key, value)
 
     def _group_for_replay(self, group_id: str, create: bool) -> ConsumerGroup | None:
         existing = self.groups.get(group_id)
@@ -966,50 +581,4 @@ def _apply_request(member: ConsumerGroupMember, request: ConsumerGroupHeartbeatR
         client_id=client_id, client_host=client_host)
 
 
-def _topic_ids(names: Iterable[str], image: MetadataImage) -> frozenset[uuid.UUID]:
-    return frozenset(image.topics[n].topic_id for n in names if n in image.topics)
-
-
-def _frozen(tps: TopicPartitions) -> dict[uuid.UUID, frozenset[int]]:
-    return {t: frozenset(ps) for t, ps in tps.items() if ps}
-
-
-def _member_state(value: int) -> MemberState:
-    try:
-        return MemberState(value)
-    except ValueError:
-        return MemberState.UNKNOWN
-
-
-__all__ = [
-    "CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION",
-    "KEY_TYPES",
-    "LEAVE_GROUP_MEMBER_EPOCH",
-    "LEAVE_GROUP_STATIC_MEMBER_EPOCH",
-    "ConsumerGroup",
-    "ConsumerGroupConfig",
-    "ConsumerGroupCoordinator",
-    "ConsumerGroupCurrentMemberAssignmentKey",
-    "ConsumerGroupCurrentMemberAssignmentValue",
-    "ConsumerGroupMember",
-    "ConsumerGroupMemberMetadataKey",
-    "ConsumerGroupMemberMetadataValue",
-    "ConsumerGroupMetadataKey",
-    "ConsumerGroupMetadataValue",
-    "ConsumerGroupRegularExpressionKey",
-    "ConsumerGroupRegularExpressionValue",
-    "ConsumerGroupState",
-    "ConsumerGroupTargetAssignmentMemberKey",
-    "ConsumerGroupTargetAssignmentMemberValue",
-    "ConsumerGroupTargetAssignmentMetadataKey",
-    "ConsumerGroupTargetAssignmentMetadataValue",
-    "ConsumerGroupTimers",
-    "MemberState",
-    "ResolvedRegex",
-    "compile_regex",
-    "install",
-    "metadata_hash",
-    "reconcile",
-    "resolve_regex",
-    "validate_heartbeat",
-]
+__all__ = ["KEY_TYPES", "ConsumerGroupCoordinator", "ConsumerGroupTimers", "install", "validate_heartbeat"]

@@ -37,11 +37,10 @@ Hooks for other group types (KIP-848 ``consumer`` groups live in ``consumer.py``
    offset, record)``). Operations return :class:`~tidelog.coordinator.runtime.Result` and are written
    with ``coordinator.runtime.run(coordinator.partition_for(group_id), op)``; timers with
    ``coordinator.runtime.schedule(key, delay_ms, partition, op)``.
-3. **Extensions.** Decorate a factory ``f(coordinator) -> object`` with :func:`register_extension`;
-   every coordinator built afterwards calls it (in the broker, importing the handler module is enough,
-   since handlers are imported before the broker starts). The object may define ``on_loaded()``
-   (after start-up replay: schedule session timers) and ``on_unloaded()`` (shutdown: answer parked
-   requests). Find it again with :meth:`GroupCoordinator.extension`.
+3. **Extensions.** Pass factories ``f(coordinator) -> GroupTypeExtension`` as ``extensions`` (the
+   broker's composition root passes the KIP-848 consumer groups'); each built object gets
+   ``on_loaded()`` (after start-up replay: schedule session timers) and ``on_unloaded()`` (shutdown:
+   answer parked requests). Find it again with :meth:`GroupCoordinator.extension`.
 
 Rules: durable state (offsets, groups' existence and persisted metadata) changes only in
 :meth:`replay`, which the runtime calls for written records and at load; classic rebalance
@@ -56,11 +55,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from tidelog.clock import Clock
 from tidelog.config import INT_MAX, BrokerConfig
 from tidelog.coordinator.group.classic import ClassicGroupManager, join_error
+from tidelog.coordinator.group.classic_group import ClassicGroup
+from tidelog.coordinator.group.group import CLASSIC, CONSUMER, Group, RequestInfo
 from tidelog.coordinator.group.offsets import INVALID_OFFSET, NO_METADATA, OffsetStore, PartitionCommit
 from tidelog.coordinator.group.records import (
     CoordinatorRecord,
@@ -69,7 +70,6 @@ from tidelog.coordinator.group.records import (
     deserialize,
     serialize,
 )
-from tidelog.coordinator.group.state import CLASSIC, CONSUMER, ClassicGroup, Group, RequestInfo
 from tidelog.coordinator.runtime import CoordinatorRuntime, PartitionWriter, Result, partition_for
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.messages import (
@@ -126,14 +126,15 @@ class GroupConfig:
         )
 
 
-#: Factories of group-type extensions (hook 3).
-EXTENSIONS: list[Callable[[GroupCoordinator], Any]] = []
+class GroupTypeExtension(Protocol):
+    """What the coordinator calls on a group-type extension (hook 3)."""
+
+    def on_loaded(self) -> None: ...
+
+    def on_unloaded(self) -> None: ...
 
 
-def register_extension(factory: Callable[[GroupCoordinator], Any]) -> Callable[[GroupCoordinator], Any]:
-    if factory not in EXTENSIONS:
-        EXTENSIONS.append(factory)
-    return factory
+ExtensionFactory = Callable[["GroupCoordinator"], GroupTypeExtension]
 
 
 ReplayerFn = Callable[[int, int, CoordinatorRecord], None]
@@ -143,7 +144,10 @@ class GroupCoordinator:
     def __init__(self, config: GroupConfig, clock: Clock, writer: PartitionWriter,
                  schedule: Callable[[float, Callable[[], None]], Any] | None = None, *,
                  num_partitions: int | None = None,
-                 extensions: Iterable[Callable[[GroupCoordinator], Any]] | None = None) -> None:
+                 extensions: Iterable[ExtensionFactory] = (),
+                 topic_exists: Callable[[str], bool] | None = None) -> None:
+        """``topic_exists(name)``, when given, lets the expiry pass delete the offsets of topics that
+        no longer exist (Kafka deletes them when the topic is deleted)."""
         self.config = config
         self.clock = clock
         self.num_partitions = num_partitions or config.offsets_topic_num_partitions
@@ -154,12 +158,10 @@ class GroupCoordinator:
             OffsetCommitKey: self._replay_offset_commit,
             GroupMetadataKey: lambda partition, offset, record: self.classic.replay(record.key, record.value),
         }
-        self.classic = ClassicGroupManager(self)
-        self.extensions = [factory(self) for factory in (EXTENSIONS if extensions is None else extensions)]
+        self.classic = ClassicGroupManager(self.groups, self.runtime, config, clock, self.partition_for)
+        self.extensions: list[GroupTypeExtension] = [factory(self) for factory in extensions]
         self.active = True
-        #: Set by the owner: whether a topic still exists. The expiry pass deletes the offsets of topics
-        #: that do not (Kafka deletes them when the topic is deleted).
-        self.topic_exists: Callable[[str], bool] | None = None
+        self.topic_exists = topic_exists
 
     # ----------------------------------------------------------------------------------- hooks
 
@@ -189,13 +191,16 @@ class GroupCoordinator:
             self.groups[key.group] = ClassicGroup(key.group, self.clock)
         self.offsets.replay(offset, key, record.value)
 
-    def load(self, partitions: Iterable[int]) -> int:
-        """Replay the given partitions of __consumer_offsets, then start timers. Returns records replayed."""
+    def load(self, partitions: Iterable[int], *, num_partitions: int | None = None) -> int:
+        """Replay the given partitions of __consumer_offsets, then start timers. Returns records replayed.
+        ``num_partitions``: the topic's partition count, when it exists already (it decides where each
+        group lives, whatever ``offsets.topic.num.partitions`` says now)."""
+        if num_partitions is not None:
+            self.num_partitions = num_partitions
         count = sum(self.runtime.load(p) for p in partitions)
         self.classic.on_loaded()
         for ext in self.extensions:
-            if hasattr(ext, "on_loaded"):
-                ext.on_loaded()
+            ext.on_loaded()
         self.runtime.timers.schedule(EXPIRATION_TIMER, self.config.offsets_retention_check_interval_ms,
                                      self._expiration_tick)
         log.info("loaded %d groups and %d committed offsets from %d records", len(self.groups), len(self.offsets),
@@ -206,8 +211,7 @@ class GroupCoordinator:
         self.active = False
         self.classic.on_unloaded()
         for ext in self.extensions:
-            if hasattr(ext, "on_unloaded"):
-                ext.on_unloaded()
+            ext.on_unloaded()
         self.runtime.close()
 
     def poll(self) -> int:
@@ -463,10 +467,10 @@ __all__ = [
     "CLASSIC",
     "CONSUMER",
     "EXPIRATION_TIMER",
-    "EXTENSIONS",
     "KNOWN_GROUP_TYPES",
     "OFFSETS_TOPIC",
+    "ExtensionFactory",
     "GroupConfig",
     "GroupCoordinator",
-    "register_extension",
+    "GroupTypeExtension",
 ]

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from tidelog.coordinator.group.group import Group
 from tidelog.coordinator.group.records import (
     CoordinatorRecord,
     OffsetCommitKey,
@@ -31,7 +32,6 @@ from tidelog.coordinator.group.records import (
     offset_commit_record,
     offset_tombstone,
 )
-from tidelog.coordinator.group.state import Group
 
 INVALID_OFFSET = -1
 NO_METADATA = ""

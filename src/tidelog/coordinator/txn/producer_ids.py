@@ -14,14 +14,18 @@ PRODUCER_ID_BLOCK_SIZE = 1000
 
 
 class ProducerIdManager:
-    """``reserve(next_block_start) -> None`` persists the start of the following block."""
+    """``persisted_block_start()`` reads the first id not yet handed out in a block (from the cluster
+    metadata, when the first id is asked for); ``reserve(next_block_start)`` persists the start of
+    the following block."""
 
-    def __init__(self, next_block_start: int, reserve: Callable[[int], None]) -> None:
+    def __init__(self, persisted_block_start: Callable[[], int], reserve: Callable[[int], None]) -> None:
+        self._persisted = persisted_block_start
         self._reserve = reserve
-        self._next = next_block_start
-        self._end = next_block_start  # empty block: the first call reserves one
+        self._next = self._end = -1  # nothing read yet
 
     def next_producer_id(self) -> int:
+        if self._end < 0:
+            self._next = self._end = self._persisted()  # empty block: this call reserves one
         if self._next >= self._end:
             start = max(self._next, self._end)
             self._reserve(start + PRODUCER_ID_BLOCK_SIZE)

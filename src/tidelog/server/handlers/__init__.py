@@ -1,19 +1,34 @@
-"""Request handlers, one module per API family; importing this package registers them all."""
+"""Request handlers, one module per API family; each handler object gets its components from the
+composition root (:mod:`tidelog.server.broker`), which registers them in a
+:class:`~tidelog.server.dispatcher.HandlerRegistry`."""
 
-from tidelog.server.handlers import (  # noqa: F401
-    api_versions,
-    cluster_info,
-    configs,
-    consumer_group,
-    delete_records,
-    fetch,
-    groups,
-    list_offsets,
-    metadata,
-    offsets,
-    produce,
-    producer_ids,
-    topics,
-)
+from tidelog.server.handlers.api_versions import ApiVersionsHandler
+from tidelog.server.handlers.cluster_info import ClusterInfoHandlers
+from tidelog.server.handlers.configs import ConfigHandlers
+from tidelog.server.handlers.consumer_group import ConsumerGroupHandlers
+from tidelog.server.handlers.delete_records import DeleteRecordsHandler
+from tidelog.server.handlers.fetch import FetchHandler
+from tidelog.server.handlers.groups import FindCoordinatorHandler, GroupHandlers
+from tidelog.server.handlers.list_offsets import ListOffsetsHandler
+from tidelog.server.handlers.metadata import MetadataHandler
+from tidelog.server.handlers.offsets import OffsetHandlers
+from tidelog.server.handlers.produce import ProduceHandler
+from tidelog.server.handlers.producer_ids import InitProducerIdHandler
+from tidelog.server.handlers.topics import TopicHandlers
 
-__all__: list[str] = []
+__all__ = [
+    "ApiVersionsHandler",
+    "ClusterInfoHandlers",
+    "ConfigHandlers",
+    "ConsumerGroupHandlers",
+    "DeleteRecordsHandler",
+    "FetchHandler",
+    "FindCoordinatorHandler",
+    "GroupHandlers",
+    "InitProducerIdHandler",
+    "ListOffsetsHandler",
+    "MetadataHandler",
+    "OffsetHandlers",
+    "ProduceHandler",
+    "TopicHandlers",
+]

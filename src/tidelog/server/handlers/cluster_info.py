@@ -20,6 +20,7 @@ import os
 from collections import defaultdict
 from enum import IntEnum
 
+from tidelog.cluster.store import MetadataStore
 from tidelog.errors import ErrorCode
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import (
@@ -28,8 +29,10 @@ from tidelog.protocol.messages import (
     DescribeLogDirsRequest,
     DescribeLogDirsResponse,
 )
+from tidelog.security.acl import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS, authorized_operations
 from tidelog.server.context import RequestContext
-from tidelog.server.dispatcher import handler
+from tidelog.server.dispatcher import handles
+from tidelog.storage.log_manager import LogManager
 
 log = logging.getLogger(__name__)
 
@@ -40,104 +43,79 @@ class EndpointType(IntEnum):
     CONTROLLER = 2
 
 
-class AclOperation(IntEnum):
-    """Kafka's ``AclOperation`` codes (the bit positions of authorized-operations fields)."""
-
-    READ = 3
-    WRITE = 4
-    CREATE = 5
-    DELETE = 6
-    ALTER = 7
-    DESCRIBE = 8
-    CLUSTER_ACTION = 9
-    DESCRIBE_CONFIGS = 10
-    ALTER_CONFIGS = 11
-    IDEMPOTENT_WRITE = 12
-
-
-#: Kafka's ``AclEntry.supportedOperations(CLUSTER)``.
-CLUSTER_OPERATIONS = (
-    AclOperation.CREATE, AclOperation.CLUSTER_ACTION, AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS,
-    AclOperation.IDEMPOTENT_WRITE, AclOperation.ALTER, AclOperation.DESCRIBE,
-)
-#: Kafka's ``AclEntry.supportedOperations(TOPIC)``.
-TOPIC_OPERATIONS = (
-    AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE, AclOperation.DESCRIBE, AclOperation.DELETE,
-    AclOperation.ALTER, AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS,
-)
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
-
-
-def authorized_operations(operations) -> int:
-    return sum(1 << int(op) for op in set(operations))
-
-
-@handler(ApiKey.DESCRIBE_CLUSTER, 0, 2)
-def handle_describe_cluster(ctx: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
-    v = ctx.api_version
-    wanted = EndpointType.BROKER if v == 0 else request.endpoint_type
-    if wanted != EndpointType.BROKER:
-        if wanted == EndpointType.CONTROLLER:
-            code = ErrorCode.MISMATCHED_ENDPOINT_TYPE
-            message = "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
-        else:
-            code, message = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, f"Unsupported endpoint type {wanted}"
-        return DescribeClusterResponse(error_code=int(code), error_message=message)
-    image = ctx.broker.store.image
-    ops = AUTHORIZED_OPERATIONS_OMITTED
-    if request.include_cluster_authorized_operations:
-        ops = authorized_operations(CLUSTER_OPERATIONS)
-    return DescribeClusterResponse(
-        error_code=0,
-        error_message=None,
-        endpoint_type=int(EndpointType.BROKER),
-        cluster_id=image.cluster_id,
-        controller_id=image.controller_id if image.controller_id in image.brokers else -1,
-        brokers=[
-            DescribeClusterResponse.DescribeClusterBroker(broker_id=b.broker_id, host=host, port=port, rack=b.rack,
-                                                          is_fenced=False)
-            for b in sorted(image.brokers.values(), key=lambda b: b.broker_id)
-            for host, port in [b.endpoint(ctx.listener_name)]
-        ],
-        cluster_authorized_operations=ops,
-    )
-
-
 LogDirResult = DescribeLogDirsResponse.DescribeLogDirsResult
 LogDirTopic = DescribeLogDirsResponse.DescribeLogDirsTopic
 LogDirPartition = DescribeLogDirsResponse.DescribeLogDirsPartition
 
 
-@handler(ApiKey.DESCRIBE_LOG_DIRS, 0, 4)
-def handle_describe_log_dirs(ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
-    logs = ctx.broker.logs
-    wanted = None if request.topics is None else {(t.topic, p) for t in request.topics for p in t.partitions}
-    by_dir: dict[str, dict[str, list[LogDirPartition]]] = defaultdict(lambda: defaultdict(list))
-    for (topic, partition), plog in logs.logs():
-        if wanted is not None and (topic, partition) not in wanted:
-            continue
-        log_dir = logs.log_dir_of(topic, partition)
-        if log_dir is None:
-            continue
-        by_dir[str(os.path.abspath(log_dir))][topic].append(
-            LogDirPartition(partition_index=partition, partition_size=plog.size, offset_lag=0, is_future_key=False)
+class ClusterInfoHandlers:
+    """DescribeCluster and DescribeLogDirs."""
+
+    def __init__(self, store: MetadataStore, logs: LogManager) -> None:
+        self.store = store
+        self.logs = logs
+
+    @handles(ApiKey.DESCRIBE_CLUSTER, 0, 2)
+    def handle_describe_cluster(self, ctx: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
+        v = ctx.api_version
+        wanted = EndpointType.BROKER if v == 0 else request.endpoint_type
+        if wanted != EndpointType.BROKER:
+            if wanted == EndpointType.CONTROLLER:
+                code = ErrorCode.MISMATCHED_ENDPOINT_TYPE
+                message = "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
+            else:
+                code, message = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, f"Unsupported endpoint type {wanted}"
+            return DescribeClusterResponse(error_code=int(code), error_message=message)
+        image = self.store.image
+        ops = AUTHORIZED_OPERATIONS_OMITTED
+        if request.include_cluster_authorized_operations:
+            ops = authorized_operations(CLUSTER_OPERATIONS)
+        return DescribeClusterResponse(
+            error_code=0,
+            error_message=None,
+            endpoint_type=int(EndpointType.BROKER),
+            cluster_id=image.cluster_id,
+            controller_id=image.controller_id if image.controller_id in image.brokers else -1,
+            brokers=[
+                DescribeClusterResponse.DescribeClusterBroker(broker_id=b.broker_id, host=host, port=port, rack=b.rack,
+                                                              is_fenced=False)
+                for b in sorted(image.brokers.values(), key=lambda b: b.broker_id)
+                for host, port in [b.endpoint(ctx.listener_name)]
+            ],
+            cluster_authorized_operations=ops,
         )
-    results = []
-    for log_dir in logs.log_dirs:
-        path = os.path.abspath(log_dir)
-        try:
-            st = os.statvfs(path)
-        except OSError as e:
-            log.warning("cannot describe log dir %s: %s", path, e)
-            results.append(LogDirResult(error_code=int(ErrorCode.KAFKA_STORAGE_ERROR), log_dir=path, topics=[]))
-            continue
-        topics = [
-            LogDirTopic(name=name, partitions=sorted(parts, key=lambda p: p.partition_index))
-            for name, parts in sorted(by_dir.get(path, {}).items())
-        ]
-        results.append(LogDirResult(error_code=0, log_dir=path, topics=topics, total_bytes=st.f_blocks * st.f_frsize,
-                                    usable_bytes=st.f_bavail * st.f_frsize))
-    return DescribeLogDirsResponse(error_code=0, results=results)
 
 
-__all__ = ["CLUSTER_OPERATIONS", "TOPIC_OPERATIONS", "AclOperation", "EndpointType", "authorized_operations", "handle_describe_cluster", "handle_describe_log_dirs"]
+    @handles(ApiKey.DESCRIBE_LOG_DIRS, 0, 4)
+    def handle_describe_log_dirs(self, ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
+        logs = self.logs
+        wanted = None if request.topics is None else {(t.topic, p) for t in request.topics for p in t.partitions}
+        by_dir: dict[str, dict[str, list[LogDirPartition]]] = defaultdict(lambda: defaultdict(list))
+        for (topic, partition), plog in logs.logs():
+            if wanted is not None and (topic, partition) not in wanted:
+                continue
+            log_dir = logs.log_dir_of(topic, partition)
+            if log_dir is None:
+                continue
+            by_dir[str(os.path.abspath(log_dir))][topic].append(
+                LogDirPartition(partition_index=partition, partition_size=plog.size, offset_lag=0, is_future_key=False)
+            )
+        results = []
+        for log_dir in logs.log_dirs:
+            path = os.path.abspath(log_dir)
+            try:
+                st = os.statvfs(path)
+            except OSError as e:
+                log.warning("cannot describe log dir %s: %s", path, e)
+                results.append(LogDirResult(error_code=int(ErrorCode.KAFKA_STORAGE_ERROR), log_dir=path, topics=[]))
+                continue
+            topics = [
+                LogDirTopic(name=name, partitions=sorted(parts, key=lambda p: p.partition_index))
+                for name, parts in sorted(by_dir.get(path, {}).items())
+            ]
+            results.append(LogDirResult(error_code=0, log_dir=path, topics=topics, total_bytes=st.f_blocks * st.f_frsize,
+                                        usable_bytes=st.f_bavail * st.f_frsize))
+        return DescribeLogDirsResponse(error_code=0, results=results)
+
+
+__all__ = ["ClusterInfoHandlers", "EndpointType"]

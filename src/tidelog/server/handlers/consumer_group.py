@@ -1,10 +1,10 @@
 """The consumer group protocol (KIP-848): ConsumerGroupHeartbeat (v0-1) and ConsumerGroupDescribe (v0-1).
 
 Thin: the group coordinator's consumer group extension
-(:class:`~tidelog.coordinator.group.consumer.ConsumerGroupCoordinator`, installed here through the
-coordinator's ``register_extension`` hook) owns every rule; a heartbeat runs as one coordinator
-operation on the group's ``__consumer_offsets`` partition, so its records are written before it is
-answered. Assignments travel as topic ids (clients resolve them with Metadata v12+).
+(:class:`~tidelog.coordinator.group.consumer.ConsumerGroupCoordinator`, which the composition root
+installs) owns every rule; a heartbeat runs as one coordinator operation on the group's
+``__consumer_offsets`` partition, so its records are written before it is answered. Assignments
+travel as topic ids (clients resolve them with Metadata v12+).
 
 librdkafka (confluent-kafka 2.16) asks for ConsumerGroupHeartbeat 1..1 and sends OffsetCommit and
 OffsetFetch v9 with its member epoch; both go through the classic handlers, which ask the group.
@@ -14,8 +14,9 @@ UNSUPPORTED_VERSION (Kafka then leaves the API out of ApiVersions; ours is deriv
 
 from __future__ import annotations
 
-from tidelog.coordinator.group import register_extension
-from tidelog.coordinator.group.consumer import ConsumerGroupCoordinator, install
+from tidelog.cluster.store import MetadataStore
+from tidelog.coordinator.group import GroupCoordinator
+from tidelog.coordinator.group.consumer import ConsumerGroupCoordinator
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import (
@@ -24,40 +25,14 @@ from tidelog.protocol.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
+from tidelog.security.acl import GROUP_OPERATIONS, authorized_operations
 from tidelog.server.context import RequestContext
-from tidelog.server.dispatcher import handler
-from tidelog.server.handlers.groups import GROUP_OPERATIONS
-
-register_extension(install)
-
-
-def _consumer_groups(ctx: RequestContext) -> ConsumerGroupCoordinator:
-    coordinator = ctx.broker.group_coordinator
-    consumer_groups = coordinator.extension(ConsumerGroupCoordinator)
-    if consumer_groups is None or not coordinator.active:
-        raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the group coordinator is not available")
-    return consumer_groups
+from tidelog.server.dispatcher import handles
 
 
 def _heartbeat_error(request: ConsumerGroupHeartbeatRequest, code: ErrorCode,
                      message: str | None) -> ConsumerGroupHeartbeatResponse:
     return ConsumerGroupHeartbeatResponse(error_code=int(code), error_message=message)
-
-
-@handler(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1, _heartbeat_error)
-def handle_consumer_group_heartbeat(ctx: RequestContext,
-                                    request: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
-    if "consumer" not in ctx.broker.config["group.coordinator.rebalance.protocols"]:
-        raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "the consumer rebalance protocol is not enabled")
-    consumer_groups = _consumer_groups(ctx)
-    coordinator = ctx.broker.group_coordinator
-    image = ctx.broker.store.image
-    response = coordinator.runtime.run(
-        coordinator.partition_for(request.group_id),
-        lambda: consumer_groups.heartbeat(request, api_version=ctx.api_version, image=image,
-                                          client_id=ctx.client_id, client_host="/" + ctx.client_host))
-    assert response is not None
-    return response
 
 
 def _describe_error(request: ConsumerGroupDescribeRequest, code: ErrorCode,
@@ -67,23 +42,49 @@ def _describe_error(request: ConsumerGroupDescribeRequest, code: ErrorCode,
         for g in request.group_ids])
 
 
-@handler(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1, _describe_error)
-def handle_consumer_group_describe(ctx: RequestContext,
-                                   request: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeResponse:
-    consumer_groups = _consumer_groups(ctx)
-    valid = [g for g in request.group_ids if g]
-    described = {d.group_id: d for d in consumer_groups.describe(valid, ctx.broker.store.image)}
-    groups = []
-    for group_id in request.group_ids:
-        if not group_id:
-            groups.append(ConsumerGroupDescribeResponse.DescribedGroup(
-                group_id=group_id, error_code=int(ErrorCode.INVALID_GROUP_ID)))
-            continue
-        group = described[group_id]
-        if request.include_authorized_operations and group.error_code == 0:
-            group.authorized_operations = GROUP_OPERATIONS
-        groups.append(group)
-    return ConsumerGroupDescribeResponse(groups=groups)
+class ConsumerGroupHandlers:
+    def __init__(self, groups: GroupCoordinator, consumer_groups: ConsumerGroupCoordinator, store: MetadataStore,
+                 rebalance_protocols: tuple[str, ...]) -> None:
+        self.groups = groups
+        self.consumer_groups = consumer_groups
+        self.store = store
+        self.enabled = "consumer" in rebalance_protocols
+
+    def _check_active(self) -> None:
+        if not self.groups.active:
+            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the group coordinator is not available")
+
+    @handles(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1, _heartbeat_error)
+    def handle_consumer_group_heartbeat(self, ctx: RequestContext,
+                                        request: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
+        if not self.enabled:
+            raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "the consumer rebalance protocol is not enabled")
+        self._check_active()
+        image = self.store.image
+        response = self.groups.runtime.run(
+            self.groups.partition_for(request.group_id),
+            lambda: self.consumer_groups.heartbeat(request, api_version=ctx.api_version, image=image,
+                                                   client_id=ctx.client_id, client_host="/" + ctx.client_host))
+        assert response is not None
+        return response
+
+    @handles(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1, _describe_error)
+    def handle_consumer_group_describe(self, ctx: RequestContext,
+                                       request: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeResponse:
+        self._check_active()
+        valid = [g for g in request.group_ids if g]
+        described = {d.group_id: d for d in self.consumer_groups.describe(valid, self.store.image)}
+        groups = []
+        for group_id in request.group_ids:
+            if not group_id:
+                groups.append(ConsumerGroupDescribeResponse.DescribedGroup(
+                    group_id=group_id, error_code=int(ErrorCode.INVALID_GROUP_ID)))
+                continue
+            group = described[group_id]
+            if request.include_authorized_operations and group.error_code == 0:
+                group.authorized_operations = authorized_operations(GROUP_OPERATIONS)
+            groups.append(group)
+        return ConsumerGroupDescribeResponse(groups=groups)
 
 
-__all__ = ["handle_consumer_group_describe", "handle_consumer_group_heartbeat"]
+__all__ = ["ConsumerGroupHandlers"]

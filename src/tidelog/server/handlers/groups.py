@@ -2,10 +2,10 @@
 DeleteGroups. Thin: decode, call :class:`~tidelog.coordinator.group.GroupCoordinator`, shape the answer
 for the request's version.
 
-* FindCoordinator: this broker coordinates every group; key type GROUP (0) answers the leader of the
-  group's ``__consumer_offsets`` partition (creating the topic on first use, as Kafka does), v4+ in the
-  batched ``coordinator_keys`` form. TRANSACTION (1) keys answer COORDINATOR_NOT_AVAILABLE until the
-  broker has a transaction coordinator; other key types INVALID_REQUEST. An empty key is no error.
+* FindCoordinator: key type GROUP (0) answers the leader of the group's ``__consumer_offsets``
+  partition (creating the topic on first use, as Kafka does), v4+ in the batched
+  ``coordinator_keys`` form. TRANSACTION (1) keys answer COORDINATOR_NOT_AVAILABLE until the broker
+  has a transaction coordinator; other key types INVALID_REQUEST. An empty key is no error.
 * JoinGroup and SyncGroup answers wait until the rebalance gets there: the handler returns a future
   the coordinator completes.
 """
@@ -13,9 +13,11 @@ for the request's version.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from tidelog.coordinator.group import OFFSETS_TOPIC, RequestInfo
+from tidelog.cluster.store import MetadataStore
+from tidelog.coordinator.group import OFFSETS_TOPIC, GroupCoordinator, RequestInfo
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import (
@@ -36,22 +38,21 @@ from tidelog.protocol.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from tidelog.security.acl import GROUP_OPERATIONS, authorized_operations
 from tidelog.server.context import RequestContext
-from tidelog.server.dispatcher import handler
+from tidelog.server.dispatcher import handles
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
 NO_NODE = (-1, "", -1)
-#: Operations on a group an unrestricted client may perform (READ, DELETE, DESCRIBE bits), for
-#: DescribeGroups ``include_authorized_operations`` (no authorizer: everything the resource supports).
-GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 
 
 def request_info(ctx: RequestContext) -> RequestInfo:
     return RequestInfo(ctx.client_id or "", "/" + ctx.client_host, ctx.api_version)
 
 
-def _future() -> tuple[asyncio.Future, Any]:
+def _parked_response() -> tuple[asyncio.Future, Callable[[Any], None]]:
+    """A future for an answer the coordinator gives later, and the callback that gives it."""
     fut = asyncio.get_running_loop().create_future()
 
     def respond(response: Any) -> None:
@@ -61,29 +62,11 @@ def _future() -> tuple[asyncio.Future, Any]:
     return fut, respond
 
 
+async def _reshaped(fut: Awaitable[Any], shape: Callable[[Any], Any]) -> Any:
+    return shape(await fut)
+
+
 # ------------------------------------------------------------------------------ FindCoordinator
-
-
-def _coordinator(ctx: RequestContext, key_type: int, key: str) -> tuple[ErrorCode, str | None, tuple[int, str, int]]:
-    broker = ctx.broker
-    if key_type == TRANSACTION_KEY_TYPE:
-        txn = getattr(broker, "transaction_coordinator", None)
-        if txn is None:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, "transactions are not available yet", NO_NODE
-        topic_name, partition = txn.coordinator_partition(key)
-    elif key_type == GROUP_KEY_TYPE:
-        broker.ensure_offsets_topic()
-        topic_name, partition = OFFSETS_TOPIC, broker.group_coordinator.partition_for(key)
-    else:
-        return ErrorCode.INVALID_REQUEST, f"unsupported coordinator key type {key_type}", NO_NODE
-    image = broker.store.image
-    topic = image.topics.get(topic_name)
-    if topic is None or partition >= len(topic.partitions):
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE, None, NO_NODE
-    node = image.brokers.get(topic.partitions[partition].leader)
-    if node is None:
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE, None, NO_NODE
-    return ErrorCode.NONE, None, (node.broker_id, node.host, node.port)
 
 
 def _find_coordinator_error(request: FindCoordinatorRequest, code: ErrorCode, message: str | None):
@@ -96,23 +79,51 @@ def _find_coordinator_error(request: FindCoordinatorRequest, code: ErrorCode, me
                                    port=-1)
 
 
-@handler(ApiKey.FIND_COORDINATOR, 0, 6, _find_coordinator_error)
-def handle_find_coordinator(ctx: RequestContext, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
-    if ctx.api_version >= 4:
-        coordinators = []
-        for key in request.coordinator_keys:
-            code, message, (node_id, host, port) = _coordinator(ctx, request.key_type, key)
-            coordinators.append(FindCoordinatorResponse.Coordinator(
-                key=key, node_id=node_id, host=host, port=port, error_code=int(code),
-                error_message=message if code != ErrorCode.NONE else None))
-        return FindCoordinatorResponse(coordinators=coordinators)
-    code, message, (node_id, host, port) = _coordinator(ctx, request.key_type, request.key)
-    return FindCoordinatorResponse(error_code=int(code),
-                                   error_message=code.name if code == ErrorCode.NONE else message or code.message,
-                                   node_id=node_id, host=host, port=port)
+class FindCoordinatorHandler:
+    """Where a group's (or, later, a transactional id's) coordinator is: the leader of its partition
+    of the internal topic. ``ensure_offsets_topic()`` creates ``__consumer_offsets`` on first use."""
+
+    def __init__(self, store: MetadataStore, groups: GroupCoordinator,
+                 ensure_offsets_topic: Callable[[], object]) -> None:
+        self.store = store
+        self.groups = groups
+        self.ensure_offsets_topic = ensure_offsets_topic
+
+    def _coordinator(self, ctx: RequestContext, key_type: int,
+                     key: str) -> tuple[ErrorCode, str | None, tuple[int, str, int]]:
+        if key_type == TRANSACTION_KEY_TYPE:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, "transactions are not available yet", NO_NODE
+        if key_type != GROUP_KEY_TYPE:
+            return ErrorCode.INVALID_REQUEST, f"unsupported coordinator key type {key_type}", NO_NODE
+        self.ensure_offsets_topic()
+        topic_name, partition = OFFSETS_TOPIC, self.groups.partition_for(key)
+        image = self.store.image
+        topic = image.topics.get(topic_name)
+        if topic is None or partition >= len(topic.partitions):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None, NO_NODE
+        node = image.brokers.get(topic.partitions[partition].leader)
+        if node is None:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None, NO_NODE
+        host, port = node.endpoint(ctx.listener_name)
+        return ErrorCode.NONE, None, (node.broker_id, host, port)
+
+    @handles(ApiKey.FIND_COORDINATOR, 0, 6, _find_coordinator_error)
+    def handle_find_coordinator(self, ctx: RequestContext, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
+        if ctx.api_version >= 4:
+            coordinators = []
+            for key in request.coordinator_keys:
+                code, message, (node_id, host, port) = self._coordinator(ctx, request.key_type, key)
+                coordinators.append(FindCoordinatorResponse.Coordinator(
+                    key=key, node_id=node_id, host=host, port=port, error_code=int(code),
+                    error_message=message if code != ErrorCode.NONE else None))
+            return FindCoordinatorResponse(coordinators=coordinators)
+        code, message, (node_id, host, port) = self._coordinator(ctx, request.key_type, request.key)
+        return FindCoordinatorResponse(error_code=int(code),
+                                       error_message=code.name if code == ErrorCode.NONE else message or code.message,
+                                       node_id=node_id, host=host, port=port)
 
 
-# ------------------------------------------------------------------------------------ JoinGroup
+# ------------------------------------------------------------------------- the classic protocol
 
 
 def _join_error(request: JoinGroupRequest, code: ErrorCode, message: str | None) -> JoinGroupResponse:
@@ -127,77 +138,9 @@ def _shape_join(response: JoinGroupResponse, version: int) -> JoinGroupResponse:
     return response
 
 
-@handler(ApiKey.JOIN_GROUP, 0, 9, _join_error)
-def handle_join_group(ctx: RequestContext, request: JoinGroupRequest):
-    version = ctx.api_version
-    if version == 0:
-        request.rebalance_timeout_ms = request.session_timeout_ms  # v0 has no rebalance timeout
-    fut, respond = _future()
-    ctx.broker.group_coordinator.join_group(request_info(ctx), request, respond)
-    return _shaped(fut, lambda r: _shape_join(r, version))
-
-
-async def _shaped(fut: asyncio.Future, shape) -> Any:
-    return shape(await fut)
-
-
-# ------------------------------------------------------------------------------------ SyncGroup
-
-
-@handler(ApiKey.SYNC_GROUP, 0, 5)
-def handle_sync_group(ctx: RequestContext, request: SyncGroupRequest):
-    if ctx.api_version >= 5 and (request.protocol_type is None or request.protocol_name is None):
-        return SyncGroupResponse(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
-    fut, respond = _future()
-    ctx.broker.group_coordinator.sync_group(request_info(ctx), request, respond)
-    return fut
-
-
-# ------------------------------------------------------------------------------ Heartbeat, Leave
-
-
-@handler(ApiKey.HEARTBEAT, 0, 4)
-def handle_heartbeat(ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
-    return ctx.broker.group_coordinator.heartbeat(request.group_id, request.member_id, request.group_instance_id,
-                                                  request.generation_id)
-
-
-@handler(ApiKey.LEAVE_GROUP, 0, 5)
-def handle_leave_group(ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
-    version = ctx.api_version
-    if version < 3:
-        members = [(request.member_id, None, None)]
-    else:
-        members = [(m.member_id, m.group_instance_id, m.reason) for m in request.members]
-    response = ctx.broker.group_coordinator.leave_group(request.group_id, members)
-    if version < 3:  # one member, its error at the top level
-        code = response.error_code or (response.members[0].error_code if response.members else 0)
-        return LeaveGroupResponse(error_code=code)
-    return response
-
-
-# -------------------------------------------------------------------------------------- admin
-
-
-@handler(ApiKey.LIST_GROUPS, 0, 5)
-def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
-    groups = ctx.broker.group_coordinator.list_groups(request.states_filter, request.types_filter)
-    return ListGroupsResponse(groups=groups)
-
-
 def _describe_error(request: DescribeGroupsRequest, code: ErrorCode, message: str | None) -> DescribeGroupsResponse:
     return DescribeGroupsResponse(groups=[DescribeGroupsResponse.DescribedGroup(group_id=g, error_code=int(code))
                                           for g in request.groups])
-
-
-@handler(ApiKey.DESCRIBE_GROUPS, 0, 6, _describe_error)
-def handle_describe_groups(ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
-    groups = ctx.broker.group_coordinator.describe_groups(request.groups, ctx.api_version)
-    if ctx.api_version >= 3 and request.include_authorized_operations:
-        for g in groups:
-            if g.error_code == 0:
-                g.authorized_operations = GROUP_OPERATIONS
-    return DescribeGroupsResponse(groups=groups)
 
 
 def _delete_error(request: DeleteGroupsRequest, code: ErrorCode, message: str | None) -> DeleteGroupsResponse:
@@ -205,23 +148,67 @@ def _delete_error(request: DeleteGroupsRequest, code: ErrorCode, message: str | 
                                          for g in dict.fromkeys(request.groups_names)])
 
 
-@handler(ApiKey.DELETE_GROUPS, 0, 2, _delete_error)
-def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
-    try:
-        results = ctx.broker.group_coordinator.delete_groups(request.groups_names)
-    except KafkaError as e:
-        return _delete_error(request, e.code, e.message)
-    return DeleteGroupsResponse(results=results)
+class GroupHandlers:
+    """JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ListGroups, DescribeGroups, DeleteGroups."""
+
+    def __init__(self, groups: GroupCoordinator) -> None:
+        self.groups = groups
+
+    @handles(ApiKey.JOIN_GROUP, 0, 9, _join_error)
+    def handle_join_group(self, ctx: RequestContext, request: JoinGroupRequest):
+        version = ctx.api_version
+        if version == 0:
+            request.rebalance_timeout_ms = request.session_timeout_ms  # v0 has no rebalance timeout
+        fut, respond = _parked_response()
+        self.groups.join_group(request_info(ctx), request, respond)
+        return _reshaped(fut, lambda r: _shape_join(r, version))
+
+    @handles(ApiKey.SYNC_GROUP, 0, 5)
+    def handle_sync_group(self, ctx: RequestContext, request: SyncGroupRequest):
+        if ctx.api_version >= 5 and (request.protocol_type is None or request.protocol_name is None):
+            return SyncGroupResponse(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        fut, respond = _parked_response()
+        self.groups.sync_group(request_info(ctx), request, respond)
+        return fut
+
+    @handles(ApiKey.HEARTBEAT, 0, 4)
+    def handle_heartbeat(self, ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
+        return self.groups.heartbeat(request.group_id, request.member_id, request.group_instance_id,
+                                     request.generation_id)
+
+    @handles(ApiKey.LEAVE_GROUP, 0, 5)
+    def handle_leave_group(self, ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
+        version = ctx.api_version
+        if version < 3:
+            members = [(request.member_id, None, None)]
+        else:
+            members = [(m.member_id, m.group_instance_id, m.reason) for m in request.members]
+        response = self.groups.leave_group(request.group_id, members)
+        if version < 3:  # one member, its error at the top level
+            code = response.error_code or (response.members[0].error_code if response.members else 0)
+            return LeaveGroupResponse(error_code=code)
+        return response
+
+    @handles(ApiKey.LIST_GROUPS, 0, 5)
+    def handle_list_groups(self, ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
+        return ListGroupsResponse(groups=self.groups.list_groups(request.states_filter, request.types_filter))
+
+    @handles(ApiKey.DESCRIBE_GROUPS, 0, 6, _describe_error)
+    def handle_describe_groups(self, ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
+        groups = self.groups.describe_groups(request.groups, ctx.api_version)
+        if ctx.api_version >= 3 and request.include_authorized_operations:
+            for g in groups:
+                if g.error_code == 0:
+                    g.authorized_operations = authorized_operations(GROUP_OPERATIONS)
+        return DescribeGroupsResponse(groups=groups)
+
+    @handles(ApiKey.DELETE_GROUPS, 0, 2, _delete_error)
+    def handle_delete_groups(self, ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
+        try:
+            results = self.groups.delete_groups(request.groups_names)
+        except KafkaError as e:
+            return _delete_error(request, e.code, e.message)
+        return DeleteGroupsResponse(results=results)
 
 
-__all__ = [
-    "handle_delete_groups",
-    "handle_describe_groups",
-    "handle_find_coordinator",
-    "handle_heartbeat",
-    "handle_join_group",
-    "handle_leave_group",
-    "handle_list_groups",
-    "handle_sync_group",
-    "request_info",
-]
+__all__ = ["FindCoordinatorHandler", "GroupHandlers", "request_info"]

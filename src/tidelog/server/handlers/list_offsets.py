@@ -10,43 +10,43 @@ from __future__ import annotations
 from tidelog.errors import KafkaError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import ListOffsetsRequest, ListOffsetsResponse
+from tidelog.replica.manager import ReplicaManager
 from tidelog.server.context import RequestContext
-from tidelog.server.dispatcher import handler
-from tidelog.server.handlers.common import check_leader_epoch, partition_log
+from tidelog.server.dispatcher import handles
 from tidelog.storage.log import LATEST_TIMESTAMP
 
 TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
 PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
 
 
-@handler(ApiKey.LIST_OFFSETS, 0, 10)
-def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
-    topics = []
-    for t in request.topics:
-        parts = [_one(ctx, t.name, p) for p in t.partitions]
-        topics.append(TopicResponse(name=t.name, partitions=parts))
-    return ListOffsetsResponse(topics=topics)
+class ListOffsetsHandler:
+    def __init__(self, replicas: ReplicaManager) -> None:
+        self.replicas = replicas
 
+    @handles(ApiKey.LIST_OFFSETS, 0, 10)
+    def handle_list_offsets(self, ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
+        topics = []
+        for t in request.topics:
+            parts = [self._list_offset(ctx.api_version, t.name, p) for p in t.partitions]
+            topics.append(TopicResponse(name=t.name, partitions=parts))
+        return ListOffsetsResponse(topics=topics)
 
-def _one(ctx: RequestContext, topic: str, p) -> PartitionResponse:
-    v = ctx.api_version
-    try:
-        plog = partition_log(ctx, topic, p.partition_index)
-        check_leader_epoch(ctx, topic, p.partition_index, p.current_leader_epoch)
-        found = plog.offset_for_timestamp(p.timestamp)
-    except KafkaError as e:
-        return PartitionResponse(partition_index=p.partition_index, error_code=int(e.code))
-    epoch = ctx.broker.store.image.topics[topic].partitions[p.partition_index].leader_epoch
-    if v == 0:
-        return PartitionResponse(partition_index=p.partition_index, error_code=0,
-                                 old_style_offsets=_old_style_offsets(plog, p.timestamp, p.max_num_offsets, found))
-    if found is None:
-        return PartitionResponse(partition_index=p.partition_index, error_code=0, timestamp=-1, offset=-1,
+    def _list_offset(self, v: int, topic: str, p) -> PartitionResponse:
+        try:
+            plog, found = self.replicas.offset_for_timestamp(topic, p.partition_index, p.timestamp,
+                                                             p.current_leader_epoch)
+        except KafkaError as e:
+            return PartitionResponse(partition_index=p.partition_index, error_code=int(e.code))
+        epoch = self.replicas.leader_epoch(topic, p.partition_index)
+        if v == 0:
+            return PartitionResponse(partition_index=p.partition_index, error_code=0,
+                                     old_style_offsets=_old_style_offsets(plog, p.timestamp, p.max_num_offsets, found))
+        if found is None:
+            return PartitionResponse(partition_index=p.partition_index, error_code=0, timestamp=-1, offset=-1,
+                                     leader_epoch=epoch if v >= 4 else -1)
+        ts, offset = found
+        return PartitionResponse(partition_index=p.partition_index, error_code=0, timestamp=ts, offset=offset,
                                  leader_epoch=epoch if v >= 4 else -1)
-    ts, offset = found
-    return PartitionResponse(
-        partition_index=p.partition_index, error_code=0, timestamp=ts, offset=offset, leader_epoch=epoch if v >= 4 else -1
-    )
 
 
 def _old_style_offsets(plog, timestamp: int, max_num_offsets: int, found: tuple[int, int] | None) -> list[int]:
@@ -62,4 +62,4 @@ def _old_style_offsets(plog, timestamp: int, max_num_offsets: int, found: tuple[
     return [found[1]]
 
 
-__all__ = ["handle_list_offsets"]
+__all__ = ["ListOffsetsHandler"]

@@ -9,19 +9,22 @@ from __future__ import annotations
 
 import logging
 
-from tidelog.cluster.controller import validate_topic_name
+from tidelog.cluster.controller import Controller, validate_topic_name
+from tidelog.cluster.metadata import MetadataImage
+from tidelog.cluster.store import MetadataStore
+from tidelog.config import BrokerConfig
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import MetadataRequest, MetadataResponse
 from tidelog.protocol.primitives import ZERO_UUID
-from tidelog.server.context import RequestContext
-from tidelog.server.dispatcher import handler
-from tidelog.server.handlers.cluster_info import (
+from tidelog.security.acl import (
     AUTHORIZED_OPERATIONS_OMITTED,
     CLUSTER_OPERATIONS,
     TOPIC_OPERATIONS,
     authorized_operations,
 )
+from tidelog.server.context import RequestContext
+from tidelog.server.dispatcher import handles
 
 log = logging.getLogger(__name__)
 
@@ -37,72 +40,74 @@ def _requested(ctx: RequestContext, request: MetadataRequest) -> list[tuple[str 
     return [(t.name, t.topic_id) for t in request.topics]
 
 
-@handler(ApiKey.METADATA, 0, 12)
-def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
-    broker = ctx.broker
-    v = ctx.api_version
-    wanted = _requested(ctx, request)
-    auto_create = broker.config["auto.create.topics.enable"] and (v < 4 or request.allow_auto_topic_creation)
-    topics: list[Topic] = []
-    if wanted is None:
-        names = sorted(broker.store.image.topics)
-        topics = [_topic(ctx, name) for name in names]
-    else:
-        for name, topic_id in wanted:
-            if name is None:
-                t = broker.store.image.topic_by_id(topic_id)
-                if t is None:
-                    # Topic names are nullable in responses only from v12 (Kafka does not look up ids before).
-                    topics.append(Topic(error_code=int(ErrorCode.UNKNOWN_TOPIC_ID), name=None if v >= 12 else "",
-                                        topic_id=topic_id))
-                    continue
-                name = t.name
-            if name not in broker.store.image.topics:
-                try:
-                    validate_topic_name(name)
-                except KafkaError as e:
-                    topics.append(Topic(error_code=int(e.code), name=name))
-                    continue
-                if not auto_create:
-                    topics.append(Topic(error_code=int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), name=name))
-                    continue
-                try:
-                    broker.controller.create_topic(
-                        name, broker.config["num.partitions"], broker.config["default.replication.factor"]
-                    )
-                except KafkaError as e:
-                    topics.append(Topic(error_code=int(e.code), name=name))
-                    continue
-            topics.append(_topic(ctx, name))
-    image = broker.store.image
-    # No authorizer yet: every supported operation is allowed (Metadata v8-10 / v8+ ask for them).
-    if v >= 8 and request.include_topic_authorized_operations:
-        topic_ops = authorized_operations(TOPIC_OPERATIONS)
-        for t in topics:
-            if t.error_code == 0:
-                t.topic_authorized_operations = topic_ops
-    cluster_ops = AUTHORIZED_OPERATIONS_OMITTED
-    if 8 <= v <= 10 and request.include_cluster_authorized_operations:
-        cluster_ops = authorized_operations(CLUSTER_OPERATIONS)
-    return MetadataResponse(
-        brokers=[
-            MetadataResponse.MetadataResponseBroker(node_id=b.broker_id, host=host, port=port, rack=b.rack)
-            for b in image.brokers.values()
-            for host, port in [b.endpoint(ctx.listener_name)]
-        ],
-        cluster_id=image.cluster_id,
-        controller_id=image.controller_id,
-        topics=topics,
-        cluster_authorized_operations=cluster_ops,
-    )
+class MetadataHandler:
+    def __init__(self, store: MetadataStore, controller: Controller, config: BrokerConfig) -> None:
+        self.store = store
+        self.controller = controller
+        self.config = config
+
+    @handles(ApiKey.METADATA, 0, 12)
+    def handle_metadata(self, ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
+        v = ctx.api_version
+        wanted = _requested(ctx, request)
+        auto_create = self.config["auto.create.topics.enable"] and (v < 4 or request.allow_auto_topic_creation)
+        if wanted is None:
+            image = self.store.image
+            topics = [_topic(image, name, v) for name in sorted(image.topics)]
+        else:
+            topics = [self._requested_topic(name, topic_id, v, auto_create) for name, topic_id in wanted]
+        image = self.store.image
+        # No authorizer yet: every supported operation is allowed (Metadata v8-10 / v8+ ask for them).
+        if v >= 8 and request.include_topic_authorized_operations:
+            topic_ops = authorized_operations(TOPIC_OPERATIONS)
+            for t in topics:
+                if t.error_code == 0:
+                    t.topic_authorized_operations = topic_ops
+        cluster_ops = AUTHORIZED_OPERATIONS_OMITTED
+        if 8 <= v <= 10 and request.include_cluster_authorized_operations:
+            cluster_ops = authorized_operations(CLUSTER_OPERATIONS)
+        return MetadataResponse(
+            brokers=[
+                MetadataResponse.MetadataResponseBroker(node_id=b.broker_id, host=host, port=port, rack=b.rack)
+                for b in image.brokers.values()
+                for host, port in [b.endpoint(ctx.listener_name)]
+            ],
+            cluster_id=image.cluster_id,
+            controller_id=image.controller_id,
+            topics=topics,
+            cluster_authorized_operations=cluster_ops,
+        )
+
+    def _requested_topic(self, name: str | None, topic_id, v: int, auto_create: bool) -> Topic:
+        image = self.store.image
+        if name is None:
+            t = image.topic_by_id(topic_id)
+            if t is None:
+                # Topic names are nullable in responses only from v12 (Kafka does not look up ids before).
+                return Topic(error_code=int(ErrorCode.UNKNOWN_TOPIC_ID), name=None if v >= 12 else "",
+                             topic_id=topic_id)
+            name = t.name
+        if name not in image.topics:
+            try:
+                validate_topic_name(name)
+            except KafkaError as e:
+                return Topic(error_code=int(e.code), name=name)
+            if not auto_create:
+                return Topic(error_code=int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), name=name)
+            try:
+                self.controller.create_topic(name, self.config["num.partitions"],
+                                             self.config["default.replication.factor"])
+            except KafkaError as e:
+                return Topic(error_code=int(e.code), name=name)
+        return _topic(self.store.image, name, v)
 
 
-def _topic(ctx: RequestContext, name: str) -> Topic:
-    t = ctx.broker.store.image.topics[name]
+def _topic(image: MetadataImage, name: str, version: int) -> Topic:
+    t = image.topics[name]
     return Topic(
         error_code=0,
         name=name,
-        topic_id=t.topic_id if ctx.api_version >= 10 else ZERO_UUID,
+        topic_id=t.topic_id if version >= 10 else ZERO_UUID,
         is_internal=t.is_internal,
         partitions=[
             Partition(
@@ -117,3 +122,6 @@ def _topic(ctx: RequestContext, name: str) -> Topic:
             for p in t.partitions
         ],
     )
+
+
+__all__ = ["MetadataHandler"]

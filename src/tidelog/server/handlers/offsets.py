@@ -13,7 +13,8 @@ and shape the answer for the request's version:
 
 from __future__ import annotations
 
-from tidelog.coordinator.group import PartitionCommit
+from tidelog.cluster.store import MetadataStore
+from tidelog.coordinator.group import GroupCoordinator, PartitionCommit
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import (
@@ -25,14 +26,8 @@ from tidelog.protocol.messages import (
     OffsetFetchResponse,
 )
 from tidelog.server.context import RequestContext
-from tidelog.server.dispatcher import handler
+from tidelog.server.dispatcher import handles
 from tidelog.server.handlers.groups import request_info
-
-
-def _partition_exists(ctx: RequestContext, topic: str, partition: int) -> bool:
-    t = ctx.broker.store.image.topics.get(topic)
-    return t is not None and 0 <= partition < len(t.partitions)
-
 
 # --------------------------------------------------------------------------------- OffsetCommit
 
@@ -48,27 +43,6 @@ def _commit_response(request: OffsetCommitRequest, codes: dict[tuple[str, int], 
 
 def _commit_error(request: OffsetCommitRequest, code: ErrorCode, message: str | None) -> OffsetCommitResponse:
     return _commit_response(request, {(t.name, p.partition_index): code for t in request.topics for p in t.partitions})
-
-
-@handler(ApiKey.OFFSET_COMMIT, 0, 9, _commit_error)
-def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
-    codes: dict[tuple[str, int], int] = {}
-    commits = []
-    for t in request.topics:
-        for p in t.partitions:
-            if not _partition_exists(ctx, t.name, p.partition_index):
-                codes[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                continue
-            commits.append(PartitionCommit(t.name, p.partition_index, p.committed_offset, p.committed_leader_epoch,
-                                           p.committed_metadata, p.commit_timestamp))
-    if commits:
-        try:
-            codes.update(ctx.broker.group_coordinator.commit_offsets(
-                request_info(ctx), request.group_id, request.member_id, request.group_instance_id,
-                request.generation_id_or_member_epoch, commits, request.retention_time_ms))
-        except KafkaError as e:
-            codes.update({(c.topic, c.partition): e.code for c in commits})
-    return _commit_response(request, codes)
 
 
 # ---------------------------------------------------------------------------------- OffsetFetch
@@ -106,52 +80,82 @@ def _fetch_error(request: OffsetFetchRequest, code: ErrorCode, message: str | No
         for t in request.topics or []])
 
 
-@handler(ApiKey.OFFSET_FETCH, 0, 9, _fetch_error)
-def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
-    coordinator = ctx.broker.group_coordinator
-    version = ctx.api_version
-    if version < 8:
-        topics = None if request.topics is None else [(t.name, list(t.partition_indexes)) for t in request.topics]
-        return _to_single_group(coordinator.fetch_offsets(request.group_id, topics), version)
-    groups = []
-    for g in request.groups:
-        topics = None if g.topics is None else [(t.name, list(t.partition_indexes)) for t in g.topics]
-        groups.append(coordinator.fetch_offsets(g.group_id, topics, g.member_id, g.member_epoch))
-    return OffsetFetchResponse(groups=groups)
-
-
 # --------------------------------------------------------------------------------- OffsetDelete
 
 
-@handler(ApiKey.OFFSET_DELETE, 0, 0)
-def handle_offset_delete(ctx: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
-    if not request.group_id:
-        return OffsetDeleteResponse(error_code=ErrorCode.INVALID_GROUP_ID)
-    unknown: dict[str, list[int]] = {}
-    known: list[tuple[str, list[int]]] = []
-    for t in request.topics:
-        valid = []
-        for p in t.partitions:
-            if _partition_exists(ctx, t.name, p.partition_index):
-                valid.append(p.partition_index)
-            else:
-                unknown.setdefault(t.name, []).append(p.partition_index)
-        if valid:
-            known.append((t.name, valid))
-    try:
-        response = ctx.broker.group_coordinator.delete_offsets(request.group_id, known)
-    except KafkaError as e:
-        return OffsetDeleteResponse(error_code=int(e.code))
-    Topic, Partition = OffsetDeleteResponse.OffsetDeleteResponseTopic, OffsetDeleteResponse.OffsetDeleteResponsePartition
-    by_name = {t.name: t for t in response.topics}
-    for name, parts in unknown.items():
-        topic = by_name.get(name)
-        if topic is None:
-            topic = by_name[name] = Topic(name=name, partitions=[])
-            response.topics.append(topic)
-        topic.partitions += [Partition(partition_index=p, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                             for p in parts]
-    return response
+class OffsetHandlers:
+    """OffsetCommit, OffsetFetch, OffsetDelete."""
+
+    def __init__(self, groups: GroupCoordinator, store: MetadataStore) -> None:
+        self.groups = groups
+        self.store = store
+
+    def _partition_exists(self, topic: str, partition: int) -> bool:
+        t = self.store.image.topics.get(topic)
+        return t is not None and 0 <= partition < len(t.partitions)
+
+    @handles(ApiKey.OFFSET_COMMIT, 0, 9, _commit_error)
+    def handle_offset_commit(self, ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
+        codes: dict[tuple[str, int], int] = {}
+        commits = []
+        for t in request.topics:
+            for p in t.partitions:
+                if not self._partition_exists(t.name, p.partition_index):
+                    codes[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
+                commits.append(PartitionCommit(t.name, p.partition_index, p.committed_offset, p.committed_leader_epoch,
+                                               p.committed_metadata, p.commit_timestamp))
+        if commits:
+            try:
+                codes.update(self.groups.commit_offsets(
+                    request_info(ctx), request.group_id, request.member_id, request.group_instance_id,
+                    request.generation_id_or_member_epoch, commits, request.retention_time_ms))
+            except KafkaError as e:
+                codes.update({(c.topic, c.partition): e.code for c in commits})
+        return _commit_response(request, codes)
+
+    @handles(ApiKey.OFFSET_FETCH, 0, 9, _fetch_error)
+    def handle_offset_fetch(self, ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
+        coordinator = self.groups
+        version = ctx.api_version
+        if version < 8:
+            topics = None if request.topics is None else [(t.name, list(t.partition_indexes)) for t in request.topics]
+            return _to_single_group(coordinator.fetch_offsets(request.group_id, topics), version)
+        groups = []
+        for g in request.groups:
+            topics = None if g.topics is None else [(t.name, list(t.partition_indexes)) for t in g.topics]
+            groups.append(coordinator.fetch_offsets(g.group_id, topics, g.member_id, g.member_epoch))
+        return OffsetFetchResponse(groups=groups)
+
+    @handles(ApiKey.OFFSET_DELETE, 0, 0)
+    def handle_offset_delete(self, ctx: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
+        if not request.group_id:
+            return OffsetDeleteResponse(error_code=ErrorCode.INVALID_GROUP_ID)
+        unknown: dict[str, list[int]] = {}
+        known: list[tuple[str, list[int]]] = []
+        for t in request.topics:
+            valid = []
+            for p in t.partitions:
+                if self._partition_exists(t.name, p.partition_index):
+                    valid.append(p.partition_index)
+                else:
+                    unknown.setdefault(t.name, []).append(p.partition_index)
+            if valid:
+                known.append((t.name, valid))
+        try:
+            response = self.groups.delete_offsets(request.group_id, known)
+        except KafkaError as e:
+            return OffsetDeleteResponse(error_code=int(e.code))
+        Topic, Partition = OffsetDeleteResponse.OffsetDeleteResponseTopic, OffsetDeleteResponse.OffsetDeleteResponsePartition
+        by_name = {t.name: t for t in response.topics}
+        for name, parts in unknown.items():
+            topic = by_name.get(name)
+            if topic is None:
+                topic = by_name[name] = Topic(name=name, partitions=[])
+                response.topics.append(topic)
+            topic.partitions += [Partition(partition_index=p, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                                 for p in parts]
+        return response
 
 
-__all__ = ["handle_offset_commit", "handle_offset_delete", "handle_offset_fetch"]
+__all__ = ["OffsetHandlers"]

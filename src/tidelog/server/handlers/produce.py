@@ -16,9 +16,9 @@ from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import ProduceRequest, ProduceResponse
 from tidelog.records import CompressionType
 from tidelog.records.batch import ATTRIBUTES_OFFSET, COMPRESSION_CODEC_MASK, LOG_OVERHEAD, MAGIC_OFFSET
+from tidelog.replica.manager import ReplicaManager
 from tidelog.server.context import RequestContext
-from tidelog.server.dispatcher import CloseConnection, handler
-from tidelog.server.handlers.common import partition_log, topic_name
+from tidelog.server.dispatcher import CloseConnection, handles
 
 TopicResponse = ProduceResponse.TopicProduceResponse
 PartitionResponse = ProduceResponse.PartitionProduceResponse
@@ -40,31 +40,57 @@ def produce_error_response(request: ProduceRequest, code: ErrorCode, message: st
     )
 
 
-@handler(ApiKey.PRODUCE, 0, 11, produce_error_response)
-def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
-    v = ctx.api_version
-    responses = []
-    for t in request.topic_data:
-        name = topic_name(ctx, t.name, t.topic_id, v, 13)
-        parts = []
-        for p in t.partition_data:
-            parts.append(_append(ctx, request, name, p))
-        responses.append(TopicResponse(name=t.name, topic_id=t.topic_id, partition_responses=parts))
-    if request.acks == 0:
-        failed = [f"{t.name}-{p.index}: {ErrorCode(p.error_code).name}"
-                  for t in responses for p in t.partition_responses if p.error_code]
-        if failed:
-            # No response is expected, so (as Kafka does) close the connection: the producer notices
-            # and refreshes its metadata.
-            raise CloseConnection(f"acks=0 produce failed ({', '.join(failed)})")
-        return None
-    return ProduceResponse(responses=responses)
+class ProduceHandler:
+    def __init__(self, replicas: ReplicaManager) -> None:
+        self.replicas = replicas
+
+    @handles(ApiKey.PRODUCE, 0, 11, produce_error_response)
+    def handle_produce(self, ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
+        v = ctx.api_version
+        responses = []
+        for t in request.topic_data:
+            if v >= 13:
+                found = self.replicas.image.topic_by_id(t.topic_id)
+                name = found.name if found else None
+            else:
+                name = t.name
+            parts = [self._append(v, request, name, p) for p in t.partition_data]
+            responses.append(TopicResponse(name=t.name, topic_id=t.topic_id, partition_responses=parts))
+        if request.acks == 0:
+            failed = [f"{t.name}-{p.index}: {ErrorCode(p.error_code).name}"
+                      for t in responses for p in t.partition_responses if p.error_code]
+            if failed:
+                # No response is expected, so (as Kafka does) close the connection: the producer notices
+                # and refreshes its metadata.
+                raise CloseConnection(f"acks=0 produce failed ({', '.join(failed)})")
+            return None
+        return ProduceResponse(responses=responses)
+
+    def _append(self, version: int, request: ProduceRequest, topic: str | None, p) -> PartitionResponse:
+        try:
+            if topic is None:
+                raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, "unknown topic id")
+            if request.transactional_id is not None:
+                raise KafkaError(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, "transactions are not supported yet")
+            result = self.replicas.append_records(topic, p.index, p.records, acks=request.acks,
+                                                  check=lambda records: _check_format(version, records))
+        except KafkaError as e:
+            return PartitionResponse(index=p.index, error_code=int(e.code), base_offset=-1, error_message=e.message)
+        return PartitionResponse(
+            index=p.index,
+            error_code=0,
+            base_offset=result.first_offset,
+            log_append_time_ms=result.log_append_time,
+            log_start_offset=result.log_start_offset,
+        )
 
 
 def _check_format(version: int, records) -> None:
-    """Kafka's ProduceRequest.validateRecords: from v3 on, exactly one magic-2 batch per partition
+    """Kafka's ProduceRequest.validateRecords: some records; from v3 on, exactly one magic-2 batch per partition
     (INVALID_RECORD otherwise), and ZSTD only from v7 (UNSUPPORTED_COMPRESSION_TYPE). Only header
     bytes are looked at; the log validates the rest. Versions 0-2 are not checked, as in Kafka."""
+    if records is None or len(records) == 0:
+        raise KafkaError(ErrorCode.INVALID_RECORD, "no records")
     if version < 3:
         return
     mv = memoryview(records).cast("B")
@@ -79,35 +105,4 @@ def _check_format(version: int, records) -> None:
         raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Produce v{version} cannot carry ZSTD batches (v7+)")
 
 
-def _append(ctx: RequestContext, request: ProduceRequest, topic: str | None, p) -> PartitionResponse:
-    try:
-        if topic is None:
-            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, "unknown topic id")
-        if request.transactional_id is not None:
-            raise KafkaError(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, "transactions are not supported yet")
-        if request.acks not in (0, 1, -1):
-            raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS, f"acks must be 0, 1 or -1, not {request.acks}")
-        plog = partition_log(ctx, topic, p.index)
-        if request.acks == -1:
-            isr = len(ctx.broker.store.image.topics[topic].partitions[p.index].isr)
-            if isr < plog.config.min_insync_replicas:
-                raise KafkaError(
-                    ErrorCode.NOT_ENOUGH_REPLICAS,
-                    f"ISR has {isr} replicas, fewer than min.insync.replicas={plog.config.min_insync_replicas}",
-                )
-        if p.records is None or len(p.records) == 0:
-            raise KafkaError(ErrorCode.INVALID_RECORD, "no records")
-        _check_format(ctx.api_version, p.records)
-        epoch = ctx.broker.store.image.topics[topic].partitions[p.index].leader_epoch
-        result = plog.append_as_leader(p.records, leader_epoch=epoch)
-    except KafkaError as e:
-        return PartitionResponse(index=p.index, error_code=int(e.code), base_offset=-1, error_message=e.message)
-    if not result.duplicate:
-        ctx.broker.after_append(plog, topic, p.index)
-    return PartitionResponse(
-        index=p.index,
-        error_code=0,
-        base_offset=result.first_offset,
-        log_append_time_ms=result.log_append_time,
-        log_start_offset=result.log_start_offset,
-    )
+__all__ = ["ProduceHandler", "produce_error_response"]

@@ -29,6 +29,10 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 
+from tidelog.cluster.config_entries import ConfigDescriber
+from tidelog.cluster.controller import Controller, NewTopic
+from tidelog.cluster.metadata import TopicMetadata
+from tidelog.config import BrokerConfig
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import (
@@ -41,8 +45,8 @@ from tidelog.protocol.messages import (
 )
 from tidelog.protocol.primitives import ZERO_UUID
 from tidelog.server.context import RequestContext
-from tidelog.server.dispatcher import handler
-from tidelog.server.handlers.configs import topic_config_entries
+from tidelog.server.dispatcher import handles
+from tidelog.server.handlers.duplicates import duplicated
 
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
 
@@ -63,195 +67,12 @@ def create_topics_error_response(request: CreateTopicsRequest, code: ErrorCode, 
     return CreateTopicsResponse(topics=[_failed(t.name, code, message) for t in request.topics])
 
 
-@handler(ApiKey.CREATE_TOPICS, 0, 7, create_topics_error_response)
-def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
-    validate_only = ctx.api_version >= 1 and request.validate_only
-    counts = Counter(t.name for t in request.topics)
-    results = []
-    for t in request.topics:
-        if counts[t.name] > 1:
-            continue
-        try:
-            results.append(_create(ctx, t, validate_only))
-        except KafkaError as e:
-            results.append(_failed(t.name, e.code, e.message))
-    results += [_failed(n, ErrorCode.INVALID_REQUEST, "Duplicate topic name.") for n, c in counts.items() if c > 1]
-    return CreateTopicsResponse(topics=results)
-
-
-def _create(ctx: RequestContext, t, validate_only: bool) -> TopicResult:
-    if t.name == CLUSTER_METADATA_TOPIC:
-        raise KafkaError(ErrorCode.INVALID_REQUEST, f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is prohibited.")
-    controller = ctx.broker.controller
-    try:
-        num_partitions, replication_factor = _layout(ctx, t)
-        layout_error = None
-    except KafkaError as e:  # reported after the name and config checks, as Kafka orders them
-        num_partitions, replication_factor, layout_error = 1, 1, e
-    configs = {c.name: c.value for c in t.configs if c.value is not None}
-    overrides = controller.validate_new_topic(t.name, num_partitions, replication_factor, configs)
-    nulls = [c.name for c in t.configs if c.value is None]
-    if nulls:
-        raise KafkaError(ErrorCode.INVALID_CONFIG, "Null value not supported for topic configs: " + ",".join(nulls))
-    if layout_error is not None:
-        raise layout_error
-    topic_id = ZERO_UUID
-    if not validate_only:
-        topic_id = controller.create_topic(t.name, num_partitions, replication_factor, overrides).topic_id
-    return _created(ctx, t.name, topic_id, num_partitions, replication_factor, overrides)
-
-
-def _layout(ctx: RequestContext, t) -> tuple[int, int]:
-    """(partitions, replication factor) the request asks for, or KafkaError."""
-    if t.assignments:
-        return _manual_layout(ctx, t)
-    if t.replication_factor < -1 or t.replication_factor == 0:
-        raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
-                         "Replication factor must be larger than 0, or -1 to use the default value.")
-    if t.num_partitions < -1 or t.num_partitions == 0:
-        raise KafkaError(ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value.")
-    config = ctx.broker.config
-    num_partitions = config["num.partitions"] if t.num_partitions == -1 else t.num_partitions
-    replication_factor = config["default.replication.factor"] if t.replication_factor == -1 else t.replication_factor
-    return num_partitions, replication_factor
-
-
-def _manual_layout(ctx: RequestContext, t) -> tuple[int, int]:
-    if t.replication_factor != -1:
-        raise KafkaError(ErrorCode.INVALID_REQUEST,
-                         "A manual partition assignment was specified, but replication factor was not set to -1.")
-    if t.num_partitions != -1:
-        raise KafkaError(ErrorCode.INVALID_REQUEST,
-                         "A manual partition assignment was specified, but numPartitions was not set to -1.")
-    seen: set[int] = set()
-    replication_factor: int | None = None
-    for a in t.assignments:
-        if a.partition_index in seen:
-            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                             f"Found multiple manual partition assignments for partition {a.partition_index}")
-        seen.add(a.partition_index)
-        check_replica_assignment(ctx, a.broker_ids, replication_factor)
-        replication_factor = len(a.broker_ids)
-    if seen != set(range(len(seen))):
-        raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "partitions should be a consecutive 0-based integer sequence")
-    return len(seen), replication_factor or 1
-
-
-def check_replica_assignment(ctx: RequestContext, broker_ids: list[int], replication_factor: int | None) -> None:
-    """Kafka's ``validateManualPartitionAssignment``: one partition's replica list."""
-    if not broker_ids:
-        raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes an empty replica list.")
-    brokers = ctx.broker.store.image.brokers
-    previous = None
-    for broker_id in sorted(broker_ids):
-        if broker_id not in brokers:
-            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                             f"The manual partition assignment includes broker {broker_id}, but no such broker is registered.")
-        if broker_id == previous:
-            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                             f"The manual partition assignment includes the broker {broker_id} more than once.")
-        previous = broker_id
-    if replication_factor is not None and len(broker_ids) != replication_factor:
-        raise KafkaError(
-            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-            f"The manual partition assignment includes a partition with {len(broker_ids)} replica(s), but this is not "
-            f"consistent with previous partitions, which have {replication_factor} replica(s).",
-        )
-
-
-def _created(ctx: RequestContext, name: str, topic_id: uuid.UUID, num_partitions: int, replication_factor: int,
-             overrides: dict[str, str]) -> TopicResult:
-    result = TopicResult(name=name, topic_id=topic_id, error_code=0, error_message=None)
-    if ctx.api_version >= 5:
-        result.num_partitions = num_partitions
-        result.replication_factor = replication_factor
-        result.topic_config_error_code = 0
-        result.configs = [
-            TopicConfigResult(name=e.name, value=e.value, read_only=e.read_only, config_source=int(e.source),
-                              is_sensitive=False)
-            for e in topic_config_entries(ctx, overrides)
-        ]
-    return result
-
-
-# -------------------------------------------------------------------------------- DeleteTopics
-
-
-def _deletion_disabled_code(version: int) -> ErrorCode:
-    return ErrorCode.INVALID_REQUEST if version < 3 else ErrorCode.TOPIC_DELETION_DISABLED
-
-
-def _requested_deletions(ctx: RequestContext, request: DeleteTopicsRequest) -> list[tuple[str | None, uuid.UUID]]:
-    if ctx.api_version >= 6:
-        return [(t.name, t.topic_id) for t in request.topics]
-    return [(name, ZERO_UUID) for name in request.topic_names]
-
-
 def delete_topics_error_response(request: DeleteTopicsRequest, code: ErrorCode, message: str | None = None):
     targets = [(t.name, t.topic_id) for t in request.topics] or [(n, ZERO_UUID) for n in request.topic_names]
     return DeleteTopicsResponse(responses=[
-        DeleteResult(name=name, topic_id=topic_id, error_code=int(code), error_message=message) for name, topic_id in targets
+        DeleteResult(name=name, topic_id=topic_id, error_code=int(code), error_message=message)
+        for name, topic_id in targets
     ])
-
-
-@handler(ApiKey.DELETE_TOPICS, 0, 6, delete_topics_error_response)
-def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
-    v = ctx.api_version
-    wanted = _requested_deletions(ctx, request)
-    if not ctx.broker.config["delete.topic.enable"]:
-        code = _deletion_disabled_code(v)
-        return DeleteTopicsResponse(responses=[
-            DeleteResult(name=n, topic_id=i, error_code=int(code), error_message="Topic deletion is disabled.")
-            for n, i in wanted
-        ])
-    names = Counter(n for n, i in wanted if n is not None and i == ZERO_UUID)
-    ids = Counter(i for n, i in wanted if n is None and i != ZERO_UUID)
-    resolved: list[str | KafkaError] = []
-    for name, topic_id in wanted:
-        try:
-            target = _resolve_deletion(ctx, name, topic_id, names, ids)
-            if target in resolved:
-                raise KafkaError(ErrorCode.INVALID_REQUEST, "The provided topic name maps to an ID that was already supplied.")
-            resolved.append(target)
-        except KafkaError as e:
-            resolved.append(e)
-    targets = [t for t in resolved if not isinstance(t, KafkaError)]
-    image = ctx.broker.store.image
-    deleted_ids = {name: image.topics[name].topic_id for name in targets}
-    if targets:
-        ctx.broker.delete_topics(targets)
-    responses = []
-    for (name, topic_id), target in zip(wanted, resolved):
-        if isinstance(target, KafkaError):
-            responses.append(DeleteResult(name=name, topic_id=topic_id, error_code=int(target.code),
-                                          error_message=target.message))
-        else:
-            responses.append(DeleteResult(name=target, topic_id=deleted_ids[target] if v >= 6 else ZERO_UUID,
-                                          error_code=0))
-    return DeleteTopicsResponse(responses=responses)
-
-
-def _resolve_deletion(ctx: RequestContext, name: str | None, topic_id: uuid.UUID, names: Counter, ids: Counter) -> str:
-    image = ctx.broker.store.image
-    if name is not None and topic_id != ZERO_UUID:
-        raise KafkaError(ErrorCode.INVALID_REQUEST, "You may not specify both topic name and topic id.")
-    if name is None:
-        if topic_id == ZERO_UUID:
-            raise KafkaError(ErrorCode.INVALID_REQUEST, "Neither topic name nor id were specified.")
-        if ids[topic_id] > 1:
-            raise KafkaError(ErrorCode.INVALID_REQUEST, "Duplicate topic id.")
-        topic = image.topic_by_id(topic_id)
-        if topic is None:
-            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, f"Topic id {topic_id} does not exist")
-        return topic.name
-    if names[name] > 1:
-        raise KafkaError(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
-    if name not in image.topics:
-        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist")
-    return name
-
-
-# ---------------------------------------------------------------------------- CreatePartitions
 
 
 def create_partitions_error_response(request: CreatePartitionsRequest, code: ErrorCode, message: str | None = None):
@@ -260,45 +81,228 @@ def create_partitions_error_response(request: CreatePartitionsRequest, code: Err
     ])
 
 
-@handler(ApiKey.CREATE_PARTITIONS, 0, 3, create_partitions_error_response)
-def handle_create_partitions(ctx: RequestContext, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
-    counts = Counter(t.name for t in request.topics)
-    results = []
-    for t in request.topics:
-        if counts[t.name] > 1:
-            continue
+class TopicHandlers:
+    """CreateTopics, DeleteTopics and CreatePartitions."""
+
+    def __init__(self, controller: Controller, config: BrokerConfig, describer: ConfigDescriber) -> None:
+        self.controller = controller
+        self.config = config
+        self.describer = describer
+
+    # ---------------------------------------------------------------------------- CreateTopics
+
+    @handles(ApiKey.CREATE_TOPICS, 0, 7, create_topics_error_response)
+    def handle_create_topics(self, ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
+        v = ctx.api_version
+        validate_only = v >= 1 and request.validate_only
+        duplicates = duplicated(t.name for t in request.topics)
+        checked: list[tuple[str, NewTopic | KafkaError]] = []
+        for t in request.topics:
+            if t.name in duplicates:
+                continue
+            try:
+                checked.append((t.name, self._check(t)))
+            except KafkaError as e:
+                checked.append((t.name, e))
+        new_topics = [c for _, c in checked if isinstance(c, NewTopic)]
+        created = iter(self.controller.create_topics(new_topics)) if new_topics and not validate_only else None
+        results = []
+        for name, c in checked:
+            outcome = next(created) if created is not None and isinstance(c, NewTopic) else None
+            if isinstance(c, KafkaError) or isinstance(outcome, KafkaError):
+                error = c if isinstance(c, KafkaError) else outcome
+                results.append(_failed(name, error.code, error.message))
+            else:
+                results.append(self._created(v, c, outcome))
+        results += [_failed(n, ErrorCode.INVALID_REQUEST, "Duplicate topic name.") for n in duplicates]
+        return CreateTopicsResponse(topics=results)
+
+    def _check(self, t) -> NewTopic:
+        """Every check of one topic, in Kafka's order."""
+        if t.name == CLUSTER_METADATA_TOPIC:
+            raise KafkaError(ErrorCode.INVALID_REQUEST,
+                             f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is prohibited.")
         try:
-            _add_partitions(ctx, t, request.validate_only)
-            results.append(PartitionsResult(name=t.name, error_code=0, error_message=None))
-        except KafkaError as e:
-            results.append(PartitionsResult(name=t.name, error_code=int(e.code), error_message=e.message))
-    results += [
-        PartitionsResult(name=n, error_code=int(ErrorCode.INVALID_REQUEST), error_message="Duplicate topic name.")
-        for n, c in counts.items() if c > 1
-    ]
-    return CreatePartitionsResponse(results=results)
+            num_partitions, replication_factor = self._layout(t)
+            layout_error = None
+        except KafkaError as e:  # reported after the name and config checks, as Kafka orders them
+            num_partitions, replication_factor, layout_error = 1, 1, e
+        configs = {c.name: c.value for c in t.configs if c.value is not None}
+        overrides = self.controller.validate_new_topic(t.name, num_partitions, replication_factor, configs)
+        nulls = [c.name for c in t.configs if c.value is None]
+        if nulls:
+            raise KafkaError(ErrorCode.INVALID_CONFIG, "Null value not supported for topic configs: " + ",".join(nulls))
+        if layout_error is not None:
+            raise layout_error
+        return NewTopic(t.name, num_partitions, replication_factor, overrides)
 
+    def _layout(self, t) -> tuple[int, int]:
+        """(partitions, replication factor) the request asks for, or KafkaError."""
+        if t.assignments:
+            return self._manual_layout(t)
+        if t.replication_factor < -1 or t.replication_factor == 0:
+            raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                             "Replication factor must be larger than 0, or -1 to use the default value.")
+        if t.num_partitions < -1 or t.num_partitions == 0:
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS,
+                             "Number of partitions was set to an invalid non-positive value.")
+        num_partitions = self.config["num.partitions"] if t.num_partitions == -1 else t.num_partitions
+        replication_factor = (self.config["default.replication.factor"] if t.replication_factor == -1
+                              else t.replication_factor)
+        return num_partitions, replication_factor
 
-def _add_partitions(ctx: RequestContext, t, validate_only: bool) -> None:
-    controller = ctx.broker.controller
-    topic = controller.validate_create_partitions(t.name, t.count)
-    if t.assignments is not None:
-        additional = t.count - len(topic.partitions)
-        if len(t.assignments) != additional:
+    def _manual_layout(self, t) -> tuple[int, int]:
+        if t.replication_factor != -1:
+            raise KafkaError(ErrorCode.INVALID_REQUEST,
+                             "A manual partition assignment was specified, but replication factor was not set to -1.")
+        if t.num_partitions != -1:
+            raise KafkaError(ErrorCode.INVALID_REQUEST,
+                             "A manual partition assignment was specified, but numPartitions was not set to -1.")
+        seen: set[int] = set()
+        replication_factor: int | None = None
+        for a in t.assignments:
+            if a.partition_index in seen:
+                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"Found multiple manual partition assignments for partition {a.partition_index}")
+            seen.add(a.partition_index)
+            self._check_replica_assignment(a.broker_ids, replication_factor)
+            replication_factor = len(a.broker_ids)
+        if seen != set(range(len(seen))):
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             "partitions should be a consecutive 0-based integer sequence")
+        return len(seen), replication_factor or 1
+
+    def _check_replica_assignment(self, broker_ids: list[int], replication_factor: int | None) -> None:
+        """Kafka's ``validateManualPartitionAssignment``: one partition's replica list."""
+        if not broker_ids:
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             "The manual partition assignment includes an empty replica list.")
+        brokers = self.controller.image.brokers
+        previous = None
+        for broker_id in sorted(broker_ids):
+            if broker_id not in brokers:
+                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"The manual partition assignment includes broker {broker_id}, but no such broker "
+                                 "is registered.")
+            if broker_id == previous:
+                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"The manual partition assignment includes the broker {broker_id} more than once.")
+            previous = broker_id
+        if replication_factor is not None and len(broker_ids) != replication_factor:
             raise KafkaError(
                 ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                f"Attempted to add {additional} additional partition(s), but only {len(t.assignments)} assignment(s) "
-                "were specified.",
+                f"The manual partition assignment includes a partition with {len(broker_ids)} replica(s), but this is "
+                f"not consistent with previous partitions, which have {replication_factor} replica(s).",
             )
-        for a in t.assignments:
-            check_replica_assignment(ctx, a.broker_ids, topic.replication_factor)
-    if not validate_only:
-        controller.create_partitions(t.name, t.count)
+
+    def _created(self, version: int, new: NewTopic, topic: TopicMetadata | None) -> TopicResult:
+        topic_id = topic.topic_id if topic is not None else ZERO_UUID
+        result = TopicResult(name=new.name, topic_id=topic_id, error_code=0, error_message=None)
+        if version >= 5:
+            result.num_partitions = new.num_partitions
+            result.replication_factor = new.replication_factor
+            result.topic_config_error_code = 0
+            result.configs = [
+                TopicConfigResult(name=e.name, value=e.value, read_only=e.read_only, config_source=int(e.source),
+                                  is_sensitive=False)
+                for e in self.describer.topic_entries(self.controller.image, dict(new.configs or {}))
+            ]
+        return result
+
+    # ---------------------------------------------------------------------------- DeleteTopics
+
+    @handles(ApiKey.DELETE_TOPICS, 0, 6, delete_topics_error_response)
+    def handle_delete_topics(self, ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
+        v = ctx.api_version
+        wanted = _requested_deletions(v, request)
+        if not self.config["delete.topic.enable"]:
+            code = ErrorCode.INVALID_REQUEST if v < 3 else ErrorCode.TOPIC_DELETION_DISABLED
+            return DeleteTopicsResponse(responses=[
+                DeleteResult(name=n, topic_id=i, error_code=int(code), error_message="Topic deletion is disabled.")
+                for n, i in wanted
+            ])
+        names = Counter(n for n, i in wanted if n is not None and i == ZERO_UUID)
+        ids = Counter(i for n, i in wanted if n is None and i != ZERO_UUID)
+        resolved: list[str | KafkaError] = []
+        for name, topic_id in wanted:
+            try:
+                target = self._resolve_deletion(name, topic_id, names, ids)
+                if target in resolved:
+                    raise KafkaError(ErrorCode.INVALID_REQUEST,
+                                     "The provided topic name maps to an ID that was already supplied.")
+                resolved.append(target)
+            except KafkaError as e:
+                resolved.append(e)
+        targets = [t for t in resolved if not isinstance(t, KafkaError)]
+        deleted_ids = {t.name: t.topic_id for t in self.controller.delete_topics(targets)} if targets else {}
+        responses = []
+        for (name, topic_id), target in zip(wanted, resolved):
+            if isinstance(target, KafkaError):
+                responses.append(DeleteResult(name=name, topic_id=topic_id, error_code=int(target.code),
+                                              error_message=target.message))
+            else:
+                responses.append(DeleteResult(name=target, topic_id=deleted_ids[target] if v >= 6 else ZERO_UUID,
+                                              error_code=0))
+        return DeleteTopicsResponse(responses=responses)
+
+    def _resolve_deletion(self, name: str | None, topic_id: uuid.UUID, names: Counter, ids: Counter) -> str:
+        image = self.controller.image
+        if name is not None and topic_id != ZERO_UUID:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "You may not specify both topic name and topic id.")
+        if name is None:
+            if topic_id == ZERO_UUID:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, "Neither topic name nor id were specified.")
+            if ids[topic_id] > 1:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, "Duplicate topic id.")
+            topic = image.topic_by_id(topic_id)
+            if topic is None:
+                raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, f"Topic id {topic_id} does not exist")
+            return topic.name
+        if names[name] > 1:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+        if name not in image.topics:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist")
+        return name
+
+    # ------------------------------------------------------------------------ CreatePartitions
+
+    @handles(ApiKey.CREATE_PARTITIONS, 0, 3, create_partitions_error_response)
+    def handle_create_partitions(self, ctx: RequestContext,
+                                 request: CreatePartitionsRequest) -> CreatePartitionsResponse:
+        duplicates = duplicated(t.name for t in request.topics)
+        results = []
+        for t in request.topics:
+            if t.name in duplicates:
+                continue
+            try:
+                self._add_partitions(t, request.validate_only)
+                results.append(PartitionsResult(name=t.name, error_code=0, error_message=None))
+            except KafkaError as e:
+                results.append(PartitionsResult(name=t.name, error_code=int(e.code), error_message=e.message))
+        results += [PartitionsResult(name=n, error_code=int(ErrorCode.INVALID_REQUEST),
+                                     error_message="Duplicate topic name.") for n in duplicates]
+        return CreatePartitionsResponse(results=results)
+
+    def _add_partitions(self, t, validate_only: bool) -> None:
+        topic = self.controller.validate_create_partitions(t.name, t.count)
+        if t.assignments is not None:
+            additional = t.count - len(topic.partitions)
+            if len(t.assignments) != additional:
+                raise KafkaError(
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    f"Attempted to add {additional} additional partition(s), but only {len(t.assignments)} "
+                    "assignment(s) were specified.",
+                )
+            for a in t.assignments:
+                self._check_replica_assignment(a.broker_ids, topic.replication_factor)
+        if not validate_only:
+            self.controller.create_partitions(t.name, t.count)
 
 
-__all__ = [
-    "check_replica_assignment",
-    "handle_create_partitions",
-    "handle_create_topics",
-    "handle_delete_topics",
-]
+def _requested_deletions(version: int, request: DeleteTopicsRequest) -> list[tuple[str | None, uuid.UUID]]:
+    if version >= 6:
+        return [(t.name, t.topic_id) for t in request.topics]
+    return [(name, ZERO_UUID) for name in request.topic_names]
+
+
+__all__ = ["TopicHandlers"]

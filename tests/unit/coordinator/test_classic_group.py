@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from tidelog.coordinator.group.state import (
+from tidelog.coordinator.group.classic_group import (
     VALID_PREVIOUS_STATES,
     ClassicGroup,
     ClassicGroupState,

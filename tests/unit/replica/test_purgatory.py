@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tidelog.server.purgatory import DelayedOperation, Purgatory
+from tidelog.replica.purgatory import DelayedOperation, Purgatory
 from tidelog.testing import ManualClock
 
 

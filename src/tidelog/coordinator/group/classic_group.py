@@ -1,5 +1,5 @@
-"""Group state: the classic states and their transition table, the contract every group type
-fulfils, and the in-memory model of a classic group and its members.
+"""The classic group: its states and their transition table, and the in-memory model of a classic
+group and its members (the contract it fulfils is :class:`~tidelog.coordinator.group.group.Group`).
 
 Classic group states (the values are Kafka's display names, which ListGroups/DescribeGroups return).
 Each state's *action* (how requests are answered) and *transitions*, as Kafka's ``ClassicGroupState``
@@ -47,11 +47,14 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.clock import Clock
+from tidelog.coordinator.group.group import (
+    CLASSIC,
+    CONSUMER_PROTOCOL_TYPE,
+    Group,
+)
 from tidelog.coordinator.group.records import (
-    CoordinatorRecord,
     GroupMetadataValue,
     MemberMetadata,
-    group_tombstone,
     parse_subscription_topics,
 )
 from tidelog.errors import ErrorCode, KafkaError
@@ -59,14 +62,8 @@ from tidelog.protocol.exceptions import MalformedMessageError
 from tidelog.protocol.messages import (
     DescribeGroupsResponse,
     JoinGroupResponse,
-    ListGroupsResponse,
     SyncGroupResponse,
 )
-
-CLASSIC = "classic"
-CONSUMER = "consumer"
-CONSUMER_PROTOCOL_TYPE = "consumer"
-UNKNOWN_MEMBER_ID = ""
 
 
 class ClassicGroupState(enum.Enum):
@@ -77,15 +74,13 @@ class ClassicGroupState(enum.Enum):
     DEAD = "Dead"
 
 
-S = ClassicGroupState
-
 #: The states a group may be in to move to the key state (Kafka's ``validPreviousStates``).
 VALID_PREVIOUS_STATES: dict[ClassicGroupState, frozenset[ClassicGroupState]] = {
-    S.EMPTY: frozenset({S.PREPARING_REBALANCE}),
-    S.PREPARING_REBALANCE: frozenset({S.STABLE, S.COMPLETING_REBALANCE, S.EMPTY}),
-    S.COMPLETING_REBALANCE: frozenset({S.PREPARING_REBALANCE}),
-    S.STABLE: frozenset({S.COMPLETING_REBALANCE}),
-    S.DEAD: frozenset({S.STABLE, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE, S.EMPTY, S.DEAD}),
+    ClassicGroupState.EMPTY: frozenset({ClassicGroupState.PREPARING_REBALANCE}),
+    ClassicGroupState.PREPARING_REBALANCE: frozenset({ClassicGroupState.STABLE, ClassicGroupState.COMPLETING_REBALANCE, ClassicGroupState.EMPTY}),
+    ClassicGroupState.COMPLETING_REBALANCE: frozenset({ClassicGroupState.PREPARING_REBALANCE}),
+    ClassicGroupState.STABLE: frozenset({ClassicGroupState.COMPLETING_REBALANCE}),
+    ClassicGroupState.DEAD: frozenset({ClassicGroupState.STABLE, ClassicGroupState.PREPARING_REBALANCE, ClassicGroupState.COMPLETING_REBALANCE, ClassicGroupState.EMPTY, ClassicGroupState.DEAD}),
 }
 
 
@@ -95,72 +90,6 @@ def can_transition(source: ClassicGroupState, target: ClassicGroupState) -> bool
 
 class IllegalStateTransition(RuntimeError):
     """A transition the table does not allow: a coordinator bug, never a client error."""
-
-
-@dataclass(frozen=True, slots=True)
-class RequestInfo:
-    """Who sent a group request: the header's client id, the peer (as Kafka shows it, ``/1.2.3.4``)
-    and the request's API version (some rules depend on it)."""
-
-    client_id: str = ""
-    client_host: str = ""
-    api_version: int = 0
-
-
-# ------------------------------------------------------------------------------- the group contract
-
-
-class Group:
-    """What the coordinator needs from a group of any type (classic here, ``consumer`` in KIP-848).
-
-    The default answers are those of a group that has no members and no state worth keeping.
-    Validation methods raise :class:`~tidelog.errors.KafkaError` with the code the response carries.
-    """
-
-    group_type: ClassVar[str] = ""
-    group_id: str
-
-    def state_name(self) -> str:
-        raise NotImplementedError
-
-    def protocol_type_name(self) -> str:
-        """ListGroups/DescribeGroups protocol type ("" when none)."""
-        return ""
-
-    def is_empty(self) -> bool:
-        raise NotImplementedError
-
-    def is_in_states(self, states: set[str]) -> bool:
-        """ListGroups state filter; ``states`` are lower-case."""
-        return self.state_name().lower() in states
-
-    def listed_group(self) -> ListGroupsResponse.ListedGroup:
-        return ListGroupsResponse.ListedGroup(group_id=self.group_id, protocol_type=self.protocol_type_name(),
-                                              group_state=self.state_name(), group_type=self.group_type)
-
-    def validate_offset_commit(self, member_id: str, group_instance_id: str | None, generation_or_epoch: int,
-                               api_version: int) -> None:
-        raise NotImplementedError
-
-    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:
-        return None
-
-    def validate_offset_delete(self) -> None:
-        return None
-
-    def validate_delete(self) -> None:
-        return None
-
-    def is_subscribed_to(self, topic: str) -> bool:
-        return False
-
-    def offsets_expire_from(self, commit_timestamp_ms: int) -> int | None:
-        """The time from which an offset's retention counts now, or None: do not expire offsets."""
-        return commit_timestamp_ms
-
-    def tombstones(self) -> list[CoordinatorRecord]:
-        """Records that delete the group (its offsets are deleted by the coordinator)."""
-        return [group_tombstone(self.group_id)]
 
 
 # ---------------------------------------------------------------------------------- classic model
@@ -236,8 +165,8 @@ class ClassicGroup(Group):
 
     group_id: str
     clock: Clock
-    state: ClassicGroupState = S.EMPTY
-    previous_state: ClassicGroupState = S.EMPTY
+    state: ClassicGroupState = ClassicGroupState.EMPTY
+    previous_state: ClassicGroupState = ClassicGroupState.EMPTY
     current_state_timestamp: int | None = None
     protocol_type: str | None = None
     protocol_name: str | None = None
@@ -261,7 +190,7 @@ class ClassicGroup(Group):
         return self.protocol_type or ""
 
     def is_empty(self) -> bool:
-        return self.state is S.EMPTY
+        return self.state is ClassicGroupState.EMPTY
 
     def is_in(self, *states: ClassicGroupState) -> bool:
         return self.state in states
@@ -285,35 +214,35 @@ class ClassicGroup(Group):
 
     def validate_offset_commit(self, member_id: str, group_instance_id: str | None, generation_or_epoch: int,
                                api_version: int) -> None:
-        if self.state is S.DEAD:
+        if self.state is ClassicGroupState.DEAD:
             raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"group {self.group_id} is dead")
-        if generation_or_epoch < 0 and self.state is S.EMPTY:
+        if generation_or_epoch < 0 and self.state is ClassicGroupState.EMPTY:
             return  # a simple (admin or manual-assignment) commit to an empty group
         if generation_or_epoch >= 0 or member_id or group_instance_id is not None:
             self.validate_member(member_id, group_instance_id, "offset-commit")
             if generation_or_epoch != self.generation_id:
                 raise KafkaError(ErrorCode.ILLEGAL_GENERATION,
                                  f"generation {generation_or_epoch} is not {self.generation_id}")
-        elif self.state is not S.EMPTY:
+        elif self.state is not ClassicGroupState.EMPTY:
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID,
                              f"group {self.group_id} has members: commits need a member id and generation")
-        if self.state is S.COMPLETING_REBALANCE:
+        if self.state is ClassicGroupState.COMPLETING_REBALANCE:
             raise KafkaError(ErrorCode.REBALANCE_IN_PROGRESS, f"group {self.group_id} is completing a rebalance")
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:
-        if self.state is S.DEAD:
+        if self.state is ClassicGroupState.DEAD:
             raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {self.group_id} is in dead state.")
 
     def validate_offset_delete(self) -> None:
-        if self.state is S.DEAD:
+        if self.state is ClassicGroupState.DEAD:
             raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {self.group_id} is in dead state.")
-        if self.state is not S.EMPTY and not self.uses_consumer_protocol():
+        if self.state is not ClassicGroupState.EMPTY and not self.uses_consumer_protocol():
             raise KafkaError(ErrorCode.NON_EMPTY_GROUP, f"group {self.group_id} has members")
 
     def validate_delete(self) -> None:
-        if self.state is S.DEAD:
+        if self.state is ClassicGroupState.DEAD:
             raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {self.group_id} is in dead state.")
-        if self.state is not S.EMPTY:
+        if self.state is not ClassicGroupState.EMPTY:
             raise KafkaError(ErrorCode.NON_EMPTY_GROUP, f"group {self.group_id} has members")
 
     def is_subscribed_to(self, topic: str) -> bool:
@@ -324,10 +253,10 @@ class ClassicGroup(Group):
     def offsets_expire_from(self, commit_timestamp_ms: int) -> int | None:
         if self.protocol_type is None:
             return commit_timestamp_ms  # a simple group: retention counts from each commit
-        if self.state is S.EMPTY:
+        if self.state is ClassicGroupState.EMPTY:
             # Kafka 2.1+: retention counts from the moment the group became empty.
             return self.current_state_timestamp if self.current_state_timestamp is not None else commit_timestamp_ms
-        if self.uses_consumer_protocol() and self.subscribed_topics is not None and self.state is S.STABLE:
+        if self.uses_consumer_protocol() and self.subscribed_topics is not None and self.state is ClassicGroupState.STABLE:
             return commit_timestamp_ms  # only topics the group no longer subscribes to get this far
         return None
 
@@ -445,7 +374,7 @@ class ClassicGroup(Group):
     # -------------------------------------------------------------------------- transitions
 
     def can_rebalance(self) -> bool:
-        return can_transition(self.state, S.PREPARING_REBALANCE)
+        return can_transition(self.state, ClassicGroupState.PREPARING_REBALANCE)
 
     def transition_to(self, target: ClassicGroupState) -> None:
         if not can_transition(self.state, target):
@@ -469,7 +398,7 @@ class ClassicGroup(Group):
 
     def supports_protocols(self, protocol_type: str, protocols: Iterable[str]) -> bool:
         names = set(protocols)
-        if self.state is S.EMPTY:
+        if self.state is ClassicGroupState.EMPTY:
             return bool(protocol_type) and bool(names)
         n = len(self.members)
         return self.protocol_type == protocol_type and any(self.supported_protocols[name] == n for name in names)
@@ -494,11 +423,11 @@ class ClassicGroup(Group):
         if self.members:
             self.protocol_name = self.select_protocol()
             self.subscribed_topics = self.compute_subscribed_topics()
-            self.transition_to(S.COMPLETING_REBALANCE)
+            self.transition_to(ClassicGroupState.COMPLETING_REBALANCE)
         else:
             self.protocol_name = None
             self.subscribed_topics = self.compute_subscribed_topics()
-            self.transition_to(S.EMPTY)
+            self.transition_to(ClassicGroupState.EMPTY)
         self.pending_sync_members.clear()
 
     # ------------------------------------------------------------------------------ responses
@@ -515,7 +444,7 @@ class ClassicGroup(Group):
                 for m in self.members.values()]
 
     def describe(self) -> DescribeGroupsResponse.DescribedGroup:
-        stable = self.state is S.STABLE
+        stable = self.state is ClassicGroupState.STABLE
         return DescribeGroupsResponse.DescribedGroup(
             error_code=0, group_id=self.group_id, group_state=self.state.value,
             protocol_type=self.protocol_type or "", protocol_data=(self.protocol_name or "") if stable else "",
@@ -540,7 +469,7 @@ class ClassicGroup(Group):
     @classmethod
     def from_record_value(cls, group_id: str, value: GroupMetadataValue, clock: Clock) -> ClassicGroup:
         """A group as loaded: Stable with its members, or Empty (Kafka's replay of GroupMetadataValue)."""
-        group = cls(group_id, clock, state=S.STABLE if value.members else S.EMPTY,
+        group = cls(group_id, clock, state=ClassicGroupState.STABLE if value.members else ClassicGroupState.EMPTY,
                     protocol_type=value.protocol_type or None, protocol_name=value.protocol,
                     generation_id=value.generation, leader_id=value.leader,
                     current_state_timestamp=None if value.current_state_timestamp == -1
@@ -572,18 +501,12 @@ class ClassicGroup(Group):
 
 
 __all__ = [
-    "CLASSIC",
-    "CONSUMER",
-    "CONSUMER_PROTOCOL_TYPE",
-    "UNKNOWN_MEMBER_ID",
     "VALID_PREVIOUS_STATES",
     "ClassicGroup",
     "ClassicGroupState",
     "ClassicMember",
-    "Group",
     "IllegalStateTransition",
     "JoinCallback",
-    "RequestInfo",
     "SyncCallback",
     "can_transition",
 ]

@@ -1,0 +1,253 @@
+"""The replica manager: the partitions this broker hosts, and the one door to their logs.
+
+Every read and write of partition data goes through here, whoever asks (Produce, Fetch, ListOffsets,
+DeleteRecords, the coordinators' internal topics):
+
+1. **Leadership.** A partition is served only by its leader: an unknown topic or partition is
+   UNKNOWN_TOPIC_OR_PARTITION, another broker's partition NOT_LEADER_OR_FOLLOWER, a missing log
+   KAFKA_STORAGE_ERROR. A request's ``current_leader_epoch`` (-1 = no check) older than the
+   partition's is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH.
+2. **Appends.** ``acks`` must be 0, 1 or -1 (INVALID_REQUIRED_ACKS); with acks=-1 an ISR smaller
+   than ``min.insync.replicas`` fails with NOT_ENOUGH_REPLICAS before anything is written. The log
+   validates and writes; then the ``appended`` event fires (not for an idempotent retry that wrote
+   nothing): parked fetches wake, the flush policy looks, and later replication and metrics.
+3. **Reads** follow :mod:`tidelog.replica.fetch` (response budget, KIP-74, high watermark or last
+   stable offset), and a fetch that finds too little parks in the purgatory (:class:`DelayedFetch`).
+4. **Metadata changes** arrive from the metadata store (:meth:`apply_metadata`, a store subscriber):
+   logs are created for new partitions this broker hosts, reconfigured when a topic's or the
+   broker's configs change, and deleted with their topic (``deleted`` fires for each partition, so
+   fetches parked on it answer at once). Nothing else creates or deletes logs.
+
+Loop-only, not thread-safe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from tidelog.clock import Clock
+from tidelog.cluster.metadata import MetadataImage, PartitionMetadata, TopicMetadata
+from tidelog.cluster.store import MetadataStore
+from tidelog.cluster.topic_config import TopicConfigs
+from tidelog.errors import ErrorCode, KafkaError
+from tidelog.replica.events import LogEvents
+from tidelog.replica.fetch import DelayedFetch, PartitionFetch, PartitionRead, readable_end
+from tidelog.replica.purgatory import DelayedOperation, Purgatory
+from tidelog.storage.log import AppendResult, PartitionLog
+from tidelog.storage.log_manager import LogManager
+
+log = logging.getLogger(__name__)
+
+HIGH_WATERMARK = -1  # DeleteRecords: "up to the high watermark"
+
+
+class ReplicaManager:
+    def __init__(self, broker_id: int, logs: LogManager, store: MetadataStore, topic_configs: TopicConfigs,
+                 clock: Clock, schedule: Callable[[float, Callable[[], None]], Any],
+                 events: LogEvents | None = None) -> None:
+        self.broker_id = broker_id
+        self.logs = logs
+        self.store = store
+        self.topic_configs = topic_configs
+        self.clock = clock
+        self.events = events or LogEvents()
+        self.purgatory = Purgatory(clock, schedule)
+        self.events.on_appended(lambda topic, partition, _: self.purgatory.check((topic, partition)))
+        self.events.on_deleted(lambda topic, partition: self.purgatory.check((topic, partition)))
+        store.subscribe(self.apply_metadata)
+
+    @property
+    def image(self) -> MetadataImage:
+        return self.store.image
+
+    # ---------------------------------------------------------------------------- leadership (1)
+
+    def partition(self, topic: str, partition: int) -> PartitionMetadata:
+        t = self.image.topics.get(topic)
+        if t is None or not 0 <= partition < len(t.partitions):
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition} does not exist")
+        return t.partitions[partition]
+
+    def partition_exists(self, topic: str, partition: int) -> bool:
+        t = self.image.topics.get(topic)
+        return t is not None and 0 <= partition < len(t.partitions)
+
+    def leader_log(self, topic: str, partition: int) -> PartitionLog:
+        """The log of ``topic``-``partition`` if this broker leads it; KafkaError otherwise."""
+        p = self.partition(topic, partition)
+        if p.leader != self.broker_id:
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"broker {self.broker_id} does not lead {topic}-{partition}")
+        plog = self.logs.get_log(topic, partition)
+        if plog is None:
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"no log for {topic}-{partition}")
+        return plog
+
+    def check_leader_epoch(self, topic: str, partition: int, requested: int) -> None:
+        """Kafka's current-leader-epoch check (-1 = no check)."""
+        if requested < 0:
+            return
+        epoch = self.partition(topic, partition).leader_epoch
+        if requested > epoch:
+            raise KafkaError(ErrorCode.UNKNOWN_LEADER_EPOCH, f"leader epoch {requested} is newer than {epoch}")
+        if requested < epoch:
+            raise KafkaError(ErrorCode.FENCED_LEADER_EPOCH, f"leader epoch {requested} is older than {epoch}")
+
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        return self.partition(topic, partition).leader_epoch
+
+    # -------------------------------------------------------------------------------- append (2)
+
+    def append_records(self, topic: str, partition: int, records, *, acks: int,
+                       check: Callable[[Any], None] | None = None) -> AppendResult:
+        """Append as leader; raises KafkaError (nothing written). ``check(records)``, the caller's
+        own validation of the request's records, runs after the acks, leadership and ISR checks."""
+        if acks not in (0, 1, -1):
+            raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS, f"acks must be 0, 1 or -1, not {acks}")
+        plog = self.leader_log(topic, partition)
+        meta = self.partition(topic, partition)
+        if acks == -1 and len(meta.isr) < plog.config.min_insync_replicas:
+            raise KafkaError(
+                ErrorCode.NOT_ENOUGH_REPLICAS,
+                f"ISR has {len(meta.isr)} replicas, fewer than min.insync.replicas={plog.config.min_insync_replicas}",
+            )
+        if check is not None:
+            check(records)
+        result = plog.append_as_leader(records, leader_epoch=meta.leader_epoch)
+        if not result.duplicate:
+            self.events.appended(topic, partition, plog)
+        return result
+
+    # ---------------------------------------------------------------------------------- read (3)
+
+    def read_partitions(self, partitions: Iterable[PartitionFetch], max_bytes: int | None,
+                        isolation_level: int) -> list[PartitionRead]:
+        """Read every partition within the response budget ``max_bytes`` (None: no budget, the
+        pre-v3 form); see :mod:`tidelog.replica.fetch`."""
+        budget = max_bytes
+        min_one_batch = True
+        out = []
+        for pf in partitions:
+            limit = pf.max_bytes if budget is None else min(pf.max_bytes, budget)
+            read = self._read(pf, limit, min_one_batch, isolation_level)
+            if read.size:
+                min_one_batch = False
+                if budget is not None:
+                    budget = max(0, budget - read.size)
+            out.append(read)
+        return out
+
+    def _read(self, pf: PartitionFetch, limit: int, min_one_batch: bool, isolation_level: int) -> PartitionRead:
+        if pf.topic is None:
+            return PartitionRead(ErrorCode.UNKNOWN_TOPIC_ID)
+        try:
+            plog = self.leader_log(pf.topic, pf.partition)
+            self.check_leader_epoch(pf.topic, pf.partition, pf.current_leader_epoch)
+            end = readable_end(plog, isolation_level)
+            if limit <= 0 and not min_one_batch:
+                result = plog.read(pf.fetch_offset, 0, max_offset=end, min_one_batch=False)
+            else:
+                result = plog.read(pf.fetch_offset, max(limit, 1), max_offset=end, min_one_batch=min_one_batch)
+        except KafkaError as e:
+            hw = log_start = -1
+            try:
+                plog = self.leader_log(pf.topic, pf.partition)
+                hw, log_start = plog.high_watermark, plog.log_start_offset
+            except KafkaError:
+                pass
+            return PartitionRead(e.code, None, hw, hw, log_start, e.message)
+        return PartitionRead(ErrorCode.NONE, result.records, result.high_watermark, result.high_watermark,
+                             result.log_start_offset)
+
+    async def wait_for_data(self, partitions: list[PartitionFetch], min_bytes: int, max_wait_ms: int,
+                            isolation_level: int) -> bool:
+        """Park until the partitions have ``min_bytes`` to read, or ``max_wait_ms`` passes. Returns
+        True if it timed out."""
+        logs = {}
+        for pf in partitions:
+            if pf.topic is not None:
+                plog = self.logs.get_log(pf.topic, pf.partition)
+                if plog is not None:
+                    logs[(pf.topic, pf.partition)] = plog
+        delayed = DelayedFetch(partitions, logs, min_bytes, isolation_level,
+                               lambda topic: topic not in self.image.topics)
+        done: asyncio.Future = asyncio.get_running_loop().create_future()
+
+        def complete(timed_out: bool) -> None:
+            if not done.done():
+                done.set_result(timed_out)
+
+        op = DelayedOperation(self.clock.monotonic_ms() + max_wait_ms, delayed.has_enough, complete)
+        self.purgatory.watch(op, delayed.keys)
+        return await done
+
+    # ------------------------------------------------------------------------ offsets and trims
+
+    def offset_for_timestamp(self, topic: str, partition: int, timestamp: int,
+                             current_leader_epoch: int = -1) -> tuple[PartitionLog, tuple[int, int] | None]:
+        """ListOffsets on the leader: (its log, (timestamp, offset) or None)."""
+        plog = self.leader_log(topic, partition)
+        self.check_leader_epoch(topic, partition, current_leader_epoch)
+        return plog, plog.offset_for_timestamp(timestamp)
+
+    def delete_records(self, topic: str, partition: int, offset: int) -> int:
+        """DeleteRecords on the leader (Kafka's ``deleteRecordsOnLeader``); returns the new low
+        watermark. Internal topics -> INVALID_TOPIC_EXCEPTION; a topic without ``delete`` in its
+        cleanup.policy -> POLICY_VIOLATION; -1 means the high watermark; a negative offset ->
+        OFFSET_OUT_OF_RANGE (the log refuses one above the high watermark)."""
+        meta = self.image.topics.get(topic)
+        if meta is not None and meta.is_internal:
+            raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot delete records of internal topic {topic}")
+        plog = self.leader_log(topic, partition)
+        if not plog.config.delete:
+            raise KafkaError(ErrorCode.POLICY_VIOLATION,
+                             f"Records of partition {topic}-{partition} can not be deleted due to the configured policy")
+        target = plog.high_watermark if offset == HIGH_WATERMARK else offset
+        if target < 0:
+            raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                             f"The offset {target} for partition {topic}-{partition} is not valid")
+        return plog.delete_records_before(target)
+
+    # ----------------------------------------------------------------------- metadata changes (4)
+
+    def start(self) -> None:
+        """Bring the logs in line with the metadata loaded at start-up."""
+        image = self.image
+        for topic in image.topics.values():
+            self._host(image, topic, reconfigure=True)
+
+    def apply_metadata(self, old: MetadataImage, new: MetadataImage) -> None:
+        broker_configs_changed = old.broker_configs is not new.broker_configs
+        for name, topic in old.topics.items():
+            current = new.topics.get(name)
+            if current is None or current.topic_id != topic.topic_id:
+                self._delete(topic)
+        for name, topic in new.topics.items():
+            previous = old.topics.get(name)
+            if previous is topic and not broker_configs_changed:
+                continue
+            same_id = previous is not None and previous.topic_id == topic.topic_id
+            reconfigure = broker_configs_changed or not same_id or previous.configs != topic.configs
+            self._host(new, topic, reconfigure=reconfigure)
+
+    def _host(self, image: MetadataImage, topic: TopicMetadata, *, reconfigure: bool) -> None:
+        config = self.topic_configs.for_topic(image, topic.name)
+        for p in topic.partitions:
+            if self.broker_id not in p.replicas:
+                continue
+            plog = self.logs.get_log(topic.name, p.partition)
+            if plog is None:
+                plog = self.logs.get_or_create_log(topic.name, p.partition, config)
+                self.events.created(topic.name, p.partition, plog)
+            elif reconfigure:
+                plog.update_config(config)
+
+    def _delete(self, topic: TopicMetadata) -> None:
+        for p in topic.partitions:
+            if self.logs.delete_log(topic.name, p.partition):
+                self.events.deleted(topic.name, p.partition)
+
+
+__all__ = ["HIGH_WATERMARK", "ReplicaManager"]
