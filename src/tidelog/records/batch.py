@@ -43,9 +43,15 @@ from tidelog.records.record import Record, TimestampType, decode_records
 HEADER = struct.Struct(">qiibIhiqqqhii")
 RECORD_BATCH_OVERHEAD = HEADER.size  # 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength: the bytes not counted in batchLength
+#: baseOffset and batchLength, the part of the header every format shares (a batch's size is 12 + length).
+LOG_HEADER = struct.Struct(">qi")
+#: The smallest batchLength a magic-v2 batch can have: a header and no records.
+MIN_BATCH_LENGTH = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD  # 49
+BATCH_LENGTH_OFFSET = 8
 MAGIC_OFFSET = 16
 CRC_OFFSET = 17
 ATTRIBUTES_OFFSET = 21
+LAST_OFFSET_DELTA_OFFSET = 23
 MAX_TIMESTAMP_OFFSET = 35
 MAGIC_VALUE_V2 = 2
 

@@ -28,19 +28,23 @@ Runs in the executor at start-up (it reads whole segments after a crash).
 from __future__ import annotations
 
 import logging
+import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 from tidelog.clock import Clock
 from tidelog.config import TopicConfig
+from tidelog.records.batch import LAST_OFFSET_DELTA_OFFSET, LOG_HEADER
 from tidelog.storage import files
 from tidelog.storage.index import CorruptIndexError
 from tidelog.storage.log import PartitionLog
 from tidelog.storage.producer_state import ProducerStateManager
-from tidelog.storage.segment import Segment
+from tidelog.storage.segment import Segment, scan_batches
 
 log = logging.getLogger(__name__)
+
+_INT32 = struct.Struct(">i")
 
 
 @dataclass(slots=True)
@@ -158,16 +162,10 @@ def _swap_end_offset(swap: Path, base: int) -> int:
     """One past the last offset in a swap file (scanning its batch headers)."""
     end = base
     with open(swap, "rb") as f:
-        pos = 0
-        while True:
-            head = f.read(61)
-            if len(head) < 61:
-                break
-            base_offset, length = struct.unpack_from(">qi", head)
-            (last_delta,) = struct.unpack_from(">i", head, 23)
+        for _, raw in scan_batches(f.fileno(), 0, os.fstat(f.fileno()).st_size):
+            base_offset, _ = LOG_HEADER.unpack_from(raw)
+            (last_delta,) = _INT32.unpack_from(raw, LAST_OFFSET_DELTA_OFFSET)
             end = base_offset + last_delta + 1
-            pos += 12 + length
-            f.seek(pos)
     return end
 
 

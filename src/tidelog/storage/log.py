@@ -33,6 +33,7 @@ from tidelog.records import (
     TimestampType,
     legacy_to_batches,
 )
+from tidelog.records.batch import LOG_HEADER, LOG_OVERHEAD, MIN_BATCH_LENGTH, RECORD_BATCH_OVERHEAD
 from tidelog.storage import files
 from tidelog.storage.checkpoints import fsync_dir
 from tidelog.storage.producer_state import ProducerStateManager
@@ -200,11 +201,11 @@ class PartitionLog:
         total = len(mv)
         max_bytes = self.config.max_message_bytes
         while pos < total:
-            if total - pos < 61:
+            if total - pos < RECORD_BATCH_OVERHEAD:
                 raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "truncated record batch")
-            length = int.from_bytes(mv[pos + 8 : pos + 12], "big", signed=True)
-            size = 12 + length
-            if length < 49 or pos + size > total:
+            _, length = LOG_HEADER.unpack_from(mv, pos)
+            size = LOG_OVERHEAD + length
+            if length < MIN_BATCH_LENGTH or pos + size > total:
                 raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"record batch size {size} does not fit the request")
             if size > max_bytes:
                 raise KafkaError(

@@ -20,22 +20,66 @@ from __future__ import annotations
 
 import io
 import os
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from tidelog.config import TopicConfig
 from tidelog.records import RecordBatchView, RecordsError
-from tidelog.records.batch import HEADER
+from tidelog.records.batch import HEADER, LOG_HEADER, LOG_OVERHEAD, MIN_BATCH_LENGTH, RECORD_BATCH_OVERHEAD
 from tidelog.storage import files
 from tidelog.storage.index import OffsetIndex, TimeIndex
 
-LOG_OVERHEAD = 12  # base offset + batch length
-HEADER_SIZE = 61  # the whole magic-v2 batch header
-_LOG_HEADER = struct.Struct(">qi")
-_MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
-_READ_CHUNK = 4 * 1024 * 1024
+HEADER_SIZE = RECORD_BATCH_OVERHEAD  # the whole magic-v2 batch header
+READ_CHUNK = 4 * 1024 * 1024
+
+
+class BatchScanError(Exception):
+    """A batch length that cannot be, or a batch cut short, at ``position`` of a file."""
+
+    def __init__(self, position: int, reason: str) -> None:
+        super().__init__(f"{reason} at position {position}")
+        self.position = position
+
+
+def scan_batches(fd: int, position: int, end: int, *, strict: bool = False) -> Iterator[tuple[int, memoryview]]:
+    """(position, whole batch bytes) of the batches in ``[position, end)`` of a segment file, read
+    with one ``pread`` per 4 MiB (or per batch larger than that). A length that cannot be a batch or
+    a batch cut short ends the scan, silently or (``strict``) with :class:`BatchScanError`."""
+
+    def stop(at: int, reason: str) -> None:
+        if strict:
+            raise BatchScanError(at, reason)
+
+    while position < end:
+        chunk = memoryview(os.pread(fd, min(READ_CHUNK, end - position), position))
+        pos = 0
+        while pos + LOG_OVERHEAD <= len(chunk):
+            _, length = LOG_HEADER.unpack_from(chunk, pos)
+            if length < MIN_BATCH_LENGTH:
+                stop(position + pos, f"invalid batch length {length}")
+                return
+            size = LOG_OVERHEAD + length
+            if pos + size > len(chunk):
+                break
+            yield position + pos, chunk[pos : pos + size]
+            pos += size
+        if pos == 0:  # the next batch is larger than a chunk, or torn at the end of the file
+            if len(chunk) < LOG_OVERHEAD:
+                stop(position, "truncated batch")
+                return
+            _, length = LOG_HEADER.unpack_from(chunk, 0)
+            size = LOG_OVERHEAD + length
+            if length < MIN_BATCH_LENGTH or position + size > end:
+                stop(position, f"invalid batch length {length}" if length < MIN_BATCH_LENGTH else "truncated batch")
+                return
+            whole = memoryview(os.pread(fd, size, position))
+            if len(whole) < size:
+                stop(position, "truncated batch")
+                return
+            yield position, whole
+            pos = size
+        position += pos
 
 
 class FileSlice:
@@ -155,9 +199,9 @@ class Segment:
             head = os.pread(fd, HEADER_SIZE, position)
             if len(head) < HEADER_SIZE:
                 return
-            base_offset, length = _LOG_HEADER.unpack_from(head)
+            base_offset, length = LOG_HEADER.unpack_from(head)
             size = LOG_OVERHEAD + length
-            if length < _MIN_BATCH_LENGTH or position + size > end:
+            if length < MIN_BATCH_LENGTH or position + size > end:
                 return
             fields = HEADER.unpack_from(head)
             yield BatchHeader(position, size, base_offset, base_offset + fields[6], fields[8])
@@ -168,33 +212,7 @@ class Segment:
 
         Stops silently at a trailing partial batch or a length that cannot be a batch; callers that
         must validate the content use ``RecordBatchView.validate``."""
-        fd = self.file.fileno()
-        end = self.size
-        while position < end:
-            chunk = memoryview(os.pread(fd, min(_READ_CHUNK, end - position), position))
-            pos = 0
-            while pos + LOG_OVERHEAD <= len(chunk):
-                _, length = _LOG_HEADER.unpack_from(chunk, pos)
-                if length < _MIN_BATCH_LENGTH:
-                    return
-                size = LOG_OVERHEAD + length
-                if pos + size > len(chunk):
-                    break
-                yield position + pos, chunk[pos : pos + size]
-                pos += size
-            if pos == 0:  # the next batch is larger than a chunk, or torn at the end of the file
-                if len(chunk) < LOG_OVERHEAD:
-                    return
-                _, length = _LOG_HEADER.unpack_from(chunk, 0)
-                size = LOG_OVERHEAD + length
-                if length < _MIN_BATCH_LENGTH or position + size > end:
-                    return
-                whole = memoryview(os.pread(fd, size, position))
-                if len(whole) < size:
-                    return
-                yield position, whole
-                pos = size
-            position += pos
+        return scan_batches(self.file.fileno(), position, self.size)
 
     def find_position(self, offset: int) -> BatchHeader | None:
         """The header of the batch holding ``offset`` (or the first batch after it); None if none."""
@@ -387,4 +405,4 @@ def _write_all(file: io.FileIO, data) -> None:
         mv = mv[n:]
 
 
-__all__ = ["HEADER_SIZE", "LOG_OVERHEAD", "BatchHeader", "FileSlice", "Segment"]
+__all__ = ["HEADER_SIZE", "READ_CHUNK", "BatchHeader", "BatchScanError", "FileSlice", "Segment", "scan_batches"]

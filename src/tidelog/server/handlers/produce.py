@@ -15,7 +15,13 @@ from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import ProduceRequest, ProduceResponse
 from tidelog.records import CompressionType
-from tidelog.records.batch import ATTRIBUTES_OFFSET, COMPRESSION_CODEC_MASK, LOG_OVERHEAD, MAGIC_OFFSET
+from tidelog.records.batch import (
+    ATTRIBUTES_OFFSET,
+    COMPRESSION_CODEC_MASK,
+    LOG_HEADER,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+)
 from tidelog.replica.manager import ReplicaManager
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import CloseConnection, handles
@@ -99,7 +105,7 @@ def _check_format(version: int, records) -> None:
     if mv[MAGIC_OFFSET] != 2:
         raise KafkaError(ErrorCode.INVALID_RECORD,
                          f"Produce v{version} may only carry record batches with magic 2, not {mv[MAGIC_OFFSET]}")
-    if LOG_OVERHEAD + int.from_bytes(mv[8:LOG_OVERHEAD], "big", signed=True) < len(mv):
+    if LOG_OVERHEAD + LOG_HEADER.unpack_from(mv)[1] < len(mv):
         raise KafkaError(ErrorCode.INVALID_RECORD, f"Produce v{version} must carry exactly one record batch per partition")
     if version < 7 and mv[ATTRIBUTES_OFFSET + 1] & COMPRESSION_CODEC_MASK == CompressionType.ZSTD:
         raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Produce v{version} cannot carry ZSTD batches (v7+)")
