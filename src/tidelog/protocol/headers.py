@@ -17,14 +17,14 @@ from dataclasses import dataclass
 
 from tidelog.protocol.api_keys import api_entry, request_header_version, response_header_version
 from tidelog.protocol.exceptions import MalformedMessageError
-from tidelog.protocol.message import Message, obj_buf
+from tidelog.protocol.message import Message, byte_view
 from tidelog.protocol.messages.header import RequestHeader, ResponseHeader
 from tidelog.protocol.primitives import INT16, INT32, Writer
 
 
 def peek_api(frame) -> tuple[int, int]:
     """(api_key, api_version) of a request frame, without decoding anything else."""
-    buf = obj_buf(frame)
+    buf = byte_view(frame)
     if len(buf) < 8:
         raise MalformedMessageError("request shorter than its header")
     return INT16.unpack_from(buf, 0)[0], INT16.unpack_from(buf, 2)[0]

@@ -73,15 +73,15 @@ class Message(Struct):
     def decode(cls, data: bytes | bytearray | memoryview, version: int, *, strict: bool = False):
         """Decode one message body. With ``strict``, bytes left over after the message are an error."""
         obj, pos = cls.decode_from(data, 0, version)
-        if strict and pos != len(obj_buf(data)):
-            raise MalformedMessageError(f"{len(obj_buf(data)) - pos} unexpected bytes after {cls.__name__}")
+        if strict and pos != len(byte_view(data)):
+            raise MalformedMessageError(f"{len(byte_view(data)) - pos} unexpected bytes after {cls.__name__}")
         return obj
 
     @classmethod
     def decode_from(cls, data, pos: int, version: int):
         """Decode at ``pos``; returns ``(message, position after it)``."""
         cls._check_version(version)
-        buf = obj_buf(data)
+        buf = byte_view(data)
         try:
             return cls._read(buf, pos, version)  # type: ignore[attr-defined]
         except ProtocolError:
@@ -110,7 +110,8 @@ class Message(Struct):
         return w.buffers()
 
 
-def obj_buf(data) -> memoryview:
+def byte_view(data) -> memoryview:
+    """A flat memoryview of unsigned bytes over ``data`` (bytes, bytearray or any memoryview), without copying."""
     if type(data) is memoryview:
         return data if data.format == "B" and data.ndim == 1 else data.cast("B")
     return memoryview(data)

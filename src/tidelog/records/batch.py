@@ -371,11 +371,11 @@ def iter_batches(buf: bytes | bytearray | memoryview, *, allow_partial: bool = F
                 return
             raise InvalidRecordError(f"entry of {size} bytes at blob position {pos} is truncated to {remaining}")
         magic = mv[pos + MAGIC_OFFSET]
-        entry = mv[pos : pos + size]
+        batch_bytes = mv[pos : pos + size]
         if magic == MAGIC_VALUE_V2:
-            yield RecordBatchView(entry)
+            yield RecordBatchView(batch_bytes)
         elif magic in (0, 1):
-            yield LegacyMessageView(entry)
+            yield LegacyMessageView(batch_bytes)
         else:
             raise InvalidRecordError(f"unknown magic {magic} at blob position {pos}")
         pos += size

@@ -75,17 +75,17 @@ def _legacy_to_batches(buf: bytes | bytearray | memoryview, base_offset: int | N
     out: list[bytes] = []
     run = _BatchRun(out)
     next_offset = base_offset
-    for entry in iter_batches(buf):
-        if isinstance(entry, RecordBatchView):
+    for batch in iter_batches(buf):
+        if isinstance(batch, RecordBatchView):
             run.flush()
-            out.append(bytes(entry.buffer))
+            out.append(bytes(batch.buffer))
             continue
-        entry.validate()
-        timestamp_type = entry.timestamp_type
+        batch.validate()
+        timestamp_type = batch.timestamp_type
         if timestamp_type == TimestampType.NO_TIMESTAMP_TYPE:
             timestamp_type = TimestampType.CREATE_TIME
-        codec = entry.compression_type
-        for record in entry.records(max_decompressed_bytes=max_decompressed_bytes):
+        codec = batch.compression_type
+        for record in batch.records(max_decompressed_bytes=max_decompressed_bytes):
             if next_offset is not None:
                 record.offset = next_offset
                 next_offset += 1
@@ -109,21 +109,21 @@ def batches_to_legacy(buf: bytes | bytearray | memoryview, magic: int, *,
 
 def _batches_to_legacy(buf: bytes | bytearray | memoryview, magic: int, max_decompressed_bytes: int) -> bytes:
     parts: list[bytes] = []
-    for entry in iter_batches(buf):
-        if isinstance(entry, LegacyMessageView):
-            if entry.magic <= magic:
-                parts.append(bytes(entry.buffer))
+    for batch in iter_batches(buf):
+        if isinstance(batch, LegacyMessageView):
+            if batch.magic <= magic:
+                parts.append(bytes(batch.buffer))
                 continue
-            records = list(entry.records(max_decompressed_bytes=max_decompressed_bytes))
+            records = list(batch.records(max_decompressed_bytes=max_decompressed_bytes))
         else:
-            if entry.is_control_batch:
+            if batch.is_control_batch:
                 continue
-            records = list(entry.records(max_decompressed_bytes=max_decompressed_bytes))
-        codec = entry.compression_type
+            records = list(batch.records(max_decompressed_bytes=max_decompressed_bytes))
+        codec = batch.compression_type
         if codec is CompressionType.ZSTD:
             raise UnsupportedCompressionTypeError("ZSTD-compressed batches cannot be down-converted")
         if records:
-            parts.append(_message_set(records, magic, codec, entry.timestamp_type))
+            parts.append(_message_set(records, magic, codec, batch.timestamp_type))
     return b"".join(parts)
 
 

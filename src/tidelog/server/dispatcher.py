@@ -51,9 +51,9 @@ class Handler:
 
 def handles(api_key: int, min_version: int, max_version: int, error_response: ErrorFn | None = None):
     """Declare a method as the handler of ``api_key`` for versions ``min_version..max_version``."""
-    entry = API_REGISTRY[api_key]
-    if not (entry.min_version <= min_version <= max_version <= entry.max_version):
-        raise ValueError(f"{entry.name}: versions {min_version}-{max_version} outside the codec's range")
+    api = API_REGISTRY[api_key]
+    if not (api.min_version <= min_version <= max_version <= api.max_version):
+        raise ValueError(f"{api.name}: versions {min_version}-{max_version} outside the codec's range")
 
     def mark(fn: HandlerFn) -> HandlerFn:
         setattr(fn, _MARK, (api_key, min_version, max_version, error_response))
@@ -140,21 +140,21 @@ class HandlerRegistry:
             raise CloseConnection(f"malformed request header: {e}") from None
         if api_key not in API_REGISTRY:
             raise CloseConnection(f"unknown API key {api_key}")
-        entry = API_REGISTRY[api_key]
+        api = API_REGISTRY[api_key]
         try:
             header, pos = decode_request_header(frame)
         except (ProtocolError, UnknownApiKeyError) as e:
-            raise CloseConnection(f"malformed {entry.name} request header: {e}") from None
+            raise CloseConnection(f"malformed {api.name} request header: {e}") from None
         corr = header.correlation_id
         h = self._handlers.get(api_key)
         if api_key == ApiKey.API_VERSIONS and h is not None and api_version > h.max_version:
             return Dispatched(api_key, 0, corr, self.api_versions_fallback())
         try:
-            body, _ = entry.request.decode_from(frame, pos, api_version)
+            body, _ = api.request.decode_from(frame, pos, api_version)
         except UnsupportedVersionError:
-            raise CloseConnection(f"{entry.name} v{api_version} is not a version Tidelog knows") from None
+            raise CloseConnection(f"{api.name} v{api_version} is not a version Tidelog knows") from None
         except ProtocolError as e:
-            raise CloseConnection(f"malformed {entry.name} v{api_version} request: {e}") from None
+            raise CloseConnection(f"malformed {api.name} v{api_version} request: {e}") from None
         if h is None or not (h.min_version <= api_version <= h.max_version):
             return Dispatched(api_key, api_version, corr,
                               self.error_response(api_key, body, ErrorCode.UNSUPPORTED_VERSION))
@@ -166,7 +166,7 @@ class HandlerRegistry:
         except CloseConnection:
             raise
         except Exception:
-            log.exception("%s v%d handler failed", entry.name, api_version)
+            log.exception("%s v%d handler failed", api.name, api_version)
             result = self.error_response(api_key, body, ErrorCode.UNKNOWN_SERVER_ERROR)
         return Dispatched(api_key, api_version, corr, result)
 

@@ -136,9 +136,9 @@ class LogCleaner:
             for seg, end in chosen
         )
         producers = {
-            pid: entry.last_data_offset
-            for pid, entry in plog.producer_state.active_producers.items()
-            if entry.last_data_offset >= 0
+            pid: producer.last_data_offset
+            for pid, producer in plog.producer_state.active_producers.items()
+            if producer.last_data_offset >= 0
         }
         return CleanPlan(plog.topic, plog.partition, plog.directory, plog.config, now, dirty, uncleanable,
                          sources, producers)
