@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-__all__ = ["ErrorCode", "KafkaError"]
+__all__ = ["ErrorCode", "KafkaError", "RecordValidationError"]
 
 
 class ErrorCode(IntEnum):
@@ -323,3 +323,21 @@ class KafkaError(Exception):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(ErrorCode.{self.code.name}, {self.message!r})"
+
+
+class RecordValidationError(KafkaError):
+    """A batch refused because of some of its records (KIP-467): ``record_errors`` lists each
+    offending record as (batch index, message), which Produce v8+ returns so clients fail only those
+    records. The code is INVALID_TIMESTAMP if any record had a bad timestamp, else INVALID_RECORD, and
+    the message Kafka's summary."""
+
+    def __init__(self, record_errors: list[tuple[int, str]], *, bad_timestamp: bool) -> None:
+        if bad_timestamp:
+            code, message = ErrorCode.INVALID_TIMESTAMP, "One or more records have been rejected due to invalid timestamp"
+        else:
+            shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in record_errors[:3])
+            code = ErrorCode.INVALID_RECORD
+            message = (f"One or more records have been rejected due to {len(record_errors)} record errors in total, "
+                       f"and only showing the first three errors at most: [{shown}]")
+        super().__init__(code, message)
+        self.record_errors = record_errors

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from tidelog.clock import Clock
 from tidelog.config import INT_MAX, TopicConfig
-from tidelog.errors import ErrorCode, KafkaError
+from tidelog.errors import ErrorCode, KafkaError, RecordValidationError
 from tidelog.records import (
     CorruptRecordError,
     RecordBatchView,
@@ -131,8 +131,7 @@ class PartitionLog:
             data = bytearray(_convert_legacy(data))
         now = self.clock.wall_ms()
         views = self._split_and_validate(data, now)
-        if self.config.compact:
-            self._check_keys(views)
+        self._check_records(views, now)
         log_append = self.config.message_timestamp_type == "LogAppendTime"
         if len(views) > 1 and any(v.producer_id >= 0 for v in views):
             raise KafkaError(ErrorCode.INVALID_RECORD, "an idempotent produce must carry exactly one batch")
@@ -221,38 +220,42 @@ class PartitionLog:
                     raise KafkaError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
                 if view.record_count <= 0:
                     raise KafkaError(ErrorCode.INVALID_RECORD, "a record batch must hold at least one record")
-                self._check_timestamps(view, now)
             views.append(view)
             pos += size
         if not views:
             raise KafkaError(ErrorCode.INVALID_RECORD, "no record batches in the request")
         return views
 
-    def _check_keys(self, views: list[RecordBatchView]) -> None:
-        """Compacted topics need a key on every record (decodes the records: compacted topics only)."""
+    def _check_records(self, views: list[RecordBatchView], now: int) -> None:
+        """KIP-467: every record the topic must refuse, by its index in the batch, in one
+        :class:`RecordValidationError`. Records are decoded only when a rule needs them: a compacted
+        topic (every record needs a key) or a CreateTime batch whose timestamps may be out of
+        ``message.timestamp.before/after.max.ms`` (the header's max timestamp rules out "too new";
+        "too old" is possible only when before.max.ms is finite)."""
+        errors: list[tuple[int, str]] = []
+        bad_timestamp = False
         for view in views:
+            check_time = (self.config.message_timestamp_type == "CreateTime"
+                          and view.timestamp_type == TimestampType.CREATE_TIME)
+            low = now - self.config.message_timestamp_before_max_ms
+            high = now + self.config.message_timestamp_after_max_ms
+            check_time = check_time and (view.max_timestamp > high or low > 0)
+            if not (self.config.compact or check_time):
+                continue
             try:
-                missing = any(record.key is None for record in view.records())
+                records = list(view.records())
             except RecordsError as e:
                 raise _records_error(e) from None
-            if missing:
-                raise KafkaError(
-                    ErrorCode.INVALID_RECORD,
-                    f"Compacted topic cannot accept message without key in topic partition {self.topic}-{self.partition}.",
-                )
-
-    def _check_timestamps(self, view: RecordBatchView, now: int) -> None:
-        if self.config.message_timestamp_type != "CreateTime" or view.timestamp_type != TimestampType.CREATE_TIME:
-            return
-        before, after = self.config.message_timestamp_before_max_ms, self.config.message_timestamp_after_max_ms
-        for ts in (view.base_timestamp, view.max_timestamp):
-            if ts < 0:
-                continue
-            if now - ts > before or ts - now > after:
-                raise KafkaError(
-                    ErrorCode.INVALID_TIMESTAMP,
-                    f"timestamp {ts} is outside the range allowed by message.timestamp.before/after.max.ms",
-                )
+            for index, record in enumerate(records):
+                if check_time and record.timestamp >= 0 and not low <= record.timestamp <= high:
+                    bad_timestamp = True
+                    errors.append((index, f"Timestamp {record.timestamp} of message with offset {record.offset} is "
+                                          f"out of range. The timestamp should be within [{low}, {high}]"))
+                elif self.config.compact and record.key is None:
+                    errors.append((index, "Compacted topic cannot accept message without key in topic partition "
+                                          f"{self.topic}-{self.partition}."))
+        if errors:
+            raise RecordValidationError(errors, bad_timestamp=bad_timestamp)
 
     def _append_bytes(self, data, first: int, last: int, max_ts: int, offset_of_max_ts: int, now: int) -> None:
         segment = self._maybe_roll(len(data), first, last, now, max_ts)
@@ -356,11 +359,7 @@ class PartitionLog:
         if timestamp == LATEST_TIMESTAMP:
             return -1, self.high_watermark
         if timestamp == MAX_TIMESTAMP:
-            best = None
-            for seg in self.segments:
-                if seg.max_timestamp >= 0 and (best is None or seg.max_timestamp > best[0]):
-                    best = (seg.max_timestamp, seg.offset_of_max_timestamp)
-            return best
+            return self._max_timestamp_and_offset()
         for seg in self.segments:
             if seg.max_timestamp < timestamp or seg.next_offset <= self.log_start_offset:
                 continue
@@ -368,6 +367,29 @@ class PartitionLog:
             if found is not None and found[1] < self.high_watermark:
                 return found
         return None
+
+    def _max_timestamp_and_offset(self) -> tuple[int, int] | None:
+        """The largest timestamp and the offset of the first record that carries it (Kafka 3.7+,
+        KAFKA-16310): the segments know which batch holds it; that batch's records tell which one."""
+        best: tuple[int, int, Segment] | None = None
+        for seg in self.segments:
+            if seg.max_timestamp >= 0 and (best is None or seg.max_timestamp > best[0]):
+                best = (seg.max_timestamp, seg.offset_of_max_timestamp, seg)
+        if best is None:
+            return None
+        max_ts, batch_last_offset, _ = best
+        for view in self.batches(batch_last_offset, batch_last_offset + 1):
+            if view.max_timestamp != max_ts:
+                continue
+            if view.timestamp_type == TimestampType.LOG_APPEND_TIME:
+                return max_ts, view.base_offset  # every record carries the append time
+            try:
+                for record in view.records():
+                    if record.timestamp == max_ts:
+                        return max_ts, record.offset
+            except RecordsError:
+                break
+        return max_ts, batch_last_offset
 
     # ---------------------------------------------------------------------- flush, retention, trim
 

@@ -11,7 +11,7 @@ refused until transactions exist.
 
 from __future__ import annotations
 
-from tidelog.errors import ErrorCode, KafkaError
+from tidelog.errors import ErrorCode, KafkaError, RecordValidationError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import ProduceRequest, ProduceResponse
 from tidelog.records import CompressionType
@@ -28,6 +28,7 @@ from tidelog.server.dispatcher import CloseConnection, handles
 
 TopicResponse = ProduceResponse.TopicProduceResponse
 PartitionResponse = ProduceResponse.PartitionProduceResponse
+BatchError = ProduceResponse.BatchIndexAndErrorMessage
 
 
 def produce_error_response(request: ProduceRequest, code: ErrorCode, message: str | None = None) -> ProduceResponse:
@@ -81,7 +82,11 @@ class ProduceHandler:
             result = self.replicas.append_records(topic, p.index, p.records, acks=request.acks,
                                                   check=lambda records: _check_format(version, records))
         except KafkaError as e:
-            return PartitionResponse(index=p.index, error_code=int(e.code), base_offset=-1, error_message=e.message)
+            response = PartitionResponse(index=p.index, error_code=int(e.code), base_offset=-1, error_message=e.message)
+            if isinstance(e, RecordValidationError):  # KIP-467: the client fails only these records
+                response.record_errors = [BatchError(batch_index=i, batch_index_error_message=m)
+                                          for i, m in e.record_errors]
+            return response
         return PartitionResponse(
             index=p.index,
             error_code=0,
