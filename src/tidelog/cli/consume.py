@@ -117,27 +117,28 @@ def _offset(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     cluster = Cluster(args.bootstrap_server)
-    _, metadata = cluster.connect()
-    partition_count = require_topic(metadata, args.topic)
-    require_partition(args.topic, args.partition, partition_count)
     config: dict[str, Any] = {
         "group.id": args.group or f"tidelog-console-consumer-{os.getpid()}",
         "enable.auto.commit": args.group is not None,
         "auto.offset.reset": "earliest" if args.from_beginning else "latest",
     }
     config.update(dict(args.consumer_prop))
-    try:
+    try:  # before connecting, so that a bad --consumer-prop is a usage error whether or not a broker is up
         consumer = Consumer(cluster.config(config))
     except (KafkaException, ValueError, TypeError) as e:
         raise CliError(f"invalid consumer configuration: {e}", exit_code=2) from None
     assigned: list[bool] = []
-    count, lost, subscribed = 0, None, False
+    count, lost, subscribed, connected = 0, None, False, False
     try:
+        _, metadata = cluster.connect()
+        connected = True
+        partition_count = require_topic(metadata, args.topic)
+        require_partition(args.topic, args.partition, partition_count)
         subscribed = _position(consumer, args, partition_count, lambda *_: assigned.append(True))
         count, lost = _read(consumer, cluster, args)
     finally:
         # Without a broker there is nothing to commit to or leave: do not wait for it.
-        close_consumer(consumer, args.prog, timeout_s=0.5 if lost is not None else 10.0)
+        close_consumer(consumer, args.prog, timeout_s=10.0 if connected and lost is None else 0.5)
     if lost is not None:
         print(f"{args.prog}: {lost}", file=sys.stderr)
         print(f"Consumed {count} record(s).", file=sys.stderr)

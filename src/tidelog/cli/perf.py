@@ -218,8 +218,6 @@ def _send_all(producer: Producer, cluster: Cluster, args: argparse.Namespace, pa
 
 def run_consume(args: argparse.Namespace) -> int:
     cluster = Cluster(args.bootstrap_server)
-    _, metadata = cluster.connect()
-    partition_count = require_topic(metadata, args.topic)
     config: dict[str, Any] = {
         "group.id": args.group or "tidelog-perf-consumer",
         "enable.auto.commit": args.group is not None,
@@ -232,6 +230,10 @@ def run_consume(args: argparse.Namespace) -> int:
         raise CliError(f"invalid consumer configuration: {e}", exit_code=2) from None
     run = _ConsumeRun(args.messages)
     try:
+        _, metadata = cluster.connect()
+        partition_count = require_topic(metadata, args.topic)
+        run = _ConsumeRun(args.messages)  # the clock starts now
+        run.connected = True
         if args.group is not None:
             consumer.subscribe([args.topic])
         else:
@@ -243,7 +245,8 @@ def run_consume(args: argparse.Namespace) -> int:
         run.stopped = str(e)
     finally:
         run.progress.close()
-        close_consumer(consumer, args.prog, timeout_s=0.5 if run.stopped not in (None, "interrupted") else 10.0)
+        lost = run.stopped not in (None, "interrupted") or not run.connected
+        close_consumer(consumer, args.prog, timeout_s=0.5 if lost else 10.0)
     print(summary(run.count, run.total_bytes, run.last - run.start, run.latencies, verb="consumed"))
     if run.stopped is not None:
         print(f"{args.prog}: {run.stopped} after {run.count} of {args.messages} records", file=sys.stderr)
@@ -265,6 +268,7 @@ class _ConsumeRun:
         self.total_bytes = 0
         self.start = self.last = time.monotonic()
         self.stopped: str | None = None
+        self.connected = False
 
 
 def _consume(consumer: Consumer, cluster: Cluster, args: argparse.Namespace, run: _ConsumeRun) -> None:
