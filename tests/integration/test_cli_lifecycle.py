@@ -5,10 +5,12 @@ group's membership and commits are read back with confluent-kafka's admin client
 from __future__ import annotations
 
 import logging
+import queue
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 
@@ -66,6 +68,20 @@ def create(b: BrokerProcess, topic: str, partitions: int, records: int = 0) -> N
         assert p.flush(15) == 0
 
 
+def read_lines(proc: subprocess.Popen[str], count: int, timeout: float = 30.0) -> list[str]:
+    """The first ``count`` lines of the command's stdout, without blocking past ``timeout``."""
+    lines: queue.Queue[str] = queue.Queue()
+    assert proc.stdout is not None
+    stdout = proc.stdout
+
+    def pump() -> None:
+        for _ in range(count):
+            lines.put(stdout.readline().rstrip("\n"))
+
+    threading.Thread(target=pump, daemon=True).start()
+    return [lines.get(timeout=timeout) for _ in range(count)]
+
+
 def wait_for(what: str, condition: Callable[[], bool], procs: list[subprocess.Popen[str]],
              timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
@@ -81,6 +97,11 @@ def members(client: AdminClient, group: str) -> tuple[ConsumerGroupState, int]:
     d = client.describe_consumer_groups([group])[group].result(15)
     assigned = sum(1 for m in d.members if m.assignment.topic_partitions)
     return d.state, assigned
+
+
+def committed(client: AdminClient, group: str) -> dict[int, int]:
+    result = client.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(15)
+    return {tp.partition: tp.offset for tp in result.topic_partitions}
 
 
 def high_watermark(client: AdminClient, topic: str) -> int:
@@ -126,9 +147,8 @@ def test_consume_and_perf_report_a_lost_broker_and_exit_1(fresh_broker: BrokerPr
 def test_sigterm_stops_a_group_consumer_which_commits_and_leaves_at_once(broker: BrokerProcess) -> None:
     create(broker, "terminated", 2, records=6)
     proc = start(broker, "consume", "terminated", "--group", "term-group", "--from-beginning")
-    assert proc.stdout is not None
-    got = [proc.stdout.readline() for _ in range(6)]
-    assert sorted(line.strip() for line in got) == [f"r{i}" for i in range(6)]
+    got = read_lines(proc, 6)
+    assert sorted(got) == [f"r{i}" for i in range(6)]
     client = admin(broker)
     assert members(client, "term-group") == (ConsumerGroupState.STABLE, 1)
     proc.send_signal(signal.SIGTERM)
@@ -138,9 +158,7 @@ def test_sigterm_stops_a_group_consumer_which_commits_and_leaves_at_once(broker:
     # Left the group (LeaveGroup on close), not dropped after its 45 s session timeout.
     d = client.describe_consumer_groups(["term-group"])["term-group"].result(15)
     assert (d.state, len(d.members)) == (ConsumerGroupState.EMPTY, 0)
-    result = client.list_consumer_group_offsets([ConsumerGroupTopicPartitions("term-group")])["term-group"]
-    committed = {tp.partition: tp.offset for tp in result.result(15).topic_partitions}
-    assert committed == {0: 3, 1: 3}  # what it had read, committed on the way out
+    assert committed(client, "term-group") == {0: 3, 1: 3}  # what it had read, committed on the way out
 
 
 def test_ctrl_c_during_perf_prints_the_partial_summary(broker: BrokerProcess) -> None:
@@ -149,9 +167,9 @@ def test_ctrl_c_during_perf_prints_the_partial_summary(broker: BrokerProcess) ->
     producing = start(broker, "perf", "produce", "--topic", "interrupted", "--num-records", "100000000",
                       "--record-size", "50", "--throughput", "2000")
     consuming = start(broker, "perf", "consume", "--topic", "interrupted", "--messages", "100000000",
-                      "--group", "interrupted-perf")
+                      "--group", "interrupted-perf", "--consumer-prop", "auto.commit.interval.ms=100")
     wait_for("progress", lambda: high_watermark(client, "interrupted") > 700
-             and members(client, "interrupted-perf")[1] == 1, [producing, consuming])
+             and committed(client, "interrupted-perf").get(0, -1) > 0, [producing, consuming])
     for proc, prog, verb in ((producing, "tidelog perf produce", "sent"), (consuming, "tidelog perf consume", "consumed")):
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=20)

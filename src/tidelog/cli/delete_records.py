@@ -38,7 +38,8 @@ HIGH_WATERMARK = -1
 def add_parser(actions: argparse._SubParsersAction) -> None:
     trim = actions.add_parser(
         "trim", aliases=["delete-records"], help="delete the oldest records of a topic (DeleteRecords)",
-        description="Delete the records before an offset or a time in a topic's partitions, moving their "
+        description="Delete the records before an offset or a time in a topic's partitions (rpk's trim; "
+        "delete-records is Kafka's name for it), moving their "
         "log start offset (low watermark) forward, and print the new low watermarks. Topics whose "
         "cleanup.policy is only compact refuse it.",
     )
