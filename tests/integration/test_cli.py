@@ -30,10 +30,9 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLE_PROPERTIES = REPO / "config" / "server.properties"
 
 
-def tidelog(*args: str, stdin: bytes | None = None, timeout: float = 30,
-            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def tidelog(*args: str, stdin: bytes | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
     out = subprocess.run([sys.executable, "-m", "tidelog", *args], input=stdin, capture_output=True,
-                         timeout=timeout, env=env)
+                         timeout=timeout)
     return subprocess.CompletedProcess(out.args, out.returncode, out.stdout.decode("utf-8", "replace"),
                                        out.stderr.decode("utf-8", "replace"))
 
@@ -311,22 +310,28 @@ def test_serve_starts_with_the_example_properties(tmp_path: Path) -> None:
 def test_bootstrap_server_before_or_after_the_command_or_from_the_environment(broker: BrokerProcess) -> None:
     assert at(broker, "produce", "cli-where", stdin=b"x\n").returncode == 0
     nowhere = f"127.0.0.1:{closed_port()}"
-    env = {**os.environ, "TIDELOG_BOOTSTRAP_SERVERS": broker.bootstrap}
-    runs = {
-        "before": tidelog("--bootstrap-server", broker.bootstrap, "topics", "list"),
-        "after": tidelog("topics", "list", "--bootstrap-server", broker.bootstrap),
-        "environment": tidelog("topics", "list", env=env),
+    here = broker.bootstrap
+    runs = {  # how: (arguments, $TIDELOG_BOOTSTRAP_SERVERS or None)
+        "before": (["--bootstrap-server", here, "topics", "list"], None),
+        "after": (["topics", "list", "--bootstrap-server", here], None),
+        "environment": (["topics", "list"], here),
         # The option wins over the environment, and after the command over before it.
-        "option over environment": tidelog("topics", "list", "--bootstrap-server", broker.bootstrap,
-                                           env={**os.environ, "TIDELOG_BOOTSTRAP_SERVERS": nowhere}),
-        "after over before": tidelog("--bootstrap-server", nowhere, "topics", "list",
-                                     "--bootstrap-server", broker.bootstrap),
+        "option over environment": (["topics", "list", "--bootstrap-server", here], nowhere),
+        "after over before": (["--bootstrap-server", nowhere, "topics", "list", "--bootstrap-server", here], None),
+        "environment, nowhere": (["topics", "list"], nowhere),
     }
-    for how, out in runs.items():
-        assert out.returncode == 0, (how, out.stderr)
-        assert "cli-where" in out.stdout.split(), how
-    out = tidelog("topics", "list", env={**os.environ, "TIDELOG_BOOTSTRAP_SERVERS": nowhere})
-    assert out.returncode == 1 and out.stderr.strip() == f"tidelog topics list: cannot reach the broker at {nowhere}"
+    env = {k: v for k, v in os.environ.items() if k != "TIDELOG_BOOTSTRAP_SERVERS"}
+    procs = {how: subprocess.Popen([sys.executable, "-m", "tidelog", *args], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True,
+                                   env=env if var is None else {**env, "TIDELOG_BOOTSTRAP_SERVERS": var})
+             for how, (args, var) in runs.items()}
+    for how, proc in procs.items():
+        out, err = proc.communicate(timeout=60)
+        if how == "environment, nowhere":
+            assert proc.returncode == 1 and err.strip() == f"tidelog topics list: cannot reach the broker at {nowhere}"
+            continue
+        assert proc.returncode == 0, (how, err)
+        assert "cli-where" in out.split(), how
 
 
 def test_topic_option_where_kafkas_tools_take_it(broker: BrokerProcess) -> None:
