@@ -1,13 +1,16 @@
-"""What the client-side commands (topics, produce, consume, perf) share: the ``--bootstrap-server``
-option, building confluent-kafka clients, a fast "is the broker there?" check, errors as exit codes,
-and a stderr progress line.
+"""What the client-side commands share: building confluent-kafka clients, a bounded "is the broker
+there?" check, noticing a broker that dies mid-command, errors as exit codes, and a progress line.
 
 Exit codes, the same for every command:
 
 * 0: done;
-* 1: the broker or the operation failed (broker unreachable, topic missing, a delivery failed ...),
+* 1: the broker or the operation failed (broker unreachable or lost, topic missing, a delivery failed ...),
   reported as one line ``tidelog <command>: <what went wrong>`` on stderr;
-* 2: bad arguments (argparse's own code; ``KEY=VALUE`` options are checked by :func:`key_value`).
+* 2: bad arguments (argparse's usage error, or a value only the command can check);
+* 130: interrupted (Ctrl-C or SIGTERM) where the command has no natural end, such as ``perf``.
+
+SIGTERM is turned into ``KeyboardInterrupt`` while a command runs, so ``kill`` stops a command the way
+Ctrl-C does: a group consumer commits, leaves its group and closes.
 
 These commands are Kafka clients and nothing more: they talk to any Kafka-compatible broker and never
 import broker internals. librdkafka's own log lines are silenced; its errors surface as the messages
@@ -17,35 +20,42 @@ above. Not thread-safe (a CLI process runs one command).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import logging
 import math
+import os
+import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
-from datetime import datetime
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TextIO
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient, ClusterMetadata
 
-DEFAULT_BOOTSTRAP = "localhost:9092"
-#: How long to wait for the first Metadata answer before saying the broker cannot be reached.
+from tidelog.cli.argument import add_bootstrap_argument
+
+#: How long to wait for the first Metadata answer before saying the broker cannot be reached; also how
+#: long a lost broker may stay away before a running command gives up.
 CONNECT_TIMEOUT_S = 5.0
 #: librdkafka keeps retrying a refused connection; once every broker is down for this long, give up early.
 REFUSED_GRACE_S = 1.0
 #: How long an admin request (CreateTopics, DescribeConfigs ...) may take.
 REQUEST_TIMEOUT_S = 15.0
+#: Set to 1 to see the Python traceback of an unexpected error instead of the one-line report.
+DEBUG_ENV = "TIDELOG_DEBUG"
 
 _SILENT = logging.getLogger("tidelog.cli.librdkafka")
 _SILENT.addHandler(logging.NullHandler())
 _SILENT.propagate = False
 
-# Client-side errors that mean "no broker answered": the connection was refused, the name did not
-# resolve, or every broker is down.
+# Client-side errors that mean "no broker answered": the connection was refused or dropped, the name
+# did not resolve, or every broker is down.
 _UNREACHABLE = {KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE, KafkaError._TRANSPORT, KafkaError._TIMED_OUT}
 _GIVE_UP_EARLY = {KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE}
+_CONNECTION_TROUBLE = {KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT, KafkaError._RESOLVE}
 
 
 class CliError(Exception):
@@ -56,59 +66,61 @@ class CliError(Exception):
         self.exit_code = exit_code
 
 
-# ------------------------------------------------------------------------------------------ arguments
-
-
-def add_bootstrap_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT",
-        help=f"broker(s) to connect to, comma-separated (default {DEFAULT_BOOTSTRAP})",
-    )
-
-
-def key_value(text: str) -> tuple[str, str]:
-    """argparse ``type=`` for ``KEY=VALUE`` (the value may be empty or contain ``=``)."""
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    return key.strip(), value
-
-
-def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value}")
-    return value
-
-
-def positive_int(text: str) -> int:
-    value = non_negative_int(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("expected a number > 0, got 0")
-    return value
+class BrokerLost(CliError):
+    """The broker went away while the command ran and did not come back in time."""
 
 
 # ------------------------------------------------------------------------------------------ running
 
 
+def command(parser: argparse.ArgumentParser, fn: Callable[[argparse.Namespace], int]) -> None:
+    """Make ``parser`` run ``fn``: adds ``--bootstrap-server`` and wraps ``fn`` with :func:`entry`."""
+    add_bootstrap_argument(parser)
+    parser.set_defaults(func=entry(fn, parser.prog), prog=parser.prog, parser=parser)
+
+
 def entry(fn: Callable[[argparse.Namespace], int], prog: str) -> Callable[[argparse.Namespace], int]:
-    """Wrap a command so that :class:`CliError` and client exceptions become one stderr line + exit code."""
+    """Wrap a command: SIGTERM acts as Ctrl-C, and :class:`CliError`, client exceptions and anything
+    unexpected become one stderr line and an exit code (never a traceback, unless $TIDELOG_DEBUG)."""
 
     @functools.wraps(fn)
     def run(args: argparse.Namespace) -> int:
-        try:
-            return fn(args)
-        except CliError as e:
-            print(f"{prog}: {e}", file=sys.stderr)
-            return e.exit_code
-        except KafkaException as e:
-            print(f"{prog}: {describe_error(e)}", file=sys.stderr)
-            return 1
+        with _sigterm_interrupts():
+            try:
+                return fn(args)
+            except CliError as e:
+                print(f"{prog}: {e}", file=sys.stderr)
+                return e.exit_code
+            except KafkaException as e:
+                print(f"{prog}: {describe_error(e)}", file=sys.stderr)
+                return 1
+            except (KeyboardInterrupt, BrokenPipeError):
+                raise
+            except Exception as e:
+                if os.environ.get(DEBUG_ENV):
+                    raise
+                print(f"{prog}: unexpected error: {type(e).__name__}: {e} (set {DEBUG_ENV}=1 for details)",
+                      file=sys.stderr)
+                return 1
 
     return run
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """While active, SIGTERM raises KeyboardInterrupt in the main thread (the old handler comes back after)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def describe_error(error: KafkaError | KafkaException | BaseException) -> str:
@@ -129,13 +141,18 @@ def error_code(error: BaseException) -> int | None:
     return None
 
 
+# ------------------------------------------------------------------------------------------ the cluster
+
+
 class Cluster:
-    """The broker(s) a command talks to: builds confluent-kafka clients with the shared settings and
-    checks reachability with a bounded wait (librdkafka alone would retry forever)."""
+    """The broker(s) a command talks to: builds confluent-kafka clients with the shared settings, checks
+    reachability with a bounded wait (librdkafka alone would retry forever) and notices a broker lost
+    while the command runs (:meth:`check_connection`)."""
 
     def __init__(self, bootstrap: str) -> None:
         self.bootstrap = bootstrap
         self.errors: list[KafkaError] = []
+        self._trouble = False
 
     def config(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
         """Client properties: the bootstrap servers, silenced librdkafka logs, errors collected, ``extra``."""
@@ -144,7 +161,10 @@ class Cluster:
         return conf
 
     def _on_error(self, error: KafkaError) -> None:
-        self.errors.append(error)
+        if len(self.errors) < 100:
+            self.errors.append(error)
+        if error.code() in _CONNECTION_TROUBLE:
+            self._trouble = True
 
     def admin(self) -> AdminClient:
         return AdminClient(self.config())
@@ -162,6 +182,7 @@ class Cluster:
             try:
                 metadata = client.list_topics(topic, timeout=0.5)
                 if topic is None or not _retriable(metadata.topics.get(topic)):
+                    self._trouble = False
                     return metadata
             except KafkaException as e:
                 if error_code(e) not in _UNREACHABLE:
@@ -180,6 +201,26 @@ class Cluster:
         admin = self.admin()
         return admin, self.metadata(admin)
 
+    def check_connection(self, client: Any, lost_after_s: float = CONNECT_TIMEOUT_S) -> None:
+        """Cheap unless librdkafka reported a dropped or refused connection since the last call; then ask
+        for metadata until a broker answers (go on) or ``lost_after_s`` pass (:class:`BrokerLost`).
+
+        ``client`` is the Producer or Consumer whose ``poll``/``consume``/``flush`` serves the error
+        callbacks; call this from the loop that calls those."""
+        if not self._trouble:
+            return
+        self._trouble = False
+        deadline = time.monotonic() + lost_after_s
+        while True:
+            try:
+                client.list_topics(timeout=0.5)
+                return
+            except KafkaException as e:
+                if error_code(e) not in _UNREACHABLE:
+                    raise
+            if time.monotonic() >= deadline:
+                raise BrokerLost(f"lost the broker at {self.bootstrap} (no answer for {lost_after_s:.0f} s)")
+
 
 def _retriable(topic_metadata: Any) -> bool:
     error = getattr(topic_metadata, "error", None)
@@ -194,6 +235,31 @@ def require_topic(metadata: ClusterMetadata, topic: str) -> int:
     if t.error is not None:
         raise CliError(f"topic {topic!r}: {describe_error(t.error)}")
     return len(t.partitions)
+
+
+def internal_topics(admin: AdminClient, names: Sequence[str]) -> set[str]:
+    """Which of ``names`` the broker flags as internal (``__consumer_offsets``, ``__transaction_state``):
+    Metadata's ``is_internal``, through DescribeTopics."""
+    if not names:
+        return set()
+    futures = admin.describe_topics(TopicCollection(list(names)), request_timeout=REQUEST_TIMEOUT_S)
+    internal = set()
+    for name, future in futures.items():
+        try:
+            if future.result().is_internal:
+                internal.add(name)
+        except KafkaException as e:
+            if error_code(e) != KafkaError.UNKNOWN_TOPIC_OR_PART:  # deleted meanwhile: not listed anyway
+                raise CliError(f"cannot describe topic {name!r}: {describe_error(e)}") from None
+    return internal
+
+
+def require_topics(metadata: ClusterMetadata, names: Sequence[str]) -> None:
+    """``CliError`` naming every topic of ``names`` that does not exist."""
+    missing = [n for n in names if n not in metadata.topics]
+    if missing:
+        raise CliError(", ".join(f"topic {n!r}" for n in missing) + (" does not exist" if len(missing) == 1
+                                                                       else " do not exist"))
 
 
 def require_partition(topic: str, partition: int | None, partition_count: int) -> None:
@@ -214,7 +280,7 @@ def close_consumer(consumer: Any, prog: str, timeout_s: float = 10.0) -> None:
         done.set()
 
     threading.Thread(target=close, name="consumer-close", daemon=True).start()
-    if not done.wait(timeout_s):
+    if not done.wait(timeout_s) and timeout_s >= 1:
         print(f"{prog}: gave up closing the consumer after {timeout_s:.0f} s (offsets may not be committed)",
               file=sys.stderr)
 
@@ -269,36 +335,22 @@ def percentile(sorted_values: Sequence[float], share: float) -> float:
     return sorted_values[rank]
 
 
-def timestamp_ms(text: str) -> int:
-    """An argparse type: epoch milliseconds, or an ISO 8601 date-time (naive = local time)."""
-    if text.isdigit():
-        return int(text)
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected epoch milliseconds or an ISO 8601 date-time such as 2024-05-01T12:00:00Z, got {text!r}"
-        ) from None
-    return int(moment.timestamp() * 1000)
-
-
 __all__ = [
     "CONNECT_TIMEOUT_S",
-    "DEFAULT_BOOTSTRAP",
+    "DEBUG_ENV",
     "REQUEST_TIMEOUT_S",
+    "BrokerLost",
     "CliError",
     "Cluster",
     "Progress",
-    "add_bootstrap_argument",
     "close_consumer",
+    "command",
     "describe_error",
     "entry",
     "error_code",
-    "key_value",
-    "non_negative_int",
+    "internal_topics",
     "percentile",
-    "positive_int",
     "require_partition",
     "require_topic",
-    "timestamp_ms",
+    "require_topics",
 ]

@@ -9,6 +9,9 @@ Where reading starts, per partition:
 
 Without ``--group`` the command assigns the partitions itself and commits nothing. With ``--group`` and
 no explicit position it subscribes (the group coordinator assigns partitions) and commits as it goes.
+Ctrl-C and SIGTERM stop it cleanly: a group member commits, leaves its group and exits 0. A broker
+that dies is noticed: after :data:`~tidelog.cli.client.CONNECT_TIMEOUT_S` without an answer the command
+reports ``lost the broker at HOST:PORT`` and exits 1.
 
 ``--format json`` prints one object per record::
 
@@ -43,20 +46,24 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from tidelog.cli.client import (
-    REQUEST_TIMEOUT_S,
-    CliError,
-    Cluster,
-    add_bootstrap_argument,
-    close_consumer,
-    describe_error,
-    entry,
+from tidelog.cli.argument import (
+    add_topic_argument,
     key_value,
     non_negative_int,
+    offset,
     positive_int,
+    timestamp_ms,
+)
+from tidelog.cli.client import (
+    REQUEST_TIMEOUT_S,
+    BrokerLost,
+    CliError,
+    Cluster,
+    close_consumer,
+    command,
+    describe_error,
     require_partition,
     require_topic,
-    timestamp_ms,
 )
 
 _TIMESTAMP_TYPES = {TIMESTAMP_CREATE_TIME: "CreateTime", TIMESTAMP_LOG_APPEND_TIME: "LogAppendTime"}
@@ -70,9 +77,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "consume", help="print a topic's records",
         description="Read records from TOPIC and print them, as text (the values) or as JSON lines. "
-        "Stops after --max-messages records, after --timeout-ms without a record, or on Ctrl-C (exit 0).",
+        "Stops after --max-messages records, after --timeout-ms without a record, or on Ctrl-C or SIGTERM "
+        "(exit 0; a group member commits and leaves its group). Exits 1 if the broker is lost.",
     )
-    p.add_argument("topic", metavar="TOPIC", help="topic to read")
+    add_topic_argument(p, "topic to read")
     start = p.add_mutually_exclusive_group()
     start.add_argument("--from-beginning", action="store_true", help="start at the oldest record")
     start.add_argument("--offset", type=_offset, metavar="N",
@@ -94,15 +102,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "the command subscribes and the group's coordinator assigns the partitions")
     p.add_argument("--consumer-prop", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                    help="any librdkafka consumer property, e.g. isolation.level=read_committed (repeatable)")
-    add_bootstrap_argument(p)
-    p.set_defaults(func=entry(run, p.prog), prog=p.prog)
+    command(p, run)
 
 
 def _offset(text: str) -> int:
     named = {"earliest": OFFSET_BEGINNING, "latest": OFFSET_END}
     if text in named:
         return named[text]
-    return non_negative_int(text)
+    return offset(text)
 
 
 # ------------------------------------------------------------------------------------------ running
@@ -110,25 +117,32 @@ def _offset(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     cluster = Cluster(args.bootstrap_server)
-    _, metadata = cluster.connect()
-    partition_count = require_topic(metadata, args.topic)
-    require_partition(args.topic, args.partition, partition_count)
     config: dict[str, Any] = {
         "group.id": args.group or f"tidelog-console-consumer-{os.getpid()}",
         "enable.auto.commit": args.group is not None,
         "auto.offset.reset": "earliest" if args.from_beginning else "latest",
     }
     config.update(dict(args.consumer_prop))
-    try:
+    try:  # before connecting, so that a bad --consumer-prop is a usage error whether or not a broker is up
         consumer = Consumer(cluster.config(config))
     except (KafkaException, ValueError, TypeError) as e:
         raise CliError(f"invalid consumer configuration: {e}", exit_code=2) from None
     assigned: list[bool] = []
+    count, lost, subscribed, connected = 0, None, False, False
     try:
+        _, metadata = cluster.connect()
+        connected = True
+        partition_count = require_topic(metadata, args.topic)
+        require_partition(args.topic, args.partition, partition_count)
         subscribed = _position(consumer, args, partition_count, lambda *_: assigned.append(True))
-        count = _read(consumer, args)
+        count, lost = _read(consumer, cluster, args)
     finally:
-        close_consumer(consumer, args.prog)
+        # Without a broker there is nothing to commit to or leave: do not wait for it.
+        close_consumer(consumer, args.prog, timeout_s=10.0 if connected and lost is None else 0.5)
+    if lost is not None:
+        print(f"{args.prog}: {lost}", file=sys.stderr)
+        print(f"Consumed {count} record(s).", file=sys.stderr)
+        return 1
     if subscribed and not assigned:
         print(f"{args.prog}: group {args.group!r} was assigned no partitions (is its coordinator reachable?)",
               file=sys.stderr)
@@ -163,7 +177,8 @@ def _position(consumer: Consumer, args: argparse.Namespace, partition_count: int
     return False
 
 
-def _read(consumer: Consumer, args: argparse.Namespace) -> int:
+def _read(consumer: Consumer, cluster: Cluster, args: argparse.Namespace) -> tuple[int, BrokerLost | None]:
+    """Print records until done; returns how many, and the BrokerLost error that ended it early."""
     out = sys.stdout.buffer
     count = 0
     idle_s = args.timeout_ms / 1000 if args.timeout_ms is not None else None
@@ -180,11 +195,15 @@ def _read(consumer: Consumer, args: argparse.Namespace) -> int:
                     out.write(_format(m, args))
                 out.flush()
                 count += len(records)
-            elif idle_s is not None and time.monotonic() - last >= idle_s:
-                break
+            else:
+                if idle_s is not None and time.monotonic() - last >= idle_s:
+                    break
+                cluster.check_connection(consumer)
     except KeyboardInterrupt:
         pass
-    return count
+    except BrokerLost as e:
+        return count, e
+    return count, None
 
 
 def _failed(message: Message, prog: str) -> bool:

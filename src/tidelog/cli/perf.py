@@ -10,7 +10,9 @@ Figures, one summary line on stdout:
   the records were produced just now (run ``perf consume`` while ``perf produce`` runs); for older
   records it is their age.
 
-A progress bar is drawn on stderr when stderr is a terminal.
+A progress bar is drawn on stderr when stderr is a terminal. Ctrl-C (or SIGTERM) stops a run early: the
+summary of what was measured so far is printed and the exit code is 130. A broker lost mid-run is
+reported (``lost the broker at HOST:PORT``) with the partial summary, exit 1.
 """
 
 from __future__ import annotations
@@ -33,22 +35,29 @@ from confluent_kafka import (
     TopicPartition,
 )
 
+from tidelog.cli.argument import bounded_int, key_value, positive_int, topic_name
 from tidelog.cli.client import (
+    BrokerLost,
     CliError,
     Cluster,
     Progress,
-    add_bootstrap_argument,
     close_consumer,
+    command,
     describe_error,
-    entry,
-    key_value,
     percentile,
-    positive_int,
     require_topic,
 )
 
 MB = 1024 * 1024
 MESSAGE_TIMEOUT_MS = 60_000
+#: librdkafka's largest message.max.bytes; a bigger record could never be sent.
+MAX_RECORD_SIZE = 1_000_000_000
+#: Exit code of a run stopped by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it).
+INTERRUPTED = 130
+#: How long an interrupted ``perf produce`` waits for the records already sent.
+_INTERRUPTED_FLUSH_S = 2.0
+#: Maps every byte to one of A..Z (random bytes through it make the random letters Kafka's tool sends).
+_LETTERS = bytes(ord("A") + i % 26 for i in range(256))
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -61,33 +70,33 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "produce", help="send N records of B bytes and report throughput and latency",
         description="Send --num-records records of --record-size random bytes to --topic (created if the "
         "broker auto-creates topics) and print records/s, MB/s and delivery latency avg/p50/p95/p99/max. "
-        "Exits 1 if any record failed.",
+        "Exits 1 if any record failed, 130 if interrupted (after printing the figures so far).",
     )
-    prod.add_argument("--topic", required=True, help="topic to write to")
+    prod.add_argument("--topic", type=topic_name, required=True, help="topic to write to")
     prod.add_argument("--num-records", type=positive_int, required=True, metavar="N", help="records to send")
-    prod.add_argument("--record-size", type=positive_int, required=True, metavar="B", help="bytes per record value")
+    prod.add_argument("--record-size", type=bounded_int(1, MAX_RECORD_SIZE), required=True, metavar="B",
+                      help="bytes per record value")
     prod.add_argument("--throughput", type=_throughput, default=-1, metavar="RPS",
                       help="cap the send rate at RPS records/s; -1 = unlimited (default)")
     prod.add_argument("--producer-prop", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                       help="any librdkafka producer property, e.g. acks=1 or linger.ms=10 (repeatable)")
-    add_bootstrap_argument(prod)
-    prod.set_defaults(func=entry(run_produce, prod.prog), prog=prod.prog)
+    command(prod, run_produce)
 
     cons = kinds.add_parser(
         "consume", help="read N records and report throughput and end-to-end latency",
         description="Read --messages records from --topic, from the beginning of every partition (or with "
         "--group, from the group's committed offsets), and print records/s, MB/s and end-to-end latency "
-        "avg/p50/p95/p99/max. Exits 1 if fewer records arrived before --timeout-ms passed without one.",
+        "avg/p50/p95/p99/max. Exits 1 if fewer records arrived before --timeout-ms passed without one, 130 if "
+        "interrupted (after printing the figures so far).",
     )
-    cons.add_argument("--topic", required=True, help="topic to read")
+    cons.add_argument("--topic", type=topic_name, required=True, help="topic to read")
     cons.add_argument("--messages", type=positive_int, required=True, metavar="N", help="records to read")
     cons.add_argument("--timeout-ms", type=positive_int, default=10_000, metavar="T",
                       help="give up when no record arrived for T milliseconds (default 10000)")
     cons.add_argument("--group", metavar="G", help="subscribe with this consumer group instead of assigning")
     cons.add_argument("--consumer-prop", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                       help="any librdkafka consumer property, e.g. fetch.max.bytes=1048576 (repeatable)")
-    add_bootstrap_argument(cons)
-    cons.set_defaults(func=entry(run_consume, cons.prog), prog=cons.prog)
+    command(cons, run_consume)
 
 
 def _throughput(text: str) -> int:
@@ -123,10 +132,12 @@ class _ProduceStats:
         self.latencies_ms: list[float] = []
         self.failed = 0
         self.first_error: str | None = None
+        self.last_delivery: float | None = None
 
     def on_delivery(self, error: KafkaError | None, message: Message) -> None:
         if error is None:
             self.latencies_ms.append((message.latency() or 0.0) * 1000)
+            self.last_delivery = time.monotonic()
         else:
             self.failed += 1
             if self.first_error is None:
@@ -146,11 +157,44 @@ def run_produce(args: argparse.Namespace) -> int:
     except (KafkaException, ValueError, TypeError) as e:
         raise CliError(f"invalid producer configuration: {e}", exit_code=2) from None
     require_topic(cluster.metadata(producer, args.topic), args.topic)
-    rng = random.Random()
-    payload = bytes(rng.choices(range(ord("A"), ord("Z") + 1), k=args.record_size))  # as Kafka's tool sends
+    payload = random.Random().randbytes(args.record_size).translate(_LETTERS)  # as Kafka's tool sends
     stats = _ProduceStats(args.prog)
     progress = Progress(args.num_records)
     start = time.monotonic()
+    stopped: str | None = None
+    try:
+        _send_all(producer, cluster, args, payload, stats, progress, start)
+        deadline = time.monotonic() + MESSAGE_TIMEOUT_MS / 1000 + 5
+        while producer.flush(0.25) > 0 and time.monotonic() < deadline:
+            progress.update(stats.done)
+            cluster.check_connection(producer)
+    except KeyboardInterrupt:
+        stopped = "interrupted"
+        try:
+            producer.flush(_INTERRUPTED_FLUSH_S)  # what is in flight still counts
+        except KeyboardInterrupt:
+            pass
+    except BrokerLost as e:
+        stopped = str(e)
+    # A lost broker's grace period measured nothing: a stopped run counts up to its last delivery.
+    end = stats.last_delivery if stopped is not None and stats.last_delivery is not None else time.monotonic()
+    elapsed = end - start
+    progress.close()
+    delivered = len(stats.latencies_ms)
+    print(summary(delivered, delivered * args.record_size, elapsed, stats.latencies_ms))
+    if stopped is not None:
+        print(f"{args.prog}: {stopped} after {delivered} of {args.num_records} records", file=sys.stderr)
+        return INTERRUPTED if stopped == "interrupted" else 1
+    failed = args.num_records - delivered
+    if failed:
+        reason = f" (first error: {stats.first_error})" if stats.first_error else ""
+        print(f"{args.prog}: {failed} of {args.num_records} records failed{reason}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _send_all(producer: Producer, cluster: Cluster, args: argparse.Namespace, payload: bytes,
+              stats: _ProduceStats, progress: Progress, start: float) -> None:
     for i in range(args.num_records):
         if args.throughput > 0:
             ahead = start + i / args.throughput - time.monotonic()
@@ -160,24 +204,13 @@ def run_produce(args: argparse.Namespace) -> int:
             try:
                 producer.produce(args.topic, payload, on_delivery=stats.on_delivery)
                 break
-            except BufferError:
+            except BufferError:  # the local queue is full: let deliveries drain it
                 producer.poll(0.05)
+                cluster.check_connection(producer)
         if i % 1000 == 0:
             producer.poll(0)
+            cluster.check_connection(producer)
         progress.update(stats.done)
-    deadline = time.monotonic() + MESSAGE_TIMEOUT_MS / 1000 + 5
-    while producer.flush(0.25) > 0 and time.monotonic() < deadline:
-        progress.update(stats.done)
-    elapsed = time.monotonic() - start
-    progress.close()
-    delivered = len(stats.latencies_ms)
-    failed = args.num_records - delivered
-    print(summary(delivered, delivered * args.record_size, elapsed, stats.latencies_ms))
-    if failed:
-        reason = f" (first error: {stats.first_error})" if stats.first_error else ""
-        print(f"{args.prog}: {failed} of {args.num_records} records failed{reason}", file=sys.stderr)
-        return 1
-    return 0
 
 
 # ------------------------------------------------------------------------------------------ consume
@@ -185,8 +218,6 @@ def run_produce(args: argparse.Namespace) -> int:
 
 def run_consume(args: argparse.Namespace) -> int:
     cluster = Cluster(args.bootstrap_server)
-    _, metadata = cluster.connect()
-    partition_count = require_topic(metadata, args.topic)
     config: dict[str, Any] = {
         "group.id": args.group or "tidelog-perf-consumer",
         "enable.auto.commit": args.group is not None,
@@ -197,30 +228,53 @@ def run_consume(args: argparse.Namespace) -> int:
         consumer = Consumer(cluster.config(config))
     except (KafkaException, ValueError, TypeError) as e:
         raise CliError(f"invalid consumer configuration: {e}", exit_code=2) from None
+    run = _ConsumeRun(args.messages)
     try:
+        _, metadata = cluster.connect()
+        partition_count = require_topic(metadata, args.topic)
+        run = _ConsumeRun(args.messages)  # the clock starts now
+        run.connected = True
         if args.group is not None:
             consumer.subscribe([args.topic])
         else:
             consumer.assign([TopicPartition(args.topic, p, OFFSET_BEGINNING) for p in range(partition_count)])
-        count, total_bytes, elapsed, latencies = _consume(consumer, args)
+        _consume(consumer, cluster, args, run)
+    except KeyboardInterrupt:
+        run.stopped = "interrupted"
+    except BrokerLost as e:
+        run.stopped = str(e)
     finally:
-        close_consumer(consumer, args.prog)
-    print(summary(count, total_bytes, elapsed, latencies, verb="consumed"))
-    if count < args.messages:
-        print(f"{args.prog}: only {count} of {args.messages} records arrived before {args.timeout_ms} ms "
+        run.progress.close()
+        lost = run.stopped not in (None, "interrupted") or not run.connected
+        close_consumer(consumer, args.prog, timeout_s=0.5 if lost else 10.0)
+    print(summary(run.count, run.total_bytes, run.last - run.start, run.latencies, verb="consumed"))
+    if run.stopped is not None:
+        print(f"{args.prog}: {run.stopped} after {run.count} of {args.messages} records", file=sys.stderr)
+        return INTERRUPTED if run.stopped == "interrupted" else 1
+    if run.count < args.messages:
+        print(f"{args.prog}: only {run.count} of {args.messages} records arrived before {args.timeout_ms} ms "
               "passed without one", file=sys.stderr)
         return 1
     return 0
 
 
-def _consume(consumer: Consumer, args: argparse.Namespace) -> tuple[int, int, float, list[float]]:
-    progress = Progress(args.messages)
-    latencies: list[float] = []
-    count = total_bytes = 0
-    start = last = time.monotonic()
+class _ConsumeRun:
+    """What ``perf consume`` measured so far (kept when the run is interrupted)."""
+
+    def __init__(self, messages: int) -> None:
+        self.progress = Progress(messages)
+        self.latencies: list[float] = []
+        self.count = 0
+        self.total_bytes = 0
+        self.start = self.last = time.monotonic()
+        self.stopped: str | None = None
+        self.connected = False
+
+
+def _consume(consumer: Consumer, cluster: Cluster, args: argparse.Namespace, run: _ConsumeRun) -> None:
     idle_s = args.timeout_ms / 1000
-    while count < args.messages:
-        batch = consumer.consume(num_messages=min(1000, args.messages - count), timeout=0.2)
+    while run.count < args.messages:
+        batch = consumer.consume(num_messages=min(1000, args.messages - run.count), timeout=0.2)
         now_ms = time.time() * 1000
         got = 0
         for m in batch:
@@ -232,18 +286,18 @@ def _consume(consumer: Consumer, args: argparse.Namespace) -> tuple[int, int, fl
                     raise CliError(describe_error(error))
                 continue
             got += 1
-            total_bytes += len(m.value() or b"") + len(m.key() or b"")
+            run.total_bytes += len(m.value() or b"") + len(m.key() or b"")
             ts_type, ts = m.timestamp()
             if ts_type != TIMESTAMP_NOT_AVAILABLE:
-                latencies.append(max(now_ms - ts, 0.0))
+                run.latencies.append(max(now_ms - ts, 0.0))
         if got:
-            count += got
-            last = time.monotonic()
-            progress.update(count)
-        elif time.monotonic() - last >= idle_s:
+            run.count += got
+            run.last = time.monotonic()
+            run.progress.update(run.count)
+        elif time.monotonic() - run.last >= idle_s:
             break
-    progress.close()
-    return count, total_bytes, last - start, latencies
+        else:
+            cluster.check_connection(consumer)
 
 
 __all__ = ["add_parser", "run_consume", "run_produce", "summary"]

@@ -3,6 +3,11 @@
 Lines are read as bytes (any encoding passes through); the line ending (``\\n`` or ``\\r\\n``) is not
 part of the record. With ``--key-separator`` the text before the first separator is the key. The
 summary (records delivered and failed) goes to stderr; the exit code is 1 if any record failed.
+
+Keyed records are partitioned as the Java client and ``kafka-console-producer.sh`` do: murmur2 of the
+key bytes, made positive, modulo the partition count (librdkafka's ``murmur2_random``; records without
+a key go to a random partition). One key therefore lands in the same partition whichever of these
+clients wrote it. ``--producer-prop partitioner=...`` chooses another.
 """
 
 from __future__ import annotations
@@ -10,20 +15,20 @@ from __future__ import annotations
 import argparse
 import functools
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
+from tidelog.cli.argument import add_topic_argument, key_value, non_negative_int
 from tidelog.cli.client import (
+    BrokerLost,
     CliError,
     Cluster,
-    add_bootstrap_argument,
+    command,
     describe_error,
-    entry,
-    key_value,
-    non_negative_int,
     require_partition,
     require_topic,
 )
@@ -31,6 +36,8 @@ from tidelog.cli.client import (
 COMPRESSION = ("none", "gzip", "snappy", "lz4", "zstd")
 #: Give up on a record after this long (librdkafka's default is five minutes); --producer-prop overrides it.
 MESSAGE_TIMEOUT_MS = 30_000
+#: Kafka's partitioner for keyed records (the Java client's), in librdkafka's name.
+PARTITIONER = "murmur2_random"
 #: Failures printed one by one before only counting them.
 _FAILURES_SHOWN = 10
 
@@ -39,10 +46,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "produce", help="send lines from stdin or a file as records",
         description="Send one record per input line (stdin unless --file is given) to TOPIC. The topic is "
-        "created if it does not exist and the broker allows auto-creation. Prints how many records were "
+        "created if it does not exist and the broker allows auto-creation. Keyed records go to the "
+        "partition Kafka's Java client would choose (murmur2 of the key). Prints how many records were "
         "delivered and how many failed; exits 1 if any failed.",
     )
-    p.add_argument("topic", metavar="TOPIC", help="topic to write to")
+    add_topic_argument(p, "topic to write to")
     p.add_argument("--file", type=Path, metavar="FILE", help="read lines from FILE instead of stdin")
     p.add_argument("--key-separator", metavar="SEP",
                    help="split each line at the first SEP into key and value (a line without SEP fails)")
@@ -52,11 +60,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--acks", choices=("0", "1", "all"), default="all",
                    help="acknowledgements to wait for (default all)")
     p.add_argument("--partition", type=non_negative_int, metavar="N",
-                   help="write every record to partition N (default: the partitioner chooses by key)")
+                   help="write every record to partition N (default: murmur2 of the key, as Kafka's Java "
+                   "client; a random partition for records without a key)")
     p.add_argument("--producer-prop", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                    help="any librdkafka producer property, e.g. linger.ms=50 (repeatable)")
-    add_bootstrap_argument(p)
-    p.set_defaults(func=entry(run, p.prog), prog=p.prog)
+    command(p, run)
 
 
 class _Deliveries:
@@ -92,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
         "acks": "-1" if args.acks == "all" else args.acks,
         "compression.type": args.compression,
         "message.timeout.ms": MESSAGE_TIMEOUT_MS,
+        "partitioner": PARTITIONER,
     }
     config.update(dict(args.producer_prop))
     try:
@@ -107,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
         stream: BinaryIO = args.file.open("rb") if args.file is not None else sys.stdin.buffer
     except OSError as e:
         raise CliError(f"cannot read {args.file}: {e.strerror}") from None
+    lost: BrokerLost | None = None
     with stream:
         try:
             for number, line in enumerate(_lines(stream), 1):
@@ -118,17 +128,27 @@ def run(args: argparse.Namespace) -> int:
                         continue
                 else:
                     value = line
-                _send(producer, args, key, value, headers, functools.partial(deliveries.on_delivery, number))
+                _send(producer, cluster, args, key, value, headers, functools.partial(deliveries.on_delivery, number))
         except KeyboardInterrupt:  # Ctrl-C ends the input like Ctrl-D: what was read still gets delivered
             pass
-    remaining = producer.flush(MESSAGE_TIMEOUT_MS / 1000 + 5)
+        except BrokerLost as e:
+            lost = e
+    remaining = 0
+    if lost is None:
+        try:
+            remaining = _flush(producer, cluster)
+        except BrokerLost as e:
+            lost = e
+    if lost is not None:
+        remaining = len(producer)
+        print(f"{args.prog}: {lost}", file=sys.stderr)
     deliveries.failed += remaining
     summary = f"Delivered {deliveries.delivered} record(s) to {args.topic}"
     print(summary + (f"; {deliveries.failed} failed." if deliveries.failed else "."), file=sys.stderr)
     return 1 if deliveries.failed else 0
 
 
-def _send(producer: Producer, args: argparse.Namespace, key: bytes | None, value: bytes,
+def _send(producer: Producer, cluster: Cluster, args: argparse.Namespace, key: bytes | None, value: bytes,
           headers: list[tuple[str, bytes]] | None, on_delivery) -> None:
     kwargs = {"partition": args.partition} if args.partition is not None else {}
     while True:
@@ -136,9 +156,18 @@ def _send(producer: Producer, args: argparse.Namespace, key: bytes | None, value
             producer.produce(args.topic, value=value, key=key, headers=headers, on_delivery=on_delivery, **kwargs)
         except BufferError:  # the local queue is full: let deliveries drain it
             producer.poll(0.1)
+            cluster.check_connection(producer)
             continue
         producer.poll(0)
         return
+
+
+def _flush(producer: Producer, cluster: Cluster) -> int:
+    """Wait for the outstanding deliveries (at most the message timeout); the records still queued."""
+    deadline = time.monotonic() + MESSAGE_TIMEOUT_MS / 1000 + 5
+    while (remaining := producer.flush(0.25)) and time.monotonic() < deadline:
+        cluster.check_connection(producer)
+    return remaining
 
 
 __all__ = ["add_parser", "run"]

@@ -1,9 +1,9 @@
-"""``tidelog topics``: create, list, describe, delete topics and change their configs (a Kafka admin client).
+"""``tidelog topics``: create, list, describe, alter, trim and delete topics and change their configs
+(a Kafka admin client; ``kafka-topics.sh``'s actions, with rpk's ``trim``).
 
-The output of ``describe`` follows ``kafka-topics.sh --describe`` so that habits and scripts carry over::
-
-    Topic: orders  TopicId: 3nFe...  PartitionCount: 3  ReplicationFactor: 1  Configs: retention.ms=3600000
-        Topic: orders  Partition: 0  Leader: 0  Replicas: 0  Isr: 0
+This module holds the parser of every action and the simple ones; ``describe`` lives in
+:mod:`tidelog.cli.topic_description` and ``trim`` / ``delete-records`` in :mod:`tidelog.cli.delete_records`.
+A topic is named positionally or with ``--topic``, as Kafka's tools take it.
 """
 
 from __future__ import annotations
@@ -11,34 +11,28 @@ from __future__ import annotations
 import argparse
 import sys
 
-from confluent_kafka import KafkaError, KafkaException, TopicCollection
-from confluent_kafka.admin import (
-    AdminClient,
-    AlterConfigOpType,
-    ClusterMetadata,
-    ConfigEntry,
-    ConfigResource,
-    ConfigSource,
-    NewTopic,
-    ResourceType,
-)
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import ConfigResource, NewPartitions, NewTopic, ResourceType
 
+from tidelog.cli import delete_records, topic_description
+from tidelog.cli.argument import add_check, add_topic_argument, key_value, positive_int
 from tidelog.cli.client import (
     REQUEST_TIMEOUT_S,
     CliError,
     Cluster,
-    add_bootstrap_argument,
+    command,
     describe_error,
-    entry,
     error_code,
-    key_value,
-    positive_int,
+    internal_topics,
+    require_topic,
+    require_topics,
 )
+from tidelog.cli.configs import alter_configs
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "topics", help="create, list, describe, delete topics and change their configs",
+        "topics", help="create, list, describe, alter, trim, delete topics and change their configs",
         description="Manage topics through the Kafka admin API (works with any Kafka-compatible broker).",
     )
     actions = p.add_subparsers(dest="topics_command", metavar="ACTION", required=True)
@@ -48,7 +42,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Create a topic. Partitions and replication factor default to the broker's "
         "num.partitions and default.replication.factor.",
     )
-    create.add_argument("name", help="topic name")
+    add_topic_argument(create, "topic name")
     create.add_argument("--partitions", type=positive_int, metavar="N", help="number of partitions")
     create.add_argument("--replication-factor", type=positive_int, metavar="N", help="replicas per partition")
     create.add_argument(
@@ -56,62 +50,49 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="a topic config such as retention.ms=3600000 (repeatable)",
     )
     create.add_argument("--if-not-exists", action="store_true", help="succeed if the topic already exists")
-    _finish(create, _create)
+    command(create, _create)
 
-    lst = actions.add_parser("list", help="list topic names", description="Print every topic name, one a line.")
-    _finish(lst, _list)
-
-    describe = actions.add_parser(
-        "describe", help="show partitions, leaders, replicas, ISR, topic id and config overrides",
-        description="Describe topics (every topic when no name is given): topic id, partition count, "
-        "replication factor, config overrides, and for each partition its leader, replicas and in-sync replicas.",
+    lst = actions.add_parser(
+        "list", help="list topic names",
+        description="Print every topic name, one a line; an internal topic (such as __consumer_offsets) "
+        "is followed by ' (internal)' unless --exclude-internal hides it.",
     )
-    describe.add_argument("names", nargs="*", metavar="NAME", help="topics to describe (default: all)")
-    _finish(describe, _describe)
+    lst.add_argument("--exclude-internal", action="store_true", help="leave out internal topics")
+    command(lst, _list)
 
-    delete = actions.add_parser("delete", help="delete topics", description="Delete one or more topics.")
-    delete.add_argument("names", nargs="+", metavar="NAME", help="topics to delete")
-    delete.add_argument("--if-exists", action="store_true", help="skip topics that do not exist")
-    _finish(delete, _delete)
+    topic_description.add_parser(actions)
 
     alter = actions.add_parser(
+        "alter", help="add partitions to a topic",
+        description="Raise a topic's partition count with CreatePartitions (Kafka cannot remove "
+        "partitions). Keys then map to partitions differently: records of one key written before and "
+        "after may be in different partitions.",
+    )
+    add_topic_argument(alter, "topic name")
+    alter.add_argument("--partitions", type=positive_int, required=True, metavar="N",
+                       help="the new total number of partitions (more than now)")
+    command(alter, _alter)
+
+    delete_records.add_parser(actions)
+
+    delete = actions.add_parser("delete", help="delete topics", description="Delete one or more topics.")
+    add_topic_argument(delete, "topics to delete", many=True)
+    delete.add_argument("--if-exists", action="store_true", help="skip topics that do not exist")
+    command(delete, _delete)
+
+    alter_config = actions.add_parser(
         "alter-config", help="set or remove a topic's config overrides",
         description="Change a topic's config overrides with IncrementalAlterConfigs: --set adds or replaces "
-        "an override, --delete removes one (the topic falls back to the broker default).",
+        "an override, --delete removes one (the topic falls back to the broker default). The same as "
+        "`tidelog configs alter --topic NAME --add-config ... --delete-config ...`.",
     )
-    alter.add_argument("name", help="topic name")
-    alter.add_argument("--set", type=key_value, action="append", default=[], metavar="KEY=VALUE",
-                       help="set a config override (repeatable)")
-    alter.add_argument("--delete", action="append", default=[], metavar="KEY",
-                       help="remove a config override (repeatable)")
-    _finish(alter, _alter_config)
-
-
-def _finish(parser: argparse.ArgumentParser, fn) -> None:
-    add_bootstrap_argument(parser)
-    parser.set_defaults(func=entry(fn, parser.prog), prog=parser.prog)
-
-
-def _wait(futures: dict, what: str) -> dict:
-    """Results of admin futures by key; the first failure becomes a CliError naming ``what``."""
-    results = {}
-    for key, future in futures.items():
-        try:
-            results[key] = future.result()
-        except KafkaException as e:
-            raise CliError(f"{what} {_label(key)}: {describe_error(e)}") from None
-    return results
-
-
-def _label(key) -> str:
-    return repr(key.name) if isinstance(key, ConfigResource) else repr(key)
-
-
-def _check_exist(metadata: ClusterMetadata, names: list[str]) -> None:
-    missing = [n for n in names if n not in metadata.topics]
-    if missing:
-        raise CliError(", ".join(f"topic {n!r}" for n in missing) + (" does not exist" if len(missing) == 1
-                                                                       else " do not exist"))
+    add_topic_argument(alter_config, "topic name")
+    alter_config.add_argument("--set", type=key_value, action="append", default=[], metavar="KEY=VALUE",
+                              help="set a config override (repeatable)")
+    alter_config.add_argument("--delete", action="append", default=[], metavar="KEY",
+                              help="remove a config override (repeatable)")
+    add_check(alter_config, _alter_config_check)
+    command(alter_config, _alter_config)
 
 
 # ------------------------------------------------------------------------------------------ actions
@@ -120,87 +101,60 @@ def _check_exist(metadata: ClusterMetadata, names: list[str]) -> None:
 def _create(args: argparse.Namespace) -> int:
     admin, _ = Cluster(args.bootstrap_server).connect()
     topic = NewTopic(
-        args.name,
+        args.topic,
         num_partitions=args.partitions if args.partitions is not None else -1,
         replication_factor=args.replication_factor if args.replication_factor is not None else -1,
         config=dict(args.config),
     )
-    future = admin.create_topics([topic], request_timeout=REQUEST_TIMEOUT_S)[args.name]
+    future = admin.create_topics([topic], request_timeout=REQUEST_TIMEOUT_S)[args.topic]
     try:
         future.result()
     except KafkaException as e:
         if error_code(e) == KafkaError.TOPIC_ALREADY_EXISTS:
             if args.if_not_exists:
-                print(f"Topic {args.name} already exists.")
+                print(f"Topic {args.topic} already exists.")
                 return 0
-            raise CliError(f"topic {args.name!r} already exists") from None
-        raise CliError(f"cannot create topic {args.name!r}: {describe_error(e)}") from None
-    print(f"Created topic {args.name}.")
+            raise CliError(f"topic {args.topic!r} already exists") from None
+        raise CliError(f"cannot create topic {args.topic!r}: {describe_error(e)}") from None
+    print(f"Created topic {args.topic}.")
     return 0
 
 
 def _list(args: argparse.Namespace) -> int:
-    _, metadata = Cluster(args.bootstrap_server).connect()
-    for name in sorted(metadata.topics):
-        print(name)
-    return 0
-
-
-def _describe(args: argparse.Namespace) -> int:
     admin, metadata = Cluster(args.bootstrap_server).connect()
-    names = list(dict.fromkeys(args.names)) or sorted(metadata.topics)
-    _check_exist(metadata, names)
-    if not names:
-        return 0
-    descriptions = _wait(admin.describe_topics(TopicCollection(names), request_timeout=REQUEST_TIMEOUT_S),
-                         "cannot describe topic")
-    overrides = _config_overrides(admin, names)
+    names = sorted(metadata.topics)
+    internal = internal_topics(admin, names)
     for name in names:
-        d = descriptions[name]
-        configs = ",".join(f"{k}={v}" for k, v in sorted(overrides[name].items()))
-        rf = len(d.partitions[0].replicas) if d.partitions else 0
-        print(f"Topic: {name}\tTopicId: {_topic_id(d)}\tPartitionCount: {len(d.partitions)}\t"
-              f"ReplicationFactor: {rf}\tConfigs: {configs}")
-        for p in sorted(d.partitions, key=lambda p: p.id):
-            leader = p.leader.id if p.leader is not None else "none"
-            replicas = ",".join(str(n.id) for n in p.replicas)
-            isr = ",".join(str(n.id) for n in p.isr)
-            print(f"\tTopic: {name}\tPartition: {p.id}\tLeader: {leader}\tReplicas: {replicas}\tIsr: {isr}")
+        if name not in internal:
+            print(name)
+        elif not args.exclude_internal:
+            print(f"{name} (internal)")
     return 0
 
 
-def _config_overrides(admin: AdminClient, names: list[str]) -> dict[str, dict[str, str]]:
-    """Configs set on the topic itself (DescribeConfigs source DYNAMIC_TOPIC_CONFIG)."""
-    resources = [ConfigResource(ResourceType.TOPIC, n) for n in names]
-    results = _wait(admin.describe_configs(resources, request_timeout=REQUEST_TIMEOUT_S),
-                    "cannot describe the configs of topic")
-    out: dict[str, dict[str, str]] = {}
-    for resource, entries in results.items():
-        out[resource.name] = {
-            e.name: ("<sensitive>" if e.is_sensitive else e.value)
-            for e in entries.values()
-            if _source(e) == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
-        }
-    return out
-
-
-def _source(entry: ConfigEntry) -> int:
-    """confluent-kafka hands the source over as a plain int in some versions, as a ConfigSource in others."""
-    return entry.source.value if isinstance(entry.source, ConfigSource) else int(entry.source)
-
-
-def _topic_id(description) -> str:
-    """Kafka prints topic ids in URL-safe base64 (``Uuid.toString``); librdkafka uses the standard alphabet."""
-    return str(description.topic_id).replace("+", "-").replace("/", "_")
+def _alter(args: argparse.Namespace) -> int:
+    admin, metadata = Cluster(args.bootstrap_server).connect()
+    current = require_topic(metadata, args.topic)
+    if args.partitions <= current:
+        raise CliError(f"topic {args.topic!r} has {current} partition(s); --partitions must be more than that "
+                       "(partitions cannot be removed)")
+    future = admin.create_partitions([NewPartitions(args.topic, args.partitions)],
+                                     request_timeout=REQUEST_TIMEOUT_S)[args.topic]
+    try:
+        future.result()
+    except KafkaException as e:
+        raise CliError(f"cannot add partitions to topic {args.topic!r}: {describe_error(e)}") from None
+    print(f"Topic {args.topic} now has {args.partitions} partitions (was {current}).")
+    return 0
 
 
 def _delete(args: argparse.Namespace) -> int:
     admin, metadata = Cluster(args.bootstrap_server).connect()
-    names = list(dict.fromkeys(args.names))
+    names = args.topics
     if args.if_exists:
         names = [n for n in names if n in metadata.topics]
     else:
-        _check_exist(metadata, names)
+        require_topics(metadata, names)
     if not names:
         return 0
     futures = admin.delete_topics(names, request_timeout=REQUEST_TIMEOUT_S)
@@ -218,18 +172,17 @@ def _delete(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _alter_config(args: argparse.Namespace) -> int:
+def _alter_config_check(args: argparse.Namespace) -> None:
     if not args.set and not args.delete:
-        raise CliError("nothing to change: give --set KEY=VALUE and/or --delete KEY", exit_code=2)
+        raise ValueError("nothing to change: give --set KEY=VALUE and/or --delete KEY")
+
+
+def _alter_config(args: argparse.Namespace) -> int:
     admin, metadata = Cluster(args.bootstrap_server).connect()
-    _check_exist(metadata, [args.name])
-    changes = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in args.set]
-    changes += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in args.delete]
-    resource = ConfigResource(ResourceType.TOPIC, args.name, incremental_configs=changes)
-    _wait(admin.incremental_alter_configs([resource], request_timeout=REQUEST_TIMEOUT_S),
-          "cannot change the configs of topic")
+    require_topics(metadata, [args.topic])
+    alter_configs(admin, ConfigResource(ResourceType.TOPIC, args.topic), args.set, args.delete)
     done = [f"set {k}={v}" for k, v in args.set] + [f"deleted {k}" for k in args.delete]
-    print(f"Updated topic {args.name}: {', '.join(done)}.")
+    print(f"Updated topic {args.topic}: {', '.join(done)}.")
     return 0
 
 
