@@ -24,12 +24,14 @@ from tidelog.cluster.metadata import MetadataImage
 from tidelog.cluster.topic_config import TopicConfigs
 from tidelog.config import (
     BROKER_CONFIGS,
+    GROUP_CONFIGS,
     TOPIC_CONFIGS,
     UNIT_ALIASES,
     BrokerConfig,
     ConfigDef,
     ConfigError,
     attr_name,
+    group_config_defaults,
 )
 
 
@@ -218,6 +220,20 @@ class ConfigDescriber:
                 entries.append(make_entry(key, value, [(key, value, ConfigSource.DYNAMIC_BROKER_CONFIG)], False,
                                           ConfigType.UNKNOWN, None))
         return sorted(entries, key=lambda e: e.name)
+
+    def group_entries(self, image: MetadataImage, group_id: str) -> list[ConfigEntry]:
+        """Every group config of ``group_id`` (Kafka's ``createGroupConfigEntry``): GROUP_CONFIG where
+        the group overrides it, else DEFAULT_CONFIG with the broker's default."""
+        overrides = image.group_configs.get(group_id, {})
+        defaults = group_config_defaults(self.broker_config)
+        entries = []
+        for name, d in sorted(GROUP_CONFIGS.items()):
+            if name in overrides:
+                value, source = render(d.parse(name, overrides[name])), ConfigSource.GROUP_CONFIG
+            else:
+                value, source = render(defaults[name]), ConfigSource.DEFAULT_CONFIG
+            entries.append(make_entry(name, value, [(name, value, source)], False, config_type(d), d.doc))
+        return entries
 
     def cluster_default_entries(self, image: MetadataImage) -> list[ConfigEntry]:
         """The dynamic cluster-wide broker configs (the broker resource named "")."""

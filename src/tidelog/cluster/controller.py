@@ -37,8 +37,10 @@ from tidelog.config import (
     BROKER_SYNONYMS,
     TOPIC_CONFIGS,
     UNIT_ALIASES,
+    BrokerConfig,
     ConfigError,
     TopicConfig,
+    validate_group_configs,
     validate_topic_configs,
 )
 from tidelog.errors import ErrorCode, KafkaError
@@ -89,10 +91,12 @@ class NewTopic:
 class Controller:
     """Applies metadata changes for a single node (a cluster of one)."""
 
-    def __init__(self, store: MetadataStore, broker_id: int, topic_configs: TopicConfigs) -> None:
+    def __init__(self, store: MetadataStore, broker_id: int, topic_configs: TopicConfigs,
+                 broker_config: BrokerConfig | None = None) -> None:
         self.store = store
         self.broker_id = broker_id
         self.topic_configs = topic_configs
+        self.broker_config = broker_config or BrokerConfig.from_props({})
 
     @property
     def image(self) -> MetadataImage:
@@ -277,6 +281,34 @@ class Controller:
         """Replace the dynamic broker configs (validated by :meth:`validate_broker_configs`); the
         topic-default synonyms among them apply to every topic that does not override them."""
         self.store.publish(replace(self.image, broker_configs=dict(configs), version=self.image.version + 1))
+
+    # -------------------------------------------------------------------------------- group configs
+
+    def validate_group_overrides(self, group_id: str, overrides: Mapping[str, str | None]) -> dict[str, str]:
+        """The group's complete override map after applying ``overrides`` (None = remove), checked
+        as Kafka's GroupConfig does (INVALID_CONFIG)."""
+        if not group_id:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
+        merged = dict(self.image.group_configs.get(group_id, {}))
+        for key, value in overrides.items():
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = str(value)
+        try:
+            validate_group_configs(merged, self.broker_config)
+        except ConfigError as e:
+            raise KafkaError(ErrorCode.INVALID_CONFIG, str(e)) from None
+        return merged
+
+    def set_group_configs(self, group_id: str, configs: dict[str, str]) -> None:
+        """Replace a group's config overrides (validated by :meth:`validate_group_overrides`)."""
+        group_configs = dict(self.image.group_configs)
+        if configs:
+            group_configs[group_id] = dict(configs)
+        else:
+            group_configs.pop(group_id, None)
+        self.store.publish(replace(self.image, group_configs=group_configs, version=self.image.version + 1))
 
     # ------------------------------------------------------------------------------ producer ids
 

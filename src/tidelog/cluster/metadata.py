@@ -61,6 +61,8 @@ class MetadataImage:
     broker_configs: dict[str, str] = field(default_factory=dict)
     #: First producer id not yet handed out in a block (persisted so ids never repeat).
     next_producer_id_block: int = 0
+    #: Per-group config overrides (ConfigResource GROUP, KIP-848), by group id.
+    group_configs: dict[str, dict[str, str]] = field(default_factory=dict)
     version: int = 0
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:

@@ -4,7 +4,7 @@ File ``<data dir>/tidelog-metadata.json`` (written atomically)::
 
     {"version": 1, "cluster_id": "...", "topics": [{"name", "topic_id", "configs", "is_internal",
       "partitions": [{"partition", "leader", "leader_epoch", "replicas", "isr", "partition_epoch"}]}],
-     "broker_configs": {...}}
+     "broker_configs": {...}, "group_configs": {group: {...}}, "next_producer_id_block": N}
 
 Brokers are not persisted: each broker registers itself at start-up.
 
@@ -103,6 +103,7 @@ class EmbeddedStore:
         image = MetadataImage(
             raw["cluster_id"], broker.broker_id, {broker.broker_id: broker}, topics,
             dict(raw.get("broker_configs", {})), int(raw.get("next_producer_id_block", 0)),
+            {g: dict(c) for g, c in raw.get("group_configs", {}).items()},
         )
         return replace(image, version=1)
 
@@ -112,6 +113,7 @@ class EmbeddedStore:
             "cluster_id": image.cluster_id,
             "broker_configs": image.broker_configs,
             "next_producer_id_block": image.next_producer_id_block,
+            "group_configs": image.group_configs,
             "topics": [
                 {
                     "name": t.name,

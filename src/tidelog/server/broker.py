@@ -105,7 +105,7 @@ class Broker:
         self.logs = logs = LogManager(
             self.log_dirs, clock, topic_config=lambda topic: topic_configs.for_topic(store.image, topic),
             producer_id_expiration_ms=config["producer.id.expiration.ms"])
-        self.controller = controller = Controller(store, self.broker_id, topic_configs)
+        self.controller = controller = Controller(store, self.broker_id, topic_configs, config)
 
         # The partitions this broker hosts, and what happens to their logs.
         self.events = events = LogEvents()

@@ -247,7 +247,9 @@ class ConsumerGroupCoordinator:
         self._schedule_session_timeout(group_id, member_id)
 
         response = ConsumerGroupHeartbeatResponse(member_id=member_id, member_epoch=new_member.member_epoch,
-                                                  heartbeat_interval_ms=self.config.heartbeat_interval_ms)
+                                                  heartbeat_interval_ms=self._group_config(
+                                                      group_id, "consumer.heartbeat.interval.ms",
+                                                      self.config.heartbeat_interval_ms))
         full = (request.rebalance_timeout_ms != -1 and owned is not None
                 and (request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None))
         if epoch == 0 or full or new_member.assigned_partitions != member.assigned_partitions:
@@ -443,9 +445,16 @@ class ConsumerGroupCoordinator:
             self.timers.cancel(_rebalance_key(gid, mid))
         return records
 
+    def _group_config(self, group_id: str, name: str, default: int) -> int:
+        """A group config (ConfigResource GROUP): the group's override in the metadata, else the
+        broker's ``group.consumer.*`` default."""
+        overrides = self.image.group_configs.get(group_id) if self.image is not None else None
+        return int(overrides[name]) if overrides and name in overrides else default
+
     def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
         if self.timers is not None:
-            self.timers.schedule(_session_key(group_id, member_id), self.config.session_timeout_ms, group_id,
+            timeout_ms = self._group_config(group_id, "consumer.session.timeout.ms", self.config.session_timeout_ms)
+            self.timers.schedule(_session_key(group_id, member_id), timeout_ms, group_id,
                                  lambda: self.fence_member(group_id, member_id))
 
     def _schedule_rebalance_timeout(self, group_id: str, member: ConsumerGroupMember) -> None:

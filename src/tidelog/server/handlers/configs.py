@@ -1,7 +1,9 @@
 """DescribeConfigs, AlterConfigs and IncrementalAlterConfigs: topic, broker and broker-logger configs.
 
-Resources (Kafka's ``ConfigResource.Type``): TOPIC 2, BROKER 4, BROKER_LOGGER 8. Other types (GROUP,
-CLIENT_METRICS) are answered with INVALID_REQUEST.
+Resources (Kafka's ``ConfigResource.Type``): TOPIC 2, BROKER 4, BROKER_LOGGER 8, GROUP 32 (the KIP-848
+group configs ``consumer.session.timeout.ms`` and ``consumer.heartbeat.interval.ms``, which the group
+coordinator applies to the group, and the share group ones, kept but unused). CLIENT_METRICS (16) is
+answered with INVALID_REQUEST.
 
 Thin: values, sources and synonyms are the :class:`~tidelog.cluster.config_entries.ConfigDescriber`'s;
 which configs may change and how is the controller's
@@ -49,7 +51,7 @@ from tidelog.server.logger_levels import (
     logger_entries,
 )
 
-TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
 
 
 def _describe_result(entry: ConfigEntry, version: int, synonyms: bool, docs: bool):
@@ -196,6 +198,10 @@ class ConfigHandlers:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "Broker id must not be empty")
             self._check_broker_name(name, allow_default=False)
             return logger_entries()
+        if rtype == GROUP:
+            if not name:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
+            return self.describer.group_entries(image, name)
         raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {rtype}")
 
     @handles(ApiKey.DESCRIBE_CONFIGS, 0, 4, describe_configs_error_response)
@@ -294,6 +300,12 @@ class ConfigHandlers:
         elif r.resource_type == BROKER_LOGGER:
             self._check_broker_name(r.resource_name, allow_default=False)
             alter_loggers(r.configs, validate_only)
+        elif r.resource_type == GROUP:
+            current = dict(image.group_configs.get(r.resource_name, {}))
+            changes = _apply_ops(r.configs, current, lambda k: None, lambda k: False)
+            merged = self.controller.validate_group_overrides(r.resource_name, changes)
+            if not validate_only:
+                self.controller.set_group_configs(r.resource_name, merged)
         else:
             raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {r.resource_type}")
 
