@@ -40,7 +40,7 @@ bench: $(BENCH_STAMP)
 
 ## codegen: regenerate src/tidelog/protocol/messages from ../shared/kafka-protocol
 codegen: $(STAMP)
-	$(PY) -m tidelog.protocol.codegen
+	$(PY) -m tools.codegen
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from tidelog.protocol import codegen
-from tidelog.protocol.spec import FieldSpec, MessageSpec, Versions, default_spec_root, load_all, merge_specs
+from tools import codegen
+from tools.codegen.field import cond, snake
+from tools.codegen.module import module_name
+from tools.codegen.spec import FieldSpec, MessageSpec, Versions, default_spec_root, load_all, merge_specs
 
 SPEC_ROOT = default_spec_root()
 needs_specs = pytest.mark.skipif(
@@ -66,20 +68,20 @@ def test_versions_algebra() -> None:
 
 def test_cond_expressions() -> None:
     valid = Versions.parse("0-13")
-    assert codegen.cond(Versions.parse("0+"), valid) is None
-    assert codegen.cond(Versions.parse("3+"), valid) == "version >= 3"
-    assert codegen.cond(Versions.parse("0-12"), valid) == "version <= 12"
-    assert codegen.cond(Versions.parse("4-5"), valid) == "4 <= version <= 5"
-    assert codegen.cond(Versions.parse("none"), valid) == "False"
+    assert cond(Versions.parse("0+"), valid) is None
+    assert cond(Versions.parse("3+"), valid) == "version >= 3"
+    assert cond(Versions.parse("0-12"), valid) == "version <= 12"
+    assert cond(Versions.parse("4-5"), valid) == "4 <= version <= 5"
+    assert cond(Versions.parse("none"), valid) == "False"
 
 
 def test_snake_case_names() -> None:
-    assert codegen.snake("MaxWaitMs") == "max_wait_ms"
-    assert codegen.snake("TransactionalId") == "transactional_id"
-    assert codegen.snake("ISRNodes") == "isr_nodes"
-    assert codegen.snake("ProducerId") == "producer_id"
-    assert codegen.module_name("OffsetForLeaderEpochRequest") == "offset_for_leader_epoch"
-    assert codegen.module_name("RequestHeader") == "header"
+    assert snake("MaxWaitMs") == "max_wait_ms"
+    assert snake("TransactionalId") == "transactional_id"
+    assert snake("ISRNodes") == "isr_nodes"
+    assert snake("ProducerId") == "producer_id"
+    assert module_name("OffsetForLeaderEpochRequest") == "offset_for_leader_epoch"
+    assert module_name("RequestHeader") == "header"
 
 
 def _msg(valid: str, fields: tuple[FieldSpec, ...], flexible: str = "none") -> MessageSpec:

@@ -12,8 +12,8 @@ still defines the versions 4.0 removed). For each message, versions inside the 4
 follow the 4.x file and older versions follow the older file; :func:`merge_specs` builds one spec that
 covers the union, field by field.
 
-This module only reads files; it is a development tool used by :mod:`tidelog.protocol.codegen` and
-never imported by the broker at run time. Objects here are immutable after loading.
+This module only reads files; it is part of the development tool :mod:`tools.codegen` and never
+imported by the broker at run time. Objects here are immutable after loading.
 """
 
 from __future__ import annotations
@@ -338,7 +338,7 @@ def merge_specs(old: MessageSpec | None, new: MessageSpec | None) -> MessageSpec
 
 def default_spec_root() -> Path:
     """``../shared/kafka-protocol`` next to the repository (the generator's input)."""
-    repo = Path(__file__).resolve().parents[3]
+    repo = Path(__file__).resolve().parents[2]
     return repo.parent / "shared" / "kafka-protocol"
 
 
