@@ -1,9 +1,12 @@
 """Code for whole modules: a message's classes, a module of messages, the package ``__init__``.
 
-One module per API (``produce.py`` holds ``ProduceRequest`` and ``ProduceResponse``), plus ``header.py``
-(``RequestHeader``, ``ResponseHeader``) and ``__init__.py`` (the registry by API key). A message's
-nested structs are module-level private classes also reachable as attributes of the message class
-(``ProduceRequest.TopicProduceData``), so the structs of a request and its response never collide.
+Messages: one module per API (``produce.py`` holds ``ProduceRequest`` and ``ProduceResponse``), plus
+``header.py`` (``RequestHeader``, ``ResponseHeader``) and ``__init__.py`` (the registry by API key).
+Internal-topic records: one module per record type (``offset_commit.py`` holds ``OffsetCommitKey`` and
+``OffsetCommitValue``) and an ``__init__.py`` that exports them all; their classes are frozen.
+A message's nested structs are module-level private classes also reachable as attributes of the
+message class (``ProduceRequest.TopicProduceData``), so the structs of a request and its response
+never collide.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ BANNER = (
 
 
 def module_name(message_name: str) -> str:
-    for suffix in ("Request", "Response"):
+    """The module of a message or record schema: its name without Request/Response or Key/Value."""
+    for suffix in ("Request", "Response", "Key", "Value"):
         if message_name.endswith(suffix) and message_name != suffix + "Header":
             return snake(message_name[: -len(suffix)])
     return "header"
@@ -95,7 +99,8 @@ def emit_class(cls_name: str, qualname: str, fields: tuple[FieldSpec, ...], ctx:
                extra: list[str]) -> list[str]:
     valid = ctx.valid
     live = [f for f in fields if f.versions.intersect(valid)]
-    out = ["", "", "@dataclass(slots=True)", f"class {cls_name}({base}):"]
+    decorator = "@dataclass(slots=True, frozen=True)" if ctx.spec.type == "data" else "@dataclass(slots=True)"
+    out = ["", "", decorator, f"class {cls_name}({base}):"]
     out.append(f'    """{doc}"""')
     out.append("")
     out.append(f'    __qualname__ = "{qualname}"')
@@ -164,12 +169,14 @@ def emit_message(spec: MessageSpec, fmt_consts: dict[str, str]) -> tuple[list[st
     doc += f", flexible from v{flex.lowest}." if flex else ", never flexible."
     if spec.latest_version_unstable:
         doc += " The highest version is unstable in Kafka and not advertised by default."
+    if spec.type == "data":
+        doc += " Immutable."
     body.extend(emit_class(spec.name, spec.name, spec.fields, ctx, "Message", doc, extra))
     schemas.extend(schema_lines(spec.name, spec.fields, ctx))
     return body, schemas
 
 
-def render_module(specs: list[MessageSpec]) -> str:
+def render_module(specs: list[MessageSpec], what: str = "generated Kafka wire codecs") -> str:
     fmt_consts: dict[str, str] = {}
     bodies: list[str] = []
     schemas: list[str] = []
@@ -181,7 +188,7 @@ def render_module(specs: list[MessageSpec]) -> str:
     head = [
         BANNER.rstrip("\n"),
         "# Sources: " + ", ".join(sources),
-        f'"""{", ".join(s.name for s in specs)}: generated Kafka wire codecs."""',
+        f'"""{", ".join(s.name for s in specs)}: {what}."""',
         "",
         "# ruff: noqa",
         "from __future__ import annotations",
@@ -246,5 +253,31 @@ def render_init(specs: list[MessageSpec]) -> str:
     lines.append("")
     all_names = sorted(s.name for s in specs)
     lines.append(f"__all__ = {['API_MESSAGES', 'ApiKey', *all_names]!r}")
+    lines.append("")
+    return "\n".join(lines)
+
+
+RECORDS_DOC = """The key and value schemas of the records in Kafka's internal topics, generated from Kafka's JSON.
+
+``__consumer_offsets`` holds ``OffsetCommit*``, ``GroupMetadata*``, ``ConsumerGroup*`` and
+``ShareGroup*`` records, ``__transaction_state`` ``TransactionLog*`` records. On disk a record's key and
+value each start with an int16 version, which these classes do not write: ``encode(version)`` gives the
+bytes after it and ``decode(data, version)`` reads them. A key schema's versions are the key versions
+that name its record type (``OffsetCommitKey`` 0-1, ``GroupMetadataKey`` 2, ...). Which versions to
+write, tombstones and the dispatch by key version belong to the coordinators
+(:mod:`tidelog.coordinator.group.records`). Every class is frozen.
+"""
+
+
+def render_records_init(specs: list[MessageSpec], package: str) -> str:
+    """``__init__.py`` of the internal-topic record package: every schema class, by module."""
+    lines = [BANNER.rstrip("\n"), f'"""{RECORDS_DOC.rstrip()}"""', "", "# ruff: noqa", "from __future__ import annotations", ""]
+    modules: dict[str, list[str]] = {}
+    for s in specs:
+        modules.setdefault(module_name(s.name), []).append(s.name)
+    for mod, names in sorted(modules.items()):
+        lines.append(f"from {package}.{mod} import {', '.join(names)}")
+    lines.append("")
+    lines.append(f"__all__ = {sorted(s.name for s in specs)!r}")
     lines.append("")
     return "\n".join(lines)
