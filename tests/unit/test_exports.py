@@ -6,7 +6,7 @@ import importlib
 
 import pytest
 
-PACKAGES = ["tidelog.protocol", "tidelog.records", "tidelog.storage", "tidelog.errors", "tidelog.clock", "tidelog.config", "tidelog.coordinator.group"]
+PACKAGES = ["tidelog.protocol", "tidelog.records", "tidelog.storage", "tidelog.errors", "tidelog.clock", "tidelog.config", "tidelog.varint", "tidelog.coordinator.group"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

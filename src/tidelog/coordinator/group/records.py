@@ -55,6 +55,7 @@ from tidelog.protocol.primitives import (
     write_array_len,
     write_string,
 )
+from tidelog.varint import VarintError
 
 OFFSET_COMMIT_KEY_VERSION = OffsetCommitKey.MAX_VERSION  # 1; 0 is read too
 GROUP_METADATA_KEY_VERSION = GroupMetadataKey.MAX_VERSION  # 2
@@ -166,6 +167,8 @@ def deserialize(key: bytes | memoryview, value: bytes | memoryview | None) -> Co
         return CoordinatorRecord(k, v)
     except (struct.error, IndexError):
         raise MalformedMessageError("record truncated") from None
+    except VarintError as e:  # from the hand-written layouts; generated ones raise MalformedMessageError
+        raise MalformedMessageError(str(e)) from None
 
 
 def _check_end(buf: memoryview, pos: int) -> None:
