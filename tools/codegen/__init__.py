@@ -29,8 +29,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from tools.codegen.module import module_name, render_init, render_module, render_records_init
-from tools.codegen.spec import MessageSpec, default_spec_root, load_all, load_records
+from tools.codegen.module import by_module, render_init, render_module, render_records_init
+from tools.codegen.spec import default_spec_root, load_all, load_records
 
 REPO = Path(__file__).resolve().parents[2]
 #: The folder that holds the generated packages.
@@ -46,10 +46,7 @@ def generate(spec_root: Path | None = None) -> dict[str, str]:
     """Path relative to :data:`OUT_DIR` (``messages/produce.py``) -> source text, for every generated module."""
     files: dict[str, str] = {}
     for package, specs in (("messages", load_all(spec_root)), ("coordinator_records", load_records(spec_root))):
-        by_module: dict[str, list[MessageSpec]] = {}
-        for s in specs:
-            by_module.setdefault(module_name(s.name), []).append(s)
-        for mod, group in sorted(by_module.items()):
+        for mod, group in by_module(specs).items():
             files[f"{package}/{mod}.py"] = render_module(group, PACKAGES[package])
         dotted = f"tidelog.protocol.{package}"
         files[f"{package}/__init__.py"] = render_init(specs) if package == "messages" else render_records_init(specs, dotted)

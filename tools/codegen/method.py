@@ -39,23 +39,39 @@ def positional_groups(fields: tuple[FieldSpec, ...], ctx: Ctx):
     return groups
 
 
+def flexibility(ctx: Ctx) -> tuple[str | None, bool]:
+    """The guard of the struct's flexible versions (None: always, "False": never), and whether it has any."""
+    flex_cond = cond(ctx.spec.flexible_versions, ctx.valid)
+    return flex_cond, flex_cond != "False"
+
+
+def flexible_line(flex_cond: str | None) -> list[str]:
+    """The statement that computes ``flexible`` at run time, when the versions do not decide it."""
+    return [f"        flexible = {flex_cond}"] if flex_cond not in (None, "False") else []
+
+
+def guard_open(guard: str | None, out: list[str]) -> str:
+    """Open the ``if`` of a version guard (if any); returns the indentation of the guarded statements."""
+    if guard is None:
+        return "        "
+    out.append(f"        if {guard}:")
+    return "            "
+
+
+def group_struct(group: list[FieldSpec], ctx: Ctx) -> str:
+    """The precompiled ``struct.Struct`` constant of a run of fixed-width fields."""
+    return ctx.fmt_const(">" + "".join(FIXED[f.type][0] for f in group))
+
 
 def emit_read(name: str, fields: tuple[FieldSpec, ...], ctx: Ctx) -> list[str]:
     valid = ctx.valid
-    out = ["    @classmethod", "    def _read(cls, buf, pos, version):"]
-    flex_cond = cond(ctx.spec.flexible_versions, valid)
-    has_flex = flex_cond != "False"
-    if has_flex and flex_cond is not None:
-        out.append(f"        flexible = {flex_cond}")
+    flex_cond, has_flex = flexibility(ctx)
+    out = ["    @classmethod", "    def _read(cls, buf, pos, version):", *flexible_line(flex_cond)]
     for guard, group, fixed in positional_groups(fields, ctx):
-        ind = "        " if guard is None else "            "
-        if guard is not None:
-            out.append(f"        if {guard}:")
+        ind = guard_open(guard, out)
         if fixed and len(group) > 1:
-            fmt = ">" + "".join(FIXED[f.type][0] for f in group)
             size = sum(FIXED[f.type][1] for f in group)
-            const = ctx.fmt_const(fmt)
-            out.append(f"{ind}({', '.join(local(f) for f in group)},) = {const}.unpack_from(buf, pos)")
+            out.append(f"{ind}({', '.join(local(f) for f in group)},) = {group_struct(group, ctx)}.unpack_from(buf, pos)")
             out.append(f"{ind}pos += {size}")
         else:
             for f in group:
@@ -106,22 +122,14 @@ def emit_read(name: str, fields: tuple[FieldSpec, ...], ctx: Ctx) -> list[str]:
     return out
 
 
-
 def emit_write(name: str, fields: tuple[FieldSpec, ...], ctx: Ctx) -> list[str]:
     valid = ctx.valid
-    out = ["    def _write(self, w, version):", "        b = w.buf"]
-    flex_cond = cond(ctx.spec.flexible_versions, valid)
-    has_flex = flex_cond != "False"
-    if has_flex and flex_cond is not None:
-        out.append(f"        flexible = {flex_cond}")
+    flex_cond, has_flex = flexibility(ctx)
+    out = ["    def _write(self, w, version):", "        b = w.buf", *flexible_line(flex_cond)]
     for guard, group, fixed in positional_groups(fields, ctx):
-        ind = "        " if guard is None else "            "
-        if guard is not None:
-            out.append(f"        if {guard}:")
+        ind = guard_open(guard, out)
         if fixed and len(group) > 1:
-            fmt = ">" + "".join(FIXED[f.type][0] for f in group)
-            const = ctx.fmt_const(fmt)
-            out.append(f"{ind}b += {const}.pack({', '.join('self.' + snake(f.name) for f in group)})")
+            out.append(f"{ind}b += {group_struct(group, ctx)}.pack({', '.join('self.' + snake(f.name) for f in group)})")
         else:
             for f in group:
                 present = f.versions.minus(f.tagged_versions).intersect(valid)

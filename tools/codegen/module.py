@@ -210,6 +210,19 @@ def render_module(specs: list[MessageSpec], what: str = "generated Kafka wire co
     return "\n".join(head + bodies + tail)
 
 
+def by_module(specs: list[MessageSpec]) -> dict[str, list[MessageSpec]]:
+    """Specs grouped by the module they are generated into, in module name order."""
+    modules: dict[str, list[MessageSpec]] = {}
+    for spec in specs:
+        modules.setdefault(module_name(spec.name), []).append(spec)
+    return dict(sorted(modules.items()))
+
+
+def import_lines(specs: list[MessageSpec], package: str) -> list[str]:
+    """A package ``__init__``'s imports of every generated class, one line per module."""
+    return [f"from {package}.{mod} import {', '.join(s.name for s in group)}" for mod, group in by_module(specs).items()]
+
+
 def render_init(specs: list[MessageSpec]) -> str:
     by_key: dict[int, dict[str, MessageSpec]] = {}
     for s in specs:
@@ -228,11 +241,7 @@ def render_init(specs: list[MessageSpec]) -> str:
         "from __future__ import annotations",
         "",
     ]
-    modules: dict[str, list[str]] = {}
-    for s in specs:
-        modules.setdefault(module_name(s.name), []).append(s.name)
-    for mod, names in sorted(modules.items()):
-        lines.append(f"from tidelog.protocol.messages.{mod} import {', '.join(names)}")
+    lines.extend(import_lines(specs, "tidelog.protocol.messages"))
     lines.append("")
     lines.append("import enum")
     lines.append("")
@@ -272,11 +281,7 @@ write, tombstones and the dispatch by key version belong to the coordinators
 def render_records_init(specs: list[MessageSpec], package: str) -> str:
     """``__init__.py`` of the internal-topic record package: every schema class, by module."""
     lines = [BANNER.rstrip("\n"), f'"""{RECORDS_DOC.rstrip()}"""', "", "# ruff: noqa", "from __future__ import annotations", ""]
-    modules: dict[str, list[str]] = {}
-    for s in specs:
-        modules.setdefault(module_name(s.name), []).append(s.name)
-    for mod, names in sorted(modules.items()):
-        lines.append(f"from {package}.{mod} import {', '.join(names)}")
+    lines.extend(import_lines(specs, package))
     lines.append("")
     lines.append(f"__all__ = {sorted(s.name for s in specs)!r}")
     lines.append("")
