@@ -38,9 +38,9 @@ lint: $(STAMP)
 bench: $(BENCH_STAMP)
 	for b in bench/*.py; do case $$b in */null_broker.py) ;; *) $(PY) $$b --quick ;; esac; done
 
-## codegen: regenerate src/tidelog/protocol/messages from ../shared/kafka-protocol
+## codegen: regenerate src/tidelog/protocol/{messages,coordinator_records} from ../shared/kafka-protocol (tools/codegen)
 codegen: $(STAMP)
-	$(PY) -m tidelog.protocol.codegen
+	$(PY) -m tools.codegen
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info

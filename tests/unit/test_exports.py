@@ -6,7 +6,8 @@ import importlib
 
 import pytest
 
-PACKAGES = ["tidelog.protocol", "tidelog.records", "tidelog.storage", "tidelog.errors", "tidelog.clock", "tidelog.config", "tidelog.coordinator.group", "tidelog.replica", "tidelog.security", "tidelog.server.handlers"]
+PACKAGES = ["tidelog.protocol", "tidelog.records", "tidelog.storage", "tidelog.errors", "tidelog.clock", "tidelog.config",
+            "tidelog.varint", "tidelog.coordinator.group", "tidelog.replica", "tidelog.security", "tidelog.server.handlers"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

@@ -6,7 +6,7 @@ Formats (big-endian throughout)::
     bool                             int8, 0 = false, anything else = true
     uuid                             16 raw bytes
     unsigned varint                  7 bits per byte, low group first, high bit = "more follows"
-    varint                           zig-zag encoded signed value as an unsigned varint
+                                     (read_uvarint / write_uvarint, from :mod:`tidelog.varint`)
     string / bytes                   int16 (string) or int32 (bytes) length N, then N bytes; -1 = null
     compact string / bytes           unsigned varint N+1, then N bytes; 0 = null  (flexible versions)
     array                            int32 count (-1 = null) / compact: unsigned varint count+1
@@ -14,7 +14,10 @@ Formats (big-endian throughout)::
 
 Readers take ``(buf, pos)`` where ``buf`` is a ``memoryview`` and return ``(value, new_pos)``. Every
 length is checked against the bytes that remain *before* anything is allocated, so a hostile length
-field raises :class:`MalformedMessageError` instead of allocating. Writers append to a ``bytearray``.
+field raises :class:`MalformedMessageError` instead of allocating. Fixed-width fields and varints past
+the end of ``buf`` raise ``struct.error`` / ``IndexError``, and an invalid varint
+:class:`~tidelog.varint.VarintError`: :meth:`Message.decode_from <tidelog.protocol.message.Message.decode_from>`
+turns them into :class:`MalformedMessageError` once per message. Writers append to a ``bytearray``.
 
 Pure functions, no state: safe from any thread.
 """
@@ -25,6 +28,7 @@ import struct
 import uuid
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
+from tidelog.varint import read_uvarint, write_uvarint
 
 INT8 = struct.Struct(">b")
 INT16 = struct.Struct(">h")
@@ -37,97 +41,6 @@ BOOL = struct.Struct(">?")
 
 ZERO_UUID = uuid.UUID(int=0)
 _ZERO_16 = bytes(16)
-
-_MAX_VARINT_BYTES = 5
-_MAX_VARLONG_BYTES = 10
-
-
-# ------------------------------------------------------------------------------------------- varints
-
-
-def read_uvarint(buf: memoryview, pos: int) -> tuple[int, int]:
-    """An unsigned varint of at most 5 bytes (32 bits)."""
-    if pos < len(buf) and buf[pos] < 0x80:  # the common one-byte case
-        return buf[pos], pos + 1
-    result = 0
-    shift = 0
-    end = len(buf)
-    for _ in range(_MAX_VARINT_BYTES):
-        if pos >= end:
-            raise MalformedMessageError("truncated varint")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            if result > 0xFFFFFFFF:
-                raise MalformedMessageError("varint does not fit in 32 bits")
-            return result, pos
-        shift += 7
-    raise MalformedMessageError("varint longer than 5 bytes")
-
-
-def read_uvarlong(buf: memoryview, pos: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    end = len(buf)
-    for _ in range(_MAX_VARLONG_BYTES):
-        if pos >= end:
-            raise MalformedMessageError("truncated varlong")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result & 0xFFFFFFFFFFFFFFFF, pos
-        shift += 7
-    raise MalformedMessageError("varlong longer than 10 bytes")
-
-
-def read_varint(buf: memoryview, pos: int) -> tuple[int, int]:
-    n, pos = read_uvarint(buf, pos)
-    return (n >> 1) ^ -(n & 1), pos
-
-
-def read_varlong(buf: memoryview, pos: int) -> tuple[int, int]:
-    n, pos = read_uvarlong(buf, pos)
-    return (n >> 1) ^ -(n & 1), pos
-
-
-def uvarint_bytes(n: int) -> bytes:
-    if n < 0x80:
-        if n < 0:
-            raise ProtocolEncodeError(f"unsigned varint cannot hold {n}")
-        return bytes((n,))
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def write_uvarint(b: bytearray, n: int) -> None:
-    if 0 <= n < 0x80:
-        b.append(n)
-        return
-    if n < 0 or n > 0xFFFFFFFF:
-        raise ProtocolEncodeError(f"unsigned varint cannot hold {n}")
-    while n >= 0x80:
-        b.append((n & 0x7F) | 0x80)
-        n >>= 7
-    b.append(n)
-
-
-def write_varint(b: bytearray, n: int) -> None:
-    write_uvarint(b, ((n << 1) ^ (n >> 31)) & 0xFFFFFFFF)
-
-
-def write_varlong(b: bytearray, n: int) -> None:
-    z = ((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF
-    while z >= 0x80:
-        b.append((z & 0x7F) | 0x80)
-        z >>= 7
-    b.append(z)
-
 
 # ------------------------------------------------------------------------------------------- strings
 

@@ -1,4 +1,4 @@
-"""One record of a magic-v2 batch, its varint codec, and the decoded :class:`Record`.
+"""One record of a magic-v2 batch and the decoded :class:`Record`.
 
 Record format (inside the records section of a batch; all integers zig-zag varints unless noted)::
 
@@ -17,7 +17,9 @@ Record format (inside the records section of a batch; all integers zig-zag varin
       headerValue       bytes
 
 A varint is an int32 and a varlong an int64, zig-zag encoded (``(n << 1) ^ (n >> 31)``), 7 bits per
-byte, low group first, high bit set on every byte but the last: at most 5 and 10 bytes.
+byte, low group first, high bit set on every byte but the last: at most 5 and 10 bytes. The codec is
+:mod:`tidelog.varint` (shared with the wire protocol); :func:`read_varint` / :func:`read_varlong` here
+raise this layer's :class:`InvalidRecordError`.
 
 Decoding checks every length against the bytes of *its own record* before slicing, so a hostile
 length raises :class:`InvalidRecordError` and never allocates. Header keys are decoded with
@@ -28,12 +30,22 @@ Pure functions, no state: safe from any thread.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import NamedTuple
 
 from tidelog.records.errors import InvalidRecordError
+from tidelog.varint import (
+    VarintError,
+    encode_varint,
+    encode_varlong,
+    zigzag_decode,
+    zigzag_encode,
+)
+from tidelog.varint import read_varint as _varint  # raise IndexError past the end: callers catch it once
+from tidelog.varint import read_varlong as _varlong
+from tidelog.varint import uvarint_bytes as _uvarint
 
 NO_TIMESTAMP = -1
 """The timestamp of v0 messages and of records written without one."""
@@ -55,6 +67,7 @@ class Header(NamedTuple):
 
 
 HeaderLike = tuple[str, "bytes | bytearray | memoryview | None"]
+Bytes = bytes | bytearray | memoryview
 
 
 @dataclass(slots=True)
@@ -78,114 +91,30 @@ class Record:
 
 _INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
-_ONE_BYTE = [bytes((i,)) for i in range(128)]
-
-
-def zigzag_encode(value: int) -> int:
-    """Zig-zag map a signed int64 to unsigned: 0, -1, 1, -2 ... → 0, 1, 2, 3 ..."""
-    return (value << 1) ^ (value >> 63)
-
-
-def zigzag_decode(value: int) -> int:
-    return (value >> 1) ^ -(value & 1)
-
-
-def encode_varint(value: int) -> bytes:
-    """The zig-zag varint of an int32; ``ValueError`` if out of range."""
-    if not _INT32_MIN <= value <= _INT32_MAX:
-        raise ValueError(f"{value} does not fit in a varint (int32)")
-    return _uvarint((value << 1) ^ (value >> 31))
-
-
-def encode_varlong(value: int) -> bytes:
-    """The zig-zag varlong of an int64; ``ValueError`` if out of range."""
-    if not _INT64_MIN <= value <= _INT64_MAX:
-        raise ValueError(f"{value} does not fit in a varlong (int64)")
-    return _uvarint((value << 1) ^ (value >> 63))
-
-
-def _uvarint(n: int) -> bytes:
-    if n < 0x80:
-        return _ONE_BYTE[n]
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def read_varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
-    """Decode a zig-zag varint (int32) at ``pos``: ``(value, next_pos)``."""
-    try:
-        return _varint(buf, pos)
-    except IndexError:
-        raise InvalidRecordError("truncated varint") from None
+    """Decode a zig-zag varint (int32) at ``pos``: ``(value, next_pos)``; InvalidRecordError if it is not one."""
+    return _checked(_varint, "varint", buf, pos)
 
 
 def read_varlong(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
-    """Decode a zig-zag varlong (int64) at ``pos``: ``(value, next_pos)``."""
+    """Decode a zig-zag varlong (int64) at ``pos``: ``(value, next_pos)``; InvalidRecordError if it is not one."""
+    return _checked(_varlong, "varlong", buf, pos)
+
+
+def _checked(read: Callable[[Bytes, int], tuple[int, int]], what: str, buf: Bytes, pos: int) -> tuple[int, int]:
     try:
-        return _varlong(buf, pos)
+        return read(buf, pos)
     except IndexError:
-        raise InvalidRecordError("truncated varlong") from None
-
-
-def _varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
-    # Raises IndexError past the end of buf: callers catch it once per record, not per field.
-    b = buf[pos]
-    if b < 0x80:
-        return (b >> 1) ^ -(b & 1), pos + 1
-    c = buf[pos + 1]
-    if c < 0x80:  # two bytes: lengths and deltas up to 8191
-        result = (b & 0x7F) | (c << 7)
-        return (result >> 1) ^ -(result & 1), pos + 2
-    result = b & 0x7F
-    shift = 7
-    pos += 1
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            break
-        shift += 7
-        if shift > 28:
-            raise InvalidRecordError("varint longer than 5 bytes")
-    if result > 0xFFFFFFFF:
-        raise InvalidRecordError("varint does not fit in 32 bits")
-    return (result >> 1) ^ -(result & 1), pos
-
-
-def _varlong(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
-    b = buf[pos]
-    if b < 0x80:
-        return (b >> 1) ^ -(b & 1), pos + 1
-    c = buf[pos + 1]
-    if c < 0x80:  # two bytes: lengths and deltas up to 8191
-        result = (b & 0x7F) | (c << 7)
-        return (result >> 1) ^ -(result & 1), pos + 2
-    result = b & 0x7F
-    shift = 7
-    pos += 1
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            break
-        shift += 7
-        if shift > 63:
-            raise InvalidRecordError("varlong longer than 10 bytes")
-    if result > 0xFFFFFFFFFFFFFFFF:
-        raise InvalidRecordError("varlong does not fit in 64 bits")
-    return (result >> 1) ^ -(result & 1), pos
+        raise InvalidRecordError(f"truncated {what}") from None
+    except VarintError as e:
+        raise InvalidRecordError(str(e)) from None
 
 
 # ---------------------------------------------------------------------------------------- encoding
 
 
-Bytes = bytes | bytearray | memoryview
 _CACHED = 1 << 14
 _UVARINT_CACHE = [_uvarint(i) for i in range(_CACHED)]  # every 1- and 2-byte varint
 
@@ -278,6 +207,8 @@ def decode_records(data: bytes, count: int, base_offset: int, base_timestamp: in
             record, pos = _decode_record(data, pos, base_offset, base_timestamp)
         except IndexError:
             raise InvalidRecordError("truncated record") from None
+        except VarintError as e:
+            raise InvalidRecordError(str(e)) from None
         if log_append_time is not None:
             record.timestamp = log_append_time
         yield record
@@ -293,6 +224,8 @@ def decode_record(data: bytes, pos: int, base_offset: int, base_timestamp: int) 
         return _decode_record(data, pos, base_offset, base_timestamp)
     except IndexError:
         raise InvalidRecordError("truncated record") from None
+    except VarintError as e:
+        raise InvalidRecordError(str(e)) from None
 
 
 def _decode_record(data: bytes, pos: int, base_offset: int, base_timestamp: int) -> tuple[Record, int]:

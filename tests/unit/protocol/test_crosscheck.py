@@ -50,7 +50,7 @@ from tidelog.protocol.messages import (
     RequestHeader,
     ResponseHeader,
 )
-from tidelog.protocol.spec import default_spec_root, load_file
+from tools.codegen.spec import default_spec_root, load_file
 
 kio = pytest.importorskip("kio", reason="kio is not installed (pip install -e '.[bench]'): no cross-check")
 

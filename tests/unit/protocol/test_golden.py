@@ -1,6 +1,6 @@
 """Golden frames: bytes real clients sent and responses independent encoders wrote must round-trip.
 
-The files under ``tests/data/frames`` come from ``tools/capture_frames.py`` (see the README there):
+The files under ``tests/data/frames`` come from ``python -m tools.capture_frames`` (see the README there):
 
 * ``confluent-kafka/`` and ``kafka-python/`` ``*_request_v<N>_<n>.bin``: request frames (header + body,
   no size prefix) captured from the real clients;
@@ -42,7 +42,7 @@ NAME = re.compile(r"(?P<api>[a-z_]+)_(?P<kind>request|response)_v(?P<version>\d+
 API_KEYS = {re.sub(r"(?<!^)(?=[A-Z])", "_", e.name).lower(): key for key, e in API_REGISTRY.items()}
 
 TOPIC = "golden"
-RESPONSE_CORRELATION_ID = 7  # what capture_frames.py gives every encoded response
+RESPONSE_CORRELATION_ID = 7  # what tools/capture_frames gives every encoded response
 CLIENT_IDS = {"confluent-kafka": "rdkafka", "kafka-python": "kafka-python"}  # prefixes of header client_id
 
 #: Files per folder when they were committed; fewer means a file went missing.

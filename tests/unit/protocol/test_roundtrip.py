@@ -1,4 +1,5 @@
-"""Round-trip every (message, version) the specs define with generated values.
+"""Round-trip every (message, version) the specs define with generated values, and every (record schema,
+version) of Kafka's internal topics (:mod:`tidelog.protocol.coordinator_records`).
 
 Encoding then decoding must give back an equal object, and encoding that again the same bytes.
 """
@@ -9,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import tidelog.protocol.coordinator_records as coordinator_records
 import tidelog.protocol.messages as messages
 from tests.unit.protocol.strategies import message_value
 from tidelog.protocol.message import Message
@@ -18,12 +20,14 @@ ALL_MESSAGES = [
     for name in messages.__all__
     if isinstance(getattr(messages, name), type) and issubclass(getattr(messages, name), Message)
 ]
-CASES = [(cls, v) for cls in ALL_MESSAGES for v in range(cls.MIN_VERSION, cls.MAX_VERSION + 1)]
+ALL_RECORDS = [getattr(coordinator_records, name) for name in coordinator_records.__all__]
+CASES = [(cls, v) for cls in ALL_MESSAGES + ALL_RECORDS for v in range(cls.MIN_VERSION, cls.MAX_VERSION + 1)]
 
 
 def test_every_message_of_both_spec_folders_is_generated() -> None:
     assert len(ALL_MESSAGES) == 190  # 188 requests/responses in the union + 2 headers
-    assert len(CASES) >= 700  # every version of every message
+    assert len(ALL_RECORDS) == 20  # the 10 key/value pairs of ../shared/kafka-protocol/records
+    assert len(CASES) >= 700 + 30  # every version of every message and record schema
 
 
 @pytest.mark.parametrize(("cls", "version"), CASES, ids=[f"{c.__name__}-v{v}" for c, v in CASES])

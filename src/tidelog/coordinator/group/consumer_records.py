@@ -1,88 +1,79 @@
-"""Kafka's ConsumerGroup* records in ``__consumer_offsets`` (the KIP-848 group state), hand-written serde.
+"""Kafka's ConsumerGroup* records in ``__consumer_offsets`` (the KIP-848 group state).
 
 Registered with :func:`tidelog.coordinator.group.records.register_record_type` at import, so the
-coordinator runtime writes and replays them. Layouts follow Kafka's group-coordinator record specs
-(facts; the specs are not in ../shared, so this serde is written by hand). Pure functions, immutable
-value classes.
+coordinator runtime writes and replays them. Keys are not flexible; values are (version 0: compact
+strings and arrays, a tagged-field section per struct). Keys are the generated key classes; values are
+this module's frozen dataclasses (the coordinator's view: tuples, and ``TopicPartitions`` maps of topic
+id to partitions), converted to and from the generated classes of
+:mod:`tidelog.protocol.coordinator_records`, which hold the byte layouts::
+
+    key version  key (generated)                           value
+    3            ConsumerGroupMetadataKey                  ConsumerGroupMetadataValue
+    5            ConsumerGroupMemberMetadataKey            ConsumerGroupMemberMetadataValue
+    6            ConsumerGroupTargetAssignmentMetadataKey  ConsumerGroupTargetAssignmentMetadataValue
+    7            ConsumerGroupTargetAssignmentMemberKey    ConsumerGroupTargetAssignmentMemberValue
+    8            ConsumerGroupCurrentMemberAssignmentKey   ConsumerGroupCurrentMemberAssignmentValue
+    16           ConsumerGroupRegularExpressionKey         ConsumerGroupRegularExpressionValue (by hand)
+
+Key version 4 (ConsumerGroupPartitionMetadata, before 4.1) is not written; 4.1 replaced it by the
+metadata hash. Two things are newer than the schemas in ../shared (Kafka trunk of October 2024) and
+are written by hand here:
+
+* ``ConsumerGroupMetadataValue.MetadataHash`` (KIP-1101, Kafka 4.1): tagged field 0, int64, default 0;
+  written, as Kafka writes it, only when it is not 0.
+* the ConsumerGroupRegularExpression record (Kafka 4.0)::
+
+      key    int16 version 16, group_id string, regex string
+      value  int16 version 0, topics compact array of compact string, version int64,
+             timestamp int64, tagged fields
+
+A member's ClassicMemberMetadata (tag 0 of the member metadata) is written as null, as Kafka writes it
+for consumer-protocol members, and ignored when read; a TopicPartitions entry's tags (KIP-1251
+AssignmentEpochs) are ignored when read and not written. Pure functions, immutable value classes.
 """
 
 from __future__ import annotations
 
-import struct
 import uuid
-from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from tidelog.coordinator.group.assignors import TopicPartitions
-from tidelog.coordinator.group.records import RecordType, register_record_type, skip_tags
+from tidelog.coordinator.group.records import (
+    RecordType,
+    register_record_type,
+    same_fields,
+    schema_record_type,
+    skip_tags,
+)
+from tidelog.protocol import coordinator_records as schema
+from tidelog.protocol.coordinator_records import (
+    ConsumerGroupCurrentMemberAssignmentKey,
+    ConsumerGroupMemberMetadataKey,
+    ConsumerGroupMetadataKey,
+    ConsumerGroupTargetAssignmentMemberKey,
+    ConsumerGroupTargetAssignmentMetadataKey,
+)
 from tidelog.protocol.exceptions import MalformedMessageError
 from tidelog.protocol.primitives import (
-    INT8,
     INT16,
-    INT32,
     INT64,
     read_compact_array_len,
-    read_compact_nullable_string,
     read_compact_string,
     read_string,
-    read_uuid,
-    read_uvarint,
     write_compact_array_len,
-    write_compact_nullable_string,
     write_compact_string,
     write_string,
-    write_uuid,
 )
 
-# -- records: Kafka's ConsumerGroup* keys and values in __consumer_offsets --------------------------------
-#
-# Registered with records.register_record_type, so the runtime writes and loads them. Keys are not
-# flexible; values are (version 0, flexible: compact strings/arrays, a tagged-field section per struct).
-#
-#   key version  key (int16 version, then)             value (int16 version 0, then)
-#   3            ConsumerGroupMetadataKey               ConsumerGroupMetadataValue
-#                  group_id string                        epoch int32; tag 0: metadata_hash int64 (4.1+)
-#   5            ConsumerGroupMemberMetadataKey         ConsumerGroupMemberMetadataValue
-#                  group_id string, member_id string      instance_id, rack_id   compact nullable string
-#                                                         client_id, client_host compact string
-#                                                         subscribed_topic_names compact array of compact string
-#                                                         subscribed_topic_regex compact nullable string
-#                                                         rebalance_timeout_ms   int32
-#                                                         server_assignor        compact nullable string
-#                                                         (tag 0: classic member metadata, skipped)
-#   6            ConsumerGroupTargetAssignmentMetadataKey  ConsumerGroupTargetAssignmentMetadataValue
-#                  group_id string                        assignment_epoch int32
-#   7            ConsumerGroupTargetAssignmentMemberKey    ConsumerGroupTargetAssignmentMemberValue
-#                  group_id string, member_id string      topic_partitions compact array of TopicPartitions
-#   8            ConsumerGroupCurrentMemberAssignmentKey   ConsumerGroupCurrentMemberAssignmentValue
-#                  group_id string, member_id string      member_epoch int32, previous_member_epoch int32,
-#                                                         state int8 (MemberState), assigned_partitions and
-#                                                         partitions_pending_revocation: compact arrays of
-#                                                         TopicPartitions
-#   16           ConsumerGroupRegularExpressionKey      ConsumerGroupRegularExpressionValue
-#                  group_id string, regex string          topics compact array of compact string,
-#                                                         version int64, timestamp int64
-#   TopicPartitions: topic_id uuid, partitions compact array of int32, tagged fields
-#   (tag 0 AssignmentEpochs, KIP-1251, is skipped when read and not written).
-# Key version 4 (ConsumerGroupPartitionMetadata, before 4.1) is not written; 4.1 replaced it by the hash.
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupMetadataKey:
-    group_id: str
+#: ConsumerGroupMetadataValue's tagged field MetadataHash (KIP-1101), newer than the schemas in ../shared.
+METADATA_HASH_TAG = 0
+REGULAR_EXPRESSION_KEY_VERSION = 16
 
 
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupMetadataValue:
     epoch: int
     metadata_hash: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupMemberMetadataKey:
-    group_id: str
-    member_id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,30 +89,13 @@ class ConsumerGroupMemberMetadataValue:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerGroupTargetAssignmentMetadataKey:
-    group_id: str
-
-
-@dataclass(frozen=True, slots=True)
 class ConsumerGroupTargetAssignmentMetadataValue:
     assignment_epoch: int
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerGroupTargetAssignmentMemberKey:
-    group_id: str
-    member_id: str
-
-
-@dataclass(frozen=True, slots=True)
 class ConsumerGroupTargetAssignmentMemberValue:
     topic_partitions: TopicPartitions
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupCurrentMemberAssignmentKey:
-    group_id: str
-    member_id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,188 +126,127 @@ KEY_TYPES = (ConsumerGroupMetadataKey, ConsumerGroupMemberMetadataKey, ConsumerG
              ConsumerGroupRegularExpressionKey)
 
 
-def _key_codec(version: int, cls: type, fields: tuple[str, ...]) -> tuple[Any, Any]:
-    def read(buf: memoryview, pos: int, _version: int) -> tuple[Any, int]:
-        values = []
-        for _ in fields:
-            v, pos = read_string(buf, pos)
-            values.append(v)
-        return cls(*values), pos
-
-    def write(key: Any) -> bytes:
-        b = bytearray(INT16.pack(version))
-        for name in fields:
-            write_string(b, getattr(key, name))
-        return bytes(b)
-
-    return read, write
+# ------------------------------------------------------------------------ TopicPartitions <-> schema
 
 
-def _read_value_version(version: int, name: str) -> None:
-    if version != 0:
-        raise MalformedMessageError(f"unknown {name} version {version}")
-
-
-def _read_strings(buf: memoryview, pos: int) -> tuple[tuple[str, ...], int]:
-    n, pos = read_compact_array_len(buf, pos)
-    out = []
-    for _ in range(max(n, 0)):
-        s_, pos = read_compact_string(buf, pos)
-        out.append(s_)
-    return tuple(out), pos
-
-
-def _write_strings(b: bytearray, items: Iterable[str]) -> None:
-    items = list(items)
-    write_compact_array_len(b, len(items))
-    for item in items:
-        write_compact_string(b, item)
-
-
-def _read_tps(buf: memoryview, pos: int) -> tuple[dict[uuid.UUID, frozenset[int]], int]:
-    n, pos = read_compact_array_len(buf, pos, 18)
+def _topic_partitions(items: list) -> TopicPartitions:
+    """A map of topic id to partitions, from a schema's TopicPartitions array (repeated ids merge)."""
     out: dict[uuid.UUID, frozenset[int]] = {}
-    for _ in range(max(n, 0)):
-        topic_id, pos = read_uuid(buf, pos)
-        m, pos = read_compact_array_len(buf, pos, 4)
-        parts = struct.unpack_from(f">{max(m, 0)}i", buf, pos)
-        pos += 4 * max(m, 0)
-        pos = skip_tags(buf, pos)
-        out[topic_id] = out.get(topic_id, frozenset()) | frozenset(parts)
-    return out, pos
+    for item in items or ():
+        out[item.topic_id] = out.get(item.topic_id, frozenset()) | frozenset(item.partitions)
+    return out
 
 
-def _write_tps(b: bytearray, tps: TopicPartitions) -> None:
-    items = [(t, sorted(ps)) for t, ps in sorted(tps.items()) if ps]
-    write_compact_array_len(b, len(items))
-    for topic_id, parts in items:
-        write_uuid(b, topic_id)
-        write_compact_array_len(b, len(parts))
-        b += struct.pack(f">{len(parts)}i", *parts)
-        b.append(0)
+def _topic_partitions_schema(cls: type, tps: TopicPartitions) -> list:
+    """A schema's TopicPartitions array: topics and partitions sorted, topics without partitions left out."""
+    return [cls(topic_id=t, partitions=sorted(ps)) for t, ps in sorted(tps.items()) if ps]
 
 
-def _read_group_value(buf: memoryview, pos: int, version: int) -> tuple[ConsumerGroupMetadataValue, int]:
-    _read_value_version(version, "ConsumerGroupMetadataValue")
-    (epoch,) = INT32.unpack_from(buf, pos)
-    pos += 4
-    metadata_hash_ = 0
-    n, pos = read_uvarint(buf, pos)
-    for _ in range(n):
-        tag, pos = read_uvarint(buf, pos)
-        size, pos = read_uvarint(buf, pos)
-        if tag == 0 and size == 8:
-            (metadata_hash_,) = INT64.unpack_from(buf, pos)
-        pos += size
-        if pos > len(buf):
-            raise MalformedMessageError("tagged field runs past the end of the record")
-    return ConsumerGroupMetadataValue(epoch, metadata_hash_), pos
+# -------------------------------------------------------------------------------- the value classes
 
 
-def _write_group_value(value: ConsumerGroupMetadataValue) -> bytes:
-    b = bytearray(INT16.pack(0))
-    b += INT32.pack(value.epoch)
-    b += b"\x01\x00\x08" + INT64.pack(value.metadata_hash)  # one tagged field: tag 0, 8 bytes
-    return bytes(b)
+def _group_value(obj: schema.ConsumerGroupMetadataValue) -> ConsumerGroupMetadataValue:
+    metadata_hash = 0
+    for tag, data in obj.unknown_tagged_fields or ():
+        if tag == METADATA_HASH_TAG and len(data) == 8:
+            (metadata_hash,) = INT64.unpack(data)
+    return ConsumerGroupMetadataValue(obj.epoch, metadata_hash)
 
 
-def _read_member_value(buf: memoryview, pos: int, version: int) -> tuple[ConsumerGroupMemberMetadataValue, int]:
-    _read_value_version(version, "ConsumerGroupMemberMetadataValue")
-    instance_id, pos = read_compact_nullable_string(buf, pos)
-    rack_id, pos = read_compact_nullable_string(buf, pos)
-    client_id, pos = read_compact_string(buf, pos)
-    client_host, pos = read_compact_string(buf, pos)
-    names, pos = _read_strings(buf, pos)
-    regex, pos = read_compact_nullable_string(buf, pos)
-    (rebalance_timeout_ms,) = INT32.unpack_from(buf, pos)
-    assignor, pos = read_compact_nullable_string(buf, pos + 4)
-    pos = skip_tags(buf, pos)
-    return ConsumerGroupMemberMetadataValue(instance_id, rack_id, client_id, client_host, names, regex,
-                                            rebalance_timeout_ms, assignor), pos
+def _group_value_schema(value: ConsumerGroupMetadataValue) -> schema.ConsumerGroupMetadataValue:
+    tags = [(METADATA_HASH_TAG, INT64.pack(value.metadata_hash))] if value.metadata_hash else None
+    return schema.ConsumerGroupMetadataValue(epoch=value.epoch, unknown_tagged_fields=tags)
 
 
-def _write_member_value(v: ConsumerGroupMemberMetadataValue) -> bytes:
-    b = bytearray(INT16.pack(0))
-    write_compact_nullable_string(b, v.instance_id)
-    write_compact_nullable_string(b, v.rack_id)
-    write_compact_string(b, v.client_id)
-    write_compact_string(b, v.client_host)
-    _write_strings(b, v.subscribed_topic_names)
-    write_compact_nullable_string(b, v.subscribed_topic_regex)
-    b += INT32.pack(v.rebalance_timeout_ms)
-    write_compact_nullable_string(b, v.server_assignor)
-    b.append(0)
-    return bytes(b)
+def _member_value(obj: schema.ConsumerGroupMemberMetadataValue) -> ConsumerGroupMemberMetadataValue:
+    return same_fields(ConsumerGroupMemberMetadataValue, obj, subscribed_topic_names=tuple(obj.subscribed_topic_names))
 
 
-def _read_target_epoch(buf: memoryview, pos: int, version: int) -> tuple[ConsumerGroupTargetAssignmentMetadataValue, int]:
-    _read_value_version(version, "ConsumerGroupTargetAssignmentMetadataValue")
-    (epoch,) = INT32.unpack_from(buf, pos)
-    return ConsumerGroupTargetAssignmentMetadataValue(epoch), skip_tags(buf, pos + 4)
+def _member_value_schema(value: ConsumerGroupMemberMetadataValue) -> schema.ConsumerGroupMemberMetadataValue:
+    return same_fields(schema.ConsumerGroupMemberMetadataValue, value,
+                       subscribed_topic_names=list(value.subscribed_topic_names), classic_member_metadata=None)
 
 
-def _write_target_epoch(v: ConsumerGroupTargetAssignmentMetadataValue) -> bytes:
-    return INT16.pack(0) + INT32.pack(v.assignment_epoch) + b"\x00"
+def _target_member_value(obj: schema.ConsumerGroupTargetAssignmentMemberValue) -> ConsumerGroupTargetAssignmentMemberValue:
+    return ConsumerGroupTargetAssignmentMemberValue(_topic_partitions(obj.topic_partitions))
 
 
-def _read_target_member(buf: memoryview, pos: int, version: int) -> tuple[ConsumerGroupTargetAssignmentMemberValue, int]:
-    _read_value_version(version, "ConsumerGroupTargetAssignmentMemberValue")
-    tps, pos = _read_tps(buf, pos)
-    return ConsumerGroupTargetAssignmentMemberValue(tps), skip_tags(buf, pos)
+def _target_member_value_schema(
+    value: ConsumerGroupTargetAssignmentMemberValue,
+) -> schema.ConsumerGroupTargetAssignmentMemberValue:
+    cls = schema.ConsumerGroupTargetAssignmentMemberValue
+    return cls(topic_partitions=_topic_partitions_schema(cls.TopicPartition, value.topic_partitions))
 
 
-def _write_target_member(v: ConsumerGroupTargetAssignmentMemberValue) -> bytes:
-    b = bytearray(INT16.pack(0))
-    _write_tps(b, v.topic_partitions)
-    b.append(0)
-    return bytes(b)
+def _current_value(obj: schema.ConsumerGroupCurrentMemberAssignmentValue) -> ConsumerGroupCurrentMemberAssignmentValue:
+    return same_fields(ConsumerGroupCurrentMemberAssignmentValue, obj,
+                       assigned_partitions=_topic_partitions(obj.assigned_partitions),
+                       partitions_pending_revocation=_topic_partitions(obj.partitions_pending_revocation))
 
 
-def _read_current(buf: memoryview, pos: int, version: int) -> tuple[ConsumerGroupCurrentMemberAssignmentValue, int]:
-    _read_value_version(version, "ConsumerGroupCurrentMemberAssignmentValue")
-    epoch, previous = INT32.unpack_from(buf, pos)[0], INT32.unpack_from(buf, pos + 4)[0]
-    state = INT8.unpack_from(buf, pos + 8)[0]
-    assigned, pos = _read_tps(buf, pos + 9)
-    revoking, pos = _read_tps(buf, pos)
-    return ConsumerGroupCurrentMemberAssignmentValue(epoch, previous, state, assigned, revoking), skip_tags(buf, pos)
+def _current_value_schema(
+    value: ConsumerGroupCurrentMemberAssignmentValue,
+) -> schema.ConsumerGroupCurrentMemberAssignmentValue:
+    cls = schema.ConsumerGroupCurrentMemberAssignmentValue
+    return same_fields(cls, value, state=int(value.state),
+                       assigned_partitions=_topic_partitions_schema(cls.TopicPartitions, value.assigned_partitions),
+                       partitions_pending_revocation=_topic_partitions_schema(
+                           cls.TopicPartitions, value.partitions_pending_revocation))
 
 
-def _write_current(v: ConsumerGroupCurrentMemberAssignmentValue) -> bytes:
-    b = bytearray(INT16.pack(0))
-    b += INT32.pack(v.member_epoch) + INT32.pack(v.previous_member_epoch) + INT8.pack(int(v.state))
-    _write_tps(b, v.assigned_partitions)
-    _write_tps(b, v.partitions_pending_revocation)
-    b.append(0)
+# ------------------------------------------------------------------- the regular expression record
+
+
+def _read_regex_key(buf: memoryview, pos: int, version: int) -> tuple[ConsumerGroupRegularExpressionKey, int]:
+    group_id, pos = read_string(buf, pos)
+    regex, pos = read_string(buf, pos)
+    return ConsumerGroupRegularExpressionKey(group_id, regex), pos
+
+
+def _write_regex_key(key: ConsumerGroupRegularExpressionKey) -> bytes:
+    b = bytearray(INT16.pack(REGULAR_EXPRESSION_KEY_VERSION))
+    write_string(b, key.group_id)
+    write_string(b, key.regex)
     return bytes(b)
 
 
 def _read_regex(buf: memoryview, pos: int, version: int) -> tuple[ConsumerGroupRegularExpressionValue, int]:
-    _read_value_version(version, "ConsumerGroupRegularExpressionValue")
-    topics, pos = _read_strings(buf, pos)
+    if version != 0:
+        raise MalformedMessageError(f"unknown ConsumerGroupRegularExpressionValue version {version}")
+    n, pos = read_compact_array_len(buf, pos)
+    topics = []
+    for _ in range(max(n, 0)):
+        topic, pos = read_compact_string(buf, pos)
+        topics.append(topic)
     regex_version, timestamp = INT64.unpack_from(buf, pos)[0], INT64.unpack_from(buf, pos + 8)[0]
-    return ConsumerGroupRegularExpressionValue(topics, regex_version, timestamp), skip_tags(buf, pos + 16)
+    return ConsumerGroupRegularExpressionValue(tuple(topics), regex_version, timestamp), skip_tags(buf, pos + 16)
 
 
 def _write_regex(v: ConsumerGroupRegularExpressionValue) -> bytes:
     b = bytearray(INT16.pack(0))
-    _write_strings(b, v.topics)
+    write_compact_array_len(b, len(v.topics))
+    for topic in v.topics:
+        write_compact_string(b, topic)
     b += INT64.pack(v.version) + INT64.pack(v.timestamp)
     b.append(0)
     return bytes(b)
 
 
 def _register() -> None:
-    for version, cls, fields, read_value, write_value in (
-        (3, ConsumerGroupMetadataKey, ("group_id",), _read_group_value, _write_group_value),
-        (5, ConsumerGroupMemberMetadataKey, ("group_id", "member_id"), _read_member_value, _write_member_value),
-        (6, ConsumerGroupTargetAssignmentMetadataKey, ("group_id",), _read_target_epoch, _write_target_epoch),
-        (7, ConsumerGroupTargetAssignmentMemberKey, ("group_id", "member_id"), _read_target_member,
-         _write_target_member),
-        (8, ConsumerGroupCurrentMemberAssignmentKey, ("group_id", "member_id"), _read_current, _write_current),
-        (16, ConsumerGroupRegularExpressionKey, ("group_id", "regex"), _read_regex, _write_regex),
+    for key_cls, value_cls, from_schema, to_schema in (
+        (ConsumerGroupMetadataKey, schema.ConsumerGroupMetadataValue, _group_value, _group_value_schema),
+        (ConsumerGroupMemberMetadataKey, schema.ConsumerGroupMemberMetadataValue, _member_value, _member_value_schema),
+        (ConsumerGroupTargetAssignmentMetadataKey, schema.ConsumerGroupTargetAssignmentMetadataValue,
+         lambda obj: same_fields(ConsumerGroupTargetAssignmentMetadataValue, obj),
+         lambda value: same_fields(schema.ConsumerGroupTargetAssignmentMetadataValue, value)),
+        (ConsumerGroupTargetAssignmentMemberKey, schema.ConsumerGroupTargetAssignmentMemberValue, _target_member_value,
+         _target_member_value_schema),
+        (ConsumerGroupCurrentMemberAssignmentKey, schema.ConsumerGroupCurrentMemberAssignmentValue, _current_value,
+         _current_value_schema),
     ):
-        read_key, write_key = _key_codec(version, cls, fields)
-        register_record_type(RecordType(version, cls, read_key, write_key, read_value, write_value))
+        register_record_type(schema_record_type(key_cls, value_cls, from_schema, to_schema, lambda _: 0))
+    register_record_type(RecordType(REGULAR_EXPRESSION_KEY_VERSION, ConsumerGroupRegularExpressionKey,
+                                    _read_regex_key, _write_regex_key, _read_regex, _write_regex))
 
 
 _register()

@@ -1,6 +1,8 @@
-"""The records of ``__consumer_offsets``: keys and values with versions, laid out as Kafka writes them.
+"""The records of ``__consumer_offsets``: record types by key version, the versions written, tombstones.
 
-Every key and every value starts with an ``int16`` version. The key version names the record type::
+Every key and every value starts with an ``int16`` version; the bytes after it follow Kafka's JSON
+schemas, generated into :mod:`tidelog.protocol.coordinator_records` (``make codegen``; the field
+layouts of every version are documented there). The key version names the record type::
 
     key version   key                         value (versions read; version Tidelog writes)
     0, 1          OffsetCommitKey             OffsetCommitValue 0-4; writes 3, or 1 when the commit
@@ -9,50 +11,16 @@ Every key and every value starts with an ``int16`` version. The key version name
     3-8, 16 ...   ConsumerGroup*Key (KIP-848) registered by the consumer-group module through
                                               :func:`register_record_type`
 
-A record whose value is null is a tombstone: it deletes its key (and compaction later drops both).
-Kafka 3.x/4.x write exactly these versions (``MetadataVersion.offsetCommitValueVersion`` and
+Keys are written in their highest version (OffsetCommitKey: 1) and are the generated key classes
+themselves (frozen, hashable). Values are this module's frozen dataclasses, the coordinator's view
+(tuples, the field order its code uses); they are converted to and from the generated classes at the
+edge. A record whose value is null is a tombstone: it deletes its key (and compaction later drops
+both). Kafka 3.x/4.x write exactly these versions (``MetadataVersion.offsetCommitValueVersion`` and
 ``groupMetadataValueVersion``: the highest non-flexible version), so a Kafka tool can read our log.
 
-Layouts, big-endian. ``string`` is an int16 length and UTF-8 bytes, ``bytes`` an int32 length; a
-nullable one uses length -1 for null. Flexible versions (v4 values) use compact strings/bytes/arrays
-(an unsigned varint length + 1) and end every struct with a tagged-field section::
-
-    OffsetCommitKey (v0, v1)          GroupMetadataKey (v2)
-      version    int16                  version  int16
-      group      string                 group    string
-      topic      string
-      partition  int32
-
-    OffsetCommitValue                 v0  v1  v2  v3  v4
-      version           int16         .   .   .   .   .
-      offset            int64         .   .   .   .   .
-      leader_epoch      int32                     .   .     -1 = none
-      metadata          string        .   .   .   .   .
-      commit_timestamp  int64         .   .   .   .   .
-      expire_timestamp  int64             .                 -1 = none
-      tagged fields                                   .
-
-    GroupMetadataValue                v0  v1  v2  v3  v4
-      version                 int16   .   .   .   .   .
-      protocol_type           string  .   .   .   .   .
-      generation              int32   .   .   .   .   .
-      protocol       nullable string  .   .   .   .   .
-      leader         nullable string  .   .   .   .   .
-      current_state_timestamp int64           .   .   .     -1 = unknown
-      members                 array   .   .   .   .   .
-        member_id             string  .   .   .   .   .
-        group_instance_id  nullable string        .   .
-        client_id             string  .   .   .   .   .
-        client_host           string  .   .   .   .   .
-        rebalance_timeout     int32       .   .   .   .
-        session_timeout       int32   .   .   .   .   .
-        subscription          bytes   .   .   .   .   .
-        assignment            bytes   .   .   .   .   .
-        tagged fields                                 .
-      tagged fields                                   .
-
 The embedded formats of the classic ``consumer`` protocol, which a group's member metadata and
-assignments carry (never flexible; every version starts with the v0 fields, which is all we read)::
+assignments carry (never flexible; every version starts with the v0 fields, which is all we read; their
+JSON schemas are not in ../shared, so this part is written by hand)::
 
     ConsumerProtocolSubscription      ConsumerProtocolAssignment
       version    int16                  version              int16
@@ -67,38 +35,30 @@ Pure functions and immutable values: safe from any thread.
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tidelog.protocol.exceptions import MalformedMessageError
+from tidelog.protocol import coordinator_records as schema
+from tidelog.protocol.coordinator_records import GroupMetadataKey, OffsetCommitKey
+from tidelog.protocol.exceptions import MalformedMessageError, ProtocolError
+from tidelog.protocol.message import Message
 from tidelog.protocol.primitives import (
     INT16,
     INT32,
-    INT64,
     read_array_len,
-    read_bytes,
-    read_compact_array_len,
-    read_compact_bytes,
-    read_compact_nullable_string,
-    read_compact_string,
     read_nullable_bytes,
-    read_nullable_string,
     read_string,
     read_uvarint,
     write_array_len,
-    write_bytes,
-    write_compact_array_len,
-    write_compact_bytes,
-    write_compact_nullable_string,
-    write_compact_string,
-    write_nullable_string,
     write_string,
 )
+from tidelog.varint import VarintError
 
-OFFSET_COMMIT_KEY_VERSION = 1
-GROUP_METADATA_KEY_VERSION = 2
+OFFSET_COMMIT_KEY_VERSION = OffsetCommitKey.MAX_VERSION  # 1; 0 is read too
+GROUP_METADATA_KEY_VERSION = GroupMetadataKey.MAX_VERSION  # 2
 OFFSET_COMMIT_VALUE_VERSION = 3
 OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY = 1
 GROUP_METADATA_VALUE_VERSION = 3
@@ -112,24 +72,12 @@ class UnknownRecordTypeError(LookupError):
 
 
 @dataclass(frozen=True, slots=True)
-class OffsetCommitKey:
-    group: str
-    topic: str
-    partition: int
-
-
-@dataclass(frozen=True, slots=True)
 class OffsetCommitValue:
     offset: int
     metadata: str
     commit_timestamp: int
     leader_epoch: int = -1
     expire_timestamp: int = -1
-
-
-@dataclass(frozen=True, slots=True)
-class GroupMetadataKey:
-    group: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +115,7 @@ class CoordinatorRecord:
 
 @dataclass(frozen=True, slots=True)
 class RecordType:
-    """How one record type is written and read. ``key_cls`` is the key's dataclass; ``key_version``
+    """How one record type is written and read. ``key_cls`` is the key's class; ``key_version``
     is written in front of keys; ``read_*`` take ``(buf, pos, version)`` and return ``(obj, pos)``;
     ``write_key(key) -> bytes`` and ``write_value(value) -> bytes`` include the version prefix."""
 
@@ -219,6 +167,8 @@ def deserialize(key: bytes | memoryview, value: bytes | memoryview | None) -> Co
         return CoordinatorRecord(k, v)
     except (struct.error, IndexError):
         raise MalformedMessageError("record truncated") from None
+    except VarintError as e:  # from the hand-written layouts; generated ones raise MalformedMessageError
+        raise MalformedMessageError(str(e)) from None
 
 
 def _check_end(buf: memoryview, pos: int) -> None:
@@ -226,18 +176,58 @@ def _check_end(buf: memoryview, pos: int) -> None:
         raise MalformedMessageError(f"{len(buf) - pos} unexpected bytes after the key")
 
 
-# ---------------------------------------------------------------------------- small read helpers
+# ------------------------------------------------------------------ record types from generated schemas
 
 
-def _i32(buf: memoryview, pos: int) -> tuple[int, int]:
-    return INT32.unpack_from(buf, pos)[0], pos + 4
+def read_schema(cls: type[Message], buf: memoryview, pos: int, version: int) -> tuple[Any, int]:
+    """Decode the generated ``cls`` at ``pos``; a version it does not have is malformed."""
+    if not cls.MIN_VERSION <= version <= cls.MAX_VERSION:
+        raise MalformedMessageError(f"unknown {cls.__name__} version {version}")
+    try:
+        return cls.decode_from(buf, pos, version)
+    except ProtocolError as e:
+        raise MalformedMessageError(str(e)) from None
 
 
-def _i64(buf: memoryview, pos: int) -> tuple[int, int]:
-    return INT64.unpack_from(buf, pos)[0], pos + 8
+def write_schema(obj: Message, version: int) -> bytes:
+    """The int16 version, then ``obj`` in that version."""
+    return INT16.pack(version) + obj.encode(version)
+
+
+def schema_record_type(key_cls: type[Message], value_cls: type[Message],
+                       value_from_schema: Callable[[Any], Any], value_to_schema: Callable[[Any], Message],
+                       value_version: Callable[[Any], int]) -> RecordType:
+    """A record type whose keys are the generated ``key_cls`` (read in any of its versions, written in
+    the highest) and whose values go through the generated ``value_cls``: ``value_from_schema`` and
+    ``value_to_schema`` convert between it and the coordinator's value; ``value_version(value)`` picks
+    the version to write."""
+
+    def read_key(buf: memoryview, pos: int, version: int) -> tuple[Any, int]:
+        return read_schema(key_cls, buf, pos, version)
+
+    def write_key(key: Any) -> bytes:
+        return write_schema(key, key_cls.MAX_VERSION)
+
+    def read_value(buf: memoryview, pos: int, version: int) -> tuple[Any, int]:
+        obj, pos = read_schema(value_cls, buf, pos, version)
+        return value_from_schema(obj), pos
+
+    def write_value(value: Any) -> bytes:
+        return write_schema(value_to_schema(value), value_version(value))
+
+    aliases = tuple(range(key_cls.MIN_VERSION, key_cls.MAX_VERSION))
+    return RecordType(key_cls.MAX_VERSION, key_cls, read_key, write_key, read_value, write_value, aliases)
+
+
+def same_fields(cls: type, obj: Any, **changed: Any) -> Any:
+    """``cls(...)`` with every field of ``cls`` taken from the like-named attribute of ``obj``, except
+    ``changed`` (both sides use Kafka's field names, snake_cased)."""
+    names = [f.name for f in cls.SCHEMA] if hasattr(cls, "SCHEMA") else [f.name for f in dataclasses.fields(cls)]
+    return cls(**{n: getattr(obj, n) for n in names if n not in changed}, **changed)
 
 
 def skip_tags(buf: memoryview, pos: int) -> int:
+    """Skip a tagged-field section (for the hand-written layouts of record types ../shared lacks)."""
     n, pos = read_uvarint(buf, pos)
     for _ in range(n):
         _, pos = read_uvarint(buf, pos)
@@ -248,156 +238,40 @@ def skip_tags(buf: memoryview, pos: int) -> int:
     return pos
 
 
-# --------------------------------------------------------------------------------- offset commit
-
-
-def _read_offset_key(buf: memoryview, pos: int, version: int) -> tuple[OffsetCommitKey, int]:
-    group, pos = read_string(buf, pos)
-    topic, pos = read_string(buf, pos)
-    partition, pos = _i32(buf, pos)
-    return OffsetCommitKey(group, topic, partition), pos
-
-
-def _write_offset_key(key: OffsetCommitKey) -> bytes:
-    b = bytearray(INT16.pack(OFFSET_COMMIT_KEY_VERSION))
-    write_string(b, key.group)
-    write_string(b, key.topic)
-    b += INT32.pack(key.partition)
-    return bytes(b)
-
-
-def _read_offset_value(buf: memoryview, pos: int, version: int) -> tuple[OffsetCommitValue, int]:
-    if not 0 <= version <= 4:
-        raise MalformedMessageError(f"unknown OffsetCommitValue version {version}")
-    offset, pos = _i64(buf, pos)
-    leader_epoch = -1
-    if version >= 3:
-        leader_epoch, pos = _i32(buf, pos)
-    metadata, pos = (read_compact_string if version >= 4 else read_string)(buf, pos)
-    commit_timestamp, pos = _i64(buf, pos)
-    expire_timestamp = -1
-    if version == 1:
-        expire_timestamp, pos = _i64(buf, pos)
-    if version >= 4:
-        pos = skip_tags(buf, pos)
-    return OffsetCommitValue(offset, metadata, commit_timestamp, leader_epoch, expire_timestamp), pos
+# -------------------------------------------------------------------- offset commit, group metadata
 
 
 def offset_value_version(value: OffsetCommitValue) -> int:
     return OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY if value.expire_timestamp >= 0 else OFFSET_COMMIT_VALUE_VERSION
 
 
+def _offset_value_schema(value: OffsetCommitValue) -> schema.OffsetCommitValue:
+    return same_fields(schema.OffsetCommitValue, value)
+
+
 def write_offset_value(value: OffsetCommitValue, version: int | None = None) -> bytes:
     """The value in ``version`` (default: the one Kafka writes for it, see :func:`offset_value_version`)."""
-    v = offset_value_version(value) if version is None else version
-    b = bytearray(INT16.pack(v))
-    b += INT64.pack(value.offset)
-    if v >= 3:
-        b += INT32.pack(value.leader_epoch)
-    (write_compact_string if v >= 4 else write_string)(b, value.metadata)
-    b += INT64.pack(value.commit_timestamp)
-    if v == 1:
-        b += INT64.pack(value.expire_timestamp)
-    if v >= 4:
-        b.append(0)
-    return bytes(b)
+    return write_schema(_offset_value_schema(value), offset_value_version(value) if version is None else version)
 
 
-# -------------------------------------------------------------------------------- group metadata
+def _group_value(obj: schema.GroupMetadataValue) -> GroupMetadataValue:
+    return same_fields(GroupMetadataValue, obj, members=tuple(same_fields(MemberMetadata, m) for m in obj.members))
 
 
-def _read_group_key(buf: memoryview, pos: int, version: int) -> tuple[GroupMetadataKey, int]:
-    group, pos = read_string(buf, pos)
-    return GroupMetadataKey(group), pos
-
-
-def _write_group_key(key: GroupMetadataKey) -> bytes:
-    b = bytearray(INT16.pack(GROUP_METADATA_KEY_VERSION))
-    write_string(b, key.group)
-    return bytes(b)
-
-
-def _read_member(buf: memoryview, pos: int, version: int) -> tuple[MemberMetadata, int]:
-    flexible = version >= 4
-    rstr = read_compact_string if flexible else read_string
-    rbytes = read_compact_bytes if flexible else read_bytes
-    member_id, pos = rstr(buf, pos)
-    instance_id = None
-    if version >= 3:
-        instance_id, pos = (read_compact_nullable_string if flexible else read_nullable_string)(buf, pos)
-    client_id, pos = rstr(buf, pos)
-    client_host, pos = rstr(buf, pos)
-    rebalance_timeout = -1
-    if version >= 1:
-        rebalance_timeout, pos = _i32(buf, pos)
-    session_timeout, pos = _i32(buf, pos)
-    subscription, pos = rbytes(buf, pos)
-    assignment, pos = rbytes(buf, pos)
-    if flexible:
-        pos = skip_tags(buf, pos)
-    return MemberMetadata(member_id, client_id, client_host, session_timeout, subscription, assignment,
-                          rebalance_timeout, instance_id), pos
-
-
-def _read_group_value(buf: memoryview, pos: int, version: int) -> tuple[GroupMetadataValue, int]:
-    if not 0 <= version <= 4:
-        raise MalformedMessageError(f"unknown GroupMetadataValue version {version}")
-    flexible = version >= 4
-    protocol_type, pos = (read_compact_string if flexible else read_string)(buf, pos)
-    generation, pos = _i32(buf, pos)
-    rnstr = read_compact_nullable_string if flexible else read_nullable_string
-    protocol, pos = rnstr(buf, pos)
-    leader, pos = rnstr(buf, pos)
-    timestamp = -1
-    if version >= 2:
-        timestamp, pos = _i64(buf, pos)
-    n, pos = (read_compact_array_len if flexible else read_array_len)(buf, pos, 6)
-    if n < 0:
-        raise MalformedMessageError("null members array")
-    members = []
-    for _ in range(n):
-        m, pos = _read_member(buf, pos, version)
-        members.append(m)
-    if flexible:
-        pos = skip_tags(buf, pos)
-    return GroupMetadataValue(protocol_type, generation, protocol, leader, timestamp, tuple(members)), pos
+def _group_value_schema(value: GroupMetadataValue) -> schema.GroupMetadataValue:
+    members = [same_fields(schema.GroupMetadataValue.MemberMetadata, m) for m in value.members]
+    return same_fields(schema.GroupMetadataValue, value, members=members)
 
 
 def write_group_value(value: GroupMetadataValue, version: int = GROUP_METADATA_VALUE_VERSION) -> bytes:
-    flexible = version >= 4
-    wstr = write_compact_string if flexible else write_string
-    wnstr = write_compact_nullable_string if flexible else write_nullable_string
-    wbytes = write_compact_bytes if flexible else write_bytes
-    b = bytearray(INT16.pack(version))
-    wstr(b, value.protocol_type)
-    b += INT32.pack(value.generation)
-    wnstr(b, value.protocol)
-    wnstr(b, value.leader)
-    if version >= 2:
-        b += INT64.pack(value.current_state_timestamp)
-    (write_compact_array_len if flexible else write_array_len)(b, len(value.members))
-    for m in value.members:
-        wstr(b, m.member_id)
-        if version >= 3:
-            wnstr(b, m.group_instance_id)
-        wstr(b, m.client_id)
-        wstr(b, m.client_host)
-        if version >= 1:
-            b += INT32.pack(m.rebalance_timeout)
-        b += INT32.pack(m.session_timeout)
-        wbytes(b, m.subscription)
-        wbytes(b, m.assignment)
-        if flexible:
-            b.append(0)
-    if flexible:
-        b.append(0)
-    return bytes(b)
+    return write_schema(_group_value_schema(value), version)
 
 
-register_record_type(RecordType(OFFSET_COMMIT_KEY_VERSION, OffsetCommitKey, _read_offset_key, _write_offset_key,
-                                _read_offset_value, write_offset_value, aliases=(0,)))
-register_record_type(RecordType(GROUP_METADATA_KEY_VERSION, GroupMetadataKey, _read_group_key, _write_group_key,
-                                _read_group_value, write_group_value))
+register_record_type(schema_record_type(OffsetCommitKey, schema.OffsetCommitValue,
+                                        lambda obj: same_fields(OffsetCommitValue, obj), _offset_value_schema,
+                                        offset_value_version))
+register_record_type(schema_record_type(GroupMetadataKey, schema.GroupMetadataValue, _group_value,
+                                        _group_value_schema, lambda _: GROUP_METADATA_VALUE_VERSION))
 
 
 # ------------------------------------------------------------------------------------ builders
@@ -455,8 +329,8 @@ def parse_assignment(assignment: bytes) -> dict[str, list[int]]:
             m, pos = read_array_len(buf, pos, 4)
             parts = out.setdefault(topic, [])
             for _ in range(max(m, 0)):
-                p, pos = _i32(buf, pos)
-                parts.append(p)
+                parts.append(INT32.unpack_from(buf, pos)[0])
+                pos += 4
         return out
     except (struct.error, IndexError):
         raise MalformedMessageError("assignment truncated") from None
@@ -509,9 +383,13 @@ __all__ = [
     "offset_value_version",
     "parse_assignment",
     "parse_subscription_topics",
+    "read_schema",
     "register_record_type",
+    "same_fields",
+    "schema_record_type",
     "serialize",
     "skip_tags",
     "write_group_value",
     "write_offset_value",
+    "write_schema",
 ]

@@ -1,19 +1,23 @@
 """Apache Kafka's JSON message specs, loaded into plain objects for the code generator.
 
-A spec file is JSON with ``//`` comments. It names one request, response or header (``apiKey``,
-``type``, ``name``), the versions it has (``validVersions``), from which version it is flexible
+A spec file is JSON with ``//`` comments. It names one request, response, header or data schema
+(``apiKey``, ``type``, ``name``), the versions it has (``validVersions``), from which version it is flexible
 (``flexibleVersions``), and an ordered list of fields. Each field has a type (``int8`` ... ``float64``,
 ``bool``, ``string``, ``bytes``, ``records``, ``uuid``, a struct name, or ``[]T``), the versions it
 exists in, optionally the versions it may be null in, the versions it is a tagged field in (and its tag),
-a default, and ``ignorable``. ``commonStructs`` defines struct types shared by several fields.
+a default, and ``ignorable``. ``commonStructs`` defines struct types shared by several fields. A field
+without ``versions`` exists in its ``taggedVersions`` (as in Kafka's generator); one with neither is an
+error.
 
 Tidelog reads two folders: ``messages-4.1`` (Kafka 4.x layouts) and ``messages`` (an older trunk that
 still defines the versions 4.0 removed). For each message, versions inside the 4.x ``validVersions``
 follow the 4.x file and older versions follow the older file; :func:`merge_specs` builds one spec that
-covers the union, field by field.
+covers the union, field by field. A third folder, ``records``, holds the ``"type": "data"`` schemas of
+the keys and values in Kafka's internal topics (``__consumer_offsets``, ``__transaction_state``); they
+are loaded as they are (:func:`load_records`).
 
-This module only reads files; it is a development tool used by :mod:`tidelog.protocol.codegen` and
-never imported by the broker at run time. Objects here are immutable after loading.
+This module only reads files; it is part of the development tool :mod:`tools.codegen` and never
+imported by the broker at run time. Objects here are immutable after loading.
 """
 
 from __future__ import annotations
@@ -158,7 +162,7 @@ class StructSpec:
 @dataclass(frozen=True)
 class MessageSpec:
     name: str
-    type: str  # request | response | header
+    type: str  # request | response | header | data
     api_key: int | None
     valid_versions: Versions
     flexible_versions: Versions
@@ -186,13 +190,20 @@ def _default_text(value: object) -> str | None:
     return str(value)
 
 
+class SpecError(ValueError):
+    """A spec file the generator cannot read."""
+
+
 def _field(raw: dict) -> FieldSpec:
+    tagged = Versions.parse(raw.get("taggedVersions"))
+    if "versions" not in raw and not tagged:
+        raise SpecError(f"field {raw.get('name')!r} has neither versions nor taggedVersions")
     return FieldSpec(
         name=raw["name"],
         type=raw["type"],
-        versions=Versions.parse(raw.get("versions")),
+        versions=Versions.parse(raw["versions"]) if "versions" in raw else tagged,
         nullable_versions=Versions.parse(raw.get("nullableVersions")),
-        tagged_versions=Versions.parse(raw.get("taggedVersions")),
+        tagged_versions=tagged,
         tag=raw.get("tag"),
         flexible_versions=Versions.parse(raw["flexibleVersions"]) if "flexibleVersions" in raw else None,
         default=_default_text(raw.get("default")),
@@ -338,7 +349,7 @@ def merge_specs(old: MessageSpec | None, new: MessageSpec | None) -> MessageSpec
 
 def default_spec_root() -> Path:
     """``../shared/kafka-protocol`` next to the repository (the generator's input)."""
-    repo = Path(__file__).resolve().parents[3]
+    repo = Path(__file__).resolve().parents[2]
     return repo.parent / "shared" / "kafka-protocol"
 
 
@@ -356,4 +367,14 @@ def load_all(root: Path | None = None) -> list[MessageSpec]:
             continue
         specs.append(spec)
     specs.sort(key=lambda s: (s.api_key if s.api_key is not None else -1, s.type, s.name))
+    return specs
+
+
+def load_records(root: Path | None = None) -> list[MessageSpec]:
+    """The internal-topic record schemas of ``records/`` (``"type": "data"``), sorted by name."""
+    root = root or default_spec_root()
+    specs = [load_file(p) for p in sorted((root / "records").glob("*.json"))]
+    for spec in specs:
+        if spec.type != "data":
+            raise SpecError(f"{spec.sources[0]}: type {spec.type!r}, expected 'data'")
     return specs
