@@ -8,6 +8,7 @@ session timeout are shortened so that a dead member's partitions move within sec
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -286,3 +287,40 @@ def test_members_carry_on_across_a_broker_restart(broker: BrokerProcess, workers
     assert [m.member_id for m in after.members] == [before]
     assert not [e for e in w.events if e["event"] == "error" and "FATAL" in e["error"].upper()]
     assert not [line for line in broker.stderr_lines if "Traceback" in line or " ERROR " in line]
+
+
+def test_many_subscription_changes_leaves_and_rejoins_keep_getting_assignments(broker: BrokerProcess) -> None:
+    """Names and regexes changed many times, with leaves (unsubscribe: epoch -1) and rejoins in
+    between: no heartbeat is ever refused (INVALID_REQUEST or otherwise), and the last subscription
+    gets exactly its partitions. Regex matches arrive on a later heartbeat (resolved off the heartbeat)."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for f in admin.create_topics([NewTopic(f"churn-{i}", 2) for i in range(4)]).values():
+        f.result(15)
+    refused: list[str] = []
+
+    class Refusals(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            message = record.getMessage()
+            if "ConsumerGroupHeartbeat" in message and ("Broker:" in message or "failed" in message.lower()):
+                refused.append(message)
+
+    logger = logging.getLogger("tidelog.tests.churn")
+    logger.addHandler(Refusals())
+    logger.propagate = False
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "cp-churn", "group.protocol": "consumer",
+                         "debug": "cgrp", "error_cb": lambda e: refused.append(str(e))}, logger=logger)
+    subscriptions = [["churn-0"], ["churn-0", "churn-1"], ["^churn-[0-2]$"], ["churn-3"], ["^churn-.*"], ["churn-1"]]
+    for i, topics in enumerate(subscriptions * 2):
+        consumer.subscribe(topics)
+        deadline = time.monotonic() + 0.6
+        while time.monotonic() < deadline:
+            consumer.poll(0.1)
+        if i % 4 == 3:
+            consumer.unsubscribe()
+            consumer.poll(0.3)
+    consumer.subscribe(["^churn-[13]$"])
+    wanted = {("churn-1", 0), ("churn-1", 1), ("churn-3", 0), ("churn-3", 1)}
+    wait_for(lambda: (consumer.poll(0.1), {(p.topic, p.partition) for p in consumer.assignment()})[1] == wanted,
+             20, "the last regex subscription's partitions")
+    consumer.close()
+    assert not refused, refused[:5]

@@ -157,6 +157,10 @@ def _session_key(group_id: str, member_id: str) -> str:
     return f"session-timeout-{group_id}-{member_id}"
 
 
+def _regex_key(group_id: str) -> str:
+    return f"regex-refresh-{group_id}"
+
+
 def _rebalance_key(group_id: str, member_id: str) -> str:
     return f"rebalance-timeout-{group_id}-{member_id}"
 
@@ -176,6 +180,8 @@ class ConsumerGroupCoordinator:
         self.timers = timers
         self.groups: dict[str, Group] = groups if groups is not None else {}
         self._checked_image: dict[str, int] = {}  # group -> image version its topics were last hashed at
+        self._regex_checked: dict[tuple[str, str], int] = {}  # (group, regex) -> image version last resolved at
+        self._regex_refresh_pending: set[str] = set()
 
     def group(self, group_id: str) -> ConsumerGroup | None:
         group = self.groups.get(group_id)
@@ -320,8 +326,10 @@ class ConsumerGroupCoordinator:
     def _update_regexes(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
                         members_after: Mapping[str, ConsumerGroupMember], image: MetadataImage,
                         records: list[CoordinatorRecord]) -> tuple[dict[str, ResolvedRegex], bool]:
-        """Rule 8: records for the regexes that appear, change or go; the regexes as they will be; and
-        whether the subscriptions change because of them (a new group epoch)."""
+        """Rule 8, the heartbeat's part: records for regexes that go; the regexes as they are now; and
+        whether the subscriptions change because of them (a new group epoch). A regex that is new, or
+        was resolved against an older metadata image, is resolved later, off the heartbeat
+        (:meth:`_refresh_regexes`), as Kafka's coordinator does; only its syntax is checked now."""
         gid = group.group_id
         regexes = dict(group.resolved_regexes)
         bump = False
@@ -337,18 +345,47 @@ class ConsumerGroupCoordinator:
                     bump = True  # a new subscriber of a regex already resolved
                 else:
                     compile_regex(new)  # INVALID_REGULAR_EXPRESSION before anything is written
-        for regex in sorted(in_use):
+        if any(r not in regexes or (self._regex_checked.get((gid, r)) != image.version
+               and regexes[r].version != image.version) for r in in_use):
+            self._schedule_regex_refresh(gid)
+        return regexes, bump
+
+    def _schedule_regex_refresh(self, group_id: str) -> None:
+        if self.timers is not None and group_id not in self._regex_refresh_pending:
+            self._regex_refresh_pending.add(group_id)
+            self.timers.schedule(_regex_key(group_id), 0, group_id, lambda: self._refresh_regexes(group_id))
+
+    def _refresh_regexes(self, group_id: str) -> Result[None] | None:
+        """Resolve the group's regexes against the latest metadata image: records for those whose
+        topics changed and, if any did, a new group epoch (members get the topics on their next
+        heartbeat)."""
+        self._regex_refresh_pending.discard(group_id)
+        group = self.group(group_id)
+        image = self.image
+        if group is None or image is None:
+            return None
+        regexes = dict(group.resolved_regexes)
+        records: list[CoordinatorRecord] = []
+        for regex in sorted(regex_subscribers(group.members.values())):
             known = regexes.get(regex)
             if known is not None and known.version == image.version:
                 continue
-            topics = resolve_regex(regex, image)
+            try:
+                topics = resolve_regex(regex, image)
+            except KafkaError:
+                continue  # refused at subscription; a record written by an older version: leave it
+            self._regex_checked[(group_id, regex)] = image.version
             if known is None or known.topics != topics:
-                bump = True
                 regexes[regex] = ResolvedRegex(topics, image.version, self.clock.wall_ms())
-                records.append(CoordinatorRecord(ConsumerGroupRegularExpressionKey(gid, regex),
+                records.append(CoordinatorRecord(ConsumerGroupRegularExpressionKey(group_id, regex),
                                                  ConsumerGroupRegularExpressionValue(
                                                      tuple(sorted(topics)), image.version, regexes[regex].timestamp)))
-        return regexes, bump
+        if not records:
+            return None
+        names = set().union(*(subscribed_names(m, regexes) for m in group.members.values()))
+        records.append(CoordinatorRecord(ConsumerGroupMetadataKey(group_id),
+                                         ConsumerGroupMetadataValue(group.group_epoch + 1, metadata_hash(names, image))))
+        return Result(records)
 
     def _update_target(self, group: ConsumerGroup, group_epoch: int, members: Mapping[str, ConsumerGroupMember],
                        member_id: str, replaced: str | None, regexes: Mapping[str, ResolvedRegex],
