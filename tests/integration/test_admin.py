@@ -340,6 +340,8 @@ def test_describe_configs_v4_documentation_types_and_key_filter(raw: RawClient, 
     assert v0.results[0].configs[0].is_default
 
 
+# The legacy AlterConfigs API is what this test is about; confluent-kafka warns that it is deprecated.
+@pytest.mark.filterwarnings("ignore:alter_configs has been deprecated:DeprecationWarning")
 def test_alter_configs_replaces_the_override_set(admin: AdminClient) -> None:
     _create(admin, NewTopic("ac-topic", 1, 1, config={"segment.ms": "100000"}))
     resource = ConfigResource(ResourceType.TOPIC, "ac-topic", set_config={"retention.ms": "123456"})

@@ -21,6 +21,7 @@ from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import (
     ApiVersionsRequest,
     FetchRequest,
+    FindCoordinatorRequest,
     ListOffsetsRequest,
     MetadataRequest,
     ProduceRequest,
@@ -118,8 +119,10 @@ def test_metadata_v0(broker: BrokerProcess, client: WireClient) -> None:
     assert "seed-meta" in {t.name for t in everything.topics}
 
 
-def test_group_coordinator_v0(client: WireClient) -> None:
-    pytest.skip("FindCoordinator (GroupCoordinator) v0 arrives with consumer groups, a later issue")
+def test_group_coordinator_v0(client: WireClient, broker: BrokerProcess) -> None:
+    """GroupCoordinator v0 (FindCoordinator v0, a group id, no key type) names this broker."""
+    r = client.request(FindCoordinatorRequest(key="seed-era-group"), 0)
+    assert (r.error_code, r.node_id, r.host, r.port) == (0, 0, "127.0.0.1", broker.port)
 
 
 # ---------------------------------------------------------------------------- produce v0-v2, fetch v0-v3
