@@ -1,0 +1,188 @@
+"""franz-go (github.com/twmb/franz-go/pkg/kgo) producing, consuming and in consumer groups.
+
+Every acks level, the idempotent producer and every codec, with keys, null values and repeated
+headers: the records come back exactly (per partition, in order, at offsets 0..n-1) and the broker
+stores them with the codec and producer id the client used. Groups: classic (client-side
+cooperative-sticky and eager range balancers) and KIP-848 (server-side ``uniform``), three members
+on six partitions, each record consumed exactly once across a clean leave.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from tests.go.driver import GoClients, Member, wait_for
+from tests.go.sample import by_partition, content, sample_records, stored_batches
+from tidelog.records import CompressionType
+from tidelog.testing import BrokerProcess
+
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("go")]
+
+
+def create_topic(go: GoClients, topic: str, partitions: int) -> None:
+    with go.admin() as admin:
+        answer = admin.call("create_topics", topics=[topic], partitions=partitions)
+    assert answer["topics"][topic]["error"] == ""
+
+
+@pytest.mark.parametrize(("acks", "codec", "idempotent"), [
+    ("all", "none", True),
+    ("all", "gzip", False),
+    ("leader", "snappy", False),
+    ("none", "lz4", False),
+    ("all", "zstd", True),
+    ("leader", "none", False),
+])
+def test_records_come_back_exactly(go: GoClients, broker: BrokerProcess, acks: str, codec: str,
+                                   idempotent: bool) -> None:
+    topic = f"franz-{acks}-{codec}-{'idempotent' if idempotent else 'plain'}"
+    create_topic(go, topic, 3)
+    records = sample_records(60, 3)
+    results = go.produce("franz", topic, records, acks=acks, codec=codec, idempotent=idempotent)
+    producer = results.pop() if idempotent else None
+    assert [r.get("error", "") for r in results] == [""] * len(records)
+    if acks != "none":  # without acks the client learns no offsets
+        for partition, rows in by_partition([{**r, "partition": r["partition"]} for r in results]).items():
+            assert [r["offset"] for r in rows] == list(range(len(rows))), f"partition {partition}"
+
+    consumed, _ = go.run("franz-consume", topic=topic, count=len(records))
+    assert len(consumed) == len(records)
+    expected = by_partition(records)
+    got = by_partition(consumed)
+    assert sorted(got) == [0, 1, 2]
+    for partition, rows in got.items():
+        assert [r["offset"] for r in rows] == list(range(len(expected[partition])))
+        assert [content(r) for r in rows] == [content(r) for r in expected[partition]]
+
+    codec_id = CompressionType[codec.upper()]
+    for partition in range(3):
+        batches = stored_batches(broker.bootstrap, topic, partition)
+        assert sum(b.last_offset_delta + 1 for b in batches) == 20
+        assert {b.compression_type for b in batches} == {codec_id}
+        if producer is None:
+            assert {b.producer_id for b in batches} == {-1}
+        else:
+            assert {(b.producer_id, b.producer_epoch) for b in batches} == {
+                (producer["producer_id"], producer["producer_epoch"])}
+            assert producer["producer_id"] >= 0
+            # Sequences start at 0 per partition and continue from batch to batch.
+            expected_sequence = 0
+            for b in batches:
+                assert b.base_sequence == expected_sequence
+                expected_sequence += b.last_offset_delta + 1
+
+
+def test_consume_from_an_offset_and_in_small_fetches(go: GoClients) -> None:
+    topic = "franz-offsets"
+    create_topic(go, topic, 1)
+    records = sample_records(200, 1, tag="s")
+    go.produce("franz", topic, records, codec="zstd")
+    # Start in the middle of a compressed batch: the client must drop the records before it.
+    consumed, _ = go.run("franz-consume", topic=topic, partitions="0", offset=137, count=63,
+                         fetch_max_partition_bytes=512)
+    assert [r["offset"] for r in consumed] == list(range(137, 200))
+    assert [content(r) for r in consumed] == [content(r) for r in records[137:]]
+
+
+# ------------------------------------------------------------------------------------- groups
+
+def balanced(members: list[Member], partitions: int, sizes: list[int]) -> bool:
+    owned = [m.assignment for m in members]
+    union = set().union(*owned)
+    return (sorted(len(o) for o in owned) == sizes and len(union) == partitions
+            and sum(map(len, owned)) == partitions)
+
+
+def values(members: list[Member]) -> Counter[str]:
+    return Counter(value for m in members for (_, _, _, value) in m.records)
+
+
+def produce_values(go: GoClients, topic: str, partitions: int, start: int, count: int) -> set[str]:
+    records = [{"partition": i % partitions, "key": None, "value": f"v{i}", "headers": []}
+               for i in range(start, start + count)]
+    results = go.produce("franz", topic, records)
+    assert all(not r.get("error") for r in results)
+    return {r["value"] for r in records}
+
+
+def run_group(go: GoClients, topic: str, group: str, partitions: int, **member_options: object) -> list[Member]:
+    """Three members join, share ``partitions`` evenly and consume; the first leaves cleanly and the
+    other two take over its partitions from its committed offsets. Returns the members."""
+    create_topic(go, topic, partitions)
+    members = [go.member("franz", group, [topic], f"m{i}", **member_options) for i in range(3)]
+    try:
+        third = partitions // 3
+        wait_for(lambda: balanced(members, partitions, [third] * 3), 45, "three members with equal shares")
+        first = produce_values(go, topic, partitions, 0, 120)
+        wait_for(lambda: set(values(members)) >= first, 30, "the first 120 records")
+        for m in members:  # each member read exactly its own partitions' records
+            assert {(t, p) for (t, p, _, _) in m.records} == m.assignment
+            assert len(m.records) == 120 // 3
+
+        members[0].close()
+        rest = members[1:]
+        wait_for(lambda: balanced(rest, partitions, [partitions // 2] * 2), 45, "two members with half each")
+        second = produce_values(go, topic, partitions, 120, 120)
+        expected = first | second
+        wait_for(lambda: set(values(members)) >= expected, 30, "the records after the leave")
+        for m in rest:  # the second half went to the two remaining members, 60 each
+            assert sum(value in second for (_, _, _, value) in m.records) == 120 // 2
+        counts = values(members)
+        assert set(counts) == expected
+        assert [v for v, n in counts.items() if n != 1] == [], "records consumed more than once"
+        for m in members:
+            assert m.errors() == []
+        return members
+    except BaseException:
+        for m in members:
+            m.stop()
+        raise
+
+
+@pytest.mark.parametrize("balancer", ["cooperative-sticky", "range"])
+def test_classic_group_shares_partitions_and_rebalances_on_leave(go: GoClients, balancer: str) -> None:
+    topic, group = f"franz-classic-{balancer}", f"franz-classic-{balancer}"
+    members = run_group(go, topic, group, 6, balancer=balancer)
+    with go.admin() as admin:
+        described = admin.call("describe_groups", groups=[group])["groups"][group]
+        assert described["error"] == ""
+        assert described["state"] == "Stable"
+        assert described["protocol_type"] == "consumer"
+        assert described["protocol"] == balancer
+        assigned = sorted(tuple(tp) for m in described["members"] for tp in m["assigned"])
+        assert assigned == [(topic, p) for p in range(6)]
+        assert len(described["members"]) == 2
+        # ConsumerGroupDescribe (KIP-848) does not describe a classic group.
+        as_consumer = admin.call("describe_consumer_groups", groups=[group])["groups"][group]
+        assert as_consumer["error"] == "GROUP_ID_NOT_FOUND"
+        for m in members[1:]:
+            m.close()
+        committed = admin.call("fetch_offsets", group=group)["offsets"]
+        assert [(o["partition"], o["offset"], o["error"]) for o in committed] == [(p, 40, "") for p in range(6)]
+        assert admin.call("describe_groups", groups=[group])["groups"][group]["state"] == "Empty"
+
+
+def test_kip848_group_with_the_server_side_assignor(go: GoClients) -> None:
+    topic, group = "franz-848", "franz-848"
+    members = run_group(go, topic, group, 6, server_side=True)
+    with go.admin() as admin:
+        described = admin.call("describe_consumer_groups", groups=[group])["groups"][group]
+        assert described["error"] == ""
+        assert described["state"] == "Stable"
+        assert described["assignor"] == "uniform"
+        assert len(described["members"]) == 2
+        assert sorted(tuple(tp) for m in described["members"] for tp in m["assigned"]) == [
+            (topic, p) for p in range(6)]
+        assert all(m["subscribed_topics"] == [topic] for m in described["members"])
+        assert all(m["member_epoch"] > 0 for m in described["members"])
+        # The classic DescribeGroups v6 does not describe a consumer group (Kafka: "Group ... is not a
+        # classic group.", state Dead).
+        as_classic = admin.call("describe_groups", groups=[group])["groups"][group]
+        assert (as_classic["error"], as_classic["state"]) == ("GROUP_ID_NOT_FOUND", "Dead")
+        for m in members[1:]:
+            m.close()
+        committed = admin.call("fetch_offsets", group=group)["offsets"]
+        assert [(o["partition"], o["offset"], o["error"]) for o in committed] == [(p, 40, "") for p in range(6)]
+        assert admin.call("describe_consumer_groups", groups=[group])["groups"][group]["state"] == "Empty"
