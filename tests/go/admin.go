@@ -65,7 +65,9 @@ func franzAdmin(args []string) {
 	logFlag(fs)
 	brokers := fs.String("brokers", "", "bootstrap servers")
 	fs.Parse(args)
-	cl := franzClient(kgo.SeedBrokers(splitList(*brokers)...))
+	// kadm answers ListTopics from franz-go's metadata cache when it is younger than MetadataMinAge
+	// (5 s by default); a short age makes every listing reflect the broker as it is now.
+	cl := franzClient(kgo.SeedBrokers(splitList(*brokers)...), kgo.MetadataMinAge(10*time.Millisecond))
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	scanner := bufio.NewScanner(os.Stdin)

@@ -213,8 +213,11 @@ func saramaConsume(args []string) {
 }
 
 // saramaGroup is one ConsumerGroup member. Each session's Setup reports the claims, Cleanup the
-// loss of them (sarama's eager protocol revokes everything on a rebalance), and every record is
-// marked and committed synchronously before the next one.
+// loss of them (sarama's eager protocol revokes everything on a rebalance). Every record is marked;
+// marked offsets are committed synchronously whenever a claim has nothing more buffered and in
+// Cleanup, so nothing consumed is left uncommitted when partitions move. (Committing after every
+// record would be slow: sarama serialises the commit behind the long-polling fetch on the
+// coordinator's connection.)
 type saramaHandler struct {
 	name  string
 	mu    sync.Mutex
@@ -235,7 +238,8 @@ func (h *saramaHandler) Setup(s sarama.ConsumerGroupSession) error {
 	return nil
 }
 
-func (h *saramaHandler) Cleanup(sarama.ConsumerGroupSession) error {
+func (h *saramaHandler) Cleanup(s sarama.ConsumerGroupSession) error {
+	s.Commit() // everything marked, before the partitions can move
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.owned = map[string]map[int32]bool{}
@@ -254,7 +258,9 @@ func (h *saramaHandler) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama
 			emit(map[string]any{"event": "record", "member": h.name, "topic": out.Topic, "partition": out.Partition,
 				"offset": out.Offset, "key": out.Key, "value": out.Value})
 			s.MarkMessage(m, "")
-			s.Commit()
+			if len(claim.Messages()) == 0 { // commit what is marked before waiting for more
+				s.Commit()
+			}
 		case <-s.Context().Done():
 			return nil
 		}

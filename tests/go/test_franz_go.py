@@ -154,6 +154,8 @@ def test_classic_group_shares_partitions_and_rebalances_on_leave(go: GoClients, 
         assigned = sorted(tuple(tp) for m in described["members"] for tp in m["assigned"])
         assert assigned == [(topic, p) for p in range(6)]
         assert len(described["members"]) == 2
+        assert group in admin.call("list_groups", types=["classic"])["groups"]
+        assert group not in admin.call("list_groups", types=["consumer"])["groups"]
         # ConsumerGroupDescribe (KIP-848) does not describe a classic group.
         as_consumer = admin.call("describe_consumer_groups", groups=[group])["groups"][group]
         assert as_consumer["error"] == "GROUP_ID_NOT_FOUND"
@@ -164,14 +166,18 @@ def test_classic_group_shares_partitions_and_rebalances_on_leave(go: GoClients, 
         assert admin.call("describe_groups", groups=[group])["groups"][group]["state"] == "Empty"
 
 
-def test_kip848_group_with_the_server_side_assignor(go: GoClients) -> None:
-    topic, group = "franz-848", "franz-848"
-    members = run_group(go, topic, group, 6, server_side=True)
+@pytest.mark.parametrize(("balancer", "assignor"), [("cooperative-sticky", "uniform"), ("range", "range")])
+def test_kip848_group_with_a_server_side_assignor(go: GoClients, balancer: str, assignor: str) -> None:
+    topic = group = f"franz-848-{assignor}"
+    members = run_group(go, topic, group, 6, server_side=True, balancer=balancer)
     with go.admin() as admin:
         described = admin.call("describe_consumer_groups", groups=[group])["groups"][group]
         assert described["error"] == ""
         assert described["state"] == "Stable"
-        assert described["assignor"] == "uniform"
+        assert described["assignor"] == assignor
+        # ListGroups v5 filters by group type (KIP-848).
+        assert group in admin.call("list_groups", types=["consumer"])["groups"]
+        assert group not in admin.call("list_groups", types=["classic"])["groups"]
         assert len(described["members"]) == 2
         assert sorted(tuple(tp) for m in described["members"] for tp in m["assigned"]) == [
             (topic, p) for p in range(6)]
