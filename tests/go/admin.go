@@ -62,7 +62,7 @@ type obj = map[string]any
 // line per request: the op's results, or {"request_error": ...} when the whole request failed.
 func franzAdmin(args []string) {
 	fs := flag.NewFlagSet("franz-admin", flag.ExitOnError)
-	logFlag(fs)
+	commonFlags(fs)
 	brokers := fs.String("brokers", "", "bootstrap servers")
 	fs.Parse(args)
 	// kadm answers ListTopics from franz-go's metadata cache when it is younger than MetadataMinAge

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 func franzCodec(name string) kgo.CompressionCodec {
@@ -42,10 +43,14 @@ func franzAcks(name string) kgo.Acks {
 	panic("unreachable")
 }
 
-// franzLogLevel is set by the -log flag every franz subcommand has (franz-go's log on stderr).
-var franzLogLevel = kgo.LogLevelNone
+// Flags every franz subcommand has: -log (franz-go's log on stderr) and -max-version (pin the
+// request versions to those of a Kafka release, "0.11.0", "2.4" ..., as franz-go's kversion knows them).
+var (
+	franzLogLevel    = kgo.LogLevelNone
+	franzMaxVersions *kversion.Versions
+)
 
-func logFlag(fs *flag.FlagSet) {
+func commonFlags(fs *flag.FlagSet) {
 	fs.Func("log", "franz-go log level on stderr: error | warn | info | debug", func(s string) error {
 		levels := map[string]kgo.LogLevel{"error": kgo.LogLevelError, "warn": kgo.LogLevelWarn,
 			"info": kgo.LogLevelInfo, "debug": kgo.LogLevelDebug}
@@ -56,9 +61,18 @@ func logFlag(fs *flag.FlagSet) {
 		franzLogLevel = level
 		return nil
 	})
+	fs.Func("max-version", "use at most the request versions of this Kafka release", func(s string) error {
+		if franzMaxVersions = kversion.FromString(s); franzMaxVersions == nil {
+			return fmt.Errorf("unknown Kafka version %q", s)
+		}
+		return nil
+	})
 }
 
 func franzClient(opts ...kgo.Opt) *kgo.Client {
+	if franzMaxVersions != nil {
+		opts = append(opts, kgo.MaxVersions(franzMaxVersions))
+	}
 	if franzLogLevel != kgo.LogLevelNone {
 		opts = append(opts, kgo.WithLogger(kgo.BasicLogger(os.Stderr, franzLogLevel, nil)))
 	}
@@ -83,7 +97,7 @@ func fromFranz(r *kgo.Record) record {
 // It also prints {"producer_id": ..., "producer_epoch": ...} last when the producer is idempotent.
 func franzProduce(args []string) {
 	fs := flag.NewFlagSet("franz-produce", flag.ExitOnError)
-	logFlag(fs)
+	commonFlags(fs)
 	brokers := fs.String("brokers", "", "bootstrap servers")
 	topic := fs.String("topic", "", "topic")
 	acks := fs.String("acks", "all", "all | leader | none")
@@ -142,7 +156,7 @@ func franzProduce(args []string) {
 // at -offset (a number, "start" or "end") and prints them in the order they arrived.
 func franzConsume(args []string) {
 	fs := flag.NewFlagSet("franz-consume", flag.ExitOnError)
-	logFlag(fs)
+	commonFlags(fs)
 	brokers := fs.String("brokers", "", "bootstrap servers")
 	topic := fs.String("topic", "", "topic")
 	partitions := fs.String("partitions", "", "comma-separated partitions (default: consume the topic)")
@@ -202,7 +216,7 @@ func franzConsume(args []string) {
 // hands its partitions over without duplicates.
 func franzGroup(args []string) {
 	fs := flag.NewFlagSet("franz-group", flag.ExitOnError)
-	logFlag(fs)
+	commonFlags(fs)
 	brokers := fs.String("brokers", "", "bootstrap servers")
 	group := fs.String("group", "", "group id")
 	topics := fs.String("topic", "", "comma-separated topics")

@@ -192,3 +192,46 @@ def test_kip848_group_with_a_server_side_assignor(go: GoClients, balancer: str, 
         committed = admin.call("fetch_offsets", group=group)["offsets"]
         assert [(o["partition"], o["offset"], o["error"]) for o in committed] == [(p, 40, "") for p in range(6)]
         assert admin.call("describe_consumer_groups", groups=[group])["groups"][group]["state"] == "Empty"
+
+
+@pytest.mark.parametrize("kafka", ["0.10.2", "0.11.0", "2.4"])
+def test_pinned_to_an_old_kafka(go: GoClients, broker: BrokerProcess, kafka: str) -> None:
+    """franz-go limited to an old release's request versions (kgo.MaxVersions): 0.10.2 writes magic 1
+    message sets with Produce v2 and reads with Fetch v3 (the broker converts both ways); 0.11.0 is
+    the first with record batches, headers and idempotence; a classic group at each."""
+    topic = group = f"franz-pinned-{kafka}"
+    create_topic(go, topic, 2)
+    legacy = kafka == "0.10.2"
+    records = sample_records(30, 2, headers=not legacy)
+    results = go.produce("franz", topic, records, codec="gzip", idempotent=not legacy, max_version=kafka)
+    if not legacy:
+        producer = results.pop()
+        assert producer["producer_id"] >= 0
+    assert [r.get("error", "") for r in results] == [""] * 30
+    for partition, rows in by_partition(results).items():
+        assert [r["offset"] for r in rows] == list(range(15)), f"partition {partition}"
+    consumed, _ = go.run("franz-consume", topic=topic, count=30, max_version=kafka)
+    got, expected = by_partition(consumed), by_partition(records)
+    for partition in (0, 1):
+        assert [r["offset"] for r in got[partition]] == list(range(15))
+        assert [content(r) for r in got[partition]] == [content(r) for r in expected[partition]]
+        batches = stored_batches(broker.bootstrap, topic, partition)
+        assert {b.compression_type for b in batches} == {CompressionType.GZIP}
+        assert ({b.producer_id for b in batches} == {-1}) == legacy
+
+    members = [go.member("franz", group, [topic], f"m{i}", balancer="range", max_version=kafka) for i in range(2)]
+    try:
+        wait_for(lambda: balanced(members, 2, [1, 1]), 45, "two members with one partition each")
+        wait_for(lambda: sum(len(m.records) for m in members) >= 30, 30, "every record")
+        positions = sorted((p, o) for m in members for (_, p, o, _) in m.records)
+        assert positions == [(p, o) for p in (0, 1) for o in range(15)]
+        for m in members:
+            assert len(m.records) == 15 and m.errors() == []
+        for m in members:
+            m.close()
+    finally:
+        for m in members:
+            m.stop()
+    with go.admin() as admin:
+        committed = admin.call("fetch_offsets", group=group)["offsets"]
+    assert [(o["partition"], o["offset"]) for o in committed] == [(0, 15), (1, 15)]
