@@ -34,6 +34,7 @@ type adminRequest struct {
 	To                string             `json:"to"`
 	States            []string           `json:"states"`
 	Types             []string           `json:"types"`
+	InstanceIDs       []string           `json:"instance_ids"`
 }
 
 type offsetArg struct {
@@ -65,9 +66,7 @@ func franzAdmin(args []string) {
 	commonFlags(fs)
 	brokers := fs.String("brokers", "", "bootstrap servers")
 	fs.Parse(args)
-	// kadm answers ListTopics from franz-go's metadata cache when it is younger than MetadataMinAge
-	// (5 s by default); a short age makes every listing reflect the broker as it is now.
-	cl := franzClient(kgo.SeedBrokers(splitList(*brokers)...), kgo.MetadataMinAge(10*time.Millisecond))
+	cl := franzClient(kgo.SeedBrokers(splitList(*brokers)...))
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	scanner := bufio.NewScanner(os.Stdin)
@@ -108,6 +107,7 @@ var adminOps = map[string]func(context.Context, *kadm.Client, adminRequest) (obj
 	"commit_offsets":           commitOffsets,
 	"reset_offsets":            resetOffsets,
 	"delete_groups":            deleteGroups,
+	"leave_group":              leaveGroup,
 }
 
 func createTopics(ctx context.Context, adm *kadm.Client, r adminRequest) (obj, error) {
@@ -404,6 +404,19 @@ func deleteGroups(ctx context.Context, adm *kadm.Client, r adminRequest) (obj, e
 		out[g] = obj{"error": errName(resp.Err)}
 	}
 	return obj{"groups": out}, nil
+}
+
+// leaveGroup removes static members (KIP-345) by instance id, as an admin does.
+func leaveGroup(ctx context.Context, adm *kadm.Client, r adminRequest) (obj, error) {
+	resps, err := adm.LeaveGroup(ctx, kadm.LeaveGroup(r.Group).InstanceIDs(r.InstanceIDs...).Reason("test"))
+	if err != nil {
+		return nil, err
+	}
+	out := obj{}
+	for id, resp := range resps {
+		out[id] = obj{"member_id": resp.MemberID, "error": errName(resp.Err)}
+	}
+	return obj{"members": out}, nil
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -28,7 +28,8 @@ def go_binary() -> Path:
     try:
         return binary.build()
     except binary.BuildError as e:
-        pytest.fail(str(e), pytrace=False)
+        failure = str(e)
+    pytest.fail(failure, pytrace=False)
 
 
 @pytest.fixture(scope="module")

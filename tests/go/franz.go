@@ -69,7 +69,11 @@ func commonFlags(fs *flag.FlagSet) {
 	})
 }
 
+// franzClient makes a client with the subcommand's options. MetadataMinAge is cut from 5 s to 10 ms:
+// franz-go waits that long between metadata refreshes (a retried produce waits for one) and kadm
+// answers ListTopics from metadata younger than that; a local broker makes both pointless.
 func franzClient(opts ...kgo.Opt) *kgo.Client {
+	opts = append(opts, kgo.MetadataMinAge(10*time.Millisecond))
 	if franzMaxVersions != nil {
 		opts = append(opts, kgo.MaxVersions(franzMaxVersions))
 	}
@@ -104,12 +108,13 @@ func franzProduce(args []string) {
 	codec := fs.String("codec", "none", "none | gzip | snappy | lz4 | zstd")
 	idempotent := fs.Bool("idempotent", false, "idempotent producer (needs -acks all)")
 	linger := fs.Duration("linger", 20*time.Millisecond, "how long to linger for a batch")
+	retries := fs.Int("retries", 5, "tries per record on retriable errors")
 	fs.Parse(args)
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(splitList(*brokers)...), kgo.DefaultProduceTopic(*topic),
 		kgo.RequiredAcks(franzAcks(*acks)), kgo.ProducerBatchCompression(franzCodec(*codec)),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(*linger),
-		kgo.RecordRetries(5), // no RecordDeliveryTimeout: franz-go counts it from the record timestamp
+		kgo.RecordRetries(*retries), // no RecordDeliveryTimeout: franz-go counts it from the record timestamp
 	}
 	if !*idempotent {
 		opts = append(opts, kgo.DisableIdempotentWrite())
@@ -223,6 +228,7 @@ func franzGroup(args []string) {
 	name := fs.String("name", "", "member name in the output")
 	balancer := fs.String("balancer", "cooperative-sticky", "cooperative-sticky | sticky | range | roundrobin")
 	serverSide := fs.Bool("server-side", false, "KIP-848 consumer group (server-side assignor)")
+	instanceID := fs.String("instance-id", "", "static membership (KIP-345): no leave on close")
 	fs.Parse(args)
 	var bal kgo.GroupBalancer
 	switch *balancer {
@@ -270,6 +276,9 @@ func franzGroup(args []string) {
 	}
 	if *serverSide {
 		opts = append(opts, kgo.ServerSideBalancer())
+	}
+	if *instanceID != "" {
+		opts = append(opts, kgo.InstanceID(*instanceID))
 	}
 	cl := franzClient(opts...)
 	stop := stopSignal()

@@ -9,6 +9,7 @@ on six partitions, each record consumed exactly once across a clean leave.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 import pytest
@@ -235,3 +236,67 @@ def test_pinned_to_an_old_kafka(go: GoClients, broker: BrokerProcess, kafka: str
     with go.admin() as admin:
         committed = admin.call("fetch_offsets", group=group)["offsets"]
     assert [(o["partition"], o["offset"]) for o in committed] == [(0, 15), (1, 15)]
+
+
+def test_topic_settings_the_producer_must_obey(go: GoClients) -> None:
+    """max.message.bytes (MESSAGE_TOO_LARGE), min.insync.replicas above the replica count
+    (NOT_ENOUGH_REPLICAS for acks=all only) and LogAppendTime (the broker's clock wins)."""
+    with go.admin() as admin:
+        for topic, config in [("franz-small", {"max.message.bytes": "1024"}),
+                              ("franz-isr", {"min.insync.replicas": "2"}),
+                              ("franz-append-time", {"message.timestamp.type": "LogAppendTime"})]:
+            assert admin.call("create_topics", topics=[topic], partitions=1, configs=config)["topics"][topic][
+                "error"] == ""
+    big = [{"partition": 0, "key": None, "value": "x" * 5000, "headers": []}]
+    [answer] = go.produce("franz", "franz-small", big)
+    assert answer["error"].startswith("MESSAGE_TOO_LARGE")
+    [answer] = go.produce("franz", "franz-small", [{**big[0], "value": "x" * 500}])
+    assert answer == {"partition": 0, "offset": 0}
+
+    one = [{"partition": 0, "key": None, "value": "v", "headers": []}]
+    [answer] = go.produce("franz", "franz-isr", one, acks="all", retries=1)  # NOT_ENOUGH_REPLICAS is retriable
+    assert answer["error"].startswith("NOT_ENOUGH_REPLICAS")
+    assert go.produce("franz", "franz-isr", one, acks="leader") == [{"partition": 0, "offset": 0}]
+
+    before = int(time.time() * 1000)
+    records = sample_records(3, 1)  # timestamps in 2023
+    go.produce("franz", "franz-append-time", records)
+    after = int(time.time() * 1000)
+    consumed, _ = go.run("franz-consume", topic="franz-append-time", count=3)
+    stamps = {r["timestamp_ms"] for r in consumed}
+    assert len(stamps) == 1 and before - 1000 <= stamps.pop() <= after + 1000
+
+
+def test_static_member_restarts_without_a_rebalance(go: GoClients) -> None:
+    """KIP-345: a member with an instance id does not leave on close; restarted with the same id it
+    gets its partitions back and the other member sees no rebalance. An admin LeaveGroup by
+    instance id then removes it, and the other member takes everything."""
+    topic = group = "franz-static"
+    create_topic(go, topic, 4)
+    a = go.member("franz", group, [topic], "a", balancer="range", instance_id="static-a")
+    b = go.member("franz", group, [topic], "b", balancer="range", instance_id="static-b")
+    members = [a, b]
+    try:
+        wait_for(lambda: balanced([a, b], 4, [2, 2]), 45, "two members with two each")
+        a_partitions, b_events = a.assignment, len(b.events)
+        a.close()
+        a2 = go.member("franz", group, [topic], "a2", balancer="range", instance_id="static-a")
+        members.append(a2)
+        wait_for(lambda: a2.assignment == a_partitions, 30, "the restarted member's old partitions")
+        produce_values(go, topic, 4, 0, 40)
+        wait_for(lambda: len(a2.records) + len(b.records) >= 40, 30, "the records")
+        assert [e for e in b.events[b_events:] if e["event"] != "record"] == [], "b saw a rebalance"
+        assert len(a2.records) == len(b.records) == 20
+
+        a2.close()
+        with go.admin() as admin:
+            left = admin.call("leave_group", group=group, instance_ids=["static-a", "static-nobody"])["members"]
+            assert left["static-a"]["error"] == ""
+            assert left["static-nobody"]["error"] == "UNKNOWN_MEMBER_ID"
+            wait_for(lambda: len(b.assignment) == 4, 30, "b with every partition")
+            described = admin.call("describe_groups", groups=[group])["groups"][group]
+            assert [m["member_id"] for m in described["members"]] != [] and len(described["members"]) == 1
+        b.close()
+    finally:
+        for m in members:
+            m.stop()
