@@ -27,6 +27,8 @@ type adminRequest struct {
 	Configs           map[string]*string `json:"configs"`
 	Set               map[string]string  `json:"set"`
 	Delete            []string           `json:"delete"`
+	Append            map[string]string  `json:"append"`
+	Subtract          map[string]string  `json:"subtract"`
 	Count             int                `json:"count"`
 	Kind              string             `json:"kind"`
 	Milli             int64              `json:"milli"`
@@ -108,6 +110,7 @@ var adminOps = map[string]func(context.Context, *kadm.Client, adminRequest) (obj
 	"reset_offsets":            resetOffsets,
 	"delete_groups":            deleteGroups,
 	"leave_group":              leaveGroup,
+	"delete_offsets":           deleteOffsets,
 }
 
 func createTopics(ctx context.Context, adm *kadm.Client, r adminRequest) (obj, error) {
@@ -181,7 +184,8 @@ func alterResults(resps kadm.AlterConfigsResponses) obj {
 	return obj{"topics": out}
 }
 
-// alterConfigs is IncrementalAlterConfigs: "set" sets keys, "delete" reverts keys to the default.
+// alterConfigs is IncrementalAlterConfigs: "set" sets keys, "delete" reverts keys to the default,
+// "append" and "subtract" add or remove an item of a list config.
 func alterConfigs(ctx context.Context, adm *kadm.Client, r adminRequest) (obj, error) {
 	var alters []kadm.AlterConfig
 	for _, k := range sortedKeys(r.Set) {
@@ -190,6 +194,14 @@ func alterConfigs(ctx context.Context, adm *kadm.Client, r adminRequest) (obj, e
 	}
 	for _, k := range r.Delete {
 		alters = append(alters, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
+	}
+	for _, k := range sortedKeys(r.Append) {
+		v := r.Append[k]
+		alters = append(alters, kadm.AlterConfig{Op: kadm.AppendConfig, Name: k, Value: &v})
+	}
+	for _, k := range sortedKeys(r.Subtract) {
+		v := r.Subtract[k]
+		alters = append(alters, kadm.AlterConfig{Op: kadm.SubtractConfig, Name: k, Value: &v})
 	}
 	resps, err := adm.AlterTopicConfigs(ctx, alters, r.Topics...)
 	if err != nil {
@@ -417,6 +429,26 @@ func leaveGroup(ctx context.Context, adm *kadm.Client, r adminRequest) (obj, err
 		out[id] = obj{"member_id": resp.MemberID, "error": errName(resp.Err)}
 	}
 	return obj{"members": out}, nil
+}
+
+// deleteOffsets is OffsetDelete (Kafka 2.4+) for the partitions in "offsets" (offsets ignored).
+func deleteOffsets(ctx context.Context, adm *kadm.Client, r adminRequest) (obj, error) {
+	set := kadm.TopicsSet{}
+	for _, o := range r.Offsets {
+		set.Add(o.Topic, o.Partition)
+	}
+	resps, err := adm.DeleteOffsets(ctx, r.Group, set)
+	if err != nil {
+		return nil, err
+	}
+	out := []obj{}
+	for t, ps := range resps {
+		for p, err := range ps {
+			out = append(out, obj{"topic": t, "partition": p, "error": errName(err)})
+		}
+	}
+	sortByTopicPartition(out)
+	return obj{"partitions": out}, nil
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -84,6 +84,16 @@ def test_alter_configs(admin: Admin) -> None:
     missing = admin.call("alter_configs", topics=["adm-no-such-topic"], set={"retention.ms": "1"})
     assert missing["topics"]["adm-no-such-topic"]["error"] == "UNKNOWN_TOPIC_OR_PARTITION"
 
+    # APPEND and SUBTRACT edit list configs (cleanup.policy) and refuse the others.
+    assert admin.call("alter_configs", topics=[topic], append={"cleanup.policy": "delete"})["topics"][topic][
+        "error"] == ""
+    assert dynamic()["cleanup.policy"] == "compact,delete"
+    assert admin.call("alter_configs", topics=[topic], subtract={"cleanup.policy": "compact"})["topics"][topic][
+        "error"] == ""
+    assert dynamic()["cleanup.policy"] == "delete"
+    answer = admin.call("alter_configs", topics=[topic], append={"max.message.bytes": "1"})["topics"][topic]
+    assert answer["error"] == "INVALID_CONFIG"
+
     # The legacy AlterConfigs replaces the whole set of dynamic configs.
     answer = admin.call("alter_configs_state", topics=[topic], set={"segment.ms": "600000"})
     assert answer["topics"][topic]["error"] == ""
@@ -169,6 +179,9 @@ def test_groups_and_committed_offsets(go: GoClients, admin: Admin) -> None:
         # An admin commit (no member id, generation -1) into a group with members is refused.
         busy = admin.call("commit_offsets", group=group, offsets=[{"topic": topic, "partition": 0, "offset": 1}])
         assert busy["offsets"][0]["error"] == "UNKNOWN_MEMBER_ID"
+        # OffsetDelete refuses the offsets of a topic the group's members are subscribed to.
+        subscribed = admin.call("delete_offsets", group=group, offsets=[{"topic": topic, "partition": 1}])
+        assert subscribed["partitions"] == [{"topic": topic, "partition": 1, "error": "GROUP_SUBSCRIBED_TO_TOPIC"}]
     finally:
         member.close()
     assert admin.call("describe_groups", groups=[group])["groups"][group]["state"] == "Empty"
@@ -178,6 +191,12 @@ def test_groups_and_committed_offsets(go: GoClients, admin: Admin) -> None:
         {"topic": topic, "partition": 0, "offset": 4, "metadata": "rewind"}])
     assert [(o["partition"], o["error"]) for o in answer["offsets"]] == [(0, "")]
     assert [c[1:4] for c in committed(admin, group)] == [(0, 4, "rewind"), (1, 15, member_metadata)]
+    # Once the group is empty OffsetDelete removes them.
+    deleted = admin.call("delete_offsets", group=group, offsets=[{"topic": topic, "partition": 1}])
+    assert deleted["partitions"] == [{"topic": topic, "partition": 1, "error": ""}]
+    assert [c[1:3] for c in committed(admin, group)] == [(0, 4)]
+    assert admin.call("delete_offsets", group="adm-never", offsets=[{"topic": topic, "partition": 0}]) == {
+        "request_error": "GROUP_ID_NOT_FOUND"}
     reset = admin.call("reset_offsets", group=group, topics=[topic], to="start")
     assert [(o["partition"], o["offset"], o["error"]) for o in reset["offsets"]] == [(0, 0, ""), (1, 0, "")]
     assert committed(admin, group) == [(topic, 0, 0, "", ""), (topic, 1, 0, "", "")]
