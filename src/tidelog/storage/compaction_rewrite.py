@@ -14,8 +14,8 @@ from pathlib import Path
 from crc32c import crc32c
 
 from tidelog.config import INT_MAX, LONG_MAX, TopicConfig
-from tidelog.records import RecordBatchBuilder, RecordBatchView
-from tidelog.records.batch import DELETE_HORIZON_FLAG_MASK, HEADER, LAST_OFFSET_DELTA_OFFSET, MIN_BATCH_LENGTH
+from tidelog.records import RecordBatchView, rebuild_batch
+from tidelog.records.batch import DELETE_HORIZON_FLAG_MASK, HEADER, MIN_BATCH_LENGTH
 from tidelog.storage import files
 from tidelog.storage.compaction_plan import CleanedGroup, CleanerError, CleanerStats, CleanPlan, SourceSegment
 from tidelog.storage.index import OffsetIndex, TimeIndex
@@ -130,24 +130,7 @@ def _filter_batch(
 
 
 def _rebuild(view: RecordBatchView, records: list, horizon: int | None) -> bytearray:
-    builder = RecordBatchBuilder(
-        base_offset=view.base_offset,
-        compression=view.compression_type,
-        timestamp_type=view.timestamp_type,
-        producer_id=view.producer_id,
-        producer_epoch=view.producer_epoch,
-        base_sequence=view.base_sequence,
-        is_transactional=view.is_transactional,
-        partition_leader_epoch=view.partition_leader_epoch,
-        delete_horizon_ms=horizon,
-    )
-    for record in records:
-        builder.append(record.timestamp, record.key, record.value, record.headers, offset=record.offset)
-    out = bytearray(builder.build())
-    if builder.next_offset - 1 != view.last_offset:  # keep the original last offset (rule 1)
-        _INT32.pack_into(out, LAST_OFFSET_DELTA_OFFSET, view.last_offset_delta)
-        _UINT32.pack_into(out, _CRC_AT, crc32c(memoryview(out)[_ATTRIBUTES_AT:]))
-    return out
+    return rebuild_batch(view, records, delete_horizon_ms=horizon)
 
 
 def _empty_batch(view: RecordBatchView) -> bytearray:

@@ -27,11 +27,13 @@ from tidelog.clock import Clock
 from tidelog.config import INT_MAX, TopicConfig
 from tidelog.errors import ErrorCode, KafkaError, RecordValidationError
 from tidelog.records import (
+    CompressionType,
     CorruptRecordError,
     RecordBatchView,
     RecordsError,
     TimestampType,
     legacy_to_batches,
+    rebuild_batch,
 )
 from tidelog.records.batch import LOG_HEADER, LOG_OVERHEAD, MIN_BATCH_LENGTH, RECORD_BATCH_OVERHEAD
 from tidelog.storage import files
@@ -39,6 +41,10 @@ from tidelog.storage.checkpoints import fsync_dir
 from tidelog.storage.producer_state import ProducerStateManager
 from tidelog.storage.retention import SegmentSummary, segments_to_delete
 from tidelog.storage.segment import FileSlice, Segment
+
+#: compression.type -> the codec the broker stores batches in ("producer": whatever the producer sent).
+_BROKER_CODECS = {"uncompressed": CompressionType.NONE, "gzip": CompressionType.GZIP,
+                  "snappy": CompressionType.SNAPPY, "lz4": CompressionType.LZ4, "zstd": CompressionType.ZSTD}
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
@@ -132,6 +138,9 @@ class PartitionLog:
         now = self.clock.wall_ms()
         views = self._split_and_validate(data, now)
         self._check_records(views, now)
+        target = _BROKER_CODECS.get(self.config.compression_type)  # None: keep the producer's codec
+        if target is not None and any(view.compression_type != target for view in views):
+            data, views = self._recompress(views, target, now)
         log_append = self.config.message_timestamp_type == "LogAppendTime"
         if len(views) > 1 and any(v.producer_id >= 0 for v in views):
             raise KafkaError(ErrorCode.INVALID_RECORD, "an idempotent produce must carry exactly one batch")
@@ -225,6 +234,28 @@ class PartitionLog:
         if not views:
             raise KafkaError(ErrorCode.INVALID_RECORD, "no record batches in the request")
         return views
+
+    def _recompress(self, views: list[RecordBatchView], codec: CompressionType,
+                    now: int) -> tuple[bytearray, list[RecordBatchView]]:
+        """A topic whose ``compression.type`` names a codec stores every batch in it (Kafka recompresses
+        on the leader): batches in another codec are rebuilt, records, offsets and producer fields kept.
+        A rebuilt batch larger than ``max.message.bytes`` is MESSAGE_TOO_LARGE."""
+        parts: list[bytes | bytearray] = []
+        for view in views:
+            if view.compression_type == codec:
+                parts.append(bytes(view.buffer))
+                continue
+            try:
+                rebuilt = rebuild_batch(view, view.records(), compression=codec)
+            except RecordsError as e:
+                raise _records_error(e) from None
+            if len(rebuilt) > self.config.max_message_bytes:
+                raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
+                                 f"batch of {len(rebuilt)} bytes after recompression exceeds max.message.bytes "
+                                 f"{self.config.max_message_bytes}")
+            parts.append(rebuilt)
+        data = bytearray(b"".join(parts))
+        return data, self._split_and_validate(data, now)
 
     def _check_records(self, views: list[RecordBatchView], now: int) -> None:
         """KIP-467: every record the topic must refuse, by its index in the batch, in one
