@@ -20,6 +20,7 @@ from tidelog.storage import files
 from tidelog.storage.compaction_plan import CleanedGroup, CleanerError, CleanerStats, CleanPlan, SourceSegment
 from tidelog.storage.index import OffsetIndex, TimeIndex
 from tidelog.storage.segment import BatchScanError, scan_batches
+from tidelog.storage.txn_index import TransactionIndex
 
 log = logging.getLogger(__name__)
 
@@ -184,6 +185,15 @@ class _CleanedSegmentWriter:
         self.next_offset = last + 1
 
     def finish(self, sources: tuple[SourceSegment, ...]) -> CleanedGroup:
+        # Markers survive compaction, so the sources' aborted transactions stay true of the result.
+        aborted = [txn for src in sources for txn in src.aborted]
+        if aborted:
+            txn_index = TransactionIndex(files.segment_file(self.directory, self.base_offset,
+                                                            files.TXN_INDEX_SUFFIX + files.CLEANED_SUFFIX))
+            for txn in aborted:
+                txn_index.append(txn)
+            txn_index.flush()
+            txn_index.close()
         if self.max_timestamp >= 0:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
         self.file.flush()
@@ -242,20 +252,24 @@ def _with_last(views: Iterator[RecordBatchView]) -> Iterator[tuple[RecordBatchVi
         yield prev, True
 
 
-def _group_paths(directory: Path, base_offset: int, suffix: str) -> tuple[Path, Path, Path]:
+def _group_paths(directory: Path, base_offset: int, suffix: str) -> tuple[Path, Path, Path, Path]:
     return (
         files.segment_file(directory, base_offset, files.LOG_SUFFIX + suffix),
         files.segment_file(directory, base_offset, files.INDEX_SUFFIX + suffix),
         files.segment_file(directory, base_offset, files.TIME_INDEX_SUFFIX + suffix),
+        files.segment_file(directory, base_offset, files.TXN_INDEX_SUFFIX + suffix),
     )
 
 
 def rename_group(directory: Path, base_offset: int, old_suffix: str, new_suffix: str) -> None:
-    """Rename a cleaned segment's three files. To ``.swap``: the log first (the commit point); out of
-    ``.swap``: the log last (while it is a swap, the loader redoes the whole swap)."""
+    """Rename a cleaned segment's files (the aborted-transaction index only if it has one). To
+    ``.swap``: the log first (the commit point); out of ``.swap``: the log last (while it is a swap,
+    the loader redoes the whole swap)."""
     old, new = _group_paths(directory, base_offset, old_suffix), _group_paths(directory, base_offset, new_suffix)
-    order = (0, 1, 2) if new_suffix == files.SWAP_SUFFIX else (1, 2, 0)
+    order = (0, 1, 2, 3) if new_suffix == files.SWAP_SUFFIX else (1, 2, 3, 0)
     for i in order:
+        if i == 3 and not old[i].exists():
+            continue
         os.replace(old[i], new[i])
 
 
