@@ -6,6 +6,10 @@ fixtures::
     FRESH_BROKER_OVERRIDES = {"num.partitions": "4"}     # each test's ``fresh_broker``
 
 Without them the broker runs with its defaults.
+
+Under ``pytest -n 2 --dist loadgroup`` the tests of a module may go to both workers, and then each worker
+starts the module's broker (2-4 s on a loaded machine). A module of a few short tests marks itself
+``pytest.mark.xdist_group("<module>")`` so that one worker runs all of it on one broker.
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ from tidelog.protocol.messages import DescribeClusterRequest, DescribeLogDirsReq
 from tidelog.testing import BrokerProcess
 from tidelog.testing.client import WireClient
 
-pytestmark = pytest.mark.integration
+# One worker runs the whole module, on one broker (see conftest.py).
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("admin_cluster")]
 
 
 def test_describe_cluster(admin: AdminClient, wire: WireClient) -> None:

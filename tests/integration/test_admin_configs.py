@@ -28,7 +28,8 @@ from tidelog.protocol.messages import DescribeConfigsRequest
 from tidelog.testing import BrokerProcess
 from tidelog.testing.client import WireClient
 
-pytestmark = pytest.mark.integration
+# One worker runs the whole module, on one broker (see conftest.py).
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("admin_configs")]
 
 BROKER_OVERRIDES = {"log.retention.hours": "48", "num.partitions": "2"}
 HOURS_48_MS = str(48 * 3_600_000)

@@ -14,7 +14,8 @@ from tidelog.protocol.messages import DeleteRecordsRequest
 from tidelog.testing import BrokerProcess
 from tidelog.testing.client import WireClient
 
-pytestmark = pytest.mark.integration
+# One worker runs the whole module, on one broker (see conftest.py).
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("admin_records")]
 
 
 def test_delete_records_moves_the_low_watermark(admin: AdminClient, broker: BrokerProcess) -> None:

@@ -38,7 +38,8 @@ from tidelog.protocol.messages import (
 from tidelog.testing import BrokerProcess
 from tidelog.testing.client import WireClient
 
-pytestmark = pytest.mark.integration
+# One worker runs the whole module, on one broker (see conftest.py).
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("admin_topics")]
 
 BROKER_OVERRIDES = {"num.partitions": "2"}
 

@@ -27,6 +27,9 @@ from tidelog.records import CompressionType, build_batch
 from tidelog.testing import BrokerProcess
 from tidelog.testing.client import WireClient
 
+# One worker runs the whole module, on one broker (see conftest.py).
+pytestmark = pytest.mark.xdist_group("codecs")
+
 NOW_MS = int(time.time() * 1000)
 
 

@@ -14,6 +14,9 @@ from confluent_kafka import TopicPartition
 from tests.integration.kafka_io import consume, create_topic, kp_consume, produce_all, producer, raw_batches
 from tidelog.testing import BrokerProcess
 
+# One worker runs the whole module, on one broker (see conftest.py).
+pytestmark = pytest.mark.xdist_group("delivery")
+
 
 @pytest.mark.parametrize("acks", ["0", "1", "all"])
 def test_acks(broker: BrokerProcess, acks: str) -> None:

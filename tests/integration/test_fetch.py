@@ -11,6 +11,7 @@ import threading
 import time
 
 import kafka
+import pytest
 from confluent_kafka import TopicPartition
 
 from tests.integration.kafka_io import ck_consumer, ensure_topic, next_message, produce_all, producer
@@ -18,6 +19,9 @@ from tidelog.protocol.messages import FetchRequest
 from tidelog.records import iter_batches
 from tidelog.testing import BrokerProcess
 from tidelog.testing.client import WireClient
+
+# One worker runs the whole module, on one broker (see conftest.py).
+pytestmark = pytest.mark.xdist_group("fetch")
 
 
 def test_seek(broker: BrokerProcess) -> None:

@@ -26,6 +26,9 @@ from tidelog.records import build_batch
 from tidelog.testing import BrokerProcess
 from tidelog.testing.client import WireClient
 
+# One worker runs the whole module, on one broker (see conftest.py).
+pytestmark = pytest.mark.xdist_group("message_size")
+
 MAX_MESSAGE_BYTES = 200_000
 NOW_MS = int(time.time() * 1000)
 BROKER_OVERRIDES = {"message.max.bytes": str(MAX_MESSAGE_BYTES)}

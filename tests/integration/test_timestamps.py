@@ -9,10 +9,14 @@ import time
 from pathlib import Path
 
 import kafka
+import pytest
 from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME, TopicPartition
 
 from tests.integration.kafka_io import ck_consumer, consume, create_topic, kp_consume, produce_all, producer
 from tidelog.testing import BrokerProcess
+
+# One worker runs the whole module, on one broker (see conftest.py).
+pytestmark = pytest.mark.xdist_group("timestamps")
 
 NOW_MS = int(time.time() * 1000)
 
