@@ -9,8 +9,8 @@ Without them the broker runs with its defaults.
 
 Under ``pytest -n 2 --dist loadgroup`` the tests of a module may go to both workers, and then each worker
 starts the module's broker (2-4 s on a loaded machine). A module of a few short tests marks itself
-``pytest.mark.xdist_group("<module>")`` so that one worker runs all of it on one broker. (pytest 9.2 with
-pytest-xdist 3.8 ignores the mark, pytest-xdist issue 1386; pytest 9.1 honours it.)
+``pytest.mark.xdist_group("<module>")`` so that one worker runs all of it on one broker (with pytest < 9:
+see the pin in pyproject.toml).
 """
 
 from __future__ import annotations
