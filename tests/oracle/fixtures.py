@@ -5,6 +5,9 @@
 - ``kafka_broker`` (module): a real Apache Kafka broker (:class:`tests.oracle.kafka.KafkaProcess`).
 - ``tidelog_broker`` (module): ``tidelog serve`` (:class:`tidelog.testing.BrokerProcess`).
 - ``any_broker`` (module, parametrized ``kafka`` / ``tidelog``): the same test against each.
+- ``subject_broker`` (module): the broker a client-compatibility test judges: Tidelog, or Apache Kafka
+  when ``TIDELOG_ORACLE_SUBJECT=kafka``. Running such tests against Kafka checks the tests themselves:
+  every expectation must hold there, and :func:`broker_bug` xfails apply to Tidelog only.
 
 Both brokers get :data:`SHARED_OVERRIDES`, so they differ only where Tidelog differs from Kafka.
 A module needing other properties overrides ``broker_overrides``::
@@ -16,6 +19,7 @@ A module needing other properties overrides ``broker_overrides``::
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -34,6 +38,20 @@ SHARED_OVERRIDES = {
 }
 
 BROKERS = ("kafka", "tidelog")
+SUBJECT_ENV = "TIDELOG_ORACLE_SUBJECT"
+
+
+def subject() -> str:
+    """Which broker ``subject_broker`` gives: "tidelog" unless TIDELOG_ORACLE_SUBJECT names "kafka"."""
+    name = os.environ.get(SUBJECT_ENV, "tidelog") or "tidelog"
+    if name not in BROKERS:
+        raise pytest.UsageError(f"{SUBJECT_ENV} must be one of {', '.join(BROKERS)}, not {name!r}")
+    return name
+
+
+def broker_bug(reason: str) -> pytest.MarkDecorator:
+    """``xfail(strict=True)`` for a Tidelog bug or difference from Kafka, when the subject is Tidelog."""
+    return pytest.mark.xfail(subject() == "tidelog", strict=True, reason=reason)
 
 
 @pytest.fixture(scope="session")
@@ -62,11 +80,17 @@ def tidelog_broker(broker_overrides: dict[str, str],
         yield broker
 
 
+@pytest.fixture(scope="module")
+def subject_broker(request: pytest.FixtureRequest) -> KafkaProcess | BrokerProcess:
+    """Tidelog (or Apache Kafka under TIDELOG_ORACLE_SUBJECT=kafka): the broker a compatibility test judges."""
+    return request.getfixturevalue(f"{subject()}_broker")
+
+
 @pytest.fixture(scope="module", params=BROKERS)
 def any_broker(request: pytest.FixtureRequest) -> KafkaProcess | BrokerProcess:
     """Apache Kafka, then Tidelog: tests using it run once against each."""
     return request.getfixturevalue(f"{request.param}_broker")
 
 
-__all__ = ["BROKERS", "SHARED_OVERRIDES", "any_broker", "broker_overrides", "java_classpath", "kafka_broker",
-           "tidelog_broker"]
+__all__ = ["BROKERS", "SHARED_OVERRIDES", "SUBJECT_ENV", "any_broker", "broker_bug", "broker_overrides",
+           "java_classpath", "kafka_broker", "subject", "subject_broker", "tidelog_broker"]

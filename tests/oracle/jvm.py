@@ -51,14 +51,21 @@ PERFORMANCE_OPTS = ["-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:I
                     "-XX:+ExplicitGCInvokesConcurrent", "-Djava.awt.headless=true"]
 
 
+#: Added for every JVM but the broker's: short-lived programs spend their first seconds compiling, and
+#: the C1 compiler alone halves a tool's start-up on a busy 2-core machine (~1 s instead of ~2 s).
+QUICK_START_OPTS = ["-XX:TieredStopAtLevel=1"]
+
+
 def java_command(classpath: str, main_class: str, args: Sequence[str], *,
-                 heap: Sequence[str] = DEFAULT_HEAP, jvm_options: Sequence[str] = ()) -> list[str]:
+                 heap: Sequence[str] = DEFAULT_HEAP, jvm_options: Sequence[str] = QUICK_START_OPTS) -> list[str]:
     return ["java", *heap, *PERFORMANCE_OPTS, *jvm_options, "-cp", classpath, main_class, *map(str, args)]
 
 
 def tool_command(classpath: str, tool: str, args: Sequence[str]) -> list[str]:
-    """The command bin/<tool>.sh runs (``tool`` is the script name without .sh)."""
-    return java_command(classpath, TOOLS[tool], args, heap=HEAP.get(tool, DEFAULT_HEAP))
+    """The command bin/<tool>.sh runs (``tool`` is the script name without .sh). The broker
+    (kafka-server-start) runs with the JIT as configured by default; other tools start quick."""
+    options = () if tool == "kafka-server-start" else QUICK_START_OPTS
+    return java_command(classpath, TOOLS[tool], args, heap=HEAP.get(tool, DEFAULT_HEAP), jvm_options=options)
 
 
 def run_java(classpath: str, main_class: str, *args: object, timeout: float = 180, stdin: str | None = None,
@@ -157,9 +164,9 @@ class JavaProcess:
         return code
 
     def _finish_reading(self) -> None:
+        """Wait until the JVM's last output lines are queued (``next_line`` still returns them)."""
         for reader in self._readers:
             reader.join(5)
-        self.drain()
 
     def stop(self, timeout: float = 30) -> int:
         if self.proc.poll() is None:

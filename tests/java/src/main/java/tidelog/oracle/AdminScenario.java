@@ -31,6 +31,7 @@ import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.errors.InvalidMetadataException;
 
 /**
  * Admin calls one after another, each recorded as a step: {"ok": what it returned} or {"error":
@@ -123,13 +124,12 @@ final class AdminScenario {
             get(admin.createTopics(List.of(new NewTopic(name, 1, (short) 1).configs(
                     Map.of("compression.type", "zstd", "compression.zstd.level", "10")))).all());
             ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, name);
-            Config config = get(admin.describeConfigs(List.of(resource)).all()).get(resource);
-            get(admin.deleteTopics(List.of(name)).all());
+            Config config = eventually(() -> get(admin.describeConfigs(List.of(resource)).all()).get(resource));
             return config.get("compression.zstd.level").value();
         });
         step("create-invalid-name", () -> get(admin.createTopics(List.of(
                 new NewTopic(prefix + "-bad/name", 1, (short) 1))).all()));
-        step("list-topics", () -> withPrefix(get(admin.listTopics().names()), prefix));
+        step("list-topics", () -> ours(get(admin.listTopics().names()), prefix));
         step("describe-topic", () -> describe(a));
         step("describe-unknown-topic", () -> describe(prefix + "-missing"));
         step("create-partitions", () -> {
@@ -160,15 +160,34 @@ final class AdminScenario {
         return ids;
     }
 
-    private static List<String> withPrefix(Collection<String> names, String prefix) {
+    /** Which of this scenario's topics "{prefix}-a", "-b" and "-c" (validate-only: never created) exist. */
+    private static List<String> ours(Collection<String> names, String prefix) {
         List<String> out = new ArrayList<>();
-        for (String n : names) {
-            if (n.startsWith(prefix)) {
+        for (String n : List.of(prefix + "-a", prefix + "-b", prefix + "-c")) {
+            if (names.contains(n)) {
                 out.add(n);
             }
         }
-        out.sort(null);
         return out;
+    }
+
+    /**
+     * The call's result, retried for up to 15 s while it fails with a metadata error. Kafka's brokers
+     * learn of a topic created or deleted a moment after the controller answers, so right after
+     * CreateTopics or DeleteTopics they may not know yet. (Tidelog answers at once.)
+     */
+    private static <T> T eventually(Callable<T> call) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+        while (true) {
+            try {
+                return call.call();
+            } catch (Exception e) {
+                if (!(Output.cause(e) instanceof InvalidMetadataException) || System.nanoTime() > deadline) {
+                    throw e;
+                }
+                Thread.sleep(50);
+            }
+        }
     }
 
     // ----------------------------------------------------------------------------------- configs
@@ -341,7 +360,13 @@ final class AdminScenario {
     private void deletion(String prefix) {
         step("delete-topic", () -> {
             get(admin.deleteTopics(List.of(prefix + "-b")).all());
-            return withPrefix(get(admin.listTopics().names()), prefix);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);  // see eventually()
+            List<String> left = ours(get(admin.listTopics().names()), prefix);
+            while (left.contains(prefix + "-b") && System.nanoTime() < deadline) {
+                Thread.sleep(50);
+                left = ours(get(admin.listTopics().names()), prefix);
+            }
+            return left;
         });
         step("delete-unknown-topic", () -> get(admin.deleteTopics(List.of(prefix + "-missing")).all()));
     }

@@ -33,7 +33,7 @@ final class Idempotence {
         send(bootstrap, topic, 0, FIRST, errors);
         send(bootstrap, topic, FIRST, FIRST + SECOND, errors);
         List<Object> consumed = new ArrayList<>();
-        for (ConsumerRecord<String, String> r : Topics.readAll(bootstrap, topic, 3, Duration.ofSeconds(30))) {
+        for (ConsumerRecord<String, String> r : Topics.readAll(bootstrap, topic, 3, FIRST + SECOND, Duration.ofSeconds(30))) {
             consumed.add(List.of(r.partition(), r.offset(), Integer.parseInt(r.value())));
         }
         return Output.map("topic", topic, "errors", errors, "consumed", consumed);

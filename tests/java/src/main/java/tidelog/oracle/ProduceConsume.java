@@ -44,7 +44,8 @@ final class ProduceConsume {
         return cases;
     }
 
-    private static Object oneCase(String bootstrap, String topic, String acks, String codec) {
+    private static Object oneCase(String bootstrap, String topic, String acks, String codec)
+            throws InterruptedException {
         Properties p = ClientConfig.producer(bootstrap, "oracle-producer-" + acks + "-" + codec);
         p.put(ProducerConfig.ACKS_CONFIG, acks);
         p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, codec);
@@ -63,7 +64,7 @@ final class ProduceConsume {
             producer.flush();
         }
         List<Object> consumed = new ArrayList<>();
-        for (ConsumerRecord<String, String> r : Topics.readAll(bootstrap, topic, 2, Duration.ofSeconds(30))) {
+        for (ConsumerRecord<String, String> r : Topics.readAll(bootstrap, topic, 2, RECORDS, Duration.ofSeconds(30))) {
             Header h = r.headers().lastHeader("i");
             consumed.add(List.of(r.partition(), r.offset(), r.key(), r.value(),
                     h == null ? "" : new String(h.value()), r.timestampType().name));

@@ -1,10 +1,12 @@
 package tidelog.oracle;
 
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.Locale;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
 import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.CloseOptions;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
@@ -21,7 +23,7 @@ import org.apache.kafka.streams.kstream.Produced;
  * <pre>java -cp ... tidelog.oracle.WordCount BOOTSTRAP APPLICATION_ID INPUT OUTPUT STATE_DIR</pre>
  *
  * Prints {"state": ...} on every state change and {"error": ...} if a stream thread dies; runs until
- * SIGTERM (the shutdown hook closes Streams and prints {"closed": true}).
+ * SIGTERM (the shutdown hook closes Streams, leaving the group, and prints {"closed": true}).
  */
 public final class WordCount {
     private WordCount() {}
@@ -40,6 +42,8 @@ public final class WordCount {
         // Every update goes out at once and is committed every 100 ms: the test sees final counts soon.
         p.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
+        // Consumed repartition records are purged (DeleteRecords) after each commit, not every 30 s.
+        p.put(StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, 100);
         p.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
 
         StreamsBuilder builder = new StreamsBuilder();
@@ -59,7 +63,10 @@ public final class WordCount {
         });
         CountDownLatch closed = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            streams.close();
+            // Leave the group on the way out (Streams does not by default), so a second run of the app
+            // is assigned at once instead of after the session timeout of this one.
+            streams.close(CloseOptions.groupMembershipOperation(CloseOptions.GroupMembershipOperation.LEAVE_GROUP)
+                    .withTimeout(Duration.ofSeconds(30)));
             Output.line(Output.map("closed", true));
             closed.countDown();
         }, "word-count-shutdown"));
