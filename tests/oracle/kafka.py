@@ -9,7 +9,9 @@ broker. ``start()`` does what Kafka's quickstart does: picks free loopback ports
 and the controller port), writes ``server.properties`` into ``data_dir``, formats the log dir once
 with a random cluster id (``kafka-storage format``), then runs ``kafka.Kafka`` with the heap
 kafka-server-start.sh sets (-Xmx1G -Xms1G) and waits for "Kafka Server started" in its log
-(``data_dir/kafka.log``). ``restart()`` keeps the ports, the cluster id and the data.
+(``data_dir/kafka.log``) and until it answers ListOffsets for every partition (after a restart the
+broker announces itself before it leads its partitions again). ``restart()`` keeps the ports, the
+cluster id and the data.
 Not thread-safe.
 
 By hand (prints ``listening on 127.0.0.1:PORT``, runs until Ctrl-C)::
@@ -30,6 +32,9 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+
+from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from tests.oracle import jvm, maven
 
@@ -141,7 +146,7 @@ class KafkaProcess:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 break
-            if READY in self._log_since(log_start):
+            if READY in self._log_since(log_start) and self._partitions_led():
                 return self
             time.sleep(0.1)
         code = self.proc.poll()
@@ -149,6 +154,22 @@ class KafkaProcess:
         state = f"exited with {code}" if code is not None else f"not ready after {self.start_timeout:.0f} s"
         tail = "\n".join(self._log_since(log_start).splitlines()[-40:])
         raise RuntimeError(f"Kafka {state} (log: {self.log_file}):\n{tail}")
+
+    def _partitions_led(self) -> bool:
+        """Whether this broker leads every partition: ListOffsets (served by the partitions' leader,
+        unlike Metadata) answers for all of them. After a restart the broker says it started, and
+        Metadata names it leader, a moment before it leads its partitions again."""
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        try:
+            metadata = admin.list_topics(timeout=5)
+            partitions = [TopicPartition(t.topic, p) for t in metadata.topics.values() for p in t.partitions]
+            if partitions:
+                for future in admin.list_offsets({tp: OffsetSpec.latest() for tp in partitions},
+                                                 request_timeout=5).values():
+                    future.result()
+        except KafkaException:
+            return False
+        return bool(metadata.brokers)
 
     def _log_since(self, offset: int) -> str:
         with self.log_file.open("rb") as f:

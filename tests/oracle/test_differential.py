@@ -8,10 +8,11 @@ compares one step. ``any_broker`` runs a test once per broker. ~30 s on 2 cores 
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.oracle import jvm
@@ -139,6 +140,10 @@ def test_idempotent_producers_on_any_broker(any_broker, java_classpath) -> None:
 
 
 
+COORDINATOR_ERRORS = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                      KafkaError.COORDINATOR_NOT_AVAILABLE}
+
+
 def test_restart_and_crash_keep_records_and_committed_offsets(any_broker) -> None:
     """KafkaProcess and BrokerProcess restart alike: a clean restart, then a SIGKILL and a start."""
     bootstrap = any_broker.bootstrap
@@ -150,7 +155,15 @@ def test_restart_and_crash_keep_records_and_committed_offsets(any_broker) -> Non
         producer.produce(topic, str(i).encode(), partition=i % 2)
     assert producer.flush(30) == 0
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    consumer.commit(offsets=[TopicPartition(topic, 0, 30), TopicPartition(topic, 1, 20)], asynchronous=False)
+    deadline = time.monotonic() + 30
+    while True:  # Kafka creates __consumer_offsets on the first commit: NOT_COORDINATOR while it loads
+        try:
+            consumer.commit(offsets=[TopicPartition(topic, 0, 30), TopicPartition(topic, 1, 20)], asynchronous=False)
+            break
+        except KafkaException as e:
+            if e.args[0].code() not in COORDINATOR_ERRORS or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
     consumer.close()
 
     def state() -> tuple[list[tuple[int, int]], list[int]]:
