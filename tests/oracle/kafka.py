@@ -131,10 +131,24 @@ class KafkaProcess:
         if self.classpath is None:
             self.classpath = maven.build()
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.port = self.port or free_port()
-        self.controller_port = self.controller_port or free_port()
-        self._write_properties()
-        self._format()
+        picked = (self.port == 0, self.controller_port == 0)
+        for attempt in range(3):
+            self.port = self.port or free_port()
+            self.controller_port = self.controller_port or free_port()
+            self._write_properties()
+            self._format()
+            failure = self._run_until_ready()
+            if failure is None:
+                return self
+            # a port picked free was taken by someone else before Kafka bound it: pick again
+            if "Address already in use" not in failure or not any(picked) or attempt == 2:
+                raise RuntimeError(failure)
+            self.port = 0 if picked[0] else self.port
+            self.controller_port = 0 if picked[1] else self.controller_port
+        raise AssertionError("unreachable")
+
+    def _run_until_ready(self) -> str | None:
+        """Start kafka.Kafka and wait until it serves; None, or why it did not (the process is gone then)."""
         log_start = self.log_file.stat().st_size if self.log_file.exists() else 0
         cmd = jvm.tool_command(self.classpath, "kafka-server-start", [str(self.properties_file)])
         cmd.insert(1, "-Dorg.slf4j.simpleLogger.defaultLogLevel=info")
@@ -147,13 +161,15 @@ class KafkaProcess:
             if self.proc.poll() is not None:
                 break
             if READY in self._log_since(log_start) and self._partitions_led():
-                return self
-            time.sleep(0.1)
+                return None
+            time.sleep(0.2)
         code = self.proc.poll()
         self.kill()
         state = f"exited with {code}" if code is not None else f"not ready after {self.start_timeout:.0f} s"
-        tail = "\n".join(self._log_since(log_start).splitlines()[-40:])
-        raise RuntimeError(f"Kafka {state} (log: {self.log_file}):\n{tail}")
+        lines = self._log_since(log_start).splitlines()
+        errors = [line for line in lines if " ERROR " in line or "Exception" in line][:10]
+        return "\n".join([f"Kafka {state} (log: {self.log_file}); its first errors:", *errors, "and its last lines:",
+                          *lines[-20:]])
 
     def _partitions_led(self) -> bool:
         """Whether this broker leads every partition: ListOffsets (served by the partitions' leader,
