@@ -3,7 +3,8 @@
 This proves the oracle fixtures (tests/oracle/fixtures.py) and is the pattern for differential tests:
 ``admin_outcomes`` runs tests/java's AdminScenario (every Admin call of kafka-clients 4.x, one step
 each) against a real Kafka broker and a real Tidelog broker with the same overrides, and each test
-compares one step. ``any_broker`` runs a test once per broker. ~30 s on 2 cores (Kafka starts in ~8 s).
+compares one step; so does ProduceEdges (produce requests a broker must refuse or treat specially).
+``any_broker`` runs a test once per broker. ~30 s on 2 cores (Kafka starts in ~8 s).
 """
 
 from __future__ import annotations
@@ -43,16 +44,33 @@ KNOWN = {
 }
 
 
-def run_admin(java_classpath: str, broker) -> dict[str, dict]:
-    done = jvm.run_java(java_classpath, "tidelog.oracle.Clients", broker.bootstrap, "diff", "admin", timeout=300)
-    lines = jvm.json_lines(done.stdout)
-    assert lines and "result" in lines[0], f"{lines}\n{done.stderr[-3000:]}"
-    return lines[0]["result"]
+#: ProduceEdges' steps: produce requests a broker refuses or treats specially, then what was stored.
+EDGE_STEPS = [
+    "record-larger-than-message-max-bytes", "record-larger-than-topic-max-message-bytes",
+    "record-within-topic-max-message-bytes", "timestamp-two-hours-ahead", "timestamp-two-hours-old-default-topic",
+    "timestamp-two-hours-old-recent-topic", "no-key-to-compacted-topic", "tombstone-to-compacted-topic",
+    "log-append-time", "empty-key-and-value", "read-back",
+]
+
+
+def run_scenarios(java_classpath: str, broker) -> dict[str, dict]:
+    """scenario -> its steps' outcomes, for the admin and produce-edges scenarios in one JVM."""
+    done = jvm.run_java(java_classpath, "tidelog.oracle.Clients", broker.bootstrap, "diff", "admin", "produce-edges",
+                        timeout=300)
+    lines = {line["scenario"]: line for line in jvm.json_lines(done.stdout)}
+    assert all("result" in lines.get(s, {}) for s in ("admin", "produce-edges")), f"{lines}\n{done.stderr[-3000:]}"
+    return {name: line["result"] for name, line in lines.items()}
 
 
 @pytest.fixture(scope="module")
-def admin_outcomes(java_classpath, kafka_broker, tidelog_broker) -> dict[str, dict[str, dict]]:
-    return {"kafka": run_admin(java_classpath, kafka_broker), "tidelog": run_admin(java_classpath, tidelog_broker)}
+def outcomes(java_classpath, kafka_broker, tidelog_broker) -> dict[str, dict[str, dict]]:
+    return {"kafka": run_scenarios(java_classpath, kafka_broker),
+            "tidelog": run_scenarios(java_classpath, tidelog_broker)}
+
+
+@pytest.fixture(scope="module")
+def admin_outcomes(outcomes) -> dict[str, dict[str, dict]]:
+    return {broker: scenarios["admin"] for broker, scenarios in outcomes.items()}
 
 
 def outcome(step: dict) -> dict:
@@ -69,6 +87,16 @@ def test_both_brokers_ran_every_step(admin_outcomes) -> None:
                                   if s in KNOWN else s for s in STEPS])
 def test_admin_step_matches_kafka(admin_outcomes, step: str) -> None:
     assert outcome(admin_outcomes["tidelog"][step]) == outcome(admin_outcomes["kafka"][step])
+
+
+def test_produce_edges_ran_every_step(outcomes) -> None:
+    assert list(outcomes["kafka"]["produce-edges"]) == list(outcomes["tidelog"]["produce-edges"]) == EDGE_STEPS
+
+
+@pytest.mark.parametrize("step", EDGE_STEPS)
+def test_produce_edge_matches_kafka(outcomes, step: str) -> None:
+    assert (outcome(outcomes["tidelog"]["produce-edges"][step])
+            == outcome(outcomes["kafka"]["produce-edges"][step]))
 
 
 def shared_entries(admin_outcomes, step: str) -> tuple[dict, dict]:

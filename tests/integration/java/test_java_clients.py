@@ -3,8 +3,9 @@
 One JVM runs every scenario of tests/java's ``tidelog.oracle.Clients`` against one Tidelog broker and
 prints what the clients saw; each test below checks one part of it. Scenarios (tests/java/src/...):
 produce-consume (acks 0/1/all x none/gzip/snappy/lz4/zstd), idempotence (two idempotent producers,
-many batches in flight), group-classic and group-consumer (two members, a leave, commits) and admin
-(one Admin call per step). About 35 s on 2 cores.
+many batches in flight), group-classic and group-consumer (two members, a leave, commits), admin
+(one Admin call per step) and produce-edges (records the broker must refuse or treat specially).
+About 35 s on 2 cores.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from tests.oracle.fixtures import broker_bug
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("java-clients")]
 
-SCENARIOS = ("produce-consume", "idempotence", "group-classic", "group-consumer", "admin")
+SCENARIOS = ("produce-consume", "idempotence", "group-classic", "group-consumer", "admin", "produce-edges")
 ACKS = ("0", "1", "all")
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 RECORDS = 100  # ProduceConsume.RECORDS
@@ -216,3 +217,34 @@ def test_every_admin_step_is_checked(results) -> None:
                                      "alter-topic-configs-set-delete", "describe-broker-configs",
                                      "create-with-compression-level"}
     assert set(result(results, "admin")) == checked
+
+
+# ----------------------------------------------------------------------------------- produce edges
+
+#: What Apache Kafka 4.4 answers to each step of ProduceEdges (tests/java/.../ProduceEdges.java).
+EDGES_EXPECTED = {
+    "record-larger-than-message-max-bytes": {"error": "RecordTooLargeException"},
+    "record-larger-than-topic-max-message-bytes": {"error": "RecordTooLargeException"},
+    "record-within-topic-max-message-bytes": {"ok": 0},
+    "timestamp-two-hours-ahead": {"error": "InvalidTimestampException"},
+    "timestamp-two-hours-old-default-topic": {"ok": 0},
+    "timestamp-two-hours-old-recent-topic": {"error": "InvalidTimestampException"},
+    "no-key-to-compacted-topic": {"error": "InvalidRecordException"},
+    "tombstone-to-compacted-topic": {"ok": 0},
+    "log-append-time": {"ok": [0, True]},  # [offset, the broker's time within a minute of now]
+    "empty-key-and-value": {"ok": 1},
+    # per record: [offset, key, value length, header h, timestamp type, timestamp within a minute of now]
+    "read-back": {"ok": {"plain": [[0, "k", 1, "x", "CreateTime", False], [1, "", 0, "x", "CreateTime", True]],
+                         "small": [[0, "k", 500, "x", "CreateTime", True]],
+                         "compact": [[0, "k", None, "x", "CreateTime", True]],
+                         "append": [[0, "k", 1, "x", "LogAppendTime", True]]}},
+}
+
+
+def test_every_produce_edge_is_checked(results) -> None:
+    assert list(result(results, "produce-edges")) == list(EDGES_EXPECTED)
+
+
+@pytest.mark.parametrize("step", list(EDGES_EXPECTED))
+def test_produce_edge(results, step: str) -> None:
+    assert outcome(result(results, "produce-edges")[step]) == EDGES_EXPECTED[step]

@@ -34,8 +34,7 @@ import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.InvalidMetadataException;
 
 /**
- * Admin calls one after another, each recorded as a step: {"ok": what it returned} or {"error":
- * the exception's simple class name, "message": ...}. A failed step does not stop the next ones.
+ * Admin calls one after another, each recorded as a {@link Steps step}.
  * Topic "{prefix}-a" (3 partitions) and "{prefix}-b" (compacted) are the subjects, group "{prefix}-g".
  * Results hold nothing that differs between two fresh brokers (no ids, ports or times), so the
  * output of two brokers can be compared as it is.
@@ -45,7 +44,7 @@ final class AdminScenario {
 
     private final Admin admin;
     private final String bootstrap;
-    private final Map<String, Object> steps = new java.util.LinkedHashMap<>();
+    private final Steps steps = new Steps();
 
     private AdminScenario(Admin admin, String bootstrap) {
         this.admin = admin;
@@ -60,18 +59,12 @@ final class AdminScenario {
             s.offsets(prefix);
             s.groups(prefix);
             s.deletion(prefix);
-            return s.steps;
+            return s.steps.results();
         }
     }
 
     private void step(String name, Callable<Object> call) {
-        try {
-            Object value = call.call();
-            steps.put(name, Output.map("ok", value));
-        } catch (Exception e) {
-            Throwable c = Output.cause(e);
-            steps.put(name, Output.map("error", c.getClass().getSimpleName(), "message", String.valueOf(c.getMessage())));
-        }
+        steps.run(name, call);
     }
 
     private <T> T get(org.apache.kafka.common.KafkaFuture<T> future) throws Exception {

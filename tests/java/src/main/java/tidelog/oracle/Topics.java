@@ -67,6 +67,7 @@ final class Topics {
                 Thread.sleep(50);
                 end = consumer.endOffsets(tps);
             }
+            deadline = System.nanoTime() + timeout.toNanos();
             while (System.nanoTime() < deadline && !reached(consumer, end)) {
                 for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(200))) {
                     out.add(r);
