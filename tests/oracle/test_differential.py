@@ -3,7 +3,8 @@
 This proves the oracle fixtures (tests/oracle/fixtures.py) and is the pattern for differential tests:
 ``admin_outcomes`` runs tests/java's AdminScenario (every Admin call of kafka-clients 4.x, one step
 each) against a real Kafka broker and a real Tidelog broker with the same overrides, and each test
-compares one step; so does ProduceEdges (produce requests a broker must refuse or treat specially).
+compares one step; so do ProduceEdges (produce requests a broker must refuse or treat specially)
+and FetchEdges (seeks into compressed batches, fetch limits, offset resets).
 ``any_broker`` runs a test once per broker. ~30 s on 2 cores (Kafka starts in ~8 s).
 """
 
@@ -44,21 +45,30 @@ KNOWN = {
 }
 
 
-#: ProduceEdges' steps: produce requests a broker refuses or treats specially, then what was stored.
-EDGE_STEPS = [
-    "record-larger-than-message-max-bytes", "record-larger-than-topic-max-message-bytes",
-    "record-within-topic-max-message-bytes", "timestamp-two-hours-ahead", "timestamp-two-hours-old-default-topic",
-    "timestamp-two-hours-old-recent-topic", "no-key-to-compacted-topic", "tombstone-to-compacted-topic",
-    "log-append-time", "empty-key-and-value", "read-back",
-]
+#: Steps of the other step-by-step scenarios: ProduceEdges (produce requests a broker refuses or
+#: treats specially, then what was stored) and FetchEdges (seeks, fetch limits, offset resets).
+EDGE_STEPS = {
+    "produce-edges": [
+        "record-larger-than-message-max-bytes", "record-larger-than-topic-max-message-bytes",
+        "record-within-topic-max-message-bytes", "timestamp-two-hours-ahead", "timestamp-two-hours-old-default-topic",
+        "timestamp-two-hours-old-recent-topic", "no-key-to-compacted-topic", "tombstone-to-compacted-topic",
+        "log-append-time", "empty-key-and-value", "read-back",
+    ],
+    "fetch-edges": [
+        "seek-into-compressed-batch", "record-larger-than-fetch-limits", "small-fetch-limits-from-start",
+        "offsets-for-times", "beginning-and-end-offsets", "read-committed-without-transactions", "delete-records",
+        "seek-below-log-start-reset-earliest", "seek-below-log-start-reset-latest",
+        "seek-below-log-start-reset-none", "seek-beyond-end-reset-earliest",
+    ],
+}
+SCENARIOS = ("admin", *EDGE_STEPS)
 
 
 def run_scenarios(java_classpath: str, broker) -> dict[str, dict]:
-    """scenario -> its steps' outcomes, for the admin and produce-edges scenarios in one JVM."""
-    done = jvm.run_java(java_classpath, "tidelog.oracle.Clients", broker.bootstrap, "diff", "admin", "produce-edges",
-                        timeout=300)
+    """scenario -> its steps' outcomes, for every step-by-step scenario, in one JVM."""
+    done = jvm.run_java(java_classpath, "tidelog.oracle.Clients", broker.bootstrap, "diff", *SCENARIOS, timeout=600)
     lines = {line["scenario"]: line for line in jvm.json_lines(done.stdout)}
-    assert all("result" in lines.get(s, {}) for s in ("admin", "produce-edges")), f"{lines}\n{done.stderr[-3000:]}"
+    assert all("result" in lines.get(s, {}) for s in SCENARIOS), f"{lines}\n{done.stderr[-3000:]}"
     return {name: line["result"] for name, line in lines.items()}
 
 
@@ -89,14 +99,14 @@ def test_admin_step_matches_kafka(admin_outcomes, step: str) -> None:
     assert outcome(admin_outcomes["tidelog"][step]) == outcome(admin_outcomes["kafka"][step])
 
 
-def test_produce_edges_ran_every_step(outcomes) -> None:
-    assert list(outcomes["kafka"]["produce-edges"]) == list(outcomes["tidelog"]["produce-edges"]) == EDGE_STEPS
+@pytest.mark.parametrize("scenario", list(EDGE_STEPS))
+def test_edge_scenario_ran_every_step(outcomes, scenario: str) -> None:
+    assert list(outcomes["kafka"][scenario]) == list(outcomes["tidelog"][scenario]) == EDGE_STEPS[scenario]
 
 
-@pytest.mark.parametrize("step", EDGE_STEPS)
-def test_produce_edge_matches_kafka(outcomes, step: str) -> None:
-    assert (outcome(outcomes["tidelog"]["produce-edges"][step])
-            == outcome(outcomes["kafka"]["produce-edges"][step]))
+@pytest.mark.parametrize(("scenario", "step"), [(s, step) for s, steps in EDGE_STEPS.items() for step in steps])
+def test_edge_step_matches_kafka(outcomes, scenario: str, step: str) -> None:
+    assert outcome(outcomes["tidelog"][scenario][step]) == outcome(outcomes["kafka"][scenario][step])
 
 
 def shared_entries(admin_outcomes, step: str) -> tuple[dict, dict]:

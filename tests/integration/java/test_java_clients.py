@@ -4,7 +4,8 @@ One JVM runs every scenario of tests/java's ``tidelog.oracle.Clients`` against o
 prints what the clients saw; each test below checks one part of it. Scenarios (tests/java/src/...):
 produce-consume (acks 0/1/all x none/gzip/snappy/lz4/zstd), idempotence (two idempotent producers,
 many batches in flight), group-classic and group-consumer (two members, a leave, commits), admin
-(one Admin call per step) and produce-edges (records the broker must refuse or treat specially).
+(one Admin call per step), produce-edges (records the broker must refuse or treat specially) and
+fetch-edges (seeks into compressed batches, fetch limits, offset resets).
 About 35 s on 2 cores.
 """
 
@@ -19,7 +20,8 @@ from tests.oracle.fixtures import broker_bug
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("java-clients")]
 
-SCENARIOS = ("produce-consume", "idempotence", "group-classic", "group-consumer", "admin", "produce-edges")
+SCENARIOS = ("produce-consume", "idempotence", "group-classic", "group-consumer", "admin", "produce-edges",
+             "fetch-edges")
 ACKS = ("0", "1", "all")
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 RECORDS = 100  # ProduceConsume.RECORDS
@@ -248,3 +250,31 @@ def test_every_produce_edge_is_checked(results) -> None:
 @pytest.mark.parametrize("step", list(EDGES_EXPECTED))
 def test_produce_edge(results, step: str) -> None:
     assert outcome(result(results, "produce-edges")[step]) == EDGES_EXPECTED[step]
+
+
+# ------------------------------------------------------------------------------------- fetch edges
+
+#: What Apache Kafka 4.4 answers to each step of FetchEdges: one partition holding offsets 0-99 (value =
+#: offset, one gzip batch, timestamps base + offset s) and offset 100 (20,000 bytes). Records: [offset, size].
+FETCH_EXPECTED = {
+    "seek-into-compressed-batch": {"ok": [[50, 2], [51, 2], [52, 2]]},
+    "record-larger-than-fetch-limits": {"ok": [[100, 20000]]},  # KIP-74: the first batch comes anyway
+    "small-fetch-limits-from-start": {"ok": [101, [100, 20000]]},
+    "offsets-for-times": {"ok": [42, 42000, None]},
+    "beginning-and-end-offsets": {"ok": [0, 101]},
+    "read-committed-without-transactions": {"ok": [[[98, 2], [99, 2], [100, 20000]], 101]},
+    "delete-records": {"ok": 60},
+    "seek-below-log-start-reset-earliest": {"ok": [[60, 2]]},
+    "seek-below-log-start-reset-latest": {"ok": 101},
+    "seek-below-log-start-reset-none": {"error": "OffsetOutOfRangeException"},
+    "seek-beyond-end-reset-earliest": {"ok": [[60, 2]]},
+}
+
+
+def test_every_fetch_edge_is_checked(results) -> None:
+    assert list(result(results, "fetch-edges")) == list(FETCH_EXPECTED)
+
+
+@pytest.mark.parametrize("step", list(FETCH_EXPECTED))
+def test_fetch_edge(results, step: str) -> None:
+    assert outcome(result(results, "fetch-edges")[step]) == FETCH_EXPECTED[step]
