@@ -10,14 +10,14 @@ and FetchEdges (seeks into compressed batches, fetch limits, offset resets).
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.oracle import jvm
+from tests.oracle.group import commit
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("oracle")]
 
@@ -178,10 +178,6 @@ def test_idempotent_producers_on_any_broker(any_broker, java_classpath) -> None:
 
 
 
-COORDINATOR_ERRORS = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-                      KafkaError.COORDINATOR_NOT_AVAILABLE}
-
-
 def test_restart_and_crash_keep_records_and_committed_offsets(any_broker) -> None:
     """KafkaProcess and BrokerProcess restart alike: a clean restart, then a SIGKILL and a start."""
     bootstrap = any_broker.bootstrap
@@ -192,17 +188,7 @@ def test_restart_and_crash_keep_records_and_committed_offsets(any_broker) -> Non
     for i in range(100):
         producer.produce(topic, str(i).encode(), partition=i % 2)
     assert producer.flush(30) == 0
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    deadline = time.monotonic() + 30
-    while True:  # Kafka creates __consumer_offsets on the first commit: NOT_COORDINATOR while it loads
-        try:
-            consumer.commit(offsets=[TopicPartition(topic, 0, 30), TopicPartition(topic, 1, 20)], asynchronous=False)
-            break
-        except KafkaException as e:
-            if e.args[0].code() not in COORDINATOR_ERRORS or time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
-    consumer.close()
+    commit(bootstrap, group, [TopicPartition(topic, 0, 30), TopicPartition(topic, 1, 20)])
 
     def state() -> tuple[list[tuple[int, int]], list[int]]:
         c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})

@@ -8,14 +8,18 @@ About 40 JVM runs of ~1 s each (~2 s when the machine is busy): 40-70 s on 2 cor
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.oracle import jvm
-from tests.oracle.fixtures import broker_bug
+from tests.oracle.fixtures import broker_bug, subject
+from tests.oracle.group import commit
+from tests.oracle.kafka import KafkaProcess
+from tidelog.testing import BrokerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("kafka-tools")]
 
@@ -223,3 +227,61 @@ def test_producer_and_consumer_perf_test(tool) -> None:
     stats = dict(zip([h.strip() for h in header.split(",")], [v.strip() for v in values.split(",")]))
     assert stats["data.consumed.in.nMsg"] == "20000"
     assert float(stats["data.consumed.in.MB"]) == pytest.approx(20000 * 200 / 1024 / 1024, rel=1e-3)
+
+
+# ------------------------------------------------------------------------------------ kafka-dump-log
+
+def java_string_hash(s: str) -> int:
+    """Java's String.hashCode (as a signed 32-bit int)."""
+    h = 0
+    for ch in s.encode("utf-16-be").decode("utf-16-be"):
+        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def test_kafka_dump_log_reads_the_data_files(java_classpath, broker_overrides, tmp_path) -> None:
+    """Tidelog lays out its log dirs as Kafka does: Kafka's kafka-dump-log reads its segments,
+    checks its offset and time indexes against them, and decodes its __consumer_offsets records."""
+    if subject() == "kafka":
+        broker = KafkaProcess(tmp_path / "broker", classpath=java_classpath, overrides=broker_overrides)
+    else:
+        broker = BrokerProcess(tmp_path / "broker", overrides=broker_overrides)
+    topic, group = "tl-dump", "tl-dump-group"
+    with broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic(topic, 1, 1, config={"segment.bytes": "1048576"})])[topic].result(30)
+        p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5, "batch.size": 16384})
+        for i in range(3000):
+            p.produce(topic, os.urandom(1000), key=str(i).encode())  # incompressible: 3 MB on disk
+        assert p.flush(30) == 0
+        commit(broker.bootstrap, group, [TopicPartition(topic, 0, 42)])
+    # after a clean shutdown every file is complete
+    log_dir = getattr(broker, "log_dir", broker.data_dir)
+    files = sorted(str(f) for f in (log_dir / f"{topic}-0").iterdir() if f.suffix in (".log", ".index", ".timeindex"))
+    assert len([f for f in files if f.endswith(".log")]) >= 3, "3 MB in 1 MiB segments"
+    dumped = jvm.run_tool(java_classpath, "kafka-dump-log", "--files", ",".join(files), "--deep-iteration",
+                          "--index-sanity-check")
+    assert dumped.returncode == 0, dumped.stderr
+    out = dumped.stdout
+    batches = [line for line in out.splitlines() if line.startswith("baseOffset:")]
+    assert batches and all("isvalid: true" in b for b in batches)
+    offsets = [int(m) for m in re.findall(r"^\| offset: (\d+)", out, re.MULTILINE)]
+    assert offsets == list(range(3000))
+    checked = re.findall(r"^(\S+) passed sanity check\.$", out, re.MULTILINE)
+    assert sorted(checked) == sorted(f for f in files if not f.endswith(".log")), out[-2000:]
+    verified = jvm.run_tool(java_classpath, "kafka-dump-log", "--verify-index-only",
+                            "--files", ",".join(f for f in files if not f.endswith(".log")))
+    assert verified.returncode == 0, verified.stderr
+    assert not re.search(r"[Mm]ismatch|out of order", verified.stdout), verified.stdout[-2000:]
+    entries = [line for line in jvm.run_tool(java_classpath, "kafka-dump-log", "--files",
+                                             ",".join(f for f in files if f.endswith(".index"))).stdout.splitlines()
+               if line.startswith("offset:")]
+    assert len(entries) >= 3_000_000 // 16384 // 2, "an offset-index entry per batch once 4 kB passed"
+
+    partition = abs(java_string_hash(group)) % 50
+    segment = log_dir / f"__consumer_offsets-{partition}" / "00000000000000000000.log"
+    decoded = jvm.run_tool(java_classpath, "kafka-dump-log", "--files", segment, "--offsets-decoder").stdout
+    commit_key = json.dumps({"type": "1", "data": {"group": group, "topic": topic, "partition": 0}},
+                            separators=(",", ":"))
+    commits = re.findall(r"key: (\S+) payload: (\S+)", decoded)
+    assert [json.loads(v)["data"]["offset"] for k, v in commits if k == commit_key] == [42]
