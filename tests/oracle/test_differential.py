@@ -25,6 +25,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("oracle")]
 STEPS = [
     "describe-cluster", "create-topics", "create-existing-topic", "create-validate-only", "create-invalid-config",
     "create-unknown-config", "create-zero-partitions", "create-replication-3", "create-with-compression-level",
+    "create-small-segment-bytes",
     "create-invalid-name", "list-topics", "describe-topic", "describe-unknown-topic", "create-partitions",
     "create-partitions-decrease", "create-partitions-unknown-topic", "alter-topic-configs-duplicate-key",
     "alter-topic-configs-invalid-value", "alter-topic-configs-unknown-name", "alter-unknown-topic-configs",
@@ -42,6 +43,8 @@ KNOWN = {
                                  "offset of the record holding the largest timestamp (Kafka: first such record)",
     "create-with-compression-level": "broker difference: compression.zstd.level (KIP-390) is an unknown topic "
                                      "config to Tidelog",
+    "create-small-segment-bytes": "broker difference: Tidelog accepts segment.bytes below Kafka 4.x's minimum "
+                                  "of 1 MiB",
 }
 
 

@@ -208,6 +208,13 @@ def test_admin_broker_configs(results) -> None:
     assert broker["group.initial.rebalance.delay.ms"][:2] == ["0", "STATIC_BROKER_CONFIG"]
 
 
+@broker_bug("broker difference: segment.bytes below 1 MiB is accepted; Kafka 4.x refuses it with "
+            "INVALID_CONFIG ('Value must be at least 1048576'), Tidelog keeps Kafka 3.x's minimum of 14")
+def test_admin_refuses_segments_below_one_mebibyte(results) -> None:
+    assert outcome(result(results, "admin")["create-small-segment-bytes"]) == {
+        "error": "InvalidConfigurationException"}
+
+
 @broker_bug("broker difference: compression.zstd.level (KIP-390, Kafka 3.8) is "
                                        "rejected as an unknown topic config")
 def test_admin_creates_a_topic_with_a_compression_level(results) -> None:
@@ -217,7 +224,7 @@ def test_admin_creates_a_topic_with_a_compression_level(results) -> None:
 def test_every_admin_step_is_checked(results) -> None:
     checked = set(ADMIN_EXPECTED) | {"list-offsets-within-batch", "describe-topic-configs", "alter-topic-configs",
                                      "alter-topic-configs-set-delete", "describe-broker-configs",
-                                     "create-with-compression-level"}
+                                     "create-with-compression-level", "create-small-segment-bytes"}
     assert set(result(results, "admin")) == checked
 
 

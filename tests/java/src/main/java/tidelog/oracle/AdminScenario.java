@@ -120,6 +120,8 @@ final class AdminScenario {
             Config config = eventually(() -> get(admin.describeConfigs(List.of(resource)).all()).get(resource));
             return config.get("compression.zstd.level").value();
         });
+        step("create-small-segment-bytes", () -> get(admin.createTopics(List.of(
+                new NewTopic(prefix + "-s", 1, (short) 1).configs(Map.of("segment.bytes", "20000")))).all()));
         step("create-invalid-name", () -> get(admin.createTopics(List.of(
                 new NewTopic(prefix + "-bad/name", 1, (short) 1))).all()));
         step("list-topics", () -> ours(get(admin.listTopics().names()), prefix));
