@@ -39,8 +39,6 @@ STEPS = [
 CONFIG_STEPS = ["describe-topic-configs", "alter-topic-configs", "alter-topic-configs-set-delete"]
 
 KNOWN = {
-    "list-offsets-within-batch": "broker bug: ListOffsets MAX_TIMESTAMP answers the batch's last offset, not the "
-                                 "offset of the record holding the largest timestamp (Kafka: first such record)",
     "create-with-compression-level": "broker difference: compression.zstd.level (KIP-390) is an unknown topic "
                                      "config to Tidelog",
     "create-small-segment-bytes": "broker difference: Tidelog accepts segment.bytes below Kafka 4.x's minimum "
@@ -138,7 +136,7 @@ def test_every_kafka_topic_config_is_described(admin_outcomes) -> None:
 
 #: Broker configs whose value depends on the environment (ports, paths) or on how each fixture starts
 #: its broker (Kafka's internal topics are configured for one node in its server.properties).
-ENVIRONMENT = {"listeners", "advertised.listeners", "log.dir", "log.dirs", "offsets.topic.replication.factor",
+ENVIRONMENT = {"listeners", "advertised.listeners", "listener.security.protocol.map", "log.dir", "log.dirs", "offsets.topic.replication.factor",
                "transaction.state.log.replication.factor", "transaction.state.log.min.isr", "broker.id",
                "node.id", "min.insync.replicas"}
 

@@ -177,8 +177,6 @@ def test_admin_step(results, step: str) -> None:
     assert outcome(result(results, "admin")[step]) == ADMIN_EXPECTED[step]
 
 
-@broker_bug("broker bug: ListOffsets MAX_TIMESTAMP answers the batch's last offset, "
-                                       "not the offset of the record holding the largest timestamp")
 def test_admin_max_timestamp_within_one_batch(results) -> None:
     # partition 2 of jc-admin-a: one batch of three records stamped base+5s, base+9s, base+1s
     assert outcome(result(results, "admin")["list-offsets-within-batch"]) == {"ok": {

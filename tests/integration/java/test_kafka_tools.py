@@ -131,8 +131,6 @@ def test_kafka_configs_broker_default_is_not_broker_0(tool) -> None:
         tool("kafka-configs", *broker, "--alter", "--delete-config", "log.cleaner.backoff.ms")
 
 
-@broker_bug("broker difference: group configs (ConfigResource type GROUP = 32, KIP-848's per-group "
-            "consumer.session.timeout.ms ...) are answered with INVALID_REQUEST 'Unsupported resource type: 32'")
 def test_kafka_configs_group(tool) -> None:
     group = ("--entity-type", "groups", "--entity-name", "tl-configs-group")
     tool("kafka-configs", *group, "--alter", "--add-config", "consumer.session.timeout.ms=50000")
