@@ -245,7 +245,12 @@ def test_invalid_assignor_is_refused(broker: BrokerProcess) -> None:
 
 
 def test_data_dir_has_consumer_group_records(broker: BrokerProcess) -> None:
-    # The consumer group records of the tests above went to __consumer_offsets (they survive restarts).
+    # A KIP-848 group's records go to __consumer_offsets (that is how they survive restarts).
+    create_topics(broker, **{"cp-records": 2})
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "cp-records", "group.protocol": "consumer"})
+    c.subscribe(["cp-records"])
+    wait_for(lambda: (c.poll(0.2), len(c.assignment()))[1] == 2, 30, "an assignment")
+    c.close()
     logs = list(Path(broker.data_dir).rglob("__consumer_offsets-*/*.log"))
     assert logs and sum(p.stat().st_size for p in logs) > 0
 
