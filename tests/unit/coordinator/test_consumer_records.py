@@ -59,8 +59,9 @@ def test_member_metadata_bytes_mark_a_consumer_protocol_member() -> None:
     assert key == struct.pack(">h", 5) + s16("g") + s16("m")
     assert value == (struct.pack(">h", 0) + b"\x00" + c("rack-1") + c("cid") + c("/h") + b"\x03" + c("a") + c("b")
                      + b"\x00" + struct.pack(">i", 30_000) + c("uniform")
-                     # tag 0 ClassicMemberMetadata = null (-1): what Kafka writes for a consumer-protocol member
-                     + b"\x01" + b"\x00\x01\xff")
+                     # tag 0 ClassicMemberMetadata = null (the uvarint marker 0): what Kafka writes for a
+                     # consumer-protocol member
+                     + b"\x01" + b"\x00\x01\x00")
     assert deserialize(key, value) == record
 
 
