@@ -15,7 +15,11 @@ from tidelog.config import TopicConfig
 from tidelog.coordinator.group import GroupConfig, GroupCoordinator, RequestInfo, classic_member, consumer
 from tidelog.coordinator.group.consumer import ConsumerGroupCoordinator
 from tidelog.coordinator.group.consumer_group import ConsumerGroup
-from tidelog.coordinator.group.consumer_protocol import decode_assignment, encode_assignment, encode_subscription
+from tidelog.coordinator.group.consumer_protocol import (
+    decode_assignment,
+    encode_assignment,
+    encode_subscription,
+)
 from tidelog.coordinator.runtime import LogWriter
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.messages import (

@@ -9,6 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.coordinator.mixed_harness import (
+    CLASSIC_SESSION_MS,
+    GROUP,
+    SESSION_MS,
+    Harness,
+    assert_exclusive,
+    partitions_of,
+    snapshot,
+    topic_id,
+)
 from tidelog.coordinator.group import PartitionCommit, RequestInfo
 from tidelog.coordinator.group.classic_group import ClassicGroup, ClassicGroupState
 from tidelog.coordinator.group.consumer_config import ConsumerGroupConfig, ConsumerGroupMigrationPolicy
@@ -17,17 +27,6 @@ from tidelog.coordinator.group.consumer_protocol import decode_assignment
 from tidelog.coordinator.group.consumer_records import ConsumerGroupMetadataKey
 from tidelog.coordinator.group.records import GroupMetadataKey, deserialize
 from tidelog.errors import ErrorCode, KafkaError
-from tests.unit.coordinator.mixed_harness import (
-    CLASSIC_SESSION_MS,
-    GROUP,
-    SESSION_MS,
-    Harness,
-    assert_exclusive,
-    assigned,
-    partitions_of,
-    snapshot,
-    topic_id,
-)
 
 
 @pytest.fixture
