@@ -12,11 +12,13 @@ same time (from the consumers' own timestamps), and the group rebalances as memb
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import ConsumerGroupType
 from confluent_kafka.admin import AdminClient
+from kafka import KafkaConsumer
 
 from tests.integration import kafka_io
 from tests.integration.consumer_process import ConsumerProcess, consumed, ownership_overlaps
@@ -167,3 +169,33 @@ def test_a_classic_group_upgrades_and_downgrades_online(broker: BrokerProcess, a
     exactly_once(consumers, expected)
     assert not ownership_overlaps(consumers), ownership_overlaps(consumers)
     print(f"migration scenario: {time.monotonic() - began:.1f} s")
+
+
+def test_a_kafka_python_classic_member_shares_a_consumer_group(broker: BrokerProcess, admin: AdminClient,
+                                                               consumers: list[ConsumerProcess]) -> None:
+    """kafka-python 3.0 (classic protocol, its own JoinGroup versions and subscription layout) next to a
+    confluent-kafka consumer-protocol member; each takes its half and the records are read once."""
+    topic, n, group = "mix-kp", 4, "mix-kp"
+    create_topics(broker, **{topic: n})
+    a = start(broker, consumers, group, topic, "consumer")
+    wait_for(lambda: len(a.assignment) == n, 30, "the consumer-protocol member with every partition")
+    kp = KafkaConsumer(topic, bootstrap_servers=broker.bootstrap, group_id=group, auto_offset_reset="earliest",
+                       enable_auto_commit=False, session_timeout_ms=SESSION_MS, heartbeat_interval_ms=500)
+    values: list[str] = []
+
+    def poll() -> None:
+        for records in kp.poll(200).values():
+            values.extend(r.value.decode() for r in records)
+            kp.commit()
+
+    try:
+        wait_for(lambda: len(kp.assignment()) == 2 and len(a.assignment) == 2, 40, "a 2/2 split", poll=poll)
+        assert {tp.partition for tp in kp.assignment()} | {p for _, p in a.assignment} == set(range(n))
+        assert group_type(admin, group) == ConsumerGroupType.CONSUMER
+        expected = produce(broker, topic, n, 0, 200)
+        wait_for(lambda: len(values) + len(a.messages) >= 200, 30, "every record", poll=poll)
+    finally:
+        kp.close()
+    counts = consumed([a]) + Counter(values)
+    assert set(counts) == expected and max(counts.values()) == 1
+    assert values, "kafka-python read none of the records"
