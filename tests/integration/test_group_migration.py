@@ -7,6 +7,8 @@ group when a consumer-protocol member joins it, and a classic group again when t
 Every consumer is a subprocess that commits after each record (tests/integration/consumer_process.py).
 The checks: every record is consumed exactly once, no partition is ever owned by two consumers at the
 same time (from the consumers' own timestamps), and the group rebalances as members come and go.
+The broker is the oracle fixtures' ``subject_broker``: ``TIDELOG_ORACLE_SUBJECT=kafka`` runs the same
+tests against Apache Kafka 4.4 (they pass there too), which checks the tests themselves. ~30 s.
 """
 
 from __future__ import annotations
@@ -38,6 +40,17 @@ BROKER_OVERRIDES = {
 #: Classic members: a short session and heartbeat so that rebalances show within a second, and a
 #: rebalance timeout (max.poll.interval.ms) that bounds a member that never rejoins.
 CLASSIC = {"session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": 500, "max.poll.interval.ms": 20_000}
+
+
+@pytest.fixture(scope="module")
+def broker_overrides() -> dict[str, str]:
+    return dict(BROKER_OVERRIDES)
+
+
+@pytest.fixture(scope="module")
+def broker(subject_broker: BrokerProcess) -> BrokerProcess:
+    """Tidelog, or Apache Kafka under TIDELOG_ORACLE_SUBJECT=kafka (tests/oracle/fixtures.py)."""
+    return subject_broker
 
 
 @pytest.fixture

@@ -148,16 +148,18 @@ class Harness:
              instance: str | None = None) -> Any:
         return self.sync_box(member_id, generation, protocol_name, instance).value
 
-    def classic_group(self, n: int, **join: Any) -> list[str]:
+    def classic_group(self, n: int, user_data: bytes | None = None, **join: Any) -> list[str]:
         """A Stable classic group of ``n`` members (no KIP-848 member around): the leader splits t's
-        four partitions in turn. Returns the member ids, leader first."""
+        four partitions in turn (with ``user_data`` in each assignment). Returns the member ids, leader
+        first."""
         firsts = [self.join(**join).value for _ in range(n)]
         boxes = [self.join(f.member_id, **join) for f in firsts]
         self.advance(0)  # the initial rebalance (delay 0) completes the join phase
         answers = [b.value for b in boxes]
         leader = answers[0].leader
         ids = [a.member_id for a in answers]
-        plan = {m: encode_assignment({"t": [p for p in range(4) if p % n == i]}) for i, m in enumerate(ids)}
+        plan = {m: encode_assignment({"t": [p for p in range(4) if p % n == i]}, user_data)
+                for i, m in enumerate(ids)}
         syncs = [self.sync_box(m, answers[0].generation_id, assignments=plan if m == leader else None,
                                protocol_type=join.get("protocol_type", "consumer")) for m in ids]
         assert all(b.value.error_code == 0 for b in syncs)

@@ -196,15 +196,31 @@ def test_classic_leave_group(h: Harness) -> None:
     c = h.join_new().member_id
     s = h.join(instance="inst-1").value.member_id  # static members get their id at once
     epoch = h.group().group_epoch
-    response = h.leave((c, None), ("m1", None), ("nobody", None), ("", "inst-1"), ("", "unknown-instance"))
+    response = h.leave((c, None), ("nobody", None), ("", "inst-1"), ("", "unknown-instance"), ("other", "inst-1"))
+    # Each member answered as the request named it (an admin removal by instance id keeps its empty id).
     assert [(m.member_id, m.group_instance_id, m.error_code) for m in response.members] == [
-        (c, None, 0), ("m1", None, ErrorCode.UNKNOWN_MEMBER_ID), ("nobody", None, ErrorCode.UNKNOWN_MEMBER_ID),
-        (s, "inst-1", 0), ("", "unknown-instance", ErrorCode.UNKNOWN_MEMBER_ID)]
+        (c, None, 0), ("nobody", None, ErrorCode.UNKNOWN_MEMBER_ID), ("", "inst-1", 0),
+        ("", "unknown-instance", ErrorCode.UNKNOWN_MEMBER_ID), ("other", "inst-1", ErrorCode.FENCED_INSTANCE_ID)]
     group = h.group()
     assert set(group.members) == {"m1"} and group.group_epoch == epoch + 1  # one bump for both leavers
+    assert s not in group.members
     assert h.heartbeat("m1", 1).member_epoch == epoch + 1
     assert partitions_of(group, "m1") == {0, 1, 2, 3}
     assert snapshot(h.reloaded_group()) == snapshot(group)
+    # A LeaveGroup naming nobody it can remove writes nothing and bumps nothing.
+    end = h.plog.log_end_offset
+    assert h.leave(("nobody", None)).members[0].error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    assert h.plog.log_end_offset == end
+
+
+def test_leave_group_removes_consumer_protocol_members_too(h: Harness) -> None:
+    # Kafka 4.x: LeaveGroup (kafka-consumer-groups --delete-members) removes any member of a consumer group.
+    h.consumer_member_with_everything()
+    h.heartbeat("m2", 0)
+    response = h.leave(("m1", None))
+    assert [(m.member_id, m.error_code) for m in response.members] == [("m1", 0)]
+    group = h.group()
+    assert isinstance(group, ConsumerGroup) and set(group.members) == {"m2"}
 
 
 def test_a_static_classic_member_comes_back_under_a_new_member_id(h: Harness) -> None:

@@ -240,6 +240,42 @@ def test_a_classic_member_replacing_the_last_consumer_static_member_downgrades_w
     assert isinstance(reloaded, ClassicGroup) and classic_snapshot(reloaded) == classic_snapshot(group)
 
 
+def test_a_replacement_with_another_subscription_downgrades_and_rebalances(h: Harness) -> None:
+    h.heartbeat("m1", 0, instance_id="i1")
+    c1 = h.join_new().member_id
+    answer = h.join(instance="i1", topics=("t", "other")).value
+    assert answer.error_code == 0
+    group = h.group()
+    assert isinstance(group, ClassicGroup) and set(group.members) == {c1, answer.member_id}
+    assert group.state is ClassicGroupState.PREPARING_REBALANCE
+
+
+def test_leave_group_of_the_last_consumer_protocol_member_downgrades(h: Harness) -> None:
+    # As Kafka 4.x: an admin removal (LeaveGroup) of consumer-protocol members fences them like a leave.
+    c1, c2 = mixed_group(h)
+    response = h.leave(("m1", None))
+    assert [(m.member_id, m.error_code) for m in response.members] == [("m1", 0)]
+    group = h.group()
+    assert isinstance(group, ClassicGroup) and set(group.members) == {c1, c2}
+    assert group.state is ClassicGroupState.PREPARING_REBALANCE
+    assert error_of(lambda: h.heartbeat("m1", 3)) is ErrorCode.GROUP_ID_NOT_FOUND  # not a consumer group now
+
+
+def test_leaving_together_downgrades_when_only_classic_members_remain(h: Harness) -> None:
+    c1, c2 = mixed_group(h)
+    h.leave(("m1", None), (c1, None))  # the consumer-protocol member and a classic one at once
+    group = h.group()
+    assert isinstance(group, ClassicGroup) and set(group.members) == {c2}
+    reloaded = h.reloaded_group()
+    assert isinstance(reloaded, ClassicGroup) and set(reloaded.members) == {c2}
+
+
+def test_an_upgrade_refuses_assignments_with_user_data(h: Harness) -> None:
+    h.classic_group(2, user_data=b"sticky-state")
+    assert error_of(lambda: h.heartbeat("m1", 0)) is ErrorCode.GROUP_ID_NOT_FOUND
+    assert isinstance(h.group(), ClassicGroup)
+
+
 def test_a_failed_downgrade_append_leaves_the_consumer_group_as_it_was(h: Harness) -> None:
     mixed_group(h)
     before = snapshot(h.group())

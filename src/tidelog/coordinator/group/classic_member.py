@@ -33,6 +33,7 @@ Loop-only, not thread-safe.
 
 from __future__ import annotations
 
+import base64
 import logging
 import uuid
 from collections.abc import Callable, Mapping
@@ -87,7 +88,7 @@ class ClassicMembers:
         group = self._group(request.group_id)
         instance_id = request.group_instance_id
         unknown = request.member_id == UNKNOWN_MEMBER_ID
-        member_id = str(uuid.uuid4()) if unknown else request.member_id
+        member_id = new_member_id() if unknown else request.member_id
         cg.check_not_full(group, member_id)
         protocols = tuple((p.name, bytes(p.metadata)) for p in request.protocols)
         if not group.supports_classic_protocols(request.protocol_type, {name for name, _ in protocols}):
@@ -102,6 +103,9 @@ class ClassicMembers:
             raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"Malformed embedded consumer protocol: {e}") from None
 
         records: list[CoordinatorRecord] = []
+        existing = group.static_member(instance_id)
+        downgrade = (existing is not None and cg.classic_groups is not None
+                     and can_downgrade_after_replacing(group, existing, cg.config))
         member, replaced = self._get_or_subscribe(group, member_id, instance_id, unknown, records)
         image = cg.current_image() or _EMPTY_IMAGE
         updated = replace(
@@ -114,24 +118,13 @@ class ClassicMembers:
             classic_member_metadata=ClassicMemberMetadata(request.session_timeout_ms, protocols))
         owned = _topic_ids(subscription.owned_partitions or {}, image)
         after: list[Callable[[], None]] = []
-        new_member = cg.update_member(group, member, updated, replaced, owned, image, records, after)
-        response = JoinGroupResponse(member_id=new_member.member_id, generation_id=new_member.member_epoch,
-                                     protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_name=protocols[0][0],
-                                     leader="", members=[])
         gid = group.group_id
-
-        if replaced is not None and can_downgrade_after_replacing(group, replaced, cg.config) \
-                and cg.classic_groups is not None:
-            # The last consumer-protocol (static) member is replaced by this classic one.
-            result = cg.downgrade(group, replaced, new_member, records, None)
-            switch = result.on_appended
-            assert switch is not None
-
-            def switched() -> None:
-                switch()
-                respond(response)
-            result.on_appended = switched
-            return result
+        if downgrade:
+            assert existing is not None
+            return self._join_downgrading(group, member, updated, existing, owned, image, records, after, protocols,
+                                          respond)
+        new_member = cg.update_member(group, member, updated, replaced, owned, image, records, after)
+        response = _join_response(new_member, protocols)
 
         def joined() -> None:
             for callback in after:
@@ -142,6 +135,34 @@ class ClassicMembers:
             respond(response)
 
         return Result(records, on_appended=joined)
+
+    def _join_downgrading(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
+                          replaced: ConsumerGroupMember, owned: Mapping[uuid.UUID, frozenset[int]],
+                          image: MetadataImage, records: list[CoordinatorRecord], after: list[Callable[[], None]],
+                          protocols: tuple[tuple[str, bytes], ...],
+                          respond: Callable[[JoinGroupResponse], None]) -> Result[None]:
+        """The joining classic member replaces the last consumer-protocol (static) member: the group
+        becomes a classic group with it (migration rule 2). With the same subscription it takes over
+        the replaced member's assignment and nobody rebalances; with another one, the group epoch moves
+        and the classic group rebalances."""
+        cg = self.consumer_groups
+        members_after = {m: v for m, v in group.members.items() if m != replaced.member_id}
+        members_after[updated.member_id] = updated
+        _, regexes, changed = cg.update_subscription(group, member, updated, members_after, image, records, after)
+        if not changed:
+            updated = cg.reconcile_member(group, updated, group.assignment_epoch,
+                                          group.target_assignment.get(replaced.member_id, {}), owned, regexes, image,
+                                          records)
+        result = cg.downgrade(group, set(), updated, records, None, rebalance=changed)
+        switch = result.on_appended
+        assert switch is not None
+        response = _join_response(updated, protocols)
+
+        def switched() -> None:
+            switch()
+            respond(response)
+        result.on_appended = switched
+        return result
 
     def _get_or_subscribe(self, group: ConsumerGroup, member_id: str, instance_id: str | None, unknown: bool,
                           records: list[CoordinatorRecord]) -> tuple[ConsumerGroupMember, str | None]:
@@ -251,16 +272,15 @@ class ClassicMembers:
                         raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
                     if member_id != UNKNOWN_MEMBER_ID:  # admin tools remove by instance id alone
                         _check_instance(group, member, member_id, instance_id)
-                _check_classic(member)
-                member_id = member.member_id
-                log.info("member %s left group %s through LeaveGroup (reason: %s)", member_id, group_id,
+                log.info("member %s left group %s through LeaveGroup (reason: %s)", member.member_id, group_id,
                          reason or "not provided")
-                leaving[member_id] = member
+                leaving[member.member_id] = member
                 responses.append(Member(member_id=member_id, group_instance_id=instance_id))
             except KafkaError as e:
                 responses.append(Member(member_id=member_id, group_instance_id=instance_id, error_code=int(e.code)))
-        records = cg.removal_records(group, list(leaving.values())) if group is not None and leaving else []
-        return Result(records, LeaveGroupResponse(members=responses))
+        if group is None:
+            return Result([], LeaveGroupResponse(members=responses))
+        return cg.fence_members(group, list(leaving.values()), LeaveGroupResponse(members=responses))
 
     # -------------------------------------------------------------------------------- helpers
 
@@ -306,6 +326,21 @@ def _check_instance(group: ConsumerGroup, member: ConsumerGroupMember | None, me
 def _check_classic(member: ConsumerGroupMember) -> None:
     if not member.uses_classic_protocol:
         raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member.member_id} does not use the classic protocol.")
+
+
+def new_member_id() -> str:
+    """A member id as Kafka's coordinator makes one for consumer groups (``Uuid.randomUuid()``: 16 random
+    bytes, URL-safe base64 without padding, never starting with a dash)."""
+    while True:
+        member_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not member_id.startswith("-"):
+            return member_id
+
+
+def _join_response(member: ConsumerGroupMember, protocols: tuple[tuple[str, bytes], ...]) -> JoinGroupResponse:
+    """A classic member's JoinGroup answer: its epoch as the generation, its first protocol, no leader."""
+    return JoinGroupResponse(member_id=member.member_id, generation_id=member.member_epoch,
+                             protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_name=protocols[0][0], leader="", members=[])
 
 
 def _topic_ids(partitions: Mapping[str, Any], image: MetadataImage) -> dict[uuid.UUID, frozenset[int]]:

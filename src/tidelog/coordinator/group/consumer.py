@@ -97,7 +97,7 @@ from tidelog.coordinator.group.group import Group
 from tidelog.coordinator.group.migration import (
     ClassicGroupHost,
     can_downgrade_after_leaving,
-    can_upgrade,
+    check_upgrade,
     classic_group_from_consumer,
     consumer_group_from_classic,
     consumer_group_records,
@@ -211,15 +211,33 @@ class ConsumerGroupCoordinator:
         its request sets; ``replaced``: the static member it takes over): records for its subscription,
         the group epoch, a new target assignment, and one reconciliation step. Returns the member after
         that step; ``after`` gets what to do once the records are written."""
-        group_id, member_id = group.group_id, updated.member_id
         members_after = {m: v for m, v in group.members.items() if m != replaced}
-        members_after[member_id] = updated
+        members_after[updated.member_id] = updated
+        group_epoch, regexes, _ = self.update_subscription(group, member, updated, members_after, image, records,
+                                                           after)
+        # 2. A new target assignment when the group epoch moved past it.
+        if group_epoch > group.assignment_epoch:
+            target = self._update_target(group, group_epoch, members_after, updated.member_id, replaced, regexes,
+                                         image, records)
+            assignment_epoch = group_epoch
+        else:
+            assignment_epoch = group.assignment_epoch
+            target = group.target_assignment.get(replaced or updated.member_id, EMPTY)
+        return self.reconcile_member(group, updated, assignment_epoch, target, owned, regexes, image, records)
 
-        # 1. The member's subscription, the regexes, the group epoch.
+    def update_subscription(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
+                            members_after: Mapping[str, ConsumerGroupMember], image: MetadataImage,
+                            records: list[CoordinatorRecord], after: list[Callable[[], None]]
+                            ) -> tuple[int, dict[str, ResolvedRegex], bool]:
+        """Rule 1: the member's subscription record, the regexes, a new group epoch (and metadata hash)
+        when needed. Returns (group epoch, regexes, whether the member's subscription changed)."""
+        group_id, member_id = group.group_id, updated.member_id
         bump = group.group_epoch == 0
+        changed = False
         if updated.subscription() != member.subscription():
             records.append(CoordinatorRecord(ConsumerGroupMemberMetadataKey(group_id, member_id), updated.subscription()))
-            bump |= (updated.subscribed_topic_names, updated.regex) != (member.subscribed_topic_names, member.regex)
+            changed = (updated.subscribed_topic_names, updated.regex) != (member.subscribed_topic_names, member.regex)
+            bump |= changed
         regexes, regex_bump = self.regexes.update(group, member, updated, members_after, image, records)
         group_epoch = group.group_epoch
         if bump or regex_bump or self._checked_image.get(group_id) != image.version:
@@ -233,30 +251,27 @@ class ConsumerGroupCoordinator:
             def checked_image() -> None:  # only once the records are written (a failed append retries the check)
                 self._checked_image[group_id] = image.version
             after.append(checked_image)
+        return group_epoch, regexes, changed
 
-        # 2. A new target assignment when the group epoch moved past it.
-        if group_epoch > group.assignment_epoch:
-            target = self._update_target(group, group_epoch, members_after, member_id, replaced, regexes, image,
-                                         records)
-            assignment_epoch = group_epoch
-        else:
-            assignment_epoch = group.assignment_epoch
-            target = group.target_assignment.get(replaced or member_id, EMPTY)
-
-        # 3. One reconciliation step for this member (classic members have join and sync timeouts instead
-        # of the rebalance timeout).
-        new_member = updated
-        if not updated.is_reconciled_to(assignment_epoch):
-            new_member = reconcile(updated, assignment_epoch, target, group.partition_epoch, owned,
-                                   topic_ids(subscribed_names(updated, regexes), image))
-            if new_member.current_assignment() != updated.current_assignment():
-                records.append(CoordinatorRecord(ConsumerGroupCurrentMemberAssignmentKey(group_id, member_id),
-                                                 new_member.current_assignment()))
-                if new_member.state is MemberState.UNREVOKED_PARTITIONS and not new_member.uses_classic_protocol:
-                    self.member_timers.rebalance(group_id, member_id, new_member.member_epoch,
-                                                 new_member.rebalance_timeout_ms)
-                else:
-                    self.member_timers.cancel(group_id, member_id, "rebalance")
+    def reconcile_member(self, group: ConsumerGroup, updated: ConsumerGroupMember, assignment_epoch: int,
+                         target: TopicPartitions, owned: Mapping[uuid.UUID, frozenset[int]] | None,
+                         regexes: Mapping[str, ResolvedRegex], image: MetadataImage,
+                         records: list[CoordinatorRecord]) -> ConsumerGroupMember:
+        """Rule 3: one reconciliation step towards ``target`` (classic members have join and sync
+        timeouts instead of the rebalance timeout)."""
+        if updated.is_reconciled_to(assignment_epoch):
+            return updated
+        group_id, member_id = group.group_id, updated.member_id
+        new_member = reconcile(updated, assignment_epoch, target, group.partition_epoch, owned,
+                               topic_ids(subscribed_names(updated, regexes), image))
+        if new_member.current_assignment() != updated.current_assignment():
+            records.append(CoordinatorRecord(ConsumerGroupCurrentMemberAssignmentKey(group_id, member_id),
+                                             new_member.current_assignment()))
+            if new_member.state is MemberState.UNREVOKED_PARTITIONS and not new_member.uses_classic_protocol:
+                self.member_timers.rebalance(group_id, member_id, new_member.member_epoch,
+                                             new_member.rebalance_timeout_ms)
+            else:
+                self.member_timers.cancel(group_id, member_id, "rebalance")
         return new_member
 
     def _group_for_heartbeat(self, group_id: str, epoch: int, image: MetadataImage, records: list[CoordinatorRecord],
@@ -267,8 +282,8 @@ class ConsumerGroupCoordinator:
         if existing is None and epoch != 0:
             raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
         if existing is not None:
-            if epoch == 0 and isinstance(existing, ClassicGroup) and not existing.is_empty() \
-                    and can_upgrade(existing, self.config):
+            if epoch == 0 and isinstance(existing, ClassicGroup) and not existing.is_empty():
+                check_upgrade(existing, self.config)
                 return self._upgrade(existing, image, records, after)
             if epoch != 0 or not existing.is_empty():
                 raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
@@ -417,14 +432,20 @@ class ConsumerGroupCoordinator:
         return self.fence(group, member, None)
 
     def fence(self, group: ConsumerGroup, member: ConsumerGroupMember, response: Any) -> Result[Any]:
-        """Kafka's consumerGroupFenceMember: the member goes, and the group becomes a classic group when
-        it was the last one using the consumer protocol (migration rule 2)."""
-        if self.classic_groups is not None and can_downgrade_after_leaving(group, member.member_id, self.config):
+        return self.fence_members(group, [member], response)
+
+    def fence_members(self, group: ConsumerGroup, members: list[ConsumerGroupMember], response: Any) -> Result[Any]:
+        """Kafka's consumerGroupFenceMembers: the members go (one new group epoch), or the group becomes
+        a classic group when only classic members would be left (migration rule 2)."""
+        if not members:
+            return Result([], response)
+        leaving = {m.member_id for m in members}
+        if self.classic_groups is not None and can_downgrade_after_leaving(group, leaving, self.config):
             try:
-                return self.downgrade(group, member.member_id, None, [], response)
+                return self.downgrade(group, leaving, None, [], response, rebalance=True)
             except KafkaError as e:
                 log.warning("group %s stays a consumer group: %s", group.group_id, e)
-        return Result(self.removal_records(group, [member]), response)
+        return Result(self.removal_records(group, members), response)
 
     def removal_records(self, group: ConsumerGroup, leaving: list[ConsumerGroupMember]) -> list[CoordinatorRecord]:
         """Kafka's removeMember for each member + a new group epoch (their partitions are free at once)."""
@@ -453,15 +474,17 @@ class ConsumerGroupCoordinator:
                                          ConsumerGroupMetadataValue(group.group_epoch + 1, new_hash)))
         return records
 
-    def downgrade(self, group: ConsumerGroup, leaving_id: str, joining: ConsumerGroupMember | None,
-                  records: list[CoordinatorRecord], response: Any) -> Result[Any]:
-        """Migration rule 2: the result that makes ``group`` a classic group without ``leaving_id`` (and
-        with ``joining``, which takes its place). Written without replay; the switch happens once the
-        records are appended (a failed append leaves the consumer group as it was)."""
+    def downgrade(self, group: ConsumerGroup, leaving: set[str], joining: ConsumerGroupMember | None,
+                  records: list[CoordinatorRecord], response: Any, *, rebalance: bool) -> Result[Any]:
+        """Migration rule 2: the result that makes ``group`` a classic group without the ``leaving``
+        members (or with ``joining`` in place of its instance's static member), rebalancing at once if
+        asked. Written without replay; the switch happens once the records are appended (a failed
+        append leaves the consumer group as it was)."""
         image = self.current_image() or MetadataImage("", -1, {}, {})
-        classic = classic_group_from_consumer(group, leaving_id, joining, image, self.clock)
-        replaced = (leaving_id, joining.member_id) if joining is not None else None
-        records = records + downgrade_records(group, classic, replaced)
+        classic = classic_group_from_consumer(group, leaving, joining, image, self.clock)
+        replaced = group.static_member(joining.instance_id) if joining is not None else None
+        records = records + downgrade_records(
+            group, classic, (replaced.member_id, joining.member_id) if replaced is not None and joining else None)
         host = self.classic_groups
         assert host is not None
 
@@ -469,10 +492,10 @@ class ConsumerGroupCoordinator:
             gid = group.group_id
             log.info("group %s downgraded from consumer to classic at generation %d with %d members", gid,
                      classic.generation_id, len(classic.members))
-            for mid in [*group.members, *([joining.member_id] if joining is not None else [])]:
+            for mid in {*group.members, *classic.members}:
                 self.member_timers.cancel(gid, mid)
             self._checked_image.pop(gid, None)
-            host.adopt(classic, None if joining is not None else f"Downgrade group {gid} from consumer to classic.")
+            host.adopt(classic, f"Downgrade group {gid} from consumer to classic." if rebalance else None)
 
         return Result(records, response, replay=False, on_appended=switch)
 

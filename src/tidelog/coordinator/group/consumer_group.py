@@ -180,11 +180,11 @@ class ConsumerGroup(Group):
         classic = self.classic_members()
         return any(all(name in {n for n, _ in m.classic_protocols()} for m in classic) for name in protocols)
 
-    def all_members_use_classic_protocol_except(self, member_id: str) -> bool:
-        """Whether ``member_id`` is the last member that uses the consumer protocol."""
-        member = self.members.get(member_id)
-        return (member is not None and not member.uses_classic_protocol
-                and len(self.classic_members()) == len(self.members) - 1)
+    def all_members_use_classic_protocol_except(self, member_ids: set[str]) -> bool:
+        """Whether every member but ``member_ids`` uses the classic protocol (Kafka's set version)."""
+        leaving = [m for mid, m in self.members.items() if mid in member_ids]
+        remaining_classic = len(self.classic_members()) - sum(m.uses_classic_protocol for m in leaving)
+        return remaining_classic == len(self.members) - len(leaving)
 
     def waiting_on_unreleased_partition(self, member: ConsumerGroupMember) -> bool:
         """Whether a member in UNRELEASED_PARTITIONS still waits for a partition another member owns."""

@@ -154,16 +154,21 @@ def _write_topic_partitions(b: bytearray, partitions: TopicPartitionNames) -> No
 
 def decode_assignment(data: bytes) -> dict[str, list[int]]:
     """Topic -> partitions of an assignment (any version); ``{}`` for empty bytes (no assignment)."""
+    return assignment_with_user_data(data)[0]
+
+
+def assignment_with_user_data(data: bytes) -> tuple[dict[str, list[int]], bytes | None]:
+    """(topic -> partitions, user data) of an assignment; ``({}, None)`` for empty bytes."""
     if not data:
-        return {}
+        return {}, None
     protocol_version(data)
     buf = memoryview(data)
     try:
         partitions, pos = _read_topic_partitions(buf, 2)
-        read_nullable_bytes(buf, pos)
+        user_data, _ = read_nullable_bytes(buf, pos)
     except (struct.error, IndexError):
         raise MalformedMessageError("consumer protocol assignment truncated") from None
-    return {topic: list(parts) for topic, parts in partitions.items()}
+    return {topic: list(parts) for topic, parts in partitions.items()}, user_data
 
 
 def encode_assignment(partitions: TopicPartitionNames, user_data: bytes | None = None, version: int = 0) -> bytes:
@@ -177,6 +182,7 @@ def encode_assignment(partitions: TopicPartitionNames, user_data: bytes | None =
 __all__ = [
     "HIGHEST_VERSION",
     "ConsumerProtocolSubscription",
+    "assignment_with_user_data",
     "decode_assignment",
     "decode_subscription",
     "encode_assignment",

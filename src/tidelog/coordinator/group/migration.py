@@ -43,7 +43,7 @@ from tidelog.coordinator.group.classic_group import ClassicGroup, ClassicGroupSt
 from tidelog.coordinator.group.consumer_config import ConsumerGroupConfig
 from tidelog.coordinator.group.consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState
 from tidelog.coordinator.group.consumer_protocol import (
-    decode_assignment,
+    assignment_with_user_data,
     decode_subscription,
     encode_assignment,
     protocol_version,
@@ -78,10 +78,20 @@ class ClassicGroupHost(Protocol):
 # ------------------------------------------------------------------------------------- upgrade
 
 
-def can_upgrade(group: ClassicGroup, config: ConsumerGroupConfig) -> bool:
-    """Rule 1's conditions (Kafka's validateOnlineUpgrade)."""
-    return (config.migration_policy.upgrade_enabled and group.uses_consumer_protocol()
-            and len(group.members) <= config.max_size)
+def check_upgrade(group: ClassicGroup, config: ConsumerGroupConfig) -> None:
+    """Rule 1's conditions (Kafka's validateOnlineUpgrade): GROUP_ID_NOT_FOUND, with Kafka's message,
+    when the group may not become a consumer group."""
+    gid = group.group_id
+    if not config.migration_policy.upgrade_enabled:
+        reason = "online upgrade is disabled"
+    elif not group.uses_consumer_protocol():
+        reason = "the group does not use the consumer embedded protocol"
+    elif len(group.members) > config.max_size:
+        reason = "the group size exceeds the consumer group maximum size"
+    else:
+        return
+    raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {gid} to consumer group because "
+                     f"{reason}.")
 
 
 def consumer_group_from_classic(classic: ClassicGroup, image: MetadataImage) -> ConsumerGroup:
@@ -95,7 +105,12 @@ def consumer_group_from_classic(classic: ClassicGroup, image: MetadataImage) -> 
         for m in classic.members.values():
             metadata = m.metadata(classic.protocol_name) if classic.protocol_name else m.protocols[0][1]
             subscription = decode_subscription(metadata)
-            assigned: TopicPartitions = {by_name[t]: frozenset(ps) for t, ps in decode_assignment(m.assignment).items()
+            partitions, user_data = assignment_with_user_data(m.assignment)
+            if user_data:
+                raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {classic.group_id} to "
+                                 "consumer group because an unsupported custom assignor is in use. Please refer to "
+                                 "the documentation or switch to a default assignor before re-attempting the upgrade.")
+            assigned: TopicPartitions = {by_name[t]: frozenset(ps) for t, ps in partitions.items()
                                          if t in by_name and ps}
             member = ConsumerGroupMember(
                 m.member_id, instance_id=m.group_instance_id, rack_id=subscription.rack_id, client_id=m.client_id,
@@ -106,7 +121,7 @@ def consumer_group_from_classic(classic: ClassicGroup, image: MetadataImage) -> 
             group.update_member(member)
             group.target_assignment[m.member_id] = assigned
     except (MalformedMessageError, ValueError, IndexError):
-        raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Cannot upgrade the classic group {classic.group_id} to "
+        raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {classic.group_id} to "
                          "consumer group because the embedded consumer protocol is malformed.") from None
     group.metadata_hash = metadata_hash(set().union(*(m.subscribed_topic_names for m in group.members.values())),
                                         image)
@@ -141,27 +156,34 @@ def stop_classic_group(group: ClassicGroup) -> None:
 # ----------------------------------------------------------------------------------- downgrade
 
 
-def can_downgrade_after_leaving(group: ConsumerGroup, member_id: str, config: ConsumerGroupConfig) -> bool:
-    """Rule 2 for a member that leaves or is fenced (Kafka's validateOnlineDowngradeWithFencedMember)."""
-    return (group.all_members_use_classic_protocol_except(member_id) and len(group.members) > 1
-            and config.migration_policy.downgrade_enabled and len(group.members) - 1 <= config.classic_max_size)
+def can_downgrade_after_leaving(group: ConsumerGroup, member_ids: set[str], config: ConsumerGroupConfig) -> bool:
+    """Rule 2 for members that leave or are fenced (Kafka's validateOnlineDowngradeWithFencedMembers):
+    every member left uses the classic protocol, there is one, the policy allows downgrades and they
+    fit a classic group."""
+    remaining = len([m for m in group.members if m not in member_ids])
+    return (group.all_members_use_classic_protocol_except(member_ids) and remaining > 0
+            and config.migration_policy.downgrade_enabled and remaining <= config.classic_max_size)
 
 
-def can_downgrade_after_replacing(group: ConsumerGroup, member_id: str, config: ConsumerGroupConfig) -> bool:
-    """Rule 2 for a static member replaced by a classic member (validateOnlineDowngradeWithReplacedMemberId)."""
-    return (group.all_members_use_classic_protocol_except(member_id) and config.migration_policy.downgrade_enabled
-            and len(group.members) <= config.classic_max_size)
+def can_downgrade_after_replacing(group: ConsumerGroup, replaced: ConsumerGroupMember,
+                                  config: ConsumerGroupConfig) -> bool:
+    """Rule 2 for a static member replaced by a classic member (validateOnlineDowngradeWithReplacedMember):
+    the replaced member was the last one using the consumer protocol."""
+    return (not replaced.uses_classic_protocol
+            and group.all_members_use_classic_protocol_except({replaced.member_id})
+            and config.migration_policy.downgrade_enabled and len(group.members) <= config.classic_max_size)
 
 
-def classic_group_from_consumer(group: ConsumerGroup, leaving_member_id: str,
-                                joining: ConsumerGroupMember | None, image: MetadataImage,
-                                clock: Clock) -> ClassicGroup:
-    """The classic group that ``group`` becomes without ``leaving_member_id`` (and with ``joining``, which
-    takes the leaver's assignment). Raises KafkaError (GROUP_ID_NOT_FOUND) when a member's embedded
-    subscription does not decode."""
+def classic_group_from_consumer(group: ConsumerGroup, leaving: set[str], joining: ConsumerGroupMember | None,
+                                image: MetadataImage, clock: Clock) -> ClassicGroup:
+    """The classic group that ``group`` becomes without the ``leaving`` members, or with ``joining``
+    in place of the static member of its instance (whose assignment it takes). Raises KafkaError
+    (GROUP_ID_NOT_FOUND) when a member's embedded subscription does not decode."""
     classic = ClassicGroup(group.group_id, clock, state=ClassicGroupState.STABLE, protocol_type=CONSUMER_PROTOCOL_TYPE,
                            generation_id=group.group_epoch, current_state_timestamp=clock.wall_ms())
-    members = [m for m in group.members.values() if m.member_id != leaving_member_id]
+    replaced = group.static_member(joining.instance_id) if joining is not None else None
+    gone = leaving | ({replaced.member_id} if replaced is not None else set())
+    members = [m for m in group.members.values() if m.member_id not in gone]
     if joining is not None:
         members.append(joining)
     for m in members:
@@ -174,7 +196,7 @@ def classic_group_from_consumer(group: ConsumerGroup, leaving_member_id: str,
         classic.protocol_name = classic.select_protocol()
         classic.subscribed_topics = classic.compute_subscribed_topics()
         for member in classic.members.values():
-            owner = leaving_member_id if joining is not None and member.member_id == joining.member_id \
+            owner = replaced.member_id if replaced is not None and member.member_id == joining.member_id \
                 else member.member_id
             target = group.target_assignment.get(owner, {})
             partitions = {names[t]: sorted(ps) for t, ps in sorted(target.items()) if t in names and ps}
@@ -202,7 +224,7 @@ __all__ = [
     "ClassicGroupHost",
     "can_downgrade_after_leaving",
     "can_downgrade_after_replacing",
-    "can_upgrade",
+    "check_upgrade",
     "classic_group_from_consumer",
     "consumer_group_from_classic",
     "consumer_group_records",
