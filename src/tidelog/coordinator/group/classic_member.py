@@ -25,8 +25,10 @@ The broker assigns; the classic member never leads. Rules:
    epoch, when it has partitions to revoke, or when the partitions it waits for are all free now (it
    collects them by rejoining). Each REBALANCE_IN_PROGRESS starts a join timeout (its rebalance
    timeout) unless one is running; a member that does not rejoin in time is fenced.
-4. **Leave.** By member id or by instance id (admin removal); each member must use the classic
-   protocol. The leavers' records go and the group epoch is bumped once.
+4. **Leave.** By member id or by instance id alone (admin removal: ``kafka-consumer-groups
+   --delete-members``); as in Kafka 4.x any member of the group can be removed so, whatever protocol it
+   uses. The leavers are fenced together (one new group epoch, or a downgrade when only classic
+   members remain); each is answered with the ids its request named.
 
 Loop-only, not thread-safe.
 """

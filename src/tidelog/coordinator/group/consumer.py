@@ -63,9 +63,6 @@ from typing import Any
 from tidelog.clock import Clock
 from tidelog.cluster.metadata import MetadataImage
 from tidelog.coordinator.group.assignors import (
-    ASSIGNORS,
-    AssignorError,
-    MemberSpec,
     TopicPartitions,
 )
 from tidelog.coordinator.group.classic_group import ClassicGroup
@@ -89,8 +86,6 @@ from tidelog.coordinator.group.consumer_records import (
     ConsumerGroupRegularExpressionKey,
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMemberValue,
-    ConsumerGroupTargetAssignmentMetadataKey,
-    ConsumerGroupTargetAssignmentMetadataValue,
 )
 from tidelog.coordinator.group.consumer_timer import ConsumerGroupTimers, MemberTimers, RuntimeTimers
 from tidelog.coordinator.group.group import Group
@@ -113,6 +108,7 @@ from tidelog.coordinator.group.subscription import (
     subscribed_names,
     topic_ids,
 )
+from tidelog.coordinator.group.target_assignment import assignor_for, update_target
 from tidelog.coordinator.runtime import Result
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.messages import (
@@ -217,8 +213,8 @@ class ConsumerGroupCoordinator:
                                                            after)
         # 2. A new target assignment when the group epoch moved past it.
         if group_epoch > group.assignment_epoch:
-            target = self._update_target(group, group_epoch, members_after, updated.member_id, replaced, regexes,
-                                         image, records)
+            target = update_target(group, group_epoch, members_after, updated.member_id, replaced, regexes,
+                                   image, self.config.assignors, records)
             assignment_epoch = group_epoch
         else:
             assignment_epoch = group.assignment_epoch
@@ -357,47 +353,6 @@ class ConsumerGroupCoordinator:
             CoordinatorRecord(ConsumerGroupCurrentMemberAssignmentKey(gid, member_id), new.current_assignment()),
         ]
         return new
-
-    def _update_target(self, group: ConsumerGroup, group_epoch: int, members: Mapping[str, ConsumerGroupMember],
-                       member_id: str, replaced: str | None, regexes: Mapping[str, ResolvedRegex],
-                       image: MetadataImage, records: list[CoordinatorRecord]) -> TopicPartitions:
-        """Rule 2: records for every member whose target changes, then the assignment epoch. Returns
-        the new target of ``member_id`` (which takes over ``replaced``'s target, if any)."""
-        def previous(mid: str) -> TopicPartitions | None:
-            return group.target_assignment.get(replaced if mid == member_id and replaced else mid)
-
-        specs: dict[str, MemberSpec] = {}
-        counts: dict[uuid.UUID, int] = {}
-        for mid, m in members.items():
-            names = subscribed_names(m, regexes)
-            for name in names & image.topics.keys():
-                counts[image.topics[name].topic_id] = len(image.topics[name].partitions)
-            specs[mid] = MemberSpec(topic_ids(names, image), previous(mid) or EMPTY, m.instance_id, m.rack_id)
-        try:
-            new_target = ASSIGNORS[self._assignor_for(members.values())](specs, counts)
-        except AssignorError as e:
-            raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"Failed to compute a new target assignment for "
-                             f"epoch {group_epoch}: {e}") from None
-        for mid in sorted(members):
-            new = new_target.get(mid, {})
-            old = previous(mid)
-            if old is None or dict(old) != new:
-                records.append(CoordinatorRecord(ConsumerGroupTargetAssignmentMemberKey(group.group_id, mid),
-                                                 ConsumerGroupTargetAssignmentMemberValue(new)))
-        records.append(CoordinatorRecord(ConsumerGroupTargetAssignmentMetadataKey(group.group_id),
-                                         ConsumerGroupTargetAssignmentMetadataValue(group_epoch)))
-        return new_target.get(member_id, {})
-
-    def _assignor_for(self, members: Iterable[ConsumerGroupMember]) -> str:
-        """The assignor most members ask for (ties: the first configured), else the default."""
-        votes: dict[str, int] = {}
-        for m in members:
-            if m.server_assignor is not None:
-                votes[m.server_assignor] = votes.get(m.server_assignor, 0) + 1
-        if not votes:
-            return self.config.assignors[0]
-        order = {n: i for i, n in enumerate(self.config.assignors)}
-        return min(votes, key=lambda n: (-votes[n], order.get(n, len(order)), n))
 
     # -- leaving, fencing, timers ---------------------------------------------------------------------
 
@@ -554,7 +509,7 @@ class ConsumerGroupCoordinator:
                        for _, m in sorted(group.members.items())]
             described.append(R.DescribedGroup(group_id=group_id, group_state=group.state_name(),
                                               group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
-                                              assignor_name=self._assignor_for(group.members.values()),
+                                              assignor_name=assignor_for(group.members.values(), self.config.assignors),
                                               members=members))
         return described
 

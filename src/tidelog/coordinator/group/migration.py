@@ -3,26 +3,30 @@ changes type while it has members, so consumers can move from ``group.protocol=c
 ``consumer`` (or back) one process at a time.
 
 Rules (Kafka's GroupMetadataManager: validateOnlineUpgrade, convertToConsumerGroup,
-validateOnlineDowngradeWith*, convertToClassicGroup; ConsumerGroup.fromClassicGroup,
-ClassicGroup.fromConsumerGroup):
+validateOnlineDowngradeWithFencedMembers / WithReplacedMember, convertToClassicGroup;
+ConsumerGroup.fromClassicGroup, ClassicGroup.fromConsumerGroup; Kafka 4.x):
 
 1. **Upgrade.** A consumer-protocol member joining (ConsumerGroupHeartbeat, epoch 0) a non-empty classic
    group converts it when ``group.consumer.migration.policy`` allows upgrades, the group uses the
-   ``consumer`` embedded protocol and has at most ``group.consumer.max.size`` members. Every member
+   ``consumer`` embedded protocol, has at most ``group.consumer.max.size`` members and no assignment
+   carries user data (a custom assignor's, which would be lost). Every member
    becomes a classic member of the consumer group, at member epoch = generation id, STABLE, holding
    (current and target) the partitions of its last assignment; group and assignment epochs are the
    generation. Records: the classic group's tombstone, then the consumer group's records (member
    subscriptions, group epoch, targets, assignment epoch, current assignments), then the joining
    member's. Parked JoinGroup/SyncGroup requests get REBALANCE_IN_PROGRESS. Otherwise the heartbeat
-   gets GROUP_ID_NOT_FOUND ("not a consumer group").
-2. **Downgrade.** When the last member that uses the consumer protocol leaves (or is fenced) and the
-   policy allows downgrades, the group has other members, and they fit ``group.max.size``, the group
-   becomes a classic group: generation = group epoch, Stable, protocol chosen by the members' votes,
-   each member's assignment = its target assignment encoded in the version of its own subscription.
-   Records: the consumer group's tombstones, then one GroupMetadata record. The classic group then
-   rebalances at once (its members learn it from their next heartbeat). A classic member that replaces
-   the last consumer-protocol static member (same ``group.instance.id``) downgrades the group too, and
-   takes over the leaver's assignment without a rebalance.
+   gets GROUP_ID_NOT_FOUND, with Kafka's reason ("Cannot upgrade classic group g to consumer group
+   because ...").
+2. **Downgrade.** When members leave or are fenced (a ConsumerGroupHeartbeat leave, a LeaveGroup,
+   a session, rebalance, join or sync timeout) and only members that use the classic protocol would
+   remain, the policy allows downgrades, and they fit ``group.max.size``, the group becomes a classic
+   group instead: generation = the group epoch, Stable, the protocol the members' votes choose, each
+   member's assignment = its target assignment encoded in the version of its own subscription.
+   Records: the consumer group's tombstones, then one GroupMetadata record; the classic group then
+   rebalances at once (its members learn it from their next heartbeat). A classic member that
+   replaces the last consumer-protocol static member (same ``group.instance.id``) downgrades the group
+   too and takes over the replaced member's assignment: without a rebalance when it subscribes to the
+   same topics, with one otherwise.
 3. **Empty groups** change type whatever the policy says: the first member of the other protocol
    deletes the empty group (its tombstones) and starts a new one (its offsets stay).
 4. Conversions write with ``replay=False`` when the in-memory switch is done by the caller after the
