@@ -75,6 +75,18 @@ def _parse_choice(*choices: str) -> Callable[[str, Any], str]:
     return parse
 
 
+def _parse_choice_ignoring_case(*choices: str) -> Callable[[str, Any], str]:
+    """One of ``choices`` in any case (Kafka's CaseInsensitiveValidString); the value is lower-cased."""
+    def parse(key: str, raw: Any) -> str:
+        value = str(raw).strip().lower()
+        if value not in choices:
+            raise ConfigError(f"Invalid value {str(raw).strip()!r} for configuration {key}: must be one of "
+                              f"{', '.join(choices)} (in any case)")
+        return value
+
+    return parse
+
+
 def _parse_cleanup_policy(key: str, raw: Any) -> str:
     items = [p.strip() for p in str(raw).split(",") if p.strip()]
     if not items or any(p not in ("delete", "compact") for p in items) or len(set(items)) != len(items):
@@ -274,6 +286,10 @@ _BROKER_DEFS = [
               "Longest heartbeat interval of a consumer group (KIP-848).", topic=False),
     ConfigDef("group.consumer.max.size", _int(1), INT_MAX, "Most members a consumer group may have (KIP-848).",
               topic=False),
+    ConfigDef("group.consumer.migration.policy",
+              _parse_choice_ignoring_case("bidirectional", "upgrade", "downgrade", "disabled"), "bidirectional",
+              "Online conversion of non-empty groups between the classic and the consumer protocol: upgrade "
+              "(classic -> consumer), downgrade (consumer -> classic), bidirectional or disabled.", topic=False),
     ConfigDef("log.flush.scheduler.interval.ms", _long(), LONG_MAX,
               "How often the flusher checks whether a log needs an fsync by time.", topic=False),
     ConfigDef("log.flush.offset.checkpoint.interval.ms", _int(), 60_000,

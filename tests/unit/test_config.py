@@ -89,6 +89,8 @@ def test_listeners_parse_as_kafka_parses_them() -> None:
     ({"node.id": "seven"}, "Invalid value 'seven' for configuration node.id"),
     ({"log.retention.hours": "a week"}, "configuration log.retention.hours"),
     ({"log.segment.bytes": "-3"}, "configuration log.segment.bytes"),
+    ({"group.consumer.migration.policy": "sideways"},
+     "Invalid value 'sideways' for configuration group.consumer.migration.policy"),
 ])
 def test_bad_values_are_reported_under_the_key_the_user_wrote(props, message) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
@@ -108,3 +110,9 @@ def test_an_unknown_key_close_to_a_known_one_gets_did_you_mean() -> None:
     assert c.unknown == ("log.retension.hours", "totally.custom.key")
     assert c.describe_unknown("log.retension.hours").endswith("did you mean 'log.retention.hours'?")
     assert "did you mean" not in c.describe_unknown("totally.custom.key")
+
+
+def test_the_migration_policy_is_kafkas_case_insensitive_string() -> None:
+    assert BrokerConfig.from_props({})["group.consumer.migration.policy"] == "bidirectional"  # Kafka 4.x default
+    assert BrokerConfig.from_props({"group.consumer.migration.policy": " Upgrade "})[
+        "group.consumer.migration.policy"] == "upgrade"

@@ -26,6 +26,7 @@ Loop-only, except the storage work it hands to the default executor.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import socket
 from collections.abc import Callable
@@ -40,8 +41,8 @@ from tidelog.cluster.metadata import BrokerInfo, MetadataImage
 from tidelog.cluster.store import EmbeddedStore
 from tidelog.cluster.topic_config import TopicConfigs
 from tidelog.config import NON_ROUTABLE_HOSTS, BrokerConfig, Listener
-from tidelog.coordinator.group import OFFSETS_TOPIC, GroupConfig, GroupCoordinator
-from tidelog.coordinator.group.consumer import ConsumerGroupCoordinator, install
+from tidelog.coordinator.group import OFFSETS_TOPIC, GroupConfig, GroupCoordinator, classic_member, consumer
+from tidelog.coordinator.group.consumer import ConsumerGroupCoordinator
 from tidelog.coordinator.runtime import ReplicaWriter
 from tidelog.coordinator.txn.producer_ids import ProducerIdManager
 from tidelog.replica.events import LogEvents
@@ -121,7 +122,9 @@ class Broker:
         self.ensure_offsets_topic = lambda: controller.ensure_topic(offsets_topic)
         self.group_coordinator = groups = GroupCoordinator(
             GroupConfig.from_broker_config(config), clock, ReplicaWriter(replicas, OFFSETS_TOPIC, self.ensure_offsets_topic),
-            _call_later, extensions=[install], topic_exists=lambda name: name in store.image.topics)
+            _call_later, extensions=[functools.partial(consumer.install, image=lambda: store.image),
+                                     classic_member.install],
+            topic_exists=lambda name: name in store.image.topics)
         consumer_groups = groups.extension(ConsumerGroupCoordinator)
         self.producer_ids = ProducerIdManager(lambda: store.image.next_producer_id_block, controller.reserve_producer_ids)
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"], clock)
