@@ -33,6 +33,7 @@ Loop-only, not thread-safe.
 from __future__ import annotations
 
 import itertools
+import logging
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -54,6 +55,8 @@ from tidelog.protocol.tubemq.notation import (
     SubscribeInfo,
     parse_subscribe_info,
 )
+
+log = logging.getLogger(__name__)
 
 #: How long a TubeMQ member may take to confirm a DISCONNECT before the coordinator fences it
 #: (Kafka's max.poll.interval.ms default): two TubeMQ heartbeats (13 s each) plus the wait for
@@ -162,6 +165,8 @@ class TubeBalancer:
         if request.HasField("event") and member.in_flight is not None \
                 and request.event.rebalanceId == member.in_flight.rebalance_id:
             done = member.in_flight
+            log.info("TubeMQ consumer %s of group %s confirmed %s %s (rebalance %d)", client_id, group,
+                     done.type.name, _names(done.partitions), done.rebalance_id)
             if done.type in (EventType.DISCONNECT, EventType.ONLY_DISCONNECT):
                 member.held -= done.partitions
             else:
@@ -210,6 +215,9 @@ class TubeBalancer:
             kind = EventType.CONNECT if member.connect_follows else EventType.ONLY_CONNECT
             member.connect_follows = False
             member.in_flight = Event(next(self._rebalance_ids), kind, frozenset(connect))
+        if member.in_flight is not None:
+            log.info("TubeMQ consumer %s of group %s: %s %s (rebalance %d)", member.client_id, member.group,
+                     member.in_flight.type.name, _names(member.in_flight.partitions), member.in_flight.rebalance_id)
         return member.in_flight
 
     # ------------------------------------------------------------------------------- broker side
@@ -309,6 +317,10 @@ class TubeBalancer:
 
     def _subscribe_info(self, member: TubeMember, tp: TopicPartition) -> SubscribeInfo:
         return SubscribeInfo(member.client_id, member.group, PartitionRef(self.broker_address(), *tp))
+
+
+def _names(partitions: Iterable[TopicPartition]) -> str:
+    return ", ".join(f"{t}:{p}" for t, p in sorted(partitions))
 
 
 def _owns(member: ConsumerGroupMember, topic_id: uuid.UUID, partition: int) -> bool:
