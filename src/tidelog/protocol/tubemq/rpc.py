@@ -263,9 +263,11 @@ def fill_required(message: Message) -> Message:
         if not field.is_required:
             continue
         if field.type == FieldDescriptor.TYPE_MESSAGE:
-            fill_required(getattr(message, field.name))
+            sub = getattr(message, field.name)
+            sub.SetInParent()
+            fill_required(sub)
         elif not message.HasField(field.name):
-            setattr(message, field.name, _DEFAULTS[field.cpp_type]())
+            setattr(message, field.name, b"" if field.type == FieldDescriptor.TYPE_BYTES else _DEFAULTS[field.cpp_type]())
     return message
 
 
