@@ -75,10 +75,11 @@ class RpcFailure(Exception):
 HandlerFn = Callable[[TubeContext, Any], Message]
 
 
-def tube_method(method: Method) -> Callable[[HandlerFn], HandlerFn]:
-    """Declare a method as the handler of TubeMQ method ``method``."""
+def tube_method(method: Method, *, decode: bool = True) -> Callable[[HandlerFn], HandlerFn]:
+    """Declare a method as the handler of TubeMQ method ``method``. With ``decode=False`` it gets the
+    inner request undecoded (a method that is refused whatever it carries says why first)."""
     def mark(fn: HandlerFn) -> HandlerFn:
-        setattr(fn, _MARK, method)
+        setattr(fn, _MARK, (method, decode))
         return fn
 
     return mark
@@ -102,20 +103,21 @@ class TubeHandlerRegistry:
     def __init__(self, name: str, services: frozenset[Service]) -> None:
         self.name = name
         self.services = services
-        self._handlers: dict[int, HandlerFn] = {}
+        self._handlers: dict[int, tuple[HandlerFn, bool]] = {}
 
     def add(self, *handler_objects: object) -> None:
         """Register every :func:`tube_method` method of each object (a method may be served only once)."""
         for obj in handler_objects:
             for attr in dir(type(obj)):
-                method = getattr(getattr(type(obj), attr), _MARK, None)
-                if method is None:
+                mark = getattr(getattr(type(obj), attr), _MARK, None)
+                if mark is None:
                     continue
+                method, decode = mark
                 if method in self._handlers:
                     raise ValueError(f"{self.name}: {Method(method).name} has two handlers")
                 if not METHODS[method].services & self.services:
                     raise ValueError(f"{self.name}: {Method(method).name} is not a method of {sorted(self.services)}")
-                self._handlers[method] = getattr(obj, attr)
+                self._handlers[method] = (getattr(obj, attr), decode)
 
     def __contains__(self, method: int) -> bool:
         return method in self._handlers
@@ -132,13 +134,13 @@ class TubeHandlerRegistry:
         if spec is None or request.service_type not in spec.services:
             return encode_exception(frame.serial_no, GENERIC_EXCEPTION, f"Unsupported method {request.method} in "
                                     f"service type {request.service_type}!", protocol_version=version)
-        handler = self._handlers.get(request.method)
+        handler, decode = self._handlers.get(request.method, (None, True))
         if handler is None or request.service_type not in self.services:
             return encode_exception(frame.serial_no, GENERIC_EXCEPTION, f"No method {request.method} in service "
                                     f"{request.service_type} found on the server (Tidelog's TubeMQ {self.name})",
                                     protocol_version=version)
         try:
-            body = decode_body(spec, request.body)
+            body = decode_body(spec, request.body) if decode else request.body
         except MalformedRequestError as e:
             return encode_exception(frame.serial_no, IO_EXCEPTION, f"{spec.java_name}: {e}", protocol_version=version)
         ctx = TubeContext(client_host, connection_id, version, request.service_type)

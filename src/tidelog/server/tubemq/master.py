@@ -117,28 +117,28 @@ class MasterService:
 
     # ------------------------------------------------------------------------------ not served
 
-    @tube_method(Method.BROKER_REGISTER_B2M)
-    def broker_register(self, ctx: TubeContext, request: object) -> master_pb.RegisterResponseM2B:
+    @tube_method(Method.BROKER_REGISTER_B2M, decode=False)
+    def broker_register(self, ctx: TubeContext, request: bytes) -> master_pb.RegisterResponseM2B:
         raise RpcFailure(GENERIC_EXCEPTION, _BROKER_ONLY)
 
-    @tube_method(Method.BROKER_HEARTBEAT_B2M)
-    def broker_heartbeat(self, ctx: TubeContext, request: object) -> master_pb.HeartResponseM2B:
+    @tube_method(Method.BROKER_HEARTBEAT_B2M, decode=False)
+    def broker_heartbeat(self, ctx: TubeContext, request: bytes) -> master_pb.HeartResponseM2B:
         raise RpcFailure(GENERIC_EXCEPTION, _BROKER_ONLY)
 
-    @tube_method(Method.BROKER_CLOSE_CLIENT_B2M)
-    def broker_close(self, ctx: TubeContext, request: object) -> master_pb.CloseResponseM2B:
+    @tube_method(Method.BROKER_CLOSE_CLIENT_B2M, decode=False)
+    def broker_close(self, ctx: TubeContext, request: bytes) -> master_pb.CloseResponseM2B:
         raise RpcFailure(GENERIC_EXCEPTION, _BROKER_ONLY)
 
-    @tube_method(Method.CONSUMER_REGISTER_C2M_V2)
-    def consumer_register_v2(self, ctx: TubeContext, request: object) -> master_pb.RegisterResponseM2CV2:
+    @tube_method(Method.CONSUMER_REGISTER_C2M_V2, decode=False)
+    def consumer_register_v2(self, ctx: TubeContext, request: bytes) -> master_pb.RegisterResponseM2CV2:
         raise RpcFailure(GENERIC_EXCEPTION, _CLIENT_BALANCE)
 
-    @tube_method(Method.CONSUMER_HEARTBEAT_C2M_V2)
-    def consumer_heartbeat_v2(self, ctx: TubeContext, request: object) -> master_pb.HeartResponseM2CV2:
+    @tube_method(Method.CONSUMER_HEARTBEAT_C2M_V2, decode=False)
+    def consumer_heartbeat_v2(self, ctx: TubeContext, request: bytes) -> master_pb.HeartResponseM2CV2:
         raise RpcFailure(GENERIC_EXCEPTION, _CLIENT_BALANCE)
 
-    @tube_method(Method.CONSUMER_GET_PART_META_C2M)
-    def consumer_get_part_meta(self, ctx: TubeContext, request: object) -> master_pb.GetPartMetaResponseM2C:
+    @tube_method(Method.CONSUMER_GET_PART_META_C2M, decode=False)
+    def consumer_get_part_meta(self, ctx: TubeContext, request: bytes) -> master_pb.GetPartMetaResponseM2C:
         raise RpcFailure(GENERIC_EXCEPTION, _CLIENT_BALANCE)
 
 
