@@ -32,24 +32,42 @@ class JavaTube:
     def produce(self, topic: str, messages: list[dict], heartbeat_ms: int = 500, timeout: float = 120) -> list[dict]:
         """Send ``messages`` (``{"body", "attributes": [[k, v]], "msgType", "msgTime"}``) in order with a
         synchronous producer; one result per message."""
-        text = "".join(json.dumps(m) + "\n" for m in messages)
-        proc = subprocess.run(command(self.classpath, "produce", self.master, topic, heartbeat_ms), input=text,
-                              capture_output=True, text=True, timeout=timeout)
+        proc = self.run_producer(topic, messages, heartbeat_ms, timeout)
         if proc.returncode != 0:
             raise AssertionError(f"produce exited {proc.returncode}:\n{proc.stderr[-4000:]}")
         return [json.loads(line) for line in proc.stdout.splitlines()]
 
-    def bench(self, topic: str, count: int, size: int, window: int, timeout: float = 600) -> dict:
-        proc = subprocess.run(command(self.classpath, "bench", self.master, topic, count, size, window,
+    def run_producer(self, topic: str, messages: list[dict], heartbeat_ms: int = 500,
+                     timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        text = "".join(json.dumps(m) + "\n" for m in messages)
+        return subprocess.run(command(self.classpath, "produce", self.master, topic, heartbeat_ms), input=text,
+                              capture_output=True, text=True, timeout=timeout)
+
+    def bench(self, topic: str, count: int, size: int, window: int, warmup: int = 0, timeout: float = 600) -> dict:
+        """Asynchronous sends of ``count`` messages of ``size`` bytes, ``window`` in flight, after ``warmup``
+        untimed ones: ``{"sent", "failed", "seconds"}``."""
+        proc = subprocess.run(command(self.classpath, "bench", self.master, topic, count, size, window, warmup,
                                       jvm_options=["-Xmx512m"]),
                               capture_output=True, text=True, timeout=timeout)
         if proc.returncode != 0:
             raise AssertionError(f"bench exited {proc.returncode}:\n{proc.stderr[-4000:]}")
         return json.loads(proc.stdout.splitlines()[-1])
 
+    def drain(self, group: str, topic: str, count: int, timeout: float = 600) -> dict:
+        """A pull consumer reads ``count`` messages: ``{"received", "bytes", "seconds"}`` (first to last message)."""
+        proc = subprocess.run(command(self.classpath, "drain", self.master, group, topic, count,
+                                      jvm_options=["-Xmx512m"]),
+                              capture_output=True, text=True, timeout=timeout)
+        if proc.returncode != 0:
+            raise AssertionError(f"drain exited {proc.returncode}:\n{proc.stderr[-4000:]}")
+        return json.loads(proc.stdout.splitlines()[-1])
+
     def member(self, group: str, topics: list[str], name: str, *, kind: str = "pull", heartbeat_ms: int = 500,
-               start: str = "first") -> Member:
-        return Member(command(self.classpath, kind, self.master, group, ",".join(topics), heartbeat_ms, start), name)
+               start: str = "first", msg_types: list[str] | None = None) -> Member:
+        """A consumer process; ``msg_types`` subscribes with a $msgType$ filter."""
+        filters = [",".join(msg_types)] if msg_types else []
+        return Member(command(self.classpath, kind, self.master, group, ",".join(topics), heartbeat_ms, start,
+                              *filters), name)
 
 
 class Member:

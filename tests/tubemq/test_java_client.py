@@ -149,3 +149,24 @@ def test_committed_offsets_are_the_groups_kafka_offsets(tube: JavaTube, broker: 
     finally:
         consumer.close()
     assert {tp.partition: tp.offset for tp in committed} == {0: ends[0], 1: ends[1]}
+
+
+def test_a_producer_publishing_a_missing_topic_is_told_so(tube: JavaTube) -> None:
+    proc = tube.run_producer("no-such-topic", [{"body": "x"}])
+    assert proc.returncode == 1
+    assert "Publish topic failure, make sure the topic no-such-topic exist" in proc.stderr
+
+
+def test_a_message_type_filter_selects_at_the_broker(tube: JavaTube, broker: BrokerProcess) -> None:
+    topic = "java-filtered"
+    create_topic(broker, topic, 1)
+    sent = [{"body": f"{kind}-{i}", "msgType": kind} for i in range(6) for kind in ("click", "view")]
+    assert all(r["ok"] for r in tube.produce(topic, sent))
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    producer.produce(topic, value=b"kafka-untyped", partition=0)
+    producer.produce(topic, value=b"kafka-click", partition=0, headers=[("$msgType$", b"click")])
+    assert producer.flush(30) == 0
+    with tube.member("filter-group", [topic], "filtered", msg_types=["click"]) as member:
+        member.wait_for(lambda m: any(r["body"] == "kafka-click" for r in m.records), what="the Kafka click")
+        member.close()
+    assert [r["body"] for r in member.records] == [f"click-{i}" for i in range(6)] + ["kafka-click"]

@@ -20,6 +20,7 @@ fields must be present, and string fields must be UTF-8; anything else is a
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
@@ -178,10 +179,19 @@ def parse_message(cls: type[Message], data: bytes, what: str | None = None) -> A
     if not message.IsInitialized():
         missing = ", ".join(message.FindInitializationErrors())
         raise MalformedRequestError(f"the {what} misses required fields: {missing}")
-    bad = _non_utf8_field(message)
+    bad = _non_utf8_field(message) if _has_strings(cls.DESCRIPTOR) else None
     if bad is not None:
         raise MalformedRequestError(f"the {what} has a string field that is not UTF-8: {bad}")
     return message
+
+
+@functools.cache
+def _has_strings(descriptor: Any) -> bool:
+    """Whether messages of ``descriptor`` can hold a string field (directly or in sub-messages)."""
+    return any(f.type == FieldDescriptor.TYPE_STRING
+               or (f.type == FieldDescriptor.TYPE_MESSAGE and f.message_type is not descriptor
+                   and _has_strings(f.message_type))
+               for f in descriptor.fields)
 
 
 def _non_utf8_field(message: Message, prefix: str = "") -> str | None:

@@ -145,11 +145,12 @@ class TubeConnection(asyncio.Protocol):
         except FrameError as e:
             self.close(str(e))
             return
-        for frame in frames:
-            out = self.registry.dispatch(frame, self.client_host, self.connection_id)
-            if self.closed:
-                return
-            self.transport.write(out)  # type: ignore[union-attr]
+        if not frames:
+            return
+        # Requests that arrived together are answered with one write (pipelining clients send many).
+        out = [self.registry.dispatch(frame, self.client_host, self.connection_id) for frame in frames]
+        if not self.closed:
+            self.transport.writelines(out)  # type: ignore[union-attr]
 
     def pause_writing(self) -> None:
         if self.transport is not None and not self._reading_paused:

@@ -209,3 +209,27 @@ def test_a_classic_kafka_group_of_the_same_name_is_refused(h: Harness) -> None:
         h.balancer.register("h", master_pb.RegisterRequestC2M(clientId="c", groupName="classic", hostName="h",
                                                                topicList=["t"]))
     assert e.value.code == TubeErrorCode.CONSUME_GROUP_FORBIDDEN and "not a consumer group" in e.value.message
+
+
+def test_a_consumer_that_never_confirms_its_disconnect_is_fenced_after_the_rebalance_timeout(h: Harness) -> None:
+    a, b = SimClient(h, "a"), SimClient(h, "b")
+    a.register()
+    settle(a)
+    b.register()
+    a.heartbeat()
+    assert a.events[-1][0] == EventType.ONLY_DISCONNECT
+    a.done = None  # A's rebalance thread is stuck: the DISCONNECT is never confirmed
+    a.held = set(T)
+    members = h.consumer_groups.group(GROUP).members
+    elapsed = 0
+    while "a" in members and elapsed < 400_000:  # both keep heartbeating, A well within its session
+        h.clock.advance(5000)
+        elapsed += 5000
+        a.heartbeat()
+        b.heartbeat()
+        h.coordinator.poll()
+        h.exclusive()
+        assert not b.held & a.held
+    assert 295_000 <= elapsed <= 305_000, elapsed  # fenced at REBALANCE_TIMEOUT_MS (5 min)
+    settle(b)
+    assert b.held == set(T)

@@ -40,9 +40,12 @@ import org.apache.inlong.tubemq.corebase.Message;
  *   produce  MASTER TOPIC [heartbeatMs]          messages from stdin, one JSON object per line:
  *            {"body": "...", "attributes": [["k", "v"]], "msgType": "t", "msgTime": "yyyyMMddHHmm"}
  *            prints per message {"ok", "errCode", "errMsg", "messageId", "partition", "appendOffset"}
- *   bench    MASTER TOPIC COUNT SIZE WINDOW       asynchronous sends of COUNT messages of SIZE bytes with at
- *            most WINDOW in flight; prints {"sent", "failed", "seconds"}
- *   pull     MASTER GROUP TOPICS [heartbeatMs] [first|latest]   a pull consumer (TOPICS comma-separated)
+ *   bench    MASTER TOPIC COUNT SIZE WINDOW [WARMUP]   asynchronous sends of COUNT messages of SIZE bytes with
+ *            at most WINDOW in flight, after WARMUP untimed ones; prints {"sent", "failed", "seconds"}
+ *   drain    MASTER GROUP TOPIC COUNT             a pull consumer reads COUNT messages; prints {"received",
+ *            "bytes", "seconds"} timed from its first message to its last
+ *   pull     MASTER GROUP TOPICS [heartbeatMs] [first|latest] [TYPES]   a pull consumer (TOPICS comma-separated;
+ *            TYPES, comma-separated, filters by $msgType$)
  *   push     MASTER GROUP TOPICS [heartbeatMs] [first|latest]   a push consumer
  * </pre>
  *
@@ -66,28 +69,43 @@ public final class Driver {
         }
     }
 
-    public static void main(String[] args) throws Throwable {
+    public static void main(String[] args) {
         if (args.length < 3) {
-            System.err.println("usage: Driver produce|bench|pull|push MASTER ...");
+            System.err.println("usage: Driver produce|bench|drain|pull|push MASTER ...");
             System.exit(2);
         }
+        try {
+            run(args);
+        } catch (Throwable e) {
+            // The client's threads are not daemons: leave the JVM explicitly.
+            e.printStackTrace();
+            System.exit(1);
+        }
+        System.exit(0);
+    }
+
+    private static void run(String[] args) throws Throwable {
         switch (args[0]) {
             case "produce":
                 produce(args[1], args[2], args.length > 3 ? Long.parseLong(args[3]) : 0);
                 break;
             case "bench":
-                bench(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]), Integer.parseInt(args[5]));
+                bench(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]), Integer.parseInt(args[5]),
+                        args.length > 6 ? Integer.parseInt(args[6]) : 0);
+                break;
+            case "drain":
+                drain(args[1], args[2], args[3], Integer.parseInt(args[4]));
                 break;
             case "pull":
             case "push":
                 consume(args[0].equals("pull"), args[1], args[2], args[3],
-                        args.length > 4 ? Long.parseLong(args[4]) : 0, args.length > 5 ? args[5] : "first");
+                        args.length > 4 ? Long.parseLong(args[4]) : 0, args.length > 5 ? args[5] : "first",
+                        args.length > 6 ? new TreeSet<>(List.of(args[6].split(","))) : null);
                 break;
             default:
                 System.err.println("unknown subcommand " + args[0]);
                 System.exit(2);
         }
-        System.exit(0);
     }
 
     private static TubeClientConfig clientConfig(String master, long heartbeatMs) {
@@ -144,7 +162,8 @@ public final class Driver {
 
     // ------------------------------------------------------------------------------------------ bench
 
-    private static void bench(String master, String topic, int count, int size, int window) throws Throwable {
+    private static void bench(String master, String topic, int count, int size, int window, int warmup)
+            throws Throwable {
         MessageSessionFactory factory = new TubeSingleSessionFactory(clientConfig(master, 0));
         MessageProducer producer = factory.createProducer();
         producer.publish(topic);
@@ -154,7 +173,25 @@ public final class Driver {
         }
         Semaphore inFlight = new Semaphore(window);
         AtomicLong failed = new AtomicLong();
+        sendAll(producer, topic, body, warmup, inFlight, failed);
+        inFlight.acquire(window);
+        inFlight.release(window);
+        failed.set(0);
         long start = System.nanoTime();
+        sendAll(producer, topic, body, count, inFlight, failed);
+        inFlight.acquire(window);
+        double seconds = (System.nanoTime() - start) / 1e9;
+        JsonObject out = new JsonObject();
+        out.addProperty("sent", count);
+        out.addProperty("failed", failed.get());
+        out.addProperty("seconds", seconds);
+        emit(out);
+        producer.shutdown();
+        factory.shutdown();
+    }
+
+    private static void sendAll(MessageProducer producer, String topic, byte[] body, int count, Semaphore inFlight,
+                                AtomicLong failed) throws Throwable {
         for (int i = 0; i < count; i++) {
             inFlight.acquire();
             producer.sendMessage(new Message(topic, body), new MessageSentCallback() {
@@ -173,21 +210,47 @@ public final class Driver {
                 }
             });
         }
-        inFlight.acquire(window);
-        double seconds = (System.nanoTime() - start) / 1e9;
+    }
+
+    private static void drain(String master, String group, String topic, int count) throws Throwable {
+        MessageSessionFactory factory = new TubeSingleSessionFactory(clientConfig(master, 0));
+        ConsumerConfig config = new ConsumerConfig(master, group);
+        config.setConsumePosition(ConsumePosition.CONSUMER_FROM_FIRST_OFFSET);
+        config.setMsgNotFoundWaitPeriodMs(10);
+        PullMessageConsumer consumer = factory.createPullConsumer(config);
+        consumer.subscribe(topic, null);
+        consumer.completeSubscribe();
+        long received = 0;
+        long bytes = 0;
+        long first = 0;
+        while (received < count) {
+            ConsumerResult result = consumer.getMessage();
+            if (!result.isSuccess()) {
+                continue;
+            }
+            if (first == 0) {
+                first = System.nanoTime();
+            }
+            for (Message message : result.getMessageList()) {
+                received++;
+                bytes += message.getData().length;
+            }
+            consumer.confirmConsume(result.getConfirmContext(), true);
+        }
+        double seconds = (System.nanoTime() - first) / 1e9;
         JsonObject out = new JsonObject();
-        out.addProperty("sent", count);
-        out.addProperty("failed", failed.get());
+        out.addProperty("received", received);
+        out.addProperty("bytes", bytes);
         out.addProperty("seconds", seconds);
         emit(out);
-        producer.shutdown();
+        consumer.shutdown();
         factory.shutdown();
     }
 
     // ---------------------------------------------------------------------------------------- consume
 
     private static void consume(boolean pull, String master, String group, String topics, long heartbeatMs,
-                                String from) throws Throwable {
+                                String from, TreeSet<String> types) throws Throwable {
         MessageSessionFactory factory = new TubeSingleSessionFactory(clientConfig(master, heartbeatMs));
         ConsumerConfig config = new ConsumerConfig(master, group);
         if (heartbeatMs > 0) {
@@ -216,7 +279,7 @@ public final class Driver {
         if (pull) {
             PullMessageConsumer consumer = factory.createPullConsumer(config);
             for (String topic : topics.split(",")) {
-                consumer.subscribe(topic, null);
+                consumer.subscribe(topic, types);
             }
             consumer.completeSubscribe();
             while (!stop.get()) {
@@ -234,7 +297,7 @@ public final class Driver {
         } else {
             PushMessageConsumer consumer = factory.createPushConsumer(config);
             for (String topic : topics.split(",")) {
-                consumer.subscribe(topic, null, new MessageListener() {
+                consumer.subscribe(topic, types, new MessageListener() {
                     @Override
                     public void receiveMessages(org.apache.inlong.tubemq.client.common.PeerInfo peerInfo,
                                                 List<Message> messages) {
