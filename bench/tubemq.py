@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -135,6 +136,11 @@ def main() -> int:
         wire_produce(address, topic, int(n))
         return 0
     count = 3000 if args.quick else args.messages
+    missing = [c for c in ("java", "mvn") if shutil.which(c) is None]
+    if missing:
+        print(f"bench/tubemq.py: needs {' and '.join(missing)} for the TubeMQ Java client (tests/tubemq/java)",
+              file=sys.stderr)
+        return 1
     classpath = maven.build()
     with tempfile.TemporaryDirectory(prefix="tidelog-bench-tubemq-") as tmp, \
             BrokerProcess(Path(tmp), overrides=TUBEMQ_OVERRIDES) as broker:
