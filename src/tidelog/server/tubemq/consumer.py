@@ -70,9 +70,9 @@ class ConsumerService:
         client_id, group, topic = _text(request.clientId, "clientId"), _text(request.groupName, "groupName"), \
             request.topicName.strip()
         key = (group, topic, request.partitionId)
-        check_partition(self.replicas, topic, request.partitionId)
-        if request.opType == OP_UNREGISTER:
+        if request.opType == OP_UNREGISTER:  # also for a topic deleted meanwhile: the registration goes
             return self._unregister(key, client_id, request.readStatus)
+        check_partition(self.replicas, topic, request.partitionId)
         if request.opType != OP_REGISTER:
             raise TubeError(TubeErrorCode.BAD_REQUEST, f"Invalid request: opType {request.opType} is neither "
                             f"{OP_REGISTER} (register) nor {OP_UNREGISTER} (unregister)")
