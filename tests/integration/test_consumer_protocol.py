@@ -16,19 +16,21 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupState, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, ConsumerGroupState, KafkaError, TopicPartition
+from confluent_kafka.admin import AdminClient
 
+from tests.integration import kafka_io
+from tests.integration.kafka_io import create_topics, wait_for
 from tidelog.testing import BrokerProcess
 
 pytestmark = pytest.mark.integration
 
 SESSION_MS = 6000
-OVERRIDES = {
+BROKER_OVERRIDES = {
     "group.consumer.heartbeat.interval.ms": "500",
     "group.consumer.session.timeout.ms": str(SESSION_MS),
     "group.consumer.min.session.timeout.ms": str(SESSION_MS),
@@ -119,21 +121,6 @@ class Worker:
             self.proc.wait(10)
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    with BrokerProcess(tmp_path_factory.mktemp("broker"), overrides=OVERRIDES) as b:
-        yield b
-
-
 @pytest.fixture
 def workers() -> Iterator[list[Worker]]:
     started: list[Worker] = []
@@ -142,20 +129,11 @@ def workers() -> Iterator[list[Worker]]:
         w.stop()
 
 
-def create_topics(b: BrokerProcess, **partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": b.bootstrap})
-    for future in admin.create_topics([NewTopic(t, n, 1) for t, n in partitions.items()]).values():
-        future.result(15)
-
-
 def produce(b: BrokerProcess, topic: str, partitions: int, start: int, count: int) -> set[str]:
-    p = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 5})
-    values = set()
-    for i in range(start, start + count):
-        p.produce(topic, value=f"v{i}".encode(), partition=i % partitions)
-        values.add(f"v{i}")
-    assert p.flush(15) == 0
-    return values
+    """Records ``v{start}`` .. over the partitions in turn; their values."""
+    numbers = range(start, start + count)
+    kafka_io.produce(b, topic, [f"v{i}" for i in numbers], partition=[i % partitions for i in numbers])
+    return {f"v{i}" for i in numbers}
 
 
 def consumed(ws: list[Worker]) -> Counter[str]:
@@ -267,7 +245,12 @@ def test_invalid_assignor_is_refused(broker: BrokerProcess) -> None:
 
 
 def test_data_dir_has_consumer_group_records(broker: BrokerProcess) -> None:
-    # The consumer group records of the tests above went to __consumer_offsets (they survive restarts).
+    # A KIP-848 group's records go to __consumer_offsets (that is how they survive restarts).
+    create_topics(broker, **{"cp-records": 2})
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "cp-records", "group.protocol": "consumer"})
+    c.subscribe(["cp-records"])
+    wait_for(lambda: (c.poll(0.2), len(c.assignment()))[1] == 2, 30, "an assignment")
+    c.close()
     logs = list(Path(broker.data_dir).rglob("__consumer_offsets-*/*.log"))
     assert logs and sum(p.stat().st_size for p in logs) > 0
 
@@ -293,9 +276,7 @@ def test_many_subscription_changes_leaves_and_rejoins_keep_getting_assignments(b
     """Names and regexes changed many times, with leaves (unsubscribe: epoch -1) and rejoins in
     between: no heartbeat is ever refused (INVALID_REQUEST or otherwise), and the last subscription
     gets exactly its partitions. Regex matches arrive on a later heartbeat (resolved off the heartbeat)."""
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    for f in admin.create_topics([NewTopic(f"churn-{i}", 2) for i in range(4)]).values():
-        f.result(15)
+    create_topics(broker, **{f"churn-{i}": 2 for i in range(4)})
     refused: list[str] = []
 
     class Refusals(logging.Handler):
