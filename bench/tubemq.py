@@ -42,7 +42,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.tubemq import maven
+from tests.tubemq import driver
 from tests.tubemq.driver import JavaTube
 from tidelog.protocol.tubemq.generated import broker_service_pb2
 from tidelog.protocol.tubemq.rpc import Method, Service
@@ -141,7 +141,7 @@ def main() -> int:
         print(f"bench/tubemq.py: needs {' and '.join(missing)} for the TubeMQ Java client (tests/tubemq/java)",
               file=sys.stderr)
         return 1
-    classpath = maven.build()
+    classpath = driver.build()
     with tempfile.TemporaryDirectory(prefix="tidelog-bench-tubemq-") as tmp, \
             BrokerProcess(Path(tmp), overrides=TUBEMQ_OVERRIDES) as broker:
         master, broker_service = tubemq_endpoints(broker)

@@ -7,7 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.tubemq import maven
+from tests.oracle import maven
+from tests.tubemq import driver
 from tests.tubemq.driver import JavaTube
 from tidelog.testing import BrokerProcess
 from tidelog.testing.tubemq import TUBEMQ_OVERRIDES, tubemq_endpoints
@@ -27,7 +28,7 @@ OVERRIDES = {
 def tubemq_classpath() -> str:
     maven.require_toolchain()
     try:
-        return maven.build()
+        return driver.build()
     except maven.BuildError as e:
         failure = str(e)
     pytest.fail(failure, pytrace=False)

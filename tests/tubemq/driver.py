@@ -12,10 +12,21 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
+
+from tests.oracle import maven
+
+#: The Maven project of the TubeMQ Java client and our driver (built like tests/java, by tests/oracle/maven.py).
+JAVA_PROJECT = Path(__file__).resolve().parent / "java"
 
 #: JVM options: the client's threads start fast with C1 only, and a small heap is plenty.
 JVM_OPTIONS = ["-XX:TieredStopAtLevel=1", "-Xmx256m", "-XX:+UseSerialGC"]
 MAIN = "tidelog.tubemq.Driver"
+
+
+def build() -> str:
+    """Compile tests/tubemq/java if it changed (once across processes); its ``java -cp`` classpath."""
+    return maven.build(JAVA_PROJECT)
 
 
 def command(classpath: str, *args: object, jvm_options: list[str] = JVM_OPTIONS) -> list[str]:
@@ -152,4 +163,4 @@ def wait_until(condition: Callable[[], bool], timeout: float = 60, what: str = "
     raise AssertionError(f"timed out waiting for {what or condition}")
 
 
-__all__ = ["JavaTube", "Member", "command", "wait_until"]
+__all__ = ["JAVA_PROJECT", "JavaTube", "Member", "build", "command", "wait_until"]

@@ -66,14 +66,13 @@ class RecordingProxy:
 
 def run(out: Path, per_method: int) -> int:
     sys.path.insert(0, str(REPO))
-    from tests.tubemq import maven
-    from tests.tubemq.driver import command
+    from tests.tubemq.driver import build, command
     from tidelog.protocol.tubemq.frame import FrameDecoder
     from tidelog.protocol.tubemq.rpc import METHODS, decode_request
     from tidelog.testing import BrokerProcess
     from tidelog.testing.tubemq import TUBEMQ_OVERRIDES, tubemq_endpoints
 
-    classpath = maven.build()
+    classpath = build()
     proxy = RecordingProxy()
     master_port, broker_port = proxy.listen("master"), proxy.listen("broker")
     overrides = {**TUBEMQ_OVERRIDES, "tubemq.broker.advertised.listener": f"127.0.0.1:{broker_port}"}
