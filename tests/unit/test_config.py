@@ -116,3 +116,29 @@ def test_the_migration_policy_is_kafkas_case_insensitive_string() -> None:
     assert BrokerConfig.from_props({})["group.consumer.migration.policy"] == "bidirectional"  # Kafka 4.x default
     assert BrokerConfig.from_props({"group.consumer.migration.policy": " Upgrade "})[
         "group.consumer.migration.policy"] == "upgrade"
+
+
+# ------------------------------------------------------------------------------------------ TubeMQ listeners
+
+
+def test_tubemq_listeners_are_off_unless_both_are_set() -> None:
+    config = BrokerConfig.from_props({})
+    assert config["tubemq.master.listener"] is None and config["tubemq.broker.listener"] is None
+    config = BrokerConfig.from_props({"tubemq.master.listener": "localhost:8715", "tubemq.broker.listener": ":8123",
+                                      "tubemq.broker.advertised.listener": "[::1]:18123"})
+    assert config["tubemq.master.listener"] == ("localhost", 8715)
+    assert config["tubemq.broker.listener"] == ("", 8123)  # every interface
+    assert config["tubemq.broker.advertised.listener"] == ("::1", 18123)
+    assert BrokerConfig.from_props({"tubemq.master.listener": " ", "tubemq.broker.listener": ""}).unknown == ()
+
+
+@pytest.mark.parametrize(("props", "message"), [
+    ({"tubemq.master.listener": "localhost:8715"}, "set both listeners"),
+    ({"tubemq.broker.listener": "localhost:8123"}, "set both listeners"),
+    ({"tubemq.master.listener": "localhost", "tubemq.broker.listener": ":8123"}, "expected HOST:PORT"),
+    ({"tubemq.master.listener": "h:99999", "tubemq.broker.listener": ":8123"}, "not between 0 and 65535"),
+    ({"tubemq.master.listener": ":8123", "tubemq.broker.listener": "h:8123"}, "port 8123 is tubemq.master.listener's"),
+])
+def test_bad_tubemq_listeners_are_config_errors(props: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        BrokerConfig.from_props(props)
