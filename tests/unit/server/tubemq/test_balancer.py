@@ -195,7 +195,9 @@ def test_registration_errors(h: Harness) -> None:
         clientId="c", groupName=GROUP, reportSubscribeInfo=False))) == TubeErrorCode.HB_NO_NODE
 
 
-def test_a_classic_kafka_group_of_the_same_name_is_refused(h: Harness) -> None:
+def test_a_classic_kafka_group_that_cannot_be_upgraded_is_refused(h: Harness) -> None:
+    # Joining a classic group is an online upgrade (Kafka 4.x); a member without the embedded consumer
+    # protocol makes the upgrade impossible, and the TubeMQ consumer is refused with Kafka's reason.
     joined = []
     request = JoinGroupRequest(group_id="classic", session_timeout_ms=10_000, rebalance_timeout_ms=10_000,
                                member_id="", protocol_type="consumer",
@@ -208,7 +210,7 @@ def test_a_classic_kafka_group_of_the_same_name_is_refused(h: Harness) -> None:
     with pytest.raises(TubeError) as e:
         h.balancer.register("h", master_pb.RegisterRequestC2M(clientId="c", groupName="classic", hostName="h",
                                                                topicList=["t"]))
-    assert e.value.code == TubeErrorCode.CONSUME_GROUP_FORBIDDEN and "not a consumer group" in e.value.message
+    assert e.value.code == TubeErrorCode.CONSUME_GROUP_FORBIDDEN and "Cannot upgrade classic group" in e.value.message
 
 
 def test_a_consumer_that_never_confirms_its_disconnect_is_fenced_after_the_rebalance_timeout(h: Harness) -> None:
