@@ -103,7 +103,7 @@ def test_register_explicitly(spark, spark_broker, three) -> None:
     import pyspark_tidelog
 
     assert pyspark_tidelog.DefaultSource is tidelog.spark.TidelogDataSource
-    assert sorted(tidelog.spark.__all__) == ["TidelogDataSource", "register"]
+    assert sorted(tidelog.spark.__all__) == ["TidelogDataSource", "WorkerPythonError", "register"]
     assert all(hasattr(tidelog.spark, name) for name in tidelog.spark.__all__)
     tidelog.spark.register(spark)
     assert source(spark, spark_broker.bootstrap, subscribe=three).count() == 60
