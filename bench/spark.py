@@ -29,8 +29,10 @@ plain producer first; then, on the same records, each of these runs with ``forma
 For context it also times a plain confluent-kafka consumer loop and producer loop on one thread (with the
 tidelog source's and sink's client settings). Every Spark figure counts the whole job (planning, task
 start, Python workers), warm: one small read and write of each kind runs first. It prints rows/s (best
-round, median beside) and the ratio tidelog/kafka of the best rounds (above 1: the tidelog source is
-faster).
+round, median beside), the ratio tidelog/kafka of the best rounds (above 1: the tidelog source is
+faster), and the CPU seconds per million rows that every process involved spent (this script, the JVM,
+Spark's Python workers, the broker; from ``/proc``), which load from other programs on the machine
+does not inflate the way it inflates wall-clock figures.
 """
 
 from __future__ import annotations
@@ -174,12 +176,47 @@ def end_offsets(bootstrap: str, topic: str, partitions: int) -> int:
     return total
 
 
-def alternate(measure: Callable[[str, int], float], repeats: int) -> dict[str, list[float]]:
-    """``repeats`` rounds of ``measure(fmt, round)`` for both formats, alternating which goes first."""
+def tree_cpu_seconds(root: int) -> float | None:
+    """User + system CPU seconds of ``root`` and every process under it, counting exited children their
+    parents have reaped (Linux ``/proc``; None elsewhere). A difference of two readings is the CPU the
+    whole tree spent in between (this script, the JVM, Spark's Python workers, the broker), which another
+    load on the machine does not inflate the way it inflates wall-clock time."""
+    stats: dict[int, tuple[int, int]] = {}
+    try:
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/stat") as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                # after the command: state ppid ... utime(12) stime(13) cutime(14) cstime(15)
+                stats[int(entry)] = (int(fields[1]), sum(int(v) for v in fields[11:15]))
+    except OSError:
+        return None
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in stats.items():
+        children.setdefault(ppid, []).append(pid)
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += stats.get(pid, (0, 0))[1]
+        todo.extend(children.get(pid, []))
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def alternate(measure: Callable[[str, int], float], repeats: int,
+              cpu: dict[str, list[float]] | None = None) -> dict[str, list[float]]:
+    """``repeats`` rounds of ``measure(fmt, round)`` for both formats, alternating which goes first; the CPU
+    seconds of each round go to ``cpu``."""
     times: dict[str, list[float]] = {fmt: [] for fmt in FORMATS}
     for i in range(repeats):
         for fmt in (FORMATS if i % 2 == 0 else FORMATS[::-1]):
+            before = tree_cpu_seconds(os.getpid())
             times[fmt].append(measure(fmt, i))
+            after = tree_cpu_seconds(os.getpid())
+            if cpu is not None and before is not None and after is not None:
+                cpu.setdefault(fmt, []).append(after - before)
     return times
 
 
@@ -236,7 +273,7 @@ def main() -> int:
     print(f"{records:,} records of {VALUE_BYTES} bytes, {args.partitions} partitions, local[{args.cores}], "
           f"{repeats} round(s)\n")
     tmp = Path(tempfile.mkdtemp(prefix="tidelog-bench-spark-"))
-    rows: list[tuple[str, dict[str, list[float]], list[float]]] = []
+    rows: list[tuple[str, dict[str, list[float]], list[float], dict[str, list[float]]]] = []
     try:
         with BrokerProcess(tmp / "broker") as broker:
             bootstrap = broker.bootstrap
@@ -251,8 +288,9 @@ def main() -> int:
                 write(spark, fmt, bootstrap, "warm-out", 1000, args.cores)
 
             plain_read = [consumer_loop(bootstrap, "bench-read", records, args.partitions) for _ in range(repeats)]
+            cpu: dict[str, list[float]] = {}
             rows.append(("batch read -> noop", alternate(
-                lambda fmt, _i: batch_read(spark, fmt, bootstrap, "bench-read"), repeats), plain_read))
+                lambda fmt, _i: batch_read(spark, fmt, bootstrap, "bench-read"), repeats, cpu), plain_read, cpu))
             reading: dict[str, list[float]] = {fmt: [] for fmt in FORMATS}
 
             def streaming_round(fmt: str, i: int) -> float:
@@ -260,8 +298,9 @@ def main() -> int:
                 reading[fmt].append(add_batch)
                 return elapsed
 
-            rows.append(("streaming availableNow -> noop", alternate(streaming_round, repeats), plain_read))
-            rows.append(("  of which micro-batches (addBatch)", reading, plain_read))
+            cpu = {}
+            rows.append(("streaming availableNow -> noop", alternate(streaming_round, repeats, cpu), plain_read, cpu))
+            rows.append(("  of which micro-batches (addBatch)", reading, plain_read, {}))
 
             def plain_write(i: int) -> float:
                 create_topic(bootstrap, f"bench-producer-{i}", args.partitions)
@@ -276,7 +315,8 @@ def main() -> int:
                     raise RuntimeError(f"{fmt} sink wrote {written} records, expected {records}")
                 return elapsed
 
-            rows.append(("write", alternate(spark_write, repeats), [plain_write(i) for i in range(repeats)]))
+            cpu = {}
+            rows.append(("write", alternate(spark_write, repeats, cpu), [plain_write(i) for i in range(repeats)], cpu))
             if args.profile:
                 profile_tidelog(spark, bootstrap, "bench-read", records, args.partitions)
             spark.stop()
@@ -289,12 +329,18 @@ def main() -> int:
     def median(times: list[float]) -> float:
         return records / statistics.median(times)
 
-    print(f"\n{'what':<32} {'tidelog rows/s':>15} {'(median)':>10} {'kafka rows/s':>13} {'(median)':>10} "
-          f"{'tidelog/kafka':>14} {'plain client':>13}")
-    for name, times, plain in rows:
-        print(f"{name:<32} {rate(times['tidelog']):>15,.0f} {median(times['tidelog']):>10,.0f} "
+    def cpu_per_million(seconds: list[float]) -> str:
+        return f"{statistics.median(seconds) * 1_000_000 / records:.1f}" if seconds else ""
+
+    print(f"\n{'what':<36} {'tidelog rows/s':>15} {'(median)':>10} {'kafka rows/s':>13} {'(median)':>10} "
+          f"{'tidelog/kafka':>14} {'plain client':>13} {'CPU s/1M rows tidelog':>22} {'kafka':>6}")
+    for name, times, plain, cpu in rows:
+        print(f"{name:<36} {rate(times['tidelog']):>15,.0f} {median(times['tidelog']):>10,.0f} "
               f"{rate(times['kafka']):>13,.0f} {median(times['kafka']):>10,.0f} "
-              f"{rate(times['tidelog']) / rate(times['kafka']):>13.2f}x {rate(plain):>13,.0f}")
+              f"{rate(times['tidelog']) / rate(times['kafka']):>13.2f}x {rate(plain):>13,.0f} "
+              f"{cpu_per_million(cpu.get('tidelog', [])):>22} {cpu_per_million(cpu.get('kafka', [])):>6}")
+    print("\nrows/s: best round (median beside); tidelog/kafka: ratio of the best rounds; CPU: median over the "
+          "rounds of the CPU seconds of every process involved (driver, JVM, Python workers, broker)")
     return 0
 
 
