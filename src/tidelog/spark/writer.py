@@ -21,7 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import DoubleType, StructType
 
@@ -62,6 +62,16 @@ class _Deliveries:
         if self.first_error is not None:
             raise DeliveryError(f"{self.failed} record(s) were not written: {self.first_error.str()}")
 
+    def refused(self, error: KafkaException, topic: str | None, partition: int | None) -> DeliveryError:
+        """A record librdkafka refused in ``produce()`` itself: the same failure as one reported later (which
+        of the two a bad record gets depends only on whether the producer had the topic's metadata yet)."""
+        self.failed += 1
+        # librdkafka's text ("Unable to produce message: Local: ...") would differ from the delivery report's
+        text = KafkaError(error.args[0].code()).str() if error.args and isinstance(error.args[0], KafkaError) \
+            else str(error)
+        where = f"topic {topic!r}" + ("" if partition is None else f", partition {partition}")
+        return DeliveryError(f"{self.failed} record(s) were not written: {text} ({where})")
+
 
 def write_batches(options: SinkOptions, schema: StructType, batches: Iterator[pa.RecordBatch]) -> WriteCommit:
     """Produce every row of ``batches``; return once all are acknowledged."""
@@ -73,7 +83,7 @@ def write_batches(options: SinkOptions, schema: StructType, batches: Iterator[pa
     timestamp_seconds = any(f.name == "timestamp" and isinstance(f.dataType, DoubleType) for f in schema.fields)
     try:
         for batch in batches:
-            sent += _produce_batch(producer, options.topic, batch, timestamp_seconds)
+            sent += _produce_batch(producer, options.topic, batch, timestamp_seconds, deliveries)
             deliveries.check()
         remaining = producer.flush(FLUSH_TIMEOUT_S)
         deliveries.check()
@@ -86,7 +96,8 @@ def write_batches(options: SinkOptions, schema: StructType, batches: Iterator[pa
     return WriteCommit(sent)
 
 
-def _produce_batch(producer: Any, topic_option: str | None, batch: pa.RecordBatch, timestamp_seconds: bool) -> int:
+def _produce_batch(producer: Any, topic_option: str | None, batch: pa.RecordBatch, timestamp_seconds: bool,
+                   deliveries: _Deliveries) -> int:
     n = batch.num_rows
     if not n:
         return 0
@@ -106,11 +117,14 @@ def _produce_batch(producer: Any, topic_option: str | None, batch: pa.RecordBatc
         if "timestamp" in names else None
     produce = producer.produce
     if topics is None and partitions is None and headers is None and timestamps is None:
-        for value, key in zip(values, keys):  # the common case, without per-record keyword arguments
-            try:
-                produce(topic_option, value, key)
-            except BufferError:
-                _produce_when_room(producer, topic_option, value, key=key)
+        try:
+            for value, key in zip(values, keys):  # the common case, without per-record keyword arguments
+                try:
+                    produce(topic_option, value, key)
+                except BufferError:
+                    _produce_when_room(producer, topic_option, value, key=key)
+        except KafkaException as e:
+            raise deliveries.refused(e, topic_option, None) from None
         producer.poll(0)
         return n
     for i in range(n):
@@ -123,9 +137,12 @@ def _produce_batch(producer: Any, topic_option: str | None, batch: pa.RecordBatc
             kwargs["timestamp"] = timestamps[i]
         topic = topic_option if topics is None else topics[i]
         try:
-            produce(topic, values[i], **kwargs)
-        except BufferError:
-            _produce_when_room(producer, topic, values[i], **kwargs)
+            try:
+                produce(topic, values[i], **kwargs)
+            except BufferError:
+                _produce_when_room(producer, topic, values[i], **kwargs)
+        except KafkaException as e:
+            raise deliveries.refused(e, topic, kwargs.get("partition")) from None
     producer.poll(0)
     return n
 
