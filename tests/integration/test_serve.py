@@ -114,3 +114,20 @@ def _recv(sock: socket.socket, n: int) -> bytes:
         assert chunk, "connection closed"
         buf += chunk
     return buf
+
+
+def test_warnings_are_said_once_and_never_for_internal_topics(tmp_path: Path) -> None:
+    from confluent_kafka import Consumer
+    from confluent_kafka.admin import NewTopic
+
+    with BrokerProcess(tmp_path / "data") as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic("metrics.by_host", 1)])["metrics.by_host"].result(15)
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "creates-offsets-topic"})
+        consumer.subscribe(["metrics.by_host"])
+        consumer.poll(3)  # joining the group creates __consumer_offsets
+        consumer.close()
+        text = broker.stderr_text(until="created topic __consumer_offsets")
+    assert "created topic __consumer_offsets" in text
+    warnings = [line for line in text.splitlines() if "could collide in metric names" in line]
+    assert len(warnings) == 1 and "'metrics.by_host'" in warnings[0], warnings

@@ -34,7 +34,7 @@ from tidelog.records.control import (
     end_txn_marker_value,
     parse_control_record_type,
 )
-from tidelog.records.conversion import batches_to_legacy, legacy_to_batches
+from tidelog.records.conversion import batches_to_legacy, legacy_to_batches, rebuild_batch
 from tidelog.records.errors import (
     CorruptRecordError,
     InvalidRecordError,
@@ -108,4 +108,5 @@ __all__ = [
     "parse_control_record_type",
     "read_varint",
     "read_varlong",
+    "rebuild_batch",
 ]

@@ -14,14 +14,28 @@ does. ZSTD cannot be expressed below magic 2: :class:`UnsupportedCompressionType
 handler answers ``UNSUPPORTED_COMPRESSION_TYPE``). Legacy entries whose magic is not above the
 target are copied unchanged. Input batches are assumed valid (they come from the log).
 
+Rebuilding (:func:`rebuild_batch`): a v2 batch made again from (some of) its records, keeping its
+base offset, last offset, producer fields, timestamp type, transactional flag and leader epoch, with
+the same or another codec: what compaction (fewer records) and a topic's ``compression.type``
+(another codec, Kafka's recompression) need.
+
 Pure functions: safe from any thread.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 
-from tidelog.records.batch import RecordBatchView, iter_batches
+from crc32c import crc32c
+
+from tidelog.records.batch import (
+    ATTRIBUTES_OFFSET,
+    CRC_OFFSET,
+    LAST_OFFSET_DELTA_OFFSET,
+    RecordBatchView,
+    iter_batches,
+)
 from tidelog.records.builder import RecordBatchBuilder
 from tidelog.records.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, CompressionType
 from tidelog.records.errors import InvalidRecordError, UnsupportedCompressionTypeError
@@ -140,4 +154,33 @@ def _message_set(records: list[Record], magic: int, codec: CompressionType,
     return builder.build()
 
 
-__all__ = ["batches_to_legacy", "legacy_to_batches"]
+_INT32 = struct.Struct(">i")
+_UINT32 = struct.Struct(">I")
+
+
+def rebuild_batch(view: RecordBatchView, records: Iterable[Record], *, compression: CompressionType | None = None,
+                  delete_horizon_ms: int | None = None) -> bytearray:
+    """``records`` (each at its own offset) as a new batch with ``view``'s header fields; the codec is
+    ``compression`` or the view's. The original last offset is kept even when its record is gone (a
+    compacted batch keeps the producer's last sequence)."""
+    builder = RecordBatchBuilder(
+        base_offset=view.base_offset,
+        compression=view.compression_type if compression is None else compression,
+        timestamp_type=view.timestamp_type,
+        producer_id=view.producer_id,
+        producer_epoch=view.producer_epoch,
+        base_sequence=view.base_sequence,
+        is_transactional=view.is_transactional,
+        partition_leader_epoch=view.partition_leader_epoch,
+        delete_horizon_ms=delete_horizon_ms,
+    )
+    for record in records:
+        builder.append(record.timestamp, record.key, record.value, record.headers, offset=record.offset)
+    out = bytearray(builder.build())
+    if builder.next_offset - 1 != view.last_offset:
+        _INT32.pack_into(out, LAST_OFFSET_DELTA_OFFSET, view.last_offset_delta)
+        _UINT32.pack_into(out, CRC_OFFSET, crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
+    return out
+
+
+__all__ = ["batches_to_legacy", "legacy_to_batches", "rebuild_batch"]

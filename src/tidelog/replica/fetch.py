@@ -10,7 +10,8 @@ Reading several partitions for one Fetch (Kafka's ``ReplicaManager.readFromLocal
 * partitions whose budget is used up still answer with their offsets (and no records).
 
 A read stops at the high watermark (``read_uncommitted``) or, for ``read_committed``, at the last
-stable offset (the same offset until transactions exist).
+stable offset, and then reports the aborted transactions its records span (from the segments'
+``.txnindex``), so the consumer can drop their records.
 
 The wait (:class:`DelayedFetch`): a fetch that found fewer than ``min_bytes`` parks in the
 purgatory under its partitions and completes when an append brings enough bytes, when one of its
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from tidelog.errors import ErrorCode
 from tidelog.storage.log import PartitionLog
 from tidelog.storage.segment import FileSlice
+from tidelog.storage.txn_index import AbortedTxn
 
 READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
@@ -55,6 +57,7 @@ class PartitionRead:
     last_stable_offset: int = -1
     log_start_offset: int = -1
     error_message: str | None = None
+    aborted: list[AbortedTxn] | None = None  # read_committed only: the aborted transactions it spans
 
     @property
     def size(self) -> int:
@@ -62,9 +65,9 @@ class PartitionRead:
 
 
 def readable_end(log: PartitionLog, isolation_level: int) -> int:
-    """The offset a fetch may read up to: the high watermark, or the last stable offset for
-    read_committed (equal until transactions exist)."""
-    return log.high_watermark
+    """The offset a fetch may read up to: the high watermark, or for read_committed the last stable
+    offset (the first offset of the oldest undecided transaction)."""
+    return log.last_stable_offset if isolation_level == READ_COMMITTED else log.high_watermark
 
 
 class DelayedFetch:

@@ -34,9 +34,9 @@ from tidelog.cluster.store import MetadataStore
 from tidelog.cluster.topic_config import TopicConfigs
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.replica.events import LogEvents
-from tidelog.replica.fetch import DelayedFetch, PartitionFetch, PartitionRead, readable_end
+from tidelog.replica.fetch import READ_COMMITTED, DelayedFetch, PartitionFetch, PartitionRead, readable_end
 from tidelog.replica.purgatory import DelayedOperation, Purgatory
-from tidelog.storage.log import AppendResult, PartitionLog
+from tidelog.storage.log import LATEST_TIMESTAMP, AppendResult, PartitionLog
 from tidelog.storage.log_manager import LogManager
 
 log = logging.getLogger(__name__)
@@ -157,9 +157,10 @@ class ReplicaManager:
                 hw, log_start = plog.high_watermark, plog.log_start_offset
             except KafkaError:
                 pass
-            return PartitionRead(e.code, None, hw, hw, log_start, e.message)
-        return PartitionRead(ErrorCode.NONE, result.records, result.high_watermark, result.high_watermark,
-                             result.log_start_offset)
+            return PartitionRead(e.code, None, hw, hw, log_start, e.message)  # Kafka reports the HW as LSO here
+        aborted = plog.aborted_in_read(pf.fetch_offset, result.records) if isolation_level == READ_COMMITTED else None
+        return PartitionRead(ErrorCode.NONE, result.records, result.high_watermark, plog.last_stable_offset,
+                             result.log_start_offset, aborted=aborted)
 
     async def wait_for_data(self, partitions: list[PartitionFetch], min_bytes: int, max_wait_ms: int,
                             isolation_level: int) -> bool:
@@ -185,11 +186,14 @@ class ReplicaManager:
 
     # ------------------------------------------------------------------------ offsets and trims
 
-    def offset_for_timestamp(self, topic: str, partition: int, timestamp: int,
-                             current_leader_epoch: int = -1) -> tuple[PartitionLog, tuple[int, int] | None]:
-        """ListOffsets on the leader: (its log, (timestamp, offset) or None)."""
+    def offset_for_timestamp(self, topic: str, partition: int, timestamp: int, current_leader_epoch: int = -1,
+                             isolation_level: int = 0) -> tuple[PartitionLog, tuple[int, int] | None]:
+        """ListOffsets on the leader: (its log, (timestamp, offset) or None). LATEST (-1) is the
+        last stable offset for read_committed, the high watermark otherwise."""
         plog = self.leader_log(topic, partition)
         self.check_leader_epoch(topic, partition, current_leader_epoch)
+        if timestamp == LATEST_TIMESTAMP and isolation_level == READ_COMMITTED:
+            return plog, (-1, plog.last_stable_offset)
         return plog, plog.offset_for_timestamp(timestamp)
 
     def delete_records(self, topic: str, partition: int, offset: int) -> int:

@@ -132,6 +132,7 @@ class LogCleaner:
             SourceSegment(
                 seg, os.dup(seg.file.fileno()), seg.base_offset, end, seg.size,
                 len(seg.offset_index) * OffsetIndex.ENTRY_SIZE, len(seg.time_index) * TimeIndex.ENTRY_SIZE,
+                tuple(seg.txn_index.entries),
             )
             for seg, end in chosen
         )

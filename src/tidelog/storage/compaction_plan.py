@@ -13,6 +13,7 @@ from pathlib import Path
 from tidelog.config import TopicConfig
 from tidelog.storage.log import PartitionLog
 from tidelog.storage.segment import Segment
+from tidelog.storage.txn_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,7 @@ class SourceSegment:
     size: int
     index_bytes: int
     time_index_bytes: int
+    aborted: tuple[AbortedTxn, ...] = ()  # the segment's aborted-transaction index, copied at planning
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,12 +14,13 @@ from pathlib import Path
 from crc32c import crc32c
 
 from tidelog.config import INT_MAX, LONG_MAX, TopicConfig
-from tidelog.records import RecordBatchBuilder, RecordBatchView
-from tidelog.records.batch import DELETE_HORIZON_FLAG_MASK, HEADER, LAST_OFFSET_DELTA_OFFSET, MIN_BATCH_LENGTH
+from tidelog.records import RecordBatchView, rebuild_batch
+from tidelog.records.batch import DELETE_HORIZON_FLAG_MASK, HEADER, MIN_BATCH_LENGTH
 from tidelog.storage import files
 from tidelog.storage.compaction_plan import CleanedGroup, CleanerError, CleanerStats, CleanPlan, SourceSegment
 from tidelog.storage.index import OffsetIndex, TimeIndex
 from tidelog.storage.segment import BatchScanError, scan_batches
+from tidelog.storage.txn_index import TransactionIndex
 
 log = logging.getLogger(__name__)
 
@@ -130,24 +131,7 @@ def _filter_batch(
 
 
 def _rebuild(view: RecordBatchView, records: list, horizon: int | None) -> bytearray:
-    builder = RecordBatchBuilder(
-        base_offset=view.base_offset,
-        compression=view.compression_type,
-        timestamp_type=view.timestamp_type,
-        producer_id=view.producer_id,
-        producer_epoch=view.producer_epoch,
-        base_sequence=view.base_sequence,
-        is_transactional=view.is_transactional,
-        partition_leader_epoch=view.partition_leader_epoch,
-        delete_horizon_ms=horizon,
-    )
-    for record in records:
-        builder.append(record.timestamp, record.key, record.value, record.headers, offset=record.offset)
-    out = bytearray(builder.build())
-    if builder.next_offset - 1 != view.last_offset:  # keep the original last offset (rule 1)
-        _INT32.pack_into(out, LAST_OFFSET_DELTA_OFFSET, view.last_offset_delta)
-        _UINT32.pack_into(out, _CRC_AT, crc32c(memoryview(out)[_ATTRIBUTES_AT:]))
-    return out
+    return rebuild_batch(view, records, delete_horizon_ms=horizon)
 
 
 def _empty_batch(view: RecordBatchView) -> bytearray:
@@ -201,6 +185,15 @@ class _CleanedSegmentWriter:
         self.next_offset = last + 1
 
     def finish(self, sources: tuple[SourceSegment, ...]) -> CleanedGroup:
+        # Markers survive compaction, so the sources' aborted transactions stay true of the result.
+        aborted = [txn for src in sources for txn in src.aborted]
+        if aborted:
+            txn_index = TransactionIndex(files.segment_file(self.directory, self.base_offset,
+                                                            files.TXN_INDEX_SUFFIX + files.CLEANED_SUFFIX))
+            for txn in aborted:
+                txn_index.append(txn)
+            txn_index.flush()
+            txn_index.close()
         if self.max_timestamp >= 0:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
         self.file.flush()
@@ -259,20 +252,24 @@ def _with_last(views: Iterator[RecordBatchView]) -> Iterator[tuple[RecordBatchVi
         yield prev, True
 
 
-def _group_paths(directory: Path, base_offset: int, suffix: str) -> tuple[Path, Path, Path]:
+def _group_paths(directory: Path, base_offset: int, suffix: str) -> tuple[Path, Path, Path, Path]:
     return (
         files.segment_file(directory, base_offset, files.LOG_SUFFIX + suffix),
         files.segment_file(directory, base_offset, files.INDEX_SUFFIX + suffix),
         files.segment_file(directory, base_offset, files.TIME_INDEX_SUFFIX + suffix),
+        files.segment_file(directory, base_offset, files.TXN_INDEX_SUFFIX + suffix),
     )
 
 
 def rename_group(directory: Path, base_offset: int, old_suffix: str, new_suffix: str) -> None:
-    """Rename a cleaned segment's three files. To ``.swap``: the log first (the commit point); out of
-    ``.swap``: the log last (while it is a swap, the loader redoes the whole swap)."""
+    """Rename a cleaned segment's files (the aborted-transaction index only if it has one). To
+    ``.swap``: the log first (the commit point); out of ``.swap``: the log last (while it is a swap,
+    the loader redoes the whole swap)."""
     old, new = _group_paths(directory, base_offset, old_suffix), _group_paths(directory, base_offset, new_suffix)
-    order = (0, 1, 2) if new_suffix == files.SWAP_SUFFIX else (1, 2, 0)
+    order = (0, 1, 2, 3) if new_suffix == files.SWAP_SUFFIX else (1, 2, 3, 0)
     for i in order:
+        if i == 3 and not old[i].exists():
+            continue
         os.replace(old[i], new[i])
 
 

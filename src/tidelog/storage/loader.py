@@ -148,10 +148,10 @@ def _complete_swaps(directory: Path) -> None:
                 files.segment_file(directory, old_base, suffix).unlink(missing_ok=True)
         for suffix in files.SEGMENT_SUFFIXES:
             other = files.segment_file(directory, base, suffix + files.SWAP_SUFFIX)
-            if suffix == files.LOG_SUFFIX:
-                other.rename(files.log_file(directory, base))
+            if suffix == files.LOG_SUFFIX or (suffix == files.TXN_INDEX_SUFFIX and other.exists()):
+                other.rename(files.segment_file(directory, base, suffix))
             else:
-                other.unlink(missing_ok=True)  # indexes are rebuilt below
+                other.unlink(missing_ok=True)  # offset and time indexes are rebuilt below
         log.info("completed interrupted compaction swap at offset %d", base)
     for orphan in directory.glob("*" + files.SWAP_SUFFIX):
         log.info("removing leftover file %s", orphan)

@@ -27,18 +27,26 @@ from tidelog.clock import Clock
 from tidelog.config import INT_MAX, TopicConfig
 from tidelog.errors import ErrorCode, KafkaError, RecordValidationError
 from tidelog.records import (
+    CompressionType,
     CorruptRecordError,
     RecordBatchView,
     RecordsError,
     TimestampType,
     legacy_to_batches,
+    rebuild_batch,
 )
 from tidelog.records.batch import LOG_HEADER, LOG_OVERHEAD, MIN_BATCH_LENGTH, RECORD_BATCH_OVERHEAD
+from tidelog.records.control import ControlRecordType, build_control_batch
 from tidelog.storage import files
 from tidelog.storage.checkpoints import fsync_dir
-from tidelog.storage.producer_state import ProducerStateManager
+from tidelog.storage.producer_state import CompletedTxn, ProducerStateManager
 from tidelog.storage.retention import SegmentSummary, segments_to_delete
 from tidelog.storage.segment import FileSlice, Segment
+from tidelog.storage.txn_index import AbortedTxn
+
+#: compression.type -> the codec the broker stores batches in ("producer": whatever the producer sent).
+_BROKER_CODECS = {"uncompressed": CompressionType.NONE, "gzip": CompressionType.GZIP,
+                  "snappy": CompressionType.SNAPPY, "lz4": CompressionType.LZ4, "zstd": CompressionType.ZSTD}
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
@@ -132,6 +140,9 @@ class PartitionLog:
         now = self.clock.wall_ms()
         views = self._split_and_validate(data, now)
         self._check_records(views, now)
+        target = _BROKER_CODECS.get(self.config.compression_type)  # None: keep the producer's codec
+        if target is not None and any(view.compression_type != target for view in views):
+            data, views = self._recompress(views, target, now)
         log_append = self.config.message_timestamp_type == "LogAppendTime"
         if len(views) > 1 and any(v.producer_id >= 0 for v in views):
             raise KafkaError(ErrorCode.INVALID_RECORD, "an idempotent produce must carry exactly one batch")
@@ -161,10 +172,74 @@ class PartitionLog:
         self._append_bytes(data, first, last, max_ts, offset_of_max_ts, now)
         for view, append in zip(views, pending):
             if append is not None:
-                self.producer_state.complete(append, view.base_offset, view.last_offset)
+                self._completed(self.producer_state.complete(append, view.base_offset, view.last_offset))
         count = last - first + 1
         self.unflushed_messages += count
         return AppendResult(first, last, now if log_append else -1, self.log_start_offset, count, max_ts)
+
+    def append_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, *, commit: bool,
+                      leader_epoch: int = 0) -> AppendResult:
+        """Write a transaction marker (COMMIT or ABORT) for ``producer_id``, as the transaction
+        coordinator asks (WriteTxnMarkers). Ends the producer's ongoing transaction here; an aborted
+        one goes into the segment's aborted-transaction index. Raises KafkaError
+        (INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED)."""
+        now = self.clock.wall_ms()
+        batch = bytearray(build_control_batch(
+            ControlRecordType.COMMIT if commit else ControlRecordType.ABORT, producer_id=producer_id,
+            producer_epoch=producer_epoch, coordinator_epoch=coordinator_epoch, timestamp_ms=now))
+        view = RecordBatchView(batch)
+        append = self.producer_state.prepare(view)
+        offset = self.log_end_offset
+        view.assign(offset, leader_epoch)
+        self._append_bytes(batch, offset, offset, view.max_timestamp, offset, now)
+        self._completed(self.producer_state.complete(append, offset, offset))
+        self.unflushed_messages += 1
+        return AppendResult(offset, offset, -1, self.log_start_offset, 1, view.max_timestamp)
+
+    def _completed(self, txn: CompletedTxn | None) -> None:
+        """A marker ended a transaction: an aborted one is indexed in the segment holding the marker."""
+        if txn is None or not txn.is_aborted:
+            return
+        aborted = AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset,
+                             self.producer_state.last_stable_offset_after(txn))
+        segment = self.segments[self._segment_index(txn.last_offset)]
+        if not segment.txn_index.contains(aborted):
+            segment.txn_index.append(aborted)
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The offset below which every transaction is decided: the first offset of the oldest open
+        transaction, or the high watermark when none is open (read_committed reads up to here)."""
+        first_open = self.producer_state.first_undecided_offset()
+        return self.high_watermark if first_open is None else min(first_open, self.high_watermark)
+
+    def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [fetch_offset, upper_bound), from the segment holding
+        ``fetch_offset`` on (a marker is indexed in its own segment, maybe after the data)."""
+        found: list[AbortedTxn] = []
+        for segment in self.segments[self._segment_index(fetch_offset):]:
+            entries, complete = segment.txn_index.collect(fetch_offset, upper_bound)
+            found += entries
+            if complete or segment.base_offset >= upper_bound:
+                break
+        return found
+
+    def aborted_in_read(self, fetch_offset: int, records: FileSlice | None) -> list[AbortedTxn]:
+        """The aborted transactions a read_committed fetch of ``records`` (from ``fetch_offset``)
+        must report: those overlapping [fetch_offset, the offset after the last batch read)."""
+        if not any(seg.txn_index.entries for seg in self.segments[self._segment_index(fetch_offset):]):
+            return []
+        return self.aborted_transactions(fetch_offset, self._offset_after(records) if records else fetch_offset)
+
+    def _offset_after(self, records: FileSlice) -> int:
+        end = records.position + records.size
+        for seg in self.segments:
+            if seg.file is records.file:
+                if end >= seg.size:
+                    return seg.next_offset
+                header = next(seg.headers(end), None)
+                return header.base_offset if header is not None else seg.next_offset
+        return self.log_end_offset
 
     def append_as_follower(self, records) -> AppendResult:
         """Append batches whose offsets the leader assigned (replication, and coordinator replays)."""
@@ -186,7 +261,7 @@ class PartitionLog:
         self._append_bytes(data, views[0].base_offset, views[-1].last_offset, max_ts, offset_of_max_ts,
                            self.clock.wall_ms())
         for view in views:
-            self.producer_state.replay(view)
+            self._completed(self.producer_state.replay(view))
         count = sum(v.record_count for v in views)
         self.unflushed_messages += count
         return AppendResult(views[0].base_offset, views[-1].last_offset, -1, self.log_start_offset, count, max_ts)
@@ -225,6 +300,28 @@ class PartitionLog:
         if not views:
             raise KafkaError(ErrorCode.INVALID_RECORD, "no record batches in the request")
         return views
+
+    def _recompress(self, views: list[RecordBatchView], codec: CompressionType,
+                    now: int) -> tuple[bytearray, list[RecordBatchView]]:
+        """A topic whose ``compression.type`` names a codec stores every batch in it (Kafka recompresses
+        on the leader): batches in another codec are rebuilt, records, offsets and producer fields kept.
+        A rebuilt batch larger than ``max.message.bytes`` is MESSAGE_TOO_LARGE."""
+        parts: list[bytes | bytearray] = []
+        for view in views:
+            if view.compression_type == codec:
+                parts.append(bytes(view.buffer))
+                continue
+            try:
+                rebuilt = rebuild_batch(view, view.records(), compression=codec)
+            except RecordsError as e:
+                raise _records_error(e) from None
+            if len(rebuilt) > self.config.max_message_bytes:
+                raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
+                                 f"batch of {len(rebuilt)} bytes after recompression exceeds max.message.bytes "
+                                 f"{self.config.max_message_bytes}")
+            parts.append(rebuilt)
+        data = bytearray(b"".join(parts))
+        return data, self._split_and_validate(data, now)
 
     def _check_records(self, views: list[RecordBatchView], now: int) -> None:
         """KIP-467: every record the topic must refuse, by its index in the batch, in one
@@ -487,10 +584,11 @@ class PartitionLog:
         self.rebuild_producer_state()
 
     def rebuild_producer_state(self) -> None:
-        """Latest producer snapshot at or below the log end, then replay the log from there."""
+        """Latest producer snapshot at or below the log end, then replay the log from there (which
+        also puts back index entries of aborted transactions a recovery emptied)."""
         start = self.producer_state.load(self.log_start_offset, self.log_end_offset)
         for view in self.batches(max(start, self.log_start_offset)):
-            self.producer_state.replay(view)
+            self._completed(self.producer_state.replay(view))
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Drop everything and restart the log empty at ``offset``."""

@@ -214,6 +214,12 @@ class ProducerStateManager:
         """Producer id → first offset of its ongoing transaction, ordered by that offset."""
         return dict(sorted(self._ongoing_txns.items(), key=lambda item: item[1]))
 
+    def last_stable_offset_after(self, completed: CompletedTxn) -> int:
+        """The last stable offset once ``completed`` ended (Kafka's ``lastStableOffset``): the first
+        offset of another producer's open transaction, else just after the marker."""
+        others = [first for pid, first in self._ongoing_txns.items() if pid != completed.producer_id]
+        return min(others) if others else completed.last_offset + 1
+
     def first_undecided_offset(self) -> int | None:
         """First offset of the oldest transaction without a marker yet (None: no open transaction)."""
         return min(self._ongoing_txns.values(), default=None)

@@ -1,4 +1,5 @@
-"""One log segment: a ``.log`` file of record batches plus its ``.index`` and ``.timeindex``.
+"""One log segment: a ``.log`` file of record batches plus its ``.index``, ``.timeindex`` and (when a
+transaction aborted in it) ``.txnindex``.
 
 The ``.log`` file holds magic-v2 record batches back to back, exactly as appended (after the broker
 assigned their offsets)::
@@ -29,6 +30,7 @@ from tidelog.records import RecordBatchView, RecordsError
 from tidelog.records.batch import HEADER, LOG_HEADER, LOG_OVERHEAD, MIN_BATCH_LENGTH, RECORD_BATCH_OVERHEAD
 from tidelog.storage import files
 from tidelog.storage.index import OffsetIndex, TimeIndex
+from tidelog.storage.txn_index import TransactionIndex
 
 HEADER_SIZE = RECORD_BATCH_OVERHEAD  # the whole magic-v2 batch header
 READ_CHUNK = 4 * 1024 * 1024
@@ -140,6 +142,9 @@ class Segment:
         self.size = os.fstat(self.file.fileno()).st_size
         self.offset_index = OffsetIndex(files.index_file(directory, base_offset), base_offset, max_index_bytes, load=not new)
         self.time_index = TimeIndex(files.time_index_file(directory, base_offset), base_offset, max_index_bytes, load=not new)
+        self.txn_index = TransactionIndex(files.txn_index_file(directory, base_offset))
+        if new:
+            self.txn_index.reset()  # a leftover of an earlier segment with this base offset
         self.created_ms = created_ms
         #: Offset after the last batch (base offset when empty). Set by append / recover / load_tail.
         self.next_offset = base_offset
@@ -186,6 +191,7 @@ class Segment:
         os.fsync(self.file.fileno())
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     # ------------------------------------------------------------------------------------ reading
 
@@ -289,7 +295,9 @@ class Segment:
 
     def recover(self, max_batch_bytes: int | None = None) -> int:
         """Re-validate every batch (size, magic, CRC), rebuild both indexes, truncate at the first
-        invalid byte. Returns the number of bytes truncated. Runs in the executor at start-up."""
+        invalid byte. Returns the number of bytes truncated. Runs in the executor at start-up. The
+        aborted-transaction index loses the entries past the cut; the producer-state replay that
+        follows puts back any entry a crash kept from being written."""
         self.offset_index.truncate_to(self.base_offset)
         self.time_index.truncate_to(self.base_offset)
         self.next_offset = self.base_offset
@@ -323,6 +331,7 @@ class Segment:
         truncated = self.size - valid_end
         if truncated:
             self._truncate_file(valid_end)
+        self.txn_index.truncate_to(self.next_offset)
         return truncated
 
     def truncate_to(self, offset: int) -> int:
@@ -333,6 +342,7 @@ class Segment:
         removed = self.size - position
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         self._truncate_file(position)
         self.next_offset = self.base_offset
         self.max_timestamp, self.offset_of_max_timestamp = -1, self.base_offset
@@ -354,7 +364,7 @@ class Segment:
     # --------------------------------------------------------------------------- files, lifecycle
 
     def all_paths(self) -> list[Path]:
-        return [self.log_path, self.offset_index.path, self.time_index.path]
+        return [self.log_path, self.offset_index.path, self.time_index.path, self.txn_index.path]
 
     def rename_with_suffix(self, suffix: str) -> None:
         """Add ``suffix`` (e.g. ``.deleted``) to every file; open descriptors stay valid for readers."""
@@ -363,10 +373,12 @@ class Segment:
         self.log_path = new_log
         self.offset_index.rename(self.offset_index.path.with_name(self.offset_index.path.name + suffix))
         self.time_index.rename(self.time_index.path.with_name(self.time_index.path.name + suffix))
+        self.txn_index.rename(self.txn_index.path.with_name(self.txn_index.path.name + suffix))
 
     def close(self) -> None:
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
         if not self.file.closed:
             self.file.close()
 

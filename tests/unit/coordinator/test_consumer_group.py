@@ -325,32 +325,51 @@ def test_static_member_leaves_temporarily_and_comes_back(h: Harness) -> None:
 
 
 def test_regex_subscription_picks_up_a_new_topic(h: Harness) -> None:
+    """Regexes are resolved off the heartbeat (Kafka 4.x): the joining heartbeat gets nothing for its
+    regex; the resolution then bumps the group epoch and the next heartbeat gets the topics."""
     h.image = image_with(version=1, **{"r-1": 2, "other": 3})
     r = h.heartbeat("m1", 0, subscribed_topic_regex="r-.*")
-    assert parts(r, "r-1") == {0, 1} and parts(r, "other") == set()
     group = h.group()
-    assert group.resolved_regexes["r-.*"].topics == {"r-1"}
+    assert parts(r, "r-1") == set() and group.resolved_regexes == {}
+    assert h.poll() == 1  # the resolution
+    assert group.resolved_regexes["r-.*"].topics == {"r-1"} and group.group_epoch == 2
+    r = h.heartbeat("m1", r.member_epoch)
+    assert parts(r, "r-1") == {0, 1} and parts(r, "other") == set()
     h.image = image_with(version=2, **{"r-1": 2, "other": 3, "r-2": 3})
     r = h.heartbeat("m1", r.member_epoch)
-    assert r.member_epoch == group.group_epoch == 2
+    assert r.assignment is None  # no change: r-2 is not resolved yet against the new image
+    h.poll()
+    r = h.heartbeat("m1", r.member_epoch)
+    assert r.member_epoch == group.group_epoch == 3
     assert parts(r, "r-2") == {0, 1, 2} and parts(r, "r-1") == {0, 1}
     assert group.resolved_regexes["r-.*"].topics == {"r-1", "r-2"}
     assert snapshot(h.reloaded().group(GROUP)) == snapshot(group)
 
 
+def test_literal_topics_are_assigned_at_once_while_a_regex_resolves(h: Harness) -> None:
+    h.image = image_with(version=1, **{"r-1": 2, "t": 2})
+    by_regex = h.heartbeat("m1", 0, subscribed_topic_regex="r-.*")
+    by_name = h.heartbeat("m2", 0, subscribed_topic_names=["t"])
+    assert parts(by_name, "t") == {0, 1} and parts(by_regex, "r-1") == set()
+    h.poll()
+    by_regex = h.heartbeat("m1", by_regex.member_epoch)
+    assert parts(by_regex, "r-1") == {0, 1}
+
+
 def test_switching_between_regex_and_names(h: Harness) -> None:
     h.image = image_with(**{"r-1": 2, "t": 2})
     h.heartbeat("m1", 0, subscribed_topic_regex="r-.*")
+    h.poll()  # the regex is resolved: epoch 2
     r = h.heartbeat("m2", 0, subscribed_topic_regex="r-.*")
     group = h.group()
-    assert group.group_epoch == 2 and set(group.resolved_regexes) == {"r-.*"}
+    assert group.group_epoch == 3 and set(group.resolved_regexes) == {"r-.*"}
     # m2 drops the regex for a topic name: a new epoch, the regex stays (m1 still uses it).
     r = h.heartbeat("m2", r.member_epoch, subscribed_topic_regex="", subscribed_topic_names=["t"])
-    assert group.group_epoch == 3 and set(group.resolved_regexes) == {"r-.*"}
+    assert group.group_epoch == 4 and set(group.resolved_regexes) == {"r-.*"}
     assert group.target_assignment["m2"] == {topic_id("t"): {0, 1}}
     # m1 leaves: its regex has no subscriber left and its resolution is deleted.
     h.heartbeat("m1", -1)
-    assert group.resolved_regexes == {} and group.group_epoch == 4
+    assert group.resolved_regexes == {} and group.group_epoch == 5
     assert snapshot(h.reloaded().group(GROUP)) == snapshot(group)
 
 

@@ -15,7 +15,7 @@ from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import FetchRequest, FetchResponse
 from tidelog.protocol.primitives import ZERO_UUID
 from tidelog.records import RecordsError, UnsupportedCompressionTypeError, batches_to_legacy, iter_batches
-from tidelog.replica.fetch import READ_COMMITTED, PartitionFetch, PartitionRead
+from tidelog.replica.fetch import PartitionFetch, PartitionRead
 from tidelog.replica.manager import ReplicaManager
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
@@ -103,7 +103,9 @@ def _partition_data(version: int, request: FetchRequest, pf: PartitionFetch, rea
         high_watermark=read.high_watermark,
         last_stable_offset=read.last_stable_offset,
         log_start_offset=read.log_start_offset,
-        aborted_transactions=[] if request.isolation_level == READ_COMMITTED else None,
+        aborted_transactions=None if read.aborted is None else [
+            FetchResponse.AbortedTransaction(producer_id=t.producer_id, first_offset=t.first_offset)
+            for t in read.aborted],
         preferred_read_replica=-1,
         records=data,
     )

@@ -2,7 +2,7 @@
 
 v0 answers with ``old_style_offsets`` (for LATEST, the end offset and the segments' base offsets, up
 to ``max_num_offsets``; otherwise the one offset); v1+ with timestamp and offset.
-With read_committed, LATEST is the last stable offset (the high watermark until transactions exist).
+With read_committed, LATEST is the last stable offset.
 """
 
 from __future__ import annotations
@@ -27,14 +27,14 @@ class ListOffsetsHandler:
     def handle_list_offsets(self, ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
         topics = []
         for t in request.topics:
-            parts = [self._list_offset(ctx.api_version, t.name, p) for p in t.partitions]
+            parts = [self._list_offset(ctx.api_version, t.name, p, request.isolation_level) for p in t.partitions]
             topics.append(TopicResponse(name=t.name, partitions=parts))
         return ListOffsetsResponse(topics=topics)
 
-    def _list_offset(self, v: int, topic: str, p) -> PartitionResponse:
+    def _list_offset(self, v: int, topic: str, p, isolation_level: int) -> PartitionResponse:
         try:
             plog, found = self.replicas.offset_for_timestamp(topic, p.partition_index, p.timestamp,
-                                                             p.current_leader_epoch)
+                                                             p.current_leader_epoch, isolation_level)
         except KafkaError as e:
             return PartitionResponse(partition_index=p.partition_index, error_code=int(e.code))
         epoch = self.replicas.leader_epoch(topic, p.partition_index)
