@@ -32,6 +32,9 @@ Rules for a batch a client produces (:meth:`ProducerStateManager.prepare`; Kafka
           sequence rules: its epoch must not be older than the entry's (``INVALID_PRODUCER_EPOCH``) and
           its coordinator epoch not older than the entry's (``TRANSACTION_COORDINATOR_FENCED``). It ends
           the ongoing transaction. A control batch without records (emptied by compaction) is a no-op.
+  Rule 8  A batch a coordinator writes (``from_client=False``: the transactional offset commits of the
+          group coordinator, with ``NO_SEQUENCE``) is checked for its epoch only (rules 2 and 6): no
+          duplicate detection, no sequence rule, as Kafka's ``AppendOrigin.COORDINATOR``.
 
 Validate, then apply: :meth:`~ProducerStateManager.prepare` reads the state and returns a
 :class:`BatchAppend`; only :meth:`~ProducerStateManager.complete`, called once the log append has
@@ -226,8 +229,9 @@ class ProducerStateManager:
 
     # ------------------------------------------------------------------------ validate, apply
 
-    def prepare(self, view: RecordBatchView) -> BatchAppend:
+    def prepare(self, view: RecordBatchView, *, from_client: bool = True) -> BatchAppend:
         """Validate a client's batch against the current state (rules at the top); changes nothing.
+        ``from_client=False``: a coordinator's batch (rule 8).
 
         Raises :class:`KafkaError` with ``INVALID_PRODUCER_EPOCH``, ``OUT_OF_ORDER_SEQUENCE_NUMBER``,
         ``INVALID_TXN_STATE`` or ``TRANSACTION_COORDINATOR_FENCED``. The returned append has
@@ -251,11 +255,13 @@ class ProducerStateManager:
         append = _describe(view, None, entry)
         if entry is None:
             return append  # rule 3
-        duplicate = entry.find_duplicate(append.producer_epoch, append.first_seq, append.last_seq)
-        if duplicate is not None:
-            return replace(append, duplicate=duplicate)
+        if from_client:
+            duplicate = entry.find_duplicate(append.producer_epoch, append.first_seq, append.last_seq)
+            if duplicate is not None:
+                return replace(append, duplicate=duplicate)
         _check_epoch(entry, append.producer_epoch)
-        _check_sequence(entry, append.producer_epoch, append.first_seq)
+        if from_client:
+            _check_sequence(entry, append.producer_epoch, append.first_seq)
         if entry.current_txn_first_offset is not None and not append.is_transactional:
             raise KafkaError(ErrorCode.INVALID_TXN_STATE,
                              f"non-transactional batch from producer {producer_id} during its transaction")
