@@ -31,7 +31,9 @@ Rules for a batch a client produces (:meth:`ProducerStateManager.prepare`; Kafka
   Rule 7  A control batch (a COMMIT/ABORT marker, written for the transaction coordinator) skips the
           sequence rules: its epoch must not be older than the entry's (``INVALID_PRODUCER_EPOCH``) and
           its coordinator epoch not older than the entry's (``TRANSACTION_COORDINATOR_FENCED``). It ends
-          the ongoing transaction. A control batch without records (emptied by compaction) is a no-op.
+          the ongoing transaction. A control batch without records (emptied by compaction) only
+          keeps its epoch when read back from the log: compaction keeps a producer's last marker
+          (emptied) for that epoch once its data is gone (KIP-890 bumps the epoch in markers).
   Rule 8  A batch a coordinator writes (``from_client=False``: the transactional offset commits of the
           group coordinator, with ``NO_SEQUENCE``) is checked for its epoch only (rules 2 and 6): no
           duplicate detection, no sequence rule, as Kafka's ``AppendOrigin.COORDINATOR``.
@@ -293,9 +295,19 @@ class ProducerStateManager:
         if view.is_control_batch:
             marker = decode_control_batch(view)
             if marker is None:
+                if view.record_count == 0:
+                    self._note_epoch(view.producer_id, view.producer_epoch, view.max_timestamp)
                 return None
         append = _describe(view, marker, self._producers.get(view.producer_id))
         return self._apply(append, view.base_offset, view.last_offset)
+
+    def _note_epoch(self, producer_id: int, producer_epoch: int, timestamp: int) -> None:
+        """A marker emptied by compaction still carries its producer's epoch (kept for fencing)."""
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            self._put(ProducerStateEntry(producer_id, producer_epoch, last_timestamp=timestamp))
+        elif producer_epoch > entry.producer_epoch:
+            self._put(replace(entry, producer_epoch=producer_epoch, batches=()))
 
     def _apply(self, append: BatchAppend, first_offset: int, last_offset: int) -> CompletedTxn | None:
         producer_id = append.producer_id
