@@ -85,7 +85,7 @@ def test_find_and_abort_a_hanging_transaction(broker: BrokerProcess) -> None:
         assert c.request(produce, 9).responses[0].partition_responses[0].error_code == 0
     assert last_stable_offset(broker, 0) == 0  # read_committed readers are stuck before it
     found = rows(tidelog(broker, "find-hanging", "--topic", TOPIC, "--max-transaction-timeout", "1").stdout)
-    assert [row[:3] + [row[5]] for row in found] == [[TOPIC, "0", str(r.producer_id), "0"]]
+    assert [[*row[:3], row[5]] for row in found] == [[TOPIC, "0", str(r.producer_id), "0"]]
     assert int(found[0][7]) >= 4  # minutes open
     assert rows(tidelog(broker, "find-hanging", "--broker-id", "0", "--max-transaction-timeout", "10").stdout) == []
     aborted = tidelog(broker, "abort", "--topic", TOPIC, "--partition", "0", "--start-offset", "0")

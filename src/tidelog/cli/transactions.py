@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import TYPE_CHECKING
 
-from tidelog.cli.argument import add_check
+from tidelog.cli.argument import add_check, bounded_int, non_negative_int, offset, topic_name
 from tidelog.cli.client import CliError, Cluster, command
 from tidelog.cli.table import print_table
-from tidelog.cli.transaction_admin import TransactionAdmin
+
+if TYPE_CHECKING:
+    from tidelog.cli.transaction_admin import TransactionAdmin
 
 DEFAULT_MAX_TRANSACTION_TIMEOUT_MIN = 15
 
@@ -41,55 +44,65 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     lst.add_argument("--state", nargs="+", default=[], metavar="STATE",
                      help="only these states (Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit, "
                      "CompleteAbort)")
-    lst.add_argument("--producer-id", nargs="+", type=int, default=[], metavar="ID", help="only these producer ids")
-    lst.add_argument("--duration-filter", type=int, default=-1, metavar="MS",
+    lst.add_argument("--producer-id", nargs="+", type=non_negative_int, default=[], metavar="ID",
+                     help="only these producer ids")
+    lst.add_argument("--duration-filter", type=non_negative_int, default=-1, metavar="MS",
                      help="only transactions running longer than this (milliseconds)")
     lst.add_argument("--transactional-id-pattern", metavar="REGEX", help="only ids matching this regular expression")
     command(lst, run_list)
 
     desc = actions.add_parser("describe", help="describe a transactional id",
                               description="Describe the state of a transactional id and its open transaction.")
-    desc.add_argument("--transactional-id", required=True)
+    desc.add_argument("--transactional-id", type=_transactional_id, required=True)
     command(desc, run_describe)
 
     prod = actions.add_parser("describe-producers", help="the active producers of a partition",
                               description="Describe the producer state of a partition (its leader's, or the "
                               "given broker's).")
     _partition_arguments(prod)
-    prod.add_argument("--broker-id", type=int, help="ask this broker instead of the partition's leader")
+    prod.add_argument("--broker-id", type=non_negative_int, help="ask this broker instead of the partition's leader")
     command(prod, run_describe_producers)
 
     abort = actions.add_parser("abort", help="abort a hanging transaction",
                                description="Write an ABORT marker for an open transaction of a partition, found by "
                                "its first offset (or given by producer id, epoch and coordinator epoch).")
     _partition_arguments(abort)
-    abort.add_argument("--start-offset", type=int, help="first offset of the transaction to abort")
-    abort.add_argument("--producer-id", type=int)
-    abort.add_argument("--producer-epoch", type=int)
-    abort.add_argument("--coordinator-epoch", type=int)
+    abort.add_argument("--start-offset", type=offset, help="first offset of the transaction to abort")
+    abort.add_argument("--producer-id", type=non_negative_int)
+    abort.add_argument("--producer-epoch", type=bounded_int(0, 32767))
+    abort.add_argument("--coordinator-epoch", type=bounded_int(-1, 2**31 - 1))
     add_check(abort, _check_abort)
     command(abort, run_abort)
 
     hanging = actions.add_parser("find-hanging", help="find hanging transactions",
                                  description="Find open transactions the coordinator no longer knows of, in a "
                                  "topic, a partition or every partition of a broker.")
-    hanging.add_argument("--broker-id", type=int, help="search every partition this broker holds")
-    hanging.add_argument("--topic", help="search this topic")
-    hanging.add_argument("--partition", type=int, help="search only this partition (needs --topic)")
-    hanging.add_argument("--max-transaction-timeout", type=int, default=DEFAULT_MAX_TRANSACTION_TIMEOUT_MIN,
+    hanging.add_argument("--broker-id", type=non_negative_int, help="search every partition this broker holds")
+    hanging.add_argument("--topic", type=topic_name, help="search this topic")
+    hanging.add_argument("--partition", type=non_negative_int, help="search only this partition (needs --topic)")
+    hanging.add_argument("--max-transaction-timeout", type=non_negative_int, default=DEFAULT_MAX_TRANSACTION_TIMEOUT_MIN,
                          metavar="MINUTES", help="the largest transaction timeout in use (default 15)")
     add_check(hanging, _check_find_hanging)
     command(hanging, run_find_hanging)
 
 
 def _partition_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--topic", required=True)
-    p.add_argument("--partition", type=int, required=True)
+    p.add_argument("--topic", type=topic_name, required=True)
+    p.add_argument("--partition", type=non_negative_int, required=True)
 
 
 def _admin(args: argparse.Namespace) -> TransactionAdmin:
+    # Imported here: the wire codec takes about half a second to load, which only running a command needs.
+    from tidelog.cli.transaction_admin import TransactionAdmin
+
     _, metadata = Cluster(args.bootstrap_server).connect()
     return TransactionAdmin(metadata)
+
+
+def _transactional_id(text: str) -> str:
+    if not text:
+        raise argparse.ArgumentTypeError("a transactional id cannot be empty")
+    return text
 
 
 def _check_abort(args: argparse.Namespace) -> None:
