@@ -1,10 +1,16 @@
-"""Suite-wide hooks: one summary line per missing toolchain instead of a SKIPPED line per test."""
+"""Suite-wide hooks: one summary line per missing toolchain instead of a SKIPPED line per test.
+
+Also loads the Kafka-oracle fixtures (``kafka_broker``, ``tidelog_broker``, ``any_broker``,
+``java_classpath``: tests/oracle/fixtures.py) for every test directory.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
 
 from tests import toolchain
+
+pytest_plugins = ["tests.oracle.fixtures"]
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:

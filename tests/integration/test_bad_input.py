@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from tests.integration.kafka_io import produce_batch
 from tidelog.errors import ErrorCode
 from tidelog.protocol import encode_request
 from tidelog.protocol.api_keys import API_REGISTRY, ApiKey
@@ -36,13 +37,7 @@ from tidelog.testing import BrokerProcess
 from tidelog.testing.client import ConnectionClosed, WireClient
 
 MAX_REQUEST_BYTES = 64 * 1024
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    data = tmp_path_factory.mktemp("broker")
-    with BrokerProcess(data, overrides={"socket.request.max.bytes": str(MAX_REQUEST_BYTES)}) as b:
-        yield b
+BROKER_OVERRIDES = {"socket.request.max.bytes": str(MAX_REQUEST_BYTES)}
 
 
 class Witness:
@@ -290,30 +285,24 @@ def _end_offset(c: WireClient, topic: str) -> int:
     return p.offset
 
 
-def _produce(c: WireClient, topic: str, records: bytes, version: int = 9):
-    req = ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[ProduceRequest.TopicProduceData(
-        name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=records)])])
-    return c.request(req, version).responses[0].partition_responses[0]
-
-
 def test_corrupt_crc_is_refused_and_the_log_unchanged(broker: BrokerProcess, witness: Witness) -> None:
     topic = "crc"
     now = int(time.time() * 1000)
     with connect(broker) as c:
         c.request(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)]), 4)
-        assert _produce(c, topic, build_batch([(now, b"k", b"good")])).error_code == 0
+        assert produce_batch(c, topic, build_batch([(now, b"k", b"good")])).error_code == 0
         before = _end_offset(c, topic)
         corrupt = bytearray(build_batch([(now, b"k", b"bad one"), (now, b"k", b"bad two")]))
         corrupt[-2] ^= 0x40  # a bit of the last record's value
-        r = _produce(c, topic, bytes(corrupt))
+        r = produce_batch(c, topic, bytes(corrupt))
         assert (r.error_code, r.base_offset) == (ErrorCode.CORRUPT_MESSAGE, -1)
         legacy = bytearray(_legacy(now))
         legacy[-1] ^= 0x01
-        r = _produce(c, topic, bytes(legacy), version=2)
+        r = produce_batch(c, topic, bytes(legacy), version=2)
         assert r.error_code == ErrorCode.CORRUPT_MESSAGE
         assert _end_offset(c, topic) == before
         # the connection and the partition still work
-        assert _produce(c, topic, build_batch([(now, b"k", b"good again")])).base_offset == before
+        assert produce_batch(c, topic, build_batch([(now, b"k", b"good again")])).base_offset == before
     witness.check()
 
 
@@ -332,13 +321,13 @@ def test_produce_request_format_rules(broker: BrokerProcess, witness: Witness) -
     with connect(broker) as c:
         c.request(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)]), 4)
         zstd = build_batch([(now, None, b"z" * 100)], compression=CompressionType.ZSTD)
-        assert _produce(c, topic, zstd, version=6).error_code == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
-        assert _produce(c, topic, _legacy(now), version=3).error_code == ErrorCode.INVALID_RECORD
+        assert produce_batch(c, topic, zstd, version=6).error_code == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+        assert produce_batch(c, topic, _legacy(now), version=3).error_code == ErrorCode.INVALID_RECORD
         two = build_batch([(now, None, b"a")]) + build_batch([(now, None, b"b")])
-        assert _produce(c, topic, two, version=9).error_code == ErrorCode.INVALID_RECORD
+        assert produce_batch(c, topic, two, version=9).error_code == ErrorCode.INVALID_RECORD
         assert _end_offset(c, topic) == 0
-        assert _produce(c, topic, zstd, version=7).error_code == 0
-        assert _produce(c, topic, _legacy(now), version=2).error_code == 0
+        assert produce_batch(c, topic, zstd, version=7).error_code == 0
+        assert produce_batch(c, topic, _legacy(now), version=2).error_code == 0
         assert _end_offset(c, topic) == 2
     witness.check()
 

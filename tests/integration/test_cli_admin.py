@@ -8,20 +8,18 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
-import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     ConfigResource,
     ConfigSource,
-    NewTopic,
     OffsetSpec,
     ResourceType,
 )
 
+from tests.integration import kafka_io
 from tidelog.protocol.messages import ApiVersionsRequest
 from tidelog.testing import BrokerProcess
 from tidelog.testing.client import WireClient
@@ -30,12 +28,6 @@ BASE_MS = int(datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC).timestamp() * 1000)  # 
 _QUIET = logging.getLogger("test_cli_admin.librdkafka")
 _QUIET.addHandler(logging.NullHandler())
 _QUIET.propagate = False
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    with BrokerProcess(tmp_path_factory.mktemp("broker")) as b:
-        yield b
 
 
 def tidelog(b: BrokerProcess, *args: str) -> subprocess.CompletedProcess[str]:
@@ -54,13 +46,11 @@ def admin(b: BrokerProcess) -> AdminClient:
 def create(b: BrokerProcess, topic: str, partitions: int, records: dict[int, int] | None = None,
            config: dict[str, str] | None = None) -> None:
     """Create ``topic`` and write ``records[p]`` records to partition p, record i stamped BASE_MS + i s."""
-    client = admin(b)
-    client.create_topics([NewTopic(topic, partitions, 1, config=config or {})])[topic].result(15)
-    p = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 5, "logger": _QUIET})
-    for partition, count in (records or {}).items():
-        for i in range(count):
-            p.produce(topic, f"{partition}-{i}".encode(), partition=partition, timestamp=BASE_MS + i * 1000)
-    assert p.flush(15) == 0
+    kafka_io.create_topic(admin(b), topic, partitions, config)
+    written = [(partition, i) for partition, count in (records or {}).items() for i in range(count)]
+    kafka_io.produce(b, topic, [f"{partition}-{i}" for partition, i in written],
+                     partition=[partition for partition, _ in written],
+                     timestamp_ms=[BASE_MS + i * 1000 for _, i in written], config={"logger": _QUIET})
 
 
 def earliest(b: BrokerProcess, topic: str, partitions: int) -> dict[int, int]:

@@ -9,27 +9,22 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka.admin import AdminClient
 
+from tests.integration import kafka_io
+from tests.integration.kafka_io import wait_for
 from tidelog.testing import BrokerProcess
 
 BASE_MS = int(datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC).timestamp() * 1000)  # record i: BASE_MS + i s
 _QUIET = logging.getLogger("test_cli_groups.librdkafka")
 _QUIET.addHandler(logging.NullHandler())
 _QUIET.propagate = False
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    overrides = {"group.initial.rebalance.delay.ms": "0",
-                 "group.consumer.heartbeat.interval.ms": "500", "group.consumer.min.heartbeat.interval.ms": "500"}
-    with BrokerProcess(tmp_path_factory.mktemp("broker"), overrides=overrides) as b:
-        yield b
+BROKER_OVERRIDES = {"group.initial.rebalance.delay.ms": "0",
+                    "group.consumer.heartbeat.interval.ms": "500", "group.consumer.min.heartbeat.interval.ms": "500"}
 
 
 # ------------------------------------------------------------------------------------------ helpers
@@ -53,18 +48,16 @@ def admin(b: BrokerProcess) -> AdminClient:
 
 
 def create_topic(b: BrokerProcess, name: str, partitions: int, records_per_partition: int) -> None:
-    client = admin(b)  # the future needs its client alive
-    client.create_topics([NewTopic(name, partitions, 1)])[name].result(15)
+    kafka_io.create_topic(admin(b), name, partitions)
     produce(b, name, partitions, 0, records_per_partition)
 
 
 def produce(b: BrokerProcess, topic: str, partitions: int, first: int, count: int) -> None:
     """Records ``first .. first+count-1`` in every partition, record i stamped BASE_MS + i seconds."""
-    p = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 5, "logger": _QUIET})
-    for partition in range(partitions):
-        for i in range(first, first + count):
-            p.produce(topic, f"{partition}-{i}".encode(), partition=partition, timestamp=BASE_MS + i * 1000)
-    assert p.flush(15) == 0
+    records = [(partition, i) for partition in range(partitions) for i in range(first, first + count)]
+    kafka_io.produce(b, topic, [f"{partition}-{i}" for partition, i in records],
+                     partition=[partition for partition, _ in records],
+                     timestamp_ms=[BASE_MS + i * 1000 for _, i in records], config={"logger": _QUIET})
 
 
 def consumer(b: BrokerProcess, group: str, **conf: object) -> Consumer:
@@ -73,10 +66,8 @@ def consumer(b: BrokerProcess, group: str, **conf: object) -> Consumer:
 
 
 def wait_assigned(c: Consumer, partitions: int, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while len(c.assignment()) < partitions:
-        assert time.monotonic() < deadline, f"assigned {c.assignment()} after {timeout} s"
-        c.poll(0.1)
+    wait_for(lambda: len(c.assignment()) >= partitions, timeout, f"{partitions} assigned partitions",
+             poll=lambda: c.poll(0.1))
 
 
 def commit_offsets(b: BrokerProcess, group: str, topic: str, offsets: dict[int, int]) -> None:
@@ -117,10 +108,7 @@ def resume_positions(b: BrokerProcess, group: str, topic: str, partitions: int) 
 def test_list_and_describe_show_members_offsets_and_lag(broker: BrokerProcess) -> None:
     create_topic(broker, "lagged", 3, 0)
     for partition, count in enumerate((10, 20, 5)):
-        p = Producer({"bootstrap.servers": broker.bootstrap, "logger": _QUIET})
-        for _ in range(count):
-            p.produce("lagged", b"x", partition=partition)
-        assert p.flush(15) == 0
+        kafka_io.produce(broker, "lagged", [b"x"] * count, partition=partition, config={"logger": _QUIET})
     c = consumer(broker, "lagging", **{"client.id": "lag-client"})
     try:
         c.subscribe(["lagged"])

@@ -15,22 +15,18 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
-from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from tests.integration import kafka_io
+from tests.integration.kafka_io import wait_for
 from tidelog.testing import BrokerProcess
 
 _QUIET = logging.getLogger("test_cli_lifecycle.librdkafka")
 _QUIET.addHandler(logging.NullHandler())
 _QUIET.propagate = False
 _FIGURES = re.compile(r"^(\d+) records (sent|consumed) in [\d.]+ s, [\d.]+ records/s \([\d.]+ MB/s\), latency avg ")
-_FAST_GROUPS = {"group.initial.rebalance.delay.ms": "0"}
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    with BrokerProcess(tmp_path_factory.mktemp("broker"), overrides=_FAST_GROUPS) as b:
-        yield b
+BROKER_OVERRIDES = {"group.initial.rebalance.delay.ms": "0"}
 
 
 _started: list[subprocess.Popen[str]] = []
@@ -59,13 +55,10 @@ def admin(b: BrokerProcess) -> AdminClient:
 
 
 def create(b: BrokerProcess, topic: str, partitions: int, records: int = 0) -> None:
-    client = admin(b)
-    client.create_topics([NewTopic(topic, partitions, 1)])[topic].result(15)
+    kafka_io.create_topic(admin(b), topic, partitions)
     if records:
-        p = Producer({"bootstrap.servers": b.bootstrap, "logger": _QUIET})
-        for i in range(records):
-            p.produce(topic, f"r{i}".encode(), partition=i % partitions)
-        assert p.flush(15) == 0
+        kafka_io.produce(b, topic, [f"r{i}" for i in range(records)], partition=[i % partitions for i in range(records)],
+                         config={"logger": _QUIET})
 
 
 def read_lines(proc: subprocess.Popen[str], count: int, timeout: float = 30.0) -> list[str]:
@@ -82,15 +75,19 @@ def read_lines(proc: subprocess.Popen[str], count: int, timeout: float = 30.0) -
     return [lines.get(timeout=timeout) for _ in range(count)]
 
 
-def wait_for(what: str, condition: Callable[[], bool], procs: list[subprocess.Popen[str]],
-             timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
+def wait_while_running(what: str, condition: Callable[[], bool], procs: list[subprocess.Popen[str]],
+                       timeout: float = 30.0) -> None:
+    """Wait for ``condition``; fails at once when one of ``procs`` exits first."""
+
+    def check() -> bool:
+        if condition():
+            return True
         for proc in procs:
             if proc.poll() is not None:
                 raise AssertionError(f"{proc.args} exited {proc.returncode} before {what}: {proc.communicate()}")
-        assert time.monotonic() < deadline, f"no {what} after {timeout} s"
-        time.sleep(0.2)
+        return False
+
+    wait_for(check, timeout, what, interval=0.2)
 
 
 def members(client: AdminClient, group: str) -> tuple[ConsumerGroupState, int]:
@@ -123,9 +120,9 @@ def test_consume_and_perf_report_a_lost_broker_and_exit_1(fresh_broker: BrokerPr
                                       "--record-size", "100", "--throughput", "1000"),
     }
     client = admin(b)
-    wait_for("running clients", lambda: members(client, "lost-consume")[1] == 1
-             and members(client, "lost-perf")[1] == 1 and high_watermark(client, "doomed") > 0,
-             list(procs.values()))
+    wait_while_running("running clients", lambda: members(client, "lost-consume")[1] == 1
+                       and members(client, "lost-perf")[1] == 1 and high_watermark(client, "doomed") > 0,
+                       list(procs.values()))
     address = b.bootstrap
     b.kill()
     killed = time.monotonic()
@@ -168,8 +165,8 @@ def test_ctrl_c_during_perf_prints_the_partial_summary(broker: BrokerProcess) ->
                       "--record-size", "50", "--throughput", "2000")
     consuming = start(broker, "perf", "consume", "--topic", "interrupted", "--messages", "100000000",
                       "--group", "interrupted-perf", "--consumer-prop", "auto.commit.interval.ms=100")
-    wait_for("progress", lambda: high_watermark(client, "interrupted") > 700
-             and committed(client, "interrupted-perf").get(0, -1) > 0, [producing, consuming])
+    wait_while_running("progress", lambda: high_watermark(client, "interrupted") > 700
+                       and committed(client, "interrupted-perf").get(0, -1) > 0, [producing, consuming])
     for proc, prog, verb in ((producing, "tidelog perf produce", "sent"), (consuming, "tidelog perf consume", "consumed")):
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=20)

@@ -4,14 +4,13 @@ ListOffsets MAX_TIMESTAMP, and a small fetch.max.bytes with librdkafka."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.integration.kafka_io import create_topic, produce_batch
 from tidelog.protocol.api_keys import ApiKey
-from tidelog.protocol.messages import FetchRequest, ListOffsetsRequest, ProduceRequest
+from tidelog.protocol.messages import FetchRequest, ListOffsetsRequest
 from tidelog.records.builder import build_batch
 from tidelog.testing import BrokerProcess
 from tidelog.testing.client import WireClient
@@ -19,34 +18,15 @@ from tidelog.testing.client import WireClient
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    with BrokerProcess(tmp_path_factory.mktemp("conformance")) as b:
-        yield b
-
-
-def _create(broker: BrokerProcess, name: str, partitions: int = 1, **configs: str) -> None:
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    admin.create_topics([NewTopic(name, partitions, config=configs)])[name].result(15)
-
-
-def _produce_raw(client: WireClient, topic: str, batch: bytes, version: int = 9, partition: int = 0):
-    request = ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[ProduceRequest.TopicProduceData(
-        name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=partition, records=batch)])])
-    (topic_response,) = client.request(request, version).responses
-    (partition_response,) = topic_response.partition_responses
-    return partition_response
-
-
 # ------------------------------------------------------------------------------------- KIP-467
 
 
 def test_a_keyless_record_on_a_compacted_topic_is_named_by_its_batch_index(broker: BrokerProcess) -> None:
-    _create(broker, "compacted-kip467", **{"cleanup.policy": "compact"})
+    create_topic(broker, "compacted-kip467", config={"cleanup.policy": "compact"})
     now = int(time.time() * 1000)
     batch = build_batch([(now, b"k0", b"v0"), (now, None, b"no key"), (now, b"k2", b"v2"), (now, None, b"again")])
     with WireClient.connect(broker.bootstrap) as client:
-        p = _produce_raw(client, "compacted-kip467", batch, version=9)
+        p = produce_batch(client, "compacted-kip467", batch, version=9)
     assert p.error_code == 87  # INVALID_RECORD
     assert [(e.batch_index, e.batch_index_error_message) for e in p.record_errors] == [
         (1, "Compacted topic cannot accept message without key in topic partition compacted-kip467-0."),
@@ -54,17 +34,17 @@ def test_a_keyless_record_on_a_compacted_topic_is_named_by_its_batch_index(broke
     ]
     assert p.error_message.startswith("One or more records have been rejected due to 2 record errors")
     with WireClient.connect(broker.bootstrap) as client:  # nothing of the batch was written
-        good = _produce_raw(client, "compacted-kip467", build_batch([(now, b"k", b"v")]))
+        good = produce_batch(client, "compacted-kip467", build_batch([(now, b"k", b"v")]))
     assert (good.error_code, good.base_offset) == (0, 0)
 
 
 def test_records_with_bad_timestamps_are_named_by_their_batch_index(broker: BrokerProcess) -> None:
-    _create(broker, "timestamps-kip467", **{"message.timestamp.after.max.ms": "60000"})
+    create_topic(broker, "timestamps-kip467", config={"message.timestamp.after.max.ms": "60000"})
     now = int(time.time() * 1000)
     future = now + 3_600_000
     batch = build_batch([(now, b"a", b"1"), (future, b"b", b"2"), (now + 1, b"c", b"3")])
     with WireClient.connect(broker.bootstrap) as client:
-        p = _produce_raw(client, "timestamps-kip467", batch, version=9)
+        p = produce_batch(client, "timestamps-kip467", batch, version=9)
     assert p.error_code == 32  # INVALID_TIMESTAMP
     assert p.error_message == "One or more records have been rejected due to invalid timestamp"
     ((index, message),) = [(e.batch_index, e.batch_index_error_message) for e in p.record_errors]
@@ -79,12 +59,12 @@ def test_records_with_bad_timestamps_are_named_by_their_batch_index(broker: Brok
 def test_fetch_max_bytes_bounds_the_whole_response(broker: BrokerProcess) -> None:
     """The first partition reads min(partition limit, response budget); a batch that does not fit
     after that waits for the next fetch; one batch larger than the budget still comes (KIP-74)."""
-    _create(broker, "budget", partitions=3)
+    create_topic(broker, "budget", partitions=3)
     value = b"x" * 100_000
     with WireClient.connect(broker.bootstrap) as client:
         for partition in range(3):
             for _ in range(3):
-                assert _produce_raw(client, "budget", build_batch([(0, None, value)]), partition=partition).error_code == 0
+                assert produce_batch(client, "budget", build_batch([(0, None, value)]), partition=partition).error_code == 0
         topics = [FetchRequest.FetchTopic(topic="budget", partitions=[
             FetchRequest.FetchPartition(partition=p, fetch_offset=0, partition_max_bytes=1_048_576)
             for p in range(3)])]
@@ -100,7 +80,7 @@ def test_fetch_max_bytes_bounds_the_whole_response(broker: BrokerProcess) -> Non
 
 
 def test_librdkafka_with_a_small_fetch_max_bytes_reads_everything(broker: BrokerProcess) -> None:
-    _create(broker, "small-fetch", partitions=4)
+    create_topic(broker, "small-fetch", partitions=4)
     # Batches of ~10 KB: each fits the consumer's 60 KB budget, a partition's worth does not.
     p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 50, "batch.size": 10_000})
     for i in range(400):
@@ -126,12 +106,12 @@ def test_librdkafka_with_a_small_fetch_max_bytes_reads_everything(broker: Broker
 
 
 def test_max_timestamp_answers_the_record_that_carries_it(broker: BrokerProcess) -> None:
-    _create(broker, "max-ts")
+    create_topic(broker, "max-ts")
     t = int(time.time() * 1000) - 10_000
     with WireClient.connect(broker.bootstrap) as client:
-        assert _produce_raw(client, "max-ts", build_batch([(t, b"a", b"1"), (t + 900, b"b", b"2"),
-                                                          (t + 500, b"c", b"3")])).error_code == 0
-        assert _produce_raw(client, "max-ts", build_batch([(t + 100, b"d", b"4")])).error_code == 0
+        assert produce_batch(client, "max-ts", build_batch([(t, b"a", b"1"), (t + 900, b"b", b"2"),
+                                                            (t + 500, b"c", b"3")])).error_code == 0
+        assert produce_batch(client, "max-ts", build_batch([(t + 100, b"d", b"4")])).error_code == 0
         request = ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[ListOffsetsRequest.ListOffsetsTopic(
             name="max-ts", partitions=[ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=-3)])])
         (topic,) = client.request(request, 7).topics

@@ -14,9 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
 
+from tests.integration.kafka_io import create_topics, produce, read_partition
 from tidelog.testing import BrokerProcess
 
 pytestmark = pytest.mark.integration
@@ -40,25 +41,8 @@ def _serve(*args: str, timeout: float = 30.0, user: int | None = None) -> subpro
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
-def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
-    for v in values:
-        p.produce(topic, v)
-    assert p.flush(15) == 0
-
-
 def _consume_all(bootstrap: str, topic: str, expected: int) -> list[tuple[int, bytes]]:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{time.monotonic_ns()}",
-                  "enable.auto.commit": False})
-    c.assign([TopicPartition(topic, 0, 0)])
-    out: list[tuple[int, bytes]] = []
-    deadline = time.monotonic() + 20
-    while len(out) < expected and time.monotonic() < deadline:
-        m = c.poll(0.5)
-        if m is not None and not m.error():
-            out.append((m.offset(), m.value()))
-    c.close()
-    return out
+    return [(m.offset(), m.value()) for m in read_partition(bootstrap, topic, 0, expected)]
 
 
 def _free_port() -> int:
@@ -73,7 +57,7 @@ def _free_port() -> int:
 def test_a_second_broker_on_the_same_data_dir_exits_at_once_and_touches_nothing(tmp_path: Path) -> None:
     data = tmp_path / "data"
     with BrokerProcess(data) as first:
-        _produce(first.bootstrap, "orders", [b"a", b"b", b"c"])
+        produce(first.bootstrap, "orders", [b"a", b"b", b"c"])
         before = _snapshot(data)
         started = time.monotonic()
         second = _serve("--port", "0", "--data-dir", str(data))
@@ -85,7 +69,7 @@ def test_a_second_broker_on_the_same_data_dir_exits_at_once_and_touches_nothing(
         assert took < 10
         assert _snapshot(data) == before  # not one byte or timestamp changed
         # The first broker carries on and offsets stay unique.
-        _produce(first.bootstrap, "orders", [b"d"])
+        produce(first.bootstrap, "orders", [b"d"])
         got = _consume_all(first.bootstrap, "orders", 4)
         assert got == [(0, b"a"), (1, b"b"), (2, b"c"), (3, b"d")]
 
@@ -93,7 +77,7 @@ def test_a_second_broker_on_the_same_data_dir_exits_at_once_and_touches_nothing(
 def test_the_lock_goes_with_the_process_after_kill_9(tmp_path: Path) -> None:
     data = tmp_path / "data"
     first = BrokerProcess(data).start()
-    _produce(first.bootstrap, "t", [b"x"])
+    produce(first.bootstrap, "t", [b"x"])
     first.kill()
     with BrokerProcess(data) as again:  # no stale lock: the kernel released it
         assert _consume_all(again.bootstrap, "t", 1) == [(0, b"x")]
@@ -185,7 +169,7 @@ def test_a_data_dir_this_user_cannot_write_is_named() -> None:
 def test_recovery_says_what_it_checked_and_cut(tmp_path: Path) -> None:
     data = tmp_path / "data"
     broker = BrokerProcess(data).start()
-    _produce(broker.bootstrap, "events", [b"v%d" % i for i in range(5)])
+    produce(broker.bootstrap, "events", [b"v%d" % i for i in range(5)])
     broker.kill()
     segment = data / "events-0" / ("0" * 20 + ".log")
     with open(segment, "ab") as f:
@@ -216,8 +200,7 @@ def test_deleting_many_topics_renames_at_once_and_removes_off_the_loop(tmp_path:
     with BrokerProcess(data) as broker:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         names = [f"doomed-{i}" for i in range(100)]
-        for f in admin.create_topics([NewTopic(n, 1) for n in names]).values():
-            f.result(15)
+        create_topics(admin, **dict.fromkeys(names, 1))
         p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
         for n in names:
             p.produce(n, b"x" * 1000)
@@ -229,7 +212,7 @@ def test_deleting_many_topics_renames_at_once_and_removes_off_the_loop(tmp_path:
         while time.monotonic() < deadline and list(data.glob("*-delete")):
             time.sleep(0.1)
         assert not list(data.glob("*-delete"))  # and the files were removed in the background
-        _produce(broker.bootstrap, "survivor", [b"ok"])
+        produce(broker.bootstrap, "survivor", [b"ok"])
         assert _consume_all(broker.bootstrap, "survivor", 1) == [(0, b"ok")]
 
 

@@ -8,37 +8,25 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import KafkaError, Producer, TopicPartition
 
+from tests.integration.kafka_io import ck_consumer, is_client_event, produce_batch
 from tidelog.errors import ErrorCode
-from tidelog.protocol.messages import InitProducerIdRequest, MetadataRequest, ProduceRequest
+from tidelog.protocol.messages import InitProducerIdRequest, MetadataRequest
 from tidelog.records import build_batch
 from tidelog.testing import BrokerProcess
 from tidelog.testing.client import WireClient
 
 PARTITIONS = 4
-
-
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    with BrokerProcess(tmp_path / "data", overrides={"num.partitions": str(PARTITIONS)}) as b:
-        yield b
-
-
-def ck_consumer(b: BrokerProcess) -> Consumer:
-    # assign() only, no auto-commit: close() never waits for a group coordinator
-    return Consumer({"bootstrap.servers": b.bootstrap, "group.id": "durability", "enable.auto.commit": False,
-                     "auto.offset.reset": "earliest"})
+FRESH_BROKER_OVERRIDES = {"num.partitions": str(PARTITIONS)}
 
 
 def read_partitions(b: BrokerProcess, topic: str, partitions: int = PARTITIONS,
                     timeout: float = 30) -> dict[int, list[tuple[int, bytes | None, bytes | None]]]:
     """Everything up to the high watermark of each partition: {partition: [(offset, key, value)]}."""
-    c = ck_consumer(b)
+    c = ck_consumer(b, **{"auto.offset.reset": "earliest"})
     try:
         ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
         c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
@@ -46,7 +34,7 @@ def read_partitions(b: BrokerProcess, topic: str, partitions: int = PARTITIONS,
         deadline = time.monotonic() + timeout
         while any(len(out[p]) < ends[p] for p in out) and time.monotonic() < deadline:
             m = c.poll(0.5)
-            if m is None or (m.error() is not None and m.topic() is None and not m.error().fatal()):
+            if m is None or is_client_event(m):
                 continue  # an event about the client (reconnects, group coordinator), not a partition
             assert m.error() is None, m.error()
             out[m.partition()].append((m.offset(), m.key(), m.value()))
@@ -57,7 +45,8 @@ def read_partitions(b: BrokerProcess, topic: str, partitions: int = PARTITIONS,
         c.close()
 
 
-def test_clean_restart_keeps_everything(broker: BrokerProcess) -> None:
+def test_clean_restart_keeps_everything(fresh_broker: BrokerProcess) -> None:
+    broker = fresh_broker
     topic = "restart"
     p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5, "compression.type": "gzip"})
     base_ts = int(time.time() * 1000) - 100_000
@@ -93,8 +82,9 @@ def test_clean_restart_keeps_everything(broker: BrokerProcess) -> None:
     assert err is None and msg.offset() == len(before[0])
 
 
-def test_idempotent_producer_across_a_restart(broker: BrokerProcess) -> None:
+def test_idempotent_producer_across_a_restart(fresh_broker: BrokerProcess) -> None:
     """Stop and start the broker under a live idempotent producer: every record lands exactly once."""
+    broker = fresh_broker
     topic = "idempotent-restart"
     total = 6000
     p = Producer({
@@ -145,7 +135,8 @@ def test_idempotent_producer_across_a_restart(broker: BrokerProcess) -> None:
         assert in_partition == sorted(in_partition)
 
 
-def test_kill_9_under_load_loses_no_acknowledged_record(broker: BrokerProcess) -> None:
+def test_kill_9_under_load_loses_no_acknowledged_record(fresh_broker: BrokerProcess) -> None:
+    broker = fresh_broker
     topic = "crash"
     # Warm up: the topic exists and the producer knows the leader before the crash.
     p = Producer({
@@ -209,10 +200,11 @@ def test_kill_9_under_load_loses_no_acknowledged_record(broker: BrokerProcess) -
 
 
 @pytest.mark.parametrize("how", ["clean", "kill"])
-def test_producer_state_survives_a_restart(broker: BrokerProcess, how: str) -> None:
+def test_producer_state_survives_a_restart(fresh_broker: BrokerProcess, how: str) -> None:
     """A retried batch (same producer id, epoch and sequence) sent after a restart is recognised as a
     duplicate, and the next sequence is still the one expected: the producer state came back from
     the snapshot (clean stop) or from the log (crash)."""
+    broker = fresh_broker
     topic = "pid-state"
     now = int(time.time() * 1000)
 
@@ -220,29 +212,24 @@ def test_producer_state_survives_a_restart(broker: BrokerProcess, how: str) -> N
         return build_batch([(now, None, b"seq-%d" % (first_seq + i)) for i in range(n)],
                            producer_id=pid, producer_epoch=0, base_sequence=first_seq)
 
-    def produce(client: WireClient, records: bytes):
-        req = ProduceRequest(transactional_id=None, acks=-1, timeout_ms=5000, topic_data=[
-            ProduceRequest.TopicProduceData(name=topic, partition_data=[
-                ProduceRequest.PartitionProduceData(index=0, records=records)])])
-        return client.request(req, 9).responses[0].partition_responses[0]
-
     with WireClient.connect(broker.bootstrap) as client:
         client.request(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)]), 4)
         init = client.request(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000), 4)
         assert init.error_code == 0 and init.producer_id >= 0
         pid = init.producer_id
-        assert (produce(client, batch(0, 10)).error_code, produce(client, batch(10, 5)).base_offset) == (0, 10)
+        assert (produce_batch(client, topic, batch(0, 10)).error_code,
+                produce_batch(client, topic, batch(10, 5)).base_offset) == (0, 10)
     if how == "clean":
         broker.restart()
     else:
         broker.kill()
         broker.start()
     with WireClient.connect(broker.bootstrap) as client:
-        retried = produce(client, batch(10, 5))
+        retried = produce_batch(client, topic, batch(10, 5))
         assert (retried.error_code, retried.base_offset) == (0, 10), "the retry must be answered as a duplicate"
-        gap = produce(client, batch(16, 1))
+        gap = produce_batch(client, topic, batch(16, 1))
         assert gap.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
-        following = produce(client, batch(15, 3))
+        following = produce_batch(client, topic, batch(15, 3))
         assert (following.error_code, following.base_offset) == (0, 15)
         fresh = client.request(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000), 4)
         assert fresh.producer_id != pid, "producer ids are never reused, even after a restart"

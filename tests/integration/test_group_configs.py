@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 
 import pytest
 
@@ -23,14 +22,8 @@ pytestmark = pytest.mark.integration
 GROUP = 32
 SET, DELETE = 0, 1
 GROUP_CONFIG, DEFAULT_CONFIG = 8, 5
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    # A low floor, so that a group may ask for a session timeout short enough to test.
-    overrides = {"group.consumer.min.session.timeout.ms": "1000", "group.consumer.min.heartbeat.interval.ms": "100"}
-    with BrokerProcess(tmp_path_factory.mktemp("group-configs"), overrides=overrides) as b:
-        yield b
+# A low floor, so that a group may ask for a session timeout short enough to test.
+BROKER_OVERRIDES = {"group.consumer.min.session.timeout.ms": "1000", "group.consumer.min.heartbeat.interval.ms": "100"}
 
 
 def _describe(client: WireClient, group: str) -> dict[str, tuple[str, int]]:

@@ -14,17 +14,17 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupState, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, ConsumerGroupState, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
 from kafka import KafkaConsumer
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 
+from tests.integration import kafka_io
+from tests.integration.kafka_io import create_topics, wait_for
 from tidelog.coordinator.group.records import CoordinatorRecord, OffsetCommitKey, serialize
 from tidelog.coordinator.runtime import partition_for
 from tidelog.errors import ErrorCode
@@ -44,41 +44,21 @@ from tidelog.testing.client import WireClient
 pytestmark = pytest.mark.integration
 
 OFFSETS_PARTITIONS = 10
-OVERRIDES = {
+BROKER_OVERRIDES = {
     "group.initial.rebalance.delay.ms": "0",
     "group.min.session.timeout.ms": "1000",
     "offsets.retention.check.interval.ms": "300",
     "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS),
 }
+FRESH_BROKER_OVERRIDES = BROKER_OVERRIDES
 Assignment = set[tuple[str, int]]
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    with BrokerProcess(tmp_path_factory.mktemp("groups"), overrides=OVERRIDES) as b:
-        yield b
-
-
-@pytest.fixture(scope="module")
-def admin(broker: BrokerProcess) -> AdminClient:
-    return AdminClient({"bootstrap.servers": broker.bootstrap})
-
-
-def create(admin: AdminClient, **topics: int) -> None:
-    for f in admin.create_topics([NewTopic(name, n, 1) for name, n in topics.items()]).values():
-        f.result(10)
-
-
 def produce(broker: BrokerProcess, topic: str, partitions: int, per_partition: int, tag: str = "") -> set[str]:
-    p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
-    values = set()
-    for part in range(partitions):
-        for i in range(per_partition):
-            value = f"{tag}{topic}-{part}-{i}"
-            p.produce(topic, value.encode(), partition=part)
-            values.add(value)
-    assert p.flush(20) == 0
-    return values
+    """``per_partition`` records in each partition, valued ``{tag}{topic}-{partition}-{i}``; their values."""
+    values = [f"{tag}{topic}-{part}-{i}" for part in range(partitions) for i in range(per_partition)]
+    kafka_io.produce(broker, topic, values, partition=[part for part in range(partitions) for _ in range(per_partition)])
+    return set(values)
 
 
 # ------------------------------------------------------------------------------ consumer helpers
@@ -122,16 +102,6 @@ class KP:
         self.consumer.close()
 
 
-def wait_for(check: Callable[[], bool], timeout: float, poll: Callable[[], None] = lambda: time.sleep(0.05)) -> float:
-    """Seconds until ``check()`` held; fails after ``timeout``."""
-    start = time.monotonic()
-    while time.monotonic() - start < timeout:
-        poll()
-        if check():
-            return time.monotonic() - start
-    raise AssertionError(f"condition not met within {timeout} s")
-
-
 def ck_assignment(c: Consumer) -> Assignment:
     return {(tp.topic, tp.partition) for tp in c.assignment()}
 
@@ -141,7 +111,8 @@ def settle_ck(consumers: dict[str, Consumer], expected: dict[str, Assignment], t
         for c in consumers.values():
             c.poll(0.05)
 
-    wait_for(lambda: {n: ck_assignment(c) for n, c in consumers.items()} == expected, timeout, poll)
+    wait_for(lambda: {n: ck_assignment(c) for n, c in consumers.items()} == expected, timeout,
+             f"the assignment {expected}", poll=poll)
 
 
 def tps(spec: str) -> Assignment:
@@ -167,7 +138,7 @@ ROUNDROBIN_2x3 = {"C0": "t0p0 t0p2 t1p1", "C1": "t0p1 t1p0 t1p2"}
 def test_confluent_two_consumers_two_topics(broker: BrokerProcess, admin: AdminClient, strategy: str,
                                             expected: dict[str, str]) -> None:
     prefix = f"ck-{strategy}-"
-    create(admin, **{prefix + "t0": 3, prefix + "t1": 3})
+    create_topics(admin, **{prefix + "t0": 3, prefix + "t1": 3})
     consumers = {}
     for name in ("C0", "C1"):
         consumers[name] = ck(broker, prefix + "group", name, strategy, [prefix + "t0", prefix + "t1"])
@@ -183,11 +154,11 @@ def test_confluent_two_consumers_two_topics(broker: BrokerProcess, admin: AdminC
 def test_kafka_python_two_consumers_two_topics(broker: BrokerProcess, admin: AdminClient, assignor,
                                                expected: dict[str, str]) -> None:
     prefix = f"kp-{assignor.name}-"
-    create(admin, **{prefix + "t0": 3, prefix + "t1": 3})
+    create_topics(admin, **{prefix + "t0": 3, prefix + "t1": 3})
     consumers = {n: KP(broker, prefix + "group", n, assignor, [prefix + "t0", prefix + "t1"]) for n in ("C0", "C1")}
     try:
         want = {n: named(prefix, s) for n, s in expected.items()}
-        wait_for(lambda: {n: c.assigned for n, c in consumers.items()} == want, 30)
+        wait_for(lambda: {n: c.assigned for n, c in consumers.items()} == want, 30, f"the assignment {want}")
     finally:
         for c in consumers.values():
             c.close()
@@ -205,14 +176,14 @@ STICKY_3 = {"C0": "t0p0", "C1": "t1p0 t1p1", "C2": "t2p0 t2p1 t2p2"}
 def test_kafka_python_three_consumers_different_subscriptions(broker: BrokerProcess, admin: AdminClient, assignor,
                                                               expected: dict[str, str]) -> None:
     prefix = f"kp3-{assignor.name}-"
-    create(admin, **{prefix + "t0": 1, prefix + "t1": 2, prefix + "t2": 3})
+    create_topics(admin, **{prefix + "t0": 1, prefix + "t1": 2, prefix + "t2": 3})
     consumers: dict[str, KP] = {}
     try:
         for name, topics in THREE_SUBSCRIPTIONS.items():  # one after the other, each once balanced
             consumers[name] = KP(broker, prefix + "group", name, assignor, [prefix + t for t in topics])
-            wait_for(lambda c=consumers[name]: bool(c.assigned), 30)
+            wait_for(lambda c=consumers[name]: bool(c.assigned), 30, f"partitions for {name}")
         want = {n: named(prefix, s) for n, s in expected.items()}
-        wait_for(lambda: {n: c.assigned for n, c in consumers.items()} == want, 30)
+        wait_for(lambda: {n: c.assigned for n, c in consumers.items()} == want, 30, f"the assignment {want}")
     finally:
         for c in consumers.values():
             c.close()
@@ -221,7 +192,7 @@ def test_kafka_python_three_consumers_different_subscriptions(broker: BrokerProc
 def test_confluent_roundrobin_three_consumers_different_subscriptions(broker: BrokerProcess,
                                                                        admin: AdminClient) -> None:
     prefix = "ck3-"
-    create(admin, **{prefix + "t0": 1, prefix + "t1": 2, prefix + "t2": 3})
+    create_topics(admin, **{prefix + "t0": 1, prefix + "t1": 2, prefix + "t2": 3})
     consumers = {n: ck(broker, prefix + "group", n, "roundrobin", [prefix + t for t in topics])
                  for n, topics in THREE_SUBSCRIPTIONS.items()}
     try:
@@ -234,7 +205,7 @@ def test_confluent_roundrobin_three_consumers_different_subscriptions(broker: Br
 def test_confluent_cooperative_sticky_balances_and_consumes_everything(broker: BrokerProcess,
                                                                         admin: AdminClient) -> None:
     topic = "coop"
-    create(admin, coop=6)
+    create_topics(admin, coop=6)
     values = produce(broker, topic, 6, 20)
     consumed: list[str] = []
     consumers = {n: ck(broker, "coop-group", n, "cooperative-sticky", [topic]) for n in ("A", "B")}
@@ -248,7 +219,7 @@ def test_confluent_cooperative_sticky_balances_and_consumes_everything(broker: B
     try:
         # (Nothing is committed here, so a partition that moves is read again from the start.)
         wait_for(lambda: sorted(len(ck_assignment(c)) for c in consumers.values()) == [3, 3]
-                 and set(consumed) >= values, 30, poll)
+                 and set(consumed) >= values, 30, "a 3/3 split and every record", poll=poll)
         a, b = (ck_assignment(c) for c in consumers.values())
         assert a | b == {(topic, p) for p in range(6)} and not a & b
     finally:
@@ -310,7 +281,7 @@ class Worker:
 
 def test_partitions_move_when_members_join_leave_and_die(broker: BrokerProcess, admin: AdminClient) -> None:
     topic, group = "jld", "jld-group"
-    create(admin, jld=4)
+    create_topics(admin, jld=4)
     everything = produce(broker, topic, 4, 25, "a")
     main = ck(broker, group, "main", "range", [topic])
     consumed: list[tuple[str, int, int]] = []
@@ -323,32 +294,34 @@ def test_partitions_move_when_members_join_leave_and_die(broker: BrokerProcess, 
 
     all_partitions = {(topic, p) for p in range(4)}
     try:
-        wait_for(lambda: ck_assignment(main) == all_partitions and len(consumed) == 100, 20, poll)
+        wait_for(lambda: ck_assignment(main) == all_partitions and len(consumed) == 100, 20,
+                 "main with every partition and record", poll=poll)
 
         # A member joins: the partitions are split; records produced now go to both.
         worker = Worker(broker, group, topic, "worker")
-        wait_for(lambda: len(ck_assignment(main)) == 2, 20, poll)
+        wait_for(lambda: len(ck_assignment(main)) == 2, 20, "main with two partitions", poll=poll)
         everything |= produce(broker, topic, 4, 25, "b")
-        wait_for(lambda: len(consumed) + len(worker.consumed) >= 200, 20, poll)
+        wait_for(lambda: len(consumed) + len(worker.consumed) >= 200, 20, "200 records", poll=poll)
         assert worker.consumed, "the joining member got partitions with records"
 
         # It leaves cleanly (LeaveGroup): its partitions move at once, well within the session timeout.
         worker.stop(signal.SIGTERM)
         assert worker.lines[-1].strip() == "closed"
-        moved = wait_for(lambda: ck_assignment(main) == all_partitions, 10, poll)
+        moved = wait_for(lambda: ck_assignment(main) == all_partitions, 10, "main with every partition", poll=poll)
         assert moved < 3.0
 
         # Another member joins and dies (SIGKILL): its partitions move once its session (4 s) expires.
         doomed = Worker(broker, group, topic, "doomed")
-        wait_for(lambda: len(ck_assignment(main)) == 2, 20, poll)
+        wait_for(lambda: len(ck_assignment(main)) == 2, 20, "main with two partitions", poll=poll)
         everything |= produce(broker, topic, 4, 25, "c")
-        wait_for(lambda: len(consumed) + len(worker.consumed) + len(doomed.consumed) >= 300, 20, poll)
+        wait_for(lambda: len(consumed) + len(worker.consumed) + len(doomed.consumed) >= 300, 20, "300 records",
+                 poll=poll)
         doomed.stop(signal.SIGKILL)
         everything |= produce(broker, topic, 4, 25, "d")
-        moved = wait_for(lambda: ck_assignment(main) == all_partitions, 20, poll)
+        moved = wait_for(lambda: ck_assignment(main) == all_partitions, 20, "main with every partition", poll=poll)
         assert 2.0 < moved < 4.0 + 4.0
         wait_for(lambda: {v for v, _, _ in consumed} | set(worker.consumed) | set(doomed.consumed) >= everything,
-                 20, poll)
+                 20, "every record", poll=poll)
     finally:
         main.close()
 
@@ -368,18 +341,19 @@ def test_partitions_move_when_members_join_leave_and_die(broker: BrokerProcess, 
 def test_static_member_closing_keeps_its_partitions_until_its_session_expires(broker: BrokerProcess,
                                                                              admin: AdminClient) -> None:
     topic, group = "static", "static-group"
-    create(admin, static=2)
+    create_topics(admin, static=2)
     dynamic = ck(broker, group, "dyn", "range", [topic])
     static = ck(broker, group, "stat", "range", [topic], **{"group.instance.id": "instance-1"})
     consumers = {"dyn": dynamic, "stat": static}
     try:
         wait_for(lambda: all(len(ck_assignment(c)) == 1 for c in consumers.values()), 20,
-                 lambda: [c.poll(0.05) for c in consumers.values()])
+                 "a partition for each member", poll=lambda: [c.poll(0.05) for c in consumers.values()])
         described = admin.describe_consumer_groups([group])[group].result(10)
         assert {m.group_instance_id for m in described.members} == {None, "instance-1"}
         static.close()  # a static member does not send LeaveGroup
         closed_at = time.monotonic()
-        wait_for(lambda: len(ck_assignment(dynamic)) == 2, 15, lambda: dynamic.poll(0.05))
+        wait_for(lambda: len(ck_assignment(dynamic)) == 2, 15, "the dynamic member with both partitions",
+                 poll=lambda: dynamic.poll(0.05))
         assert time.monotonic() - closed_at > 2.0  # only after the 3 s session timeout
     finally:
         dynamic.close()
@@ -388,33 +362,33 @@ def test_static_member_closing_keeps_its_partitions_until_its_session_expires(br
 # ---------------------------------------------------------------------------- offsets, admin
 
 
-def test_committed_offsets_survive_a_restart(tmp_path: Path) -> None:
-    with BrokerProcess(tmp_path / "data", overrides=OVERRIDES) as b:
-        a = AdminClient({"bootstrap.servers": b.bootstrap})
-        create(a, durable=2)
-        produce(b, "durable", 2, 10)
-        c = ck(b, "durable-group", "c", "range", ["durable"])
-        seen = []
-        wait_for(lambda: len(seen) >= 6, 20,
-                 lambda: (m := c.poll(0.05)) is not None and not m.error() and seen.append(m) is None)
-        c.commit(offsets=[TopicPartition("durable", 0, 6), TopicPartition("durable", 1, 3)], asynchronous=False)
+def test_committed_offsets_survive_a_restart(fresh_broker: BrokerProcess) -> None:
+    b = fresh_broker
+    a = AdminClient({"bootstrap.servers": b.bootstrap})
+    create_topics(a, durable=2)
+    produce(b, "durable", 2, 10)
+    c = ck(b, "durable-group", "c", "range", ["durable"])
+    seen = []
+    wait_for(lambda: len(seen) >= 6, 20, "six records",
+             poll=lambda: (m := c.poll(0.05)) is not None and not m.error() and seen.append(m) is None)
+    c.commit(offsets=[TopicPartition("durable", 0, 6), TopicPartition("durable", 1, 3)], asynchronous=False)
+    c.close()
+    b.restart()
+    c = ck(b, "durable-group", "c", "range", ["durable"])
+    try:
+        committed = c.committed([TopicPartition("durable", 0), TopicPartition("durable", 1)], timeout=10)
+        assert [(tp.partition, tp.offset) for tp in committed] == [(0, 6), (1, 3)]
+        first: dict[int, int] = {}
+        wait_for(lambda: len(first) == 2, 20, "a record from each partition",
+                 poll=lambda: (m := c.poll(0.05)) is not None and not m.error()
+                 and first.setdefault(m.partition(), m.offset()) is not None)
+        assert first == {0: 6, 1: 3}
+    finally:
         c.close()
-        b.restart()
-        c = ck(b, "durable-group", "c", "range", ["durable"])
-        try:
-            committed = c.committed([TopicPartition("durable", 0), TopicPartition("durable", 1)], timeout=10)
-            assert [(tp.partition, tp.offset) for tp in committed] == [(0, 6), (1, 3)]
-            first: dict[int, int] = {}
-            wait_for(lambda: len(first) == 2, 20,
-                     lambda: (m := c.poll(0.05)) is not None and not m.error()
-                     and first.setdefault(m.partition(), m.offset()) is not None)
-            assert first == {0: 6, 1: 3}
-        finally:
-            c.close()
 
 
 def test_expired_offsets_disappear_and_leave_tombstones(broker: BrokerProcess, admin: AdminClient) -> None:
-    create(admin, expiring=1)
+    create_topics(admin, expiring=1)
     group = "expiring-group"
     Topic, Partition = OffsetCommitRequest.OffsetCommitRequestTopic, OffsetCommitRequest.OffsetCommitRequestPartition
     with WireClient.connect(broker.bootstrap) as client:
@@ -433,8 +407,8 @@ def test_expired_offsets_disappear_and_leave_tombstones(broker: BrokerProcess, a
             return {g.group_id for g in client.request(ListGroupsRequest(), 0).groups}
 
         assert fetched() == 5 and group in listed()
-        wait_for(lambda: fetched() == -1, 10)
-        wait_for(lambda: group not in listed(), 5)
+        wait_for(lambda: fetched() == -1, 10, "the offset to expire")
+        wait_for(lambda: group not in listed(), 5, "the empty group to go")
     # The tombstone is in the group's __consumer_offsets partition.
     key = serialize(CoordinatorRecord(OffsetCommitKey(group, "expiring", 0)))[0]
     reader = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "tombstone-reader",
@@ -442,8 +416,8 @@ def test_expired_offsets_disappear_and_leave_tombstones(broker: BrokerProcess, a
     reader.assign([TopicPartition("__consumer_offsets", partition_for(group, OFFSETS_PARTITIONS), 0)])
     values = []
     try:
-        wait_for(lambda: len(values) >= 2, 10,
-                 lambda: (m := reader.poll(0.1)) is not None and not m.error() and m.key() == key
+        wait_for(lambda: len(values) >= 2, 10, "the commit and its tombstone",
+                 poll=lambda: (m := reader.poll(0.1)) is not None and not m.error() and m.key() == key
                  and values.append(m.value()) is None)
     finally:
         reader.close()
@@ -451,15 +425,15 @@ def test_expired_offsets_disappear_and_leave_tombstones(broker: BrokerProcess, a
 
 
 def test_delete_groups(broker: BrokerProcess, admin: AdminClient) -> None:
-    create(admin, deletable=1)
+    create_topics(admin, deletable=1)
     produce(broker, "deletable", 1, 3)
     idle = ck(broker, "idle-group", "c", "range", ["deletable"])
-    wait_for(lambda: bool(ck_assignment(idle)), 20, lambda: idle.poll(0.05))
+    wait_for(lambda: bool(ck_assignment(idle)), 20, "an assignment", poll=lambda: idle.poll(0.05))
     idle.commit(offsets=[TopicPartition("deletable", 0, 2)], asynchronous=False)
     idle.close()
     active = ck(broker, "active-group", "c", "range", ["deletable"])
     try:
-        wait_for(lambda: bool(ck_assignment(active)), 20, lambda: active.poll(0.05))
+        wait_for(lambda: bool(ck_assignment(active)), 20, "an assignment", poll=lambda: active.poll(0.05))
         futures = admin.delete_consumer_groups(["idle-group", "active-group", "no-such-group"])
         futures["idle-group"].result(10)
         errors = {}
@@ -478,11 +452,11 @@ def test_delete_groups(broker: BrokerProcess, admin: AdminClient) -> None:
 
 
 def test_describe_and_list_groups(broker: BrokerProcess, admin: AdminClient) -> None:
-    create(admin, described=2)
+    create_topics(admin, described=2)
     consumers = {n: ck(broker, "described-group", n, "range", ["described"]) for n in ("d0", "d1")}
     try:
         wait_for(lambda: all(len(ck_assignment(c)) == 1 for c in consumers.values()), 20,
-                 lambda: [c.poll(0.05) for c in consumers.values()])
+                 "a partition for each member", poll=lambda: [c.poll(0.05) for c in consumers.values()])
         d = admin.describe_consumer_groups(["described-group"])["described-group"].result(10)
         assert d.state.name == "STABLE" and d.partition_assignor == "range"
         assert sorted(m.client_id for m in d.members) == ["d0", "d1"]
@@ -514,7 +488,7 @@ def test_find_coordinator_in_every_form(broker: BrokerProcess) -> None:
 
 
 def test_invalid_group_requests(broker: BrokerProcess, admin: AdminClient) -> None:
-    create(admin, invalid=1)
+    create_topics(admin, invalid=1)
     protocols = [JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"")]
 
     def join(client: WireClient, group: str, session_ms: int, member_id: str = ""):
@@ -553,7 +527,7 @@ def test_invalid_group_requests(broker: BrokerProcess, admin: AdminClient) -> No
 
 
 def test_multi_group_offset_fetch_offset_delete_and_list_filters(broker: BrokerProcess, admin: AdminClient) -> None:
-    create(admin, multi=2)
+    create_topics(admin, multi=2)
     Topic, Partition = OffsetCommitRequest.OffsetCommitRequestTopic, OffsetCommitRequest.OffsetCommitRequestPartition
     FetchGroup = OffsetFetchRequest.OffsetFetchRequestGroup
     with WireClient.connect(broker.bootstrap) as client:

@@ -14,8 +14,9 @@ from collections.abc import Iterator
 import kafka
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.integration import kafka_io
+from tests.integration.kafka_io import produce_batch
 from tidelog.errors import ErrorCode
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import (
@@ -49,14 +50,6 @@ def client(broker: BrokerProcess) -> Iterator[WireClient]:
 def create_topic(client: WireClient, topic: str) -> None:
     r = client.request(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)]), 0)
     assert [t.error_code for t in r.topics] == [0]
-
-
-def produce(client: WireClient, version: int, topic: str, records: bytes, acks: int = 1):
-    req = ProduceRequest(acks=acks, timeout_ms=5000, topic_data=[ProduceRequest.TopicProduceData(
-        name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=records)])])
-    [topic_response] = client.request(req, version).responses
-    [partition_response] = topic_response.partition_responses
-    return partition_response
 
 
 def fetch_all(client: WireClient, version: int, topic: str, offset: int = 0) -> tuple[list[Record], list[int]]:
@@ -145,9 +138,10 @@ def test_legacy_produce_then_fetch_every_old_version(client: WireClient, produce
                                                      codec: CompressionType) -> None:
     topic = f"seed-p{produce_version}-m{magic}-{codec.name.lower()}"
     create_topic(client, topic)
-    first = produce(client, produce_version, topic, legacy_set(magic, codec, ITEMS))
+    first = produce_batch(client, topic, legacy_set(magic, codec, ITEMS), version=produce_version, acks=1)
     assert (first.error_code, first.base_offset) == (0, 0)
-    second = produce(client, produce_version, topic, legacy_set(magic, codec, ITEMS, NOW_MS + 100))
+    second = produce_batch(client, topic, legacy_set(magic, codec, ITEMS, NOW_MS + 100), version=produce_version,
+                           acks=1)
     assert (second.error_code, second.base_offset) == (0, len(ITEMS))
     if produce_version == 2:
         assert second.log_append_time_ms == -1  # CreateTime topic
@@ -175,7 +169,7 @@ def test_legacy_produce_then_fetch_every_old_version(client: WireClient, produce
 def test_fetch_v0_v3_from_an_offset_inside_a_compressed_set(client: WireClient) -> None:
     topic = "seed-mid"
     create_topic(client, topic)
-    assert produce(client, 2, topic, legacy_set(1, CompressionType.GZIP, ITEMS)).error_code == 0
+    assert produce_batch(client, topic, legacy_set(1, CompressionType.GZIP, ITEMS), version=2, acks=1).error_code == 0
     for version in (0, 1, 2, 3):
         records, _ = fetch_all(client, version, topic, offset=3)
         assert [(r.offset, r.key) for r in records] == [(3, b"k3"), (4, b"")]
@@ -222,7 +216,8 @@ def test_zstd_batches_cannot_be_down_converted(broker: BrokerProcess, client: Wi
         p.produce("seed-zstd", value=b"zstd %d" % i * 10)
     assert p.flush(10) == 0
     create_topic(client, "seed-plain")
-    assert produce(client, 0, "seed-plain", legacy_set(0, CompressionType.NONE, ITEMS)).error_code == 0
+    assert produce_batch(client, "seed-plain", legacy_set(0, CompressionType.NONE, ITEMS), version=0,
+                         acks=1).error_code == 0
     for version in (0, 1, 2, 3):
         req = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, topics=[
             FetchRequest.FetchTopic(topic=t, partitions=[
@@ -254,7 +249,7 @@ def test_list_offsets_v0_old_style_offsets(client: WireClient) -> None:
 
     assert offsets(LATEST) == [0] and offsets(EARLIEST) == [0]
     for _ in range(3):
-        assert produce(client, 0, topic, legacy_set(0, CompressionType.NONE, ITEMS)).error_code == 0
+        assert produce_batch(client, topic, legacy_set(0, CompressionType.NONE, ITEMS), version=0, acks=1).error_code == 0
     assert offsets(LATEST) == [15]
     assert offsets(EARLIEST) == [0]
     assert offsets(LATEST, max_num_offsets=10) == [15, 0]  # the end, then the one segment's base
@@ -269,11 +264,10 @@ def test_list_offsets_v0_lists_segment_base_offsets(broker: BrokerProcess, clien
     """Kafka's v0 answer for LATEST with max_num_offsets > 1: the end offset, then each segment's base
     offset, newest first (clients used it to step back through a log)."""
     topic = "seed-segments"
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    [future] = admin.create_topics([NewTopic(topic, 1, 1, config={"segment.bytes": "1024"})]).values()
-    future.result(10)
+    kafka_io.create_topic(broker, topic, config={"segment.bytes": "1024"})
     for _ in range(6):  # each produce is ~400 bytes: a new segment every few
-        assert produce(client, 0, topic, legacy_set(0, CompressionType.NONE, [(b"k", b"v" * 60)] * 5)).error_code == 0
+        assert produce_batch(client, topic, legacy_set(0, CompressionType.NONE, [(b"k", b"v" * 60)] * 5), version=0,
+                             acks=1).error_code == 0
 
     def offsets(timestamp: int, max_num_offsets: int) -> list[int]:
         req = ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsRequest.ListOffsetsTopic(name=topic, partitions=[
@@ -292,7 +286,7 @@ def test_list_offsets_v0_lists_segment_base_offsets(broker: BrokerProcess, clien
 
 def test_unknown_topic_in_old_versions(client: WireClient) -> None:
     """Produce v0 to a topic that does not exist (produce never auto-creates): the partition error."""
-    r = produce(client, 0, "seed-never-created", legacy_set(0, CompressionType.NONE, ITEMS))
+    r = produce_batch(client, "seed-never-created", legacy_set(0, CompressionType.NONE, ITEMS), version=0, acks=1)
     assert r.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 

@@ -1,0 +1,1 @@
+"""Apache Kafka as the oracle: its broker, Java client and tools, built from tests/java/pom.xml (docs/oracle.md)."""
