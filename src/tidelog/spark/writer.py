@@ -43,7 +43,7 @@ class DeliveryError(RuntimeError):
     """The broker did not acknowledge every record of a task."""
 
 
-class _Deliveries:
+class Deliveries:
     """Failed deliveries, reported by librdkafka (``delivery.report.only.error``: successes are silent, and
     ``flush()`` returning 0 means every record was either acknowledged or reported here). Called from the
     producing thread only, inside ``poll``/``flush``."""
@@ -75,15 +75,15 @@ class _Deliveries:
 
 def write_batches(options: SinkOptions, schema: StructType, batches: Iterator[pa.RecordBatch]) -> WriteCommit:
     """Produce every row of ``batches``; return once all are acknowledged."""
-    deliveries = _Deliveries()
+    deliveries = Deliveries()
     config = producer_config(options.kafka_config)
     config.update({"on_delivery": deliveries, "delivery.report.only.error": True})
     producer = create_producer(config)
     sent = 0
-    timestamp_seconds = any(f.name == "timestamp" and isinstance(f.dataType, DoubleType) for f in schema.fields)
+    timestamp_seconds = timestamp_in_seconds(schema)
     try:
         for batch in batches:
-            sent += _produce_batch(producer, options.topic, batch, timestamp_seconds, deliveries)
+            sent += produce_batch(producer, options.topic, batch, timestamp_seconds, deliveries)
             deliveries.check()
         remaining = producer.flush(FLUSH_TIMEOUT_S)
         deliveries.check()
@@ -96,8 +96,13 @@ def write_batches(options: SinkOptions, schema: StructType, batches: Iterator[pa
     return WriteCommit(sent)
 
 
-def _produce_batch(producer: Any, topic_option: str | None, batch: pa.RecordBatch, timestamp_seconds: bool,
-                   deliveries: _Deliveries) -> int:
+def timestamp_in_seconds(schema: StructType) -> bool:
+    """Whether the input's ``timestamp`` column is a double of epoch seconds (else a timestamp, or absent)."""
+    return any(f.name == "timestamp" and isinstance(f.dataType, DoubleType) for f in schema.fields)
+
+
+def produce_batch(producer: Any, topic_option: str | None, batch: pa.RecordBatch, timestamp_seconds: bool,
+                   deliveries: Deliveries) -> int:
     n = batch.num_rows
     if not n:
         return 0
@@ -199,4 +204,5 @@ class TidelogStreamWriter(DataSourceStreamArrowWriter):
         """Records already written stay written (at-least-once, as the Kafka sink)."""
 
 
-__all__ = ["DeliveryError", "TidelogBatchWriter", "TidelogStreamWriter", "WriteCommit", "write_batches"]
+__all__ = ["Deliveries", "DeliveryError", "TidelogBatchWriter", "TidelogStreamWriter", "WriteCommit", "produce_batch",
+           "timestamp_in_seconds", "write_batches"]
