@@ -146,7 +146,9 @@ def committed_markers(options: SinkOptions, group_id: str) -> list[TopicPartitio
 
 
 def _group_metadata(options: SinkOptions, group_id: str) -> Any:
-    consumer = create_consumer(consumer_config(options.kafka_config, group_id))
+    config = consumer_config(options.kafka_config, group_id)
+    config["group.id"] = group_id  # even when kafka.group.id is among the options: the marker is per task
+    consumer = create_consumer(config)
     try:
         return consumer.consumer_group_metadata()
     finally:

@@ -6,7 +6,8 @@ column) and, before returning its commit message, flushes its producer and check
 acknowledged: a task reports success only when all its records are in the broker. A failed delivery, a
 null topic or a null value in the topic column fails the task. Delivery is at-least-once, as with Spark's
 Kafka sink: a retried task or micro-batch writes its records again. ``commit``/``abort`` on the driver
-have nothing to do.
+have nothing to do. (``exactlyOnce=true`` streaming writes go through ``exactly_once.py`` instead, which
+produces with the functions here inside a transaction.)
 
 Save modes: Spark lets a Python data source write only in ``append`` and ``overwrite`` mode; Overwrite is
 refused here as the Kafka sink refuses it. The writers keep no state between calls (picklable options

@@ -13,6 +13,7 @@ longer run.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -53,6 +54,22 @@ def _log_end(bootstrap: str, topic: str) -> int:
         return sum(c.get_watermark_offsets(TopicPartition(topic, p), 10)[1] for p in range(PARTITIONS))
     finally:
         c.close()
+
+
+def _shares_ahead_of_spark(bootstrap: str, checkpoint: Path) -> int:
+    """How many write tasks have committed (marker) a micro-batch that Spark's commit log does not have yet:
+    Spark replays that batch on restart, and an at-least-once sink would write those shares twice."""
+    from tidelog.spark.exactly_once import DEFAULT_PREFIX, committed_markers, next_batch, transactional_id
+    from tidelog.spark.options import parse_sink_options
+
+    metadata = checkpoint / "metadata"
+    if not metadata.exists():
+        return 0
+    query = json.loads(metadata.read_text())["id"]
+    options = parse_sink_options({"kafka.bootstrap.servers": bootstrap, "exactlyOnce": "true"})
+    committed = _batches_committed(checkpoint)
+    groups = [transactional_id(DEFAULT_PREFIX + query, p) for p in range(PARTITIONS)]
+    return sum(1 for g in groups if next_batch(committed_markers(options, g)) > committed)
 
 
 def _group_alive(pgid: int) -> bool:
@@ -123,6 +140,7 @@ def test_killed_and_restarted_the_query_writes_every_record_once(spark_broker, t
     args = ["--bootstrap", bootstrap, "--source", source, "--sink", sink, "--checkpoint", str(checkpoint), "--max-offsets", "240"]
     add_input(300)
     started = time.monotonic()
+    replayed_shares = 0
     for kill in range(kills):
         planned = _batches_planned(checkpoint)
         job = Job(args, log)
@@ -143,15 +161,19 @@ def test_killed_and_restarted_the_query_writes_every_record_once(spark_broker, t
             time.sleep(rng.uniform(0.0, 3.0))
         whole_job = rng.random() < 0.5
         job.kill(whole_job)
+        ahead = _shares_ahead_of_spark(bootstrap, checkpoint)
+        replayed_shares += ahead
         print(f"kill {kill + 1}: {'whole job' if whole_job else 'driver only'} {when}, after "
-              f"{_batches_planned(checkpoint)} planned and {_batches_committed(checkpoint)} committed batches")
+              f"{_batches_planned(checkpoint)} planned and {_batches_committed(checkpoint)} committed batches; "
+              f"{ahead} task share(s) of an uncommitted batch already written")
         add_input(rng.randrange(50, 150))  # more input arrives while the job is down
     final = Job([*args, "--available-now"], log)
     try:
         assert final.proc.wait(180) == 0, f"the last run failed; see {log}:\n{log.read_text()[-4000:]}"
     finally:
         final.kill(True)
-    print(f"{kills} kills, {len(expected)} records, {time.monotonic() - started:.0f} s")
+    print(f"{kills} kills, {len(expected)} records, {time.monotonic() - started:.0f} s; {replayed_shares} "
+          "already written task share(s) replayed (an at-least-once sink would have written them twice)")
 
     committed = read(bootstrap, sink, "read_committed", PARTITIONS)
     duplicates = len(committed) - len(set(committed))
