@@ -14,7 +14,7 @@ pytest.importorskip("pyarrow", reason="the spark extra is not installed")
 
 import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, TopicPartition
-from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
+from pyspark.sql.types import BinaryType, IntegerType, StringType, StructField, StructType
 
 from tidelog.spark.exactly_once import (
     FencedError,
@@ -150,3 +150,21 @@ def test_a_zombie_attempt_is_fenced_by_the_next_one(spark_broker, sink) -> None:
     uncommitted = read(spark_broker.bootstrap, topic, "read_uncommitted")
     assert sorted(v for v in uncommitted if v.startswith("zombie-")) == [f"zombie-{i}" for i in range(5)]
     assert next_batch(committed_markers(options, txn)) == 5
+
+
+def test_without_the_topic_option_the_marker_goes_to_a_topic_of_the_records(spark_broker, topic_name) -> None:
+    a, b = topic_name("eoa"), topic_name("eob")
+    create_topic(spark_broker.bootstrap, a)
+    create_topic(spark_broker.bootstrap, b)
+    options = parse_sink_options({"kafka.bootstrap.servers": spark_broker.bootstrap, "exactlyOnce": "true"})
+    schema = StructType([StructField("topic", StringType()), StructField("value", BinaryType())])
+    arrow = pa.schema([("topic", pa.string()), ("value", pa.binary())])
+    rows = pa.record_batch([pa.array([None, a, b, a]), pa.array([b"0", b"1", b"2", b"3"])], schema=arrow)
+    txn = f"eo-test-{uuid.uuid4().hex[:8]}-0"
+    with pytest.raises(ValueError, match="null topic present in the data"):
+        write_exactly_once(options, schema, iter([rows]), WriteTask(txn, 0, 0))
+    written = write_exactly_once(options, schema, iter([rows.slice(1)]), WriteTask(txn, 0, 0))
+    assert written.records == 3
+    assert [(m.topic, m.offset) for m in committed_markers(options, txn)] == [(a, 1)]
+    assert sorted(read(spark_broker.bootstrap, a, "read_committed")) == ["1", "3"]
+    assert read(spark_broker.bootstrap, b, "read_committed") == ["2"]
