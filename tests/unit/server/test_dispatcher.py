@@ -12,6 +12,7 @@ from tidelog.protocol import ApiKey, decode_response, encode_request
 from tidelog.protocol.api_keys import API_REGISTRY
 from tidelog.protocol.messages import ApiVersionsRequest, ApiVersionsResponse, ProduceRequest
 from tidelog.server.broker import Broker
+from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import CloseConnection
 
 # The registry a broker builds. Building a broker reads and writes nothing, so the data dir is never made.
@@ -26,7 +27,7 @@ def _no_context(header):  # handlers that need the broker are not called in thes
 
 def _api_versions(version: int) -> ApiVersionsResponse:
     frame = encode_request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), version, 9)
-    d = dispatch(frame, lambda header: None)
+    d = dispatch(frame, lambda header: RequestContext(header, "test", "127.0.0.1"))
     return d.result
 
 
@@ -47,6 +48,20 @@ def test_api_versions_lists_the_registry(version: int) -> None:
         assert needed in REGISTRY
     produce = next(k for k in resp.api_keys if k.api_key == ApiKey.PRODUCE)
     assert produce.min_version == 0 and produce.max_version >= 10  # old librdkafka needs Produce from 0
+
+
+@pytest.mark.parametrize("version", [3, 4])
+def test_api_versions_finalizes_transaction_version_2(version: int) -> None:
+    # The Java client takes KIP-890's protocol (EndTxn v5, Produce v12) from this finalized feature.
+    resp = _api_versions(version)
+    assert resp.finalized_features_epoch >= 0
+    assert [(f.name, f.min_version_level, f.max_version_level) for f in resp.finalized_features] == [
+        ("transaction.version", 2, 2)]
+    # v3 leaves out supported features whose lowest level is 0, as Kafka's schema says.
+    supported = [(f.name, f.min_version, f.max_version) for f in resp.supported_features]
+    assert supported == ([("transaction.version", 0, 2)] if version >= 4 else [])
+    versions = {k.api_key: k.max_version for k in resp.api_keys}
+    assert versions[ApiKey.END_TXN] == 5 and versions[ApiKey.PRODUCE] == 12
 
 
 def test_api_versions_above_range_gets_kip511_v0_body() -> None:
