@@ -109,7 +109,7 @@ def test_copier_copies_exactly_once_through_broker_kills(java_classpath, subject
     broker = subject_broker
     source, target = "copier-input", "copier-output"
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    for name, future in admin.create_topics([NewTopic(source, PARTITIONS, 1), NewTopic(target, PARTITIONS, 1)]).items():
+    for future in admin.create_topics([NewTopic(source, PARTITIONS, 1), NewTopic(target, PARTITIONS, 1)]).values():
         future.result(30)
     produce_input(broker.bootstrap, source)
 
