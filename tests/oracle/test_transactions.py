@@ -32,6 +32,8 @@ from tidelog.errors import ErrorCode
 from tidelog.protocol.messages import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
+    ApiKey,
+    ApiVersionsRequest,
     DescribeProducersRequest,
     DescribeTransactionsRequest,
     EndTxnRequest,
@@ -452,6 +454,36 @@ def test_same_answers_as_kafka(outcomes, scenario: str) -> None:
     assert [step for step, _ in kafka] == [step for step, _ in tidelog], (kafka, tidelog)
     differences = [(step, k, t) for (step, k), (_, t) in zip(kafka, tidelog, strict=True) if k != t]
     assert differences == [], "\n".join(f"{step}: kafka {k!r}, tidelog {t!r}" for step, k, t in differences)
+
+
+TRANSACTIONAL_APIS = (ApiKey.PRODUCE, ApiKey.INIT_PRODUCER_ID, ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN,
+                      ApiKey.END_TXN, ApiKey.WRITE_TXN_MARKERS, ApiKey.TXN_OFFSET_COMMIT, ApiKey.DESCRIBE_TRANSACTIONS,
+                      ApiKey.LIST_TRANSACTIONS, ApiKey.DESCRIBE_PRODUCERS)
+
+#: Newest versions Kafka 4.4 serves and Tidelog does not (docs/transactions.md, "Differences from Kafka"):
+#: Produce v13 names topics by id (KIP-516); TxnOffsetCommit v6 and WriteTxnMarkers v2 are newer than the
+#: Kafka 4.1 message specs Tidelog's codec is generated from. Clients negotiate down to Tidelog's newest.
+KNOWN_NEWER_IN_KAFKA = {"PRODUCE": (13, 12), "TXN_OFFSET_COMMIT": (6, 5), "WRITE_TXN_MARKERS": (2, 1)}
+
+
+def advertised(bootstrap: str) -> tuple[dict[str, tuple[int, int]], dict[str, int]]:
+    """The transactional APIs' (min, max) versions and the finalized features a broker advertises."""
+    with WireClient.connect(bootstrap) as client:
+        r = client.request(ApiVersionsRequest(client_software_name="tidelog-oracle", client_software_version="0"), 3)
+    keys = {ApiKey(k.api_key).name: (k.min_version, k.max_version) for k in r.api_keys
+            if k.api_key in TRANSACTIONAL_APIS}
+    return keys, {f.name: f.max_version_level for f in r.finalized_features}
+
+
+def test_newest_versions_and_transaction_version_as_kafka(kafka_broker, tidelog_broker) -> None:
+    (kafka, kafka_features), (tidelog, tidelog_features) = advertised(kafka_broker.bootstrap), \
+        advertised(tidelog_broker.bootstrap)
+    assert set(kafka) == set(tidelog) == {k.name for k in TRANSACTIONAL_APIS}
+    newer = {k: (kafka[k][1], tidelog[k][1]) for k in kafka if kafka[k][1] != tidelog[k][1]}
+    assert newer == KNOWN_NEWER_IN_KAFKA
+    # Tidelog keeps the old versions Kafka 4.0 dropped (KIP-896): never a higher minimum than Kafka's.
+    assert all(tidelog[k][0] <= kafka[k][0] for k in kafka), (kafka, tidelog)
+    assert kafka_features.get("transaction.version") == tidelog_features.get("transaction.version") == 2
 
 
 # ------------------------------------------------------------------------------------- the Java client
