@@ -3,7 +3,7 @@ read_committed against read_uncommitted, on Tidelog and on Apache Kafka in one r
 
 Run from the repository root::
 
-    .venv/bin/python bench/transactions.py            # 10 s per producer run (about 5 minutes)
+    .venv/bin/python bench/transactions.py            # 10 s per producer run (about 3.5 minutes)
     .venv/bin/python bench/transactions.py --quick    # 3 s per run (about 2 minutes)
 
 Each target is a fresh broker: ``tidelog serve`` (:class:`tidelog.testing.BrokerProcess`) and a one-node
