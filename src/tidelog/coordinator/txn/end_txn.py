@@ -36,8 +36,10 @@ NONE = no error, no write)::
 Ongoing, PrepareCommit and PrepareAbort follow the first table. A version-2 reply without error
 carries the producer id and epoch the client must use next.
 
-Changes only ``pending_state`` (through the ``prepare_*`` methods) and, for an epoch fence, the
-epoch fields of the metadata, as Kafka does. Loop-only.
+Changes only ``pending_state`` (through the ``prepare_*`` methods) and, for a version-1 epoch fence,
+the epoch fields of the metadata, as Kafka does. A version-2 fence aborts from the current epoch, bumped
+once (the fenced producer's markers carry current + 1, the next InitProducerId hands out current + 2).
+Loop-only.
 """
 
 from __future__ import annotations
@@ -140,9 +142,12 @@ def decide_v2(md: TransactionMetadata, producer_id: int, producer_epoch: int, co
         valid_epoch = is_retry or producer_epoch == md.producer_epoch
 
     def prepare(target: TransactionState, no_partition_added: bool) -> Prepare:
-        next_id = new_producer_id() if not fence and md.is_producer_epoch_exhausted else NO_PRODUCER_ID
+        # Version 2 bumps the epoch of every end, a fencing abort's too: the fence's own bump is dropped
+        # (only its pending state is cleared), and an exhausted epoch moves to a new producer id either way
+        # (Kafka 4.x; before it, the fenced epoch was bumped again and an exhausted one was not rotated).
+        next_id = new_producer_id() if md.is_producer_epoch_exhausted else NO_PRODUCER_ID
         if target is S.PREPARE_ABORT and fence:
-            _clear_fence(md, producer_epoch)
+            md.pending_state = None
         return Prepare(md.prepare_abort_or_commit(target, client_version, next_id, now_ms, no_partition_added), fence)
 
     if md.producer_id != producer_id and not retry_on_overflow:

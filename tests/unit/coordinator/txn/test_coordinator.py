@@ -90,10 +90,11 @@ def test_a_new_instance_aborts_the_open_transaction_and_fences_the_old_one(txn: 
     txn.begin("a", pid, epoch)
     result = txn.coordinator.init_producer_id("a", TIMEOUT_MS)
     assert result.error == ErrorCode.CONCURRENT_TRANSACTIONS  # the client retries
-    # The open transaction was aborted with the fenced epoch (v2 server: fence + bump).
-    assert txn.markers("t", 0) == [(pid, epoch + 2, False)]
+    # The open transaction was aborted one epoch up (v2 server: the abort's own bump; the fence's is
+    # dropped, as Kafka 4.x does), and the new instance gets the next epoch.
+    assert txn.markers("t", 0) == [(pid, epoch + 1, False)]
     assert txn.coordinator.metadata("a").state is S.COMPLETE_ABORT
-    assert txn.init("a") == (pid, epoch + 3)
+    assert txn.init("a") == (pid, epoch + 2)
     c = txn.coordinator
     assert c.add_partitions("a", pid, epoch, [("t", 2)]) == ErrorCode.PRODUCER_FENCED
     assert c.end_txn("a", pid, epoch, True).error == ErrorCode.PRODUCER_FENCED
@@ -155,8 +156,8 @@ def test_timed_out_transactions_are_aborted(txn: TxnHarness) -> None:
     assert txn.coordinator.metadata("a").state is S.ONGOING
     txn.advance(10_000)  # the abort timer runs every 10 s; the transaction is 20 s old
     md = txn.coordinator.metadata("a")
-    assert md.state is S.COMPLETE_ABORT and md.producer_epoch == epoch + 2
-    assert txn.markers("t", 0) == [(pid, epoch + 2, False)]
+    assert md.state is S.COMPLETE_ABORT and md.producer_epoch == epoch + 1
+    assert txn.markers("t", 0) == [(pid, epoch + 1, False)]
     assert txn.data.log("t", 0).last_stable_offset == 3
     assert txn.coordinator.end_txn("a", pid, epoch, True).error == ErrorCode.PRODUCER_FENCED
 
@@ -196,7 +197,7 @@ def test_a_failed_epoch_fence_is_not_bumped_twice(txn: TxnHarness) -> None:
     assert md.has_failed_epoch_fence and md.state is S.ONGOING and md.pending_state is None
     txn.writer.fail_with = None
     assert txn.coordinator.init_producer_id("a", TIMEOUT_MS).error == ErrorCode.CONCURRENT_TRANSACTIONS
-    assert txn.markers("t", 0) == [(pid, epoch + 2, False)]  # fence and v2 bump, not three bumps
+    assert txn.markers("t", 0) == [(pid, epoch + 1, False)]  # one bump, whatever the failed fence did
 
 
 def test_markers_are_retried_and_deleted_partitions_skipped(txn: TxnHarness) -> None:

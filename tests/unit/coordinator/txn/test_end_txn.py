@@ -97,6 +97,15 @@ def test_v2_exhausted_epoch_gets_the_next_producer_id() -> None:
     assert isinstance(decision, Prepare) and decision.transit.next_producer_id == 4242
 
 
+def test_a_v2_epoch_fence_at_an_exhausted_epoch_moves_to_a_new_producer_id() -> None:
+    md = md_in(S.ONGOING, epoch=32766)
+    fence = md.prepare_fence_producer_epoch()
+    decision = decide_v2(md, PID, fence.producer_epoch, False, from_client=False,
+                         client_version=TransactionVersion.TV_2, now_ms=0, new_producer_id=lambda: 4242)
+    assert isinstance(decision, Prepare) and decision.is_epoch_fence
+    assert (decision.transit.producer_epoch, decision.transit.next_producer_id) == (32767, 4242)
+
+
 @pytest.mark.parametrize("decide", ["v1", "v2"])
 def test_an_epoch_fence_aborts_with_the_fenced_epoch(decide: str) -> None:
     md = md_in(S.ONGOING)
@@ -107,7 +116,7 @@ def test_an_epoch_fence_aborts_with_the_fenced_epoch(decide: str) -> None:
     else:
         decision = decide_v2(md, PID, fence.producer_epoch, False, from_client=False,
                              client_version=TransactionVersion.TV_2, now_ms=0, new_producer_id=lambda: 1)
-        expected_epoch = EPOCH + 2  # the fence, then v2's own bump
+        expected_epoch = EPOCH + 1  # v2's own bump from the current epoch: the fence's bump is dropped
     assert isinstance(decision, Prepare) and decision.is_epoch_fence
     assert decision.transit.state is PA and decision.transit.producer_epoch == expected_epoch
     assert md.pending_state is PA
