@@ -16,17 +16,24 @@ topic config, the snake_case of its Kafka name (``segment.bytes`` -> ``segment_b
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from tidelog.errors import ConfigError
+from tidelog.listener import (
+    NON_ROUTABLE_HOSTS,
+    SECURITY_PROTOCOLS,
+    Listener,
+    check_listeners,
+    check_tubemq_listeners,
+    parse_endpoint,
+    parse_listeners,
+    parse_protocol_map,
+)
+
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
-
-
-class ConfigError(ValueError):
-    """A configuration key is unknown or its value is not valid."""
 
 
 # ----------------------------------------------------------------------------------------- parsing
@@ -105,77 +112,6 @@ def _parse_list(key: str, raw: Any) -> tuple[str, ...]:
     return items
 
 
-@dataclass(frozen=True, slots=True)
-class Listener:
-    """One entry of ``listeners`` / ``advertised.listeners``: ``NAME://HOST:PORT``. An empty host
-    means every interface (and, when advertised, this machine's host name), as in Kafka."""
-
-    name: str
-    host: str
-    port: int
-
-    def __str__(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.name}://{host}:{self.port}"
-
-
-#: Kafka's listener syntax: a name, ``://``, an optional host (IPv6 in brackets), ``:`` and a port.
-_LISTENER = re.compile(r"^([A-Za-z0-9_]+)://(?:\[([0-9a-fA-F:.%]+)\]|([0-9a-zA-Z\-%._]*)):(-?[0-9]+)$")
-NON_ROUTABLE_HOSTS = frozenset({"0.0.0.0", "::"})
-
-
-def _parse_listeners(key: str, raw: Any) -> tuple[Listener, ...]:
-    items = [item.strip() for item in str(raw).split(",") if item.strip()]
-    out: list[Listener] = []
-    for item in items:
-        m = _LISTENER.match(item)
-        if m is None:
-            raise ConfigError(f"Invalid value {item!r} for configuration {key}: expected NAME://HOST:PORT, "
-                              "e.g. PLAINTEXT://localhost:9092 (an empty host means every interface)")
-        name, host, port = m.group(1).upper(), m.group(2) or m.group(3) or "", int(m.group(4))
-        if not 0 <= port <= 65535:
-            raise ConfigError(f"Invalid value {item!r} for configuration {key}: port {port} is not between 0 and 65535")
-        if any(other.name == name for other in out):
-            raise ConfigError(f"Invalid value {raw!r} for configuration {key}: each listener must have a different "
-                              f"name, and {name} appears twice")
-        if port and any(other.port == port for other in out):
-            raise ConfigError(f"Invalid value {raw!r} for configuration {key}: each listener must have a different "
-                              f"port, and {port} appears twice")
-        out.append(Listener(name, host, port))
-    return tuple(out)
-
-
-#: ``HOST:PORT`` (IPv6 hosts in brackets; an empty host means every interface).
-_HOST_PORT = re.compile(r"^(?:\[([0-9a-fA-F:.%]+)\]|([0-9a-zA-Z\-%._]*)):([0-9]+)$")
-
-
-def _parse_endpoint(key: str, raw: Any) -> tuple[str, int] | None:
-    """An optional ``HOST:PORT`` (empty: not set)."""
-    text = str(raw).strip()
-    if not text:
-        return None
-    m = _HOST_PORT.match(text)
-    if m is None:
-        raise ConfigError(f"Invalid value {text!r} for configuration {key}: expected HOST:PORT, e.g. localhost:8715 "
-                          "(an empty host, as in :8715, means every interface)")
-    port = int(m.group(3))
-    if port > 65535:
-        raise ConfigError(f"Invalid value {text!r} for configuration {key}: port {port} is not between 0 and 65535")
-    return m.group(1) or m.group(2) or "", port
-
-
-def _parse_protocol_map(key: str, raw: Any) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in (p.strip() for p in str(raw).split(",") if p.strip()):
-        name, sep, protocol = item.partition(":")
-        if not sep or not name.strip() or protocol.strip().upper() not in SECURITY_PROTOCOLS:
-            raise ConfigError(f"Invalid value {item!r} for configuration {key}: expected LISTENER_NAME:PROTOCOL with "
-                              f"PROTOCOL one of {', '.join(SECURITY_PROTOCOLS)}")
-        out[name.strip().upper()] = protocol.strip().upper()
-    return out
-
-
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 
 
@@ -247,13 +183,13 @@ _TOPIC_DEFS = [
 
 _BROKER_DEFS = [
     ConfigDef("broker.id", _int(0), 0, "This broker's id (node.id is accepted as a synonym).", topic=False),
-    ConfigDef("listeners", _parse_listeners, (Listener("PLAINTEXT", "localhost", 9092),),
+    ConfigDef("listeners", parse_listeners, (Listener("PLAINTEXT", "localhost", 9092),),
               "Where the broker listens: comma-separated NAME://HOST:PORT (an empty host means every interface; "
               "port 0 picks a free port).", topic=False),
-    ConfigDef("advertised.listeners", _parse_listeners, (),
+    ConfigDef("advertised.listeners", parse_listeners, (),
               "Addresses handed to clients in Metadata, by listener name; default: the listeners' own (an empty "
               "or 0.0.0.0 host advertises this machine's host name).", topic=False),
-    ConfigDef("listener.security.protocol.map", _parse_protocol_map,
+    ConfigDef("listener.security.protocol.map", parse_protocol_map,
               {p: p for p in SECURITY_PROTOCOLS},
               "Security protocol of each listener name, as NAME:PROTOCOL pairs.", topic=False),
     ConfigDef("log.dirs", _parse_list, ("./tidelog-data",), "Directories holding the partition logs.", topic=False),
@@ -349,13 +285,13 @@ _BROKER_DEFS = [
               "The transaction protocol the broker finalizes (Kafka's transaction.version feature): 2 is "
               "KIP-890's, where every transaction bumps the producer epoch.", topic=False),
     ConfigDef("max.incremental.fetch.session.cache.slots", _int(), 1000, "Fetch sessions kept.", topic=False),
-    ConfigDef("tubemq.master.listener", _parse_endpoint, None,
+    ConfigDef("tubemq.master.listener", parse_endpoint, None,
               "Where the TubeMQ master service listens, as HOST:PORT (TubeMQ's usual port is 8715); empty: TubeMQ "
               "clients are not served. Set together with tubemq.broker.listener.", topic=False),
-    ConfigDef("tubemq.broker.listener", _parse_endpoint, None,
+    ConfigDef("tubemq.broker.listener", parse_endpoint, None,
               "Where the TubeMQ broker service listens, as HOST:PORT (TubeMQ's usual port is 8123); empty: TubeMQ "
               "clients are not served. Set together with tubemq.master.listener.", topic=False),
-    ConfigDef("tubemq.broker.advertised.listener", _parse_endpoint, None,
+    ConfigDef("tubemq.broker.advertised.listener", parse_endpoint, None,
               "The TubeMQ broker address the master hands to clients, when it differs from "
               "tubemq.broker.listener (NAT, containers); an empty host advertises this machine's host name.",
               topic=False),
@@ -462,8 +398,8 @@ class BrokerConfig:
             d = BROKER_CONFIGS.get(key)
             if d is not None:
                 values[key] = d.parse(written_as[key], raw)
-        _check_listeners(values)
-        _check_tubemq_listeners(values)
+        check_listeners(values)
+        check_tubemq_listeners(values)
         topic_defaults = topic_defaults_from_broker(normalized)
         unknown = tuple(sorted(k for k in normalized if k not in KNOWN_BROKER_KEYS))
         suggestions = {}
@@ -479,36 +415,6 @@ class BrokerConfig:
         if key in self.suggestions:
             text += f"; did you mean {self.suggestions[key]!r}?"
         return text
-
-
-def _check_listeners(values: dict[str, Any]) -> None:
-    """Kafka's listener rules: every listener name has a security protocol; advertised listeners
-    name existing listeners and never the non-routable 0.0.0.0."""
-    protocols = values["listener.security.protocol.map"]
-    for listener in values["listeners"]:
-        if listener.name not in protocols:
-            raise ConfigError(f"Invalid value for configuration listeners: listener {listener.name} has no security "
-                              "protocol in listener.security.protocol.map")
-    names = {listener.name for listener in values["listeners"]}
-    for listener in values["advertised.listeners"]:
-        if listener.name not in names:
-            raise ConfigError(f"Invalid value for configuration advertised.listeners: {listener.name} is not one of "
-                              f"the listeners ({', '.join(sorted(names))})")
-        if listener.host in NON_ROUTABLE_HOSTS:
-            raise ConfigError("Invalid value for configuration advertised.listeners: advertised.listeners cannot use "
-                              f"the nonroutable meta-address {listener.host}; use a routable address or host name")
-
-
-def _check_tubemq_listeners(values: dict[str, Any]) -> None:
-    """TubeMQ clients need the master and the broker service: both listeners or neither, on two ports."""
-    master, broker = values["tubemq.master.listener"], values["tubemq.broker.listener"]
-    if (master is None) != (broker is None):
-        raise ConfigError("Invalid value for configuration tubemq.master.listener / tubemq.broker.listener: TubeMQ "
-                          "clients need both services; set both listeners (e.g. localhost:8715 and localhost:8123) "
-                          "or neither")
-    if master is not None and master[1] and master[1] == broker[1]:
-        raise ConfigError(f"Invalid value for configuration tubemq.broker.listener: port {broker[1]} is "
-                          "tubemq.master.listener's too")
 
 
 def attr_name(kafka_name: str) -> str:

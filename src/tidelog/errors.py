@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-__all__ = ["ErrorCode", "KafkaError", "RecordValidationError"]
+__all__ = ["ConfigError", "ErrorCode", "KafkaError", "RecordValidationError"]
 
 
 class ErrorCode(IntEnum):
@@ -341,3 +341,7 @@ class RecordValidationError(KafkaError):
                        f"and only showing the first three errors at most: [{shown}]")
         super().__init__(code, message)
         self.record_errors = record_errors
+
+
+class ConfigError(ValueError):
+    """A configuration key is unknown or its value is not valid (the message names the key)."""

@@ -64,7 +64,7 @@ def test_broker_properties_supply_topic_defaults() -> None:
 
 
 def test_listeners_parse_as_kafka_parses_them() -> None:
-    from tidelog.config import Listener
+    from tidelog.listener import Listener
 
     c = BrokerConfig.from_props({
         "listeners": "PLAINTEXT://:9092, internal://[::1]:9093,EXT://host-1.example:0",

@@ -43,13 +43,14 @@ from tidelog.cluster.controller import Controller, NewTopic
 from tidelog.cluster.metadata import BrokerInfo, MetadataImage
 from tidelog.cluster.store import EmbeddedStore
 from tidelog.cluster.topic_config import TopicConfigs
-from tidelog.config import NON_ROUTABLE_HOSTS, BrokerConfig, Listener
+from tidelog.config import BrokerConfig
 from tidelog.coordinator.group import OFFSETS_TOPIC, GroupConfig, GroupCoordinator, classic_member, consumer
 from tidelog.coordinator.group.consumer import ConsumerGroupCoordinator
 from tidelog.coordinator.runtime import ReplicaWriter
 from tidelog.coordinator.txn import TRANSACTION_STATE_TOPIC, TransactionCoordinator, TxnConfig
 from tidelog.coordinator.txn.marker_writer import TxnMarkerWriter
 from tidelog.coordinator.txn.producer_ids import ProducerIdManager
+from tidelog.listener import NON_ROUTABLE_HOSTS, Listener
 from tidelog.protocol.tubemq.notation import BrokerAddress
 from tidelog.protocol.tubemq.rpc import Service
 from tidelog.replica.events import LogEvents

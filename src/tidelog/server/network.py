@@ -24,7 +24,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from tidelog.clock import Clock
-from tidelog.config import Listener
+from tidelog.listener import Listener
 from tidelog.protocol.exceptions import ProtocolError
 from tidelog.protocol.headers import encode_response_buffers
 from tidelog.server.connection import Connection

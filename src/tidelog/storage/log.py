@@ -25,17 +25,12 @@ from pathlib import Path
 
 from tidelog.clock import Clock
 from tidelog.config import INT_MAX, TopicConfig
-from tidelog.errors import ErrorCode, KafkaError, RecordValidationError
+from tidelog.errors import ErrorCode, KafkaError
 from tidelog.records import (
-    CompressionType,
-    CorruptRecordError,
     RecordBatchView,
     RecordsError,
     TimestampType,
-    legacy_to_batches,
-    rebuild_batch,
 )
-from tidelog.records.batch import LOG_HEADER, LOG_OVERHEAD, MIN_BATCH_LENGTH, RECORD_BATCH_OVERHEAD
 from tidelog.records.control import ControlRecordType, build_control_batch
 from tidelog.storage import files
 from tidelog.storage.checkpoints import fsync_dir
@@ -43,10 +38,14 @@ from tidelog.storage.producer_state import CompletedTxn, ProducerStateManager
 from tidelog.storage.retention import SegmentSummary, segments_to_delete
 from tidelog.storage.segment import FileSlice, Segment
 from tidelog.storage.txn_index import AbortedTxn
-
-#: compression.type -> the codec the broker stores batches in ("producer": whatever the producer sent).
-_BROKER_CODECS = {"uncompressed": CompressionType.NONE, "gzip": CompressionType.GZIP,
-                  "snappy": CompressionType.SNAPPY, "lz4": CompressionType.LZ4, "zstd": CompressionType.ZSTD}
+from tidelog.storage.validator import (
+    BROKER_CODECS,
+    check_records,
+    convert_legacy,
+    recompress,
+    split_and_validate,
+    writable,
+)
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
@@ -135,15 +134,15 @@ class PartitionLog:
         Raises KafkaError with the code the produce response must carry (CORRUPT_MESSAGE,
         INVALID_RECORD, MESSAGE_TOO_LARGE, INVALID_TIMESTAMP, OUT_OF_ORDER_SEQUENCE_NUMBER,
         INVALID_PRODUCER_EPOCH ...)."""
-        data = _writable(records)
+        data = writable(records)
         if len(data) > 16 and data[16] < 2:  # magic v0/v1 message set (Produce v0-v2)
-            data = bytearray(_convert_legacy(data))
+            data = bytearray(convert_legacy(data))
         now = self.clock.wall_ms()
-        views = self._split_and_validate(data, now)
-        self._check_records(views, now)
-        target = _BROKER_CODECS.get(self.config.compression_type)  # None: keep the producer's codec
+        views = split_and_validate(data, self.config.max_message_bytes)
+        check_records(views, self.config, now, self.topic, self.partition)
+        target = BROKER_CODECS.get(self.config.compression_type)  # None: keep the producer's codec
         if target is not None and any(view.compression_type != target for view in views):
-            data, views = self._recompress(views, target, now)
+            data, views = recompress(views, target, self.config.max_message_bytes)
         log_append = self.config.message_timestamp_type == "LogAppendTime"
         if len(views) > 1 and any(v.producer_id >= 0 for v in views):
             raise KafkaError(ErrorCode.INVALID_RECORD, "an idempotent produce must carry exactly one batch")
@@ -248,8 +247,8 @@ class PartitionLog:
 
     def append_as_follower(self, records) -> AppendResult:
         """Append batches whose offsets the leader assigned (replication, and coordinator replays)."""
-        data = _writable(records)
-        views = self._split_and_validate(data, self.clock.wall_ms(), from_client=False)
+        data = writable(records)
+        views = split_and_validate(data, self.config.max_message_bytes, from_client=False)
         if views[0].base_offset < self.log_end_offset:
             raise KafkaError(
                 ErrorCode.INVALID_RECORD,
@@ -270,94 +269,6 @@ class PartitionLog:
         count = sum(v.record_count for v in views)
         self.unflushed_messages += count
         return AppendResult(views[0].base_offset, views[-1].last_offset, -1, self.log_start_offset, count, max_ts)
-
-    def _split_and_validate(
-        self, data: bytearray | memoryview, now: int, *, from_client: bool = True
-    ) -> list[RecordBatchView]:
-        views: list[RecordBatchView] = []
-        mv = memoryview(data)
-        pos = 0
-        total = len(mv)
-        max_bytes = self.config.max_message_bytes
-        while pos < total:
-            if total - pos < RECORD_BATCH_OVERHEAD:
-                raise KafkaError(ErrorCode.CORRUPT_MESSAGE, "truncated record batch")
-            _, length = LOG_HEADER.unpack_from(mv, pos)
-            size = LOG_OVERHEAD + length
-            if length < MIN_BATCH_LENGTH or pos + size > total:
-                raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"record batch size {size} does not fit the request")
-            if size > max_bytes:
-                raise KafkaError(
-                    ErrorCode.MESSAGE_TOO_LARGE, f"batch of {size} bytes exceeds max.message.bytes {max_bytes}"
-                )
-            try:
-                view = RecordBatchView(mv[pos : pos + size])
-                view.validate(allow_compacted=not from_client)
-            except RecordsError as e:
-                raise _records_error(e) from None
-            if from_client:
-                if view.is_control_batch:
-                    raise KafkaError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
-                if view.record_count <= 0:
-                    raise KafkaError(ErrorCode.INVALID_RECORD, "a record batch must hold at least one record")
-            views.append(view)
-            pos += size
-        if not views:
-            raise KafkaError(ErrorCode.INVALID_RECORD, "no record batches in the request")
-        return views
-
-    def _recompress(self, views: list[RecordBatchView], codec: CompressionType,
-                    now: int) -> tuple[bytearray, list[RecordBatchView]]:
-        """A topic whose ``compression.type`` names a codec stores every batch in it (Kafka recompresses
-        on the leader): batches in another codec are rebuilt, records, offsets and producer fields kept.
-        A rebuilt batch larger than ``max.message.bytes`` is MESSAGE_TOO_LARGE."""
-        parts: list[bytes | bytearray] = []
-        for view in views:
-            if view.compression_type == codec:
-                parts.append(bytes(view.buffer))
-                continue
-            try:
-                rebuilt = rebuild_batch(view, view.records(), compression=codec)
-            except RecordsError as e:
-                raise _records_error(e) from None
-            if len(rebuilt) > self.config.max_message_bytes:
-                raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
-                                 f"batch of {len(rebuilt)} bytes after recompression exceeds max.message.bytes "
-                                 f"{self.config.max_message_bytes}")
-            parts.append(rebuilt)
-        data = bytearray(b"".join(parts))
-        return data, self._split_and_validate(data, now)
-
-    def _check_records(self, views: list[RecordBatchView], now: int) -> None:
-        """KIP-467: every record the topic must refuse, by its index in the batch, in one
-        :class:`RecordValidationError`. Records are decoded only when a rule needs them: a compacted
-        topic (every record needs a key) or a CreateTime batch whose timestamps may be out of
-        ``message.timestamp.before/after.max.ms`` (the header's max timestamp rules out "too new";
-        "too old" is possible only when before.max.ms is finite)."""
-        errors: list[tuple[int, str]] = []
-        bad_timestamp = False
-        for view in views:
-            check_time = (self.config.message_timestamp_type == "CreateTime"
-                          and view.timestamp_type == TimestampType.CREATE_TIME)
-            low = now - self.config.message_timestamp_before_max_ms
-            high = now + self.config.message_timestamp_after_max_ms
-            check_time = check_time and (view.max_timestamp > high or low > 0)
-            if not (self.config.compact or check_time):
-                continue
-            try:
-                records = list(view.records())
-            except RecordsError as e:
-                raise _records_error(e) from None
-            for index, record in enumerate(records):
-                if check_time and record.timestamp >= 0 and not low <= record.timestamp <= high:
-                    bad_timestamp = True
-                    errors.append((index, f"Timestamp {record.timestamp} of message with offset {record.offset} is "
-                                          f"out of range. The timestamp should be within [{low}, {high}]"))
-                elif self.config.compact and record.key is None:
-                    errors.append((index, "Compacted topic cannot accept message without key in topic partition "
-                                          f"{self.topic}-{self.partition}."))
-        if errors:
-            raise RecordValidationError(errors, bad_timestamp=bad_timestamp)
 
     def _append_bytes(self, data, first: int, last: int, max_ts: int, offset_of_max_ts: int, now: int) -> None:
         segment = self._maybe_roll(len(data), first, last, now, max_ts)
@@ -630,28 +541,6 @@ class PartitionLog:
             f"PartitionLog({self.topic}-{self.partition}, start={self.log_start_offset}, "
             f"end={self.log_end_offset}, hw={self.high_watermark}, segments={len(self.segments)})"
         )
-
-
-def _writable(records) -> bytearray | memoryview:
-    """A writable buffer over the records: the request's own buffer when it is writable."""
-    if isinstance(records, bytearray):
-        return records
-    if isinstance(records, memoryview) and not records.readonly:
-        return records
-    return bytearray(records)
-
-
-def _convert_legacy(data) -> bytes:
-    try:
-        return b"".join(legacy_to_batches(data, base_offset=0))
-    except RecordsError as e:
-        raise _records_error(e) from None
-
-
-def _records_error(e: RecordsError) -> KafkaError:
-    """CRC mismatches are CORRUPT_MESSAGE; every other malformed batch is INVALID_RECORD."""
-    code = ErrorCode.CORRUPT_MESSAGE if isinstance(e, CorruptRecordError) else ErrorCode.INVALID_RECORD
-    return KafkaError(code, str(e))
 
 
 def _mtime_ms(seg: Segment) -> int:

@@ -19,7 +19,7 @@ import socket
 from dataclasses import dataclass
 
 from tidelog.clock import Clock
-from tidelog.config import NON_ROUTABLE_HOSTS
+from tidelog.listener import NON_ROUTABLE_HOSTS
 from tidelog.protocol.tubemq.frame import FrameDecoder, FrameError
 from tidelog.server.network import ConnectionSettings, ListenerError
 from tidelog.server.tubemq.dispatcher import TubeHandlerRegistry
