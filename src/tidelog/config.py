@@ -31,6 +31,7 @@ from tidelog.listener import (
     parse_listeners,
     parse_protocol_map,
 )
+from tidelog.zookeeper_connect import parse_zookeeper_connect
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
@@ -183,6 +184,16 @@ _TOPIC_DEFS = [
 
 _BROKER_DEFS = [
     ConfigDef("broker.id", _int(0), 0, "This broker's id (node.id is accepted as a synonym).", topic=False),
+    # Cluster mode (docs/cluster.md): set zookeeper.connect and a broker.id unique in the cluster.
+    ConfigDef("zookeeper.connect", parse_zookeeper_connect, None, "ZooKeeper ensemble of the cluster, "
+              "host:port[,host:port...][/chroot]; empty: a single node with embedded metadata.", topic=False),
+    ConfigDef("zookeeper.session.timeout.ms", _int(1), 18_000, "ZooKeeper session timeout.", topic=False),
+    ConfigDef("zookeeper.connection.timeout.ms", _int(1), None,
+              "How long to wait for a ZooKeeper connection; default: the session timeout.", topic=False),
+    ConfigDef("broker.rack", _parse_string, None, "Rack of this broker (rack-aware replica assignment).",
+              topic=False),
+    ConfigDef("replica.lag.time.max.ms", _long(1), 30_000,
+              "A follower that has not caught up for this long leaves the ISR.", topic=False),
     ConfigDef("listeners", parse_listeners, (Listener("PLAINTEXT", "localhost", 9092),),
               "Where the broker listens: comma-separated NAME://HOST:PORT (an empty host means every interface; "
               "port 0 picks a free port).", topic=False),
@@ -400,6 +411,9 @@ class BrokerConfig:
                 values[key] = d.parse(written_as[key], raw)
         check_listeners(values)
         check_tubemq_listeners(values)
+        if values["zookeeper.connect"] is not None and "broker.id" not in normalized:
+            raise ConfigError("broker.id (or node.id) must be set when zookeeper.connect is: each broker of a "
+                              "cluster needs its own id")
         topic_defaults = topic_defaults_from_broker(normalized)
         unknown = tuple(sorted(k for k in normalized if k not in KNOWN_BROKER_KEYS))
         suggestions = {}

@@ -15,7 +15,7 @@ from tidelog import __version__
 from tidelog.cli.argument import BOOTSTRAP_ENV, add_bootstrap_argument, resolve, resolve_bootstrap
 
 #: Commands that run no Kafka client, so take no --bootstrap-server.
-_OFFLINE = ("info", "serve")
+_OFFLINE = ("info", "serve", "dev-cluster")
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
@@ -58,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
         cluster,
         configs,
         consume,
+        dev_cluster,
         groups,
         offsets,
         perf,
@@ -78,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     cluster.add_parser(sub)
     transactions.add_parser(sub)
     perf.add_parser(sub)
+    dev_cluster.add_parser(sub)
     return parser
 
 

@@ -5,9 +5,10 @@ Rules (Kafka's):
 * Topic names: 1-249 characters from ``[a-zA-Z0-9._-]``, not ``.`` or ``..``. Names that differ only
   by ``.`` vs ``_`` collide in metric names: creating one while the other exists fails with
   INVALID_TOPIC_EXCEPTION, and a name with either character is allowed with a logged warning.
-* A new topic gets a random topic id; partition ``p`` of a single node is led by this broker with
-  leader epoch 0 and ISR = replicas = [broker id]. A replication factor larger than the number of
-  live brokers fails with INVALID_REPLICATION_FACTOR.
+* A new topic gets a random topic id; its partitions' replicas are assigned over the live brokers by
+  :mod:`tidelog.cluster.assignment` (a single node: every replica list is [broker id]); each starts
+  led by its first replica with leader epoch 0 and ISR = replicas. A replication factor larger than
+  the number of live brokers fails with INVALID_REPLICATION_FACTOR.
 * Partitions can only be added (CreatePartitions), never removed.
 * Config overrides are validated with :mod:`tidelog.config` before anything changes.
 * Dynamic broker configs: the topic-default synonyms (``log.retention.ms``, ``log.segment.bytes``,
@@ -28,6 +29,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from tidelog.cluster.assignment import assign_replicas
 from tidelog.cluster.metadata import MetadataImage, PartitionMetadata, TopicMetadata
 from tidelog.cluster.store import MetadataStore
 from tidelog.cluster.topic_config import TopicConfigs
@@ -173,14 +175,22 @@ class Controller:
             except KafkaError as e:
                 results.append(e)
                 continue
-            partitions = tuple(self._new_partition(p) for p in range(new.num_partitions))
+            try:
+                partitions = self._new_partitions(image, 0, new.num_partitions, new.replication_factor)
+            except KafkaError as e:
+                results.append(e)
+                continue
             topic = TopicMetadata(new.name, uuid.uuid4(), partitions, overrides,
                                   new.internal or new.name in INTERNAL_TOPICS)
             image = image.with_topic(topic)
             results.append(topic)
         created = [t for t in results if isinstance(t, TopicMetadata)]
         if created:
-            self.store.publish(image)
+            try:
+                self.store.publish(image)
+            except KafkaError as e:  # a cluster's store lost a race or cannot reach ZooKeeper
+                results = [e if isinstance(r, TopicMetadata) else r for r in results]
+                created = []
         for topic in created:
             log.info("created topic %s with %d partitions", topic.name, len(topic.partitions))
             if ("." in topic.name or "_" in topic.name) and not topic.is_internal:
@@ -196,8 +206,12 @@ class Controller:
         rf = min(new.replication_factor, len(self.image.brokers))
         return self.create_topic(new.name, new.num_partitions, rf, new.configs, internal=new.internal)
 
-    def _new_partition(self, partition: int) -> PartitionMetadata:
-        return PartitionMetadata(partition, self.broker_id, 0, (self.broker_id,), (self.broker_id,))
+    @staticmethod
+    def _new_partitions(image: MetadataImage, start: int, count: int, replication_factor: int,
+                        ) -> tuple[PartitionMetadata, ...]:
+        assignment = assign_replicas(image.brokers.values(), count, replication_factor, start_partition=start)
+        return tuple(PartitionMetadata(start + i, replicas[0], 0, replicas, replicas)
+                     for i, replicas in enumerate(assignment))
 
     def delete_topic(self, name: str) -> None:
         self.delete_topics([name])
@@ -233,7 +247,8 @@ class Controller:
 
     def create_partitions(self, name: str, count: int) -> TopicMetadata:
         topic = self.validate_create_partitions(name, count)
-        new_parts = tuple(self._new_partition(p) for p in range(len(topic.partitions), count))
+        new_parts = self._new_partitions(self.image, len(topic.partitions), count - len(topic.partitions),
+                                         topic.replication_factor)
         updated = replace(topic, partitions=topic.partitions + new_parts)
         self.store.publish(self.image.with_topic(updated))
         return updated

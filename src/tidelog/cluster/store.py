@@ -43,6 +43,10 @@ class MetadataStore(Protocol):
 
     def subscribe(self, listener: MetadataListener) -> None: ...
 
+    def open(self, broker: BrokerInfo) -> MetadataImage: ...
+
+    def close(self) -> None: ...
+
 
 def new_cluster_id() -> str:
     """22 characters of URL-safe base64 over a random UUID, as Kafka's cluster ids look."""
@@ -79,6 +83,9 @@ class EmbeddedStore:
 
     def subscribe(self, listener: MetadataListener) -> None:
         self._listeners.append(listener)
+
+    def close(self) -> None:
+        """Nothing to release: every change is already on disk."""
 
     def _load(self, broker: BrokerInfo) -> MetadataImage:
         if not self.path.exists():

@@ -41,8 +41,9 @@ from tidelog.clock import Clock, SystemClock
 from tidelog.cluster.config_entries import ConfigDescriber
 from tidelog.cluster.controller import Controller, NewTopic
 from tidelog.cluster.metadata import BrokerInfo, MetadataImage
-from tidelog.cluster.store import EmbeddedStore
+from tidelog.cluster.store import EmbeddedStore, MetadataStore
 from tidelog.cluster.topic_config import TopicConfigs
+from tidelog.cluster.zk_store import ZooKeeperSettings, ZooKeeperStore
 from tidelog.config import BrokerConfig
 from tidelog.coordinator.group import OFFSETS_TOPIC, GroupConfig, GroupCoordinator, classic_member, consumer
 from tidelog.coordinator.group.consumer import ConsumerGroupCoordinator
@@ -104,6 +105,27 @@ def advertised_endpoint(listener: Listener, advertised: tuple[Listener, ...], bo
     return host, port or bound_port
 
 
+class _LoopHandoff:
+    """Hands a callback from another thread (the ZooKeeper client's) to the broker's event loop,
+    which is known once the broker starts."""
+
+    loop: asyncio.AbstractEventLoop | None = None
+
+    def __call__(self, fn: Callable[[], None]) -> None:
+        if self.loop is not None and not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(fn)
+
+
+def _metadata_store(config: BrokerConfig, data_dir: Path, handoff: _LoopHandoff) -> MetadataStore:
+    """A single node keeps its metadata in its data dir; a cluster (zookeeper.connect) in ZooKeeper."""
+    if config["zookeeper.connect"] is None:
+        return EmbeddedStore(data_dir)
+    settings = ZooKeeperSettings(config["zookeeper.connect"], config["zookeeper.session.timeout.ms"],
+                                 config["zookeeper.connection.timeout.ms"],
+                                 dict(config["listener.security.protocol.map"]))
+    return ZooKeeperStore(settings, config["broker.id"], handoff)
+
+
 def _call_later(delay_ms: float, fn: Callable[[], None]) -> Any:
     """Timers for components built before the event loop runs: the loop is looked up when needed."""
     return asyncio.get_running_loop().call_later(delay_ms / 1000, fn)
@@ -123,7 +145,8 @@ class Broker:
         self.log_dirs = [Path(d) for d in config["log.dirs"]]
 
         # Metadata and storage.
-        self.store = store = EmbeddedStore(self.log_dirs[0])
+        self._handoff = _LoopHandoff()
+        self.store = store = _metadata_store(config, self.log_dirs[0], self._handoff)
         self.topic_configs = topic_configs = TopicConfigs(config.topic_defaults)
         self.logs = logs = LogManager(
             self.log_dirs, clock, topic_config=lambda topic: topic_configs.for_topic(store.image, topic),
@@ -252,6 +275,7 @@ class Broker:
     async def start(self) -> None:
         for key in self.config.unknown:
             log.warning("%s", self.config.describe_unknown(key))
+        self._handoff.loop = asyncio.get_running_loop()
         await self.network.bind(self.listeners)
         try:
             if self.tubemq is not None:
@@ -261,6 +285,7 @@ class Broker:
             self.network.close()
             if self.tubemq is not None:
                 self.tubemq.close()
+            self.store.close()
             self.logs.release_dirs()
             raise
         self._start_housekeeping()
@@ -284,7 +309,7 @@ class Broker:
             for listener in self.listeners
         )
         _, host, port = endpoints[0]
-        self.store.open(BrokerInfo(self.broker_id, host, port, endpoints=endpoints))
+        self.store.open(BrokerInfo(self.broker_id, host, port, self.config["broker.rack"], endpoints))
         reports = await asyncio.get_running_loop().run_in_executor(None, self.logs.startup)
         self._loaded = True
         for report in reports:
@@ -349,6 +374,7 @@ class Broker:
             await self.tubemq.wait_closed()
         if self._loaded:
             await asyncio.get_running_loop().run_in_executor(None, self.logs.shutdown)
+        self.store.close()
         log.info("shut down cleanly")
         self.stopped.set()
 

@@ -2,5 +2,6 @@
 
 from tidelog.testing.broker import BrokerProcess
 from tidelog.testing.clock import ManualClock
+from tidelog.testing.zookeeper import ZooKeeperProcess
 
-__all__ = ["BrokerProcess", "ManualClock"]
+__all__ = ["BrokerProcess", "ManualClock", "ZooKeeperProcess"]

@@ -1,0 +1,459 @@
+"""The metadata of a cluster, kept in ZooKeeper in Kafka's ZooKeeper-era layout (:mod:`zk_data`).
+
+The same interface as the single node's :class:`~tidelog.cluster.store.EmbeddedStore` (``open``,
+``image``, ``publish``, ``subscribe``), so the rest of the broker does not know which one it has:
+
+* :meth:`open` connects (creating the chroot of ``zookeeper.connect`` if missing), makes sure the
+  persistent paths and ``/cluster/id`` exist, registers this broker (ephemeral ``/brokers/ids/<id>``;
+  an id a live broker holds is refused once the previous session of that id has had time to expire),
+  runs for controller and reads the image.
+* The image is ZooKeeper's content: live brokers, the controller, topics (their assignment,
+  partition states and config overrides; topics marked for deletion are already gone), dynamic
+  broker and group configs, and the producer-id block. Every read leaves a watch; a watch that fires
+  re-reads everything on the event loop (coalesced) and notifies the subscribers if anything changed.
+  Unchanged topics keep their objects, so subscribers can compare by identity.
+* :meth:`publish` (from the :class:`~tidelog.cluster.controller.Controller`) writes the difference
+  between the current image and the new one as ONE ZooKeeper transaction: a new topic's assignment,
+  partition states and config are created together (creating a topic another broker created first
+  fails with TOPIC_ALREADY_EXISTS), partition states change only at the znode version they were
+  read at, a deleted topic becomes an ``/admin/delete_topics`` entry that the controller carries
+  out. A conflicting writer or ZooKeeper being unreachable raises a retriable KafkaError and
+  changes nothing.
+* Controller election (Kafka's): create the ephemeral ``/controller`` and bump ``/controller_epoch``
+  at the version just read, in one transaction; whoever loses sees the winner. Every broker watches
+  ``/controller`` and runs again when it disappears. The epoch fences an older controller: its
+  conditional writes fail once a newer one bumped the epoch.
+* A lost session (expired): this broker is no longer controller; once ZooKeeper takes it back it
+  registers again, runs for controller and re-reads.
+
+Watches and session changes arrive on kazoo's threads; they only hand work to the event loop through
+the injected ``dispatch`` (``loop.call_soon_threadsafe``). Everything else runs on the loop, with
+kazoo's synchronous calls (a loopback round trip each). Not thread-safe otherwise.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import (
+    BadVersionError,
+    ConnectionLoss,
+    KazooException,
+    NodeExistsError,
+    NoNodeError,
+    SessionExpiredError,
+)
+from kazoo.handlers.threading import KazooTimeoutError
+
+from tidelog.cluster import zk_data as zk
+from tidelog.cluster.controller import INTERNAL_TOPICS
+from tidelog.cluster.metadata import BrokerInfo, MetadataImage, PartitionMetadata, TopicMetadata
+from tidelog.cluster.store import MetadataListener, new_cluster_id
+from tidelog.errors import ErrorCode, KafkaError
+from tidelog.zookeeper_connect import ZooKeeperConnect
+
+log = logging.getLogger(__name__)
+
+Dispatch = Callable[[Callable[[], None]], None]
+
+
+class ZooKeeperUnavailableError(ConnectionError):
+    """ZooKeeper could not be reached (at start-up)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ZooKeeperSettings:
+    connect: ZooKeeperConnect
+    session_timeout_ms: int = 18_000
+    connection_timeout_ms: int | None = None
+    protocols: dict[str, str] | None = None
+
+
+class ZooKeeperStore:
+    def __init__(self, settings: ZooKeeperSettings, broker_id: int, dispatch: Dispatch) -> None:
+        self.settings = settings
+        self.broker_id = broker_id
+        self.dispatch = dispatch
+        self.client: KazooClient | None = None
+        self.controller_epoch = -1  # the epoch this broker was elected with; -1 = not controller
+        self._broker: BrokerInfo | None = None
+        self._image: MetadataImage | None = None
+        self._listeners: list[MetadataListener] = []
+        self._topic_versions: dict[str, int] = {}
+        self._producer_id_block_version = -1
+        self._dirty = threading.Event()
+        self._session_lost = False
+        self._closed = False
+
+    # ----------------------------------------------------------------------------------- opening
+
+    def open(self, broker: BrokerInfo) -> MetadataImage:
+        self._broker = broker
+        self.client = self._connect()
+        self.client.add_listener(self._on_state)
+        self._register()
+        self._elect()
+        self._image = self._read(version=1)
+        return self._image
+
+    def _connect(self) -> KazooClient:
+        s = self.settings
+        timeout = (s.connection_timeout_ms or s.session_timeout_ms) / 1000
+        client = KazooClient(hosts=s.connect.hosts_text, timeout=s.session_timeout_ms / 1000,
+                             connection_retry={"max_tries": -1, "max_delay": 1})
+        try:
+            client.start(timeout=timeout)
+        except KazooTimeoutError:
+            client.close()
+            raise ZooKeeperUnavailableError(
+                f"cannot connect to ZooKeeper at {s.connect.hosts_text} within {timeout:g} s "
+                "(zookeeper.connect, zookeeper.connection.timeout.ms)") from None
+        if s.connect.chroot:
+            client.ensure_path(s.connect.chroot)
+            client.chroot = s.connect.chroot
+        for path in zk.PERSISTENT_PATHS:
+            client.ensure_path(path)
+        try:
+            client.create(zk.CLUSTER_ID, zk.encode_cluster_id(new_cluster_id()), makepath=True)
+        except NodeExistsError:
+            pass
+        return client
+
+    def _register(self) -> None:
+        """Create ``/brokers/ids/<id>``; wait out an old session of the same id, refuse a live one."""
+        assert self.client is not None and self._broker is not None
+        path = zk.broker_path(self.broker_id)
+        data = zk.encode_broker(self._broker, self.settings.protocols or {})
+        deadline = time.monotonic() + self.settings.session_timeout_ms / 1000 + 2
+        while True:
+            try:
+                self.client.create(path, data, ephemeral=True)
+                log.info("registered broker %d at %s", self.broker_id, path)
+                return
+            except NodeExistsError:
+                try:
+                    _, stat = self.client.get(path)
+                except NoNodeError:
+                    continue
+                if stat.ephemeralOwner == self.client.client_id[0]:
+                    self.client.set(path, data)
+                    return
+                if time.monotonic() > deadline:
+                    raise ValueError(f"broker.id {self.broker_id} is already registered in ZooKeeper by a live "
+                                     "broker; every broker of a cluster needs its own broker.id") from None
+                time.sleep(0.5)
+
+    # -------------------------------------------------------------------------------- controller
+
+    @property
+    def is_controller(self) -> bool:
+        return self.controller_epoch >= 0
+
+    def _elect(self) -> bool:
+        """Run for controller; True if this broker won."""
+        client = self.client
+        assert client is not None
+        try:
+            try:
+                raw, stat = client.get(zk.CONTROLLER_EPOCH)
+            except NoNodeError:
+                try:
+                    client.create(zk.CONTROLLER_EPOCH, zk.encode_controller_epoch(0))
+                except NodeExistsError:
+                    pass
+                raw, stat = client.get(zk.CONTROLLER_EPOCH)
+            epoch = zk.decode_controller_epoch(raw) + 1
+            tx = client.transaction()
+            tx.create(zk.CONTROLLER, zk.encode_controller(self.broker_id), ephemeral=True)
+            tx.set_data(zk.CONTROLLER_EPOCH, zk.encode_controller_epoch(epoch), version=stat.version)
+            results = tx.commit()
+        except (ConnectionLoss, SessionExpiredError) as e:
+            log.warning("controller election interrupted: %r", e)
+            return False
+        if any(isinstance(r, Exception) for r in results):
+            return False
+        self.controller_epoch = epoch
+        log.info("broker %d is the controller (controller epoch %d)", self.broker_id, epoch)
+        return True
+
+    def _controller_duties(self, deleting: list[str]) -> None:
+        """What the controller does on every change: carry out pending topic deletions."""
+        client = self.client
+        assert client is not None
+        for name in deleting:
+            try:
+                client.delete(zk.topic_path(name), recursive=True)
+            except NoNodeError:
+                pass
+            for path in (zk.topic_config_path(name), zk.delete_topic_path(name)):
+                try:
+                    client.delete(path)
+                except NoNodeError:
+                    pass
+            log.info("controller deleted topic %s", name)
+
+    # ------------------------------------------------------------------------------------ events
+
+    def _on_state(self, state: str) -> None:
+        """kazoo's thread: hand session changes to the loop."""
+        if state == KazooState.LOST:
+            self._session_lost = True
+            self.dispatch(self._after_session_lost)
+        elif state == KazooState.CONNECTED and self._session_lost:
+            self._session_lost = False
+            self.dispatch(self._after_session_renewed)
+
+    def _after_session_lost(self) -> None:
+        if self.is_controller:
+            log.warning("ZooKeeper session lost: broker %d is no longer the controller", self.broker_id)
+        else:
+            log.warning("ZooKeeper session lost")
+        self.controller_epoch = -1
+
+    def _after_session_renewed(self) -> None:
+        if self._closed:
+            return
+        log.info("new ZooKeeper session: registering broker %d again", self.broker_id)
+        try:
+            self._register()
+        except (KazooException, ValueError) as e:
+            log.error("could not register again: %s", e)
+            return
+        self._refresh()
+
+    def _on_watch(self, _event: object) -> None:
+        """kazoo's thread: something changed; re-read on the loop (once for a burst of changes)."""
+        if not self._dirty.is_set():
+            self._dirty.set()
+            self.dispatch(self._refresh)
+
+    def _refresh(self) -> None:
+        if self._closed or self._image is None:
+            return
+        self._dirty.clear()
+        try:
+            new = self._read(self._image.version + 1)
+        except (ConnectionLoss, SessionExpiredError) as e:
+            log.warning("cannot read metadata from ZooKeeper: %r", e)
+            return
+        self._set(new)
+
+    def _set(self, new: MetadataImage) -> None:
+        old = self.image
+        if replace(new, version=old.version) == old:
+            return
+        self._image = new
+        for listener in self._listeners:
+            listener(old, new)
+
+    # ----------------------------------------------------------------------------------- reading
+
+    def _read(self, version: int) -> MetadataImage:
+        client, watch = self.client, self._on_watch
+        assert client is not None
+        if not client.exists(zk.CONTROLLER, watch=watch):
+            self._elect()
+        controller_id = -1
+        try:
+            raw, _ = client.get(zk.CONTROLLER, watch=watch)
+            controller_id = zk.decode_controller(raw)
+        except NoNodeError:
+            pass
+        if controller_id != self.broker_id:
+            self.controller_epoch = -1
+        deleting = client.get_children(zk.DELETE_TOPICS, watch=watch)
+        if self.is_controller and deleting:
+            self._controller_duties(deleting)
+        brokers = {}
+        ids = client.get_children(zk.BROKER_IDS, watch=watch)
+        for broker_id, pending in [(int(i), client.get_async(zk.broker_path(int(i)))) for i in ids]:
+            try:
+                brokers[broker_id] = zk.decode_broker(broker_id, pending.get()[0])
+            except NoNodeError:
+                pass
+        raw_cluster_id, _ = client.get(zk.CLUSTER_ID)
+        topics = self._read_topics(set(deleting))
+        broker_configs = self._read_config(f"{zk.CONFIG_BROKERS}/{zk.DEFAULT_BROKER_ENTITY}")
+        group_configs = {}
+        for group in client.get_children(zk.CONFIG_GROUPS, watch=watch):
+            config = self._read_config(zk.group_config_path(group))
+            if config:
+                group_configs[group] = config
+        next_block = 0
+        self._producer_id_block_version = -1
+        if client.exists(zk.PRODUCER_ID_BLOCK, watch=watch):
+            try:
+                raw, stat = client.get(zk.PRODUCER_ID_BLOCK, watch=watch)
+                next_block, self._producer_id_block_version = zk.decode_producer_id_block(raw), stat.version
+            except NoNodeError:
+                pass
+        return MetadataImage(zk.decode_cluster_id(raw_cluster_id), controller_id, brokers, topics, broker_configs,
+                             next_block, group_configs, version)
+
+    def _read_config(self, path: str) -> dict[str, str]:
+        assert self.client is not None
+        if not self.client.exists(path, watch=self._on_watch):
+            return {}
+        try:
+            return zk.decode_config(self.client.get(path, watch=self._on_watch)[0])
+        except NoNodeError:
+            return {}
+
+    def _read_topics(self, deleting: set[str]) -> dict[str, TopicMetadata]:
+        client, watch = self.client, self._on_watch
+        assert client is not None
+        old = self._image.topics if self._image is not None else {}
+        names = [n for n in client.get_children(zk.TOPICS, watch=watch) if n not in deleting]
+        assignments = {n: client.get_async(zk.topic_path(n), watch=watch) for n in names}
+        configs = {n: client.exists_async(zk.topic_config_path(n), watch=watch) for n in names}
+        topics: dict[str, TopicMetadata] = {}
+        versions: dict[str, int] = {}
+        for name in names:
+            try:
+                raw, stat = assignments[name].get()
+            except NoNodeError:
+                continue
+            topic_id, assignment = zk.decode_topic(raw)
+            if topic_id is None:  # written by a tool that predates topic ids: a stable one from the name
+                topic_id = uuid.uuid5(uuid.NAMESPACE_URL, f"tidelog-topic:{name}")
+            states = {p: client.get_async(zk.partition_state_path(name, p), watch=watch) for p in assignment}
+            partitions = []
+            for p, replicas in sorted(assignment.items()):
+                try:
+                    raw_state, state_stat = states[p].get()
+                    meta, _ = zk.decode_partition_state(p, replicas, raw_state, state_stat.version)
+                except NoNodeError:  # no leader yet
+                    meta = PartitionMetadata(p, -1, -1, replicas, (), -1)
+                partitions.append(meta)
+            config = self._read_config(zk.topic_config_path(name)) if configs[name].get() else {}
+            topic = TopicMetadata(name, topic_id, tuple(partitions), config, name in INTERNAL_TOPICS)
+            previous = old.get(name)
+            topics[name] = previous if previous == topic else topic
+            versions[name] = stat.version
+        self._topic_versions = versions
+        return topics
+
+    # ----------------------------------------------------------------------------------- writing
+
+    @property
+    def image(self) -> MetadataImage:
+        if self._image is None:
+            raise RuntimeError("the ZooKeeper metadata store is not open")
+        return self._image
+
+    def subscribe(self, listener: MetadataListener) -> None:
+        self._listeners.append(listener)
+
+    def publish(self, image: MetadataImage) -> None:
+        """Write what changed from the current image to ``image`` in one transaction, then make it
+        current. Raises KafkaError (nothing written) on a conflicting writer or without ZooKeeper."""
+        old = self.image
+        client = self.client
+        assert client is not None
+        tx = client.transaction()
+        created: list[str] = []
+        for name, topic in image.topics.items():
+            previous = old.topics.get(name)
+            if previous is None or previous.topic_id != topic.topic_id:
+                self._create_topic(tx, topic)
+                created.append(name)
+            elif previous is not topic:
+                self._update_topic(tx, previous, topic)
+        for name in old.topics:
+            if name not in image.topics:
+                tx.create(zk.delete_topic_path(name))
+        if image.broker_configs != old.broker_configs:
+            self._write_config(tx, f"{zk.CONFIG_BROKERS}/{zk.DEFAULT_BROKER_ENTITY}", image.broker_configs)
+        for group in set(old.group_configs) | set(image.group_configs):
+            if old.group_configs.get(group) != image.group_configs.get(group):
+                self._write_config(tx, zk.group_config_path(group), image.group_configs.get(group, {}))
+        if image.next_producer_id_block != old.next_producer_id_block:
+            data = zk.encode_producer_id_block(self.broker_id, old.next_producer_id_block,
+                                               image.next_producer_id_block - 1)
+            if self._producer_id_block_version < 0:
+                tx.create(zk.PRODUCER_ID_BLOCK, data)
+            else:
+                tx.set_data(zk.PRODUCER_ID_BLOCK, data, version=self._producer_id_block_version)
+        self._commit(tx, created)
+        self._refresh_after_write(image)
+
+    def _refresh_after_write(self, image: MetadataImage) -> None:
+        """The written image becomes current at once (the requester sees its change); the watches then
+        bring ZooKeeper's versions of it."""
+        self._set(replace(image, version=self.image.version + 1, brokers=self.image.brokers,
+                          controller_id=self.image.controller_id))
+        self._refresh()
+
+    def _create_topic(self, tx, topic: TopicMetadata) -> None:
+        assignment = {p.partition: p.replicas for p in topic.partitions}
+        tx.create(zk.topic_path(topic.name), zk.encode_topic(topic.topic_id, assignment))
+        tx.create(zk.partitions_path(topic.name))
+        for p in topic.partitions:
+            tx.create(zk.partition_path(topic.name, p.partition))
+            tx.create(zk.partition_state_path(topic.name, p.partition),
+                      zk.encode_partition_state(p.leader, p.leader_epoch, p.isr, max(self.controller_epoch, 0)))
+        self._write_config(tx, zk.topic_config_path(topic.name), topic.configs)
+
+    def _update_topic(self, tx, previous: TopicMetadata, topic: TopicMetadata) -> None:
+        if len(topic.partitions) != len(previous.partitions):
+            assignment = {p.partition: p.replicas for p in topic.partitions}
+            tx.set_data(zk.topic_path(topic.name), zk.encode_topic(topic.topic_id, assignment),
+                        version=self._topic_versions.get(topic.name, -1))
+        for p in topic.partitions[len(previous.partitions):]:
+            tx.create(zk.partition_path(topic.name, p.partition))
+            tx.create(zk.partition_state_path(topic.name, p.partition),
+                      zk.encode_partition_state(p.leader, p.leader_epoch, p.isr, max(self.controller_epoch, 0)))
+        for before, after in zip(previous.partitions, topic.partitions):
+            if (before.leader, before.leader_epoch, before.isr) != (after.leader, after.leader_epoch, after.isr):
+                tx.set_data(zk.partition_state_path(topic.name, after.partition),
+                            zk.encode_partition_state(after.leader, after.leader_epoch, after.isr,
+                                                      max(self.controller_epoch, 0)),
+                            version=before.partition_epoch)
+        if topic.configs != previous.configs:
+            self._write_config(tx, zk.topic_config_path(topic.name), topic.configs)
+
+    def _write_config(self, tx, path: str, config: dict[str, str]) -> None:
+        assert self.client is not None
+        if self.client.exists(path):
+            tx.set_data(path, zk.encode_config(config))
+        else:
+            tx.create(path, zk.encode_config(config))
+
+    def _commit(self, tx, created: list[str]) -> None:
+        try:
+            results = tx.commit()
+        except (ConnectionLoss, SessionExpiredError) as e:
+            raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"ZooKeeper is unavailable: {e!r}") from None
+        failures = [r for r in results if isinstance(r, Exception)]
+        if not failures:
+            return
+        self._dirty.set()
+        self.dispatch(self._refresh)
+        if any(isinstance(r, NodeExistsError) for r in failures) and created:
+            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS,
+                             f"Topic '{created[0]}' already exists (created by another broker).")
+        if any(isinstance(r, BadVersionError) for r in failures):
+            raise KafkaError(ErrorCode.NOT_CONTROLLER, "the metadata changed concurrently in ZooKeeper; retry")
+        raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"ZooKeeper refused the metadata change: {failures!r}")
+
+    # ----------------------------------------------------------------------------------- closing
+
+    def close(self) -> None:
+        """End the session: this broker's registration (and /controller, if it held it) go at once."""
+        self._closed = True
+        if self.client is not None:
+            try:
+                self.client.stop()
+                self.client.close()
+            except KazooException:
+                pass
+            self.client = None
+
+
+__all__ = ["ZooKeeperSettings", "ZooKeeperStore", "ZooKeeperUnavailableError"]
