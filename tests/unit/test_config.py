@@ -142,3 +142,47 @@ def test_tubemq_listeners_are_off_unless_both_are_set() -> None:
 def test_bad_tubemq_listeners_are_config_errors(props: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         BrokerConfig.from_props(props)
+
+
+def test_cluster_mode_keys_have_kafkas_defaults() -> None:
+    config = BrokerConfig.from_props({})
+    assert config["zookeeper.connect"] is None
+    assert config["zookeeper.session.timeout.ms"] == 18_000
+    assert config["zookeeper.connection.timeout.ms"] is None
+    assert config["broker.rack"] is None
+    assert config["replica.lag.time.max.ms"] == 30_000
+    assert config["default.replication.factor"] == 1
+    assert config.topic_defaults.min_insync_replicas == 1
+    assert config.topic_defaults.unclean_leader_election_enable is False
+    assert "zookeeper.connect" not in config.unknown
+
+
+def test_zookeeper_connect_with_several_hosts_and_a_chroot() -> None:
+    config = BrokerConfig.from_props({"zookeeper.connect": "zk1:2181, zk2:2182,zk3/kafka/prod", "broker.id": "3",
+                                      "broker.rack": "r1", "min.insync.replicas": "2",
+                                      "unclean.leader.election.enable": "true"})
+    zk = config["zookeeper.connect"]
+    assert zk.hosts == (("zk1", 2181), ("zk2", 2182), ("zk3", 2181))
+    assert zk.chroot == "/kafka/prod"
+    assert str(zk) == "zk1:2181,zk2:2182,zk3:2181/kafka/prod"
+    assert config["broker.rack"] == "r1"
+    assert config.topic_defaults.min_insync_replicas == 2
+    assert config.topic_defaults.unclean_leader_election_enable is True
+
+
+@pytest.mark.parametrize("props, message", [
+    ({"zookeeper.connect": "zk:2181"}, "broker.id (or node.id) must be set"),
+    ({"zookeeper.connect": "zk:abc", "broker.id": "1"}, "port 'abc' is not a number"),
+    ({"zookeeper.connect": ":2181", "broker.id": "1"}, "missing host"),
+    ({"zookeeper.connect": "zk:2181/a/", "broker.id": "1"}, "malformed chroot"),
+    ({"zookeeper.connect": "zk:70000", "broker.id": "1"}, "not between 1 and 65535"),
+    ({"zookeeper.session.timeout.ms": "0"}, "zookeeper.session.timeout.ms"),
+    ({"replica.lag.time.max.ms": "x"}, "replica.lag.time.max.ms"),
+])
+def test_bad_cluster_settings_are_config_errors(props: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        BrokerConfig.from_props(props)
+
+
+def test_node_id_counts_as_the_broker_id_of_a_cluster() -> None:
+    assert BrokerConfig.from_props({"zookeeper.connect": "zk", "node.id": "4"})["broker.id"] == 4

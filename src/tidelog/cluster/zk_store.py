@@ -82,6 +82,7 @@ class ZooKeeperStore:
         self.dispatch = dispatch
         self.client: KazooClient | None = None
         self.controller_epoch = -1  # the epoch this broker was elected with; -1 = not controller
+        self._cluster_controller_epoch = 0  # the current controller's, as last read
         self._broker: BrokerInfo | None = None
         self._image: MetadataImage | None = None
         self._listeners: list[MetadataListener] = []
@@ -267,6 +268,10 @@ class ZooKeeperStore:
             pass
         if controller_id != self.broker_id:
             self.controller_epoch = -1
+        try:
+            self._cluster_controller_epoch = zk.decode_controller_epoch(client.get(zk.CONTROLLER_EPOCH)[0])
+        except NoNodeError:
+            pass
         deleting = client.get_children(zk.DELETE_TOPICS, watch=watch)
         if self.is_controller and deleting:
             self._controller_duties(deleting)
@@ -397,7 +402,7 @@ class ZooKeeperStore:
         for p in topic.partitions:
             tx.create(zk.partition_path(topic.name, p.partition))
             tx.create(zk.partition_state_path(topic.name, p.partition),
-                      zk.encode_partition_state(p.leader, p.leader_epoch, p.isr, max(self.controller_epoch, 0)))
+                      zk.encode_partition_state(p.leader, p.leader_epoch, p.isr, self._written_epoch))
         self._write_config(tx, zk.topic_config_path(topic.name), topic.configs)
 
     def _update_topic(self, tx, previous: TopicMetadata, topic: TopicMetadata) -> None:
@@ -408,15 +413,20 @@ class ZooKeeperStore:
         for p in topic.partitions[len(previous.partitions):]:
             tx.create(zk.partition_path(topic.name, p.partition))
             tx.create(zk.partition_state_path(topic.name, p.partition),
-                      zk.encode_partition_state(p.leader, p.leader_epoch, p.isr, max(self.controller_epoch, 0)))
+                      zk.encode_partition_state(p.leader, p.leader_epoch, p.isr, self._written_epoch))
         for before, after in zip(previous.partitions, topic.partitions):
             if (before.leader, before.leader_epoch, before.isr) != (after.leader, after.leader_epoch, after.isr):
                 tx.set_data(zk.partition_state_path(topic.name, after.partition),
                             zk.encode_partition_state(after.leader, after.leader_epoch, after.isr,
-                                                      max(self.controller_epoch, 0)),
+                                                      self._written_epoch),
                             version=before.partition_epoch)
         if topic.configs != previous.configs:
             self._write_config(tx, zk.topic_config_path(topic.name), topic.configs)
+
+    @property
+    def _written_epoch(self) -> int:
+        """The controller epoch recorded in the partition states this broker writes."""
+        return self.controller_epoch if self.is_controller else self._cluster_controller_epoch
 
     def _write_config(self, tx, path: str, config: dict[str, str]) -> None:
         assert self.client is not None

@@ -1,0 +1,208 @@
+"""The ZooKeeper metadata store against a real ZooKeeper: Kafka's layout, registration, controller
+election with fencing epochs, conditional writes, deletions through the controller, session loss.
+
+Two or three stores stand for brokers; ZooKeeper's watch callbacks are handed to the test thread
+through a queue (the broker hands them to its event loop). About 15 s, most of it ZooKeeper's start
+and two session expiries.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+
+import pytest
+from kazoo.client import KazooClient
+
+from tests.integration.zookeeper import start_zookeeper
+from tidelog.cluster.controller import Controller
+from tidelog.cluster.metadata import BrokerInfo
+from tidelog.cluster.topic_config import TopicConfigs
+from tidelog.cluster.zk_store import ZooKeeperSettings, ZooKeeperStore
+from tidelog.config import TopicConfig
+from tidelog.errors import ErrorCode, KafkaError
+from tidelog.testing.zookeeper import ZooKeeperProcess
+from tidelog.zookeeper_connect import parse_zookeeper_connect
+
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("zk_store")]
+
+
+@pytest.fixture(scope="module")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperProcess]:
+    zk = start_zookeeper(tmp_path_factory.mktemp("zk"))
+    yield zk
+    zk.stop()
+
+
+class Node:
+    """One store with its own 'event loop' (a queue the test pumps)."""
+
+    def __init__(self, connect: str, broker_id: int, rack: str | None = None, session_ms: int = 4000) -> None:
+        self.events: queue.Queue[Callable[[], None]] = queue.Queue()
+        settings = ZooKeeperSettings(parse_zookeeper_connect("zookeeper.connect", connect), session_ms, 5000,
+                                     {"PLAINTEXT": "PLAINTEXT"})
+        self.store = ZooKeeperStore(settings, broker_id, self.events.put)
+        self.changes: list[tuple] = []
+        self.store.subscribe(lambda old, new: self.changes.append((old, new)))
+        self.broker = BrokerInfo(broker_id, "127.0.0.1", 9000 + broker_id, rack, (("PLAINTEXT", "127.0.0.1", 9000 + broker_id),))
+        self.controller = Controller(self.store, broker_id, TopicConfigs(TopicConfig()))
+
+    def open(self) -> Node:
+        self.store.open(self.broker)
+        return self
+
+    def pump_until(self, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            remaining = deadline - time.monotonic()
+            assert remaining > 0, "timed out waiting for the store"
+            try:
+                self.events.get(timeout=min(remaining, 0.2))()
+            except queue.Empty:
+                pass
+
+
+@pytest.fixture
+def chroot(request: pytest.FixtureRequest, zookeeper: ZooKeeperProcess) -> str:
+    return f"{zookeeper.connect}/t/{request.node.name}"
+
+
+@pytest.fixture
+def nodes() -> Iterator[list[Node]]:
+    made: list[Node] = []
+    yield made
+    for node in made:
+        node.store.close()
+
+
+@pytest.fixture
+def raw(zookeeper: ZooKeeperProcess, chroot: str) -> Iterator[KazooClient]:
+    client = KazooClient(hosts=zookeeper.connect)
+    client.start(10)
+    client.chroot = chroot[len(zookeeper.connect):]
+    yield client
+    client.stop()
+    client.close()
+
+
+def test_registration_election_and_image_in_kafkas_layout(chroot, nodes, raw):
+    one = Node(chroot, 1, "r1").open()
+    nodes.append(one)
+    two = Node(chroot, 2, "r2").open()
+    nodes.append(two)
+    assert one.store.is_controller and one.store.controller_epoch == 1
+    assert not two.store.is_controller
+    one.pump_until(lambda: set(one.store.image.brokers) == {1, 2})
+    assert two.store.image.controller_id == 1 and set(two.store.image.brokers) == {1, 2}
+    assert one.store.image.cluster_id == two.store.image.cluster_id
+    assert two.store.image.brokers[1].rack == "r1"
+    # Kafka's znodes, read with a plain client under the chroot
+    data, stat = raw.get("/brokers/ids/2")
+    assert stat.ephemeralOwner != 0
+    assert json.loads(data)["endpoints"] == ["PLAINTEXT://127.0.0.1:9002"] and json.loads(data)["rack"] == "r2"
+    assert json.loads(raw.get("/controller")[0])["brokerid"] == 1
+    assert raw.get("/controller_epoch")[0] == b"1"
+    assert json.loads(raw.get("/cluster/id")[0])["id"] == one.store.image.cluster_id
+
+
+def test_created_topic_reaches_every_broker_with_its_assignment(chroot, nodes, raw):
+    one, two, three = (Node(chroot, i).open() for i in (1, 2, 3))
+    nodes.extend([one, two, three])
+    two.pump_until(lambda: len(two.store.image.brokers) == 3)
+    topic = two.controller.create_topic("orders", 6, 3, {"retention.ms": "1000"})
+    for node in (one, three):
+        node.pump_until(lambda n=node: "orders" in n.store.image.topics)
+        assert node.store.image.topics["orders"] == topic
+    assert {p.leader for p in topic.partitions} == {1, 2, 3}
+    assert all(sorted(p.replicas) == [1, 2, 3] and p.isr == p.replicas for p in topic.partitions)
+    assignment = json.loads(raw.get("/brokers/topics/orders")[0])
+    assert assignment["partitions"] == {str(p.partition): list(p.replicas) for p in topic.partitions}
+    state = json.loads(raw.get("/brokers/topics/orders/partitions/0/state")[0])
+    assert state["leader"] == topic.partitions[0].leader and state["leader_epoch"] == 0
+    assert state["controller_epoch"] == 1  # written by a broker that is not the controller, at its epoch
+    assert json.loads(raw.get("/config/topics/orders")[0]) == {"version": 1, "config": {"retention.ms": "1000"}}
+    # the subscribers heard of it (this is how replica managers create their logs)
+    assert any("orders" in new.topics and "orders" not in old.topics for old, new in three.changes)
+
+
+def test_two_brokers_creating_one_topic_only_one_wins(chroot, nodes):
+    one, two = Node(chroot, 1).open(), Node(chroot, 2).open()
+    nodes.extend([one, two])
+    one.controller.create_topic("race", 1, 1)
+    with pytest.raises(KafkaError) as e:  # two has not heard yet: its check passes, ZooKeeper refuses
+        two.controller.create_topic("race", 1, 1)
+    assert e.value.code == ErrorCode.TOPIC_ALREADY_EXISTS
+
+
+def test_partition_state_changes_only_at_the_version_read(chroot, nodes, raw):
+    one, two = Node(chroot, 1).open(), Node(chroot, 2).open()
+    nodes.extend([one, two])
+    one.pump_until(lambda: len(one.store.image.brokers) == 2)
+    topic = one.controller.create_topic("fenced", 1, 2)
+    two.pump_until(lambda: "fenced" in two.store.image.topics)
+    p = topic.partitions[0]
+    moved = replace(p, leader=p.replicas[1], leader_epoch=1, isr=(p.replicas[1],))
+    one.store.publish(one.store.image.with_topic(replace(topic, partitions=(moved,))))
+    assert json.loads(raw.get("/brokers/topics/fenced/partitions/0/state")[0])["leader_epoch"] == 1
+    # two still holds the image at partition epoch 0: its write must fail, not overwrite epoch 1
+    stale = two.store.image.topics["fenced"]
+    other = replace(stale.partitions[0], leader=stale.partitions[0].replicas[0], leader_epoch=1)
+    with pytest.raises(KafkaError) as e:
+        two.store.publish(two.store.image.with_topic(replace(stale, partitions=(other,))))
+    assert e.value.code == ErrorCode.NOT_CONTROLLER
+    state = json.loads(raw.get("/brokers/topics/fenced/partitions/0/state")[0])
+    assert state["leader"] == p.replicas[1]
+    two.pump_until(lambda: two.store.image.topics["fenced"].partitions[0].partition_epoch == 1)
+
+
+def test_deleted_topic_goes_through_the_controller(chroot, nodes, raw):
+    one, two = Node(chroot, 1).open(), Node(chroot, 2).open()
+    nodes.extend([one, two])
+    two.controller.create_topic("doomed", 2, 1, {"cleanup.policy": "compact"})
+    one.pump_until(lambda: "doomed" in one.store.image.topics)
+    two.controller.delete_topic("doomed")
+    assert "doomed" not in two.store.image.topics  # at once for the requester
+    one.pump_until(lambda: not raw.exists("/brokers/topics/doomed"))  # the controller (1) carries it out
+    assert not raw.exists("/config/topics/doomed") and raw.get_children("/admin/delete_topics") == []
+    two.pump_until(lambda: "doomed" not in two.store.image.topics and two.events.empty())
+    # the name can be used again
+    two.controller.create_topic("doomed", 1, 1)
+
+
+def test_controller_moves_when_its_broker_goes_and_the_epoch_grows(chroot, nodes, raw):
+    one, two, three = (Node(chroot, i).open() for i in (1, 2, 3))
+    nodes.extend([two, three])
+    assert one.store.is_controller
+    one.store.close()
+    two.pump_until(lambda: two.store.image.controller_id in (2, 3) and 1 not in two.store.image.brokers)
+    three.pump_until(lambda: three.store.image.controller_id == two.store.image.controller_id)
+    winner = two if two.store.is_controller else three
+    assert winner.store.controller_epoch == 2 and raw.get("/controller_epoch")[0] == b"2"
+    assert [n.store.is_controller for n in (two, three)].count(True) == 1
+
+
+def test_a_live_broker_id_is_refused(chroot, nodes):
+    nodes.append(Node(chroot, 1).open())
+    started = time.monotonic()
+    with pytest.raises(ValueError, match="broker.id 1 is already registered"):
+        Node(chroot, 1, session_ms=1000).open()
+    assert time.monotonic() - started < 10
+
+
+def test_a_broker_whose_session_expires_registers_again(zookeeper, chroot, nodes, raw):
+    one, two = Node(chroot, 1).open(), Node(chroot, 2, session_ms=2000).open()
+    nodes.extend([one, two])
+    _, before = raw.get("/brokers/ids/2")
+    # expire two's session the classic way: another client takes the session over and closes it
+    session_id, password = two.store.client.client_id
+    thief = KazooClient(hosts=zookeeper.connect, client_id=(session_id, password))
+    thief.start(10)
+    thief.stop()
+    thief.close()
+    two.pump_until(lambda: raw.exists("/brokers/ids/2") is not None
+                   and raw.exists("/brokers/ids/2").ephemeralOwner != before.ephemeralOwner, timeout=20)
+    one.pump_until(lambda: set(one.store.image.brokers) == {1, 2}, timeout=10)
+    assert one.store.is_controller and not two.store.is_controller
