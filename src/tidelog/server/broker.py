@@ -40,7 +40,7 @@ from tidelog import __version__
 from tidelog.clock import Clock, SystemClock
 from tidelog.cluster.config_entries import ConfigDescriber
 from tidelog.cluster.controller import Controller, NewTopic
-from tidelog.cluster.metadata import BrokerInfo, MetadataImage
+from tidelog.cluster.metadata import BrokerInfo, MetadataImage, TopicMetadata
 from tidelog.cluster.store import EmbeddedStore, MetadataStore
 from tidelog.cluster.topic_config import TopicConfigs
 from tidelog.cluster.zk_store import ZooKeeperSettings, ZooKeeperStore
@@ -317,16 +317,20 @@ class Broker:
                 (log.warning if report.truncated else log.info)("%s", line)
         self.replicas.start()
         self.housekeeping.schedule_purge()  # leftovers of deletions a crash interrupted
+        # The coordinators load the partitions of their topic this broker leads (a single node: all).
         offsets = self.store.image.topics.get(OFFSETS_TOPIC)
         if offsets is None:
             self.group_coordinator.load(())
         else:
-            self.group_coordinator.load(range(len(offsets.partitions)), num_partitions=len(offsets.partitions))
+            self.group_coordinator.load(self._led_partitions(offsets), num_partitions=len(offsets.partitions))
         txn_state = self.store.image.topics.get(TRANSACTION_STATE_TOPIC)
         if txn_state is None:  # created on first use: every partition starts empty
             self.transactions.load(range(self.config["transaction.state.log.num.partitions"]), read=False)
         else:
-            self.transactions.load(range(len(txn_state.partitions)), num_partitions=len(txn_state.partitions))
+            self.transactions.load(self._led_partitions(txn_state), num_partitions=len(txn_state.partitions))
+
+    def _led_partitions(self, topic: TopicMetadata) -> list[int]:
+        return [p.partition for p in topic.partitions if p.leader == self.broker_id]
 
     def _start_housekeeping(self) -> None:
         jobs = [

@@ -1,0 +1,162 @@
+"""Cluster mode with a real ZooKeeper and three real ``tidelog serve`` processes: every broker is
+listed, replicas of a new topic spread over the brokers, each broker hosts what it is assigned, and
+the controller moves when its broker dies. About 20 s (ZooKeeper and three brokers start once; the
+controller failover waits out a 2 s ZooKeeper session).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from kazoo.client import KazooClient
+
+from tests.integration.zookeeper import start_zookeeper
+from tidelog.testing import BrokerProcess
+
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster")]
+
+CHROOT = "/tidelog-test"
+SESSION_MS = 2000
+
+
+class Cluster:
+    def __init__(self, root: Path) -> None:
+        self.zookeeper = start_zookeeper(root / "zk")
+        self.connect = self.zookeeper.connect + CHROOT
+        self.brokers: dict[int, BrokerProcess] = {}
+        for broker_id in (1, 2, 3):
+            self.brokers[broker_id] = BrokerProcess(root / f"broker-{broker_id}", overrides={
+                "zookeeper.connect": self.connect, "broker.id": str(broker_id),
+                "zookeeper.session.timeout.ms": str(SESSION_MS), "broker.rack": f"rack-{broker_id}"}).start()
+        self.zk = KazooClient(hosts=self.connect)
+        self.zk.start(10)
+
+    def bootstrap(self, *ids: int) -> str:
+        return ",".join(self.brokers[i].bootstrap for i in (ids or self.brokers) if self.brokers[i].alive)
+
+    def admin(self, *ids: int) -> AdminClient:
+        return AdminClient({"bootstrap.servers": self.bootstrap(*ids)})
+
+    def controller(self) -> int:
+        return json.loads(self.zk.get("/controller")[0])["brokerid"]
+
+    def stop(self) -> None:
+        self.zk.stop()
+        self.zk.close()
+        for broker in self.brokers.values():
+            broker.stop()
+        self.zookeeper.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    c = Cluster(tmp_path_factory.mktemp("cluster"))
+    yield c
+    c.stop()
+
+
+def wait_for(predicate, timeout: float = 15.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def partition_dirs(broker: BrokerProcess, topic: str) -> set[int]:
+    return {int(p.name.rpartition("-")[2]) for p in broker.data_dir.glob(f"{topic}-*") if p.is_dir()}
+
+
+def test_every_broker_lists_every_broker_and_the_same_controller(cluster):
+    controller = cluster.controller()
+    for broker_id in (1, 2, 3):
+        admin = cluster.admin(broker_id)
+        metadata = admin.list_topics(timeout=10)
+        assert sorted(metadata.brokers) == [1, 2, 3]
+        assert metadata.controller_id == controller
+        assert {b.port for b in metadata.brokers.values()} == {b.port for b in cluster.brokers.values()}
+        described = admin.describe_cluster().result(10)
+        assert sorted(n.id for n in described.nodes) == [1, 2, 3]
+        assert described.controller.id == controller
+        assert {n.rack for n in described.nodes} == {"rack-1", "rack-2", "rack-3"}
+    assert sorted(cluster.zk.get_children("/brokers/ids")) == ["1", "2", "3"]
+
+
+def test_a_topic_with_three_replicas_spreads_them_and_writes_kafkas_layout(cluster):
+    admin = cluster.admin(2)
+    admin.create_topics([NewTopic("spread", 6, 3)])["spread"].result(10)
+    topic = wait_for(lambda: cluster.admin(3).list_topics("spread", timeout=10).topics["spread"], what="topic")
+    assert len(topic.partitions) == 6
+    for p in topic.partitions.values():
+        assert sorted(p.replicas) == [1, 2, 3] and p.leader == p.replicas[0] and sorted(p.isrs) == [1, 2, 3]
+    assert Counter(p.leader for p in topic.partitions.values()) == {1: 2, 2: 2, 3: 2}
+    for broker in cluster.brokers.values():  # every broker hosts every partition it is a replica of
+        assert wait_for(lambda b=broker: partition_dirs(b, "spread") == set(range(6)), what="logs")
+    assignment = json.loads(cluster.zk.get("/brokers/topics/spread")[0])["partitions"]
+    assert {int(k): v for k, v in assignment.items()} == {i: p.replicas for i, p in topic.partitions.items()}
+
+
+def test_each_broker_hosts_and_leads_only_its_partitions(cluster):
+    admin = cluster.admin(1)  # kept: a destroyed client fails its pending futures
+    admin.create_topics([NewTopic("single", 3, 1)])["single"].result(10)
+    topic = wait_for(lambda: cluster.admin().list_topics("single", timeout=10).topics["single"], what="topic")
+    leaders = {i: p.leader for i, p in topic.partitions.items()}
+    assert sorted(leaders.values()) == [1, 2, 3]
+    for broker_id, broker in cluster.brokers.items():
+        expected = {i for i, leader in leaders.items() if leader == broker_id}
+        assert wait_for(lambda b=broker, e=expected: partition_dirs(b, "single") == e, what="logs")
+    # a producer and a consumer find each partition's leader by themselves
+    producer = Producer({"bootstrap.servers": cluster.bootstrap(1), "acks": 1})
+    for i in range(30):
+        producer.produce("single", f"v{i}".encode(), partition=i % 3)
+    assert producer.flush(15) == 0
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap(3), "group.id": "unused", "enable.auto.commit": False})
+    consumer.assign([TopicPartition("single", p, 0) for p in range(3)])
+    seen = []
+    deadline = time.monotonic() + 15
+    while len(seen) < 30 and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            seen.append((message.partition(), message.value()))
+    consumer.close()
+    assert sorted(seen) == sorted((i % 3, f"v{i}".encode()) for i in range(30))
+
+
+def test_replication_factor_above_the_live_brokers_is_refused(cluster):
+    admin = cluster.admin()
+    future = admin.create_topics([NewTopic("too-many", 1, 4)])["too-many"]
+    with pytest.raises(KafkaException) as e:
+        future.result(10)
+    assert e.value.args[0].name() == "INVALID_REPLICATION_FACTOR"
+
+
+def test_killing_the_controller_moves_it_to_another_broker(cluster):
+    """Last in the module: it kills a broker (and brings it back)."""
+    old = cluster.controller()
+    epoch = int(cluster.zk.get("/controller_epoch")[0])
+    cluster.brokers[old].kill()
+    started = time.monotonic()
+    new = wait_for(lambda: cluster.zk.exists("/controller") and cluster.controller() != old and cluster.controller(),
+                   timeout=SESSION_MS / 1000 + 10, what="a new controller")
+    moved_after = time.monotonic() - started
+    assert new in {1, 2, 3} - {old}
+    assert int(cluster.zk.get("/controller_epoch")[0]) == epoch + 1
+    survivor = next(i for i in (1, 2, 3) if i != old)
+    metadata = wait_for(lambda: (m := cluster.admin(survivor).list_topics(timeout=10)) and old not in m.brokers and m,
+                        what="the dead broker to leave the metadata")
+    assert metadata.controller_id == new and sorted(metadata.brokers) == sorted({1, 2, 3} - {old})
+    assert moved_after < SESSION_MS / 1000 + 5
+    # the broker comes back under its id and the cluster has three brokers again; the controller stays
+    cluster.brokers[old].start()
+    wait_for(lambda: sorted(cluster.admin(survivor).list_topics(timeout=10).brokers) == [1, 2, 3],
+             what="the broker to rejoin")
+    assert cluster.controller() == new
