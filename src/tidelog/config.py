@@ -135,6 +135,11 @@ def _int(lo: int = 0) -> Callable[[str, Any], int]:
     return _parse_int(lo, INT_MAX)
 
 
+def _optional(parse: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
+    """An empty value means none."""
+    return lambda key, raw: None if str(raw).strip() == "" else parse(key, raw)
+
+
 _TOPIC_DEFS = [
     ConfigDef("cleanup.policy", _parse_cleanup_policy, "delete",
               "delete (retention), compact (keep the latest record per key), or compact,delete.", "log.cleanup.policy"),
@@ -188,9 +193,9 @@ _BROKER_DEFS = [
     ConfigDef("zookeeper.connect", parse_zookeeper_connect, None, "ZooKeeper ensemble of the cluster, "
               "host:port[,host:port...][/chroot]; empty: a single node with embedded metadata.", topic=False),
     ConfigDef("zookeeper.session.timeout.ms", _int(1), 18_000, "ZooKeeper session timeout.", topic=False),
-    ConfigDef("zookeeper.connection.timeout.ms", _int(1), None,
+    ConfigDef("zookeeper.connection.timeout.ms", _optional(_int(1)), None,
               "How long to wait for a ZooKeeper connection; default: the session timeout.", topic=False),
-    ConfigDef("broker.rack", _parse_string, None, "Rack of this broker (rack-aware replica assignment).",
+    ConfigDef("broker.rack", _optional(_parse_string), None, "Rack of this broker (rack-aware replica assignment).",
               topic=False),
     ConfigDef("replica.lag.time.max.ms", _long(1), 30_000,
               "A follower that has not caught up for this long leaves the ISR.", topic=False),

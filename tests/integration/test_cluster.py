@@ -7,6 +7,8 @@ controller failover waits out a 2 s ZooKeeper session).
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -160,3 +162,26 @@ def test_killing_the_controller_moves_it_to_another_broker(cluster):
     wait_for(lambda: sorted(cluster.admin(survivor).list_topics(timeout=10).brokers) == [1, 2, 3],
              what="the broker to rejoin")
     assert cluster.controller() == new
+
+
+def _serve(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
+    args = [sys.executable, "-m", "tidelog", "serve", "--port", "0", "--data-dir", str(tmp_path)]
+    for item in overrides:
+        args += ["--override", item]
+    return subprocess.run(args, capture_output=True, text=True, timeout=60)
+
+
+def test_serve_without_a_reachable_zookeeper_fails_with_one_line(tmp_path):
+    from tidelog.testing.zookeeper import free_port
+
+    done = _serve(tmp_path, f"zookeeper.connect=127.0.0.1:{free_port()}/x", "broker.id=1",
+                  "zookeeper.connection.timeout.ms=1500")
+    assert done.returncode == 1
+    assert "tidelog serve: cannot start: cannot connect to ZooKeeper at 127.0.0.1:" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_serve_in_cluster_mode_needs_a_broker_id(tmp_path):
+    done = _serve(tmp_path, "zookeeper.connect=127.0.0.1:2181")
+    assert done.returncode == 2
+    assert "tidelog serve: broker.id (or node.id) must be set when zookeeper.connect is" in done.stderr

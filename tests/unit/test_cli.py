@@ -58,11 +58,14 @@ import pytest  # noqa: E402
 from tidelog.cli import main as cli_main  # noqa: E402
 
 NOWHERE = ["--bootstrap-server", "127.0.0.1:1"]
+#: Commands that take no --bootstrap-server.
+OFFLINE = (("info",), ("serve",), ("dev-cluster",))
 
 #: A valid invocation of each command (the path of sub-command names, then arguments).
 VALID = {
     ("info",): [],
     ("serve",): [],
+    ("dev-cluster",): [],
     ("topics", "create"): ["t"],
     ("topics", "list"): [],
     ("topics", "describe"): [],
@@ -94,6 +97,7 @@ VALID = {
 BAD = {
     ("info",): [["extra"]],
     ("serve",): [["--port", "x"]],
+    ("dev-cluster",): [["--brokers", "0"], ["--brokers", "x"], ["--port", "x"], ["--zookeeper-port", "70000"]],
     ("topics", "create"): [[], ["t", "--partitions", "0"], ["t", "--partitions", "x"],
                            ["t", "--partitions", "99999999999"], ["t", "--replication-factor", "-1"],
                            ["t", "--config", "retention.ms"], ["bad name!"], ["a", "--topic", "b"], ["a" * 250]],
@@ -197,7 +201,7 @@ def test_bad_input_is_a_usage_error_never_a_traceback(path: tuple[str, ...], cap
     prog = COMMANDS[path]
     for bad in BAD[path]:
         argv = [*path, *bad]
-        if path not in (("info",), ("serve",)):
+        if path not in OFFLINE:
             argv += NOWHERE
         code, _, err = invoke(argv, capsys)
         assert_usage_error(code, err, prog, argv)
@@ -205,7 +209,7 @@ def test_bad_input_is_a_usage_error_never_a_traceback(path: tuple[str, ...], cap
     code, _, err = invoke([*path, *VALID[path], "--no-such-option"], capsys)
     assert_usage_error(code, err, prog, [*path, "--no-such-option"])
     assert "unrecognized arguments: --no-such-option" in err
-    if path in (("info",), ("serve",)):
+    if path in OFFLINE:
         code, _, err = invoke(["--bootstrap-server", "127.0.0.1:9092", *path], capsys)
         assert_usage_error(code, err, prog, path)
         return
