@@ -7,6 +7,7 @@ controller failover waits out a 2 s ZooKeeper session).
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -139,6 +140,24 @@ def test_replication_factor_above_the_live_brokers_is_refused(cluster):
     with pytest.raises(KafkaException) as e:
         future.result(10)
     assert e.value.args[0].name() == "INVALID_REPLICATION_FACTOR"
+
+
+def test_a_broker_whose_session_expires_registers_again(cluster):
+    """SIGSTOP a broker that is not the controller past its ZooKeeper session: its registration goes;
+    after SIGCONT it finds its session expired and registers again under a new session."""
+    victim = next(i for i in (1, 2, 3) if i != cluster.controller())
+    path = f"/brokers/ids/{victim}"
+    owner = cluster.zk.exists(path).ephemeralOwner
+    process = cluster.brokers[victim].proc
+    process.send_signal(signal.SIGSTOP)
+    try:
+        wait_for(lambda: cluster.zk.exists(path) is None, timeout=SESSION_MS / 1000 + 10, what="the session to expire")
+    finally:
+        process.send_signal(signal.SIGCONT)
+    stat = wait_for(lambda: cluster.zk.exists(path), timeout=15, what="the broker to register again")
+    assert stat.ephemeralOwner != owner
+    wait_for(lambda: sorted(cluster.admin(victim).list_topics(timeout=10).brokers) == [1, 2, 3],
+             what="the broker to see the whole cluster again")
 
 
 def test_killing_the_controller_moves_it_to_another_broker(cluster):
