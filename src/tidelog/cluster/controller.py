@@ -208,8 +208,9 @@ class Controller:
 
     @staticmethod
     def _new_partitions(image: MetadataImage, start: int, count: int, replication_factor: int,
-                        ) -> tuple[PartitionMetadata, ...]:
-        assignment = assign_replicas(image.brokers.values(), count, replication_factor, start_partition=start)
+                        fixed_start: int | None = None) -> tuple[PartitionMetadata, ...]:
+        assignment = assign_replicas(image.brokers.values(), count, replication_factor, start_partition=start,
+                                     fixed_start=fixed_start)
         return tuple(PartitionMetadata(start + i, replicas[0], 0, replicas, replicas)
                      for i, replicas in enumerate(assignment))
 
@@ -247,8 +248,12 @@ class Controller:
 
     def create_partitions(self, name: str, count: int) -> TopicMetadata:
         topic = self.validate_create_partitions(name, count)
+        # Kafka continues the round robin from partition 0's leader (the first broker id at or above it).
+        ids = sorted(self.image.brokers)
+        first_leader = topic.partitions[0].replicas[0] if topic.partitions else 0
+        start = next((i for i, b in enumerate(ids) if b >= first_leader), 0)
         new_parts = self._new_partitions(self.image, len(topic.partitions), count - len(topic.partitions),
-                                         topic.replication_factor)
+                                         topic.replication_factor, fixed_start=start)
         updated = replace(topic, partitions=topic.partitions + new_parts)
         self.store.publish(self.image.with_topic(updated))
         return updated

@@ -72,3 +72,25 @@ def test_bad_requests(partitions, rf, code):
     with pytest.raises(KafkaError) as e:
         assign_replicas(brokers(1, 2, 3), partitions, rf)
     assert e.value.code == code
+
+
+def test_added_partitions_continue_from_partition_zeros_leader(tmp_path):
+    """CreatePartitions (Kafka's AddPartitions): the start index is partition 0's leader's place."""
+    from dataclasses import replace
+
+    from tidelog.cluster.controller import Controller
+    from tidelog.cluster.store import EmbeddedStore
+    from tidelog.cluster.topic_config import TopicConfigs
+    from tidelog.config import TopicConfig
+
+    store = EmbeddedStore(tmp_path)
+    store.open(brokers(1)[0])
+    store.publish(replace(store.image, brokers={b.broker_id: b for b in brokers(1, 2, 3)}))
+    controller = Controller(store, 1, TopicConfigs(TopicConfig()))
+    for n in range(5):  # whatever the random start of the topic, the leaders keep rotating
+        topic = controller.create_topic(f"t{n}", 3, 2)
+        grown = controller.create_partitions(f"t{n}", 9)
+        leaders = [p.leader for p in grown.partitions]
+        assert Counter(leaders) == {1: 3, 2: 3, 3: 3}
+        assert leaders[3:6] == [leaders[0], (leaders[0] % 3) + 1, ((leaders[0] + 1) % 3) + 1]
+        assert [p.replicas for p in grown.partitions[:3]] == [p.replicas for p in topic.partitions]
