@@ -75,6 +75,17 @@ def wait_for(predicate, timeout: float = 15.0, what: str = "condition"):
         time.sleep(0.1)
 
 
+def topic_on(cluster: Cluster, broker_id: int, name: str, partitions: int):
+    """The topic as ``broker_id`` describes it, once it knows all its partitions."""
+    admin = cluster.admin(broker_id)
+
+    def described():
+        topic = admin.list_topics(name, timeout=10).topics[name]
+        return topic if topic.error is None and len(topic.partitions) == partitions else None
+
+    return wait_for(described, what=f"{name} on broker {broker_id}")
+
+
 def partition_dirs(broker: BrokerProcess, topic: str) -> set[int]:
     return {int(p.name.rpartition("-")[2]) for p in broker.data_dir.glob(f"{topic}-*") if p.is_dir()}
 
@@ -83,8 +94,9 @@ def test_every_broker_lists_every_broker_and_the_same_controller(cluster):
     controller = cluster.controller()
     for broker_id in (1, 2, 3):
         admin = cluster.admin(broker_id)
-        metadata = admin.list_topics(timeout=10)
-        assert sorted(metadata.brokers) == [1, 2, 3]
+        # the first broker hears of the last one through a ZooKeeper watch, a moment after it registered
+        metadata = wait_for(lambda a=admin: (m := a.list_topics(timeout=10)) and len(m.brokers) == 3 and m,
+                            what="three brokers")
         assert metadata.controller_id == controller
         assert {b.port for b in metadata.brokers.values()} == {b.port for b in cluster.brokers.values()}
         described = admin.describe_cluster().result(10)
@@ -97,8 +109,7 @@ def test_every_broker_lists_every_broker_and_the_same_controller(cluster):
 def test_a_topic_with_three_replicas_spreads_them_and_writes_kafkas_layout(cluster):
     admin = cluster.admin(2)
     admin.create_topics([NewTopic("spread", 6, 3)])["spread"].result(10)
-    topic = wait_for(lambda: cluster.admin(3).list_topics("spread", timeout=10).topics["spread"], what="topic")
-    assert len(topic.partitions) == 6
+    topic = topic_on(cluster, 3, "spread", 6)
     for p in topic.partitions.values():
         assert sorted(p.replicas) == [1, 2, 3] and p.leader == p.replicas[0] and sorted(p.isrs) == [1, 2, 3]
     assert Counter(p.leader for p in topic.partitions.values()) == {1: 2, 2: 2, 3: 2}
@@ -111,7 +122,7 @@ def test_a_topic_with_three_replicas_spreads_them_and_writes_kafkas_layout(clust
 def test_each_broker_hosts_and_leads_only_its_partitions(cluster):
     admin = cluster.admin(1)  # kept: a destroyed client fails its pending futures
     admin.create_topics([NewTopic("single", 3, 1)])["single"].result(10)
-    topic = wait_for(lambda: cluster.admin().list_topics("single", timeout=10).topics["single"], what="topic")
+    topic = topic_on(cluster, 2, "single", 3)
     leaders = {i: p.leader for i, p in topic.partitions.items()}
     assert sorted(leaders.values()) == [1, 2, 3]
     for broker_id, broker in cluster.brokers.items():

@@ -135,6 +135,7 @@ def test_two_brokers_creating_one_topic_only_one_wins(chroot, nodes):
     with pytest.raises(KafkaError) as e:  # two has not heard yet: its check passes, ZooKeeper refuses
         two.controller.create_topic("race", 1, 1)
     assert e.value.code == ErrorCode.TOPIC_ALREADY_EXISTS
+    assert two.store.image.topics["race"] == one.store.image.topics["race"]  # the loser knows the winner's topic
 
 
 def test_partition_state_changes_only_at_the_version_read(chroot, nodes, raw):

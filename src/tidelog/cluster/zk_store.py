@@ -443,8 +443,7 @@ class ZooKeeperStore:
         failures = [r for r in results if isinstance(r, Exception)]
         if not failures:
             return
-        self._dirty.set()
-        self.dispatch(self._refresh)
+        self._refresh()  # what the other writer wrote, before the caller looks again
         if any(isinstance(r, NodeExistsError) for r in failures) and created:
             raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS,
                              f"Topic '{created[0]}' already exists (created by another broker).")

@@ -98,7 +98,9 @@ class MetadataHandler:
                 self.controller.create_topic(name, self.config["num.partitions"],
                                              self.config["default.replication.factor"])
             except KafkaError as e:
-                return Topic(error_code=int(e.code), name=name)
+                if e.code != ErrorCode.TOPIC_ALREADY_EXISTS or name not in self.store.image.topics:
+                    return Topic(error_code=int(e.code), name=name)
+                # another broker of the cluster created it first: answer with that topic
         return _topic(self.store.image, name, v)
 
 
