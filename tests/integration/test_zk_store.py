@@ -207,3 +207,23 @@ def test_a_broker_whose_session_expires_registers_again(zookeeper, chroot, nodes
                    and raw.exists("/brokers/ids/2").ephemeralOwner != before.ephemeralOwner, timeout=20)
     one.pump_until(lambda: set(one.store.image.brokers) == {1, 2}, timeout=10)
     assert one.store.is_controller and not two.store.is_controller
+
+
+def test_without_zookeeper_metadata_cannot_change_and_nothing_waits(tmp_path, nodes):
+    own = start_zookeeper(tmp_path / "own-zk")  # this test stops its ZooKeeper: not the shared one
+    try:
+        node = Node(own.connect, 1, session_ms=10_000).open()
+        nodes.append(node)
+        own.stop()
+        node.pump_until(lambda: not node.store.client.connected)
+        started = time.monotonic()
+        with pytest.raises(KafkaError) as e:
+            node.controller.create_topic("later", 1, 1)
+        assert e.value.code == ErrorCode.REQUEST_TIMED_OUT and time.monotonic() - started < 1
+        assert "later" not in node.store.image.topics
+        own.start()  # same port and data: the session survives a short outage
+        node.pump_until(lambda: node.store.client.connected, timeout=20)
+        node.controller.create_topic("later", 1, 1)
+        assert "later" in node.store.image.topics and node.store.is_controller
+    finally:
+        own.stop()

@@ -43,6 +43,7 @@ from dataclasses import dataclass, replace
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (
     BadVersionError,
+    ConnectionClosedError,
     ConnectionLoss,
     KazooException,
     NodeExistsError,
@@ -203,12 +204,16 @@ class ZooKeeperStore:
 
     def _on_state(self, state: str) -> None:
         """kazoo's thread: hand session changes to the loop."""
+        if self._closed:
+            return
         if state == KazooState.LOST:
             self._session_lost = True
             self.dispatch(self._after_session_lost)
         elif state == KazooState.CONNECTED and self._session_lost:
             self._session_lost = False
             self.dispatch(self._after_session_renewed)
+        elif state == KazooState.CONNECTED:  # back after a disconnection: catch up with what was missed
+            self._on_watch(None)
 
     def _after_session_lost(self) -> None:
         if self.is_controller:
@@ -235,12 +240,12 @@ class ZooKeeperStore:
             self.dispatch(self._refresh)
 
     def _refresh(self) -> None:
-        if self._closed or self._image is None:
+        self._dirty.clear()  # a change seen from here on asks again (and reconnecting asks, see _on_state)
+        if self._closed or self._image is None or not self._connected:
             return
-        self._dirty.clear()
         try:
             new = self._read(self._image.version + 1)
-        except (ConnectionLoss, SessionExpiredError) as e:
+        except (ConnectionLoss, SessionExpiredError, ConnectionClosedError) as e:
             log.warning("cannot read metadata from ZooKeeper: %r", e)
             return
         self._set(new)
@@ -360,7 +365,20 @@ class ZooKeeperStore:
         current. Raises KafkaError (nothing written) on a conflicting writer or without ZooKeeper."""
         old = self.image
         client = self.client
-        assert client is not None
+        if client is None or not self._connected:
+            # a call now would wait for the connection, holding up the event loop: refuse at once
+            raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, "ZooKeeper is unavailable: metadata cannot change now")
+        try:
+            self._write(old, image, client)
+        except (ConnectionLoss, SessionExpiredError, ConnectionClosedError) as e:
+            raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"ZooKeeper is unavailable: {e!r}") from None
+        self._refresh_after_write(image)
+
+    @property
+    def _connected(self) -> bool:
+        return self.client is not None and self.client.connected and not self._session_lost
+
+    def _write(self, old: MetadataImage, image: MetadataImage, client: KazooClient) -> None:
         tx = client.transaction()
         created: list[str] = []
         for name, topic in image.topics.items():
@@ -386,7 +404,6 @@ class ZooKeeperStore:
             else:
                 tx.set_data(zk.PRODUCER_ID_BLOCK, data, version=self._producer_id_block_version)
         self._commit(tx, created)
-        self._refresh_after_write(image)
 
     def _refresh_after_write(self, image: MetadataImage) -> None:
         """The written image becomes current at once (the requester sees its change); the watches then
@@ -436,10 +453,7 @@ class ZooKeeperStore:
             tx.create(path, zk.encode_config(config))
 
     def _commit(self, tx, created: list[str]) -> None:
-        try:
-            results = tx.commit()
-        except (ConnectionLoss, SessionExpiredError) as e:
-            raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"ZooKeeper is unavailable: {e!r}") from None
+        results = tx.commit()
         failures = [r for r in results if isinstance(r, Exception)]
         if not failures:
             return
