@@ -145,6 +145,36 @@ def test_each_broker_hosts_and_leads_only_its_partitions(cluster):
     assert sorted(seen) == sorted((i % 3, f"v{i}".encode()) for i in range(30))
 
 
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_a_consumer_group_commits_through_the_leader_of_its_offsets_partition(cluster, protocol):
+    """FindCoordinator sends the group to the leader of its __consumer_offsets partition, which may be
+    any broker; that broker's coordinator writes there (leadership does not move in this slice)."""
+    admin = cluster.admin()
+    admin.create_topics([NewTopic(f"grouped-{protocol}", 3, 3)])[f"grouped-{protocol}"].result(10)
+    topic_on(cluster, 1, f"grouped-{protocol}", 3)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap(), "acks": "all", "enable.idempotence": True})
+    for i in range(30):
+        producer.produce(f"grouped-{protocol}", f"v{i}".encode(), partition=i % 3)
+    assert producer.flush(15) == 0
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap(2), "group.id": f"group-{protocol}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False, "group.protocol": protocol})
+    consumer.subscribe([f"grouped-{protocol}"])
+    seen = 0
+    deadline = time.monotonic() + 30
+    while seen < 30 and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            seen += 1
+    assert seen == 30
+    consumer.commit(asynchronous=False)
+    committed = consumer.committed([TopicPartition(f"grouped-{protocol}", p) for p in range(3)], timeout=10)
+    consumer.close()
+    assert [tp.offset for tp in committed] == [10, 10, 10]
+    offsets = cluster.admin(3).list_topics("__consumer_offsets", timeout=10).topics["__consumer_offsets"]
+    assert {p.leader for p in offsets.partitions.values()} == {1, 2, 3}
+    assert all(len(p.replicas) == 3 for p in offsets.partitions.values())
+
+
 def test_replication_factor_above_the_live_brokers_is_refused(cluster):
     admin = cluster.admin()
     future = admin.create_topics([NewTopic("too-many", 1, 4)])["too-many"]
