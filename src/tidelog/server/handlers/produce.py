@@ -6,11 +6,13 @@ log (a single node's ISR is itself, so its high watermark moves at once; with
 ``min.insync.replicas`` above the ISR size, acks=-1 fails with NOT_ENOUGH_REPLICAS and nothing is
 written). Versions 0-2 carry legacy message sets, converted to v2 batches by the storage layer; from
 v3 on, each partition carries exactly one magic-2 batch (ZSTD from v7). A transactional produce is
-refused until transactions exist.
+refused until transactions exist. Clients may not write to internal topics (INVALID_TOPIC_EXCEPTION,
+as Kafka's ReplicaManager refuses them to a client's Produce).
 """
 
 from __future__ import annotations
 
+from tidelog.cluster.controller import INTERNAL_TOPICS
 from tidelog.errors import ErrorCode, KafkaError, RecordValidationError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import ProduceRequest, ProduceResponse
@@ -77,6 +79,8 @@ class ProduceHandler:
         try:
             if topic is None:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, "unknown topic id")
+            if topic in INTERNAL_TOPICS:
+                raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}")
             if request.transactional_id is not None:
                 raise KafkaError(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, "transactions are not supported yet")
             result = self.replicas.append_records(topic, p.index, p.records, acks=request.acks,
