@@ -63,7 +63,10 @@ class ProduceHandler:
                 name = found.name if found else None
             else:
                 name = t.name
-            parts = [self._append(v, request, name, p) for p in t.partition_data]
+            # Kafka reads a topic's partitions into a map: a partition named twice is appended once,
+            # with the records named last, and answered once.
+            last = {p.index: p for p in t.partition_data}
+            parts = [self._append(v, request, name, p) for p in last.values()]
             responses.append(TopicResponse(name=t.name, topic_id=t.topic_id, partition_responses=parts))
         if request.acks == 0:
             failed = [f"{t.name}-{p.index}: {ErrorCode(p.error_code).name}"
