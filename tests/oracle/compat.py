@@ -113,6 +113,11 @@ def wire_differences() -> tuple[WireDifference, ...]:
     return load()[0]
 
 
+def unserved_apis() -> tuple[str, ...]:
+    """The Kafka APIs docs/compat.md says Tidelog does not serve (its ``| api | why |`` table)."""
+    return load()[3]
+
+
 def client_difference(difference_id: str) -> ClientDifference:
     """The row of the client-test table with this id (KeyError if docs/compat.md has none)."""
     for d in load()[1]:

@@ -104,7 +104,8 @@ ORDERED_LISTS = frozenset({"synonyms", "replica_nodes", "isr_nodes", "records", 
                            "eligible_leader_replicas", "last_known_elr", "offline_replicas"})
 #: Fields that identify an entity in a list, in order of preference.
 KEYS = ("name", "topic", "topic_name", "topic_id", "resource_name", "group_id", "partition_index", "partition", "api_key",
-        "member_id", "node_id", "broker_id", "log_dir", "key", "transactional_id", "producer_id")
+        "member_id", "node_id", "broker_id", "log_dir", "key", "transactional_id", "producer_id", "index",
+        "batch_index")
 
 
 @dataclass
@@ -117,7 +118,11 @@ class Symbols:
     uuids: dict[uuid.UUID, str] = field(default_factory=dict)
 
     def member(self, value: Any) -> Any:
-        if not isinstance(value, str) or value == "" or value in self.sent:
+        if not isinstance(value, str) or value == "":
+            return value
+        if value in self.members:
+            return self.members[value]
+        if value in self.sent:
             return value
         if value not in self.members:
             self.members[value] = f"<member#{len(self.members) + 1}>"
@@ -137,7 +142,7 @@ class Symbols:
     def remember_request(self, message: Message, version: int) -> None:
         """Every string and UUID in a request is the test's own: it stays raw in responses."""
         for value in _leaves(message, version):
-            if isinstance(value, (str, uuid.UUID)) and value not in self.members.values():
+            if isinstance(value, (str, uuid.UUID)) and value not in self.members and value not in self.topic_names:
                 self.sent.add(value)
 
     def learn_topics(self, message: Message, version: int) -> None:

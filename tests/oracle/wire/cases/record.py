@@ -148,10 +148,6 @@ def _produce(program: Program) -> None:
             ProduceRequest.TopicProduceData(name="diff-produce", partition_data=[
                 ProduceRequest.PartitionProduceData(index=0, records=batch(now, [b"twice"])) for _ in (0, 1)])]))
         program.request("internal-topic", v, produce_request("__consumer_offsets", 0, batch(now, [b"x"])))
-        if v >= 3:
-            program.request("transactional-id-without-transaction", v, ProduceRequest(
-                transactional_id="diff-no-txn", acks=-1, timeout_ms=30000,
-                topic_data=produce_request("diff-produce", 0, batch(now, [b"t"])).topic_data))
     program.vary(PRODUCE, "produce", lambda v: produce_request("diff-produce", 0, batch(now, [b"m"])), only=(
         "unknown-topic", "invalid-topic-name", "unknown-partition", "negative-partition"))
     # What each broker stored, read back.
