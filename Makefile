@@ -39,8 +39,10 @@ bench: $(BENCH_STAMP)
 	for b in bench/*.py; do case $$b in */null_broker.py) ;; *) $(PY) $$b --quick ;; esac; done
 
 ## codegen: regenerate src/tidelog/protocol/{messages,coordinator_records} from ../shared/kafka-protocol (tools/codegen)
+## and src/tidelog/protocol/tubemq/generated from ../shared/tubemq-protocol (tools/tubemq_codegen)
 codegen: $(STAMP)
 	$(PY) -m tools.codegen
+	$(PY) -m tools.tubemq_codegen
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info

@@ -77,10 +77,20 @@ _REQUESTS = {
 
 def advertised_versions() -> list[tuple[int, int, int]]:
     """(api_key, min, max) for the implemented APIs, in the ranges Tidelog's handlers serve."""
-    import tidelog.server.handlers  # noqa: F401  (registers the handlers)
-    from tidelog.server.dispatcher import supported_versions
+    import importlib
+    import inspect
+    import pkgutil
 
-    return [(k, lo, hi) for k, lo, hi in supported_versions() if k in _IMPLEMENTED]
+    import tidelog.server.handlers as package
+    from tidelog.server.dispatcher import declared_versions
+
+    served = []
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if cls.__module__ == module.__name__:
+                served += [v for v in declared_versions(cls) if v[0] in _IMPLEMENTED]
+    return sorted(served)
 
 
 class PartitionFile:

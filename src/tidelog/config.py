@@ -75,6 +75,18 @@ def _parse_choice(*choices: str) -> Callable[[str, Any], str]:
     return parse
 
 
+def _parse_choice_ignoring_case(*choices: str) -> Callable[[str, Any], str]:
+    """One of ``choices`` in any case (Kafka's CaseInsensitiveValidString); the value is lower-cased."""
+    def parse(key: str, raw: Any) -> str:
+        value = str(raw).strip().lower()
+        if value not in choices:
+            raise ConfigError(f"Invalid value {str(raw).strip()!r} for configuration {key}: must be one of "
+                              f"{', '.join(choices)} (in any case)")
+        return value
+
+    return parse
+
+
 def _parse_cleanup_policy(key: str, raw: Any) -> str:
     items = [p.strip() for p in str(raw).split(",") if p.strip()]
     if not items or any(p not in ("delete", "compact") for p in items) or len(set(items)) != len(items):
@@ -131,6 +143,25 @@ def _parse_listeners(key: str, raw: Any) -> tuple[Listener, ...]:
                               f"port, and {port} appears twice")
         out.append(Listener(name, host, port))
     return tuple(out)
+
+
+#: ``HOST:PORT`` (IPv6 hosts in brackets; an empty host means every interface).
+_HOST_PORT = re.compile(r"^(?:\[([0-9a-fA-F:.%]+)\]|([0-9a-zA-Z\-%._]*)):([0-9]+)$")
+
+
+def _parse_endpoint(key: str, raw: Any) -> tuple[str, int] | None:
+    """An optional ``HOST:PORT`` (empty: not set)."""
+    text = str(raw).strip()
+    if not text:
+        return None
+    m = _HOST_PORT.match(text)
+    if m is None:
+        raise ConfigError(f"Invalid value {text!r} for configuration {key}: expected HOST:PORT, e.g. localhost:8715 "
+                          "(an empty host, as in :8715, means every interface)")
+    port = int(m.group(3))
+    if port > 65535:
+        raise ConfigError(f"Invalid value {text!r} for configuration {key}: port {port} is not between 0 and 65535")
+    return m.group(1) or m.group(2) or "", port
 
 
 def _parse_protocol_map(key: str, raw: Any) -> dict[str, str]:
@@ -274,6 +305,10 @@ _BROKER_DEFS = [
               "Longest heartbeat interval of a consumer group (KIP-848).", topic=False),
     ConfigDef("group.consumer.max.size", _int(1), INT_MAX, "Most members a consumer group may have (KIP-848).",
               topic=False),
+    ConfigDef("group.consumer.migration.policy",
+              _parse_choice_ignoring_case("bidirectional", "upgrade", "downgrade", "disabled"), "bidirectional",
+              "Online conversion of non-empty groups between the classic and the consumer protocol: upgrade "
+              "(classic -> consumer), downgrade (consumer -> classic), bidirectional or disabled.", topic=False),
     ConfigDef("log.flush.scheduler.interval.ms", _long(), LONG_MAX,
               "How often the flusher checks whether a log needs an fsync by time.", topic=False),
     ConfigDef("log.flush.offset.checkpoint.interval.ms", _int(), 60_000,
@@ -286,6 +321,16 @@ _BROKER_DEFS = [
     ConfigDef("producer.id.expiration.ms", _int(1), 86_400_000,
               "Forget a producer id after this long without writes.", topic=False),
     ConfigDef("max.incremental.fetch.session.cache.slots", _int(), 1000, "Fetch sessions kept.", topic=False),
+    ConfigDef("tubemq.master.listener", _parse_endpoint, None,
+              "Where the TubeMQ master service listens, as HOST:PORT (TubeMQ's usual port is 8715); empty: TubeMQ "
+              "clients are not served. Set together with tubemq.broker.listener.", topic=False),
+    ConfigDef("tubemq.broker.listener", _parse_endpoint, None,
+              "Where the TubeMQ broker service listens, as HOST:PORT (TubeMQ's usual port is 8123); empty: TubeMQ "
+              "clients are not served. Set together with tubemq.master.listener.", topic=False),
+    ConfigDef("tubemq.broker.advertised.listener", _parse_endpoint, None,
+              "The TubeMQ broker address the master hands to clients, when it differs from "
+              "tubemq.broker.listener (NAT, containers); an empty host advertises this machine's host name.",
+              topic=False),
 ]
 
 #: Per-group configs (ConfigResource type GROUP, KIP-848); ``broker_synonym`` is the broker key that
@@ -390,6 +435,7 @@ class BrokerConfig:
             if d is not None:
                 values[key] = d.parse(written_as[key], raw)
         _check_listeners(values)
+        _check_tubemq_listeners(values)
         topic_defaults = topic_defaults_from_broker(normalized)
         unknown = tuple(sorted(k for k in normalized if k not in KNOWN_BROKER_KEYS))
         suggestions = {}
@@ -423,6 +469,18 @@ def _check_listeners(values: dict[str, Any]) -> None:
         if listener.host in NON_ROUTABLE_HOSTS:
             raise ConfigError("Invalid value for configuration advertised.listeners: advertised.listeners cannot use "
                               f"the nonroutable meta-address {listener.host}; use a routable address or host name")
+
+
+def _check_tubemq_listeners(values: dict[str, Any]) -> None:
+    """TubeMQ clients need the master and the broker service: both listeners or neither, on two ports."""
+    master, broker = values["tubemq.master.listener"], values["tubemq.broker.listener"]
+    if (master is None) != (broker is None):
+        raise ConfigError("Invalid value for configuration tubemq.master.listener / tubemq.broker.listener: TubeMQ "
+                          "clients need both services; set both listeners (e.g. localhost:8715 and localhost:8123) "
+                          "or neither")
+    if master is not None and master[1] and master[1] == broker[1]:
+        raise ConfigError(f"Invalid value for configuration tubemq.broker.listener: port {broker[1]} is "
+                          "tubemq.master.listener's too")
 
 
 def attr_name(kafka_name: str) -> str:

@@ -1,21 +1,14 @@
 """The KIP-848 consumer group protocol with confluent-kafka 2.16 (``group.protocol=consumer``).
 
-Consumers run as subprocesses so one can die by SIGKILL. They report their assignment and every
-record as JSON lines and commit synchronously after each record. The broker's heartbeat interval and
+Consumers run as subprocesses so one can die by SIGKILL (tests/integration/consumer_process.py). They
+report their assignment and every record as JSON lines and commit synchronously after each record. The broker's heartbeat interval and
 session timeout are shortened so that a dead member's partitions move within seconds.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
-import signal
-import subprocess
-import sys
-import threading
 import time
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +17,8 @@ from confluent_kafka import Consumer, ConsumerGroupState, KafkaError, TopicParti
 from confluent_kafka.admin import AdminClient
 
 from tests.integration import kafka_io
+from tests.integration.consumer_process import ConsumerProcess as Worker
+from tests.integration.consumer_process import consumed
 from tests.integration.kafka_io import create_topics, wait_for
 from tidelog.testing import BrokerProcess
 
@@ -36,90 +31,6 @@ BROKER_OVERRIDES = {
     "group.consumer.min.session.timeout.ms": str(SESSION_MS),
     "group.consumer.min.heartbeat.interval.ms": "500",
 }
-
-WORKER = r"""
-import json, sys, threading
-from confluent_kafka import Consumer, KafkaException
-
-conf = json.loads(sys.argv[1])
-topics = json.loads(sys.argv[2])
-owned = set()
-lock = threading.Lock()
-
-def say(**event):
-    with lock:
-        print(json.dumps(event), flush=True)
-
-def on_assign(consumer, partitions):
-    owned.update((p.topic, p.partition) for p in partitions)
-    say(event="assigned", partitions=sorted(owned))
-
-def on_revoke(consumer, partitions):
-    owned.difference_update((p.topic, p.partition) for p in partitions)
-    say(event="assigned", partitions=sorted(owned))
-
-consumer = Consumer(conf)
-consumer.subscribe(topics, on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
-closing = threading.Event()
-threading.Thread(target=lambda: (sys.stdin.readline(), closing.set()), daemon=True).start()
-while not closing.is_set():
-    msg = consumer.poll(0.2)
-    if msg is None:
-        continue
-    if msg.error():
-        say(event="error", error=str(msg.error()))
-        continue
-    say(event="msg", topic=msg.topic(), partition=msg.partition(), offset=msg.offset(), value=msg.value().decode())
-    try:
-        consumer.commit(message=msg, asynchronous=False)
-    except KafkaException as e:
-        say(event="commit_error", error=str(e))
-consumer.close()
-say(event="closed")
-"""
-
-
-class Worker:
-    """A consumer subprocess: ``assignment`` is its latest set, ``messages`` what it consumed."""
-
-    def __init__(self, b: BrokerProcess, group: str, topics: list[str], **conf: object) -> None:
-        config = {"bootstrap.servers": b.bootstrap, "group.id": group, "group.protocol": "consumer",
-                  "auto.offset.reset": "earliest", "enable.auto.commit": False, **conf}
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        self.proc = subprocess.Popen([sys.executable, "-c", WORKER, json.dumps(config), json.dumps(topics)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     text=True, env=env)
-        self.assignment: set[tuple[str, int]] = set()
-        self.messages: list[tuple[str, int, int, str]] = []
-        self.events: list[dict] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            event = json.loads(line)
-            self.events.append(event)
-            if event["event"] == "assigned":
-                self.assignment = {tuple(p) for p in event["partitions"]}
-            elif event["event"] == "msg":
-                self.messages.append((event["topic"], event["partition"], event["offset"], event["value"]))
-
-    def close(self) -> None:
-        """A clean leave: commit done, ``close()`` sends the leave heartbeat (epoch -1)."""
-        assert self.proc.stdin is not None
-        self.proc.stdin.write("close\n")
-        self.proc.stdin.flush()
-        assert self.proc.wait(30) == 0
-
-    def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-
 
 @pytest.fixture
 def workers() -> Iterator[list[Worker]]:
@@ -134,10 +45,6 @@ def produce(b: BrokerProcess, topic: str, partitions: int, start: int, count: in
     numbers = range(start, start + count)
     kafka_io.produce(b, topic, [f"v{i}" for i in numbers], partition=[i % partitions for i in numbers])
     return {f"v{i}" for i in numbers}
-
-
-def consumed(ws: list[Worker]) -> Counter[str]:
-    return Counter(v for w in ws for (_, _, _, v) in w.messages)
 
 
 def describe(b: BrokerProcess, group: str):
@@ -245,7 +152,12 @@ def test_invalid_assignor_is_refused(broker: BrokerProcess) -> None:
 
 
 def test_data_dir_has_consumer_group_records(broker: BrokerProcess) -> None:
-    # The consumer group records of the tests above went to __consumer_offsets (they survive restarts).
+    # A KIP-848 group's records go to __consumer_offsets (that is how they survive restarts).
+    create_topics(broker, **{"cp-records": 2})
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "cp-records", "group.protocol": "consumer"})
+    c.subscribe(["cp-records"])
+    wait_for(lambda: (c.poll(0.2), len(c.assignment()))[1] == 2, 30, "an assignment")
+    c.close()
     logs = list(Path(broker.data_dir).rglob("__consumer_offsets-*/*.log"))
     assert logs and sum(p.stat().st_size for p in logs) > 0
 

@@ -10,6 +10,9 @@ callers (pytest-xdist workers, two sessions) build once and share the result.
 
 ``TIDELOG_MAVEN_ARGS`` adds arguments to every ``mvn`` run, e.g. ``-o`` (offline) or
 ``-Dmaven.repo.local=/tmp/m2-empty`` (to time a download into an empty local repository).
+
+Other Maven projects of the test suite build the same way: ``build(project)`` (tests/tubemq/java, the
+TubeMQ Java client, keeps its own dependencies apart from Kafka's).
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ CLASSES = TARGET / "classes"
 CLASSPATH_FILE = TARGET / "classpath.txt"
 FINGERPRINT_FILE = TARGET / "tidelog-fingerprint"
 LOCK_FILE = TARGET / "build.lock"
+#: The files of a project's target/ directory that :func:`build` uses (names as above).
+_CLASSES, _CLASSPATH, _FINGERPRINT, _LOCK = "classes", "classpath.txt", "tidelog-fingerprint", "build.lock"
 ARGS_ENV = "TIDELOG_MAVEN_ARGS"
 BUILD_TIMEOUT_S = 1200
 MIN_JAVA = 17  # Kafka 4.x brokers and tools need Java 17
@@ -64,47 +69,51 @@ def extra_args() -> list[str]:
     return shlex.split(os.environ.get(ARGS_ENV, ""))
 
 
-def fingerprint() -> str:
+def fingerprint(project: Path = PROJECT) -> str:
     """A digest of everything the build depends on: pom, sources and extra Maven arguments."""
     digest = hashlib.sha256()
-    files = [PROJECT / "pom.xml", *sorted(p for p in (PROJECT / "src").rglob("*") if p.is_file())]
+    files = [project / "pom.xml", *sorted(p for p in (project / "src").rglob("*") if p.is_file())]
     for path in files:
-        digest.update(str(path.relative_to(PROJECT)).encode() + b"\0" + path.read_bytes() + b"\0")
+        digest.update(str(path.relative_to(project)).encode() + b"\0" + path.read_bytes() + b"\0")
     digest.update(" ".join(extra_args()).encode())
     return digest.hexdigest()
 
 
-def _classpath() -> str | None:
+def _classpath(target: Path) -> str | None:
     """The saved classpath if every entry still exists (a wiped ~/.m2 means building again)."""
-    if not CLASSPATH_FILE.exists() or not CLASSES.is_dir():
+    classes, classpath_file = target / _CLASSES, target / _CLASSPATH
+    if not classpath_file.exists() or not classes.is_dir():
         return None
-    jars = CLASSPATH_FILE.read_text().strip().split(os.pathsep)
+    jars = classpath_file.read_text().strip().split(os.pathsep)
     if not all(Path(j).exists() for j in jars):
         return None
-    return os.pathsep.join([str(CLASSES), *jars])
+    return os.pathsep.join([str(classes), *jars])
 
 
-def build() -> str:
-    """Compile tests/java if it changed (once across processes) and return its ``java -cp`` classpath."""
-    TARGET.mkdir(exist_ok=True)
-    with LOCK_FILE.open("w") as lock:
+def build(project: Path = PROJECT) -> str:
+    """Compile ``project`` (tests/java by default) if it changed (once across processes) and return its
+    ``java -cp`` classpath."""
+    target = project / "target"
+    target.mkdir(exist_ok=True)
+    fingerprint_file = target / _FINGERPRINT
+    with (target / _LOCK).open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        wanted = fingerprint()
-        classpath = _classpath()
-        if classpath and FINGERPRINT_FILE.exists() and FINGERPRINT_FILE.read_text() == wanted:
+        wanted = fingerprint(project)
+        classpath = _classpath(target)
+        if classpath and fingerprint_file.exists() and fingerprint_file.read_text() == wanted:
             return classpath
         cmd = ["mvn", "-B", "-q", "-Dstyle.color=never", *extra_args(), "compile"]
         try:
-            done = subprocess.run(cmd, cwd=PROJECT, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+            done = subprocess.run(cmd, cwd=project, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
         except subprocess.TimeoutExpired as e:
             raise BuildError(f"{' '.join(cmd)} took more than {BUILD_TIMEOUT_S} s") from e
         if done.returncode != 0:
             tail = "\n".join((done.stdout + done.stderr).splitlines()[-40:])
-            raise BuildError(f"{' '.join(cmd)} (in {PROJECT}) failed with exit code {done.returncode}:\n{tail}")
-        classpath = _classpath()
+            raise BuildError(f"{' '.join(cmd)} (in {project}) failed with exit code {done.returncode}:\n{tail}")
+        classpath = _classpath(target)
         if classpath is None:
-            raise BuildError(f"mvn compile succeeded but left no usable {CLASSPATH_FILE}")
-        FINGERPRINT_FILE.write_text(wanted)
+            raise BuildError(f"mvn compile succeeded but left no usable {target / _CLASSPATH}")
+        fingerprint_file.write_text(wanted)
         return classpath
 
 

@@ -89,6 +89,8 @@ def test_listeners_parse_as_kafka_parses_them() -> None:
     ({"node.id": "seven"}, "Invalid value 'seven' for configuration node.id"),
     ({"log.retention.hours": "a week"}, "configuration log.retention.hours"),
     ({"log.segment.bytes": "-3"}, "configuration log.segment.bytes"),
+    ({"group.consumer.migration.policy": "sideways"},
+     "Invalid value 'sideways' for configuration group.consumer.migration.policy"),
 ])
 def test_bad_values_are_reported_under_the_key_the_user_wrote(props, message) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
@@ -108,3 +110,35 @@ def test_an_unknown_key_close_to_a_known_one_gets_did_you_mean() -> None:
     assert c.unknown == ("log.retension.hours", "totally.custom.key")
     assert c.describe_unknown("log.retension.hours").endswith("did you mean 'log.retention.hours'?")
     assert "did you mean" not in c.describe_unknown("totally.custom.key")
+
+
+def test_the_migration_policy_is_kafkas_case_insensitive_string() -> None:
+    assert BrokerConfig.from_props({})["group.consumer.migration.policy"] == "bidirectional"  # Kafka 4.x default
+    assert BrokerConfig.from_props({"group.consumer.migration.policy": " Upgrade "})[
+        "group.consumer.migration.policy"] == "upgrade"
+
+
+# ------------------------------------------------------------------------------------------ TubeMQ listeners
+
+
+def test_tubemq_listeners_are_off_unless_both_are_set() -> None:
+    config = BrokerConfig.from_props({})
+    assert config["tubemq.master.listener"] is None and config["tubemq.broker.listener"] is None
+    config = BrokerConfig.from_props({"tubemq.master.listener": "localhost:8715", "tubemq.broker.listener": ":8123",
+                                      "tubemq.broker.advertised.listener": "[::1]:18123"})
+    assert config["tubemq.master.listener"] == ("localhost", 8715)
+    assert config["tubemq.broker.listener"] == ("", 8123)  # every interface
+    assert config["tubemq.broker.advertised.listener"] == ("::1", 18123)
+    assert BrokerConfig.from_props({"tubemq.master.listener": " ", "tubemq.broker.listener": ""}).unknown == ()
+
+
+@pytest.mark.parametrize(("props", "message"), [
+    ({"tubemq.master.listener": "localhost:8715"}, "set both listeners"),
+    ({"tubemq.broker.listener": "localhost:8123"}, "set both listeners"),
+    ({"tubemq.master.listener": "localhost", "tubemq.broker.listener": ":8123"}, "expected HOST:PORT"),
+    ({"tubemq.master.listener": "h:99999", "tubemq.broker.listener": ":8123"}, "not between 0 and 65535"),
+    ({"tubemq.master.listener": ":8123", "tubemq.broker.listener": "h:8123"}, "port 8123 is tubemq.master.listener's"),
+])
+def test_bad_tubemq_listeners_are_config_errors(props: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        BrokerConfig.from_props(props)

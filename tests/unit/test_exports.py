@@ -7,7 +7,8 @@ import importlib
 import pytest
 
 PACKAGES = ["tidelog.protocol", "tidelog.records", "tidelog.storage", "tidelog.errors", "tidelog.clock", "tidelog.config",
-            "tidelog.varint", "tidelog.coordinator.group", "tidelog.replica", "tidelog.security", "tidelog.server.handlers"]
+            "tidelog.varint", "tidelog.coordinator.group", "tidelog.replica", "tidelog.security", "tidelog.server.handlers",
+            "tidelog.protocol.tubemq", "tidelog.server.tubemq"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

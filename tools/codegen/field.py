@@ -203,8 +203,11 @@ ARRAY_LEN_WRITERS = {(fl, nl): ("write_compact_array_len" if fl == "1" else "wri
 # -------------------------------------------------------------------------------------------- reads
 
 
-def emit_read_value(f: FieldSpec, present: Versions, target: str, ctx: Ctx, ind: str, buf: str = "buf") -> list[str]:
-    """Statements that read field ``f`` at ``pos`` into ``target``, advancing ``pos``."""
+def emit_read_value(f: FieldSpec, present: Versions, target: str, ctx: Ctx, ind: str, buf: str = "buf",
+                    tagged: bool = False) -> list[str]:
+    """Statements that read field ``f`` at ``pos`` into ``target``, advancing ``pos``. A nullable struct
+    starts with a presence marker: an int8 (-1 = null) in place, an unsigned varint (0 = null) as a
+    tagged field (``tagged``), as Kafka's generated readers do."""
     flex = field_flex(f, present, ctx)
     null = field_null(f, present)
     elem = f.element_type
@@ -249,7 +252,10 @@ def emit_read_value(f: FieldSpec, present: Versions, target: str, ctx: Ctx, ind:
             out.append(f"{ind}{target}, pos = {cls}._read({buf}, pos, version)")
         else:
             guard = "" if null == "1" else f" and ({null})"
-            out.append(f"{ind}if {buf}[pos] >= 128{guard}:  # int8 presence marker, -1 = null")
+            if tagged:
+                out.append(f"{ind}if {buf}[pos] == 0{guard}:  # uvarint presence marker, 0 = null")
+            else:
+                out.append(f"{ind}if {buf}[pos] >= 128{guard}:  # int8 presence marker, -1 = null")
             out.append(f"{ind}    {target} = None")
             out.append(f"{ind}    pos += 1")
             out.append(f"{ind}else:")
@@ -287,8 +293,10 @@ def default_value(f: FieldSpec, ctx: Ctx) -> str:
 # ------------------------------------------------------------------------------------------- writes
 
 
-def emit_write_value(f: FieldSpec, present: Versions, value: str, ctx: Ctx, ind: str, w: str = "w") -> list[str]:
-    """Statements that write ``value`` for field ``f`` to bytearray ``b`` (and writer ``w``)."""
+def emit_write_value(f: FieldSpec, present: Versions, value: str, ctx: Ctx, ind: str, w: str = "w",
+                     tagged: bool = False) -> list[str]:
+    """Statements that write ``value`` for field ``f`` to bytearray ``b`` (and writer ``w``); for the
+    presence marker of nullable structs see :func:`emit_read_value`."""
     flex = field_flex(f, present, ctx)
     null = field_null(f, present)
     elem = f.element_type
@@ -327,7 +335,7 @@ def emit_write_value(f: FieldSpec, present: Versions, value: str, ctx: Ctx, ind:
             if null != "1":
                 out.append(f"{ind}    if not ({null}):")
                 out.append(f'{ind}        raise ProtocolEncodeError("null in non-nullable struct {f.name}")')
-            out.append(f"{ind}    b.append(255)")
+            out.append(f"{ind}    b.append({0 if tagged else 255})")
             out.append(f"{ind}else:")
             out.append(f"{ind}    b.append(1)")
             out.append(f"{ind}    {value}._write({w}, version)")

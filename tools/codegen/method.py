@@ -111,7 +111,7 @@ def emit_read(name: str, fields: tuple[FieldSpec, ...], ctx: Ctx) -> list[str]:
             out.append(f"{ind}    {'if' if first else 'elif'} {test}:")
             first = False
             out.append(f"{ind}        sub = buf[:end]")
-            out.extend(emit_read_value(f, tv, local(f), ctx, ind + "        ", "sub"))
+            out.extend(emit_read_value(f, tv, local(f), ctx, ind + "        ", "sub", tagged=True))
         out.append(f"{ind}    {'else' if not first else 'if True'}:")
         out.append(f"{ind}        if unknown is None:")
         out.append(f"{ind}            unknown = []")
@@ -164,7 +164,7 @@ def emit_write(name: str, fields: tuple[FieldSpec, ...], ctx: Ctx) -> list[str]:
                 out.append(f"{ind}if {test}:")
                 out.append(f"{ind}    tw = Writer()")
                 out.append(f"{ind}    b, outer = tw.buf, b")
-                out.extend(emit_write_value(f, tv, attr, ctx, ind + "    ", "tw"))
+                out.extend(emit_write_value(f, tv, attr, ctx, ind + "    ", "tw", tagged=True))
                 out.append(f"{ind}    b = outer")
                 out.append(f"{ind}    tagged.append(({f.tag}, tw.getvalue()))")
             out.append(f"{ind}if tagged:")

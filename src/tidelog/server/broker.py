@@ -18,7 +18,10 @@ How things flow (docs/architecture.md draws it):
 * metadata changes: the controller publishes through the store; the store's subscribers (the replica
   manager, the group coordinator's clean-up) react;
 * log events (created, appended, truncated, deleted): :class:`~tidelog.replica.events.LogEvents`,
-  heard by the delayed-fetch purgatory and the housekeeping (later: replication, transactions, metrics).
+  heard by the delayed-fetch purgatory and the housekeeping (later: replication, transactions, metrics);
+* TubeMQ clients (when ``tubemq.*.listener`` are set): :class:`~tidelog.server.tubemq.TubeServer`, the
+  TubeMQ front end with its own listeners and registries, onto the same replica manager and group
+  coordinator (docs/tubemq.md).
 
 Loop-only, except the storage work it hands to the default executor.
 """
@@ -26,6 +29,7 @@ Loop-only, except the storage work it hands to the default executor.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import socket
 from collections.abc import Callable
@@ -40,10 +44,12 @@ from tidelog.cluster.metadata import BrokerInfo, MetadataImage
 from tidelog.cluster.store import EmbeddedStore
 from tidelog.cluster.topic_config import TopicConfigs
 from tidelog.config import NON_ROUTABLE_HOSTS, BrokerConfig, Listener
-from tidelog.coordinator.group import OFFSETS_TOPIC, GroupConfig, GroupCoordinator
-from tidelog.coordinator.group.consumer import ConsumerGroupCoordinator, install
+from tidelog.coordinator.group import OFFSETS_TOPIC, GroupConfig, GroupCoordinator, classic_member, consumer
+from tidelog.coordinator.group.consumer import ConsumerGroupCoordinator
 from tidelog.coordinator.runtime import ReplicaWriter
 from tidelog.coordinator.txn.producer_ids import ProducerIdManager
+from tidelog.protocol.tubemq.notation import BrokerAddress
+from tidelog.protocol.tubemq.rpc import Service
 from tidelog.replica.events import LogEvents
 from tidelog.replica.housekeeping import LogHousekeeping
 from tidelog.replica.manager import ReplicaManager
@@ -66,6 +72,16 @@ from tidelog.server.handlers import (
     TopicHandlers,
 )
 from tidelog.server.network import ConnectionSettings, ListenerError, SocketServer
+from tidelog.server.tubemq import (
+    ConsumerService,
+    MasterService,
+    ProducerService,
+    TubeBalancer,
+    TubeHandlerRegistry,
+    TubeListener,
+    TubeOffsets,
+    TubeServer,
+)
 from tidelog.storage.log_manager import LogManager
 
 log = logging.getLogger(__name__)
@@ -121,7 +137,9 @@ class Broker:
         self.ensure_offsets_topic = lambda: controller.ensure_topic(offsets_topic)
         self.group_coordinator = groups = GroupCoordinator(
             GroupConfig.from_broker_config(config), clock, ReplicaWriter(replicas, OFFSETS_TOPIC, self.ensure_offsets_topic),
-            _call_later, extensions=[install], topic_exists=lambda name: name in store.image.topics)
+            _call_later, extensions=[functools.partial(consumer.install, image=lambda: store.image),
+                                     classic_member.install],
+            topic_exists=lambda name: name in store.image.topics)
         consumer_groups = groups.extension(ConsumerGroupCoordinator)
         self.producer_ids = ProducerIdManager(lambda: store.image.next_producer_id_block, controller.reserve_producer_ids)
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"], clock)
@@ -146,13 +164,36 @@ class Broker:
             ConsumerGroupHandlers(groups, consumer_groups, store, config["group.coordinator.rebalance.protocols"]),
             InitProducerIdHandler(self.producer_ids),
         )
-        self.network = SocketServer(handlers, clock, ConnectionSettings(
-            config["socket.request.max.bytes"], config["queued.max.requests"], config["connections.max.idle.ms"]),
-            use_sendfile)
+        settings = ConnectionSettings(config["socket.request.max.bytes"], config["queued.max.requests"],
+                                      config["connections.max.idle.ms"])
+        self.network = SocketServer(handlers, clock, settings, use_sendfile)
+        # The TubeMQ front end, when its listeners are configured (docs/tubemq.md).
+        self.tubemq = (self._tubemq_front_end(replicas, groups, consumer_groups, settings)
+                       if config["tubemq.master.listener"] is not None else None)
 
         self._tasks: list[asyncio.Future] = []
         self._loaded = False
         self.stopped = asyncio.Event()
+
+    def _tubemq_front_end(self, replicas: ReplicaManager, groups: GroupCoordinator,
+                          consumer_groups: ConsumerGroupCoordinator, settings: ConnectionSettings) -> TubeServer:
+        """TubeMQ's master service (producer metadata; consumers balanced as KIP-848 group members) and
+        broker service (send, register, get, commit), each on its own listener and registry."""
+        def broker_address() -> BrokerAddress:
+            assert self.tubemq is not None
+            host, port = self.tubemq.advertised("broker", self.config["tubemq.broker.advertised.listener"])
+            return BrokerAddress(self.broker_id, host, port)
+
+        balancer = TubeBalancer(groups, consumer_groups, self.store, self.clock, broker_address)
+        consumers = ConsumerService(replicas, balancer, TubeOffsets(groups))
+        master = TubeHandlerRegistry("master", frozenset({Service.MASTER}))
+        master.add(MasterService(self.store, self.topic_configs, balancer, consumers, broker_address))
+        broker = TubeHandlerRegistry("broker", frozenset({Service.BROKER_READ, Service.BROKER_WRITE}))
+        broker.add(ProducerService(replicas, self.clock), consumers)
+        (master_host, master_port), (broker_host, broker_port) = (self.config["tubemq.master.listener"],
+                                                                  self.config["tubemq.broker.listener"])
+        return TubeServer((TubeListener(master, master_host, master_port), TubeListener(broker, broker_host, broker_port)),
+                          self.clock, settings)
 
     @property
     def host(self) -> str:
@@ -171,13 +212,21 @@ class Broker:
             log.warning("%s", self.config.describe_unknown(key))
         await self.network.bind(self.listeners)
         try:
+            if self.tubemq is not None:
+                await self.tubemq.bind()
             await self._load()
         except BaseException:
             self.network.close()
+            if self.tubemq is not None:
+                self.tubemq.close()
             self.logs.release_dirs()
             raise
         self._start_housekeeping()
         await self.network.start_serving()
+        if self.tubemq is not None:
+            await self.tubemq.start_serving()
+            for name, (host, port) in self.tubemq.bound.items():
+                log.info("TubeMQ %s service listening on %s:%d", name, host or "0.0.0.0", port)
         log.info(
             "tidelog %s broker %d (cluster %s) listening on %s, data in %s",
             __version__, self.broker_id, self.store.image.cluster_id,
@@ -228,6 +277,8 @@ class Broker:
 
     async def _reap_idle(self) -> None:
         self.network.reap_idle()
+        if self.tubemq is not None:
+            self.tubemq.reap_idle()
 
     def _after_metadata_change(self, old: MetadataImage, new: MetadataImage) -> None:
         """Committed offsets of deleted topics go as soon as the topics do (after this change is applied)."""
@@ -242,8 +293,12 @@ class Broker:
             task.cancel()
         self.group_coordinator.close()
         self.network.close()
+        if self.tubemq is not None:
+            self.tubemq.close()
         self.replicas.purgatory.complete_all()
         await self.network.wait_closed()
+        if self.tubemq is not None:
+            await self.tubemq.wait_closed()
         if self._loaded:
             await asyncio.get_running_loop().run_in_executor(None, self.logs.shutdown)
         log.info("shut down cleanly")

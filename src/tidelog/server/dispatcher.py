@@ -62,6 +62,12 @@ def handles(api_key: int, min_version: int, max_version: int, error_response: Er
     return mark
 
 
+def declared_versions(handler_class: type) -> list[tuple[int, int, int]]:
+    """(api_key, min, max) of every :func:`handles` method of a handler class, without an instance."""
+    marks = (getattr(getattr(handler_class, name), _MARK, None) for name in dir(handler_class))
+    return sorted((m[0], m[1], m[2]) for m in marks if m is not None)
+
+
 class CloseConnection(Exception):
     """The request cannot be answered; the connection must be closed (reason in the message)."""
 

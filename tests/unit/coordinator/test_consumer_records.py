@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tidelog.coordinator.group.consumer_records import (
+    ClassicMemberMetadata,
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey,
@@ -59,9 +60,25 @@ def test_member_metadata_bytes_mark_a_consumer_protocol_member() -> None:
     assert key == struct.pack(">h", 5) + s16("g") + s16("m")
     assert value == (struct.pack(">h", 0) + b"\x00" + c("rack-1") + c("cid") + c("/h") + b"\x03" + c("a") + c("b")
                      + b"\x00" + struct.pack(">i", 30_000) + c("uniform")
-                     # tag 0 ClassicMemberMetadata = null (-1): what Kafka writes for a consumer-protocol member
-                     + b"\x01" + b"\x00\x01\xff")
+                     # tag 0 ClassicMemberMetadata = null (the uvarint marker 0): what Kafka writes for a
+                     # consumer-protocol member
+                     + b"\x01" + b"\x00\x01\x00")
     assert deserialize(key, value) == record
+
+
+def test_member_metadata_of_a_classic_member_carries_its_classic_member_metadata() -> None:
+    classic = ClassicMemberMetadata(45_000, (("range", b"\x00\x03"), ("roundrobin", b"")))
+    record = CoordinatorRecord(ConsumerGroupMemberMetadataKey("g", "m"), ConsumerGroupMemberMetadataValue(
+        "i", None, "rdkafka", "/h", ("t",), None, 300_000, None, classic))
+    _, value = serialize(record)
+    struct_bytes = (b"\x01" + struct.pack(">i", 45_000) + b"\x03"          # present; session; 2 protocols
+                    + c("range") + b"\x03\x00\x03" + b"\x00"              # name, compact bytes, no tags
+                    + c("roundrobin") + b"\x01" + b"\x00"
+                    + b"\x00")                                               # ClassicMemberMetadata's tags
+    assert value == (struct.pack(">h", 0) + c("i") + b"\x00" + c("rdkafka") + c("/h") + b"\x02" + c("t") + b"\x00"
+                     + struct.pack(">i", 300_000) + b"\x00"
+                     + b"\x01" + b"\x00" + bytes([len(struct_bytes)]) + struct_bytes)
+    assert deserialize(*serialize(record)) == record
 
 
 def test_current_assignment_bytes_sort_topics_and_drop_empty_ones() -> None:

@@ -18,10 +18,6 @@ from tidelog.coordinator.group.records import (
     OffsetCommitValue,
     UnknownRecordTypeError,
     deserialize,
-    encode_assignment,
-    encode_subscription,
-    parse_assignment,
-    parse_subscription_topics,
     serialize,
     write_group_value,
     write_offset_value,
@@ -98,13 +94,3 @@ def test_hostile_bytes_raise_only_known_errors(key: bytes, value: bytes) -> None
         deserialize(b"\x00\x01" + key, value)
     except (MalformedMessageError, UnknownRecordTypeError):
         pass
-
-
-def test_consumer_protocol_embedded_formats() -> None:
-    assert parse_subscription_topics(encode_subscription(["a", "b"], b"u")) == ["a", "b"]
-    assert parse_assignment(encode_assignment({"a": [0, 2], "b": [1]})) == {"a": [0, 2], "b": [1]}
-    assert parse_assignment(b"") == {}
-    v1 = encode_subscription(["x"]) + b"\x00\x00\x00\x00"  # v1+ fields follow the v0 prefix
-    assert parse_subscription_topics(b"\x00\x01" + v1[2:]) == ["x"]
-    with pytest.raises(MalformedMessageError):
-        parse_subscription_topics(b"\x00\x00\x00\x00\x00\x09ab")

@@ -142,10 +142,17 @@ def test_group_metadata_value_v4_golden() -> None:
 def test_a_null_tagged_struct_is_written_as_kafka_writes_it() -> None:
     # ClassicMemberMetadata's JSON default is null, which Kafka's generator reads as "no default": the
     # default is the empty struct, so a null value differs from it and is written as tag 0 holding the
-    # one-byte null marker (-1), and an absent tag reads back as the empty struct.
+    # one-byte null marker, and an absent tag reads back as the empty struct. In a tagged field the
+    # marker is an unsigned varint, 0 = null, 1 = present (MessageDataGenerator: writeUnsignedVarint(0)
+    # for null; the reader takes readUnsignedVarint() <= 0 as null), not the int8 -1 of an untagged one.
     value = records.ConsumerGroupMemberMetadataValue(client_id="c", client_host="h", classic_member_metadata=None)
-    tail = b"\x01" + b"\x00\x01\xff"  # one tagged field: tag 0, 1 byte, -1
+    tail = b"\x01" + b"\x00\x01\x00"  # one tagged field: tag 0, 1 byte, null
     assert value.encode(0).endswith(tail)
+    assert records.ConsumerGroupMemberMetadataValue.decode(value.encode(0), 0).classic_member_metadata is None
+    classic = records.ConsumerGroupMemberMetadataValue.ClassicMemberMetadata(session_timeout_ms=45_000)
+    present = records.ConsumerGroupMemberMetadataValue(client_id="c", client_host="h", classic_member_metadata=classic)
+    assert present.encode(0).endswith(b"\x01" + b"\x00\x07\x01" + struct.pack(">i", 45_000) + b"\x01\x00")
+    assert records.ConsumerGroupMemberMetadataValue.decode(present.encode(0), 0).classic_member_metadata == classic
     without = records.ConsumerGroupMemberMetadataValue(client_id="c", client_host="h")
     assert without.encode(0).endswith(b"\x00")
     assert records.ConsumerGroupMemberMetadataValue.decode(without.encode(0), 0).classic_member_metadata == (
@@ -230,7 +237,7 @@ def kafka_python_plain(obj: Any, like: Any, version: int) -> Any:
 
 
 def has_null_tagged_struct(value: Any, version: int) -> bool:
-    """Whether ``value`` holds a null tagged struct, which kafka-python leaves out when it writes."""
+    """Whether ``value`` holds a null tagged struct, whose null marker kafka-python reads otherwise."""
     if isinstance(value, list):
         return any(has_null_tagged_struct(v, version) for v in value)
     if not hasattr(value, "SCHEMA"):
@@ -250,9 +257,13 @@ def has_null_tagged_struct(value: Any, version: int) -> bool:
 def test_kafka_python_reads_and_rewrites_our_bytes(cls: type[Message], version: int, data: st.DataObject) -> None:
     value = data.draw(struct_value(cls, version))  # no unknown tags: kafka-python keeps them apart
     encoded = value.encode(version)
+    if has_null_tagged_struct(value, version):
+        # kafka-python 3.0 marks a null tagged struct with the int8 -1 of an untagged one; Kafka's
+        # generator (and ours) with the unsigned varint 0 (test_a_null_tagged_struct_is_written_as_kafka_
+        # writes_it), so kafka-python cannot read these bytes: nothing to cross-check.
+        return
     stream = io.BytesIO(encoded)
     theirs = kafka_python_class(cls.__name__).decode(stream, version=version, header=False)
     assert stream.tell() == len(encoded), "kafka-python read a different length"
     assert kafka_python_plain(theirs, value, version) == ours_plain(value, version)
-    if not has_null_tagged_struct(value, version):
-        assert theirs.encode(version=version, header=False) == encoded
+    assert theirs.encode(version=version, header=False) == encoded

@@ -47,16 +47,13 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.clock import Clock
+from tidelog.coordinator.group.consumer_protocol import subscription_topics
 from tidelog.coordinator.group.group import (
     CLASSIC,
     CONSUMER_PROTOCOL_TYPE,
     Group,
 )
-from tidelog.coordinator.group.records import (
-    GroupMetadataValue,
-    MemberMetadata,
-    parse_subscription_topics,
-)
+from tidelog.coordinator.group.records import GroupMetadataValue, MemberMetadata
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.exceptions import MalformedMessageError
 from tidelog.protocol.messages import (
@@ -413,7 +410,7 @@ class ClassicGroup(Group):
         topics: set[str] = set()
         try:
             for member in self.members.values():
-                topics.update(parse_subscription_topics(member.metadata(self.protocol_name)))
+                topics.update(subscription_topics(member.metadata(self.protocol_name)))
         except (MalformedMessageError, ValueError):
             return None
         return topics

@@ -44,6 +44,12 @@ Rules (Kafka's GroupMetadataManager, ConsumerGroup and CurrentAssignmentBuilder,
    epoch -1 commits (admin tools) are allowed while the group is empty. OffsetFetch v9+ with a member id
    is checked the same way. Offsets expire ``offsets.retention.minutes`` after their commit, and only
    for topics the group no longer subscribes to (Kafka's ConsumerGroup rules).
+10. **Both protocols in one group.** Members that use the classic protocol (JoinGroup/SyncGroup) go
+   through the same rules 1-3 when they join (:mod:`~tidelog.coordinator.group.classic_member`); a
+   classic member's generation id is its member epoch (ILLEGAL_GENERATION instead of
+   STALE_MEMBER_EPOCH, any OffsetCommit version). A non-empty classic group becomes a consumer group
+   when a consumer-protocol member joins it, and back when the last one leaves
+   (:mod:`~tidelog.coordinator.group.migration`, ``group.consumer.migration.policy``).
 """
 
 from __future__ import annotations
@@ -52,19 +58,16 @@ import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Any
 
 from tidelog.clock import Clock
 from tidelog.cluster.metadata import MetadataImage
 from tidelog.coordinator.group.assignors import (
-    ASSIGNORS,
-    AssignorError,
-    MemberSpec,
     TopicPartitions,
 )
+from tidelog.coordinator.group.classic_group import ClassicGroup
 from tidelog.coordinator.group.consumer_config import ConsumerGroupConfig
 from tidelog.coordinator.group.consumer_group import (
-    CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION,
     EMPTY,
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -73,6 +76,7 @@ from tidelog.coordinator.group.consumer_group import (
     MemberState,
     ResolvedRegex,
 )
+from tidelog.coordinator.group.consumer_heartbeat import member_from_heartbeat, validate_heartbeat
 from tidelog.coordinator.group.consumer_records import (
     KEY_TYPES,
     ConsumerGroupCurrentMemberAssignmentKey,
@@ -80,23 +84,31 @@ from tidelog.coordinator.group.consumer_records import (
     ConsumerGroupMetadataKey,
     ConsumerGroupMetadataValue,
     ConsumerGroupRegularExpressionKey,
-    ConsumerGroupRegularExpressionValue,
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMemberValue,
-    ConsumerGroupTargetAssignmentMetadataKey,
-    ConsumerGroupTargetAssignmentMetadataValue,
 )
+from tidelog.coordinator.group.consumer_timer import ConsumerGroupTimers, MemberTimers, RuntimeTimers
 from tidelog.coordinator.group.group import Group
+from tidelog.coordinator.group.migration import (
+    ClassicGroupHost,
+    can_downgrade_after_leaving,
+    check_upgrade,
+    classic_group_from_consumer,
+    consumer_group_from_classic,
+    consumer_group_records,
+    downgrade_records,
+    stop_classic_group,
+)
 from tidelog.coordinator.group.reconciliation import check_member_epoch, reconcile, tp_map
 from tidelog.coordinator.group.records import CoordinatorRecord
+from tidelog.coordinator.group.regex_resolution import RegexResolution
 from tidelog.coordinator.group.subscription import (
-    compile_regex,
     metadata_hash,
     regex_subscribers,
-    resolve_regex,
     subscribed_names,
     topic_ids,
 )
+from tidelog.coordinator.group.target_assignment import assignor_for, update_target
 from tidelog.coordinator.runtime import Result
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.messages import (
@@ -108,62 +120,7 @@ from tidelog.protocol.messages import (
 log = logging.getLogger(__name__)
 
 
-def validate_heartbeat(request: Any, api_version: int, assignors: Iterable[str]) -> None:
-    """Kafka's GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid (4.x)."""
-    def invalid(message: str) -> KafkaError:
-        return KafkaError(ErrorCode.INVALID_REQUEST, message)
-
-    epoch = request.member_epoch
-    needs_member_id = (api_version >= CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION or epoch > 0
-                       or epoch == LEAVE_GROUP_MEMBER_EPOCH)
-    if needs_member_id and not request.member_id.strip():
-        raise invalid("MemberId can't be empty.")
-    if not request.group_id.strip():
-        raise invalid("GroupId can't be empty.")
-    if request.instance_id is not None and not request.instance_id.strip():
-        raise invalid("InstanceId can't be empty.")
-    if request.rack_id is not None and not request.rack_id.strip():
-        raise invalid("RackId can't be empty.")
-    if epoch == 0:
-        if request.rebalance_timeout_ms == -1:
-            raise invalid("RebalanceTimeoutMs must be provided in first request.")
-        if request.topic_partitions is None or request.topic_partitions:
-            raise invalid("TopicPartitions must be empty when (re-)joining.")
-        if request.subscribed_topic_names is None and request.subscribed_topic_regex is None:
-            raise invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
-    elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-        if request.instance_id is None:
-            raise invalid("InstanceId can't be null.")
-    elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-        raise invalid("MemberEpoch is invalid.")
-    names = list(assignors)
-    if request.server_assignor is not None and request.server_assignor not in names:
-        raise KafkaError(ErrorCode.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {request.server_assignor} is not "
-                         f"supported. Supported assignors: {', '.join(names)}.")
-
-
-
 # -- the coordinator of all consumer groups --------------------------------------------------------------
-
-class ConsumerGroupTimers(Protocol):
-    """Coordinator timers (the runtime's): ``op`` runs as an operation on the group's partition."""
-
-    def schedule(self, key: str, delay_ms: int, group_id: str, op: Callable[[], Result[Any] | None]) -> None: ...
-
-    def cancel(self, key: str) -> None: ...
-
-
-def _session_key(group_id: str, member_id: str) -> str:
-    return f"session-timeout-{group_id}-{member_id}"
-
-
-def _regex_key(group_id: str) -> str:
-    return f"regex-refresh-{group_id}"
-
-
-def _rebalance_key(group_id: str, member_id: str) -> str:
-    return f"rebalance-timeout-{group_id}-{member_id}"
-
 
 class ConsumerGroupCoordinator:
     """The consumer groups of a coordinator: operations (-> runtime :class:`Result`), queries, replay.
@@ -173,19 +130,32 @@ class ConsumerGroupCoordinator:
     ``onNewMetadataImage``). Loop-only, not thread-safe."""
 
     def __init__(self, clock: Clock, config: ConsumerGroupConfig | None = None,
-                 timers: ConsumerGroupTimers | None = None, groups: dict[str, Group] | None = None) -> None:
+                 timers: ConsumerGroupTimers | None = None, groups: dict[str, Group] | None = None, *,
+                 image_source: Callable[[], MetadataImage] | None = None,
+                 classic_groups: ClassicGroupHost | None = None) -> None:
+        """``image_source()`` gives the current metadata image (the broker's store; requests without one,
+        JoinGroup of classic members, need it); ``classic_groups`` takes over downgraded groups (none:
+        groups never downgrade)."""
         self.clock = clock
         self.config = config or ConsumerGroupConfig()
         self.image: MetadataImage | None = None
+        self.image_source = image_source
         self.timers = timers
+        self.member_timers = MemberTimers(timers, self.fence_member)
+        self.classic_groups = classic_groups
         self.groups: dict[str, Group] = groups if groups is not None else {}
         self._checked_image: dict[str, int] = {}  # group -> image version its topics were last hashed at
-        self._regex_checked: dict[tuple[str, str], int] = {}  # (group, regex) -> image version last resolved at
-        self._regex_refresh_pending: set[str] = set()
+        self.regexes = RegexResolution(clock, timers, self.group, self.current_image)
 
     def group(self, group_id: str) -> ConsumerGroup | None:
         group = self.groups.get(group_id)
         return group if isinstance(group, ConsumerGroup) else None
+
+    def current_image(self) -> MetadataImage | None:
+        """The latest metadata image: the source's, else the last one a request brought."""
+        if self.image_source is not None:
+            self.image = self.image_source()
+        return self.image
 
     # -- heartbeat -------------------------------------------------------------------------------------
 
@@ -203,54 +173,14 @@ class ConsumerGroupCoordinator:
                    image: MetadataImage) -> Result[ConsumerGroupHeartbeatResponse]:
         group_id, member_id, epoch = request.group_id, request.member_id, request.member_epoch
         records: list[CoordinatorRecord] = []
-        group = self._group_for_heartbeat(group_id, epoch, records)
-        if len(group.members) >= self.config.max_size and member_id not in group.members:
-            raise KafkaError(ErrorCode.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum "
-                             f"capacity of {self.config.max_size} members.")
+        after: list[Callable[[], None]] = []
+        group = self._group_for_heartbeat(group_id, epoch, image, records, after)
+        self.check_not_full(group, member_id)
         owned = tp_map(request.topic_partitions) if request.topic_partitions is not None else None
         member, replaced = self._get_or_subscribe(group, request, owned, records)
-        updated = _apply_request(member, request, client_id, client_host)
-        members_after = {m: v for m, v in group.members.items() if m != replaced}
-        members_after[member_id] = updated
-
-        # 1. The member's subscription, the regexes, the group epoch.
-        bump = group.group_epoch == 0
-        if updated.subscription() != member.subscription():
-            records.append(CoordinatorRecord(ConsumerGroupMemberMetadataKey(group_id, member_id), updated.subscription()))
-            bump |= (updated.subscribed_topic_names, updated.regex) != (member.subscribed_topic_names, member.regex)
-        regexes, regex_bump = self._update_regexes(group, member, updated, members_after, image, records)
-        group_epoch = group.group_epoch
-        checked = self._checked_image.get(group_id) == image.version
-        if bump or regex_bump or not checked:
-            names = set().union(*(subscribed_names(m, regexes) for m in members_after.values()))
-            new_hash = metadata_hash(names, image)
-            if bump or regex_bump or new_hash != group.metadata_hash:
-                group_epoch += 1
-                records.append(CoordinatorRecord(ConsumerGroupMetadataKey(group_id),
-                                                 ConsumerGroupMetadataValue(group_epoch, new_hash)))
-
-        # 2. A new target assignment when the group epoch moved past it.
-        if group_epoch > group.assignment_epoch:
-            target = self._update_target(group, group_epoch, members_after, member_id, replaced, regexes, image,
-                                         records)
-            assignment_epoch = group_epoch
-        else:
-            assignment_epoch = group.assignment_epoch
-            target = group.target_assignment.get(replaced or member_id, EMPTY)
-
-        # 3. One reconciliation step for this member.
-        new_member = updated
-        if not updated.is_reconciled_to(assignment_epoch):
-            new_member = reconcile(updated, assignment_epoch, target, group.partition_epoch, owned,
-                                   topic_ids(subscribed_names(updated, regexes), image))
-            if new_member.current_assignment() != updated.current_assignment():
-                records.append(CoordinatorRecord(ConsumerGroupCurrentMemberAssignmentKey(group_id, member_id),
-                                                 new_member.current_assignment()))
-                if new_member.state is MemberState.UNREVOKED_PARTITIONS:
-                    self._schedule_rebalance_timeout(group_id, new_member)
-                elif self.timers is not None:
-                    self.timers.cancel(_rebalance_key(group_id, member_id))
-        self._schedule_session_timeout(group_id, member_id)
+        updated = member_from_heartbeat(member, request, client_id, client_host)
+        new_member = self.update_member(group, member, updated, replaced, owned, image, records, after)
+        self.schedule_session_timeout(group_id, member_id)
 
         response = ConsumerGroupHeartbeatResponse(member_id=member_id, member_epoch=new_member.member_epoch,
                                                   heartbeat_interval_ms=self._group_config(
@@ -263,22 +193,117 @@ class ConsumerGroupCoordinator:
                 ConsumerGroupHeartbeatResponse.TopicPartitions(topic_id=t, partitions=sorted(ps))
                 for t, ps in sorted(new_member.assigned_partitions.items()) if ps])
 
-        def checked_image() -> None:  # only once the records are written (a failed append retries the check)
-            self._checked_image[group_id] = image.version
+        return Result(records, response, on_appended=_run_all(after))
 
-        return Result(records, response, on_appended=None if checked else checked_image)
+    def check_not_full(self, group: ConsumerGroup, member_id: str) -> None:
+        if len(group.members) >= self.config.max_size and member_id not in group.members:
+            raise KafkaError(ErrorCode.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum "
+                             f"capacity of {self.config.max_size} members.")
 
-    def _group_for_heartbeat(self, group_id: str, epoch: int, records: list[CoordinatorRecord]) -> ConsumerGroup:
+    def update_member(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
+                      replaced: str | None, owned: Mapping[uuid.UUID, frozenset[int]] | None, image: MetadataImage,
+                      records: list[CoordinatorRecord], after: list[Callable[[], None]]) -> ConsumerGroupMember:
+        """Rules 1-3 for one member that (re)joins or heartbeats (``member`` before, ``updated`` with what
+        its request sets; ``replaced``: the static member it takes over): records for its subscription,
+        the group epoch, a new target assignment, and one reconciliation step. Returns the member after
+        that step; ``after`` gets what to do once the records are written."""
+        members_after = {m: v for m, v in group.members.items() if m != replaced}
+        members_after[updated.member_id] = updated
+        group_epoch, regexes, _ = self.update_subscription(group, member, updated, members_after, image, records,
+                                                           after)
+        # 2. A new target assignment when the group epoch moved past it.
+        if group_epoch > group.assignment_epoch:
+            target = update_target(group, group_epoch, members_after, updated.member_id, replaced, regexes,
+                                   image, self.config.assignors, records)
+            assignment_epoch = group_epoch
+        else:
+            assignment_epoch = group.assignment_epoch
+            target = group.target_assignment.get(replaced or updated.member_id, EMPTY)
+        return self.reconcile_member(group, updated, assignment_epoch, target, owned, regexes, image, records)
+
+    def update_subscription(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
+                            members_after: Mapping[str, ConsumerGroupMember], image: MetadataImage,
+                            records: list[CoordinatorRecord], after: list[Callable[[], None]]
+                            ) -> tuple[int, dict[str, ResolvedRegex], bool]:
+        """Rule 1: the member's subscription record, the regexes, a new group epoch (and metadata hash)
+        when needed. Returns (group epoch, regexes, whether the member's subscription changed)."""
+        group_id, member_id = group.group_id, updated.member_id
+        bump = group.group_epoch == 0
+        changed = False
+        if updated.subscription() != member.subscription():
+            records.append(CoordinatorRecord(ConsumerGroupMemberMetadataKey(group_id, member_id), updated.subscription()))
+            changed = (updated.subscribed_topic_names, updated.regex) != (member.subscribed_topic_names, member.regex)
+            bump |= changed
+        regexes, regex_bump = self.regexes.update(group, member, updated, members_after, image, records)
+        group_epoch = group.group_epoch
+        if bump or regex_bump or self._checked_image.get(group_id) != image.version:
+            names = set().union(*(subscribed_names(m, regexes) for m in members_after.values()))
+            new_hash = metadata_hash(names, image)
+            if bump or regex_bump or new_hash != group.metadata_hash:
+                group_epoch += 1
+                records.append(CoordinatorRecord(ConsumerGroupMetadataKey(group_id),
+                                                 ConsumerGroupMetadataValue(group_epoch, new_hash)))
+
+            def checked_image() -> None:  # only once the records are written (a failed append retries the check)
+                self._checked_image[group_id] = image.version
+            after.append(checked_image)
+        return group_epoch, regexes, changed
+
+    def reconcile_member(self, group: ConsumerGroup, updated: ConsumerGroupMember, assignment_epoch: int,
+                         target: TopicPartitions, owned: Mapping[uuid.UUID, frozenset[int]] | None,
+                         regexes: Mapping[str, ResolvedRegex], image: MetadataImage,
+                         records: list[CoordinatorRecord]) -> ConsumerGroupMember:
+        """Rule 3: one reconciliation step towards ``target`` (classic members have join and sync
+        timeouts instead of the rebalance timeout)."""
+        if updated.is_reconciled_to(assignment_epoch):
+            return updated
+        group_id, member_id = group.group_id, updated.member_id
+        new_member = reconcile(updated, assignment_epoch, target, group.partition_epoch, owned,
+                               topic_ids(subscribed_names(updated, regexes), image))
+        if new_member.current_assignment() != updated.current_assignment():
+            records.append(CoordinatorRecord(ConsumerGroupCurrentMemberAssignmentKey(group_id, member_id),
+                                             new_member.current_assignment()))
+            if new_member.state is MemberState.UNREVOKED_PARTITIONS and not new_member.uses_classic_protocol:
+                self.member_timers.rebalance(group_id, member_id, new_member.member_epoch,
+                                             new_member.rebalance_timeout_ms)
+            else:
+                self.member_timers.cancel(group_id, member_id, "rebalance")
+        return new_member
+
+    def _group_for_heartbeat(self, group_id: str, epoch: int, image: MetadataImage, records: list[CoordinatorRecord],
+                             after: list[Callable[[], None]]) -> ConsumerGroup:
         existing = self.groups.get(group_id)
         if isinstance(existing, ConsumerGroup):
             return existing
         if existing is None and epoch != 0:
             raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
         if existing is not None:
+            if epoch == 0 and isinstance(existing, ClassicGroup) and not existing.is_empty():
+                check_upgrade(existing, self.config)
+                return self._upgrade(existing, image, records, after)
             if epoch != 0 or not existing.is_empty():
                 raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
             records += existing.tombstones()  # an empty classic group gives way (its offsets stay)
         return ConsumerGroup(group_id)  # materialised when its records are replayed
+
+    def _upgrade(self, classic: ClassicGroup, image: MetadataImage, records: list[CoordinatorRecord],
+                 after: list[Callable[[], None]]) -> ConsumerGroup:
+        """Migration rule 1: the classic group's members carry on in a consumer group (not registered:
+        the records, replayed after the append, materialise it)."""
+        group = consumer_group_from_classic(classic, image)
+        records += classic.tombstones()
+        records += consumer_group_records(group)
+
+        def switched() -> None:
+            log.info("group %s upgraded from classic to consumer at epoch %d with %d members", group.group_id,
+                     group.group_epoch, len(group.members))
+            stop_classic_group(classic)
+            for member in group.members.values():
+                assert member.classic_member_metadata is not None
+                self.schedule_session_timeout(group.group_id, member.member_id,
+                                              member.classic_member_metadata.session_timeout_ms)
+        after.append(switched)
+        return group
 
     def _get_or_subscribe(self, group: ConsumerGroup, request: ConsumerGroupHeartbeatRequest,
                           owned: Mapping[uuid.UUID, frozenset[int]] | None,
@@ -298,23 +323,11 @@ class ConsumerGroupCoordinator:
         if epoch == 0:
             if existing is None:
                 return group.members.get(member_id) or ConsumerGroupMember(member_id), None
-            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if not existing.uses_classic_protocol and existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                 raise KafkaError(ErrorCode.UNRELEASED_INSTANCE_ID, f"Static member {member_id} with instance id "
                                  f"{instance_id} cannot join the group because the instance id is owned by "
                                  f"{existing.member_id} member.")
-            # The instance is back (under a new member id): it takes over the old member's place.
-            new = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
-            gid, old_id = group.group_id, existing.member_id
-            records += [
-                CoordinatorRecord(ConsumerGroupCurrentMemberAssignmentKey(gid, old_id)),
-                CoordinatorRecord(ConsumerGroupTargetAssignmentMemberKey(gid, old_id)),
-                CoordinatorRecord(ConsumerGroupMemberMetadataKey(gid, old_id)),
-                CoordinatorRecord(ConsumerGroupMemberMetadataKey(gid, member_id), new.subscription()),
-                CoordinatorRecord(ConsumerGroupTargetAssignmentMemberKey(gid, member_id),
-                                  ConsumerGroupTargetAssignmentMemberValue(group.target_assignment.get(old_id, EMPTY))),
-                CoordinatorRecord(ConsumerGroupCurrentMemberAssignmentKey(gid, member_id), new.current_assignment()),
-            ]
-            return new, old_id
+            return self.replace_static_member(group, existing, member_id, records), existing.member_id
         if existing is None:
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
         if existing.member_id != member_id:
@@ -323,110 +336,23 @@ class ConsumerGroupCoordinator:
         check_member_epoch(existing, epoch, owned)
         return existing, None
 
-    def _update_regexes(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
-                        members_after: Mapping[str, ConsumerGroupMember], image: MetadataImage,
-                        records: list[CoordinatorRecord]) -> tuple[dict[str, ResolvedRegex], bool]:
-        """Rule 8, the heartbeat's part: records for regexes that go; the regexes as they are now; and
-        whether the subscriptions change because of them (a new group epoch). A regex that is new, or
-        was resolved against an older metadata image, is resolved later, off the heartbeat
-        (:meth:`_refresh_regexes`), as Kafka's coordinator does; only its syntax is checked now."""
-        gid = group.group_id
-        regexes = dict(group.resolved_regexes)
-        bump = False
-        in_use = regex_subscribers(members_after.values())
-        old, new = member.regex, updated.regex
-        if old != new:
-            if old is not None and old not in in_use and old in regexes:
-                records.append(CoordinatorRecord(ConsumerGroupRegularExpressionKey(gid, old)))
-                del regexes[old]
-                bump = True
-            if new is not None:
-                if new in regexes:
-                    bump = True  # a new subscriber of a regex already resolved
-                else:
-                    compile_regex(new)  # INVALID_REGULAR_EXPRESSION before anything is written
-        if any(r not in regexes or (self._regex_checked.get((gid, r)) != image.version
-               and regexes[r].version != image.version) for r in in_use):
-            self._schedule_regex_refresh(gid)
-        return regexes, bump
-
-    def _schedule_regex_refresh(self, group_id: str) -> None:
-        if self.timers is not None and group_id not in self._regex_refresh_pending:
-            self._regex_refresh_pending.add(group_id)
-            self.timers.schedule(_regex_key(group_id), 0, group_id, lambda: self._refresh_regexes(group_id))
-
-    def _refresh_regexes(self, group_id: str) -> Result[None] | None:
-        """Resolve the group's regexes against the latest metadata image: records for those whose
-        topics changed and, if any did, a new group epoch (members get the topics on their next
-        heartbeat)."""
-        self._regex_refresh_pending.discard(group_id)
-        group = self.group(group_id)
-        image = self.image
-        if group is None or image is None:
-            return None
-        regexes = dict(group.resolved_regexes)
-        records: list[CoordinatorRecord] = []
-        for regex in sorted(regex_subscribers(group.members.values())):
-            known = regexes.get(regex)
-            if known is not None and known.version == image.version:
-                continue
-            try:
-                topics = resolve_regex(regex, image)
-            except KafkaError:
-                continue  # refused at subscription; a record written by an older version: leave it
-            self._regex_checked[(group_id, regex)] = image.version
-            if known is None or known.topics != topics:
-                regexes[regex] = ResolvedRegex(topics, image.version, self.clock.wall_ms())
-                records.append(CoordinatorRecord(ConsumerGroupRegularExpressionKey(group_id, regex),
-                                                 ConsumerGroupRegularExpressionValue(
-                                                     tuple(sorted(topics)), image.version, regexes[regex].timestamp)))
-        if not records:
-            return None
-        names = set().union(*(subscribed_names(m, regexes) for m in group.members.values()))
-        records.append(CoordinatorRecord(ConsumerGroupMetadataKey(group_id),
-                                         ConsumerGroupMetadataValue(group.group_epoch + 1, metadata_hash(names, image))))
-        return Result(records)
-
-    def _update_target(self, group: ConsumerGroup, group_epoch: int, members: Mapping[str, ConsumerGroupMember],
-                       member_id: str, replaced: str | None, regexes: Mapping[str, ResolvedRegex],
-                       image: MetadataImage, records: list[CoordinatorRecord]) -> TopicPartitions:
-        """Rule 2: records for every member whose target changes, then the assignment epoch. Returns
-        the new target of ``member_id`` (which takes over ``replaced``'s target, if any)."""
-        def previous(mid: str) -> TopicPartitions | None:
-            return group.target_assignment.get(replaced if mid == member_id and replaced else mid)
-
-        specs: dict[str, MemberSpec] = {}
-        counts: dict[uuid.UUID, int] = {}
-        for mid, m in members.items():
-            names = subscribed_names(m, regexes)
-            for name in names & image.topics.keys():
-                counts[image.topics[name].topic_id] = len(image.topics[name].partitions)
-            specs[mid] = MemberSpec(topic_ids(names, image), previous(mid) or EMPTY, m.instance_id, m.rack_id)
-        try:
-            new_target = ASSIGNORS[self._assignor_for(members.values())](specs, counts)
-        except AssignorError as e:
-            raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"Failed to compute a new target assignment for "
-                             f"epoch {group_epoch}: {e}") from None
-        for mid in sorted(members):
-            new = new_target.get(mid, {})
-            old = previous(mid)
-            if old is None or dict(old) != new:
-                records.append(CoordinatorRecord(ConsumerGroupTargetAssignmentMemberKey(group.group_id, mid),
-                                                 ConsumerGroupTargetAssignmentMemberValue(new)))
-        records.append(CoordinatorRecord(ConsumerGroupTargetAssignmentMetadataKey(group.group_id),
-                                         ConsumerGroupTargetAssignmentMetadataValue(group_epoch)))
-        return new_target.get(member_id, {})
-
-    def _assignor_for(self, members: Iterable[ConsumerGroupMember]) -> str:
-        """The assignor most members ask for (ties: the first configured), else the default."""
-        votes: dict[str, int] = {}
-        for m in members:
-            if m.server_assignor is not None:
-                votes[m.server_assignor] = votes.get(m.server_assignor, 0) + 1
-        if not votes:
-            return self.config.assignors[0]
-        order = {n: i for i, n in enumerate(self.config.assignors)}
-        return min(votes, key=lambda n: (-votes[n], order.get(n, len(order)), n))
+    @staticmethod
+    def replace_static_member(group: ConsumerGroup, existing: ConsumerGroupMember, member_id: str,
+                              records: list[CoordinatorRecord]) -> ConsumerGroupMember:
+        """A static member's instance is back under a new member id: it takes over the old member's place
+        (Kafka's replaceMember records); returns the new member, at epoch 0."""
+        new = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+        gid, old_id = group.group_id, existing.member_id
+        records += [
+            CoordinatorRecord(ConsumerGroupCurrentMemberAssignmentKey(gid, old_id)),
+            CoordinatorRecord(ConsumerGroupTargetAssignmentMemberKey(gid, old_id)),
+            CoordinatorRecord(ConsumerGroupMemberMetadataKey(gid, old_id)),
+            CoordinatorRecord(ConsumerGroupMemberMetadataKey(gid, member_id), new.subscription()),
+            CoordinatorRecord(ConsumerGroupTargetAssignmentMemberKey(gid, member_id),
+                              ConsumerGroupTargetAssignmentMemberValue(group.target_assignment.get(old_id, EMPTY))),
+            CoordinatorRecord(ConsumerGroupCurrentMemberAssignmentKey(gid, member_id), new.current_assignment()),
+        ]
+        return new
 
     # -- leaving, fencing, timers ---------------------------------------------------------------------
 
@@ -437,7 +363,7 @@ class ConsumerGroupCoordinator:
             raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
         response = ConsumerGroupHeartbeatResponse(member_id=member_id, member_epoch=epoch)
         if request.instance_id is None:
-            return Result(self._fence_records(group, group._member(member_id)), response)
+            return self.fence(group, group._member(member_id), response)
         member = group.static_member(request.instance_id)
         if member is None:
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {request.instance_id} is unknown.")
@@ -445,79 +371,112 @@ class ConsumerGroupCoordinator:
             raise KafkaError(ErrorCode.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
                              f"{request.instance_id} was fenced by member {member.member_id}.")
         if epoch == LEAVE_GROUP_MEMBER_EPOCH:
-            return Result(self._fence_records(group, member), response)
+            return self.fence(group, member, response)
         # A static member leaving for a while keeps its place and partitions, at epoch -2.
         leaving = replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation={})
         return Result([CoordinatorRecord(ConsumerGroupCurrentMemberAssignmentKey(group_id, member_id),
                                          leaving.current_assignment())], response)
 
-    def fence_member(self, group_id: str, member_id: str) -> Result[None]:
-        """Remove a member (session or rebalance timeout). Nothing to write if it is already gone."""
+    def fence_member(self, group_id: str, member_id: str, epoch: int | None = None) -> Result[None]:
+        """Remove a member (its session, rebalance, join or sync timeout ran out); with ``epoch``, only if
+        it is still at that member epoch. Nothing to write if it is gone."""
         group = self.group(group_id)
         member = group.members.get(member_id) if group is not None else None
-        if group is None or member is None:
+        if group is None or member is None or (epoch is not None and member.member_epoch != epoch):
             return Result([])
-        return Result(self._fence_records(group, member))
+        return self.fence(group, member, None)
 
-    def _fence_records(self, group: ConsumerGroup, member: ConsumerGroupMember) -> list[CoordinatorRecord]:
-        """Kafka's removeMember + a new group epoch (the member's partitions are free at once)."""
-        gid, mid = group.group_id, member.member_id
-        records = [CoordinatorRecord(ConsumerGroupCurrentMemberAssignmentKey(gid, mid)),
-                   CoordinatorRecord(ConsumerGroupTargetAssignmentMemberKey(gid, mid)),
-                   CoordinatorRecord(ConsumerGroupMemberMetadataKey(gid, mid))]
-        rest = [m for m in group.members.values() if m.member_id != mid]
+    def fence(self, group: ConsumerGroup, member: ConsumerGroupMember, response: Any) -> Result[Any]:
+        return self.fence_members(group, [member], response)
+
+    def fence_members(self, group: ConsumerGroup, members: list[ConsumerGroupMember], response: Any) -> Result[Any]:
+        """Kafka's consumerGroupFenceMembers: the members go (one new group epoch), or the group becomes
+        a classic group when only classic members would be left (migration rule 2)."""
+        if not members:
+            return Result([], response)
+        leaving = {m.member_id for m in members}
+        if self.classic_groups is not None and can_downgrade_after_leaving(group, leaving, self.config):
+            try:
+                return self.downgrade(group, leaving, None, [], response, rebalance=True)
+            except KafkaError as e:
+                log.warning("group %s stays a consumer group: %s", group.group_id, e)
+        return Result(self.removal_records(group, members), response)
+
+    def removal_records(self, group: ConsumerGroup, leaving: list[ConsumerGroupMember]) -> list[CoordinatorRecord]:
+        """Kafka's removeMember for each member + a new group epoch (their partitions are free at once)."""
+        gid = group.group_id
+        records: list[CoordinatorRecord] = []
+        for member in leaving:
+            mid = member.member_id
+            records += [CoordinatorRecord(ConsumerGroupCurrentMemberAssignmentKey(gid, mid)),
+                        CoordinatorRecord(ConsumerGroupTargetAssignmentMemberKey(gid, mid)),
+                        CoordinatorRecord(ConsumerGroupMemberMetadataKey(gid, mid))]
+            self.member_timers.cancel(gid, mid)
+        gone = {m.member_id for m in leaving}
+        rest = [m for m in group.members.values() if m.member_id not in gone]
         regexes = dict(group.resolved_regexes)
-        if member.regex is not None and member.regex not in regex_subscribers(rest) and member.regex in regexes:
-            records.append(CoordinatorRecord(ConsumerGroupRegularExpressionKey(gid, member.regex)))
-            del regexes[member.regex]
+        for regex in {m.regex for m in leaving if m.regex is not None}:
+            if regex not in regex_subscribers(rest) and regex in regexes:
+                records.append(CoordinatorRecord(ConsumerGroupRegularExpressionKey(gid, regex)))
+                del regexes[regex]
         # Without an image yet (timers right after a restart), keep the hash: the next heartbeat
         # recomputes it, and bumps the epoch once more if it changed.
+        image = self.current_image()
         new_hash = group.metadata_hash
-        if self.image is not None:
-            new_hash = metadata_hash(set().union(*(subscribed_names(m, regexes) for m in rest)), self.image)
+        if image is not None:
+            new_hash = metadata_hash(set().union(*(subscribed_names(m, regexes) for m in rest)), image)
         records.append(CoordinatorRecord(ConsumerGroupMetadataKey(gid),
                                          ConsumerGroupMetadataValue(group.group_epoch + 1, new_hash)))
-        if self.timers is not None:
-            self.timers.cancel(_session_key(gid, mid))
-            self.timers.cancel(_rebalance_key(gid, mid))
         return records
+
+    def downgrade(self, group: ConsumerGroup, leaving: set[str], joining: ConsumerGroupMember | None,
+                  records: list[CoordinatorRecord], response: Any, *, rebalance: bool) -> Result[Any]:
+        """Migration rule 2: the result that makes ``group`` a classic group without the ``leaving``
+        members (or with ``joining`` in place of its instance's static member), rebalancing at once if
+        asked. Written without replay; the switch happens once the records are appended (a failed
+        append leaves the consumer group as it was)."""
+        image = self.current_image() or MetadataImage("", -1, {}, {})
+        classic = classic_group_from_consumer(group, leaving, joining, image, self.clock)
+        replaced = group.static_member(joining.instance_id) if joining is not None else None
+        records = records + downgrade_records(
+            group, classic, (replaced.member_id, joining.member_id) if replaced is not None and joining else None)
+        host = self.classic_groups
+        assert host is not None
+
+        def switch() -> None:
+            gid = group.group_id
+            log.info("group %s downgraded from consumer to classic at generation %d with %d members", gid,
+                     classic.generation_id, len(classic.members))
+            for mid in {*group.members, *classic.members}:
+                self.member_timers.cancel(gid, mid)
+            self._checked_image.pop(gid, None)
+            host.adopt(classic, f"Downgrade group {gid} from consumer to classic." if rebalance else None)
+
+        return Result(records, response, replay=False, on_appended=switch)
 
     def _group_config(self, group_id: str, name: str, default: int) -> int:
         """A group config (ConfigResource GROUP): the group's override in the metadata, else the
         broker's ``group.consumer.*`` default."""
-        overrides = self.image.group_configs.get(group_id) if self.image is not None else None
+        image = self.current_image()
+        overrides = image.group_configs.get(group_id) if image is not None else None
         return int(overrides[name]) if overrides and name in overrides else default
 
-    def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
-        if self.timers is not None:
+    def schedule_session_timeout(self, group_id: str, member_id: str, timeout_ms: int | None = None) -> None:
+        """(Re)arm a member's session: the group's session timeout, or ``timeout_ms`` (classic members)."""
+        if timeout_ms is None:
             timeout_ms = self._group_config(group_id, "consumer.session.timeout.ms", self.config.session_timeout_ms)
-            self.timers.schedule(_session_key(group_id, member_id), timeout_ms, group_id,
-                                 lambda: self.fence_member(group_id, member_id))
-
-    def _schedule_rebalance_timeout(self, group_id: str, member: ConsumerGroupMember) -> None:
-        if self.timers is None:
-            return
-        member_id, epoch = member.member_id, member.member_epoch
-
-        def fence_if_still_revoking() -> Result[None]:
-            group = self.group(group_id)
-            current = group.members.get(member_id) if group is not None else None
-            if current is None or current.member_epoch != epoch:
-                return Result([])
-            return self.fence_member(group_id, member_id)
-
-        self.timers.schedule(_rebalance_key(group_id, member_id), max(member.rebalance_timeout_ms, 0), group_id,
-                             fence_if_still_revoking)
+        self.member_timers.session(group_id, member_id, timeout_ms)
 
     def on_unloaded(self) -> None:
         """Nothing is parked here: heartbeats are answered at once, and the timers stop with the runtime."""
 
     def on_loaded(self) -> None:
-        """After the replay at start-up: every member gets a full session to heartbeat again (as Kafka)."""
+        """After the replay at start-up: every member gets a full session to heartbeat again (as Kafka:
+        the group's session timeout, for classic members too)."""
         for group in list(self.groups.values()):
             if isinstance(group, ConsumerGroup):
                 for member_id in group.members:
-                    self._schedule_session_timeout(group.group_id, member_id)
+                    self.schedule_session_timeout(group.group_id, member_id)
 
     # -- queries ---------------------------------------------------------------------------------------
 
@@ -546,11 +505,11 @@ class ConsumerGroupCoordinator:
                                 subscribed_topic_names=list(m.subscribed_topic_names), subscribed_topic_regex=m.regex,
                                 assignment=assignment(m.assigned_partitions),
                                 target_assignment=assignment(group.target_assignment.get(m.member_id, EMPTY)),
-                                member_type=1)
+                                member_type=0 if m.uses_classic_protocol else 1)
                        for _, m in sorted(group.members.items())]
             described.append(R.DescribedGroup(group_id=group_id, group_state=group.state_name(),
                                               group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
-                                              assignor_name=self._assignor_for(group.members.values()),
+                                              assignor_name=assignor_for(group.members.values(), self.config.assignors),
                                               members=members))
         return described
 
@@ -584,47 +543,28 @@ class ConsumerGroupCoordinator:
         return group
 
 
-class _RuntimeTimers:
-    """:class:`ConsumerGroupTimers` over the group coordinator's runtime: a group's timers run on its
-    ``__consumer_offsets`` partition."""
-
-    def __init__(self, coordinator: Any) -> None:
-        self._coordinator = coordinator
-
-    def schedule(self, key: str, delay_ms: int, group_id: str, op: Callable[[], Result[Any] | None]) -> None:
-        self._coordinator.runtime.schedule(key, delay_ms, self._coordinator.partition_for(group_id), op)
-
-    def cancel(self, key: str) -> None:
-        self._coordinator.runtime.cancel(key)
-
-
-def install(coordinator: Any) -> ConsumerGroupCoordinator:
+def install(coordinator: Any, image: Callable[[], MetadataImage] | None = None) -> ConsumerGroupCoordinator:
     """The group coordinator extension (its hook 3): consumer groups sharing the coordinator's group
     map, runtime and timers, with their records replayed here (hook 2). ``coordinator`` is a
-    :class:`~tidelog.coordinator.group.coordinator.GroupCoordinator`."""
+    :class:`~tidelog.coordinator.group.coordinator.GroupCoordinator`; ``image()`` the current metadata
+    image (the composition root passes the metadata store's, with ``functools.partial``). Classic
+    members and downgrades come with :func:`tidelog.coordinator.group.classic_member.install`."""
     config = ConsumerGroupConfig.from_broker_config(coordinator.config)
-    consumer_groups = ConsumerGroupCoordinator(coordinator.clock, config, _RuntimeTimers(coordinator),
-                                               coordinator.groups)
+    consumer_groups = ConsumerGroupCoordinator(coordinator.clock, config, RuntimeTimers(coordinator),
+                                               coordinator.groups, image_source=image)
     for key_cls in KEY_TYPES:
         coordinator.register_replayer(key_cls, lambda _partition, _offset, record: consumer_groups.replay(record))
     return consumer_groups
 
 
-def _apply_request(member: ConsumerGroupMember, request: ConsumerGroupHeartbeatRequest, client_id: str,
-                   client_host: str) -> ConsumerGroupMember:
-    """The member with what the heartbeat sets (null fields leave it unchanged)."""
-    def pick(new: Any, old: Any) -> Any:
-        return old if new is None else new
+def _run_all(callbacks: list[Callable[[], None]]) -> Callable[[], None] | None:
+    if not callbacks:
+        return None
 
-    names = request.subscribed_topic_names
-    return replace(
-        member, instance_id=pick(request.instance_id, member.instance_id), rack_id=pick(request.rack_id, member.rack_id),
-        rebalance_timeout_ms=(member.rebalance_timeout_ms if request.rebalance_timeout_ms == -1
-                              else request.rebalance_timeout_ms),
-        server_assignor=pick(request.server_assignor, member.server_assignor),
-        subscribed_topic_names=member.subscribed_topic_names if names is None else tuple(sorted(set(names))),
-        subscribed_topic_regex=pick(request.subscribed_topic_regex, member.subscribed_topic_regex),
-        client_id=client_id, client_host=client_host)
+    def run() -> None:
+        for callback in callbacks:
+            callback()
+    return run
 
 
-__all__ = ["KEY_TYPES", "ConsumerGroupCoordinator", "ConsumerGroupTimers", "install", "validate_heartbeat"]
+__all__ = ["KEY_TYPES", "ConsumerGroupCoordinator", "install"]

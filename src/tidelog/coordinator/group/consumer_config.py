@@ -4,6 +4,7 @@ Immutable."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 from tidelog.coordinator.group.assignors import ASSIGNORS, RANGE_ASSIGNOR_NAME, UNIFORM_ASSIGNOR_NAME
@@ -16,6 +17,35 @@ _ASSIGNOR_CLASS_NAMES = {
 }
 
 
+class ConsumerGroupMigrationPolicy(Enum):
+    """``group.consumer.migration.policy``: which online conversions of non-empty groups are allowed
+    (Kafka's ConsumerGroupMigrationPolicy; empty groups convert either way whatever it says). The value
+    is Kafka's config string; the flags are (upgrade, downgrade)."""
+
+    BIDIRECTIONAL = "bidirectional"
+    UPGRADE = "upgrade"
+    DOWNGRADE = "downgrade"
+    DISABLED = "disabled"
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        """A classic group becomes a consumer group when a consumer-protocol member joins it."""
+        return self in (ConsumerGroupMigrationPolicy.BIDIRECTIONAL, ConsumerGroupMigrationPolicy.UPGRADE)
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        """A consumer group becomes a classic group when its last consumer-protocol member leaves."""
+        return self in (ConsumerGroupMigrationPolicy.BIDIRECTIONAL, ConsumerGroupMigrationPolicy.DOWNGRADE)
+
+    @classmethod
+    def parse(cls, name: str | None) -> ConsumerGroupMigrationPolicy:
+        """Case-insensitive, as Kafka; anything else is DISABLED (the broker config refuses it first)."""
+        try:
+            return cls(str(name).strip().lower())
+        except ValueError:
+            return cls.DISABLED
+
+
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupConfig:
     """Consumer group settings, by Kafka's broker config names. Immutable."""
@@ -24,6 +54,8 @@ class ConsumerGroupConfig:
     heartbeat_interval_ms: int = 5000  # group.consumer.heartbeat.interval.ms
     session_timeout_ms: int = 45000  # group.consumer.session.timeout.ms
     max_size: int = _INT32_MAX  # group.consumer.max.size
+    migration_policy: ConsumerGroupMigrationPolicy = ConsumerGroupMigrationPolicy.BIDIRECTIONAL
+    classic_max_size: int = _INT32_MAX  # group.max.size: a downgraded group must fit a classic group
 
     @classmethod
     def from_broker_config(cls, config: Any) -> ConsumerGroupConfig:
@@ -43,7 +75,10 @@ class ConsumerGroupConfig:
         return cls(assignors=assignors,
                    heartbeat_interval_ms=int(get("group.consumer.heartbeat.interval.ms", 5000)),
                    session_timeout_ms=int(get("group.consumer.session.timeout.ms", 45000)),
-                   max_size=int(get("group.consumer.max.size", _INT32_MAX)))
+                   max_size=int(get("group.consumer.max.size", _INT32_MAX)),
+                   migration_policy=ConsumerGroupMigrationPolicy.parse(
+                       get("group.consumer.migration.policy", ConsumerGroupMigrationPolicy.BIDIRECTIONAL.value)),
+                   classic_max_size=int(get("group.max.size", _INT32_MAX)))
 
 
-__all__ = ["ConsumerGroupConfig"]
+__all__ = ["ConsumerGroupConfig", "ConsumerGroupMigrationPolicy"]

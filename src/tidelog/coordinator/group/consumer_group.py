@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 from tidelog.coordinator.group.assignors import TopicPartitions
 from tidelog.coordinator.group.consumer_records import (
+    ClassicMemberMetadata,
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey,
@@ -71,11 +72,22 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned_partitions: TopicPartitions = field(default_factory=dict)
     partitions_pending_revocation: TopicPartitions = field(default_factory=dict)
+    #: Set for a member that uses the classic protocol (JoinGroup/SyncGroup), None for KIP-848 members.
+    classic_member_metadata: ClassicMemberMetadata | None = None
 
     def subscription(self) -> ConsumerGroupMemberMetadataValue:
         return ConsumerGroupMemberMetadataValue(self.instance_id, self.rack_id, self.client_id, self.client_host,
                                                 self.subscribed_topic_names, self.subscribed_topic_regex,
-                                                self.rebalance_timeout_ms, self.server_assignor)
+                                                self.rebalance_timeout_ms, self.server_assignor,
+                                                self.classic_member_metadata)
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic_member_metadata is not None
+
+    def classic_protocols(self) -> tuple[tuple[str, bytes], ...]:
+        """(name, embedded subscription) of a classic member, in its order of preference; () otherwise."""
+        return self.classic_member_metadata.supported_protocols if self.classic_member_metadata else ()
 
     def current_assignment(self) -> ConsumerGroupCurrentMemberAssignmentValue:
         return ConsumerGroupCurrentMemberAssignmentValue(self.member_epoch, self.previous_member_epoch, self.state,
@@ -135,13 +147,14 @@ class ConsumerGroup(Group):
 
     def validate_offset_commit(self, member_id: str, group_instance_id: str | None, generation_or_epoch: int,
                                api_version: int, transactional: bool = False) -> None:
-        """Kafka's ConsumerGroup.validateOffsetCommit (rule 9)."""
+        """Kafka's ConsumerGroup.validateOffsetCommit (rule 9); a classic member commits with any
+        OffsetCommit version and its generation id, which is its member epoch."""
         if generation_or_epoch < 0 and not self.members:
             return  # admin tools and manual commits, while the group is empty
         if transactional and generation_or_epoch == -1 and member_id == "" and group_instance_id is None:
             return
         member = self._member(member_id)
-        if not transactional and api_version < 9:
+        if not transactional and not member.uses_classic_protocol and api_version < 9:
             raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "OffsetCommit version 9 or above must be used by "
                              "members using the modern group protocol")
         check_same_epoch(generation_or_epoch, member)
@@ -151,6 +164,37 @@ class ConsumerGroup(Group):
         if member_id is None and member_epoch < 0:
             return
         check_same_epoch(member_epoch, self._member(member_id or ""))
+
+    # ----------------------------------------------------------- members of the classic protocol
+
+    def classic_members(self) -> list[ConsumerGroupMember]:
+        return [m for m in self.members.values() if m.uses_classic_protocol]
+
+    def supports_classic_protocols(self, protocol_type: str | None, protocols: set[str]) -> bool:
+        """Kafka's supportsClassicProtocols: a classic member may join if its protocol type is
+        ``consumer`` and one of its protocols is supported by every classic member already here."""
+        if protocol_type != CONSUMER_PROTOCOL_TYPE:
+            return False
+        if not self.members:
+            return bool(protocols)
+        classic = self.classic_members()
+        return any(all(name in {n for n, _ in m.classic_protocols()} for m in classic) for name in protocols)
+
+    def all_members_use_classic_protocol_except(self, member_ids: set[str]) -> bool:
+        """Whether every member but ``member_ids`` uses the classic protocol (Kafka's set version)."""
+        leaving = [m for mid, m in self.members.items() if mid in member_ids]
+        remaining_classic = len(self.classic_members()) - sum(m.uses_classic_protocol for m in leaving)
+        return remaining_classic == len(self.members) - len(leaving)
+
+    def waiting_on_unreleased_partition(self, member: ConsumerGroupMember) -> bool:
+        """Whether a member in UNRELEASED_PARTITIONS still waits for a partition another member owns."""
+        if member.state is not MemberState.UNRELEASED_PARTITIONS:
+            return False
+        for topic_id, partitions in self.target_assignment.get(member.member_id, {}).items():
+            assigned = member.assigned_partitions.get(topic_id, frozenset())
+            if any(p not in assigned and self.partition_epoch(topic_id, p) != -1 for p in partitions):
+                return True
+        return False
 
     def validate_delete(self) -> None:
         if self.members:
@@ -228,7 +272,8 @@ class ConsumerGroup(Group):
                     old, instance_id=value.instance_id, rack_id=value.rack_id, client_id=value.client_id,
                     client_host=value.client_host, subscribed_topic_names=tuple(value.subscribed_topic_names),
                     subscribed_topic_regex=value.subscribed_topic_regex,
-                    rebalance_timeout_ms=value.rebalance_timeout_ms, server_assignor=value.server_assignor))
+                    rebalance_timeout_ms=value.rebalance_timeout_ms, server_assignor=value.server_assignor,
+                    classic_member_metadata=value.classic_member_metadata))
         elif isinstance(key, ConsumerGroupCurrentMemberAssignmentKey):
             old = self.members.get(key.member_id)
             if value is None:
@@ -268,9 +313,15 @@ class ConsumerGroup(Group):
 
 
 def check_same_epoch(epoch: int, member: ConsumerGroupMember) -> None:
-    if epoch != member.member_epoch:
-        raise KafkaError(ErrorCode.STALE_MEMBER_EPOCH, f"The received member epoch {epoch} does not match the "
+    """A commit or fetch must carry the member's epoch: STALE_MEMBER_EPOCH, or ILLEGAL_GENERATION for a
+    classic member (its generation id is its member epoch)."""
+    if epoch == member.member_epoch:
+        return
+    if member.uses_classic_protocol:
+        raise KafkaError(ErrorCode.ILLEGAL_GENERATION, f"The received generation id {epoch} does not match the "
                          f"expected member epoch {member.member_epoch}.")
+    raise KafkaError(ErrorCode.STALE_MEMBER_EPOCH, f"The received member epoch {epoch} does not match the "
+                     f"expected member epoch {member.member_epoch}.")
 
 
 

@@ -27,9 +27,11 @@ are written by hand here:
       value  int16 version 0, topics compact array of compact string, version int64,
              timestamp int64, tagged fields
 
-A member's ClassicMemberMetadata (tag 0 of the member metadata) is written as null, as Kafka writes it
-for consumer-protocol members, and ignored when read; a TopicPartitions entry's tags (KIP-1251
-AssignmentEpochs) are ignored when read and not written. Pure functions, immutable value classes.
+A member's ClassicMemberMetadata (tag 0 of the member metadata) is its classic-protocol session
+timeout and protocols (name, metadata) for a member that joined with JoinGroup (online migration),
+null for a consumer-protocol member (the tag then holds the null marker, as Kafka writes it). A
+TopicPartitions entry's tags (KIP-1251 AssignmentEpochs) are ignored when read and not written. Pure
+functions, immutable value classes.
 """
 
 from __future__ import annotations
@@ -77,6 +79,15 @@ class ConsumerGroupMetadataValue:
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """What a member that uses the classic protocol joined with: its session timeout and its protocols
+    (name, embedded subscription) in its order of preference."""
+
+    session_timeout_ms: int
+    supported_protocols: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerGroupMemberMetadataValue:
     instance_id: str | None
     rack_id: str | None
@@ -86,6 +97,7 @@ class ConsumerGroupMemberMetadataValue:
     subscribed_topic_regex: str | None
     rebalance_timeout_ms: int
     server_assignor: str | None
+    classic_member_metadata: ClassicMemberMetadata | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,12 +171,24 @@ def _group_value_schema(value: ConsumerGroupMetadataValue) -> schema.ConsumerGro
 
 
 def _member_value(obj: schema.ConsumerGroupMemberMetadataValue) -> ConsumerGroupMemberMetadataValue:
-    return same_fields(ConsumerGroupMemberMetadataValue, obj, subscribed_topic_names=tuple(obj.subscribed_topic_names))
+    classic = obj.classic_member_metadata
+    if classic is not None and classic != schema.ConsumerGroupMemberMetadataValue.ClassicMemberMetadata():
+        classic = ClassicMemberMetadata(classic.session_timeout_ms, tuple(
+            (p.name, bytes(p.metadata)) for p in classic.supported_protocols))
+    else:  # null, or no tag at all (Kafka's default: the empty struct), is a consumer-protocol member
+        classic = None
+    return same_fields(ConsumerGroupMemberMetadataValue, obj, subscribed_topic_names=tuple(obj.subscribed_topic_names),
+                       classic_member_metadata=classic)
 
 
 def _member_value_schema(value: ConsumerGroupMemberMetadataValue) -> schema.ConsumerGroupMemberMetadataValue:
-    return same_fields(schema.ConsumerGroupMemberMetadataValue, value,
-                       subscribed_topic_names=list(value.subscribed_topic_names), classic_member_metadata=None)
+    cls = schema.ConsumerGroupMemberMetadataValue
+    classic = value.classic_member_metadata
+    return same_fields(cls, value, subscribed_topic_names=list(value.subscribed_topic_names),
+                       classic_member_metadata=None if classic is None else cls.ClassicMemberMetadata(
+                           session_timeout_ms=classic.session_timeout_ms,
+                           supported_protocols=[cls.ClassicProtocol(name=n, metadata=m)
+                                                for n, m in classic.supported_protocols]))
 
 
 def _target_member_value(obj: schema.ConsumerGroupTargetAssignmentMemberValue) -> ConsumerGroupTargetAssignmentMemberValue:

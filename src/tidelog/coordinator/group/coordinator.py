@@ -29,8 +29,9 @@ Hooks for other group types (KIP-848 ``consumer`` groups live in ``consumer.py``
    deletion of groups left empty without offsets). DescribeGroups describes classic groups only
    (others: ``Dead``, or GROUP_ID_NOT_FOUND "Group X is not a classic group." from v6), as in Kafka.
    JoinGroup on an empty group of another type replaces it with a classic group (its ``tombstones()``
-   are written first); on a non-empty one it fails with INCONSISTENT_GROUP_PROTOCOL. SyncGroup,
-   Heartbeat and LeaveGroup on a non-classic group answer UNKNOWN_MEMBER_ID.
+   are written first); on a non-empty one it goes to the type's classic-protocol handler (hook 4), or
+   fails with INCONSISTENT_GROUP_PROTOCOL. SyncGroup, Heartbeat and LeaveGroup on a non-classic group
+   go to that handler, or answer UNKNOWN_MEMBER_ID.
 2. **Records.** Register each record type's serde with
    :func:`tidelog.coordinator.group.records.register_record_type` (key versions 3-8, 16 ... as in
    Kafka) and its replay function with :meth:`GroupCoordinator.register_replayer` (``fn(partition,
@@ -40,7 +41,11 @@ Hooks for other group types (KIP-848 ``consumer`` groups live in ``consumer.py``
 3. **Extensions.** Pass factories ``f(coordinator) -> GroupTypeExtension`` as ``extensions`` (the
    broker's composition root passes the KIP-848 consumer groups'); each built object gets
    ``on_loaded()`` (after start-up replay: schedule session timers) and ``on_unloaded()`` (shutdown:
-   answer parked requests). Find it again with :meth:`GroupCoordinator.extension`.
+   answer parked requests). Find it again with :meth:`GroupCoordinator.extension` (a factory finds the
+   extensions listed before it).
+4. **Classic members of other group types.** :meth:`GroupCoordinator.register_classic_protocol`
+   (group type, :class:`ClassicProtocol`): KIP-848 consumer groups serve classic-protocol members
+   (``classic_member.py``).
 
 Rules: durable state (offsets, groups' existence and persisted metadata) changes only in
 :meth:`replay`, which the runtime calls for written records and at load; classic rebalance
@@ -137,6 +142,19 @@ class GroupTypeExtension(Protocol):
 ExtensionFactory = Callable[["GroupCoordinator"], GroupTypeExtension]
 
 
+class ClassicProtocol(Protocol):
+    """The classic protocol's requests for one group type (hook 4; ClassicGroupManager's shape): each
+    returns the runtime Result to write; join and sync answer through ``respond``."""
+
+    def join_group(self, info: RequestInfo, request: JoinGroupRequest, respond: Callable[[Any], None]) -> Result: ...
+
+    def sync_group(self, info: RequestInfo, request: SyncGroupRequest, respond: Callable[[Any], None]) -> Result: ...
+
+    def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int) -> Result: ...
+
+    def leave_group(self, group_id: str, members: list[tuple[str, str | None, str | None]]) -> Result: ...
+
+
 ReplayerFn = Callable[[int, int, CoordinatorRecord], None]
 
 
@@ -159,7 +177,10 @@ class GroupCoordinator:
             GroupMetadataKey: lambda partition, offset, record: self.classic.replay(record.key, record.value),
         }
         self.classic = ClassicGroupManager(self.groups, self.runtime, config, clock, self.partition_for)
-        self.extensions: list[GroupTypeExtension] = [factory(self) for factory in extensions]
+        self._classic_protocol: dict[str, ClassicProtocol] = {}
+        self.extensions: list[GroupTypeExtension] = []
+        for factory in extensions:  # in order: a factory finds the extensions built before it
+            self.extensions.append(factory(self))
         self.active = True
         self.topic_exists = topic_exists
 
@@ -170,6 +191,17 @@ class GroupCoordinator:
 
     def extension(self, cls: type) -> Any:
         return next((e for e in self.extensions if isinstance(e, cls)), None)
+
+    def register_classic_protocol(self, group_type: str, handler: ClassicProtocol) -> None:
+        """Hook 4: ``handler`` serves the classic protocol's requests to groups of ``group_type``."""
+        self._classic_protocol[group_type] = handler
+
+    def _classic_for(self, group_id: str, joining: bool = False) -> ClassicProtocol:
+        group = self.groups.get(group_id)
+        handler = self._classic_protocol.get(group.group_type) if group is not None else None
+        if handler is None or group is None or (joining and group.is_empty()):
+            return self.classic
+        return handler
 
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.num_partitions)
@@ -236,7 +268,7 @@ class GroupCoordinator:
             return
         try:
             self.runtime.run(self.partition_for(request.group_id),
-                             lambda: self.classic.join_group(info, request, respond))
+                             lambda: self._classic_for(request.group_id, joining=True).join_group(info, request, respond))
         except KafkaError as e:
             respond(join_error(e.code))
 
@@ -248,7 +280,7 @@ class GroupCoordinator:
             return
         try:
             self.runtime.run(self.partition_for(request.group_id),
-                             lambda: self.classic.sync_group(info, request, respond))
+                             lambda: self._classic_for(request.group_id).sync_group(info, request, respond))
         except KafkaError:
             pass  # the result's on_failed answered the parked members
 
@@ -258,7 +290,8 @@ class GroupCoordinator:
         if not group_id:
             return HeartbeatResponse(error_code=ErrorCode.INVALID_GROUP_ID)
         return self.runtime.run(self.partition_for(group_id),
-                                lambda: self.classic.heartbeat(group_id, member_id, group_instance_id, generation_id))
+                                lambda: self._classic_for(group_id).heartbeat(group_id, member_id, group_instance_id,
+                                                                              generation_id))
 
     def leave_group(self, group_id: str, members: list[tuple[str, str | None, str | None]]) -> LeaveGroupResponse:
         """``members``: (member id, group instance id, reason) triples."""
@@ -266,7 +299,8 @@ class GroupCoordinator:
         if not group_id:
             return LeaveGroupResponse(error_code=ErrorCode.INVALID_GROUP_ID)
         try:
-            return self.runtime.run(self.partition_for(group_id), lambda: self.classic.leave_group(group_id, members))
+            return self.runtime.run(self.partition_for(group_id),
+                                    lambda: self._classic_for(group_id).leave_group(group_id, members))
         except KafkaError as e:
             return LeaveGroupResponse(error_code=int(e.code))
 
@@ -469,6 +503,7 @@ __all__ = [
     "EXPIRATION_TIMER",
     "KNOWN_GROUP_TYPES",
     "OFFSETS_TOPIC",
+    "ClassicProtocol",
     "ExtensionFactory",
     "GroupConfig",
     "GroupCoordinator",

@@ -18,16 +18,8 @@ edge. A record whose value is null is a tombstone: it deletes its key (and compa
 both). Kafka 3.x/4.x write exactly these versions (``MetadataVersion.offsetCommitValueVersion`` and
 ``groupMetadataValueVersion``: the highest non-flexible version), so a Kafka tool can read our log.
 
-The embedded formats of the classic ``consumer`` protocol, which a group's member metadata and
-assignments carry (never flexible; every version starts with the v0 fields, which is all we read; their
-JSON schemas are not in ../shared, so this part is written by hand)::
-
-    ConsumerProtocolSubscription      ConsumerProtocolAssignment
-      version    int16                  version              int16
-      topics     array of string        assigned_partitions  array of
-      user_data  nullable bytes           topic              string
-      (v1+ owned partitions ...)          partitions         array of int32
-                                        user_data            nullable bytes
+The embedded formats of the classic ``consumer`` protocol (member metadata and assignments) are
+:mod:`tidelog.coordinator.group.consumer_protocol`'s.
 
 Decoding hostile bytes raises :class:`~tidelog.protocol.exceptions.MalformedMessageError` only.
 Pure functions and immutable values: safe from any thread.
@@ -47,13 +39,7 @@ from tidelog.protocol.exceptions import MalformedMessageError, ProtocolError
 from tidelog.protocol.message import Message
 from tidelog.protocol.primitives import (
     INT16,
-    INT32,
-    read_array_len,
-    read_nullable_bytes,
-    read_string,
     read_uvarint,
-    write_array_len,
-    write_string,
 )
 from tidelog.varint import VarintError
 
@@ -293,72 +279,6 @@ def group_tombstone(group: str) -> CoordinatorRecord:
     return CoordinatorRecord(GroupMetadataKey(group), None)
 
 
-# ------------------------------------------------------------------ the embedded consumer protocol
-
-
-def parse_subscription_topics(metadata: bytes) -> list[str]:
-    """The topics of a ConsumerProtocolSubscription (any version). MalformedMessageError if not one."""
-    buf = memoryview(metadata)
-    try:
-        (version,) = INT16.unpack_from(buf, 0)
-        if version < 0:
-            raise MalformedMessageError(f"negative consumer protocol version {version}")
-        n, pos = read_array_len(buf, 2, 2)
-        if n < 0:
-            raise MalformedMessageError("null topics")
-        topics = []
-        for _ in range(n):
-            t, pos = read_string(buf, pos)
-            topics.append(t)
-        read_nullable_bytes(buf, pos)
-        return topics
-    except (struct.error, IndexError):
-        raise MalformedMessageError("subscription truncated") from None
-
-
-def parse_assignment(assignment: bytes) -> dict[str, list[int]]:
-    """Topic -> partitions of a ConsumerProtocolAssignment (any version); ``{}`` for empty bytes."""
-    if not assignment:
-        return {}
-    buf = memoryview(assignment)
-    try:
-        n, pos = read_array_len(buf, 2, 6)
-        out: dict[str, list[int]] = {}
-        for _ in range(max(n, 0)):
-            topic, pos = read_string(buf, pos)
-            m, pos = read_array_len(buf, pos, 4)
-            parts = out.setdefault(topic, [])
-            for _ in range(max(m, 0)):
-                parts.append(INT32.unpack_from(buf, pos)[0])
-                pos += 4
-        return out
-    except (struct.error, IndexError):
-        raise MalformedMessageError("assignment truncated") from None
-
-
-def encode_subscription(topics: list[str], user_data: bytes | None = None) -> bytes:
-    """A v0 ConsumerProtocolSubscription (tests and tools)."""
-    b = bytearray(INT16.pack(0))
-    write_array_len(b, len(topics))
-    for t in topics:
-        write_string(b, t)
-    b += INT32.pack(-1) if user_data is None else INT32.pack(len(user_data)) + user_data
-    return bytes(b)
-
-
-def encode_assignment(partitions: dict[str, list[int]], user_data: bytes | None = None) -> bytes:
-    """A v0 ConsumerProtocolAssignment (tests and tools)."""
-    b = bytearray(INT16.pack(0))
-    write_array_len(b, len(partitions))
-    for topic, parts in partitions.items():
-        write_string(b, topic)
-        write_array_len(b, len(parts))
-        for p in parts:
-            b += INT32.pack(p)
-    b += INT32.pack(-1) if user_data is None else INT32.pack(len(user_data)) + user_data
-    return bytes(b)
-
-
 __all__ = [
     "GROUP_METADATA_KEY_VERSION",
     "GROUP_METADATA_VALUE_VERSION",
@@ -374,15 +294,11 @@ __all__ = [
     "RecordType",
     "UnknownRecordTypeError",
     "deserialize",
-    "encode_assignment",
-    "encode_subscription",
     "group_metadata_record",
     "group_tombstone",
     "offset_commit_record",
     "offset_tombstone",
     "offset_value_version",
-    "parse_assignment",
-    "parse_subscription_topics",
     "read_schema",
     "register_record_type",
     "same_fields",

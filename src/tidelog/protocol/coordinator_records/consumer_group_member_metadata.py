@@ -219,7 +219,7 @@ class ConsumerGroupMemberMetadataValue(Message):
                 raise MalformedMessageError("tagged field runs past the end of the message")
             if tag == 0:
                 sub = buf[:end]
-                if sub[pos] >= 128:  # int8 presence marker, -1 = null
+                if sub[pos] == 0:  # uvarint presence marker, 0 = null
                     f_classic_member_metadata = None
                     pos += 1
                 else:
@@ -252,7 +252,7 @@ class ConsumerGroupMemberMetadataValue(Message):
             tw = Writer()
             b, outer = tw.buf, b
             if self.classic_member_metadata is None:
-                b.append(255)
+                b.append(0)
             else:
                 b.append(1)
                 self.classic_member_metadata._write(tw, version)

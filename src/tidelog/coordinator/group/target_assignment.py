@@ -1,0 +1,70 @@
+"""The target assignment of a consumer group (rule 2 of :mod:`tidelog.coordinator.group.consumer`;
+Kafka's TargetAssignmentBuilder): when the group epoch moves past the assignment epoch, the group's
+assignor (the one most members ask for in ``ServerAssignor``, else the first of
+``group.consumer.assignors``) computes every member's target from the members' subscriptions; records
+go for each member whose target changes, then the new assignment epoch. Pure functions.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+
+from tidelog.cluster.metadata import MetadataImage
+from tidelog.coordinator.group.assignors import ASSIGNORS, AssignorError, MemberSpec, TopicPartitions
+from tidelog.coordinator.group.consumer_group import EMPTY, ConsumerGroup, ConsumerGroupMember, ResolvedRegex
+from tidelog.coordinator.group.consumer_records import (
+    ConsumerGroupTargetAssignmentMemberKey,
+    ConsumerGroupTargetAssignmentMemberValue,
+    ConsumerGroupTargetAssignmentMetadataKey,
+    ConsumerGroupTargetAssignmentMetadataValue,
+)
+from tidelog.coordinator.group.records import CoordinatorRecord
+from tidelog.coordinator.group.subscription import subscribed_names, topic_ids
+from tidelog.errors import ErrorCode, KafkaError
+
+
+def update_target(group: ConsumerGroup, group_epoch: int, members: Mapping[str, ConsumerGroupMember], member_id: str,
+                  replaced: str | None, regexes: Mapping[str, ResolvedRegex], image: MetadataImage,
+                  assignors: Sequence[str], records: list[CoordinatorRecord]) -> TopicPartitions:
+    """Rule 2: records for every member whose target changes, then the assignment epoch. Returns
+    the new target of ``member_id`` (which takes over ``replaced``'s target, if any)."""
+    def previous(mid: str) -> TopicPartitions | None:
+        return group.target_assignment.get(replaced if mid == member_id and replaced else mid)
+
+    specs: dict[str, MemberSpec] = {}
+    counts: dict[uuid.UUID, int] = {}
+    for mid, m in members.items():
+        names = subscribed_names(m, regexes)
+        for name in names & image.topics.keys():
+            counts[image.topics[name].topic_id] = len(image.topics[name].partitions)
+        specs[mid] = MemberSpec(topic_ids(names, image), previous(mid) or EMPTY, m.instance_id, m.rack_id)
+    try:
+        new_target = ASSIGNORS[assignor_for(members.values(), assignors)](specs, counts)
+    except AssignorError as e:
+        raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"Failed to compute a new target assignment for "
+                         f"epoch {group_epoch}: {e}") from None
+    for mid in sorted(members):
+        new = new_target.get(mid, {})
+        old = previous(mid)
+        if old is None or dict(old) != new:
+            records.append(CoordinatorRecord(ConsumerGroupTargetAssignmentMemberKey(group.group_id, mid),
+                                             ConsumerGroupTargetAssignmentMemberValue(new)))
+    records.append(CoordinatorRecord(ConsumerGroupTargetAssignmentMetadataKey(group.group_id),
+                                     ConsumerGroupTargetAssignmentMetadataValue(group_epoch)))
+    return new_target.get(member_id, {})
+
+
+def assignor_for(members: Iterable[ConsumerGroupMember], assignors: Sequence[str]) -> str:
+    """The assignor most members ask for (ties: the first configured), else the default."""
+    votes: dict[str, int] = {}
+    for m in members:
+        if m.server_assignor is not None:
+            votes[m.server_assignor] = votes.get(m.server_assignor, 0) + 1
+    if not votes:
+        return assignors[0]
+    order = {n: i for i, n in enumerate(assignors)}
+    return min(votes, key=lambda n: (-votes[n], order.get(n, len(order)), n))
+
+
+__all__ = ["assignor_for", "update_target"]

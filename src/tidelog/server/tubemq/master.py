@@ -1,0 +1,152 @@
+"""The TubeMQ master service: producer metadata, and consumers' registration and balancing.
+
+Producers (TubeMQ's TMaster.producer*P2M): register and heartbeat answer with the one broker
+(``brokerInfos``: ``brokerId:host:port`` of this broker's TubeMQ broker listener, with a checksum so
+clients skip unchanged lists) and, on heartbeats, a topic info per published topic that exists:
+``topic#brokerId:partitions:1#maxMsgSize``, every Kafka partition being a TubeMQ partition of the
+same id. ``maxMsgSize`` is the topic's ``max.message.bytes`` less :data:`BATCH_HEADROOM` bytes for the
+record batch around the message. Producers hold no session here: a heartbeat from an unknown
+producer is answered as any other, and close does nothing. Topics are never created for TubeMQ
+clients (TubeMQ does not create them either); unknown ones are simply left out, which the client
+reports as "Publish topic failure, make sure the topic ... exist".
+
+Consumers: :class:`~tidelog.server.tubemq.balancer.TubeBalancer` (the group coordinator does the
+balancing). Closing also drops what the client registered at the broker service.
+
+Not served, answered with a ``java.lang.Exception`` naming why: the broker methods (Tidelog is the
+broker; no TubeMQ broker registers with it) and the client-balance consumer's V2 methods.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+
+from tidelog.cluster.store import MetadataStore
+from tidelog.cluster.topic_config import TopicConfigs
+from tidelog.protocol.tubemq.error_code import TubeError, TubeErrorCode
+from tidelog.protocol.tubemq.generated import master_service_pb2 as master_pb
+from tidelog.protocol.tubemq.notation import BrokerAddress, topic_info
+from tidelog.protocol.tubemq.rpc import GENERIC_EXCEPTION, Method
+from tidelog.server.tubemq.balancer import TubeBalancer
+from tidelog.server.tubemq.consumer import ConsumerService
+from tidelog.server.tubemq.dispatcher import RpcFailure, TubeContext, tube_method
+
+#: Bytes of ``max.message.bytes`` kept for the batch and record framing around a message's data.
+BATCH_HEADROOM = 1024
+#: ``ApprovedClientConfig.configId``: the cluster settings' version (Tidelog's never change at runtime).
+CONFIG_ID = 1
+_BROKER_ONLY = ("Tidelog is the broker: TubeMQ brokers cannot register with its master service "
+                "(docs/tubemq.md)")
+_CLIENT_BALANCE = ("the client-balance consumer (SimpleClientBalanceConsumer, V2 methods) is not served by Tidelog; "
+                   "use a push or pull consumer, whose partitions the group coordinator assigns (docs/tubemq.md)")
+
+
+def _ok(cls, **fields):
+    return cls(success=True, errCode=TubeErrorCode.SUCCESS, errMsg="OK!", **fields)
+
+
+class MasterService:
+    def __init__(self, store: MetadataStore, topic_configs: TopicConfigs, balancer: TubeBalancer,
+                 consumers: ConsumerService, broker_address: Callable[[], BrokerAddress]) -> None:
+        self.store = store
+        self.topic_configs = topic_configs
+        self.balancer = balancer
+        self.consumers = consumers
+        self.broker_address = broker_address
+
+    # ------------------------------------------------------------------------------- producers
+
+    def _brokers(self) -> tuple[int, list[str]]:
+        infos = [str(self.broker_address())]
+        return zlib.crc32("\n".join(infos).encode()) & 0x7FFFFFFF, infos
+
+    def _max_message_bytes(self, topic: str | None) -> int:
+        image = self.store.image
+        config = self.topic_configs.for_topic(image, topic) if topic is not None else self.topic_configs.defaults(image)
+        return max(1, config.max_message_bytes - BATCH_HEADROOM)
+
+    def _approved(self, request) -> master_pb.ApprovedClientConfig:
+        approved = master_pb.ApprovedClientConfig(configId=CONFIG_ID)
+        if not request.HasField("appdConfig") or request.appdConfig.configId != CONFIG_ID:
+            approved.maxMsgSize = self._max_message_bytes(None)
+        return approved
+
+    @tube_method(Method.PRODUCER_REGISTER_P2M)
+    def producer_register(self, ctx: TubeContext, request: master_pb.RegisterRequestP2M) -> master_pb.RegisterResponseM2P:
+        _producer_id(request.clientId)
+        checksum, infos = self._brokers()
+        return _ok(master_pb.RegisterResponseM2P, brokerCheckSum=checksum, brokerInfos=infos,
+                   appdConfig=self._approved(request))
+
+    @tube_method(Method.PRODUCER_HEARTBEAT_P2M)
+    def producer_heartbeat(self, ctx: TubeContext, request: master_pb.HeartRequestP2M) -> master_pb.HeartResponseM2P:
+        _producer_id(request.clientId)
+        checksum, infos = self._brokers()
+        image = self.store.image
+        broker_id = self.broker_address().broker_id
+        topics = []
+        for name in sorted({t.strip() for t in request.topicList if t.strip()}):
+            meta = image.topics.get(name)
+            if meta is not None and not meta.is_internal:
+                topics.append(topic_info(name, broker_id, len(meta.partitions), self._max_message_bytes(name)))
+        return _ok(master_pb.HeartResponseM2P, brokerCheckSum=checksum,
+                   brokerInfos=infos if request.brokerCheckSum != checksum else [], topicInfos=topics,
+                   appdConfig=self._approved(request))
+
+    @tube_method(Method.PRODUCER_CLOSE_CLIENT_P2M)
+    def producer_close(self, ctx: TubeContext, request: master_pb.CloseRequestP2M) -> master_pb.CloseResponseM2P:
+        _producer_id(request.clientId)
+        return _ok(master_pb.CloseResponseM2P)
+
+    # ------------------------------------------------------------------------------- consumers
+
+    @tube_method(Method.CONSUMER_REGISTER_C2M)
+    def consumer_register(self, ctx: TubeContext, request: master_pb.RegisterRequestC2M) -> master_pb.RegisterResponseM2C:
+        return self.balancer.register(ctx.client_host, request)
+
+    @tube_method(Method.CONSUMER_HEARTBEAT_C2M)
+    def consumer_heartbeat(self, ctx: TubeContext, request: master_pb.HeartRequestC2M) -> master_pb.HeartResponseM2C:
+        return self.balancer.heartbeat(ctx.client_host, request)
+
+    @tube_method(Method.CONSUMER_CLOSE_CLIENT_C2M)
+    def consumer_close(self, ctx: TubeContext, request: master_pb.CloseRequestC2M) -> master_pb.CloseResponseM2C:
+        response = self.balancer.close(ctx.client_host, request)
+        self.consumers.forget_client(request.groupName.strip(), request.clientId.strip())
+        return response
+
+    # ------------------------------------------------------------------------------ not served
+
+    @tube_method(Method.BROKER_REGISTER_B2M, decode=False)
+    def broker_register(self, ctx: TubeContext, request: bytes) -> master_pb.RegisterResponseM2B:
+        raise RpcFailure(GENERIC_EXCEPTION, _BROKER_ONLY)
+
+    @tube_method(Method.BROKER_HEARTBEAT_B2M, decode=False)
+    def broker_heartbeat(self, ctx: TubeContext, request: bytes) -> master_pb.HeartResponseM2B:
+        raise RpcFailure(GENERIC_EXCEPTION, _BROKER_ONLY)
+
+    @tube_method(Method.BROKER_CLOSE_CLIENT_B2M, decode=False)
+    def broker_close(self, ctx: TubeContext, request: bytes) -> master_pb.CloseResponseM2B:
+        raise RpcFailure(GENERIC_EXCEPTION, _BROKER_ONLY)
+
+    @tube_method(Method.CONSUMER_REGISTER_C2M_V2, decode=False)
+    def consumer_register_v2(self, ctx: TubeContext, request: bytes) -> master_pb.RegisterResponseM2CV2:
+        raise RpcFailure(GENERIC_EXCEPTION, _CLIENT_BALANCE)
+
+    @tube_method(Method.CONSUMER_HEARTBEAT_C2M_V2, decode=False)
+    def consumer_heartbeat_v2(self, ctx: TubeContext, request: bytes) -> master_pb.HeartResponseM2CV2:
+        raise RpcFailure(GENERIC_EXCEPTION, _CLIENT_BALANCE)
+
+    @tube_method(Method.CONSUMER_GET_PART_META_C2M, decode=False)
+    def consumer_get_part_meta(self, ctx: TubeContext, request: bytes) -> master_pb.GetPartMetaResponseM2C:
+        raise RpcFailure(GENERIC_EXCEPTION, _CLIENT_BALANCE)
+
+
+def _producer_id(value: str) -> str:
+    value = value.strip()
+    if not value:
+        raise TubeError(TubeErrorCode.BAD_REQUEST, "Request miss necessary clientId data!")
+    return value
+
+
+__all__ = ["BATCH_HEADROOM", "CONFIG_ID", "MasterService"]

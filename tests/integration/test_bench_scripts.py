@@ -1,0 +1,54 @@
+"""The benchmark scripts keep working as the code under them changes (they are not run by tests
+otherwise): the null broker serves real clients, and the codec benchmark completes its smoke run."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+@pytest.fixture
+def null_broker(tmp_path: Path):
+    proc = subprocess.Popen([sys.executable, str(BENCH / "null_broker.py"), "--data-dir", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()  # type: ignore[union-attr]
+        m = re.search(r"listening on (\S+:\d+)", line)
+        assert m, f"null broker did not start: {line!r} {proc.stderr.read() if proc.poll() is not None else ''}"  # type: ignore[union-attr]
+        yield m.group(1)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_the_null_broker_serves_a_real_producer_and_consumer(null_broker: str) -> None:
+    producer = Producer({"bootstrap.servers": null_broker, "linger.ms": 1})
+    for i in range(100):
+        producer.produce("bench-smoke", value=b"v%d" % i)
+    assert producer.flush(15) == 0
+    consumer = Consumer({"bootstrap.servers": null_broker, "group.id": "bench-smoke",
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition("bench-smoke", 0, 0)])
+    values = []
+    for _ in range(100):
+        for message in consumer.consume(100, 0.5):
+            assert message.error() is None, message.error()
+            values.append(message.value())
+        if len(values) >= 100:
+            break
+    consumer.close()
+    assert values == [b"v%d" % i for i in range(100)]
+
+
+def test_the_codec_benchmark_runs() -> None:
+    done = subprocess.run([sys.executable, str(BENCH / "codec.py"), "--quick"], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "tidelog decode" in done.stdout
