@@ -25,6 +25,7 @@ COMPAT = Path(__file__).resolve().parents[2] / "docs" / "compat.md"
 WIRE_HEADER = ["id", "requests", "field", "kafka", "tidelog", "why"]
 CLIENT_HEADER = ["id", "test", "why"]
 RULE_HEADER = ["rule", "fields", "becomes", "why"]
+API_HEADER = ["api", "key", "why"]
 
 
 def glob_match(pattern: str, text: str) -> bool:
@@ -85,11 +86,14 @@ def _cells(line: str) -> list[str]:
 
 
 @cache
-def load(path: Path = COMPAT) -> tuple[tuple[WireDifference, ...], tuple[ClientDifference, ...], tuple[str, ...]]:
-    """(wire differences, client-test differences, normalisation rule names) from docs/compat.md."""
+def load(path: Path = COMPAT) -> tuple[tuple[WireDifference, ...], tuple[ClientDifference, ...], tuple[str, ...],
+                                      tuple[str, ...]]:
+    """(wire differences, client-test differences, normalisation rule names, names of the Kafka APIs
+    Tidelog does not serve) from docs/compat.md."""
     wire: list[WireDifference] = []
     client: list[ClientDifference] = []
     rules: list[str] = []
+    apis: list[str] = []
     for header, rows in tables(path.read_text()):
         if header == WIRE_HEADER:
             for row in rows:
@@ -102,11 +106,13 @@ def load(path: Path = COMPAT) -> tuple[tuple[WireDifference, ...], tuple[ClientD
                 client.append(ClientDifference(_patterns(rid)[0], test, why))
         elif header == RULE_HEADER:
             rules += [_patterns(row[0])[0] for row in rows]
+        elif header == API_HEADER:
+            apis += [_patterns(row[0])[0] for row in rows]
     ids = [d.id for d in (*wire, *client)]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
         raise ValueError(f"{path}: ids used twice: {', '.join(duplicates)}")
-    return tuple(wire), tuple(client), tuple(rules)
+    return tuple(wire), tuple(client), tuple(rules), tuple(apis)
 
 
 def wire_differences() -> tuple[WireDifference, ...]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tests.oracle.wire.program import Program, Session
-from tidelog.coordinator.group.records import encode_assignment, encode_subscription
+from tidelog.coordinator.group.consumer_protocol import encode_assignment, encode_subscription
 from tidelog.protocol.messages import (
     DeleteGroupsRequest,
     DescribeGroupsRequest,
