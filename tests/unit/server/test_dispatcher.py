@@ -12,6 +12,7 @@ from tidelog.protocol import ApiKey, decode_response, encode_request
 from tidelog.protocol.api_keys import API_REGISTRY
 from tidelog.protocol.messages import ApiVersionsRequest, ApiVersionsResponse, ProduceRequest
 from tidelog.server.broker import Broker
+from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import CloseConnection
 
 # The registry a broker builds. Building a broker reads and writes nothing, so the data dir is never made.
@@ -26,7 +27,7 @@ def _no_context(header):  # handlers that need the broker are not called in thes
 
 def _api_versions(version: int) -> ApiVersionsResponse:
     frame = encode_request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), version, 9)
-    d = dispatch(frame, lambda header: None)
+    d = dispatch(frame, lambda header: RequestContext(header, "test", "127.0.0.1"))
     return d.result
 
 
