@@ -2,6 +2,7 @@
 
 A request with a transactional id needs the transaction coordinator, which arrives with a later
 issue; until then it is answered with COORDINATOR_NOT_AVAILABLE (the client retries, then fails).
+A producer id without an epoch, or an epoch without a producer id, is INVALID_REQUEST (as in Kafka).
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ class InitProducerIdHandler:
 
     @handles(ApiKey.INIT_PRODUCER_ID, 0, 5)
     def handle_init_producer_id(self, ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
+        if (request.producer_id == -1) != (request.producer_epoch == -1):
+            return InitProducerIdResponse(error_code=int(ErrorCode.INVALID_REQUEST), producer_id=-1,
+                                          producer_epoch=-1)
         if request.transactional_id is not None:
             return InitProducerIdResponse(error_code=int(ErrorCode.COORDINATOR_NOT_AVAILABLE), producer_id=-1,
                                           producer_epoch=-1)
