@@ -5,7 +5,8 @@ to ``max_num_offsets``; otherwise the one offset); v1+ with timestamp and offset
 With read_committed, LATEST is the last stable offset. A negative timestamp is a spec only from the
 version that introduced it (MAX_TIMESTAMP v7, EARLIEST_LOCAL v8, LATEST_TIERED v9,
 EARLIEST_PENDING_UPLOAD v11); earlier, or when no version knows it, the partition gets
-UNSUPPORTED_VERSION, as in Kafka.
+UNSUPPORTED_VERSION, as in Kafka. Without tiered storage EARLIEST_LOCAL is the log start offset (with
+no timestamp) and LATEST_TIERED finds nothing; an answer that finds nothing has leader epoch -1.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
 PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
 #: Negative timestamps (specs) -> the first ListOffsets version that knows them.
 SPEC_VERSIONS = {-1: 0, -2: 0, -3: 7, -4: 8, -5: 9, -6: 11}
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
 
 
 class ListOffsetsHandler:
@@ -48,10 +51,13 @@ class ListOffsetsHandler:
         if v == 0:
             return PartitionResponse(partition_index=p.partition_index, error_code=0,
                                      old_style_offsets=_old_style_offsets(plog, p.timestamp, p.max_num_offsets, found))
-        if found is None:
+        if found is None or p.timestamp == LATEST_TIERED_TIMESTAMP:
+            # Nothing found (and no tiered storage, so no tiered offset): no leader epoch either.
             return PartitionResponse(partition_index=p.partition_index, error_code=0, timestamp=-1, offset=-1,
-                                     leader_epoch=epoch if v >= 4 else -1)
+                                     leader_epoch=-1)
         ts, offset = found
+        if p.timestamp == EARLIEST_LOCAL_TIMESTAMP:
+            ts = -1  # Kafka answers the local log start offset without a timestamp
         return PartitionResponse(partition_index=p.partition_index, error_code=0, timestamp=ts, offset=offset,
                                  leader_epoch=epoch if v >= 4 else -1)
 
