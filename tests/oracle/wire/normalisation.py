@@ -75,6 +75,8 @@ RULES: tuple[Rule, ...] = (
          "quotas: both brokers run without quotas, and Kafka may still report a throttle on a busy machine"),
     Rule("error-message", frozenset({"error_message", "batch_index_error_message"}), _drop,
          "free text for people: clients act on the error code; the wording is each broker's own"),
+    Rule("documentation", frozenset({"documentation"}), _placeholder("text"),
+         "a config's documentation is prose for people, each broker's own; whether there is some is compared"),
     Rule("cluster-id", frozenset({"cluster_id"}), _placeholder("cluster-id"),
          "random per cluster (`kafka-storage format -t`, Tidelog's first start)"),
     Rule("endpoint", frozenset({"host", "port"}), _placeholder("endpoint"),

@@ -19,6 +19,7 @@ from tidelog.protocol.messages import (
     InitProducerIdRequest,
     ListOffsetsRequest,
     MetadataRequest,
+    OffsetFetchRequest,
     ProduceRequest,
 )
 from tidelog.records import CompressionType, RecordBatchBuilder
@@ -95,6 +96,27 @@ def wait_for_coordinator(program: Program, label: str, group: str, timeout: floa
     program.action(f"coordinator-{label}", run)
 
 
+def wait_for_group_partition(program: Program, label: str, group: str, timeout: float = 60.0) -> None:
+    """Until the __consumer_offsets partition of ``group`` is loaded: OffsetFetch v7 (whose answer has
+    a top-level error) stops answering NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS. Kafka loads
+    its 50 partitions one by one after creating the topic; a group id that is not a valid coordinator
+    key ("") cannot be waited for with FindCoordinator."""
+    version = min(7, program.top(OffsetFetchRequest.API_KEY))
+    loading = {14, 15, 16}
+
+    def run(session: Session) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            answer = session.call(OffsetFetchRequest(group_id=group, topics=[]), version)
+            if answer.error_code not in loading:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"group {group!r} still loading on {session.bootstrap}: {answer.error_code}")
+            time.sleep(0.1)
+
+    program.action(f"group-partition-{label}", run)
+
+
 def wait_for_producer_ids(program: Program, timeout: float = 60.0) -> None:
     """Until InitProducerId hands out an id (Kafka answers COORDINATOR_LOAD_IN_PROGRESS until its
     controller has granted the broker a block of producer ids)."""
@@ -144,4 +166,4 @@ def _check_produced(session: Session, response) -> None:
         raise AssertionError(f"set-up Produce failed: {codes}")
 
 
-__all__ = ["batch", "create_topics", "produce", "produce_request", "wait_for_coordinator", "wait_for_producer_ids", "wait_ready"]
+__all__ = ["batch", "create_topics", "produce", "produce_request", "wait_for_coordinator", "wait_for_group_partition", "wait_for_producer_ids", "wait_ready"]

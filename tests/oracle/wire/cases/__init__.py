@@ -20,7 +20,7 @@ from tests.oracle.wire.cases import (
     topic,
 )
 from tests.oracle.wire.program import Program
-from tests.oracle.wire.setup import wait_for_coordinator, wait_for_producer_ids
+from tests.oracle.wire.setup import wait_for_coordinator, wait_for_group_partition, wait_for_producer_ids
 
 FAMILIES = (generated, cluster, topic, record, config, group, offset, consumer_group)
 
@@ -31,6 +31,7 @@ def build(kafka_ranges: dict[int, tuple[int, int]], tidelog_ranges: dict[int, tu
     program = Program(kafka_ranges, tidelog_ranges)
     program.now_ms = now_ms if now_ms is not None else (int(time.time()) // 60) * 60_000
     wait_for_coordinator(program, "start", "diff-start")
+    wait_for_group_partition(program, "empty-group-id", "")
     wait_for_producer_ids(program)
     for family in FAMILIES:
         family.add(program)

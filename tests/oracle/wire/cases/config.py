@@ -9,7 +9,9 @@ with DescribeConfigs; broker-level changes are undone at the end of the family.
 
 from __future__ import annotations
 
-from tests.oracle.wire.program import Program
+import time
+
+from tests.oracle.wire.program import Program, Session
 from tests.oracle.wire.setup import create_topics
 from tidelog.protocol.messages import (
     AlterConfigsRequest,
@@ -88,7 +90,22 @@ def _describe(program: Program) -> None:
 
 
 def _read_back(program: Program, case: str, resource_type: int, name: str, keys: list[str]) -> None:
-    program.request(case, program.top(DESCRIBE), describe(resource_type, name, keys))
+    version = program.top(DESCRIBE)
+    request = describe(resource_type, name, keys)
+
+    def settle(session: Session, interval: float = 0.05, tries: int = 40) -> None:
+        # Kafka's broker applies a config change when its controller's record reaches it, a moment
+        # after AlterConfigs is answered: read until two answers in a row agree (not behaviour under test).
+        last = session.call(request, version)
+        for _ in range(tries):
+            time.sleep(interval)
+            answer = session.call(request, version)
+            if answer == last:
+                return
+            last = answer
+
+    program.action(f"settle-{case}", settle)
+    program.request(case, version, request)
 
 
 def alter(resource_type: int, name: str, configs: dict[str, str | None], validate_only: bool = False,

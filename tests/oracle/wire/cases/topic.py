@@ -8,6 +8,8 @@ coordinator for the rest of the program.
 
 from __future__ import annotations
 
+import time
+
 from tests.oracle.wire.program import Program, Session
 from tests.oracle.wire.setup import create_topics, wait_ready
 from tests.oracle.wire.variation import UNKNOWN_TOPIC_ID
@@ -188,8 +190,28 @@ def _delete_topics(program: Program) -> None:
             program.request("neither-name-nor-id", v, DeleteTopicsRequest(topics=[State(name=None)]))
     program.vary(DELETE, "delete", by_names("diff-no-such-topic"), only=(
         "invalid-topic-name", "empty-topic-name", "long-topic-name"))
+    program.action("wait-deletes", _wait_gone(program, [f"diff-dt-name-v{v}" for v in versions]
+                                                   + [f"diff-dt-id-v{v}" for v in versions if v >= 6]))
     program.request("after-deletes", program.top(METADATA), MetadataRequest(
         topics=[MTopic(name=n) for n in victims], allow_auto_topic_creation=False))
+
+
+def _wait_gone(program: Program, names: list[str], timeout: float = 30.0):
+    """Until Metadata no longer lists ``names``: Kafka's broker learns a deletion from its controller a
+    moment after DeleteTopics is answered (not behaviour under test; Tidelog's is visible at once)."""
+    version = program.top(METADATA)
+
+    def run(session: Session) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            answer = session.call(MetadataRequest(topics=[MTopic(name=n) for n in names],
+                                                  allow_auto_topic_creation=False), version)
+            if all(t.error_code for t in answer.topics):
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"{names} still listed on {session.bootstrap} after {timeout} s")
+
+    return run
 
 
 # ---------------------------------------------------------------------------- CreatePartitions
