@@ -10,6 +10,7 @@ second connection and reads it once the first member has rejoined.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from tests.oracle.wire.program import Program, Session
@@ -191,6 +192,7 @@ def _rebalance(program: Program) -> None:
     program.request("second-member", top, join(group), connection="b", after=remember(rb2="member_id"))
     second = program.request("second-member-with-id", top, join(group, var("rb2")), api=JOIN, connection="b",
                              pending=True)
+    program.action("wait-rebalance", _wait_for_state(program, group, "PreparingRebalance"))
     for v in program.versions(HEARTBEAT):
         program.request("during-rebalance", v, lambda s: HeartbeatRequest(
             group_id=group, generation_id=s.vars["rb-generation"], member_id=s.vars["rb-member"]), api=HEARTBEAT)
@@ -206,6 +208,23 @@ def _rebalance(program: Program) -> None:
         group_id=group, generation_id=s.vars["rb-generation"], member_id=s.vars["rb2"],
         protocol_type="consumer", protocol_name="range"), api=SYNC, connection="b")
     program.request("describe-two-members", program.top(DESCRIBE), DescribeGroupsRequest(groups=[group]))
+
+
+def _wait_for_state(program: Program, group: str, state: str, timeout: float = 30.0):
+    """Until DescribeGroups shows ``group`` in ``state``: a JoinGroup sent on another connection
+    reaches the coordinator in its own time (not behaviour under test)."""
+    version = program.top(DESCRIBE)
+
+    def run(session: Session) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            answer = session.call(DescribeGroupsRequest(groups=[group]), version)
+            if answer.groups and answer.groups[0].group_state == state:
+                return
+            time.sleep(0.02)
+        raise AssertionError(f"group {group} never {state} on {session.bootstrap}")
+
+    return run
 
 
 def _leave_group(program: Program) -> None:
