@@ -61,6 +61,7 @@ from tidelog.server.handlers import (
     ConfigHandlers,
     ConsumerGroupHandlers,
     DeleteRecordsHandler,
+    DescribeTopicPartitionsHandler,
     FetchHandler,
     FindCoordinatorHandler,
     GroupHandlers,
@@ -151,6 +152,7 @@ class Broker:
         handlers.add(
             ApiVersionsHandler(handlers),
             MetadataHandler(store, controller, config),
+            DescribeTopicPartitionsHandler(store),
             ProduceHandler(replicas),
             FetchHandler(replicas, self.fetch_sessions),
             ListOffsetsHandler(replicas),
