@@ -1,38 +1,47 @@
-"""Benchmark: the ``tidelog`` Spark data source against plain confluent-kafka loops, in one run.
+"""Benchmark: the ``tidelog`` Spark data source against Spark's own Kafka connector, on the same data, in one run.
 
-Run from the repository root (needs the ``spark`` extra and a Java runtime)::
+Run from the repository root (needs the ``spark`` extra, a Java runtime and, the first time, Maven Central
+for Spark's connector)::
 
     .venv/bin/python bench/spark.py            # 1,000,000 records of 100 bytes, 3 rounds (a few minutes)
     .venv/bin/python bench/spark.py --quick    # 100,000 records, 1 round
+    .venv/bin/python bench/spark.py --profile  # also: cProfile of the tidelog source's read() and write()
 
 One ``tidelog serve`` broker (a ``BrokerProcess`` on a fresh data dir) and one local SparkSession
-(``local[N]``, N = ``--cores``, 2 by default). The records go into a topic with ``--partitions`` (2)
-partitions through a plain producer first; then, on the same records:
+(``local[N]``, N = ``--cores``, 2 by default) that carries Spark's Kafka connector for the installed
+PySpark (``tidelog.spark.kafka_connector``: ``spark-sql-kafka-0-10_<scala>:<spark version>``, which Spark
+downloads into its Ivy cache). The records go into a topic with ``--partitions`` (2) partitions through a
+plain producer first; then, on the same records, each of these runs with ``format("tidelog")`` and with
+``format("kafka")``, the two taking turns (rounds alternate which goes first):
 
-* **consumer loop**: one confluent-kafka Consumer assigned to every partition, ``consume(10000)`` in a loop,
-  touching each record's value, with the source's consumer settings (``queued.min.messages=1000000``,
-  ``fetch.queue.backoff.ms=20``: with librdkafka's defaults a consumer pauses for a second whenever
-  100,000 records are queued and reads about 140k records/s); the baseline for reading;
-* **batch source**: ``spark.read.format("tidelog")...load()`` written to the ``noop`` sink;
-* **streaming source**: ``readStream.format("tidelog")`` with ``trigger(availableNow=True)`` into ``noop``,
-  a fresh checkpoint each round (query start to termination);
-* **producer loop**: one confluent-kafka Producer sending the same number of 100-byte values and flushing,
-  with the sink's producer settings (linger.ms=20, batch.size=1 MiB, failures reported through
-  ``delivery.report.only.error``); the baseline for writing;
-* **sink**: a DataFrame of the same values (``spark.range`` in the JVM) written with
-  ``write.format("tidelog")``, every record acknowledged before the job ends.
+* **batch read**: ``spark.read.format(...).option("subscribe", ...).load()`` written to the ``noop`` sink;
+* **streaming read**: ``readStream.format(...)`` from ``earliest`` with ``trigger(availableNow=True)``
+  into ``noop``, a fresh checkpoint each round (query start to termination; the rows read are checked).
+  A second row counts only the micro-batches' ``addBatch`` time from the query progress: the reading,
+  without starting the query (for a Python source Spark starts a fresh Python process per query run,
+  which imports PySpark from its zip archive: about a second and a half on the 2-core VM);
+* **write**: a DataFrame of the same number of 100-byte values (``spark.range`` in the JVM) written with
+  ``write.format(...)`` into a fresh topic (the record count in the topic is checked). Each connector
+  uses its own producer defaults: Spark's connector the Java client's (``linger.ms=0``,
+  ``batch.size=16384``, ``acks=all``, idempotent), the tidelog sink librdkafka's with ``linger.ms=20`` and
+  ``batch.size=1048576``.
 
-Every Spark figure counts the whole job (planning, task start, Python workers), warm: one small read
-and one small write run first so worker start-up is not counted. Each row shows rows/s (best round, median
-beside) and the ratio to its plain-client baseline (above 1 = faster than the plain loop; Spark runs
-``--cores`` tasks in parallel, the plain loop runs on one thread).
+For context it also times a plain confluent-kafka consumer loop and producer loop on one thread (with the
+tidelog source's and sink's client settings). Every Spark figure counts the whole job (planning, task
+start, Python workers), warm: one small read and write of each kind runs first. It prints rows/s (best
+round, median beside), the ratio tidelog/kafka of the best rounds (above 1: the tidelog source is
+faster), and the CPU seconds per million rows that every process involved spent (this script, the JVM,
+Spark's Python workers, the broker; from ``/proc``), which load from other programs on the machine
+does not inflate the way it inflates wall-clock figures.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import os
 import platform
+import pstats
 import shutil
 import statistics
 import sys
@@ -50,6 +59,7 @@ import tidelog
 from tidelog.testing import BrokerProcess
 
 VALUE_BYTES = 100
+FORMATS = ("tidelog", "kafka")
 
 
 def create_topic(bootstrap: str, name: str, partitions: int) -> None:
@@ -116,23 +126,29 @@ def spark_session(cores: int):
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master(f"local[{cores}]").appName("tidelog-bench")
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", str(cores)).getOrCreate())
+    from tidelog.spark.kafka_connector import kafka_connector_conf
+
+    builder = (SparkSession.builder.master(f"local[{cores}]").appName("tidelog-bench")
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", str(cores)))
+    for key, value in kafka_connector_conf().items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
-def batch_source(spark, bootstrap: str, topic: str) -> float:
+def batch_read(spark, fmt: str, bootstrap: str, topic: str) -> float:
     started = time.perf_counter()
-    (spark.read.format("tidelog").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic).load()
+    (spark.read.format(fmt).option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic).load()
      .write.format("noop").mode("overwrite").save())
     return time.perf_counter() - started
 
 
-def streaming_source(spark, bootstrap: str, topic: str, records: int, checkpoint: Path) -> float:
+def streaming_read(spark, fmt: str, bootstrap: str, topic: str, records: int, checkpoint: Path) -> tuple[float, float]:
+    """Seconds from the query's creation to its end, and seconds its micro-batches spent reading (addBatch)."""
     started = time.perf_counter()
-    query = (spark.readStream.format("tidelog").option("kafka.bootstrap.servers", bootstrap)
+    query = (spark.readStream.format(fmt).option("kafka.bootstrap.servers", bootstrap)
              .option("subscribe", topic).option("startingOffsets", "earliest").load()
              .writeStream.format("noop").option("checkpointLocation", str(checkpoint))
              .trigger(availableNow=True).start())
@@ -140,17 +156,16 @@ def streaming_source(spark, bootstrap: str, topic: str, records: int, checkpoint
     elapsed = time.perf_counter() - started
     read = sum(p["numInputRows"] for p in query.recentProgress)
     if read != records:
-        raise RuntimeError(f"streaming query read {read} records, expected {records}")
-    return elapsed
+        raise RuntimeError(f"streaming {fmt} query read {read} records, expected {records}")
+    return elapsed, sum(p["durationMs"].get("addBatch", 0) for p in query.recentProgress) / 1000
 
 
-def sink(spark, bootstrap: str, topic: str, records: int, cores: int) -> float:
+def write(spark, fmt: str, bootstrap: str, topic: str, records: int, cores: int) -> float:
     from pyspark.sql import functions as F
 
     df = spark.range(0, records, 1, cores).select(F.expr(f"cast(repeat('v', {VALUE_BYTES}) as binary)").alias("value"))
     started = time.perf_counter()
-    df.write.format("tidelog").option("kafka.bootstrap.servers", bootstrap).option("topic", topic) \
-        .mode("append").save()
+    df.write.format(fmt).option("kafka.bootstrap.servers", bootstrap).option("topic", topic).mode("append").save()
     return time.perf_counter() - started
 
 
@@ -161,8 +176,79 @@ def end_offsets(bootstrap: str, topic: str, partitions: int) -> int:
     return total
 
 
-def rounds(fn: Callable[[int], float], repeats: int) -> list[float]:
-    return [fn(i) for i in range(repeats)]
+def tree_cpu_seconds(root: int) -> float | None:
+    """User + system CPU seconds of ``root`` and every process under it, counting exited children their
+    parents have reaped (Linux ``/proc``; None elsewhere). A difference of two readings is the CPU the
+    whole tree spent in between (this script, the JVM, Spark's Python workers, the broker), which another
+    load on the machine does not inflate the way it inflates wall-clock time."""
+    stats: dict[int, tuple[int, int]] = {}
+    try:
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/stat") as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                # after the command: state ppid ... utime(12) stime(13) cutime(14) cstime(15)
+                stats[int(entry)] = (int(fields[1]), sum(int(v) for v in fields[11:15]))
+    except OSError:
+        return None
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in stats.items():
+        children.setdefault(ppid, []).append(pid)
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += stats.get(pid, (0, 0))[1]
+        todo.extend(children.get(pid, []))
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def alternate(measure: Callable[[str, int], float], repeats: int,
+              cpu: dict[str, list[float]] | None = None) -> dict[str, list[float]]:
+    """``repeats`` rounds of ``measure(fmt, round)`` for both formats, alternating which goes first; the CPU
+    seconds of each round go to ``cpu``."""
+    times: dict[str, list[float]] = {fmt: [] for fmt in FORMATS}
+    for i in range(repeats):
+        for fmt in (FORMATS if i % 2 == 0 else FORMATS[::-1]):
+            before = tree_cpu_seconds(os.getpid())
+            times[fmt].append(measure(fmt, i))
+            after = tree_cpu_seconds(os.getpid())
+            if cpu is not None and before is not None and after is not None:
+                cpu.setdefault(fmt, []).append(after - before)
+    return times
+
+
+def profile_tidelog(spark, bootstrap: str, topic: str, records: int, partitions: int) -> None:
+    """cProfile of the source's read() and the sink's write() on their own, in this process (no Spark job)."""
+    from tidelog.spark.options import parse_sink_options, parse_source_options
+    from tidelog.spark.reader import TidelogBatchReader, read_range
+    from tidelog.spark.schema import source_schema
+    from tidelog.spark.writer import write_batches
+
+    options = parse_source_options({"kafka.bootstrap.servers": bootstrap, "subscribe": topic}, streaming=False)
+    part = TidelogBatchReader(options, source_schema(False)).partitions()[0]
+    profile = cProfile.Profile()
+    profile.enable()
+    rows = sum(b.num_rows for b in read_range(part))
+    profile.disable()
+    print(f"\n--- cProfile: read() of partition {part.partition} ({rows:,} rows) ---")
+    pstats.Stats(profile).sort_stats("tottime").print_stats(12)
+
+    import pyarrow as pa
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    create_topic(bootstrap, "bench-profile-write", partitions)
+    value = pa.array([b"v" * VALUE_BYTES] * 10_000, pa.binary())
+    batches = [pa.RecordBatch.from_arrays([value], names=["value"])] * (records // partitions // 10_000)
+    sink_options = parse_sink_options({"kafka.bootstrap.servers": bootstrap, "topic": "bench-profile-write"})
+    profile = cProfile.Profile()
+    profile.enable()
+    written = write_batches(sink_options, StructType([StructField("value", BinaryType())]), iter(batches)).records
+    profile.disable()
+    print(f"\n--- cProfile: write() of {written:,} rows ---")
+    pstats.Stats(profile).sort_stats("tottime").print_stats(12)
 
 
 def main() -> int:
@@ -172,19 +258,22 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=2)
     ap.add_argument("--cores", type=int, default=2, help="Spark local[N]")
     ap.add_argument("--quick", action="store_true", help="100,000 records, 1 round")
+    ap.add_argument("--profile", action="store_true", help="also profile the tidelog source's read() and write()")
     args = ap.parse_args()
     records = args.records or (100_000 if args.quick else 1_000_000)
     repeats = args.repeats or (1 if args.quick else 3)
     import pyarrow
     import pyspark
 
+    from tidelog.spark.kafka_connector import kafka_connector_coordinate
+
     print(f"Python {platform.python_version()}, tidelog {tidelog.__version__}, pyspark {pyspark.__version__}, "
           f"pyarrow {pyarrow.__version__}, confluent-kafka {confluent_kafka.__version__} "
-          f"(librdkafka {confluent_kafka.libversion()[0]}), {os.cpu_count()} cpus")
+          f"(librdkafka {confluent_kafka.libversion()[0]}), {kafka_connector_coordinate()}, {os.cpu_count()} cpus")
     print(f"{records:,} records of {VALUE_BYTES} bytes, {args.partitions} partitions, local[{args.cores}], "
           f"{repeats} round(s)\n")
     tmp = Path(tempfile.mkdtemp(prefix="tidelog-bench-spark-"))
-    results: list[tuple[str, list[float], str | None]] = []
+    rows: list[tuple[str, dict[str, list[float]], list[float], dict[str, list[float]]]] = []
     try:
         with BrokerProcess(tmp / "broker") as broker:
             bootstrap = broker.bootstrap
@@ -193,43 +282,65 @@ def main() -> int:
             spark = spark_session(args.cores)
             create_topic(bootstrap, "warm", args.partitions)
             producer_loop(bootstrap, "warm", 1000, args.partitions)
-            batch_source(spark, bootstrap, "warm")
-            streaming_source(spark, bootstrap, "warm", 1000, tmp / "ck-warm")
-            sink(spark, bootstrap, "warm", 1000, args.cores)
+            for fmt in FORMATS:
+                batch_read(spark, fmt, bootstrap, "warm")
+                streaming_read(spark, fmt, bootstrap, "warm", 1000, tmp / f"ck-warm-{fmt}")
+                write(spark, fmt, bootstrap, "warm-out", 1000, args.cores)
 
-            results.append(("plain consumer loop", rounds(
-                lambda _: consumer_loop(bootstrap, "bench-read", records, args.partitions), repeats), None))
-            results.append(("tidelog batch source -> noop", rounds(
-                lambda _: batch_source(spark, bootstrap, "bench-read"), repeats), "plain consumer loop"))
-            results.append(("tidelog streaming availableNow -> noop", rounds(
-                lambda i: streaming_source(spark, bootstrap, "bench-read", records, tmp / f"ck-{i}"), repeats),
-                "plain consumer loop"))
+            plain_read = [consumer_loop(bootstrap, "bench-read", records, args.partitions) for _ in range(repeats)]
+            cpu: dict[str, list[float]] = {}
+            rows.append(("batch read -> noop", alternate(
+                lambda fmt, _i: batch_read(spark, fmt, bootstrap, "bench-read"), repeats, cpu), plain_read, cpu))
+            reading: dict[str, list[float]] = {fmt: [] for fmt in FORMATS}
 
-            def produce_round(i: int) -> float:
+            def streaming_round(fmt: str, i: int) -> float:
+                elapsed, add_batch = streaming_read(spark, fmt, bootstrap, "bench-read", records, tmp / f"ck-{fmt}-{i}")
+                reading[fmt].append(add_batch)
+                return elapsed
+
+            cpu = {}
+            rows.append(("streaming availableNow -> noop", alternate(streaming_round, repeats, cpu), plain_read, cpu))
+            rows.append(("  of which micro-batches (addBatch)", reading, plain_read, {}))
+
+            def plain_write(i: int) -> float:
                 create_topic(bootstrap, f"bench-producer-{i}", args.partitions)
                 return producer_loop(bootstrap, f"bench-producer-{i}", records, args.partitions)
 
-            def sink_round(i: int) -> float:
-                create_topic(bootstrap, f"bench-sink-{i}", args.partitions)
-                elapsed = sink(spark, bootstrap, f"bench-sink-{i}", records, args.cores)
-                written = end_offsets(bootstrap, f"bench-sink-{i}", args.partitions)
+            def spark_write(fmt: str, i: int) -> float:
+                topic = f"bench-write-{fmt}-{i}"
+                create_topic(bootstrap, topic, args.partitions)
+                elapsed = write(spark, fmt, bootstrap, topic, records, args.cores)
+                written = end_offsets(bootstrap, topic, args.partitions)
                 if written != records:
-                    raise RuntimeError(f"sink wrote {written} records, expected {records}")
+                    raise RuntimeError(f"{fmt} sink wrote {written} records, expected {records}")
                 return elapsed
 
-            results.append(("plain producer loop", rounds(produce_round, repeats), None))
-            results.append(("tidelog sink (batch write)", rounds(sink_round, repeats), "plain producer loop"))
+            cpu = {}
+            rows.append(("write", alternate(spark_write, repeats, cpu), [plain_write(i) for i in range(repeats)], cpu))
+            if args.profile:
+                profile_tidelog(spark, bootstrap, "bench-read", records, args.partitions)
             spark.stop()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
-    best_rate = {name: records / min(times) for name, times, _ in results}
-    print(f"{'what':<40} {'best s':>8} {'rows/s best':>12} {'rows/s median':>14} {'vs plain':>9}")
-    for name, times, baseline in results:
-        rate = records / min(times)
-        median = records / statistics.median(times)
-        ratio = f"{rate / best_rate[baseline]:.2f}x" if baseline else ""
-        print(f"{name:<40} {min(times):>8.2f} {rate:>12,.0f} {median:>14,.0f} {ratio:>9}")
+    def rate(times: list[float]) -> float:
+        return records / min(times)
+
+    def median(times: list[float]) -> float:
+        return records / statistics.median(times)
+
+    def cpu_per_million(seconds: list[float]) -> str:
+        return f"{statistics.median(seconds) * 1_000_000 / records:.1f}" if seconds else ""
+
+    print(f"\n{'what':<36} {'tidelog rows/s':>15} {'(median)':>10} {'kafka rows/s':>13} {'(median)':>10} "
+          f"{'tidelog/kafka':>14} {'plain client':>13} {'CPU s/1M rows tidelog':>22} {'kafka':>6}")
+    for name, times, plain, cpu in rows:
+        print(f"{name:<36} {rate(times['tidelog']):>15,.0f} {median(times['tidelog']):>10,.0f} "
+              f"{rate(times['kafka']):>13,.0f} {median(times['kafka']):>10,.0f} "
+              f"{rate(times['tidelog']) / rate(times['kafka']):>13.2f}x {rate(plain):>13,.0f} "
+              f"{cpu_per_million(cpu.get('tidelog', [])):>22} {cpu_per_million(cpu.get('kafka', [])):>6}")
+    print("\nrows/s: best round (median beside); tidelog/kafka: ratio of the best rounds; CPU: median over the "
+          "rounds of the CPU seconds of every process involved (driver, JVM, Python workers, broker)")
     return 0
 
 

@@ -11,6 +11,8 @@ windowed job has complete minutes to report at once. Page popularity follows a Z
 
     python examples/clickstream/generator.py --events 100000 --span-minutes 10
     python examples/clickstream/generator.py --rate 500            # runs until Ctrl-C
+
+It writes to the topic ``clickstream-clicks`` (``--topic``), which ``job.py`` reads.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 REFERRERS = ["direct", "search", "social", "email", "ads"]
+#: The example's own topic, apart from those of the README's quick start; job.py reads it.
+TOPIC = "clickstream-clicks"
 
 
 def pages(count: int) -> list[str]:
@@ -104,10 +108,10 @@ def produce(bootstrap: str, topic: str, events: Iterator[dict], *, rate: float =
     return acked
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bootstrap-server", default="localhost:9092")
-    parser.add_argument("--topic", default="clicks")
+    parser.add_argument("--topic", default=TOPIC)
     parser.add_argument("--partitions", type=int, default=3, help="partitions if the topic is created")
     parser.add_argument("--events", type=int, default=None, help="how many clicks (default: until Ctrl-C)")
     parser.add_argument("--rate", type=float, default=0.0, help="clicks per second (default: as fast as possible)")
@@ -117,14 +121,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--users", type=int, default=1000)
     parser.add_argument("--pages", type=int, default=20)
     parser.add_argument("--seed", type=int, default=None)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     if args.events is None and not args.rate:
         args.rate = 200.0
     ensure_topic(args.bootstrap_server, args.topic, args.partitions)
     events = clicks(args.events, users=args.users, page_count=args.pages, span_minutes=args.span_minutes,
                     max_lateness_s=args.max_lateness_s, seed=args.seed)
     sent = produce(args.bootstrap_server, args.topic, events, rate=args.rate)
-    print(f"produced {sent} clicks to {args.topic}", file=sys.stderr)
+    print(f"produced {sent} clicks to topic '{args.topic}' at {args.bootstrap_server}")
     return 0
 
 

@@ -54,7 +54,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     info.add_argument("-v", "--verbose", action="store_true", help="list every API key and its versions")
     info.set_defaults(func=_cmd_info, parser=info)
-    from tidelog.cli import cluster, configs, consume, groups, offsets, perf, produce, serve, topics
+    from tidelog.cli import (
+        cluster,
+        configs,
+        consume,
+        groups,
+        offsets,
+        perf,
+        produce,
+        serve,
+        topics,
+        transactions,
+    )
 
     serve.add_parser(sub)
     sub.choices["serve"].set_defaults(parser=sub.choices["serve"])
@@ -65,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     groups.add_parser(sub)
     configs.add_parser(sub)
     cluster.add_parser(sub)
+    transactions.add_parser(sub)
     perf.add_parser(sub)
     return parser
 

@@ -13,8 +13,15 @@ Kafka's ``CoordinatorRuntime`` for one event loop and a single node. Its rules:
    its log end offset, so an appended batch is committed when the append returns: "complete when
    committed" is "complete after the append".
 3. **Load = replay.** :meth:`CoordinatorRuntime.load` reads a partition from its first batch and
-   hands every record to the same ``replay`` callback that normal writes use (control batches are
-   skipped; record types the serde does not know are logged and skipped, as Kafka's loader does).
+   hands every record to the same ``replay`` callback that normal writes use, with the producer id of
+   its batch (record types the serde does not know are logged and skipped, as Kafka's loader does).
+   Transaction markers (control batches) go to ``replay_marker(partition, offset, producer_id,
+   commit)`` when the owner gives one (the group coordinator: transactional offset commits), and are
+   skipped otherwise.
+5. **Transactional writes.** A :class:`Result` with a ``producer_id`` is appended as a transactional
+   batch of that producer and epoch (no sequence: a coordinator's write); its records are replayed
+   with that producer id. The transaction's marker, written later through the replica manager, is
+   handed to :meth:`CoordinatorRuntime.replay_marker` by whoever wrote it.
 4. **Timers.** ``schedule(key, delay_ms, partition, op)`` runs ``op`` through :meth:`run` once the
    injected clock's monotonic time passes the deadline; scheduling an existing key replaces it,
    ``cancel(key)`` forgets it. :meth:`poll` fires what is due: the broker arms one loop timer for the
@@ -38,7 +45,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from tidelog.clock import Clock
 from tidelog.errors import ErrorCode, KafkaError
-from tidelog.records import RecordBatchBuilder, RecordBatchView
+from tidelog.records import RecordBatchBuilder, RecordBatchView, RecordsError, decode_control_batch
 from tidelog.replica.manager import ReplicaManager
 from tidelog.storage.log import PartitionLog
 
@@ -89,6 +96,9 @@ class Result(Generic[T]):
     replay: bool = True
     on_appended: Callable[[], None] | None = None
     on_failed: Callable[[KafkaError], None] | None = None
+    #: A transactional write (rule 5): the producer id and epoch of the batch; -1 = not transactional.
+    producer_id: int = -1
+    producer_epoch: int = -1
 
 
 # Append errors as a coordinator reports them (Kafka's GroupCoordinatorService.handleOperationException
@@ -139,7 +149,8 @@ class ReplicaWriter:
 
     def append(self, partition: int, batch: bytes) -> int:
         self.ensure_topic()
-        return self.replicas.append_records(self.topic, partition, bytearray(batch), acks=-1).first_offset
+        return self.replicas.append_records(self.topic, partition, bytearray(batch), acks=-1,
+                                            from_client=False).first_offset
 
     def batches(self, partition: int) -> Iterator[RecordBatchView]:
         plog = self.replicas.leader_log(self.topic, partition)
@@ -160,7 +171,7 @@ class LogWriter:
 
     def append(self, partition: int, batch: bytes) -> int:
         plog = self.log_for(partition)
-        result = plog.append_as_leader(bytearray(batch))
+        result = plog.append_as_leader(bytearray(batch), from_client=False)
         if self.after_append is not None:
             self.after_append(plog, partition)
         return result.first_offset
@@ -276,6 +287,7 @@ class Timers:
 # -------------------------------------------------------------------------------------- runtime
 
 ReplayFn = Callable[[int, int, int, Any], None]  # (partition, record offset, producer id, record)
+MarkerFn = Callable[[int, int, int, bool], None]  # (partition, marker offset, producer id, commit)
 
 
 class CoordinatorRuntime:
@@ -288,10 +300,12 @@ class CoordinatorRuntime:
     def __init__(self, clock: Clock, writer: PartitionWriter, replay: ReplayFn,
                  serialize: Callable[[Any], tuple[bytes, bytes | None]],
                  deserialize: Callable[[bytes, bytes | None], Any],
-                 schedule: Callable[[float, Callable[[], None]], Any] | None = None) -> None:
+                 schedule: Callable[[float, Callable[[], None]], Any] | None = None,
+                 replay_marker: MarkerFn | None = None) -> None:
         self.clock = clock
         self.writer = writer
         self._replay = replay
+        self._replay_marker = replay_marker
         self._serialize = serialize
         self._deserialize = deserialize
         self.timers = Timers(clock, schedule)
@@ -305,7 +319,8 @@ class CoordinatorRuntime:
     def write(self, partition: int, result: Result[T]) -> T | None:
         if result.records:
             try:
-                base = self.writer.append(partition, self._build_batch(result.records))
+                base = self.writer.append(partition, self._build_batch(result.records, result.producer_id,
+                                                                       result.producer_epoch))
             except KafkaError as e:
                 error = KafkaError(normalize_append_error(e.code), e.message)
                 log.warning("append to coordinator partition %d failed: %s", partition, e)
@@ -314,14 +329,18 @@ class CoordinatorRuntime:
                 raise error from None
             if result.replay:
                 for i, record in enumerate(result.records):
-                    self._replay(partition, base + i, -1, record)
+                    self._replay(partition, base + i, result.producer_id, record)
         if result.on_appended is not None:
             result.on_appended()
         return result.response
 
-    def _build_batch(self, records: list[Any]) -> bytes:
+    def _build_batch(self, records: list[Any], producer_id: int = -1, producer_epoch: int = -1) -> bytes:
         now = self.clock.wall_ms()
-        builder = RecordBatchBuilder()
+        if producer_id >= 0:
+            builder = RecordBatchBuilder(producer_id=producer_id, producer_epoch=producer_epoch,
+                                         is_transactional=True)
+        else:
+            builder = RecordBatchBuilder()
         for record in records:
             key, value = self._serialize(record)
             builder.append(now, key, value)
@@ -334,8 +353,9 @@ class CoordinatorRuntime:
         count = 0
         for batch in self.writer.batches(partition):
             if batch.is_control_batch:
+                self._load_marker(partition, batch)
                 continue
-            producer_id = batch.producer_id
+            producer_id = batch.producer_id if batch.is_transactional else -1
             for rec in batch.records():
                 if rec.key is None:
                     log.warning("record without key at offset %d of partition %d skipped", rec.offset, partition)
@@ -348,6 +368,22 @@ class CoordinatorRuntime:
                 self._replay(partition, rec.offset, producer_id, record)
                 count += 1
         return count
+
+    def _load_marker(self, partition: int, batch: RecordBatchView) -> None:
+        if self._replay_marker is None:
+            return
+        try:
+            marker = decode_control_batch(batch)
+        except RecordsError as e:
+            log.warning("control batch at offset %d of partition %d: %s; skipped", batch.base_offset, partition, e)
+            return
+        if marker is not None:
+            self._replay_marker(partition, batch.base_offset, batch.producer_id, marker.is_commit)
+
+    def replay_marker(self, partition: int, offset: int, producer_id: int, commit: bool) -> None:
+        """A transaction marker was written to ``partition`` (rule 5): replay it into the owner."""
+        if self._replay_marker is not None:
+            self._replay_marker(partition, offset, producer_id, commit)
 
     # ---------------------------------------------------------------------------------- timers
 

@@ -171,6 +171,7 @@ def rebuild_batch(view: RecordBatchView, records: Iterable[Record], *, compressi
         producer_epoch=view.producer_epoch,
         base_sequence=view.base_sequence,
         is_transactional=view.is_transactional,
+        is_control=view.is_control_batch,
         partition_leader_epoch=view.partition_leader_epoch,
         delete_horizon_ms=delete_horizon_ms,
     )

@@ -11,6 +11,8 @@ DeleteRecords, the coordinators' internal topics):
    than ``min.insync.replicas`` fails with NOT_ENOUGH_REPLICAS before anything is written. The log
    validates and writes; then the ``appended`` event fires (not for an idempotent retry that wrote
    nothing): parked fetches wake, the flush policy looks, and later replication and metrics.
+   Transaction markers (COMMIT/ABORT) are written with :meth:`write_txn_marker`, the same checks
+   applying; coordinators' own batches are appended with ``from_client=False``.
 3. **Reads** follow :mod:`tidelog.replica.fetch` (response budget, KIP-74, high watermark or last
    stable offset), and a fetch that finds too little parks in the purgatory (:class:`DelayedFetch`).
 4. **Metadata changes** arrive from the metadata store (:meth:`apply_metadata`, a store subscriber):
@@ -38,6 +40,7 @@ from tidelog.replica.fetch import READ_COMMITTED, DelayedFetch, PartitionFetch, 
 from tidelog.replica.purgatory import DelayedOperation, Purgatory
 from tidelog.storage.log import LATEST_TIMESTAMP, AppendResult, PartitionLog
 from tidelog.storage.log_manager import LogManager
+from tidelog.storage.producer_state import ProducerStateEntry
 
 log = logging.getLogger(__name__)
 
@@ -101,11 +104,35 @@ class ReplicaManager:
     # -------------------------------------------------------------------------------- append (2)
 
     def append_records(self, topic: str, partition: int, records, *, acks: int,
-                       check: Callable[[Any], None] | None = None) -> AppendResult:
+                       check: Callable[[Any], None] | None = None, from_client: bool = True) -> AppendResult:
         """Append as leader; raises KafkaError (nothing written). ``check(records)``, the caller's
-        own validation of the request's records, runs after the acks, leadership and ISR checks."""
+        own validation of the request's records, runs after the acks, leadership and ISR checks.
+        ``from_client=False`` marks a coordinator's write (no sequence checks, Kafka's
+        ``AppendOrigin.COORDINATOR``)."""
         if acks not in (0, 1, -1):
             raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS, f"acks must be 0, 1 or -1, not {acks}")
+        plog, meta = self._writable_log(topic, partition, acks)
+        if check is not None:
+            check(records)
+        result = plog.append_as_leader(records, leader_epoch=meta.leader_epoch, from_client=from_client)
+        if not result.duplicate:
+            self.events.appended(topic, partition, plog)
+        return result
+
+    def write_txn_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int,
+                         coordinator_epoch: int, *, commit: bool) -> AppendResult:
+        """Write a COMMIT or ABORT marker for ``producer_id`` (WriteTxnMarkers; the transaction
+        coordinator's one way to end a transaction in a partition). An acks=-1 write: leadership and
+        ``min.insync.replicas`` are checked as for a produce. Raises KafkaError (nothing written):
+        UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, INVALID_PRODUCER_EPOCH,
+        TRANSACTION_COORDINATOR_FENCED."""
+        plog, meta = self._writable_log(topic, partition, -1)
+        result = plog.append_marker(producer_id, producer_epoch, coordinator_epoch, commit=commit,
+                                    leader_epoch=meta.leader_epoch)
+        self.events.appended(topic, partition, plog)
+        return result
+
+    def _writable_log(self, topic: str, partition: int, acks: int) -> tuple[PartitionLog, PartitionMetadata]:
         plog = self.leader_log(topic, partition)
         meta = self.partition(topic, partition)
         if acks == -1 and len(meta.isr) < plog.config.min_insync_replicas:
@@ -113,12 +140,21 @@ class ReplicaManager:
                 ErrorCode.NOT_ENOUGH_REPLICAS,
                 f"ISR has {len(meta.isr)} replicas, fewer than min.insync.replicas={plog.config.min_insync_replicas}",
             )
-        if check is not None:
-            check(records)
-        result = plog.append_as_leader(records, leader_epoch=meta.leader_epoch)
-        if not result.duplicate:
-            self.events.appended(topic, partition, plog)
-        return result
+        return plog, meta
+
+    # ------------------------------------------------------------------------- producer state
+
+    def producer_states(self, topic: str, partition: int) -> list[ProducerStateEntry]:
+        """The active producers of a partition this broker leads (DescribeProducers), by producer id."""
+        plog = self.leader_log(topic, partition)
+        return sorted(plog.producer_state.active_producers.values(), key=lambda e: e.producer_id)
+
+    def has_ongoing_transaction(self, topic: str, partition: int, producer_id: int, producer_epoch: int) -> bool:
+        """Whether the partition's log has an open transaction of this producer in this epoch: its
+        later batches need no verification with the transaction coordinator (KIP-890)."""
+        entry = self.leader_log(topic, partition).producer_state.last_entry(producer_id)
+        return (entry is not None and entry.current_txn_first_offset is not None
+                and entry.producer_epoch == producer_epoch)
 
     # ---------------------------------------------------------------------------------- read (3)
 

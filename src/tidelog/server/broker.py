@@ -5,7 +5,7 @@ Construction reads and writes nothing: it builds the components and connects the
 is reported before any data is read), check and lock every log dir (a second broker on the same
 data directory stops here, having read nothing), open the metadata store, open (and if needed
 recover) every log off the event loop and log what recovery did, bring the logs in line with the
-metadata, load the group coordinator, start housekeeping, then start serving.
+metadata, load the group and transaction coordinators, start housekeeping, then start serving.
 :meth:`Broker.stop` (SIGINT/SIGTERM): stop accepting, close connections, release waiting requests,
 flush and checkpoint every log and write the clean-shutdown marker (the next start skips recovery).
 
@@ -47,6 +47,8 @@ from tidelog.config import NON_ROUTABLE_HOSTS, BrokerConfig, Listener
 from tidelog.coordinator.group import OFFSETS_TOPIC, GroupConfig, GroupCoordinator, classic_member, consumer
 from tidelog.coordinator.group.consumer import ConsumerGroupCoordinator
 from tidelog.coordinator.runtime import ReplicaWriter
+from tidelog.coordinator.txn import TRANSACTION_STATE_TOPIC, TransactionCoordinator, TxnConfig
+from tidelog.coordinator.txn.marker_writer import TxnMarkerWriter
 from tidelog.coordinator.txn.producer_ids import ProducerIdManager
 from tidelog.protocol.tubemq.notation import BrokerAddress
 from tidelog.protocol.tubemq.rpc import Service
@@ -71,6 +73,9 @@ from tidelog.server.handlers import (
     OffsetHandlers,
     ProduceHandler,
     TopicHandlers,
+    TransactionHandlers,
+    TxnOffsetCommitHandler,
+    TxnPartitionHandlers,
 )
 from tidelog.server.network import ConnectionSettings, ListenerError, SocketServer
 from tidelog.server.tubemq import (
@@ -83,6 +88,7 @@ from tidelog.server.tubemq import (
     TubeOffsets,
     TubeServer,
 )
+from tidelog.server.txn_verification import TransactionVerifier
 from tidelog.storage.log_manager import LogManager
 
 log = logging.getLogger(__name__)
@@ -143,6 +149,16 @@ class Broker:
             topic_exists=lambda name: name in store.image.topics)
         consumer_groups = groups.extension(ConsumerGroupCoordinator)
         self.producer_ids = ProducerIdManager(lambda: store.image.next_producer_id_block, controller.reserve_producer_ids)
+        self.marker_writer = TxnMarkerWriter(replicas, {OFFSETS_TOPIC: groups.complete_transaction})
+        self.transactions = transactions = TransactionCoordinator(
+            TxnConfig.from_broker_config(config), clock,
+            ReplicaWriter(replicas, TRANSACTION_STATE_TOPIC, self.ensure_transaction_topic),
+            self.producer_ids.next_producer_id, self.marker_writer.write, _call_later,
+            coordinator_epoch=self._transaction_coordinator_epoch)
+        self.verifier = verifier = TransactionVerifier(
+            transactions, replicas, clock, enabled=config["transaction.partition.verification.enable"],
+            retry_backoff_ms=config["add.partitions.to.txn.retry.backoff.ms"],
+            retry_backoff_max_ms=config["add.partitions.to.txn.retry.backoff.max.ms"])
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"], clock)
         store.subscribe(self._after_metadata_change)
 
@@ -150,21 +166,25 @@ class Broker:
         describer = ConfigDescriber(config, topic_configs)
         self.handlers = handlers = HandlerRegistry()
         handlers.add(
-            ApiVersionsHandler(handlers),
+            ApiVersionsHandler(handlers, {"transaction.version": (2, config["transaction.version"])}),
             MetadataHandler(store, controller, config),
             DescribeTopicPartitionsHandler(store),
-            ProduceHandler(replicas),
+            ProduceHandler(replicas, verifier),
             FetchHandler(replicas, self.fetch_sessions),
             ListOffsetsHandler(replicas),
             DeleteRecordsHandler(replicas),
             TopicHandlers(controller, config, describer),
             ConfigHandlers(controller, describer, self.broker_id),
             ClusterInfoHandlers(store, logs),
-            FindCoordinatorHandler(store, groups, self.ensure_offsets_topic),
+            FindCoordinatorHandler(store, groups, self.ensure_offsets_topic, transactions,
+                                   self.ensure_transaction_topic),
             GroupHandlers(groups),
             OffsetHandlers(groups, store),
             ConsumerGroupHandlers(groups, consumer_groups, store, config["group.coordinator.rebalance.protocols"]),
-            InitProducerIdHandler(self.producer_ids),
+            InitProducerIdHandler(self.producer_ids, transactions),
+            TransactionHandlers(transactions, groups, replicas),
+            TxnOffsetCommitHandler(groups, replicas, verifier, self.ensure_offsets_topic),
+            TxnPartitionHandlers(self.marker_writer, replicas),
         )
         settings = ConnectionSettings(config["socket.request.max.bytes"], config["queued.max.requests"],
                                       config["connections.max.idle.ms"])
@@ -176,6 +196,27 @@ class Broker:
         self._tasks: list[asyncio.Future] = []
         self._loaded = False
         self.stopped = asyncio.Event()
+
+    def ensure_transaction_topic(self) -> object:
+        """``__transaction_state``, created on first use with Kafka's configs (compacted, uncompressed,
+        no unclean election); its replication factor and min.insync.replicas are capped at the number
+        of brokers (Kafka would instead refuse to create it, or refuse every write)."""
+        config = self.config
+        brokers = max(1, len(self.store.image.brokers))
+        rf = min(config["transaction.state.log.replication.factor"], brokers)
+        return self.controller.ensure_topic(NewTopic(
+            TRANSACTION_STATE_TOPIC, config["transaction.state.log.num.partitions"], rf,
+            {"cleanup.policy": "compact", "compression.type": "uncompressed", "unclean.leader.election.enable": "false",
+             "min.insync.replicas": str(min(config["transaction.state.log.min.isr"], rf)),
+             "segment.bytes": str(config["transaction.state.log.segment.bytes"])},
+            internal=True))
+
+    def _transaction_coordinator_epoch(self, partition: int) -> int:
+        """A ``__transaction_state`` partition's leader epoch (0 before the topic exists)."""
+        topic = self.store.image.topics.get(TRANSACTION_STATE_TOPIC)
+        if topic is None or partition >= len(topic.partitions):
+            return 0
+        return topic.partitions[partition].leader_epoch
 
     def _tubemq_front_end(self, replicas: ReplicaManager, groups: GroupCoordinator,
                           consumer_groups: ConsumerGroupCoordinator, settings: ConnectionSettings) -> TubeServer:
@@ -257,6 +298,11 @@ class Broker:
             self.group_coordinator.load(())
         else:
             self.group_coordinator.load(range(len(offsets.partitions)), num_partitions=len(offsets.partitions))
+        txn_state = self.store.image.topics.get(TRANSACTION_STATE_TOPIC)
+        if txn_state is None:  # created on first use: every partition starts empty
+            self.transactions.load(range(self.config["transaction.state.log.num.partitions"]), read=False)
+        else:
+            self.transactions.load(range(len(txn_state.partitions)), num_partitions=len(txn_state.partitions))
 
     def _start_housekeeping(self) -> None:
         jobs = [
@@ -293,6 +339,7 @@ class Broker:
         log.info("shutting down")
         for task in self._tasks:
             task.cancel()
+        self.transactions.close()
         self.group_coordinator.close()
         self.network.close()
         if self.tubemq is not None:

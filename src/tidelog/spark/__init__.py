@@ -5,7 +5,8 @@ for ``format("kafka")`` runs with ``format("tidelog")``. It is a Kafka client (c
 against any Kafka-compatible broker. ``docs/spark.md`` has the option table and the differences.
 
 The source registers itself through the top-level ``pyspark_tidelog`` module when Tidelog is installed
-in the Python that runs Spark's workers; :func:`register` does it explicitly.
+in the Python that runs Spark's workers; :func:`register` does it explicitly, after checking that the
+Python Spark will run the source in can import Tidelog (``tidelog.spark.worker_python``).
 """
 
 from __future__ import annotations
@@ -13,11 +14,17 @@ from __future__ import annotations
 from typing import Any
 
 from tidelog.spark.source import TidelogDataSource
+from tidelog.spark.worker_python import WorkerPythonError, check_worker_python
 
 
 def register(spark: Any) -> None:
-    """Register ``format("tidelog")`` with ``spark`` (a SparkSession)."""
+    """Register ``format("tidelog")`` with ``spark`` (a SparkSession).
+
+    Raises :class:`WorkerPythonError`, naming the driver's and the workers' interpreters and what to set,
+    when Spark's Python workers run an interpreter that cannot import Tidelog.
+    """
+    check_worker_python(spark)
     spark.dataSource.register(TidelogDataSource)
 
 
-__all__ = ["TidelogDataSource", "register"]
+__all__ = ["TidelogDataSource", "WorkerPythonError", "register"]

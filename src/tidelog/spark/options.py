@@ -70,6 +70,8 @@ POLL_TIMEOUT_MS = "kafkaconsumer.polltimeoutms"
 FETCH_OFFSET_NUM_RETRIES = "fetchoffset.numretries"
 FETCH_OFFSET_RETRY_INTERVAL_MS = "fetchoffset.retryintervalms"
 TOPIC = "topic"
+EXACTLY_ONCE = "exactlyonce"
+TRANSACTIONAL_ID_PREFIX = "transactionalidprefix"
 KAFKA_PREFIX = "kafka."
 
 DEFAULT_MAX_TRIGGER_DELAY = "15m"
@@ -94,6 +96,10 @@ _REJECTED_CONSUMER_KEYS = {
 _REJECTED_PRODUCER_KEYS = {
     "key.serializer": "Kafka option 'key.serializer' is not supported: keys are always written as bytes.",
     "value.serializer": "Kafka option 'value.serializer' is not supported: values are always written as bytes.",
+    "transactional.id": (
+        "Kafka option 'transactional.id' is not supported: the sink's tasks write in parallel and cannot share "
+        "one transactional id. Set the option 'exactlyOnce' to 'true' for transactional writes (each task "
+        "then gets an id of its own, from 'transactionalIdPrefix' and its partition)."),
 }
 _CUSTOM_GROUP_ID_WARNING = (
     "Kafka option 'kafka.group.id' has been set on this query. This is not recommended: queries or "
@@ -180,6 +186,10 @@ class SourceOptions:
 class SinkOptions:
     topic: str | None
     kafka_params: tuple[tuple[str, str], ...]
+    #: ``exactlyOnce=true``: each streaming write task writes in a Kafka transaction (``exactly_once.py``)
+    exactly_once: bool = False
+    #: ``transactionalIdPrefix``: the tasks' transactional ids are ``<prefix>-<partition>``; None = from the query id
+    transactional_id_prefix: str | None = None
 
     @property
     def kafka_config(self) -> dict[str, str]:
@@ -283,8 +293,17 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     if KAFKA_PREFIX + "bootstrap.servers" not in params:
         raise ValueError("Option 'kafka.bootstrap.servers' must be specified for configuring Kafka producer")
     topic = params.get(TOPIC)
+    exactly_once = _bool(params, EXACTLY_ONCE, False)
+    prefix = params.get(TRANSACTIONAL_ID_PREFIX)
+    if prefix is not None:
+        prefix = prefix.strip()
+        if not exactly_once:
+            raise ValueError("Option 'transactionalIdPrefix' only applies with 'exactlyOnce' set to 'true'")
+        if not prefix:
+            raise ValueError("Option 'transactionalIdPrefix' must not be empty")
     return SinkOptions(topic=topic.strip() if topic is not None else None,
-                       kafka_params=tuple(sorted(_kafka_params(params).items())))
+                       kafka_params=tuple(sorted(_kafka_params(params).items())),
+                       exactly_once=exactly_once, transactional_id_prefix=prefix)
 
 
 def duration_ms(text: str) -> int:
@@ -306,7 +325,7 @@ def _lower(options: Mapping[str, str]) -> dict[str, str]:
 def _spelling(key: str) -> str:
     """The documented spelling of a lower-cased option name."""
     for name in ("assign", "subscribe", "subscribePattern", "maxOffsetsPerTrigger", "minOffsetsPerTrigger",
-                 "maxTriggerDelay", "minPartitions", "maxRecordsPerPartition"):
+                 "maxTriggerDelay", "minPartitions", "maxRecordsPerPartition", "exactlyOnce"):
         if name.lower() == key:
             return name
     return key

@@ -24,6 +24,7 @@ import logging
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 import pyarrow as pa
@@ -45,6 +46,9 @@ log = logging.getLogger(__name__)
 BATCH_ROWS = 10_000
 #: How long one consume() call may block.
 _POLL_S = 0.5
+# Column extraction without a Python-level loop per record (about 10% of the conversion time).
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
+_ONE, _ONE64 = pa.scalar(1, pa.int32()), pa.scalar(1, pa.int64())
 
 DATA_LOSS_HINT_FAIL = (
     "Some data may have been lost because it is not available in the broker any more: it was deleted by "
@@ -167,26 +171,33 @@ class _RangeFetch:
             log.debug("consumer of %s: %s", self.topic_partition, error)
 
     def _to_arrow(self, records: list[Any]) -> pa.RecordBatch | None:
-        offsets = list(map(Message.offset, records))
-        if offsets[-1] >= self.part.end or offsets[0] < self.position:
-            keep = [i for i, o in enumerate(offsets) if self.position <= o < self.part.end]
-            records = [records[i] for i in keep]
-            offsets = [offsets[i] for i in keep]
         n = len(records)
-        if not n:
-            return None
-        self.position = offsets[-1] + 1
+        first, last = records[0].offset(), records[-1].offset()
+        if self.position <= first and last < self.part.end and last - first + 1 == n:
+            # The common case: offsets first..last without a gap (they only ever increase), all in the range.
+            offsets = pc.add(pc.cumulative_sum(pa.repeat(_ONE64, n)), first - 1)
+        else:
+            numbers = list(map(Message.offset, records))
+            keep = [i for i, o in enumerate(numbers) if self.position <= o < self.part.end]
+            if len(keep) < n:
+                records = [records[i] for i in keep]
+                numbers = [numbers[i] for i in keep]
+            n = len(records)
+            if not n:
+                return None
+            last = numbers[-1]
+            offsets = pa.array(numbers, pa.int64())
+        self.position = last + 1
         # librdkafka's timestamp types are 0 none, 1 CreateTime, 2 LogAppendTime; Kafka's ids are one less.
         timestamps = list(map(Message.timestamp, records))
-        ts_ms = pa.array([t[1] for t in timestamps], pa.int64())
         columns = [
             pa.array(list(map(Message.key, records)), pa.binary()),
             pa.array(list(map(Message.value, records)), pa.binary()),
             pa.repeat(pa.scalar(self.part.topic, pa.string()), n),
             pa.repeat(pa.scalar(self.part.partition, pa.int32()), n),
-            pa.array(offsets, pa.int64()),
-            pc.multiply(ts_ms, 1000).cast(ARROW_TIMESTAMP_TYPE),
-            pa.array([t[0] - 1 for t in timestamps], pa.int32()),
+            offsets,
+            pc.multiply(pa.array(list(map(_SECOND, timestamps)), pa.int64()), 1000).cast(ARROW_TIMESTAMP_TYPE),
+            pc.subtract(pa.array(list(map(_FIRST, timestamps)), pa.int32()), _ONE),
         ]
         if self.part.include_headers:
             columns.append(pa.array(list(map(Message.headers, records)), ARROW_HEADERS_TYPE))

@@ -8,7 +8,8 @@ which errors it raises:
   combination fails at ``load()`` as with the Kafka source;
 * ``reader()`` / ``streamReader()`` (when the query is planned or started): the batch or streaming rules,
   and a user-given ``.schema(...)`` is refused;
-* ``writer()`` / ``streamWriter()``: the sink options and the input columns.
+* ``writer()`` / ``streamWriter()``: the sink options and the input columns; ``exactlyOnce=true``
+  picks the transactional stream writer (``exactly_once.py``) and is refused for batch writes.
 
 Immutable apart from Spark's own ``options`` dict.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
 from pyspark.sql.types import StructType
 
+from tidelog.spark.exactly_once import TidelogExactlyOnceStreamWriter
 from tidelog.spark.options import (
     INCLUDE_HEADERS,
     parse_sink_options,
@@ -60,12 +62,17 @@ class TidelogDataSource(DataSource):
                              "ErrorIfExists (Spark lets a Python data source write in Append mode only: use "
                              'mode("append")).')
         options = parse_sink_options(self.options)
+        if options.exactly_once:
+            raise ValueError("Option 'exactlyOnce' applies to streaming writes (writeStream) only: a batch job has "
+                             "no micro-batch id to record, so a job run again would write its records again")
         check_sink_schema(schema, options.topic)
         return TidelogBatchWriter(options, schema)
 
-    def streamWriter(self, schema: StructType, overwrite: bool) -> TidelogStreamWriter:
+    def streamWriter(self, schema: StructType, overwrite: bool) -> TidelogStreamWriter | TidelogExactlyOnceStreamWriter:
         options = parse_sink_options(self.options)
         check_sink_schema(schema, options.topic)
+        if options.exactly_once:
+            return TidelogExactlyOnceStreamWriter(options, schema)
         return TidelogStreamWriter(options, schema)
 
 

@@ -6,7 +6,8 @@ column) and, before returning its commit message, flushes its producer and check
 acknowledged: a task reports success only when all its records are in the broker. A failed delivery, a
 null topic or a null value in the topic column fails the task. Delivery is at-least-once, as with Spark's
 Kafka sink: a retried task or micro-batch writes its records again. ``commit``/``abort`` on the driver
-have nothing to do.
+have nothing to do. (``exactlyOnce=true`` streaming writes go through ``exactly_once.py`` instead, which
+produces with the functions here inside a transaction.)
 
 Save modes: Spark lets a Python data source write only in ``append`` and ``overwrite`` mode; Overwrite is
 refused here as the Kafka sink refuses it. The writers keep no state between calls (picklable options
@@ -21,7 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import DoubleType, StructType
 
@@ -43,7 +44,7 @@ class DeliveryError(RuntimeError):
     """The broker did not acknowledge every record of a task."""
 
 
-class _Deliveries:
+class Deliveries:
     """Failed deliveries, reported by librdkafka (``delivery.report.only.error``: successes are silent, and
     ``flush()`` returning 0 means every record was either acknowledged or reported here). Called from the
     producing thread only, inside ``poll``/``flush``."""
@@ -62,18 +63,28 @@ class _Deliveries:
         if self.first_error is not None:
             raise DeliveryError(f"{self.failed} record(s) were not written: {self.first_error.str()}")
 
+    def refused(self, error: KafkaException, topic: str | None, partition: int | None) -> DeliveryError:
+        """A record librdkafka refused in ``produce()`` itself: the same failure as one reported later (which
+        of the two a bad record gets depends only on whether the producer had the topic's metadata yet)."""
+        self.failed += 1
+        # librdkafka's text ("Unable to produce message: Local: ...") would differ from the delivery report's
+        text = KafkaError(error.args[0].code()).str() if error.args and isinstance(error.args[0], KafkaError) \
+            else str(error)
+        where = f"topic {topic!r}" + ("" if partition is None else f", partition {partition}")
+        return DeliveryError(f"{self.failed} record(s) were not written: {text} ({where})")
+
 
 def write_batches(options: SinkOptions, schema: StructType, batches: Iterator[pa.RecordBatch]) -> WriteCommit:
     """Produce every row of ``batches``; return once all are acknowledged."""
-    deliveries = _Deliveries()
+    deliveries = Deliveries()
     config = producer_config(options.kafka_config)
     config.update({"on_delivery": deliveries, "delivery.report.only.error": True})
     producer = create_producer(config)
     sent = 0
-    timestamp_seconds = any(f.name == "timestamp" and isinstance(f.dataType, DoubleType) for f in schema.fields)
+    timestamp_seconds = timestamp_in_seconds(schema)
     try:
         for batch in batches:
-            sent += _produce_batch(producer, options.topic, batch, timestamp_seconds)
+            sent += produce_batch(producer, options.topic, batch, timestamp_seconds, deliveries)
             deliveries.check()
         remaining = producer.flush(FLUSH_TIMEOUT_S)
         deliveries.check()
@@ -86,7 +97,13 @@ def write_batches(options: SinkOptions, schema: StructType, batches: Iterator[pa
     return WriteCommit(sent)
 
 
-def _produce_batch(producer: Any, topic_option: str | None, batch: pa.RecordBatch, timestamp_seconds: bool) -> int:
+def timestamp_in_seconds(schema: StructType) -> bool:
+    """Whether the input's ``timestamp`` column is a double of epoch seconds (else a timestamp, or absent)."""
+    return any(f.name == "timestamp" and isinstance(f.dataType, DoubleType) for f in schema.fields)
+
+
+def produce_batch(producer: Any, topic_option: str | None, batch: pa.RecordBatch, timestamp_seconds: bool,
+                   deliveries: Deliveries) -> int:
     n = batch.num_rows
     if not n:
         return 0
@@ -106,11 +123,14 @@ def _produce_batch(producer: Any, topic_option: str | None, batch: pa.RecordBatc
         if "timestamp" in names else None
     produce = producer.produce
     if topics is None and partitions is None and headers is None and timestamps is None:
-        for value, key in zip(values, keys):  # the common case, without per-record keyword arguments
-            try:
-                produce(topic_option, value, key)
-            except BufferError:
-                _produce_when_room(producer, topic_option, value, key=key)
+        try:
+            for value, key in zip(values, keys):  # the common case, without per-record keyword arguments
+                try:
+                    produce(topic_option, value, key)
+                except BufferError:
+                    _produce_when_room(producer, topic_option, value, key=key)
+        except KafkaException as e:
+            raise deliveries.refused(e, topic_option, None) from None
         producer.poll(0)
         return n
     for i in range(n):
@@ -123,9 +143,12 @@ def _produce_batch(producer: Any, topic_option: str | None, batch: pa.RecordBatc
             kwargs["timestamp"] = timestamps[i]
         topic = topic_option if topics is None else topics[i]
         try:
-            produce(topic, values[i], **kwargs)
-        except BufferError:
-            _produce_when_room(producer, topic, values[i], **kwargs)
+            try:
+                produce(topic, values[i], **kwargs)
+            except BufferError:
+                _produce_when_room(producer, topic, values[i], **kwargs)
+        except KafkaException as e:
+            raise deliveries.refused(e, topic, kwargs.get("partition")) from None
     producer.poll(0)
     return n
 
@@ -182,4 +205,5 @@ class TidelogStreamWriter(DataSourceStreamArrowWriter):
         """Records already written stay written (at-least-once, as the Kafka sink)."""
 
 
-__all__ = ["DeliveryError", "TidelogBatchWriter", "TidelogStreamWriter", "WriteCommit", "write_batches"]
+__all__ = ["Deliveries", "DeliveryError", "TidelogBatchWriter", "TidelogStreamWriter", "WriteCommit", "produce_batch",
+           "timestamp_in_seconds", "write_batches"]

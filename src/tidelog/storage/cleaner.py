@@ -29,10 +29,14 @@ Rules (Kafka's ``LogCleaner``/``Cleaner``/``LogCleanerManager``, KIP-354 and KIP
    segment still ends exactly where the segments it replaces ended: the loader then knows which old
    segments a ``.swap`` replaces, and segment ranges keep no gaps. An empty batch is a 61-byte header
    with record count 0 (Kafka's ``writeEmptyHeader``); clients skip it.
-6. **Transactions (partial; the transaction work completes this).** Control batches are copied as
-   they are. Records of transactional batches are never put in the map (without the aborted-txn index
-   a record of an aborted transaction must not hide a committed one); they are removed only when a
-   newer non-transactional record of the same key supersedes them.
+6. **Transactions** (:mod:`tidelog.storage.compaction_txn`, Kafka's rules). The aborted transactions
+   of the range come from the aborted-transaction indexes. Records of aborted transactions are
+   removed whatever their keys and never enter the map; committed transactional records are
+   compacted like the others. A marker stays while the pass sees data of its transaction; once it
+   sees none, the marker gets a delete horizon (``delete.retention.ms``, as a tombstone) and a pass
+   after that removes it. A cleaned segment's aborted-transaction index lists the aborted
+   transactions whose ABORT marker it kept. The last marker of a producer whose state has no data
+   batch (an epoch bumped by KIP-890) is kept, emptied at most, for its epoch.
 7. **Grouping.** Consecutive segments are merged into one cleaned segment while their original
    ``.log`` and index sizes fit ``segment.bytes`` / ``segment.index.bytes`` and their offsets fit an
    int32 from the group's base; the cleaned segment is named after the group's first base offset.
@@ -80,6 +84,7 @@ from tidelog.storage.compaction_rewrite import (
     rename_group,
     unlink_group,
 )
+from tidelog.storage.compaction_txn import CleanedTransactions
 from tidelog.storage.index import OffsetIndex, TimeIndex
 from tidelog.storage.log import PartitionLog
 from tidelog.storage.segment import Segment
@@ -136,13 +141,12 @@ class LogCleaner:
             )
             for seg, end in chosen
         )
-        producers = {
-            pid: producer.last_data_offset
-            for pid, producer in plog.producer_state.active_producers.items()
-            if producer.last_data_offset >= 0
-        }
+        active = plog.producer_state.active_producers
+        producers = {pid: p.last_data_offset for pid, p in active.items() if p.last_data_offset >= 0}
+        markers = {pid: p.producer_epoch for pid, p in active.items() if p.last_data_offset < 0}
+        aborted = tuple(plog.aborted_transactions(sources[0].base_offset, uncleanable))
         return CleanPlan(plog.topic, plog.partition, plog.directory, plog.config, now, dirty, uncleanable,
-                         sources, producers)
+                         sources, producers, markers, aborted)
 
     def commit(self, plog: PartitionLog, result: CleanResult) -> list[Segment] | None:
         """Swap the cleaned segments in (see the module docstring). None if the pass was discarded."""
@@ -212,8 +216,9 @@ class LogCleaner:
             offset_map, map_end = self._build_offset_map(plan, stats)
             sources = [src for src in plan.sources if src.end_offset <= map_end]
             horizon = None
+            transactions = CleanedTransactions(plan.aborted)
             for group in group_by_size(sources, plan.config):
-                cleaned, group_horizon = clean_group(plan, group, offset_map, map_end, stats)
+                cleaned, group_horizon = clean_group(plan, group, offset_map, map_end, stats, transactions)
                 if cleaned is not None:
                     done.append(cleaned)
                 if group_horizon is not None:
@@ -230,6 +235,7 @@ class LogCleaner:
         offset_map: dict[bytes, int] = {}
         first_dirty = plan.first_dirty_offset
         map_end = first_dirty
+        transactions = CleanedTransactions(plan.aborted)
         for src in plan.sources:
             if src.end_offset <= first_dirty:
                 continue
@@ -237,7 +243,10 @@ class LogCleaner:
                 break
             for view in read_batches(src):
                 stats.bytes_read += view.size_in_bytes
-                if view.is_control_batch or view.is_transactional or view.last_offset < first_dirty:
+                if view.is_control_batch:
+                    transactions.on_control_batch(view)
+                    continue
+                if transactions.on_batch(view) or view.last_offset < first_dirty:
                     continue
                 for record in decoded_records(view):
                     if record.key is not None and record.offset >= first_dirty:

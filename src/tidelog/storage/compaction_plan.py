@@ -78,6 +78,11 @@ class CleanPlan:
     first_uncleanable_offset: int
     sources: tuple[SourceSegment, ...]
     producer_last_offsets: dict[int, int]  # producer id -> offset of its last data record
+    #: producer id -> epoch, for producers whose last write is a marker (their marker keeps the epoch)
+    producer_last_markers: dict[int, int] = field(default_factory=dict)
+    #: The aborted transactions overlapping [first source's base, first uncleanable offset), from
+    #: every segment's index (a marker may lie past the range).
+    aborted: tuple[AbortedTxn, ...] = ()
 
     def close(self) -> None:
         for src in self.sources:

@@ -1,6 +1,7 @@
 """Rewriting segments for a compaction pass (rules 1, 4, 5, 6 and 7 of :mod:`tidelog.storage.cleaner`):
-segments grouped by size, each batch filtered against the offset map, surviving records rebuilt into
-batches at their original offsets, the result written as ``.cleaned`` files. Runs in the executor;
+segments grouped by size, each batch filtered against the offset map (and the pass's transactions,
+:mod:`tidelog.storage.compaction_txn`), surviving records rebuilt into batches at their original
+offsets, the result written as ``.cleaned`` files. Runs in the executor;
 touches only the pass's own descriptors and new files."""
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from tidelog.records import RecordBatchView, rebuild_batch
 from tidelog.records.batch import DELETE_HORIZON_FLAG_MASK, HEADER, MIN_BATCH_LENGTH
 from tidelog.storage import files
 from tidelog.storage.compaction_plan import CleanedGroup, CleanerError, CleanerStats, CleanPlan, SourceSegment
+from tidelog.storage.compaction_txn import CleanedTransactions
 from tidelog.storage.index import OffsetIndex, TimeIndex
 from tidelog.storage.segment import BatchScanError, scan_batches
-from tidelog.storage.txn_index import TransactionIndex
+from tidelog.storage.txn_index import AbortedTxn, TransactionIndex
 
 log = logging.getLogger(__name__)
 
@@ -59,41 +61,79 @@ def group_by_size(sources: list[SourceSegment], config: TopicConfig) -> Iterator
 
 
 def clean_group(
-    plan: CleanPlan, group: list[SourceSegment], offset_map: dict[bytes, int], map_end: int, stats: CleanerStats
+    plan: CleanPlan, group: list[SourceSegment], offset_map: dict[bytes, int], map_end: int, stats: CleanerStats,
+    transactions: CleanedTransactions,
 ) -> tuple[CleanedGroup | None, int | None]:
     """Write one cleaned segment; (None, horizon) when it would be identical to its lone source."""
     writer = _CleanedSegmentWriter(plan.directory, group[0].base_offset, plan.config)
     changed = len(group) > 1
     horizon = None
+    kept_from = len(transactions.kept_index)
     try:
         for view, is_last in _with_last(b for src in group for b in read_batches(src)):
             stats.bytes_read += view.size_in_bytes
-            out, verbatim, batch_horizon = _filter_batch(view, plan, offset_map, map_end, is_last, stats)
+            if view.is_control_batch:
+                out, verbatim, batch_horizon = _filter_control(view, plan, is_last, transactions)
+            else:
+                out, verbatim, batch_horizon = _filter_batch(view, plan, offset_map, map_end, is_last, stats,
+                                                             transactions)
             changed |= not verbatim
             if batch_horizon is not None:
                 horizon = batch_horizon if horizon is None else min(horizon, batch_horizon)
             if out is not None:
                 writer.append(out)
+        aborted = transactions.kept_index[kept_from:]
+        changed |= aborted != [txn for src in group for txn in src.aborted]
         if not changed:
             writer.discard()
             return None, horizon
         stats.bytes_written += writer.size
-        return writer.finish(tuple(group)), horizon
+        return writer.finish(tuple(group), aborted), horizon
     except BaseException:
         writer.discard()
         raise
 
 
+def _keeps_producer_state(view: RecordBatchView, plan: CleanPlan) -> bool:
+    """The batch holds what a producer state rebuilt from the log needs: the producer's last data
+    batch (its last sequence), or its last marker when it has no data batch left (its epoch)."""
+    if not view.has_producer_id:
+        return False
+    if plan.producer_last_offsets.get(view.producer_id) == view.last_offset:
+        return True
+    return view.is_control_batch and plan.producer_last_markers.get(view.producer_id) == view.producer_epoch
+
+
+def _filter_control(
+    view: RecordBatchView, plan: CleanPlan, is_last: bool, transactions: CleanedTransactions,
+) -> tuple[memoryview | bytes | None, bool, int | None]:
+    """Transaction markers (rule 6): kept while their data is; then a delete horizon; then gone."""
+    can_discard = transactions.on_control_batch(view)
+    keep_empty = is_last or _keeps_producer_state(view, plan)
+    if not can_discard:
+        return view.buffer, True, None
+    if view.record_count == 0:
+        return (view.buffer, True, None) if keep_empty else (None, False, None)
+    horizon = view.delete_horizon_ms
+    if horizon is None:  # first seen discardable: wait delete.retention.ms, as a tombstone does
+        horizon = min(plan.now_ms + plan.config.delete_retention_ms, LONG_MAX)
+        return rebuild_batch(view, decoded_records(view), delete_horizon_ms=horizon), False, horizon
+    if plan.now_ms < horizon:
+        return view.buffer, True, horizon
+    return (_empty_batch(view), False, None) if keep_empty else (None, False, None)
+
+
 def _filter_batch(
     view: RecordBatchView, plan: CleanPlan, offset_map: dict[bytes, int], map_end: int, is_last: bool,
-    stats: CleanerStats,
+    stats: CleanerStats, transactions: CleanedTransactions,
 ) -> tuple[memoryview | bytes | None, bool, int | None]:
     """(bytes to write or None, copied verbatim?, delete horizon of retained tombstones or None)."""
-    if view.is_control_batch:
-        return view.buffer, True, None  # transaction markers stay (rule 6)
-    keep_empty = is_last or (
-        view.has_producer_id and plan.producer_last_offsets.get(view.producer_id) == view.last_offset
-    )
+    keep_empty = is_last or _keeps_producer_state(view, plan)
+    if transactions.on_batch(view):  # aborted: every record goes (rule 6)
+        stats.records_read += view.record_count
+        if view.record_count == 0:
+            return (view.buffer, True, None) if keep_empty else (None, False, None)
+        return (_empty_batch(view), False, None) if keep_empty else (None, False, None)
     horizon = view.delete_horizon_ms
     retain_deletes = horizon is None or plan.now_ms < horizon
     kept = []
@@ -184,9 +224,8 @@ class _CleanedSegmentWriter:
             self.max_timestamp, self.offset_of_max_timestamp = max_ts, last
         self.next_offset = last + 1
 
-    def finish(self, sources: tuple[SourceSegment, ...]) -> CleanedGroup:
-        # Markers survive compaction, so the sources' aborted transactions stay true of the result.
-        aborted = [txn for src in sources for txn in src.aborted]
+    def finish(self, sources: tuple[SourceSegment, ...], aborted: list[AbortedTxn]) -> CleanedGroup:
+        """``aborted``: the aborted transactions whose ABORT marker this segment kept (its index)."""
         if aborted:
             txn_index = TransactionIndex(files.segment_file(self.directory, self.base_offset,
                                                             files.TXN_INDEX_SUFFIX + files.CLEANED_SUFFIX))

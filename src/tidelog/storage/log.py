@@ -128,8 +128,9 @@ class PartitionLog:
 
     # ------------------------------------------------------------------------------------ append
 
-    def append_as_leader(self, records, *, leader_epoch: int = 0) -> AppendResult:
-        """Validate, assign offsets, write. ``records`` is the records field of a produce request.
+    def append_as_leader(self, records, *, leader_epoch: int = 0, from_client: bool = True) -> AppendResult:
+        """Validate, assign offsets, write. ``records`` is the records field of a produce request
+        (``from_client=False``: a coordinator's batch, see producer_state rule 8).
 
         Raises KafkaError with the code the produce response must carry (CORRUPT_MESSAGE,
         INVALID_RECORD, MESSAGE_TOO_LARGE, INVALID_TIMESTAMP, OUT_OF_ORDER_SEQUENCE_NUMBER,
@@ -149,7 +150,7 @@ class PartitionLog:
         pending = []
         for view in views:
             if view.producer_id >= 0:
-                append = self.producer_state.prepare(view)
+                append = self.producer_state.prepare(view, from_client=from_client)
                 if append.is_duplicate:
                     original = append.duplicate
                     return AppendResult(
@@ -209,9 +210,13 @@ class PartitionLog:
     @property
     def last_stable_offset(self) -> int:
         """The offset below which every transaction is decided: the first offset of the oldest open
-        transaction, or the high watermark when none is open (read_committed reads up to here)."""
+        transaction (never below the log start offset: retention may have deleted its start, as
+        Kafka's first unstable offset), or the high watermark when none is open (read_committed reads
+        up to here)."""
         first_open = self.producer_state.first_undecided_offset()
-        return self.high_watermark if first_open is None else min(first_open, self.high_watermark)
+        if first_open is None:
+            return self.high_watermark
+        return min(max(first_open, self.log_start_offset), self.high_watermark)
 
     def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
         """The aborted transactions overlapping [fetch_offset, upper_bound), from the segment holding

@@ -31,7 +31,12 @@ Rules for a batch a client produces (:meth:`ProducerStateManager.prepare`; Kafka
   Rule 7  A control batch (a COMMIT/ABORT marker, written for the transaction coordinator) skips the
           sequence rules: its epoch must not be older than the entry's (``INVALID_PRODUCER_EPOCH``) and
           its coordinator epoch not older than the entry's (``TRANSACTION_COORDINATOR_FENCED``). It ends
-          the ongoing transaction. A control batch without records (emptied by compaction) is a no-op.
+          the ongoing transaction. A control batch without records (emptied by compaction) only
+          keeps its epoch when read back from the log: compaction keeps a producer's last marker
+          (emptied) for that epoch once its data is gone (KIP-890 bumps the epoch in markers).
+  Rule 8  A batch a coordinator writes (``from_client=False``: the transactional offset commits of the
+          group coordinator, with ``NO_SEQUENCE``) is checked for its epoch only (rules 2 and 6): no
+          duplicate detection, no sequence rule, as Kafka's ``AppendOrigin.COORDINATOR``.
 
 Validate, then apply: :meth:`~ProducerStateManager.prepare` reads the state and returns a
 :class:`BatchAppend`; only :meth:`~ProducerStateManager.complete`, called once the log append has
@@ -226,8 +231,9 @@ class ProducerStateManager:
 
     # ------------------------------------------------------------------------ validate, apply
 
-    def prepare(self, view: RecordBatchView) -> BatchAppend:
+    def prepare(self, view: RecordBatchView, *, from_client: bool = True) -> BatchAppend:
         """Validate a client's batch against the current state (rules at the top); changes nothing.
+        ``from_client=False``: a coordinator's batch (rule 8).
 
         Raises :class:`KafkaError` with ``INVALID_PRODUCER_EPOCH``, ``OUT_OF_ORDER_SEQUENCE_NUMBER``,
         ``INVALID_TXN_STATE`` or ``TRANSACTION_COORDINATOR_FENCED``. The returned append has
@@ -251,11 +257,13 @@ class ProducerStateManager:
         append = _describe(view, None, entry)
         if entry is None:
             return append  # rule 3
-        duplicate = entry.find_duplicate(append.producer_epoch, append.first_seq, append.last_seq)
-        if duplicate is not None:
-            return replace(append, duplicate=duplicate)
+        if from_client:
+            duplicate = entry.find_duplicate(append.producer_epoch, append.first_seq, append.last_seq)
+            if duplicate is not None:
+                return replace(append, duplicate=duplicate)
         _check_epoch(entry, append.producer_epoch)
-        _check_sequence(entry, append.producer_epoch, append.first_seq)
+        if from_client:
+            _check_sequence(entry, append.producer_epoch, append.first_seq)
         if entry.current_txn_first_offset is not None and not append.is_transactional:
             raise KafkaError(ErrorCode.INVALID_TXN_STATE,
                              f"non-transactional batch from producer {producer_id} during its transaction")
@@ -287,9 +295,19 @@ class ProducerStateManager:
         if view.is_control_batch:
             marker = decode_control_batch(view)
             if marker is None:
+                if view.record_count == 0:
+                    self._note_epoch(view.producer_id, view.producer_epoch, view.max_timestamp)
                 return None
         append = _describe(view, marker, self._producers.get(view.producer_id))
         return self._apply(append, view.base_offset, view.last_offset)
+
+    def _note_epoch(self, producer_id: int, producer_epoch: int, timestamp: int) -> None:
+        """A marker emptied by compaction still carries its producer's epoch (kept for fencing)."""
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            self._put(ProducerStateEntry(producer_id, producer_epoch, last_timestamp=timestamp))
+        elif producer_epoch > entry.producer_epoch:
+            self._put(replace(entry, producer_epoch=producer_epoch, batches=()))
 
     def _apply(self, append: BatchAppend, first_offset: int, last_offset: int) -> CompletedTxn | None:
         producer_id = append.producer_id

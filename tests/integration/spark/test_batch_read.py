@@ -12,13 +12,15 @@ pytest.importorskip("pyspark", reason="the spark extra is not installed")
 pytest.importorskip("pyarrow", reason="the spark extra is not installed")
 
 import pyarrow as pa
+from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 from pyspark.sql.pandas.types import to_arrow_schema
 
 import tidelog.spark
+from tidelog.spark.offsets import OffsetRange, TopicPartition
 from tidelog.spark.options import parse_source_options
-from tidelog.spark.reader import BATCH_ROWS, TidelogBatchReader, read_range
+from tidelog.spark.reader import BATCH_ROWS, TidelogBatchReader, _RangeFetch, range_partitions, read_range
 from tidelog.spark.schema import source_schema
 
 from .conftest import create_topic, produce, source
@@ -103,7 +105,7 @@ def test_register_explicitly(spark, spark_broker, three) -> None:
     import pyspark_tidelog
 
     assert pyspark_tidelog.DefaultSource is tidelog.spark.TidelogDataSource
-    assert sorted(tidelog.spark.__all__) == ["TidelogDataSource", "register"]
+    assert sorted(tidelog.spark.__all__) == ["TidelogDataSource", "WorkerPythonError", "register"]
     assert all(hasattr(tidelog.spark, name) for name in tidelog.spark.__all__)
     tidelog.spark.register(spark)
     assert source(spark, spark_broker.bootstrap, subscribe=three).count() == 60
@@ -141,3 +143,37 @@ def test_read_yields_arrow_batches_matching_sparks_arrow_schema(spark_broker, to
     table = pa.Table.from_batches(batches)
     assert table.column("offset").to_pylist() == list(range(10_400))
     assert table.column("headers")[0].as_py() == [{"key": "h", "value": b"v"}]
+
+
+def test_arrow_conversion_keeps_only_the_range_and_handles_offset_gaps(spark_broker, topic_name) -> None:
+    """Real consumed records: a batch running past the range's end, one before its position, and one with a
+    gap in its offsets (as compaction leaves) take the careful path; the columns stay exact."""
+    topic = topic_name("conv")
+    create_topic(spark_broker.bootstrap, topic)
+    produce(spark_broker.bootstrap, topic, [f"v{i}".encode() for i in range(10)])
+    options = parse_source_options({"kafka.bootstrap.servers": spark_broker.bootstrap, "subscribe": topic},
+                                   streaming=False)
+    part = range_partitions([OffsetRange(TopicPartition(topic, 0), 3, 7)], options, role="test")[0]
+    consumer = Consumer({**part.consumer_config, "enable.partition.eof": False})
+    consumer.assign([KafkaTopicPartition(topic, 0, 0)])
+    messages: list = []
+    while len(messages) < 10:
+        messages += [m for m in consumer.consume(10, 5) if m.error() is None]
+    try:
+        fetch = _RangeFetch(part, consumer)
+
+        def converted(records, position):
+            fetch.position = position
+            batch = fetch._to_arrow(records)
+            return batch.column("offset").to_pylist(), [v.decode() for v in batch.column("value").to_pylist()]
+
+        assert converted(messages, 3) == ([3, 4, 5, 6], ["v3", "v4", "v5", "v6"])  # past the end, before position
+        assert fetch.position == 7
+        assert converted(messages[3:5], 3) == ([3, 4], ["v3", "v4"])  # contiguous: the fast path
+        assert fetch.position == 5
+        gappy = [messages[i] for i in (3, 5, 6)]
+        assert converted(gappy, 3) == ([3, 5, 6], ["v3", "v5", "v6"])
+        assert fetch.position == 7
+        assert fetch._to_arrow(messages[7:]) is None  # nothing left in the range
+    finally:
+        consumer.close()

@@ -1,9 +1,17 @@
-"""The example pipeline (examples/clickstream): generator -> Tidelog -> Spark job -> Tidelog topic + Parquet."""
+"""The example pipeline (examples/clickstream): generator -> Tidelog -> Spark job -> Tidelog topic + Parquet.
+
+Besides the pipeline's results, what a first run from the README depends on: the example's topics are
+its own (not the quick start's ``clicks``), what it writes into the checkout is git-ignored, and it says
+how many records it read and where it wrote them.
+"""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import re
+import shlex
+import subprocess
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,7 +26,8 @@ from .conftest import consume_all
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "clickstream"
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLE = ROOT / "examples" / "clickstream"
 
 
 def load(name: str) -> ModuleType:
@@ -29,18 +38,66 @@ def load(name: str) -> ModuleType:
     return module
 
 
-def test_clickstream_example_counts_clicks_per_page_per_minute(spark, spark_broker, tmp_path) -> None:
+def quick_start_topics() -> set[str]:
+    """Topics the README's "Using it" section and the CLI guide's examples use."""
+    readme = (ROOT / "README.md").read_text()
+    using_it = readme.split("## Using it", 1)[1].split("\n## ", 1)[0]
+    text = using_it + (ROOT / "docs" / "cli.md").read_text()
+    name = r"([A-Za-z0-9._-]+)"
+    found = set(re.findall(rf'\.produce\(\s*"{name}"', text))
+    found |= set(re.findall(rf'"(?:subscribe|topic)",\s*"{name}"', text))
+    found |= set(re.findall(rf"tidelog (?:produce|consume|topics (?:create|describe|alter|trim|delete|alter-config))"
+                            rf" (?:--topic )?{name}", text))
+    return {t for t in found if not t.startswith("-")}
+
+
+def documented_runs(script: str) -> list[list[str]]:
+    """The arguments of every documented command line that runs examples/clickstream/<script>.py."""
+    runs = []
+    for doc in (ROOT / "README.md", ROOT / "docs" / "spark.md"):
+        for line in doc.read_text().splitlines():
+            match = re.search(rf"python\S* examples/clickstream/{script}\.py([^#]*)", line)
+            if match:
+                runs.append(shlex.split(match.group(1)))
+    return runs
+
+
+def test_the_examples_topics_are_its_own() -> None:
+    generator, job = load("generator"), load("job")
+    taken = quick_start_topics()
+    assert "clicks" in taken and len(taken) >= 3  # the parsing above finds the quick start's topics
+    produced = {generator.parser().parse_args(argv).topic for argv in [*documented_runs("generator"), []]}
+    jobs = [job.parser().parse_args(argv) for argv in [*documented_runs("job"), []]]
+    read, written = {a.input_topic for a in jobs}, {a.output_topic for a in jobs}
+    assert len(documented_runs("generator")) >= 2 and len(documented_runs("job")) >= 2
+    assert produced == read == {"clickstream-clicks"}  # the job reads what the generator writes
+    assert not (produced | read | written) & taken
+
+
+def test_the_examples_outputs_are_git_ignored(tmp_path) -> None:
+    job = load("job")
+    output_dir = job.parser().parse_args([]).output_dir
+    assert output_dir.is_absolute() and output_dir.is_relative_to(EXAMPLE)  # wherever it is run from
+    written = [output_dir / "parquet" / "part-00000-x.snappy.parquet", output_dir / "parquet" / "_spark_metadata" / "0",
+               output_dir / "checkpoints" / "tidelog" / "offsets" / "0", output_dir / "checkpoints" / "parquet" / "commits" / "0"]
+    if subprocess.run(["git", "rev-parse", "--git-dir"], cwd=ROOT, capture_output=True).returncode != 0:
+        pytest.skip("not a git checkout")
+    done = subprocess.run(["git", "check-ignore", "--no-index", "--verbose", *map(str, written)], cwd=ROOT,
+                          capture_output=True, text=True)
+    ignored = {line.split("\t", 1)[1] for line in done.stdout.splitlines()}
+    assert ignored == set(map(str, written))
+
+
+def test_clickstream_example_counts_clicks_per_page_per_minute(spark, spark_broker, tmp_path, capsys) -> None:
     generator, job = load("generator"), load("job")
     events = list(generator.clicks(3000, span_minutes=8, seed=7, page_count=6))
-    generator.ensure_topic(spark_broker.bootstrap, "clicks", 3)
-    assert generator.produce(spark_broker.bootstrap, "clicks", iter(events)) == 3000
+    generator.ensure_topic(spark_broker.bootstrap, job.INPUT_TOPIC, 3)
+    assert generator.produce(spark_broker.bootstrap, job.INPUT_TOPIC, iter(events)) == 3000
 
-    queries = job.start(spark, bootstrap=spark_broker.bootstrap, input_topic="clicks",
-                        output_topic="clicks-per-minute", output_dir=tmp_path, available_now=True,
-                        max_offsets_per_trigger=1000)
-    for q in queries:
-        assert q.awaitTermination(180)
-        assert q.exception() is None
+    args = job.parser().parse_args(["--bootstrap-server", spark_broker.bootstrap, "--output-dir", str(tmp_path),
+                                    "--available-now", "--max-offsets-per-trigger", "1000"])
+    counts = job.run(spark, args)
+    printed = capsys.readouterr().out
 
     def minute(text: str) -> datetime:
         return datetime.fromisoformat(text.replace("Z", "+00:00")).replace(second=0, microsecond=0)
@@ -55,10 +112,18 @@ def test_clickstream_example_counts_clicks_per_page_per_minute(spark, spark_brok
     assert len(closed) >= 20
     assert parquet == closed
 
-    records = consume_all(spark_broker.bootstrap, "clicks-per-minute", 1)
+    records = consume_all(spark_broker.bootstrap, job.OUTPUT_TOPIC, 1)
     from_topic = {}
     for m in records:
         row = json.loads(m.value())
         assert m.key().decode() == row["page"]
         from_topic[(datetime.fromisoformat(row["window_start"]).astimezone(UTC), row["page"])] = row["views"]
     assert from_topic == closed
+
+    # What it read and where it wrote, as printed.
+    assert counts == {"clicks_to_tidelog": (3000, len(closed)), "clicks_to_parquet": (3000, 0)}
+    assert (f"clicks_to_tidelog: read 3000 records from topic 'clickstream-clicks', wrote {len(closed)} finished "
+            f"windows to topic 'clickstream-views-per-minute' at {spark_broker.bootstrap}") in printed
+    assert (f"clicks_to_parquet: read 3000 records from topic 'clickstream-clicks', wrote finished windows to "
+            f"{tmp_path.resolve() / 'parquet'} ({len(closed)} there in all)") in printed
+    assert f"checkpoints: {tmp_path.resolve() / 'checkpoints'}" in printed

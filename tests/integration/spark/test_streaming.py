@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -20,62 +19,12 @@ from confluent_kafka import Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, OffsetSpec
 
-from .conftest import add_partitions, create_topic, produce, source
+from .conftest import Pipeline, add_partitions, assert_exact, create_topic, produce, source
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
 #: StreamingQuery.status messages once a trigger has run and found nothing to do.
 WAITING = ("Waiting for data to arrive", "Waiting for next trigger")
-
-
-class Pipeline:
-    """A streaming query from a tidelog source into Parquet, restartable from its checkpoint."""
-
-    def __init__(self, spark, bootstrap: str, tmp: Path, **options: object) -> None:
-        self.spark, self.bootstrap, self.options = spark, bootstrap, options
-        self.out, self.checkpoint = tmp / "out", tmp / "checkpoint"
-        self.query = None
-
-    def start(self, trigger: dict | None = None, **more: object):
-        df = source(self.spark, self.bootstrap, stream=True, **{**self.options, **more})
-        writer = (df.select("topic", "partition", "offset", "value").writeStream.format("parquet")
-                  .option("path", str(self.out)).option("checkpointLocation", str(self.checkpoint)))
-        if trigger:
-            writer = writer.trigger(**trigger)
-        self.query = writer.start()
-        return self.query
-
-    def run_all(self, **more: object) -> list[int]:
-        """Start, process everything available, stop; returns the sizes of the data batches."""
-        q = self.start(**more)
-        try:
-            q.processAllAvailable()
-        finally:
-            q.stop()
-        return self.batch_sizes(q)
-
-    @staticmethod
-    def batch_sizes(q) -> list[int]:
-        return [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
-
-    def rows(self) -> list[tuple[str, int, int]]:
-        if not self.out.exists():
-            return []
-        df = self.spark.read.parquet(str(self.out))
-        return sorted((r.topic, r.partition, r.offset) for r in df.select("topic", "partition", "offset").collect())
-
-    def offsets(self, batch_id: int) -> dict:
-        """The source offset Spark journaled for a batch (the third line of offsets/<id>)."""
-        return json.loads((self.checkpoint / "offsets" / str(batch_id)).read_text().splitlines()[2])
-
-
-def assert_exact(rows: list[tuple[str, int, int]], expected: dict[tuple[str, int], range]) -> None:
-    """Every (topic, partition) holds exactly the given offsets, once each."""
-    assert len(rows) == len(set(rows)), "duplicate records"
-    got: dict[tuple[str, int], list[int]] = {}
-    for topic, partition, offset in rows:
-        got.setdefault((topic, partition), []).append(offset)
-    assert {k: v for k, v in got.items()} == {k: list(r) for k, r in expected.items() if len(r)}
 
 
 def test_stop_produce_restart_continues_exactly(spark, spark_broker, topic_name, tmp_path) -> None:

@@ -95,6 +95,36 @@ def test_write_errors(spark, spark_broker, topic_name) -> None:
     assert consume_all(spark_broker.bootstrap, topic, 1) == []
 
 
+def test_a_refused_record_fails_the_same_way_whether_or_not_the_producer_knows_the_topic(
+        spark_broker, topic_name) -> None:
+    """librdkafka refuses a record for a partition the topic lacks either at once, in ``produce()`` (when its
+    producer already has the topic's metadata), or later, in a delivery report; the task fails with the same
+    message either way. The first batch makes the producer fetch the metadata; the second, sent once the
+    metadata is in, is refused in ``produce()``."""
+    import time
+
+    import pyarrow as pa
+    from pyspark.sql.types import IntegerType, StructField, StructType
+
+    from tidelog.spark.options import parse_sink_options
+    from tidelog.spark.writer import DeliveryError, write_batches
+
+    topic = topic_name("wsync")
+    create_topic(spark_broker.bootstrap, topic)
+    schema = StructType([StructField("value", BinaryType()), StructField("partition", IntegerType())])
+    arrow = pa.schema([("value", pa.binary()), ("partition", pa.int32())])
+
+    def batches():
+        yield pa.record_batch([pa.array([b"ok"]), pa.array([0], pa.int32())], schema=arrow)
+        time.sleep(1.0)  # the producer has the topic's metadata by now
+        yield pa.record_batch([pa.array([b"bad"]), pa.array([7], pa.int32())], schema=arrow)
+
+    options = parse_sink_options({"kafka.bootstrap.servers": spark_broker.bootstrap, "topic": topic})
+    with pytest.raises(DeliveryError, match=r"1 record\(s\) were not written: Local: Unknown partition "
+                                            rf"\(topic '{topic}', partition 7\)"):
+        write_batches(options, schema, batches())
+
+
 def test_stream_write_reads_back_exactly(spark, spark_broker, topic_name, tmp_path) -> None:
     src, dst = topic_name("ssrc"), topic_name("sdst")
     create_topic(spark_broker.bootstrap, src, 2)

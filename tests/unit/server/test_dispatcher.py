@@ -50,6 +50,20 @@ def test_api_versions_lists_the_registry(version: int) -> None:
     assert produce.min_version == 0 and produce.max_version >= 10  # old librdkafka needs Produce from 0
 
 
+@pytest.mark.parametrize("version", [3, 4])
+def test_api_versions_finalizes_transaction_version_2(version: int) -> None:
+    # The Java client takes KIP-890's protocol (EndTxn v5, Produce v12) from this finalized feature.
+    resp = _api_versions(version)
+    assert resp.finalized_features_epoch >= 0
+    assert [(f.name, f.min_version_level, f.max_version_level) for f in resp.finalized_features] == [
+        ("transaction.version", 2, 2)]
+    # v3 leaves out supported features whose lowest level is 0, as Kafka's schema says.
+    supported = [(f.name, f.min_version, f.max_version) for f in resp.supported_features]
+    assert supported == ([("transaction.version", 0, 2)] if version >= 4 else [])
+    versions = {k.api_key: k.max_version for k in resp.api_keys}
+    assert versions[ApiKey.END_TXN] == 5 and versions[ApiKey.PRODUCE] == 12
+
+
 def test_api_versions_above_range_gets_kip511_v0_body() -> None:
     # A v5 request cannot be decoded by the codec, but its header can: answer with a v0 body.
     frame = struct.pack(">hhih", 18, 5, 77, 1) + b"c" + b"\x00" + b"\x00" * 4

@@ -155,7 +155,8 @@ def test_a_batch_keeps_its_base_and_last_offset_when_thinned(tmp_path: Path, clo
     assert views[0].compression_type == compression and views[0].last_sequence == -1
 
 
-def test_transactional_records_never_hide_older_ones_and_markers_stay(tmp_path: Path, clock: ManualClock) -> None:
+def test_committed_transactional_records_compact_like_others_and_markers_stay(tmp_path: Path,
+                                                                               clock: ManualClock) -> None:
     log = _open(tmp_path / "t-0", clock)
     _put(log, b"a", b"1")
     txn = make_batch(1, key=b"a", value=b"txn", producer_id=7, producer_epoch=0, base_sequence=0)
@@ -171,7 +172,7 @@ def test_transactional_records_never_hide_older_ones_and_markers_stay(tmp_path: 
     log.append_as_follower(marker)
     log.roll()
     _clean(LogCleaner(clock), log, force=True)
-    assert _data(log) == [(0, b"a", b"1"), (1, b"a", b"txn"), (2, b"b", b"1")]  # the txn record hid nothing
+    assert _data(log) == [(1, b"a", b"txn"), (2, b"b", b"1")]  # committed: it supersedes offset 0
     _put(log, b"a", b"2")
     log.roll()
     _clean(LogCleaner(clock), log, force=True)

@@ -6,7 +6,10 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
+import pytest
+
 from tests.unit.storage.conftest import T0
+from tidelog.errors import ErrorCode, KafkaError
 from tidelog.records import RecordBatchBuilder
 from tidelog.storage import files
 from tidelog.storage.txn_index import ENTRY_SIZE, AbortedTxn, TransactionIndex
@@ -119,3 +122,35 @@ def test_compaction_keeps_aborted_transactions_of_the_cleaned_segments(open_log)
     cleaned = LogCleaner(ManualClock(wall_ms=T0 + 10_000)).clean_log(log, force=True)
     assert cleaned is not None
     assert log.aborted_transactions(0, log.log_end_offset) == before == [AbortedTxn(7, 0, 2, 3)]
+
+
+def test_the_last_stable_offset_never_falls_below_the_log_start(open_log) -> None:
+    log = open_log()
+    log.append_as_leader(txn_batch(7, 0))  # open at 0
+    log.append_as_leader(txn_batch(8, 0))
+    log.append_marker(8, 0, 1, commit=True)
+    assert log.last_stable_offset == 0
+    log.delete_records_before(3)  # DeleteRecords past the open transaction's first offset
+    assert log.last_stable_offset == 3  # Kafka: the first unstable offset is at least the log start
+    log.append_marker(7, 0, 1, commit=True)
+    assert log.last_stable_offset == log.high_watermark == 6
+
+
+def test_a_coordinators_transactional_batches_skip_sequence_checks(open_log) -> None:
+    # The group coordinator writes transactional offset commits with no sequence (-1), one batch per
+    # commit; as Kafka's AppendOrigin.COORDINATOR, only the epoch is checked.
+    log = open_log()
+    no_seq = RecordBatchBuilder(producer_id=7, producer_epoch=2, base_sequence=-1, is_transactional=True)
+    no_seq.append(T0, b"k", b"v")
+    batch = no_seq.build()
+    log.append_as_leader(bytearray(batch), from_client=False)
+    second = log.append_as_leader(bytearray(batch), from_client=False)  # not taken for a duplicate
+    assert (second.first_offset, second.duplicate) == (1, False)
+    assert log.last_stable_offset == 0
+    older = RecordBatchBuilder(producer_id=7, producer_epoch=1, base_sequence=-1, is_transactional=True)
+    older.append(T0, b"k", b"v")
+    with pytest.raises(KafkaError) as e:
+        log.append_as_leader(bytearray(older.build()), from_client=False)
+    assert e.value.code == ErrorCode.INVALID_PRODUCER_EPOCH
+    # The same bytes from a client are a retry of a batch already written: nothing is appended.
+    assert log.append_as_leader(bytearray(batch)).duplicate

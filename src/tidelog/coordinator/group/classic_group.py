@@ -210,20 +210,23 @@ class ClassicGroup(Group):
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"member {member_id!r} is unknown to group {self.group_id}")
 
     def validate_offset_commit(self, member_id: str, group_instance_id: str | None, generation_or_epoch: int,
-                               api_version: int) -> None:
+                               api_version: int, transactional: bool = False) -> None:
+        """Kafka's ClassicGroup.validateOffsetCommit; a transactional commit (TxnOffsetCommit) without
+        member id and generation is accepted whatever the group's state, and is not refused while
+        the group completes a rebalance."""
         if self.state is ClassicGroupState.DEAD:
             raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"group {self.group_id} is dead")
         if generation_or_epoch < 0 and self.state is ClassicGroupState.EMPTY:
             return  # a simple (admin or manual-assignment) commit to an empty group
         if generation_or_epoch >= 0 or member_id or group_instance_id is not None:
-            self.validate_member(member_id, group_instance_id, "offset-commit")
+            self.validate_member(member_id, group_instance_id, "txn-offset-commit" if transactional else "offset-commit")
             if generation_or_epoch != self.generation_id:
                 raise KafkaError(ErrorCode.ILLEGAL_GENERATION,
                                  f"generation {generation_or_epoch} is not {self.generation_id}")
-        elif self.state is not ClassicGroupState.EMPTY:
+        elif not transactional and self.state is not ClassicGroupState.EMPTY:
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID,
                              f"group {self.group_id} has members: commits need a member id and generation")
-        if self.state is ClassicGroupState.COMPLETING_REBALANCE:
+        if not transactional and self.state is ClassicGroupState.COMPLETING_REBALANCE:
             raise KafkaError(ErrorCode.REBALANCE_IN_PROGRESS, f"group {self.group_id} is completing a rebalance")
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:

@@ -12,6 +12,7 @@ Public API (what handlers, the CLI and other group types use)::
     coordinator.runtime                   # CoordinatorRuntime: run/write results, timers, clock
     join_group / sync_group / heartbeat / leave_group          the classic protocol (classic.py)
     commit_offsets / fetch_offsets / delete_offsets            offsets (any group type)
+    commit_transactional_offsets / complete_transaction        TxnOffsetCommit and its marker (offsets.py rule 5)
     list_groups / describe_groups / delete_groups              admin
     cleanup_group_metadata()              # one offsets-expiry pass (also runs on its own timer)
     close()                               # parked requests get NOT_COORDINATOR; timers stop
@@ -171,7 +172,8 @@ class GroupCoordinator:
         self.num_partitions = num_partitions or config.offsets_topic_num_partitions
         self.groups: dict[str, Group] = {}
         self.offsets = OffsetStore()
-        self.runtime = CoordinatorRuntime(clock, writer, self.replay, serialize, deserialize, schedule)
+        self.runtime = CoordinatorRuntime(clock, writer, self.replay, serialize, deserialize, schedule,
+                                          replay_marker=self.complete_transaction)
         self._replayers: dict[type, ReplayerFn] = {
             OffsetCommitKey: self._replay_offset_commit,
             GroupMetadataKey: lambda partition, offset, record: self.classic.replay(record.key, record.value),
@@ -209,6 +211,9 @@ class GroupCoordinator:
     # ---------------------------------------------------------------------------- replay, load
 
     def replay(self, partition: int, offset: int, producer_id: int, record: CoordinatorRecord) -> None:
+        if type(record.key) is OffsetCommitKey:
+            self._replay_offset_commit(partition, offset, record, producer_id)
+            return
         fn = self._replayers.get(type(record.key))
         if fn is None:
             log.warning("no replayer for %s; record at %d of partition %d ignored", type(record.key).__name__,
@@ -216,12 +221,20 @@ class GroupCoordinator:
             return
         fn(partition, offset, record)
 
-    def _replay_offset_commit(self, partition: int, offset: int, record: CoordinatorRecord) -> None:
+    def _replay_offset_commit(self, partition: int, offset: int, record: CoordinatorRecord,
+                              producer_id: int = -1) -> None:
         key: OffsetCommitKey = record.key
         if record.value is not None and key.group not in self.groups:
             # Offsets without a group: a "simple" group (manual assignment or admin commits).
             self.groups[key.group] = ClassicGroup(key.group, self.clock)
-        self.offsets.replay(offset, key, record.value)
+        self.offsets.replay(offset, key, record.value, producer_id)
+
+    def complete_transaction(self, partition: int, offset: int, producer_id: int, commit: bool) -> None:
+        """A transaction marker was written to ``partition`` of __consumer_offsets (or read back at
+        load): the producer's pending offsets become committed, or are dropped."""
+        committed = self.offsets.replay_end_transaction_marker(producer_id, commit)
+        if committed:
+            log.debug("producer %d committed %d transactional offsets", producer_id, committed)
 
     def load(self, partitions: Iterable[int], *, num_partitions: int | None = None) -> int:
         """Replay the given partitions of __consumer_offsets, then start timers. Returns records replayed.
@@ -331,10 +344,39 @@ class GroupCoordinator:
 
         return self.runtime.run(self.partition_for(group_id), op) or {}
 
+    def commit_transactional_offsets(self, info: RequestInfo, group_id: str, producer_id: int, producer_epoch: int,
+                                     member_id: str, group_instance_id: str | None, generation_id: int,
+                                     commits: list[PartitionCommit]) -> dict[tuple[str, int], ErrorCode]:
+        """TxnOffsetCommit (Kafka's commitTransactionalOffset): the offsets are written in a
+        transactional batch of the producer and stay pending until its marker (offsets.py rule 5).
+        Raises KafkaError when the whole request fails."""
+        self._check_active()
+
+        def op() -> Result[dict[tuple[str, int], ErrorCode]]:
+            group = self.groups.get(group_id)
+            if group is None:
+                if generation_id >= 0:
+                    raise KafkaError(ErrorCode.ILLEGAL_GENERATION, f"group {group_id} does not exist")
+            else:
+                try:
+                    group.validate_offset_commit(member_id, group_instance_id, generation_id, info.api_version,
+                                                 transactional=True)
+                except KafkaError as e:
+                    if e.code == ErrorCode.STALE_MEMBER_EPOCH:
+                        raise KafkaError(ErrorCode.ILLEGAL_GENERATION, e.message) from None
+                    raise
+            records, accepted = self.offsets.commit_records(group_id, commits, self.clock.wall_ms(), -1,
+                                                            self.config.offset_metadata_max_bytes)
+            response = {tp: ErrorCode.NONE if ok else ErrorCode.OFFSET_METADATA_TOO_LARGE for tp, ok in accepted.items()}
+            return Result(records, response, producer_id=producer_id, producer_epoch=producer_epoch)
+
+        return self.runtime.run(self.partition_for(group_id), op) or {}
+
     def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None, member_id: str | None = None,
-                      member_epoch: int = -1) -> FetchGroup:
+                      member_epoch: int = -1, require_stable: bool = False) -> FetchGroup:
         """OffsetFetch for one group (the v8+ group form); ``topics=None`` means every committed offset.
-        An unknown group is no error: its partitions have offset -1 (or there are none)."""
+        An unknown group is no error: its partitions have offset -1 (or there are none). With
+        ``require_stable`` a partition with a pending transactional offset is UNSTABLE_OFFSET_COMMIT."""
         group = self.groups.get(group_id)
         known = group is not None
         if group is not None:
@@ -349,6 +391,7 @@ class GroupCoordinator:
             if known:
                 for topic, parts in self.offsets.group_offsets(group_id).items():
                     out.append(FetchTopic(name=topic, partitions=[
+                        _unstable(p) if require_stable and self.offsets.has_pending(group_id, topic, p) else
                         FetchPartition(partition_index=p, committed_offset=om.offset,
                                        committed_leader_epoch=om.leader_epoch, metadata=om.metadata)
                         for p, om in parts.items()]))
@@ -357,7 +400,9 @@ class GroupCoordinator:
             parts = []
             for p in partitions:
                 om = self.offsets.get(group_id, topic, p) if known else None
-                if om is None:
+                if require_stable and self.offsets.has_pending(group_id, topic, p):
+                    parts.append(_unstable(p))
+                elif om is None:
                     parts.append(FetchPartition(partition_index=p, committed_offset=INVALID_OFFSET,
                                                 committed_leader_epoch=-1, metadata=NO_METADATA))
                 else:
@@ -495,6 +540,11 @@ class GroupCoordinator:
             if self.active:
                 self.runtime.timers.schedule(EXPIRATION_TIMER, self.config.offsets_retention_check_interval_ms,
                                              self._expiration_tick)
+
+
+def _unstable(partition: int) -> FetchPartition:
+    return FetchPartition(partition_index=partition, committed_offset=INVALID_OFFSET, committed_leader_epoch=-1,
+                          metadata=NO_METADATA, error_code=int(ErrorCode.UNSTABLE_OFFSET_COMMIT))
 
 
 __all__ = [

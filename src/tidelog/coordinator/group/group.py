@@ -61,7 +61,8 @@ class Group:
                                               group_state=self.state_name(), group_type=self.group_type)
 
     def validate_offset_commit(self, member_id: str, group_instance_id: str | None, generation_or_epoch: int,
-                               api_version: int) -> None:
+                               api_version: int, transactional: bool = False) -> None:
+        """OffsetCommit (or TxnOffsetCommit, ``transactional``) validation; raises KafkaError."""
         raise NotImplementedError
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:

@@ -15,6 +15,13 @@ Rules (Kafka's ``OffsetMetadataManager``):
    groups and for topics a Stable consumer group no longer subscribes to, the time an Empty group
    became empty (Kafka 2.1+, KIP-211), never while a group with members still subscribes to the topic.
    Expiry writes tombstones; a group left with no offsets and no members is deleted too.
+5. **Transactional offsets** (TxnOffsetCommit): a commit record in a transactional batch is pending,
+   kept by producer id, until the transaction's marker reaches the partition: COMMIT makes each one
+   the committed offset unless a commit written later in the log is already there (Kafka keeps the
+   most recent record), ABORT drops them. A tombstone also drops the pending offsets of its
+   partition. A partition with a pending offset is *unstable*: OffsetFetch with ``require_stable``
+   answers UNSTABLE_OFFSET_COMMIT for it, expiry skips it, and a group with an open transaction is
+   never deleted by expiry.
 
 Concurrency: loop-only, not thread-safe.
 """
@@ -80,6 +87,9 @@ class OffsetStore:
 
     def __init__(self) -> None:
         self._offsets: dict[str, dict[str, dict[int, OffsetAndMetadata]]] = {}
+        #: rule 5: producer id -> group -> topic -> partition -> pending offset
+        self._pending: dict[int, dict[str, dict[str, dict[int, OffsetAndMetadata]]]] = {}
+        self._open_transactions: dict[str, set[int]] = {}  # group -> producer ids with pending offsets
 
     # ---------------------------------------------------------------------------------- reads
 
@@ -103,24 +113,56 @@ class OffsetStore:
             for partition, om in parts.items():
                 yield topic, partition, om
 
+    def has_pending(self, group: str, topic: str, partition: int) -> bool:
+        """Rule 5: a transaction holds an offset of this partition that is not decided yet."""
+        return any(partition in self._pending.get(pid, {}).get(group, {}).get(topic, {})
+                   for pid in self._open_transactions.get(group, ()))
+
+    def has_open_transactions(self, group: str) -> bool:
+        return bool(self._open_transactions.get(group))
+
+    def pending_partitions(self, group: str) -> set[tuple[str, int]]:
+        return {(t, p) for pid in self._open_transactions.get(group, ())
+                for t, parts in self._pending.get(pid, {}).get(group, {}).items() for p in parts}
+
     # --------------------------------------------------------------------------------- replay
 
-    def replay(self, record_offset: int, key: OffsetCommitKey, value: OffsetCommitValue | None) -> None:
-        """Rule 1."""
+    def replay(self, record_offset: int, key: OffsetCommitKey, value: OffsetCommitValue | None,
+               producer_id: int = -1) -> None:
+        """Rules 1 and 5."""
         if value is not None:
-            topics = self._offsets.setdefault(key.group, {})
-            topics.setdefault(key.topic, {})[key.partition] = OffsetAndMetadata.from_value(value, record_offset)
+            om = OffsetAndMetadata.from_value(value, record_offset)
+            if producer_id >= 0:
+                _put(self._pending.setdefault(producer_id, {}), key, om)
+                self._open_transactions.setdefault(key.group, set()).add(producer_id)
+            else:
+                _put(self._offsets, key, om)
             return
-        topics = self._offsets.get(key.group)
-        if topics is None:
-            return
-        parts = topics.get(key.topic)
-        if parts is not None:
-            parts.pop(key.partition, None)
-            if not parts:
-                del topics[key.topic]
-        if not topics:
-            del self._offsets[key.group]
+        _remove(self._offsets, key)
+        for pid in self._open_transactions.get(key.group, ()):
+            _remove(self._pending.get(pid, {}), key)
+
+    def replay_end_transaction_marker(self, producer_id: int, commit: bool) -> int:
+        """Rule 5: the marker of ``producer_id``'s transaction. Returns the offsets it committed."""
+        pending = self._pending.pop(producer_id, None)
+        if pending is None:
+            return 0
+        committed = 0
+        for group, topics in pending.items():
+            open_txns = self._open_transactions.get(group)
+            if open_txns is not None:
+                open_txns.discard(producer_id)
+                if not open_txns:
+                    del self._open_transactions[group]
+            if not commit:
+                continue
+            for topic, parts in topics.items():
+                for partition, om in parts.items():
+                    current = self.get(group, topic, partition)
+                    if current is None or om.record_offset > current.record_offset:
+                        _put(self._offsets, OffsetCommitKey(group, topic, partition), om)
+                        committed += 1
+        return committed
 
     # ----------------------------------------------------------------------------- operations
 
@@ -143,12 +185,15 @@ class OffsetStore:
         return records, accepted
 
     def delete_records(self, group: str, topic: str, partitions: Iterable[int]) -> list[CoordinatorRecord]:
-        """Tombstones for the partitions that have an offset (OffsetDelete)."""
-        return [offset_tombstone(group, topic, p) for p in partitions if self.get(group, topic, p) is not None]
+        """Tombstones for the partitions that have an offset, committed or pending (OffsetDelete)."""
+        return [offset_tombstone(group, topic, p) for p in partitions
+                if self.get(group, topic, p) is not None or self.has_pending(group, topic, p)]
 
     def delete_all_records(self, group: str) -> list[CoordinatorRecord]:
-        """Tombstones for every offset of ``group`` (DeleteGroups)."""
-        return [offset_tombstone(group, t, p) for t, p, _ in self.items(group)]
+        """Tombstones for every offset of ``group``, committed or pending (DeleteGroups)."""
+        committed = {(t, p) for t, p, _ in self.items(group)}
+        pending = self.pending_partitions(group) - committed
+        return [offset_tombstone(group, t, p) for t, p in [*sorted(committed), *sorted(pending)]]
 
     def expired_records(self, group: Group, now_ms: int, retention_ms: int) -> tuple[list[CoordinatorRecord], bool]:
         """Rule 4: tombstones for expired offsets, and whether every offset of the group expired
@@ -161,11 +206,30 @@ class OffsetStore:
                 continue
             for partition, om in parts.items():
                 base = group.offsets_expire_from(om.commit_timestamp_ms)
-                if base is not None and om.is_expired(now_ms, base, retention_ms):
+                if (base is not None and om.is_expired(now_ms, base, retention_ms)
+                        and not self.has_pending(group.group_id, topic, partition)):
                     records.append(offset_tombstone(group.group_id, topic, partition))
                 else:
                     all_expired = False
-        return records, all_expired
+        return records, all_expired and not self.has_open_transactions(group.group_id)
+
+
+def _put(store: dict[str, dict[str, dict[int, OffsetAndMetadata]]], key: OffsetCommitKey,
+         om: OffsetAndMetadata) -> None:
+    store.setdefault(key.group, {}).setdefault(key.topic, {})[key.partition] = om
+
+
+def _remove(store: dict[str, dict[str, dict[int, OffsetAndMetadata]]], key: OffsetCommitKey) -> None:
+    topics = store.get(key.group)
+    if topics is None:
+        return
+    parts = topics.get(key.topic)
+    if parts is not None:
+        parts.pop(key.partition, None)
+        if not parts:
+            del topics[key.topic]
+    if not topics:
+        del store[key.group]
 
 
 __all__ = ["INVALID_OFFSET", "NO_METADATA", "OffsetAndMetadata", "OffsetStore", "PartitionCommit", "java_length"]

@@ -16,6 +16,9 @@ from tidelog.server.handlers.offsets import OffsetHandlers
 from tidelog.server.handlers.produce import ProduceHandler
 from tidelog.server.handlers.producer_ids import InitProducerIdHandler
 from tidelog.server.handlers.topics import TopicHandlers
+from tidelog.server.handlers.transactions import TransactionHandlers
+from tidelog.server.handlers.txn_offset_commit import TxnOffsetCommitHandler
+from tidelog.server.handlers.txn_partitions import TxnPartitionHandlers
 
 __all__ = [
     "ApiVersionsHandler",
@@ -33,4 +36,7 @@ __all__ = [
     "OffsetHandlers",
     "ProduceHandler",
     "TopicHandlers",
+    "TransactionHandlers",
+    "TxnOffsetCommitHandler",
+    "TxnPartitionHandlers",
 ]

@@ -8,6 +8,7 @@ versions.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from tidelog.errors import ErrorCode
 from tidelog.protocol.api_keys import ApiKey
@@ -18,10 +19,18 @@ from tidelog.server.dispatcher import HandlerRegistry, handles
 #: Kafka's rule for client_software_name and client_software_version (ApiVersionsRequest.isValid).
 SOFTWARE_PATTERN = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9.-]*[a-zA-Z0-9])?")
 
+#: The epoch of the finalized features (Kafka: the metadata offset that set them). Tidelog's do not
+#: change while a broker runs, so one epoch will do; it must be >= 0 for clients to read them.
+FINALIZED_FEATURES_EPOCH = 1
+
 
 class ApiVersionsHandler:
-    def __init__(self, registry: HandlerRegistry) -> None:
+    """``features``: feature name -> (highest supported level, finalized level), sent from v3 on
+    (KIP-584); the Java client reads ``transaction.version`` there to choose KIP-890's protocol."""
+
+    def __init__(self, registry: HandlerRegistry, features: Mapping[str, tuple[int, int]] | None = None) -> None:
         self.registry = registry
+        self.features = dict(features or {})
 
     @handles(ApiKey.API_VERSIONS, 0, 4)
     def handle_api_versions(self, ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
@@ -35,6 +44,13 @@ class ApiVersionsHandler:
                 for key, lo, hi in self.registry.supported_versions()
             ],
             throttle_time_ms=0,
+            # v3 leaves out features whose lowest supported level is 0 (ApiVersionsResponse.json).
+            supported_features=[ApiVersionsResponse.SupportedFeatureKey(name=name, min_version=0, max_version=hi)
+                                for name, (hi, _) in self.features.items() if ctx.api_version >= 4],
+            finalized_features_epoch=FINALIZED_FEATURES_EPOCH if self.features else -1,
+            finalized_features=[ApiVersionsResponse.FinalizedFeatureKey(name=name, min_version_level=level,
+                                                                        max_version_level=level)
+                                for name, (_, level) in self.features.items() if level > 0],
         )
 
 

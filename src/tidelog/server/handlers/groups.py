@@ -3,9 +3,9 @@ DeleteGroups. Thin: decode, call :class:`~tidelog.coordinator.group.GroupCoordin
 for the request's version.
 
 * FindCoordinator: key type GROUP (0) answers the leader of the group's ``__consumer_offsets``
-  partition (creating the topic on first use, as Kafka does), v4+ in the batched
-  ``coordinator_keys`` form. TRANSACTION (1) keys answer COORDINATOR_NOT_AVAILABLE until the broker
-  has a transaction coordinator; other key types INVALID_REQUEST. An empty key is no error.
+  partition, TRANSACTION (1) the leader of the transactional id's ``__transaction_state`` partition
+  (each topic created on first use, as Kafka does), v4+ in the batched ``coordinator_keys`` form;
+  other key types INVALID_REQUEST. An empty key is no error.
 * JoinGroup and SyncGroup answers wait until the rebalance gets there: the handler returns a future
   the coordinator completes.
 """
@@ -18,6 +18,7 @@ from typing import Any
 
 from tidelog.cluster.store import MetadataStore
 from tidelog.coordinator.group import OFFSETS_TOPIC, GroupCoordinator, RequestInfo
+from tidelog.coordinator.txn import TRANSACTION_STATE_TOPIC, TransactionCoordinator
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import (
@@ -80,23 +81,28 @@ def _find_coordinator_error(request: FindCoordinatorRequest, code: ErrorCode, me
 
 
 class FindCoordinatorHandler:
-    """Where a group's (or, later, a transactional id's) coordinator is: the leader of its partition
-    of the internal topic. ``ensure_offsets_topic()`` creates ``__consumer_offsets`` on first use."""
+    """Where a group's or a transactional id's coordinator is: the leader of its partition of the
+    internal topic. ``ensure_offsets_topic()`` / ``ensure_transaction_topic()`` create
+    ``__consumer_offsets`` / ``__transaction_state`` on first use."""
 
-    def __init__(self, store: MetadataStore, groups: GroupCoordinator,
-                 ensure_offsets_topic: Callable[[], object]) -> None:
+    def __init__(self, store: MetadataStore, groups: GroupCoordinator, ensure_offsets_topic: Callable[[], object],
+                 transactions: TransactionCoordinator, ensure_transaction_topic: Callable[[], object]) -> None:
         self.store = store
         self.groups = groups
         self.ensure_offsets_topic = ensure_offsets_topic
+        self.transactions = transactions
+        self.ensure_transaction_topic = ensure_transaction_topic
 
     def _coordinator(self, ctx: RequestContext, key_type: int,
                      key: str) -> tuple[ErrorCode, str | None, tuple[int, str, int]]:
         if key_type == TRANSACTION_KEY_TYPE:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, "transactions are not available yet", NO_NODE
-        if key_type != GROUP_KEY_TYPE:
+            self.ensure_transaction_topic()
+            topic_name, partition = TRANSACTION_STATE_TOPIC, self.transactions.partition_for(key)
+        elif key_type == GROUP_KEY_TYPE:
+            self.ensure_offsets_topic()
+            topic_name, partition = OFFSETS_TOPIC, self.groups.partition_for(key)
+        else:
             return ErrorCode.INVALID_REQUEST, f"unsupported coordinator key type {key_type}", NO_NODE
-        self.ensure_offsets_topic()
-        topic_name, partition = OFFSETS_TOPIC, self.groups.partition_for(key)
         image = self.store.image
         topic = image.topics.get(topic_name)
         if topic is None or partition >= len(topic.partitions):

@@ -6,8 +6,9 @@ and shape the answer for the request's version:
   REBALANCE_IN_PROGRESS, GROUP_ID_NOT_FOUND from v9 ...) is reported on every partition.
 * OffsetFetch: the coordinator answers in the v8+ per-group form; v0-v7 carry one group, with the
   group-level error at the top (v2+) or on every partition (v0-v1). ``topics`` null means every
-  committed offset of the group (v2+). ``require_stable`` is accepted: Tidelog has no pending
-  transactional offsets, so every offset is stable.
+  committed offset of the group (v2+). With ``require_stable`` (v7+) a partition whose offset a
+  transaction has written but not yet committed or aborted gets UNSTABLE_OFFSET_COMMIT (the consumer
+  retries until the transaction ends).
 * OffsetDelete: per-partition codes, group-level errors at the top.
 """
 
@@ -118,13 +119,15 @@ class OffsetHandlers:
     def handle_offset_fetch(self, ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
         coordinator = self.groups
         version = ctx.api_version
+        stable = version >= 7 and request.require_stable
         if version < 8:
             topics = None if request.topics is None else [(t.name, list(t.partition_indexes)) for t in request.topics]
-            return _to_single_group(coordinator.fetch_offsets(request.group_id, topics), version)
+            return _to_single_group(coordinator.fetch_offsets(request.group_id, topics, require_stable=stable), version)
         groups = []
         for g in request.groups:
             topics = None if g.topics is None else [(t.name, list(t.partition_indexes)) for t in g.topics]
-            groups.append(coordinator.fetch_offsets(g.group_id, topics, g.member_id, g.member_epoch))
+            groups.append(coordinator.fetch_offsets(g.group_id, topics, g.member_id, g.member_epoch,
+                                                    require_stable=stable))
         return OffsetFetchResponse(groups=groups)
 
     @handles(ApiKey.OFFSET_DELETE, 0, 0)

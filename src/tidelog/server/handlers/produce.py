@@ -5,9 +5,17 @@ the producer refreshes its metadata); acks=1 and acks=-1 are answered once the r
 log (a single node's ISR is itself, so its high watermark moves at once; with
 ``min.insync.replicas`` above the ISR size, acks=-1 fails with NOT_ENOUGH_REPLICAS and nothing is
 written). Versions 0-2 carry legacy message sets, converted to v2 batches by the storage layer; from
-v3 on, each partition carries exactly one magic-2 batch (ZSTD from v7). A transactional produce is
-refused until transactions exist. Clients may not write to internal topics (INVALID_TOPIC_EXCEPTION,
-as Kafka's ReplicaManager refuses them to a client's Produce).
+v3 on, each partition carries exactly one magic-2 batch (ZSTD from v7). Clients may not write to
+internal topics (INVALID_TOPIC_EXCEPTION, as Kafka's ReplicaManager refuses them to a client's
+Produce), and a partition named twice in one request is appended once, with the records named last
+(Kafka reads them into a map).
+
+Transactional batches need the request's transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+without one, as Kafka answers) and one producer id and epoch for the whole request
+(INVALID_PRODUCER_ID_MAPPING otherwise). The first transactional batch of a producer in a partition
+is checked with the transaction coordinator first (KIP-890, :mod:`tidelog.server.txn_verification`):
+v0-v11 verify that the partition is in the transaction, v12 adds it (transaction version 2); a
+partition that fails gets the error and nothing is written to it.
 """
 
 from __future__ import annotations
@@ -27,6 +35,12 @@ from tidelog.records.batch import (
 from tidelog.replica.manager import ReplicaManager
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import CloseConnection, handles
+from tidelog.server.txn_verification import (
+    TransactionSupportedOperation,
+    TransactionVerifier,
+    produce_error,
+    transactional_producers,
+)
 
 TopicResponse = ProduceResponse.TopicProduceResponse
 PartitionResponse = ProduceResponse.PartitionProduceResponse
@@ -49,24 +63,70 @@ def produce_error_response(request: ProduceRequest, code: ErrorCode, message: st
     )
 
 
-class ProduceHandler:
-    def __init__(self, replicas: ReplicaManager) -> None:
-        self.replicas = replicas
+Refusals = dict[tuple[str, int], tuple[ErrorCode, str | None]]
 
-    @handles(ApiKey.PRODUCE, 0, 11, produce_error_response)
-    def handle_produce(self, ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
+
+class ProduceHandler:
+    def __init__(self, replicas: ReplicaManager, verifier: TransactionVerifier) -> None:
+        self.replicas = replicas
+        self.verifier = verifier
+
+    @handles(ApiKey.PRODUCE, 0, 12, produce_error_response)
+    def handle_produce(self, ctx: RequestContext, request: ProduceRequest):
         v = ctx.api_version
+        names = [self._topic_name(v, t) for t in request.topic_data]
+        check = self._transaction_check(request, names, v)
+        if check is None:
+            return self._produce(v, request, names, {})
+        return self._verify_then_produce(v, request, names, *check)
+
+    def _topic_name(self, version: int, t) -> str | None:
+        if version >= 13:
+            found = self.replicas.image.topic_by_id(t.topic_id)
+            return found.name if found else None
+        return t.name
+
+    def _transaction_check(self, request: ProduceRequest, names: list[str | None], version: int):
+        """(producer id, epoch, partitions to check, operation) when transactional batches need the
+        coordinator first; None otherwise. KafkaError fails the whole request."""
+        producers: set[tuple[int, int]] = set()
+        partitions = []
+        for t, name in zip(request.topic_data, names):
+            for p in t.partition_data:
+                found = transactional_producers(p.records)
+                if found and name is not None:
+                    producers |= found
+                    partitions.append((name, p.index))
+        if not producers:
+            return None
+        if request.transactional_id is None:
+            raise KafkaError(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                             "transactional records need the request's transactional id")
+        if len(producers) > 1:
+            raise KafkaError(ErrorCode.INVALID_PRODUCER_ID_MAPPING,
+                             "Transactional records contained more than one producer ID")
+        ((producer_id, epoch),) = producers
+        operation = TransactionSupportedOperation.for_produce(version)
+        pending = [tp for tp in partitions if self.verifier.needs_check(*tp, producer_id, epoch, operation)]
+        return (producer_id, epoch, pending, operation) if pending else None
+
+    async def _verify_then_produce(self, version: int, request: ProduceRequest, names: list[str | None],
+                                   producer_id: int, epoch: int, partitions: list[tuple[str, int]],
+                                   operation: TransactionSupportedOperation) -> ProduceResponse | None:
+        errors = await self.verifier.verify(request.transactional_id or "", producer_id, epoch, partitions, operation)
+        return self._produce(version, request, names, {tp: produce_error(code, operation) for tp, code in errors.items()})
+
+    def _produce(self, v: int, request: ProduceRequest, names: list[str | None], refused: Refusals):
         responses = []
-        for t in request.topic_data:
-            if v >= 13:
-                found = self.replicas.image.topic_by_id(t.topic_id)
-                name = found.name if found else None
-            else:
-                name = t.name
-            # Kafka reads a topic's partitions into a map: a partition named twice is appended once,
-            # with the records named last, and answered once.
-            last = {p.index: p for p in t.partition_data}
-            parts = [self._append(v, request, name, p) for p in last.values()]
+        for t, name in zip(request.topic_data, names):
+            parts = []
+            for p in {p.index: p for p in t.partition_data}.values():
+                if name is not None and (name, p.index) in refused:
+                    code, message = refused[(name, p.index)]
+                    parts.append(PartitionResponse(index=p.index, error_code=int(code), base_offset=-1,
+                                                   error_message=message))
+                else:
+                    parts.append(self._append(v, request, name, p))
             responses.append(TopicResponse(name=t.name, topic_id=t.topic_id, partition_responses=parts))
         if request.acks == 0:
             failed = [f"{t.name}-{p.index}: {ErrorCode(p.error_code).name}"
@@ -84,8 +144,6 @@ class ProduceHandler:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, "unknown topic id")
             if topic in INTERNAL_TOPICS:
                 raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}")
-            if request.transactional_id is not None:
-                raise KafkaError(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, "transactions are not supported yet")
             result = self.replicas.append_records(topic, p.index, p.records, acks=request.acks,
                                                   check=lambda records: _check_format(version, records))
         except KafkaError as e:

@@ -1,33 +1,50 @@
-"""InitProducerId for idempotent producers: a fresh, never reused producer id with epoch 0.
+"""InitProducerId: a producer id and epoch for an idempotent or transactional producer.
 
-A request with a transactional id needs the transaction coordinator, which arrives with a later
-issue; until then it is answered with COORDINATOR_NOT_AVAILABLE (the client retries, then fails).
-A producer id without an epoch, or an epoch without a producer id, is INVALID_REQUEST (as in Kafka).
+Without a transactional id: a fresh, never reused producer id with epoch 0. With one, the transaction
+coordinator answers (:meth:`~tidelog.coordinator.txn.TransactionCoordinator.init_producer_id`: epoch
+bumps, fencing, aborting a previous instance's transaction, KIP-360 recovery with the producer id and
+epoch of v3+). As in Kafka: a producer id without an epoch (or the reverse) is INVALID_REQUEST, and
+PRODUCER_FENCED is INVALID_PRODUCER_EPOCH for clients older than v4.
 """
 
 from __future__ import annotations
 
+from tidelog.coordinator.txn import TransactionCoordinator
 from tidelog.coordinator.txn.producer_ids import ProducerIdManager
-from tidelog.errors import ErrorCode
+from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import InitProducerIdRequest, InitProducerIdResponse
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
 
 
+def _error(code: ErrorCode) -> InitProducerIdResponse:
+    return InitProducerIdResponse(error_code=int(code), producer_id=-1, producer_epoch=-1)
+
+
 class InitProducerIdHandler:
-    def __init__(self, producer_ids: ProducerIdManager) -> None:
+    def __init__(self, producer_ids: ProducerIdManager, transactions: TransactionCoordinator) -> None:
         self.producer_ids = producer_ids
+        self.transactions = transactions
 
     @handles(ApiKey.INIT_PRODUCER_ID, 0, 5)
     def handle_init_producer_id(self, ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
-        if (request.producer_id == -1) != (request.producer_epoch == -1):
-            return InitProducerIdResponse(error_code=int(ErrorCode.INVALID_REQUEST), producer_id=-1,
-                                          producer_epoch=-1)
-        if request.transactional_id is not None:
-            return InitProducerIdResponse(error_code=int(ErrorCode.COORDINATOR_NOT_AVAILABLE), producer_id=-1,
-                                          producer_epoch=-1)
-        return InitProducerIdResponse(error_code=0, producer_id=self.producer_ids.next_producer_id(), producer_epoch=0)
+        pid, epoch = request.producer_id, request.producer_epoch
+        if (pid == -1) != (epoch == -1):
+            return _error(ErrorCode.INVALID_REQUEST)
+        if request.transactional_id is None:
+            try:
+                return InitProducerIdResponse(error_code=0, producer_id=self.producer_ids.next_producer_id(),
+                                              producer_epoch=0)
+            except KafkaError as e:
+                return _error(e.code)
+        result = self.transactions.init_producer_id(request.transactional_id, request.transaction_timeout_ms,
+                                                    None if pid == -1 else (pid, epoch))
+        code = result.error
+        if code == ErrorCode.PRODUCER_FENCED and ctx.api_version < 4:
+            code = ErrorCode.INVALID_PRODUCER_EPOCH
+        return InitProducerIdResponse(error_code=int(code), producer_id=result.producer_id,
+                                      producer_epoch=result.producer_epoch)
 
 
 __all__ = ["InitProducerIdHandler"]

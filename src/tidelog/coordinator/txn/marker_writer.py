@@ -1,0 +1,52 @@
+"""The one way transaction markers reach partitions: through the replica manager.
+
+Both the transaction coordinator (ending a transaction) and the WriteTxnMarkers API (an admin aborting
+a hanging transaction, or another broker's coordinator) write markers here. A marker on a partition
+whose topic a coordinator owns (``__consumer_offsets``: transactional offset commits) is handed to
+that coordinator once it is in the log, so that its state follows the log exactly as a replay would
+(Kafka's new group coordinator writes these markers itself for the same reason).
+
+Loop-only, not thread-safe.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from tidelog.coordinator.runtime import MarkerFn
+from tidelog.errors import ErrorCode, KafkaError
+from tidelog.replica.manager import ReplicaManager
+
+log = logging.getLogger(__name__)
+
+
+class TxnMarkerWriter:
+    """``listeners``: topic -> ``fn(partition, marker offset, producer id, commit)``."""
+
+    def __init__(self, replicas: ReplicaManager, listeners: Mapping[str, MarkerFn] | None = None) -> None:
+        self.replicas = replicas
+        self.listeners = dict(listeners or {})
+
+    def write(self, topic: str, partition: int, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+              commit: bool) -> ErrorCode:
+        """Write one marker; returns the error code of the append (NONE when it is in the log)."""
+        try:
+            result = self.replicas.write_txn_marker(topic, partition, producer_id, producer_epoch, coordinator_epoch,
+                                                    commit=commit)
+        except KafkaError as e:
+            return e.code
+        listener = self.listeners.get(topic)
+        if listener is not None:
+            try:
+                listener(partition, result.first_offset, producer_id, commit)
+            except Exception:
+                log.exception("applying the %s marker of producer %d on %s-%d failed",
+                              "COMMIT" if commit else "ABORT", producer_id, topic, partition)
+                return ErrorCode.UNKNOWN_SERVER_ERROR
+        return ErrorCode.NONE
+
+    __call__ = write
+
+
+__all__ = ["TxnMarkerWriter"]

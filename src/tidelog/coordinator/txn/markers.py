@@ -1,0 +1,133 @@
+"""Writing a decided transaction's markers, and completing it (Kafka's ``TransactionMarkerChannelManager``).
+
+Once PrepareCommit or PrepareAbort is in ``__transaction_state`` the outcome is decided; this
+channel then writes a COMMIT or ABORT marker to every partition of the transaction (with the
+producer id and epoch of the metadata, and the coordinator epoch of its ``__transaction_state``
+partition) and, when none is left, writes CompleteCommit / CompleteAbort. Rules, per partition and
+marker result (``write_marker`` returns an error code, NONE when the marker is in the log):
+
+==================================================== ===============================================
+NONE                                                 the partition is done (removed from the metadata)
+UNKNOWN_TOPIC_OR_PARTITION                           the topic was deleted: done without a marker
+                                                     (Kafka: "no leader: likely deleted")
+UNSUPPORTED_FOR_MESSAGE_FORMAT, UNSUPPORTED_VERSION  done without a marker
+NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS(...),    retried after ``retry_backoff_ms``
+REQUEST_TIMED_OUT, KAFKA_STORAGE_ERROR, others
+INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_     the producer or coordinator moved on: sending
+FENCED                                               stops and the transaction is left as it is
+==================================================== ===============================================
+
+Completion is written through ``complete(pending)``; COORDINATOR_NOT_AVAILABLE retries it, any other
+error drops it (the coordinator lost the partition; whoever loads it completes the transaction).
+A coordinator restarted in PrepareCommit/PrepareAbort hands the transaction back to this channel
+after loading, which writes every marker again (a second marker for a transaction a partition has
+already ended changes nothing there) and completes it. On a single node every marker is written
+synchronously; retries run on the coordinator's timers.
+
+Loop-only, not thread-safe.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tidelog.coordinator.runtime import Timers
+from tidelog.coordinator.txn.metadata import TransactionMetadata, TxnTransitMetadata
+from tidelog.errors import ErrorCode
+
+log = logging.getLogger(__name__)
+
+#: (topic, partition, producer id, producer epoch, coordinator epoch, commit) -> error code
+MarkerWriteFn = Callable[[str, int, int, int, int, bool], ErrorCode]
+
+_DONE_WITHOUT_MARKER = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT,
+                                  ErrorCode.UNSUPPORTED_VERSION})
+_FENCED = frozenset({ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED})
+DEFAULT_RETRY_BACKOFF_MS = 100
+
+
+@dataclass(slots=True)
+class PendingCompletion:
+    """A decided transaction whose markers are being written. ``complete`` is the prepared
+    CompleteCommit/CompleteAbort transition (the metadata's ``pending_state``)."""
+
+    transactional_id: str
+    coordinator_epoch: int
+    commit: bool
+    metadata: TransactionMetadata
+    complete: TxnTransitMetadata
+
+
+class TxnMarkerChannel:
+    def __init__(self, write_marker: MarkerWriteFn, complete: Callable[[PendingCompletion], ErrorCode],
+                 timers: Timers, retry_backoff_ms: int = DEFAULT_RETRY_BACKOFF_MS) -> None:
+        self.write_marker = write_marker
+        self._complete = complete
+        self.timers = timers
+        self.retry_backoff_ms = retry_backoff_ms
+        self.pending: dict[str, PendingCompletion] = {}
+
+    def add(self, pending: PendingCompletion) -> None:
+        """Start writing the markers of a decided transaction."""
+        previous = self.pending.get(pending.transactional_id)
+        if previous is not None and previous is not pending:
+            log.info("replacing the pending completion of %s", pending.transactional_id)
+        self.pending[pending.transactional_id] = pending
+        self._send(pending)
+
+    def remove(self, transactional_id: str) -> None:
+        self.pending.pop(transactional_id, None)
+        self.timers.cancel(_timer_key(transactional_id))
+
+    def clear(self) -> None:
+        for txn_id in list(self.pending):
+            self.remove(txn_id)
+
+    def _send(self, pending: PendingCompletion) -> None:
+        if self.pending.get(pending.transactional_id) is not pending:
+            return  # replaced or removed meanwhile
+        md = pending.metadata
+        retry = False
+        for topic, partition in sorted(md.topic_partitions):
+            code = self.write_marker(topic, partition, md.producer_id, md.producer_epoch, pending.coordinator_epoch,
+                                     pending.commit)
+            if code == ErrorCode.NONE or code in _DONE_WITHOUT_MARKER:
+                if code != ErrorCode.NONE:
+                    log.info("%s: no marker for %s-%d (%s): skipped", pending.transactional_id, topic, partition,
+                             code.name)
+                md.remove_partition((topic, partition))
+            elif code in _FENCED:
+                log.info("%s: the marker for %s-%d failed with %s: no more markers are sent",
+                         pending.transactional_id, topic, partition, code.name)
+                self.remove(pending.transactional_id)
+                return
+            else:
+                log.info("%s: the marker for %s-%d failed with %s; retrying", pending.transactional_id, topic,
+                         partition, code.name)
+                retry = True
+        if retry:
+            self._retry_later(pending)
+        else:
+            self._write_completion(pending)
+
+    def _write_completion(self, pending: PendingCompletion) -> None:
+        code = self._complete(pending)
+        if code == ErrorCode.COORDINATOR_NOT_AVAILABLE:
+            self._retry_later(pending)
+            return
+        if code != ErrorCode.NONE:
+            log.info("%s: completing the transaction failed with %s; left to whoever loads its partition",
+                     pending.transactional_id, code.name)
+        self.remove(pending.transactional_id)
+
+    def _retry_later(self, pending: PendingCompletion) -> None:
+        self.timers.schedule(_timer_key(pending.transactional_id), self.retry_backoff_ms, lambda: self._send(pending))
+
+
+def _timer_key(transactional_id: str) -> str:
+    return f"txn-markers:{transactional_id}"
+
+
+__all__ = ["DEFAULT_RETRY_BACKOFF_MS", "MarkerWriteFn", "PendingCompletion", "TxnMarkerChannel"]

@@ -1,0 +1,136 @@
+"""The transaction coordinator's APIs: AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, DescribeTransactions,
+ListTransactions (InitProducerId is in producer_ids.py). Thin: check what Kafka's KafkaApis checks,
+call :class:`~tidelog.coordinator.txn.TransactionCoordinator`, shape the answer for the version.
+
+* AddPartitionsToTxn v0-v3 carry one transaction (the client's); v4+ a batch of them, each with
+  ``verify_only`` (KIP-890 part 1; brokers send these). A partition that does not exist fails the
+  whole transaction: UNKNOWN_TOPIC_OR_PARTITION for it, OPERATION_NOT_ATTEMPTED for the others.
+* AddOffsetsToTxn adds the ``__consumer_offsets`` partition of the group.
+* EndTxn v5 is transaction version 2 (KIP-890 part 2): its answer carries the producer id and epoch
+  the producer uses next.
+* PRODUCER_FENCED is INVALID_PRODUCER_EPOCH for clients older than AddPartitionsToTxn v2,
+  AddOffsetsToTxn v2 and EndTxn v2, as Kafka answers them.
+"""
+
+from __future__ import annotations
+
+from tidelog.coordinator.group import OFFSETS_TOPIC, GroupCoordinator
+from tidelog.coordinator.txn import TransactionCoordinator, TransactionVersion
+from tidelog.errors import ErrorCode
+from tidelog.protocol.api_keys import ApiKey
+from tidelog.protocol.messages import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+    EndTxnRequest,
+    EndTxnResponse,
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+)
+from tidelog.replica.manager import ReplicaManager
+from tidelog.server.context import RequestContext
+from tidelog.server.dispatcher import handles
+
+TopicPartition = tuple[str, int]
+Result = AddPartitionsToTxnResponse.AddPartitionsToTxnResult
+TopicResult = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
+PartitionResult = AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult
+
+
+def _fenced_for(code: ErrorCode, version: int, first_version: int = 2) -> ErrorCode:
+    """PRODUCER_FENCED as a client older than ``first_version`` understands it."""
+    return ErrorCode.INVALID_PRODUCER_EPOCH if code == ErrorCode.PRODUCER_FENCED and version < first_version else code
+
+
+def _topic_results(codes: dict[TopicPartition, ErrorCode]) -> list:
+    by_topic: dict[str, list] = {}
+    for (topic, partition), code in codes.items():
+        by_topic.setdefault(topic, []).append(PartitionResult(partition_index=partition,
+                                                              partition_error_code=int(code)))
+    return [TopicResult(name=t, results_by_partition=parts) for t, parts in by_topic.items()]
+
+
+def _transactions(request: AddPartitionsToTxnRequest, version: int) -> list:
+    """The request's transactions; v0-v3 carry one in the ``v3_and_below_*`` fields."""
+    if version >= 4:
+        return list(request.transactions)
+    return [AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction(
+        transactional_id=request.v3_and_below_transactional_id, producer_id=request.v3_and_below_producer_id,
+        producer_epoch=request.v3_and_below_producer_epoch, verify_only=False, topics=request.v3_and_below_topics)]
+
+
+def _add_partitions_error(request: AddPartitionsToTxnRequest, code: ErrorCode, message: str | None):
+    if request.transactions:
+        return AddPartitionsToTxnResponse(error_code=int(code))
+    codes = {(t.name, p): code for t in request.v3_and_below_topics for p in t.partitions}
+    return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=_topic_results(codes))
+
+
+class TransactionHandlers:
+    def __init__(self, transactions: TransactionCoordinator, groups: GroupCoordinator, replicas: ReplicaManager) -> None:
+        self.transactions = transactions
+        self.groups = groups
+        self.replicas = replicas
+
+    # ------------------------------------------------------------------------- AddPartitionsToTxn
+
+    @handles(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 5, _add_partitions_error)
+    def handle_add_partitions_to_txn(self, ctx: RequestContext,
+                                     request: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse:
+        version = ctx.api_version
+        results = [Result(transactional_id=txn.transactional_id, topic_results=_topic_results(self._add(txn, version)))
+                   for txn in _transactions(request, version)]
+        if version < 4:
+            return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=results[0].topic_results)
+        return AddPartitionsToTxnResponse(error_code=0, results_by_transaction=results)
+
+    def _add(self, txn, version: int) -> dict[TopicPartition, ErrorCode]:
+        partitions = list(dict.fromkeys((t.name, p) for t in txn.topics for p in t.partitions))
+        missing = {tp for tp in partitions if not self.replicas.partition_exists(*tp)}
+        if missing:
+            return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in missing else ErrorCode.OPERATION_NOT_ATTEMPTED
+                    for tp in partitions}
+        if txn.verify_only:
+            return self.transactions.verify_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch,
+                                                       partitions)
+        code = self.transactions.add_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch, partitions,
+                                                TransactionVersion.TV_2 if version >= 4 else TransactionVersion.TV_0)
+        return dict.fromkeys(partitions, _fenced_for(code, version))
+
+    # ---------------------------------------------------------------------------- AddOffsetsToTxn
+
+    @handles(ApiKey.ADD_OFFSETS_TO_TXN, 0, 4)
+    def handle_add_offsets_to_txn(self, ctx: RequestContext, request: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse:
+        partition = (OFFSETS_TOPIC, self.groups.partition_for(request.group_id))
+        code = self.transactions.add_partitions(request.transactional_id, request.producer_id, request.producer_epoch,
+                                                [partition])
+        return AddOffsetsToTxnResponse(error_code=int(_fenced_for(code, ctx.api_version)))
+
+    # ------------------------------------------------------------------------------------ EndTxn
+
+    @handles(ApiKey.END_TXN, 0, 5)
+    def handle_end_txn(self, ctx: RequestContext, request: EndTxnRequest) -> EndTxnResponse:
+        version = TransactionVersion.TV_2 if ctx.api_version > 4 else TransactionVersion.TV_0
+        reply = self.transactions.end_txn(request.transactional_id, request.producer_id, request.producer_epoch,
+                                          request.committed, version)
+        return EndTxnResponse(error_code=int(_fenced_for(reply.error, ctx.api_version)),
+                              producer_id=reply.producer_id, producer_epoch=reply.producer_epoch)
+
+    # ---------------------------------------------------------------------------------- admin
+
+    @handles(ApiKey.DESCRIBE_TRANSACTIONS, 0, 0)
+    def handle_describe_transactions(self, ctx: RequestContext,
+                                     request: DescribeTransactionsRequest) -> DescribeTransactionsResponse:
+        return DescribeTransactionsResponse(
+            transaction_states=self.transactions.describe_transactions(request.transactional_ids))
+
+    @handles(ApiKey.LIST_TRANSACTIONS, 0, 2)
+    def handle_list_transactions(self, ctx: RequestContext, request: ListTransactionsRequest) -> ListTransactionsResponse:
+        return self.transactions.list_transactions(request.state_filters, request.producer_id_filters,
+                                                   request.duration_filter, request.transactional_id_pattern)
+
+
+__all__ = ["TransactionHandlers"]

@@ -1,0 +1,94 @@
+"""TxnOffsetCommit: a consumer group's offsets committed inside a producer's transaction.
+
+As Kafka's KafkaApis and group coordinator service: partitions that do not exist get
+UNKNOWN_TOPIC_OR_PARTITION; then the group's ``__consumer_offsets`` partition is checked against the
+transaction (KIP-890: verified for v0-v4, added to the transaction for v5+,
+:mod:`tidelog.server.txn_verification`) unless the producer already has a transaction open there;
+then the group coordinator writes the offsets in a transactional batch of the producer, where they
+stay pending until the transaction's marker (``GroupCoordinator.commit_transactional_offsets``). A
+failure of the whole request is reported on every partition, as the coordinator reports append
+errors; v0-v1 clients get COORDINATOR_NOT_AVAILABLE for COORDINATOR_LOAD_IN_PROGRESS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tidelog.coordinator.group import OFFSETS_TOPIC, GroupCoordinator, PartitionCommit
+from tidelog.coordinator.runtime import normalize_append_error
+from tidelog.errors import ErrorCode, KafkaError
+from tidelog.protocol.api_keys import ApiKey
+from tidelog.protocol.messages import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+from tidelog.replica.manager import ReplicaManager
+from tidelog.server.context import RequestContext
+from tidelog.server.dispatcher import handles
+from tidelog.server.handlers.groups import request_info
+from tidelog.server.txn_verification import TransactionSupportedOperation, TransactionVerifier
+
+Topic = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
+Partition = TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition
+
+
+def _response(request: TxnOffsetCommitRequest, codes: dict[tuple[str, int], ErrorCode],
+              version: int) -> TxnOffsetCommitResponse:
+    def final(code: ErrorCode) -> int:
+        if version < 2 and code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            return int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        return int(code)
+
+    return TxnOffsetCommitResponse(topics=[
+        Topic(name=t.name, partitions=[Partition(partition_index=p.partition_index,
+                                                 error_code=final(codes.get((t.name, p.partition_index), ErrorCode.NONE)))
+                                       for p in t.partitions])
+        for t in request.topics])
+
+
+def _error(request: TxnOffsetCommitRequest, code: ErrorCode, message: str | None) -> TxnOffsetCommitResponse:
+    return _response(request, {(t.name, p.partition_index): code for t in request.topics for p in t.partitions}, 9)
+
+
+class TxnOffsetCommitHandler:
+    def __init__(self, groups: GroupCoordinator, replicas: ReplicaManager, verifier: TransactionVerifier,
+                 ensure_offsets_topic: Callable[[], object]) -> None:
+        self.groups = groups
+        self.replicas = replicas
+        self.verifier = verifier
+        self.ensure_offsets_topic = ensure_offsets_topic
+
+    @handles(ApiKey.TXN_OFFSET_COMMIT, 0, 5, _error)
+    def handle_txn_offset_commit(self, ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
+        version = ctx.api_version
+        codes: dict[tuple[str, int], ErrorCode] = {}
+        commits = []
+        for t in request.topics:
+            for p in t.partitions:
+                if not self.replicas.partition_exists(t.name, p.partition_index):
+                    codes[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
+                commits.append(PartitionCommit(t.name, p.partition_index, p.committed_offset, p.committed_leader_epoch,
+                                               p.committed_metadata))
+        if commits:
+            try:
+                self._verify(request, version)
+                codes.update(self.groups.commit_transactional_offsets(
+                    request_info(ctx), request.group_id, request.producer_id, request.producer_epoch,
+                    request.member_id, request.group_instance_id, request.generation_id, commits))
+            except KafkaError as e:
+                code = normalize_append_error(e.code)
+                codes.update({(c.topic, c.partition): code for c in commits})
+        return _response(request, codes, version)
+
+    def _verify(self, request: TxnOffsetCommitRequest, version: int) -> None:
+        """The group's ``__consumer_offsets`` partition must be in the transaction (KafkaError if not)."""
+        operation = TransactionSupportedOperation.for_txn_offset_commit(version)
+        self.ensure_offsets_topic()
+        partition = (OFFSETS_TOPIC, self.groups.partition_for(request.group_id))
+        if not self.verifier.needs_check(*partition, request.producer_id, request.producer_epoch, operation):
+            return
+        errors = self.verifier.check(request.transactional_id, request.producer_id, request.producer_epoch,
+                                     [partition], operation)
+        if errors:
+            raise KafkaError(errors[partition], "the offsets partition is not in the transaction")
+
+
+__all__ = ["TxnOffsetCommitHandler"]
