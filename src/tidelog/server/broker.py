@@ -64,6 +64,7 @@ from tidelog.server.handlers import (
     ConfigHandlers,
     ConsumerGroupHandlers,
     DeleteRecordsHandler,
+    DescribeTopicPartitionsHandler,
     FetchHandler,
     FindCoordinatorHandler,
     GroupHandlers,
@@ -168,6 +169,7 @@ class Broker:
         handlers.add(
             ApiVersionsHandler(handlers, {"transaction.version": (2, config["transaction.version"])}),
             MetadataHandler(store, controller, config),
+            DescribeTopicPartitionsHandler(store),
             ProduceHandler(replicas, verifier),
             FetchHandler(replicas, self.fetch_sessions),
             ListOffsetsHandler(replicas),

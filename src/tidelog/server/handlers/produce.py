@@ -5,7 +5,10 @@ the producer refreshes its metadata); acks=1 and acks=-1 are answered once the r
 log (a single node's ISR is itself, so its high watermark moves at once; with
 ``min.insync.replicas`` above the ISR size, acks=-1 fails with NOT_ENOUGH_REPLICAS and nothing is
 written). Versions 0-2 carry legacy message sets, converted to v2 batches by the storage layer; from
-v3 on, each partition carries exactly one magic-2 batch (ZSTD from v7).
+v3 on, each partition carries exactly one magic-2 batch (ZSTD from v7). Clients may not write to
+internal topics (INVALID_TOPIC_EXCEPTION, as Kafka's ReplicaManager refuses them to a client's
+Produce), and a partition named twice in one request is appended once, with the records named last
+(Kafka reads them into a map).
 
 Transactional batches need the request's transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 without one, as Kafka answers) and one producer id and epoch for the whole request
@@ -17,6 +20,7 @@ partition that fails gets the error and nothing is written to it.
 
 from __future__ import annotations
 
+from tidelog.cluster.controller import INTERNAL_TOPICS
 from tidelog.errors import ErrorCode, KafkaError, RecordValidationError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import ProduceRequest, ProduceResponse
@@ -116,7 +120,7 @@ class ProduceHandler:
         responses = []
         for t, name in zip(request.topic_data, names):
             parts = []
-            for p in t.partition_data:
+            for p in {p.index: p for p in t.partition_data}.values():
                 if name is not None and (name, p.index) in refused:
                     code, message = refused[(name, p.index)]
                     parts.append(PartitionResponse(index=p.index, error_code=int(code), base_offset=-1,
@@ -138,6 +142,8 @@ class ProduceHandler:
         try:
             if topic is None:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, "unknown topic id")
+            if topic in INTERNAL_TOPICS:
+                raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}")
             result = self.replicas.append_records(topic, p.index, p.records, acks=request.acks,
                                                   check=lambda records: _check_format(version, records))
         except KafkaError as e:
