@@ -15,7 +15,7 @@ CreateTopics (Kafka's ``ControllerApis`` + ``ReplicationControlManager``), check
   be non-empty, name only registered brokers (on a single node: this one), no broker twice, the same
   length for every partition, and the partition indexes must run 0..n-1 (else INVALID_REPLICA_ASSIGNMENT).
 
-``validate_only`` runs every check and changes nothing; its answer carries the zero topic id. From v5 a
+``validate_only`` runs every check and changes nothing; its answer carries a fresh topic id, as Kafka's. From v5 a
 success carries the partition count, replication factor and every config of the topic with its source.
 
 DeleteTopics: by name (v0-5) or by name or id (v6). ``delete.topic.enable=false`` fails every topic with
@@ -211,7 +211,8 @@ class TopicHandlers:
             )
 
     def _created(self, version: int, new: NewTopic, topic: TopicMetadata | None) -> TopicResult:
-        topic_id = topic.topic_id if topic is not None else ZERO_UUID
+        # validate_only: Kafka answers with the id the topic would have been given (a fresh random one)
+        topic_id = topic.topic_id if topic is not None else uuid.uuid4()
         result = TopicResult(name=new.name, topic_id=topic_id, error_code=0, error_message=None)
         if version >= 5:
             result.num_partitions = new.num_partitions
