@@ -77,10 +77,24 @@ _REQUESTS = {
 
 def advertised_versions() -> list[tuple[int, int, int]]:
     """(api_key, min, max) for the implemented APIs, in the ranges Tidelog's handlers serve."""
-    import tidelog.server.handlers  # noqa: F401  (registers the handlers)
-    from tidelog.server.dispatcher import supported_versions
+    import importlib
+    import inspect
+    import pkgutil
 
-    return [(k, lo, hi) for k, lo, hi in supported_versions() if k in _IMPLEMENTED]
+    import tidelog.server.handlers
+    from tidelog.server import dispatcher
+
+    # The handlers are methods marked by ``dispatcher.handles``; the broker registers instances of
+    # their classes. Read the marks off the classes (no broker needed).
+    served: dict[int, tuple[int, int]] = {}
+    for info in pkgutil.iter_modules(tidelog.server.handlers.__path__):
+        module = importlib.import_module(f"tidelog.server.handlers.{info.name}")
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            for name in dir(cls):
+                mark = getattr(getattr(cls, name, None), dispatcher._MARK, None)
+                if mark is not None:
+                    served[mark[0]] = (mark[1], mark[2])
+    return sorted((k, lo, hi) for k, (lo, hi) in served.items() if k in _IMPLEMENTED)
 
 
 class PartitionFile:
