@@ -46,6 +46,7 @@ average is printed before each target.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import shutil
@@ -55,11 +56,31 @@ import time
 from pathlib import Path
 
 import confluent_kafka
+from perf.kafka_tool import ToolFigures, run_perf_tools
 from perf.latency import Latency, run_latency
-from perf.measurement import loadavg, measured
-from perf.report import print_latency, print_profile, print_throughput
-from perf.target import ALL_TARGETS, open_target
-from perf.workload import TOPIC, Throughput, consume, produce, run_throughput
+from perf.lifecycle import Lifecycle, run_lifecycle
+from perf.measurement import loadavg, measured, pinned
+from perf.report import (
+    print_latency,
+    print_lifecycle,
+    print_profile,
+    print_saturation,
+    print_throughput,
+    print_tools,
+)
+from perf.saturation import BROKER_CORE, CLIENT_CORE, Saturation, pin_broker, run_saturation
+from perf.summary import build, print_summary
+from perf.target import ALL_TARGETS, Endpoint, open_target, oracle
+from perf.workload import (
+    BIG_PRODUCER_CONF,
+    BIG_VALUE_BYTES,
+    TOPIC,
+    Throughput,
+    consume,
+    produce,
+    run_round,
+    warm_up_consumer,
+)
 
 MOCK_LATENCY = ("not run by default: an empty fetch on the mock waits the whole fetch.wait.max.ms (it is not "
                 "woken by a produce) and a partition keeps only 5 MiB, half a second at 10 MB/s")
@@ -82,23 +103,75 @@ def run_profiled(args: argparse.Namespace, tmp: Path, value: bytes) -> None:
         print_profile(consume_prof, f"{name} broker while consuming (includes start-up)", args.top)
 
 
+def open_all(stack: contextlib.ExitStack, names: list[str], tmp: Path,
+             failed: dict[str, str]) -> dict[str, Endpoint]:
+    """Start every target (each stays up, idle, while the others are measured: each row's targets are
+    measured back to back); a target that cannot start is reported in ``failed``."""
+    endpoints = {}
+    for name in names:
+        print(f"[{time.strftime('%H:%M:%S')}] starting {name}: load average {loadavg()}", flush=True)
+        try:
+            ep = endpoints[name] = stack.enter_context(open_target(name, tmp / name))
+            print(f"  {ep.describe} on {ep.bootstrap}", flush=True)
+        except Exception as e:  # a target that cannot run is reported, not fatal
+            failed[name] = f"{type(e).__name__}: {e}"
+            print(f"  failed: {failed[name]}", flush=True)
+    return endpoints
+
+
+def run_rounds(endpoints: dict[str, Endpoint], rows: dict[str, Throughput], prefix: str, records: int,
+               value: bytes, repeats: int, conf: dict | None = None) -> None:
+    """``repeats`` rounds; in each, every target in turn produces then consumes on a new topic."""
+    for i in range(repeats):
+        for name, ep in endpoints.items():
+            row = rows[name]
+            if row.error:
+                continue
+            try:
+                run_round(row, ep, f"{prefix}-{i}", records, value, conf)
+            except Exception as e:  # reported in the table
+                row.error = f"{type(e).__name__}: {e}"
+            done = f"produce {row.produce[-1].rate:,.0f} consume {row.consume[-1].rate:,.0f} rec/s" \
+                if len(row.consume) == i + 1 else row.error
+            print(f"  [{time.strftime('%H:%M:%S')}] {prefix} round {i + 1} {name}: {done}", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", type=int, default=None, help="records per round (default 2,000,000)")
     ap.add_argument("--repeats", type=int, default=None, help="produce+consume rounds per target (default 5)")
-    ap.add_argument("--quick", action="store_true", help="200,000 records, 2 rounds, 3-second latency runs")
+    ap.add_argument("--quick", action="store_true",
+                    help="200,000 records and 64 MiB of 1 MiB batches per round, 2 rounds, 3-second latency runs, "
+                         "256 MiB before the kill -9, shorter broker-bound phases")
     ap.add_argument("--value-bytes", type=int, default=100)
     ap.add_argument("--targets", default=",".join(ALL_TARGETS), help=f"comma-separated, from {','.join(ALL_TARGETS)}")
+    ap.add_argument("--big-mib", type=int, default=None, help="MiB per round of the 1 MiB-batch workload (512)")
+    ap.add_argument("--no-big", action="store_true", help="skip the 1 MiB-batch workload")
     ap.add_argument("--latency-rate", type=int, default=100_000, help="records/s of the latency runs")
     ap.add_argument("--latency-seconds", type=float, default=None, help="measured seconds per latency run (10)")
     ap.add_argument("--latency-targets", default=None, help="targets of the latency runs (default: --targets but mock)")
     ap.add_argument("--no-latency", action="store_true")
+    ap.add_argument("--no-lifecycle", action="store_true", help="skip start-up, idle RSS and kill -9 recovery")
+    ap.add_argument("--idle-partitions", type=int, default=1000, help="partitions held for the idle RSS (1,000)")
+    ap.add_argument("--recovery-mib", type=int, default=None, help="MiB written before the kill -9 (1,024)")
+    ap.add_argument("--no-perf-tools", action="store_true", help="skip kafka-producer/consumer-perf-test")
+    ap.add_argument("--tool-records", type=int, default=None, help="records of the Kafka perf tools (1,000,000)")
+    ap.add_argument("--broker-bound", action="store_true",
+                    help="add the broker-bound mode: broker on core 0 (taskset), clients on core 1")
+    ap.add_argument("--bound-clients", type=int, default=3, help="producer and consumer processes (3)")
+    ap.add_argument("--bound-seconds", type=float, default=None, help="seconds each producer sends (10)")
+    ap.add_argument("--bound-mib", type=int, default=None, help="at most this many MiB per producing phase (2,048)")
     ap.add_argument("--profile", type=Path, help="only the Tidelog targets, under cProfile; .prof files go here")
     ap.add_argument("--top", type=int, default=25, help="profile entries to print")
     args = ap.parse_args(argv)
     args.records = args.records or (200_000 if args.quick else 2_000_000)
     repeats = args.repeats or (2 if args.quick else 5)
     seconds = args.latency_seconds or (3.0 if args.quick else 10.0)
+    big_mib = args.big_mib or (64 if args.quick else 512)
+    recovery_mib = args.recovery_mib or (256 if args.quick else 1024)
+    bound_seconds = args.bound_seconds or (4.0 if args.quick else 10.0)
+    bound_mib = args.bound_mib or (512 if args.quick else 2048)
+    tool_records = args.tool_records or (200_000 if args.quick else 1_000_000)
     args.targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     unknown = set(args.targets) - set(ALL_TARGETS)
     if unknown:
@@ -108,40 +181,127 @@ def main(argv: list[str] | None = None) -> int:
         skipped = {"mock": MOCK_LATENCY} if "mock" in args.targets else {}
     else:
         latency_targets, skipped = args.latency_targets.split(","), {}
+    if args.broker_bound and len(os.sched_getaffinity(0)) < 2:
+        ap.error("--broker-bound needs two cores (one for the broker, one for the clients)")
 
     print(f"Python {platform.python_version()}, confluent-kafka {confluent_kafka.__version__}, "
           f"librdkafka {confluent_kafka.libversion()[0]}, {os.cpu_count()} CPUs, load average {loadavg()}")
+    if args.quick:
+        print(f"--quick: {args.records:,} records and {big_mib} MiB of 1 MiB batches per round, {repeats} rounds, "
+              f"{seconds:.0f} s latency runs, {recovery_mib} MiB (not 1 GiB) written before the kill -9, "
+              f"{bound_seconds:.0f} s broker-bound phases")
     value = os.urandom(args.value_bytes)
+    big_value = os.urandom(BIG_VALUE_BYTES)
+    big_records = big_mib * 2**20 // BIG_VALUE_BYTES
+    began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="tidelog-bench-") as tmpdir:
         tmp = Path(tmpdir)
         if args.profile is not None:
             run_profiled(args, tmp, value)
             return 0
-        rows: list[Throughput] = []
+        life_rows: list[Lifecycle] = []
+        if not args.no_lifecycle:
+            print(f"\nStart-up, idle RSS with {args.idle_partitions:,} partitions, kill -9 with {recovery_mib} MiB")
+            for name in [t for t in args.targets if t != "mock"]:
+                print(f"[{time.strftime('%H:%M:%S')}] {name}: load average {loadavg()}", flush=True)
+                try:
+                    life = run_lifecycle(name, tmp / "life" / name, args.idle_partitions, 3.0 if args.quick else 5.0,
+                                         recovery_mib * 2**20)
+                except Exception as e:  # reported in the table
+                    life = Lifecycle(name, error=f"{type(e).__name__}: {e}")
+                life_rows.append(life)
+                print(f"  start {life.startup_s} s, RSS {life.rss_idle}, recovery {life.recovery_s} s "
+                      f"{life.recovery_note} {life.error}", flush=True)
+                shutil.rmtree(tmp / "life", ignore_errors=True)
+
+        failed: dict[str, str] = {}
         lat_rows: list[Latency] = []
-        for name in args.targets:
-            print(f"[{time.strftime('%H:%M:%S')}] {name}: load average {loadavg()}", flush=True)
-            try:
-                with open_target(name, tmp) as ep:
-                    print(f"  {ep.describe} on {ep.bootstrap}", flush=True)
-                    row = run_throughput(name, ep, args.records, value, repeats)
-                    rows.append(row)
-                    print("  produce " + ", ".join(f"{p.rate:,.0f}" for p in row.produce) + " rec/s; consume "
-                          + ", ".join(f"{p.rate:,.0f}" for p in row.consume) + f" rec/s {row.error}", flush=True)
-                    if not args.no_latency and name in latency_targets:
+        tool_rows: list[ToolFigures] = []
+        with contextlib.ExitStack() as stack:
+            endpoints = open_all(stack, args.targets, tmp / "main", failed)
+            rows = {name: Throughput(name, ep.describe) for name, ep in endpoints.items()}
+            big_rows = {name: Throughput(name, ep.describe) for name, ep in endpoints.items()}
+            for ep in endpoints.values():
+                warm_up_consumer(ep.bootstrap)
+            print(f"\n{args.value_bytes} B records", flush=True)
+            run_rounds(endpoints, rows, TOPIC, args.records, value, repeats)
+            if not args.no_big:
+                print("\n1 MiB batches", flush=True)
+                run_rounds(endpoints, big_rows, "big", big_records, big_value, repeats, BIG_PRODUCER_CONF)
+            if not args.no_latency:
+                for name, ep in endpoints.items():
+                    if name in latency_targets:
                         lat = run_latency(name, ep, args.latency_rate, seconds, len(value))
                         lat_rows.append(lat)
-                        print(f"  latency p50 {lat.p50:.2f} ms, p99 {lat.p99:.2f} ms {lat.error}", flush=True)
-            except Exception as e:  # a target that cannot run is reported, not fatal
-                rows.append(Throughput(name, error=f"{type(e).__name__}: {e}"))
-                print(f"  failed: {type(e).__name__}: {e}", flush=True)
-            for path in tmp.iterdir():  # free the disk between targets
-                shutil.rmtree(path, ignore_errors=True)
-        print_throughput(rows, args.records, len(value), repeats)
+                        print(f"  latency {name}: p50 {lat.p50:.2f} ms, p99 {lat.p99:.2f} ms {lat.error}", flush=True)
+            if not args.no_perf_tools:
+                classpath = None
+                for name in ("tidelog", "kafka"):
+                    if name not in endpoints:
+                        continue
+                    try:
+                        classpath = classpath or endpoints[name].classpath or oracle()[2].build()
+                        endpoints[name].create_topic("perf-test", 1)
+                        figures = run_perf_tools(name, classpath, endpoints[name].bootstrap, "perf-test",
+                                                 tool_records)
+                    except Exception as e:  # reported in the table
+                        figures = ToolFigures(name, error=f"{type(e).__name__}: {e}")
+                    tool_rows.append(figures)
+                    print(f"  perf tools {name}: produce {figures.produce_rate:,.0f} rec/s, consume "
+                          f"{figures.consume_rate:,.0f} rec/s {figures.error}", flush=True)
+        shutil.rmtree(tmp / "main", ignore_errors=True)
+
+        bound_rows: list[Saturation] = []
+        if args.broker_bound:
+            bound_rows = run_broker_bound(args, tmp / "bound", bound_seconds, bound_mib * 2**20, value)
+            shutil.rmtree(tmp / "bound", ignore_errors=True)
+
+        all_rows = [*rows.values(), *(Throughput(n, error=e) for n, e in failed.items())]
+        print_throughput(all_rows, args.records, len(value), repeats)
+        if not args.no_big:
+            print_throughput([*big_rows.values()], big_records, BIG_VALUE_BYTES, repeats)
         if not args.no_latency:
             print_latency(lat_rows, args.latency_rate, len(value), skipped)
-        print(f"\nload average at the end: {loadavg()}")
+        if life_rows:
+            print_lifecycle(life_rows, args.idle_partitions)
+        if bound_rows:
+            print_saturation(bound_rows, args.bound_clients)
+        if tool_rows:
+            print_tools(tool_rows, tool_records)
+        summary = build(list(rows.values()), [r for r in big_rows.values() if r.produce], len(value),
+                        BIG_VALUE_BYTES, lat_rows, life_rows, bound_rows, tool_rows, recovery_mib,
+                        args.latency_rate * len(value) / 1e6)
+        print_summary(summary, args.targets)
+        print(f"\nload average at the end: {loadavg()}; the run took {(time.monotonic() - began) / 60:.1f} min")
     return 0
+
+
+def run_broker_bound(args: argparse.Namespace, tmp: Path, seconds: float, max_bytes: int,
+                     value: bytes) -> list[Saturation]:
+    """Every target but the in-process mock started on core 0, then each workload on each in turn."""
+    names = [t for t in args.targets if t != "mock"]
+    print(f"\nBroker-bound: brokers on core {BROKER_CORE}, clients on core {CLIENT_CORE}", flush=True)
+    out: list[Saturation] = []
+    failed: dict[str, str] = {}
+    with contextlib.ExitStack() as stack:
+        with pinned({BROKER_CORE}):
+            endpoints = open_all(stack, names, tmp, failed)
+        for name, ep in endpoints.items():
+            print(f"  {name}: taskset: {pin_broker(ep)}", flush=True)
+        with pinned({CLIENT_CORE}):
+            workloads = [("100B", len(value), {}), ("1MiB", BIG_VALUE_BYTES, BIG_PRODUCER_CONF)]
+            for i, (workload, size, conf) in enumerate(workloads):
+                for name, ep in endpoints.items():
+                    try:
+                        s = run_saturation(name, ep, workload, size, args.bound_clients, seconds, max_bytes, conf, i)
+                    except Exception as e:  # reported in the table
+                        s = Saturation(name, workload, size, error=f"{type(e).__name__}: {e}")
+                    out.append(s)
+                    print(f"  [{time.strftime('%H:%M:%S')}] {workload} {name}: produce {s.produce_rate:,.0f} rec/s "
+                          f"(broker core {s.produce_broker_core:.0%}), consume {s.consume_rate:,.0f} rec/s "
+                          f"(broker core {s.consume_broker_core:.0%}) {s.error}", flush=True)
+    out += [Saturation(name, "-", 0, error=e) for name, e in failed.items()]
+    return out
 
 
 if __name__ == "__main__":

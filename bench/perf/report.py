@@ -6,8 +6,11 @@ import pstats
 import statistics
 from pathlib import Path
 
+from perf.kafka_tool import ToolFigures
 from perf.latency import Latency
+from perf.lifecycle import Lifecycle
 from perf.measurement import Phase
+from perf.saturation import BROKER_CORE, CLIENT_CORE, Saturation
 from perf.workload import Throughput
 
 
@@ -20,7 +23,10 @@ def median_rate(phases: list[Phase]) -> float:
 
 
 def _cpu(phase: Phase) -> str:
-    return f"{phase.cpu_per_million:.2f}" if phase.cpu is not None else "-"
+    if phase.cpu is None:
+        return "-"
+    v = phase.cpu_per_million
+    return f"{v:.2f}" if v < 100 else f" {v:,.0f}"
 
 
 def print_throughput(rows: list[Throughput], records: int, value_bytes: int, repeats: int) -> None:
@@ -70,3 +76,42 @@ def print_profile(path: Path, title: str, top: int) -> None:
     stats = pstats.Stats(str(path))
     stats.sort_stats("tottime").print_stats(top)
     stats.sort_stats("cumulative").print_stats(top)
+
+
+def print_lifecycle(rows: list[Lifecycle], partitions: int) -> None:
+    print(f"\nStart-up, idle memory and recovery, each on a fresh broker: seconds from starting the process to "
+          f"the first acknowledged produce; RSS after holding {partitions:,} partitions idle; after SIGKILL, "
+          "seconds from the new process's start to a produce acknowledged on the partition written")
+    print(f"{'target':<16}{'start s':>9}{'RSS MB':>9}{'recover s':>11}  notes")
+    for r in rows:
+        start = f"{r.startup_s:>9.2f}" if r.startup_s is not None else f"{'-':>9}"
+        rss = f"{r.rss_idle / 1e6:>9,.0f}" if r.rss_idle is not None else f"{'-':>9}"
+        rec = f"{r.recovery_s:>11.2f}" if r.recovery_s is not None else f"{'-':>11}"
+        notes = "; ".join(x for x in (r.rss_note and f"RSS: {r.rss_note}", r.recovery_note, r.error) if x)
+        print(f"{r.target:<16}{start}{rss}{rec}  {notes}")
+
+
+def print_saturation(rows: list[Saturation], clients: int) -> None:
+    print(f"\nBroker-bound: the broker pinned to core {BROKER_CORE} (taskset), {clients} producers then {clients} "
+          f"consumers on core {CLIENT_CORE}; core busy = share of that core busy during the phase (broker near "
+          "100% = the broker is the bottleneck); CPU = broker CPU seconds per million records")
+    print(f"{'target':<16}{'workload':<10}{'produce rec/s':>14}{'MB/s':>8}{'core b/c %':>12}{'CPU':>7}"
+          f"{'consume rec/s':>15}{'MB/s':>8}{'core b/c %':>12}{'CPU':>7}  notes")
+    def per_million(v: float | None, records: int) -> str:
+        return f"{v / records * 1e6:>7.3f}" if v is not None and records else f"{'-':>7}"
+
+    for s in rows:
+        print(f"{s.target:<16}{s.workload:<10}{s.produce_rate:>14,.0f}{s.produce_mb:>8.1f}"
+              f"{f'{s.produce_broker_core:.0%}/{s.produce_client_core:.0%}':>12}{per_million(s.produce_cpu, s.records)}"
+              f"{s.consume_rate:>15,.0f}{s.consume_mb:>8.1f}"
+              f"{f'{s.consume_broker_core:.0%}/{s.consume_client_core:.0%}':>12}{per_million(s.consume_cpu, s.records)}  {s.error}")
+
+
+def print_tools(rows: list[ToolFigures], records: int) -> None:
+    print(f"\nApache Kafka's kafka-producer-perf-test ({records:,} records x 100 bytes, --throughput -1, client "
+          "defaults) then kafka-consumer-perf-test (the same records), as they report them")
+    print(f"{'target':<16}{'produce rec/s':>14}{'MB/s':>8}{'p50 ms':>8}{'p99 ms':>8}{'consume rec/s':>15}"
+          f"{'MB/s':>8}{'fetch rec/s':>13}  notes")
+    for f in rows:
+        print(f"{f.target:<16}{f.produce_rate:>14,.0f}{f.produce_mb:>8.2f}{f.produce_p50_ms:>8.0f}"
+              f"{f.produce_p99_ms:>8.0f}{f.consume_rate:>15,.0f}{f.consume_mb:>8.2f}{f.fetch_rate:>13,.0f}  {f.error}")

@@ -1,4 +1,4 @@
-"""How each broker of the benchmark is started: Tidelog, the null broker, librdkafka's mock cluster, tansu.
+"""How each broker of the benchmark is started: Tidelog, the null broker, librdkafka's mock cluster, tansu, Kafka.
 
 Each ``*_target`` is a context manager yielding an :class:`Endpoint` (bootstrap address, how to create
 a topic, the broker's process ids for CPU and memory figures) and stopping the broker on exit.
@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import confluent_kafka
 from confluent_kafka import Producer
@@ -28,7 +29,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tidelog.testing import BrokerProcess
 
 BENCH_DIR = Path(__file__).resolve().parent.parent
-ALL_TARGETS = ("tidelog", "tidelog-asyncio", "null", "mock", "tansu")
+ALL_TARGETS = ("tidelog", "tidelog-asyncio", "null", "mock", "tansu", "kafka")
 MOCK_PARTITION_BYTES = 4 * 1024 * 1024  # stay under the mock's 5 MiB per partition
 
 
@@ -38,7 +39,10 @@ class Endpoint:
     create_topic: Callable[[str, int], None]
     describe: str
     keeps_partition_bytes: int | None = None  # a bound on what one partition retains
-    pids: list[int] = field(default_factory=list)  # broker processes (for profilers)
+    pids: list[int] = field(default_factory=list)  # broker processes (for profilers, CPU and RSS)
+    launched: float = 0.0  # time.monotonic() just before the broker process was started
+    broker: Any = None  # what kill() and start() again (BrokerProcess, KafkaProcess), if the data survives
+    classpath: str | None = None  # the oracle's java classpath (Kafka's tools), for the kafka target
 
 
 class Subprocess:
@@ -136,10 +140,16 @@ def tidelog_target(tmp: Path, event_loop: str, profile: Path | None = None) -> I
     data = tmp / f"tidelog-{event_loop}"
     overrides = {"num.partitions": "1", "auto.create.topics.enable": "true"}
     if profile is None:
-        with BrokerProcess(data, overrides=overrides, event_loop=event_loop) as broker:
+        broker = BrokerProcess(data, overrides=overrides, event_loop=event_loop, start_timeout=600)
+        launched = time.monotonic()
+        broker.start()
+        try:
             assert broker.proc is not None
             yield Endpoint(broker.bootstrap, auto_create(broker.bootstrap),
-                           f"tidelog serve --event-loop {event_loop}", pids=[broker.proc.pid])
+                           f"tidelog serve --event-loop {event_loop}", pids=[broker.proc.pid], launched=launched,
+                           broker=broker)
+        finally:
+            broker.stop()
         return
     # Under cProfile: a plain subprocess (BrokerProcess builds its own command line).
     port = free_port()
@@ -161,11 +171,13 @@ def tidelog_target(tmp: Path, event_loop: str, profile: Path | None = None) -> I
 def null_target(tmp: Path) -> Iterator[Endpoint]:
     server = Subprocess([sys.executable, str(BENCH_DIR / "null_broker.py"), "--data-dir", str(tmp / "null")],
                         ready=r"listening on (\S+):(\d+)")
+    launched = time.monotonic()
     match = server.start()
     assert match is not None and server.proc is not None
     bootstrap = f"{match.group(1)}:{match.group(2)}"
     try:
-        yield Endpoint(bootstrap, auto_create(bootstrap), "bench/null_broker.py (uvloop)", pids=[server.proc.pid])
+        yield Endpoint(bootstrap, auto_create(bootstrap), "bench/null_broker.py (uvloop)", pids=[server.proc.pid],
+                       launched=launched)
     finally:
         server.stop()
 
@@ -191,12 +203,13 @@ def tansu_target(tmp: Path) -> Iterator[Endpoint]:
     url = f"tcp://127.0.0.1:{port}"
     server = Subprocess([str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url,
                          "--storage-engine", "memory://tansu/"], port=port)
+    launched = time.monotonic()
     server.start()
     bootstrap = f"127.0.0.1:{port}"
     try:
         assert server.proc is not None
         yield Endpoint(bootstrap, admin_create(bootstrap), f"{version} --storage-engine memory://tansu/",
-                       pids=[server.proc.pid])
+                       pids=[server.proc.pid], launched=launched)
     finally:
         server.stop()
 
@@ -247,13 +260,49 @@ class MockCluster:
 
 @contextlib.contextmanager
 def mock_target(tmp: Path) -> Iterator[Endpoint]:
+    launched = time.monotonic()
     cluster = MockCluster(1)
     try:
         yield Endpoint(cluster.bootstrap, cluster.create_topic,
                        f"librdkafka {confluent_kafka.libversion()[0]} rd_kafka_mock_cluster_new(1)",
-                       keeps_partition_bytes=MOCK_PARTITION_BYTES)
+                       keeps_partition_bytes=MOCK_PARTITION_BYTES, launched=launched)
     finally:
         cluster.close()
+
+
+def oracle():
+    """tests.oracle, which builds Apache Kafka's jars with Maven (tests/java/pom.xml) and starts its broker
+    (docs/oracle.md); the repository root goes on sys.path for it."""
+    root = str(BENCH_DIR.parent)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from tests.oracle import jvm, kafka, maven
+
+    return jvm, kafka, maven
+
+
+@contextlib.contextmanager
+def kafka_target(tmp: Path) -> Iterator[Endpoint]:
+    """Apache Kafka as the oracle runs it: one KRaft node (broker and controller), default settings,
+    log dir under ``tmp`` (the same disk as the others), -Xmx1G -Xms1G and kafka-run-class.sh's G1
+    options. ``kafka-storage format`` (a JVM run of its own, an install step) is done before ``launched``."""
+    _, kafka, maven = oracle()
+    classpath = maven.build()
+    broker = kafka.KafkaProcess(tmp / "kafka", classpath=classpath, start_timeout=600)
+    broker.data_dir.mkdir(parents=True, exist_ok=True)
+    broker.port, broker.controller_port = kafka.free_port(), kafka.free_port()
+    broker._write_properties()
+    broker._format()
+    launched = time.monotonic()
+    broker.start()
+    version = re.search(r"kafka_2\.13-([^/:]+)\.jar", classpath)
+    try:
+        assert broker.proc is not None
+        yield Endpoint(broker.bootstrap, admin_create(broker.bootstrap),
+                       f"Apache Kafka {version.group(1) if version else '?'} (KRaft, -Xmx1G -Xms1G, defaults)",
+                       pids=[broker.proc.pid], launched=launched, broker=broker, classpath=classpath)
+    finally:
+        broker.stop()
 
 
 def open_target(name: str, tmp: Path, profile: Path | None = None):
@@ -267,4 +316,6 @@ def open_target(name: str, tmp: Path, profile: Path | None = None):
         return mock_target(tmp)
     if name == "tansu":
         return tansu_target(tmp)
+    if name == "kafka":
+        return kafka_target(tmp)
     raise ValueError(name)
