@@ -42,7 +42,7 @@ from dataclasses import replace
 from typing import Any
 
 from tidelog.cluster.metadata import MetadataImage
-from tidelog.coordinator.group.classic import ClassicGroupManager
+from tidelog.coordinator.group.classic import MEMBER_ID_REQUIRED_FROM_VERSION, ClassicGroupManager
 from tidelog.coordinator.group.classic_group import ClassicGroup
 from tidelog.coordinator.group.consumer import ConsumerGroupCoordinator
 from tidelog.coordinator.group.consumer_group import (
@@ -74,7 +74,6 @@ from tidelog.protocol.messages import (
 
 log = logging.getLogger(__name__)
 
-MEMBER_ID_REQUIRED_FROM_VERSION = 4
 _EMPTY_IMAGE = MetadataImage("", -1, {}, {})
 
 
