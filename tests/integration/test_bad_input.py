@@ -213,6 +213,19 @@ def test_frame_above_socket_request_max_bytes(broker: BrokerProcess, witness: Wi
 # ------------------------------------------------------------------------------ versions
 
 
+def test_api_versions_refuses_an_invalid_client_software_name(broker: BrokerProcess, witness: Witness) -> None:
+    """KIP-511 (v3+): name and version are letters, digits, '.' and '-', starting and ending with a letter
+    or digit; otherwise INVALID_REQUEST and no versions, as Kafka answers."""
+    with connect(broker) as c:
+        for name, version in (("bad name!", "1"), ("t", ""), ("t.", "1"), ("", "")):
+            r = c.request(ApiVersionsRequest(client_software_name=name, client_software_version=version), 3)
+            assert (r.error_code, r.api_keys) == (ErrorCode.INVALID_REQUEST, [])
+        r = c.request(ApiVersionsRequest(client_software_name="a.b-c", client_software_version="1-2.3"), 3)
+        assert r.error_code == 0 and r.api_keys
+        assert c.request(ApiVersionsRequest(), 0).error_code == 0  # v0 has no names
+    witness.check()
+
+
 def test_api_versions_in_a_version_from_the_future(broker: BrokerProcess, witness: Witness) -> None:
     """KIP-511: header v0 and a v0 body with UNSUPPORTED_VERSION and the ApiVersions range only."""
     with connect(broker) as c:
@@ -380,7 +393,8 @@ def test_200_connections_from_threads(broker: BrokerProcess, witness: Witness) -
         try:
             with connect(broker) as c:
                 for version in (0, 3):
-                    assert c.request(ApiVersionsRequest(), version).error_code == 0
+                    assert c.request(ApiVersionsRequest(client_software_name="t", client_software_version="1"),
+                                     version).error_code == 0
         except BaseException as e:
             failures.append(e)
 

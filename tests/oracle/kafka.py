@@ -37,6 +37,7 @@ from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from tests.oracle import jvm, maven
+from tidelog.testing.server_process import ServerProcess
 
 #: Server properties of the single node, as Kafka's config/server.properties has them for a combined
 #: broker+controller, with the internal topics at replication factor 1 (there is one broker).
@@ -72,7 +73,9 @@ def random_cluster_id() -> str:
             return text
 
 
-class KafkaProcess:
+class KafkaProcess(ServerProcess):
+    stop_timeout = 60.0
+
     def __init__(self, data_dir: Path, *, overrides: dict[str, str] | None = None, port: int = 0,
                  classpath: str | None = None, start_timeout: float = 120.0) -> None:
         self.data_dir = Path(data_dir)
@@ -191,43 +194,6 @@ class KafkaProcess:
         with self.log_file.open("rb") as f:
             f.seek(offset)
             return f.read().decode(errors="replace")
-
-    def stop(self, timeout: float = 60.0) -> int:
-        """SIGTERM and wait: a controlled shutdown. Returns the exit code."""
-        if self.proc is None:
-            return 0
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        code = self.proc.returncode
-        self.proc = None
-        return code
-
-    def kill(self) -> None:
-        """SIGKILL: the broker dies without any shutdown work, as in a crash."""
-        if self.proc is not None:
-            if self.proc.poll() is None:
-                self.proc.kill()
-            self.proc.wait()
-            self.proc = None
-
-    def restart(self) -> KafkaProcess:
-        self.stop()
-        return self.start()
-
-    @property
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def __enter__(self) -> KafkaProcess:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 def main(argv: list[str] | None = None) -> int:

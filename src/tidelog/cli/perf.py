@@ -174,6 +174,10 @@ def run_produce(args: argparse.Namespace) -> int:
             producer.flush(_INTERRUPTED_FLUSH_S)  # what is in flight still counts
         except KeyboardInterrupt:
             pass
+        # Whatever is still queued is dropped, so that closing the producer never waits for it (librdkafka
+        # would hold the exit for up to message.timeout.ms on a slow broker).
+        producer.purge(in_queue=True, in_flight=True, blocking=False)
+        producer.poll(0)
     except BrokerLost as e:
         stopped = str(e)
     # A lost broker's grace period measured nothing: a stopped run counts up to its last delivery.

@@ -10,6 +10,10 @@ Rules (Kafka's):
   led by its first replica with leader epoch 0 and ISR = replicas. A replication factor larger than
   the number of live brokers fails with INVALID_REPLICATION_FACTOR.
 * Partitions can only be added (CreatePartitions), never removed.
+* One request may not write more than :data:`MAX_RECORDS_PER_REQUEST` metadata records (Kafka's
+  controller bound): more partitions than that in one CreateTopics or CreatePartitions request, or
+  more records (a topic, its partitions, its configs) in one CreateTopics, fail every topic of the
+  request with POLICY_VIOLATION (:meth:`Controller.check_request_size`).
 * Config overrides are validated with :mod:`tidelog.config` before anything changes.
 * Dynamic broker configs: the topic-default synonyms (``log.retention.ms``, ``log.segment.bytes``,
   ``message.max.bytes`` ...) change the defaults of every topic at once, live; other keys Tidelog
@@ -52,6 +56,8 @@ log = logging.getLogger(__name__)
 MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+#: The most metadata records one request may write (Kafka's MAX_RECORDS_PER_USER_OP).
+MAX_RECORDS_PER_REQUEST = 10_000
 #: ``log.retention.hours`` and the like: static-only spellings of a topic default (Kafka: not dynamic).
 _COARSE_UNIT_KEYS = frozenset(alias for aliases in UNIT_ALIASES.values() for alias, _ in aliases)
 #: Broker keys that only server.properties sets.
@@ -149,6 +155,16 @@ class Controller:
             raise KafkaError(ErrorCode.INVALID_CONFIG, str(e)) from None
         return {k: str(v) for k, v in configs.items()}
 
+    @staticmethod
+    def check_request_size(partitions: int, records: int = 0, *, adding: bool = False) -> None:
+        """Kafka's bound on one request: ``partitions`` new partitions (all topics of the request)
+        and ``records`` metadata records in all. Raises KafkaError(POLICY_VIOLATION)."""
+        if partitions > MAX_RECORDS_PER_REQUEST:
+            what = "additional partitions" if adding else "partitions"
+            raise KafkaError(ErrorCode.POLICY_VIOLATION, f"Excessively large number of {what} per request.")
+        if records > MAX_RECORDS_PER_REQUEST:
+            raise KafkaError(ErrorCode.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
+
     def create_topic(
         self,
         name: str,
@@ -165,7 +181,13 @@ class Controller:
 
     def create_topics(self, new_topics: Sequence[NewTopic]) -> list[TopicMetadata | KafkaError]:
         """Create topics with one metadata write. Each is checked against the image that includes
-        the ones before it; a failing topic gets its KafkaError and does not stop the others."""
+        the ones before it; a failing topic gets its KafkaError and does not stop the others, except
+        that a request too large for :meth:`check_request_size` fails every topic."""
+        try:
+            self.check_request_size(sum(t.num_partitions for t in new_topics),
+                                    sum(1 + t.num_partitions + len(t.configs or {}) for t in new_topics))
+        except KafkaError as e:
+            return [e for _ in new_topics]
         image = self.image
         results: list[TopicMetadata | KafkaError] = []
         for new in new_topics:
@@ -248,6 +270,7 @@ class Controller:
 
     def create_partitions(self, name: str, count: int) -> TopicMetadata:
         topic = self.validate_create_partitions(name, count)
+        self.check_request_size(count - len(topic.partitions), adding=True)
         # Kafka continues the round robin from partition 0's leader (the first broker id at or above it).
         ids = sorted(self.image.brokers)
         first_leader = topic.partitions[0].replicas[0] if topic.partitions else 0

@@ -43,8 +43,10 @@ TOPIC_OPERATIONS = (
     AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE, AclOperation.DESCRIBE, AclOperation.DELETE,
     AclOperation.ALTER, AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS,
 )
-#: The group operations an unrestricted client is reported (READ, DELETE, DESCRIBE).
-GROUP_OPERATIONS = (AclOperation.READ, AclOperation.DELETE, AclOperation.DESCRIBE)
+#: The group operations an unrestricted client is reported (Kafka 4: READ, DELETE, DESCRIBE and, for the
+#: group configs of KIP-848, DESCRIBE_CONFIGS and ALTER_CONFIGS).
+GROUP_OPERATIONS = (AclOperation.READ, AclOperation.DELETE, AclOperation.DESCRIBE, AclOperation.DESCRIBE_CONFIGS,
+                    AclOperation.ALTER_CONFIGS)
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 

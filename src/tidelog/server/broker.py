@@ -65,6 +65,7 @@ from tidelog.server.handlers import (
     ConfigHandlers,
     ConsumerGroupHandlers,
     DeleteRecordsHandler,
+    DescribeTopicPartitionsHandler,
     FetchHandler,
     FindCoordinatorHandler,
     GroupHandlers,
@@ -191,6 +192,7 @@ class Broker:
         handlers.add(
             ApiVersionsHandler(handlers, {"transaction.version": (2, config["transaction.version"])}),
             MetadataHandler(store, controller, config),
+            DescribeTopicPartitionsHandler(store),
             ProduceHandler(replicas, verifier),
             FetchHandler(replicas, self.fetch_sessions),
             ListOffsetsHandler(replicas),

@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
+from tidelog.testing.server_process import ServerProcess
+
 _READY = re.compile(r"listening on (\S+):(\d+)")
 
 
-class BrokerProcess:
+class BrokerProcess(ServerProcess):
+    stop_timeout = 30.0
+
     def __init__(self, data_dir: Path, *, overrides: dict[str, str] | None = None, port: int = 0,
                  event_loop: str = "auto", start_timeout: float = 30.0) -> None:
         self.data_dir = Path(data_dir)
@@ -70,43 +73,6 @@ class BrokerProcess:
         while until is not None and until not in "".join(self.stderr_lines) and time.monotonic() < deadline:
             time.sleep(0.02)
         return "".join(self.stderr_lines)
-
-    def stop(self, timeout: float = 30.0) -> int:
-        """SIGTERM and wait: a clean shutdown. Returns the exit code."""
-        if self.proc is None:
-            return 0
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        code = self.proc.returncode
-        self.proc = None
-        return code
-
-    def kill(self) -> None:
-        """SIGKILL: the broker dies without any shutdown work, as in a crash."""
-        if self.proc is not None:
-            if self.proc.poll() is None:
-                self.proc.kill()
-            self.proc.wait()
-            self.proc = None
-
-    def restart(self) -> BrokerProcess:
-        self.stop()
-        return self.start()
-
-    @property
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def __enter__(self) -> BrokerProcess:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 __all__ = ["BrokerProcess"]

@@ -11,7 +11,8 @@ toolchain the Kafka oracle tests already need; ``TIDELOG_MAVEN_ARGS`` adds argum
         BrokerProcess(..., overrides={"zookeeper.connect": zk.connect, "broker.id": "1"})
 
 :class:`ZooKeeperProcess` runs ``ZooKeeperServerMain <port> <data dir>`` with the admin server off,
-waits until ``srvr`` reports it serving, and stops it with SIGTERM (``kill()``: SIGKILL). Not thread-safe.
+waits until ``srvr`` reports it serving; stopping, killing and restarting (same port and data) are
+:class:`~tidelog.testing.server_process.ServerProcess`'s. Not thread-safe.
 """
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ import hashlib
 import os
 import shlex
 import shutil
-import signal
 import socket
 import subprocess
 import threading
 import time
 from importlib.resources import files
 from pathlib import Path
+
+from tidelog.testing.server_process import ServerProcess
 
 POM = "zookeeper.pom.xml"
 RESOLVE_TIMEOUT_S = 600
@@ -93,7 +95,9 @@ def four_letter_word(host: str, port: int, word: str, timeout: float = 1.0) -> s
         return ""
 
 
-class ZooKeeperProcess:
+class ZooKeeperProcess(ServerProcess):
+    stop_timeout = 10.0
+
     def __init__(self, data_dir: Path, *, port: int = 0, tick_time_ms: int = 500,
                  start_timeout: float = 60.0) -> None:
         self.data_dir = Path(data_dir)
@@ -135,35 +139,6 @@ class ZooKeeperProcess:
         for line in proc.stdout:
             self.output.append(line)
             del self.output[:-500]
-
-    def stop(self, timeout: float = 10.0) -> None:
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
-
-    def kill(self) -> None:
-        if self.proc is not None:
-            if self.proc.poll() is None:
-                self.proc.kill()
-            self.proc.wait()
-            self.proc = None
-
-    @property
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def __enter__(self) -> ZooKeeperProcess:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 __all__ = ["ZooKeeperProcess", "ZooKeeperUnavailable", "classpath", "four_letter_word", "free_port"]

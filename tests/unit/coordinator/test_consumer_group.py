@@ -174,6 +174,15 @@ def test_first_member_joins_and_gets_every_partition(h: Harness) -> None:
     assert h.plog.log_end_offset == end
 
 
+def test_v0_joining_without_a_member_id_gets_one_from_the_coordinator(h: Harness) -> None:
+    # ConsumerGroupHeartbeat v0 lets the coordinator choose the id (v1+ requires the client's own).
+    r = h.heartbeat("", 0, version=0)
+    assert r.error_code == 0 and len(r.member_id) == 22 and r.member_epoch == 1
+    assert set(h.group().members) == {r.member_id}
+    assert h.heartbeat(r.member_id, 1, version=0).member_epoch == 1
+    assert error_of(lambda: h.heartbeat("", 0, version=1)) is ErrorCode.INVALID_REQUEST
+
+
 def test_second_member_gets_partitions_only_after_the_first_revokes_them(h: Harness) -> None:
     h.heartbeat("m1", 0)
     r2 = h.heartbeat("m2", 0)

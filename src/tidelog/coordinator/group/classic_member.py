@@ -35,7 +35,6 @@ Loop-only, not thread-safe.
 
 from __future__ import annotations
 
-import base64
 import logging
 import uuid
 from collections.abc import Callable, Mapping
@@ -43,10 +42,15 @@ from dataclasses import replace
 from typing import Any
 
 from tidelog.cluster.metadata import MetadataImage
-from tidelog.coordinator.group.classic import ClassicGroupManager
+from tidelog.coordinator.group.classic import MEMBER_ID_REQUIRED_FROM_VERSION, ClassicGroupManager
 from tidelog.coordinator.group.classic_group import ClassicGroup
 from tidelog.coordinator.group.consumer import ConsumerGroupCoordinator
-from tidelog.coordinator.group.consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState
+from tidelog.coordinator.group.consumer_group import (
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+    new_member_id,
+)
 from tidelog.coordinator.group.consumer_protocol import (
     decode_subscription,
     encode_assignment,
@@ -70,7 +74,6 @@ from tidelog.protocol.messages import (
 
 log = logging.getLogger(__name__)
 
-MEMBER_ID_REQUIRED_FROM_VERSION = 4
 _EMPTY_IMAGE = MetadataImage("", -1, {}, {})
 
 
@@ -328,15 +331,6 @@ def _check_instance(group: ConsumerGroup, member: ConsumerGroupMember | None, me
 def _check_classic(member: ConsumerGroupMember) -> None:
     if not member.uses_classic_protocol:
         raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member.member_id} does not use the classic protocol.")
-
-
-def new_member_id() -> str:
-    """A member id as Kafka's coordinator makes one for consumer groups (``Uuid.randomUuid()``: 16 random
-    bytes, URL-safe base64 without padding, never starting with a dash)."""
-    while True:
-        member_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        if not member_id.startswith("-"):
-            return member_id
 
 
 def _join_response(member: ConsumerGroupMember, protocols: tuple[tuple[str, bytes], ...]) -> JoinGroupResponse:

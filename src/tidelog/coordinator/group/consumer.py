@@ -54,6 +54,7 @@ Rules (Kafka's GroupMetadataManager, ConsumerGroup and CurrentAssignmentBuilder,
 
 from __future__ import annotations
 
+import copy
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -75,6 +76,7 @@ from tidelog.coordinator.group.consumer_group import (
     ConsumerGroupMember,
     MemberState,
     ResolvedRegex,
+    new_member_id,
 )
 from tidelog.coordinator.group.consumer_heartbeat import member_from_heartbeat, validate_heartbeat
 from tidelog.coordinator.group.consumer_records import (
@@ -165,6 +167,10 @@ class ConsumerGroupCoordinator:
         raised here is the response's error code (nothing is written)."""
         self.image = image
         validate_heartbeat(request, api_version, self.config.assignors)
+        if request.member_epoch == 0 and not request.member_id:
+            # v0 lets the coordinator choose a joining member's id (v1+ requires the client's own).
+            request = copy.copy(request)
+            request.member_id = new_member_id()
         if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             return self._leave(request)
         return self._heartbeat(request, client_id or "", client_host, image)

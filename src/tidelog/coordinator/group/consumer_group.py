@@ -4,6 +4,7 @@ and state, as replaying ``ConsumerGroup*`` records builds them (rules in
 
 from __future__ import annotations
 
+import base64
 import uuid
 from dataclasses import dataclass, field, replace
 from enum import Enum, IntEnum
@@ -338,6 +339,16 @@ def member_state(value: int) -> MemberState:
 
 
 
+
+def new_member_id() -> str:
+    """A member id as Kafka's coordinator makes one for consumer groups (``Uuid.randomUuid()``: 16 random
+    bytes, URL-safe base64 without padding, never starting with a dash)."""
+    while True:
+        member_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not member_id.startswith("-"):
+            return member_id
+
+
 __all__ = [
     "CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION",
     "EMPTY",
@@ -351,4 +362,5 @@ __all__ = [
     "check_same_epoch",
     "frozen_partitions",
     "member_state",
+    "new_member_id",
 ]

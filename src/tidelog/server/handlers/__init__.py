@@ -7,6 +7,7 @@ from tidelog.server.handlers.cluster_info import ClusterInfoHandlers
 from tidelog.server.handlers.configs import ConfigHandlers
 from tidelog.server.handlers.consumer_group import ConsumerGroupHandlers
 from tidelog.server.handlers.delete_records import DeleteRecordsHandler
+from tidelog.server.handlers.describe_topic_partitions import DescribeTopicPartitionsHandler
 from tidelog.server.handlers.fetch import FetchHandler
 from tidelog.server.handlers.groups import FindCoordinatorHandler, GroupHandlers
 from tidelog.server.handlers.list_offsets import ListOffsetsHandler
@@ -25,6 +26,7 @@ __all__ = [
     "ConfigHandlers",
     "ConsumerGroupHandlers",
     "DeleteRecordsHandler",
+    "DescribeTopicPartitionsHandler",
     "FetchHandler",
     "FindCoordinatorHandler",
     "GroupHandlers",

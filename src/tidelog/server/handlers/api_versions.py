@@ -1,13 +1,23 @@
-"""ApiVersions: the versions this broker serves, derived from the handler registry."""
+"""ApiVersions: the versions this broker serves, derived from the handler registry.
+
+From v3 the client names its software (KIP-511); as in Kafka, a name or version that is not letters,
+digits, dots and dashes, starting and ending with a letter or digit, gets INVALID_REQUEST and no
+versions.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
+from tidelog.errors import ErrorCode
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import HandlerRegistry, handles
+
+#: Kafka's rule for client_software_name and client_software_version (ApiVersionsRequest.isValid).
+SOFTWARE_PATTERN = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9.-]*[a-zA-Z0-9])?")
 
 #: The epoch of the finalized features (Kafka: the metadata offset that set them). Tidelog's do not
 #: change while a broker runs, so one epoch will do; it must be >= 0 for clients to read them.
@@ -24,6 +34,9 @@ class ApiVersionsHandler:
 
     @handles(ApiKey.API_VERSIONS, 0, 4)
     def handle_api_versions(self, ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
+        if ctx.api_version >= 3 and not (SOFTWARE_PATTERN.fullmatch(request.client_software_name)
+                                         and SOFTWARE_PATTERN.fullmatch(request.client_software_version)):
+            return ApiVersionsResponse(error_code=int(ErrorCode.INVALID_REQUEST), api_keys=[], throttle_time_ms=0)
         return ApiVersionsResponse(
             error_code=0,
             api_keys=[
@@ -41,4 +54,4 @@ class ApiVersionsHandler:
         )
 
 
-__all__ = ["ApiVersionsHandler"]
+__all__ = ["SOFTWARE_PATTERN", "ApiVersionsHandler"]

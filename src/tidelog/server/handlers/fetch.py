@@ -84,11 +84,19 @@ def _response(version: int, request: FetchRequest, fetch: SessionFetch, reads: l
     return FetchResponse(error_code=0, session_id=fetch.session_id, responses=list(by_topic.values()))
 
 
+#: Fetch errors Kafka answers from its request checks, before reading (the partition is not its to read).
+_REFUSED_BEFORE_READ = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID,
+                                  ErrorCode.INVALID_TOPIC_EXCEPTION, ErrorCode.TOPIC_AUTHORIZATION_FAILED})
+
+
 def _partition_data(version: int, request: FetchRequest, pf: PartitionFetch, read: PartitionRead) -> PartitionData:
     if read.error:
-        return PartitionData(partition_index=pf.partition, error_code=int(read.error), high_watermark=read.high_watermark,
-                             last_stable_offset=read.last_stable_offset, log_start_offset=read.log_start_offset,
-                             records=b"")
+        # As Kafka: a partition that fails carries no offsets; one refused before the read (Kafka's request
+        # checks) has an empty aborted-transactions list, one whose read failed a null one
+        return PartitionData(partition_index=pf.partition, error_code=int(read.error), high_watermark=-1,
+                             last_stable_offset=-1, log_start_offset=-1,
+                             aborted_transactions=[] if read.error in _REFUSED_BEFORE_READ else None,
+                             preferred_read_replica=-1, records=b"")
     records = read.records
     data = records if records is not None else b""
     if version <= 3 and records is not None:

@@ -139,6 +139,8 @@ def _join_error(request: JoinGroupRequest, code: ErrorCode, message: str | None)
 def _shape_join(response: JoinGroupResponse, version: int) -> JoinGroupResponse:
     if version < 7 and response.protocol_name is None:
         response.protocol_name = ""
+    if version >= 7 and response.protocol_name == "":
+        response.protocol_name = None  # nullable from v7: Kafka answers null where it has no protocol
     if version < 9:
         response.skip_assignment = False
     return response

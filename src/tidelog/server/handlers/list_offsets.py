@@ -2,12 +2,16 @@
 
 v0 answers with ``old_style_offsets`` (for LATEST, the end offset and the segments' base offsets, up
 to ``max_num_offsets``; otherwise the one offset); v1+ with timestamp and offset.
-With read_committed, LATEST is the last stable offset.
+With read_committed, LATEST is the last stable offset. A negative timestamp is a spec only from the
+version that introduced it (MAX_TIMESTAMP v7, EARLIEST_LOCAL v8, LATEST_TIERED v9,
+EARLIEST_PENDING_UPLOAD v11); earlier, or when no version knows it, the partition gets
+UNSUPPORTED_VERSION, as in Kafka. Without tiered storage EARLIEST_LOCAL is the log start offset (with
+no timestamp) and LATEST_TIERED finds nothing; an answer that finds nothing has leader epoch -1.
 """
 
 from __future__ import annotations
 
-from tidelog.errors import KafkaError
+from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import ListOffsetsRequest, ListOffsetsResponse
 from tidelog.replica.manager import ReplicaManager
@@ -17,6 +21,10 @@ from tidelog.storage.log import LATEST_TIMESTAMP
 
 TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
 PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
+#: Negative timestamps (specs) -> the first ListOffsets version that knows them.
+SPEC_VERSIONS = {-1: 0, -2: 0, -3: 7, -4: 8, -5: 9, -6: 11}
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
 
 
 class ListOffsetsHandler:
@@ -32,6 +40,8 @@ class ListOffsetsHandler:
         return ListOffsetsResponse(topics=topics)
 
     def _list_offset(self, v: int, topic: str, p, isolation_level: int) -> PartitionResponse:
+        if p.timestamp < 0 and v < SPEC_VERSIONS.get(p.timestamp, 1 << 15):
+            return PartitionResponse(partition_index=p.partition_index, error_code=int(ErrorCode.UNSUPPORTED_VERSION))
         try:
             plog, found = self.replicas.offset_for_timestamp(topic, p.partition_index, p.timestamp,
                                                              p.current_leader_epoch, isolation_level)
@@ -41,10 +51,13 @@ class ListOffsetsHandler:
         if v == 0:
             return PartitionResponse(partition_index=p.partition_index, error_code=0,
                                      old_style_offsets=_old_style_offsets(plog, p.timestamp, p.max_num_offsets, found))
-        if found is None:
+        if found is None or p.timestamp == LATEST_TIERED_TIMESTAMP:
+            # Nothing found (and no tiered storage, so no tiered offset): no leader epoch either.
             return PartitionResponse(partition_index=p.partition_index, error_code=0, timestamp=-1, offset=-1,
-                                     leader_epoch=epoch if v >= 4 else -1)
+                                     leader_epoch=-1)
         ts, offset = found
+        if p.timestamp == EARLIEST_LOCAL_TIMESTAMP:
+            ts = -1  # Kafka answers the local log start offset without a timestamp
         return PartitionResponse(partition_index=p.partition_index, error_code=0, timestamp=ts, offset=offset,
                                  leader_epoch=epoch if v >= 4 else -1)
 

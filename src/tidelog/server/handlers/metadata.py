@@ -50,6 +50,11 @@ class MetadataHandler:
     def handle_metadata(self, ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
         v = ctx.api_version
         wanted = _requested(ctx, request)
+        if wanted is not None and v < 12 and any(name is None or topic_id != ZERO_UUID for name, topic_id in wanted):
+            # v10-11 carry a topic id field, but topics are looked up by id only from v12 (as Kafka refuses)
+            return MetadataResponse(topics=[Topic(error_code=int(ErrorCode.INVALID_REQUEST), name=name or "",
+                                                  topic_id=topic_id, is_internal=False, partitions=[])
+                                            for name, topic_id in wanted])
         auto_create = self.config["auto.create.topics.enable"] and (v < 4 or request.allow_auto_topic_creation)
         if wanted is None:
             image = self.store.image
@@ -83,9 +88,7 @@ class MetadataHandler:
         if name is None:
             t = image.topic_by_id(topic_id)
             if t is None:
-                # Topic names are nullable in responses only from v12 (Kafka does not look up ids before).
-                return Topic(error_code=int(ErrorCode.UNKNOWN_TOPIC_ID), name=None if v >= 12 else "",
-                             topic_id=topic_id)
+                return Topic(error_code=int(ErrorCode.UNKNOWN_TOPIC_ID), name=None, topic_id=topic_id)
             name = t.name
         if name not in image.topics:
             try:

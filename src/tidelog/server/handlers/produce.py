@@ -5,7 +5,10 @@ the producer refreshes its metadata); acks=1 and acks=-1 are answered once the r
 log (a single node's ISR is itself, so its high watermark moves at once; with
 ``min.insync.replicas`` above the ISR size, acks=-1 fails with NOT_ENOUGH_REPLICAS and nothing is
 written). Versions 0-2 carry legacy message sets, converted to v2 batches by the storage layer; from
-v3 on, each partition carries exactly one magic-2 batch (ZSTD from v7).
+v3 on, each partition carries exactly one magic-2 batch (ZSTD from v7). Clients may not write to
+internal topics (INVALID_TOPIC_EXCEPTION, as Kafka's ReplicaManager refuses them to a client's
+Produce), and a partition named twice in one request is appended once, with the records named last
+(Kafka reads them into a map).
 
 Transactional batches need the request's transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 without one, as Kafka answers) and one producer id and epoch for the whole request
@@ -17,6 +20,7 @@ partition that fails gets the error and nothing is written to it.
 
 from __future__ import annotations
 
+from tidelog.cluster.controller import INTERNAL_TOPICS
 from tidelog.errors import ErrorCode, KafkaError, RecordValidationError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import ProduceRequest, ProduceResponse
@@ -116,7 +120,7 @@ class ProduceHandler:
         responses = []
         for t, name in zip(request.topic_data, names):
             parts = []
-            for p in t.partition_data:
+            for p in {p.index: p for p in t.partition_data}.values():
                 if name is not None and (name, p.index) in refused:
                     code, message = refused[(name, p.index)]
                     parts.append(PartitionResponse(index=p.index, error_code=int(code), base_offset=-1,
@@ -135,13 +139,19 @@ class ProduceHandler:
         return ProduceResponse(responses=responses)
 
     def _append(self, version: int, request: ProduceRequest, topic: str | None, p) -> PartitionResponse:
+        checked: list[None] = []  # non-empty once the request-level format checks passed
         try:
             if topic is None:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, "unknown topic id")
+            if topic in INTERNAL_TOPICS:
+                raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}")
             result = self.replicas.append_records(topic, p.index, p.records, acks=request.acks,
-                                                  check=lambda records: _check_format(version, records))
+                                                  check=lambda records: checked.append(_check_format(version, records)))
         except KafkaError as e:
             response = PartitionResponse(index=p.index, error_code=int(e.code), base_offset=-1, error_message=e.message)
+            if topic is not None and e.code not in _NO_LOG_START_OFFSET and (checked or e.code == ErrorCode.NOT_ENOUGH_REPLICAS):
+                # As Kafka's ReplicaManager: a partition that refuses an append names its log start offset
+                response.log_start_offset = self.replicas.leader_log(topic, p.index).log_start_offset
             if isinstance(e, RecordValidationError):  # KIP-467: the client fails only these records
                 response.record_errors = [BatchError(batch_index=i, batch_index_error_message=m)
                                           for i, m in e.record_errors]
@@ -155,6 +165,17 @@ class ProduceHandler:
         )
 
 
+#: Errors Kafka answers without the partition's log start offset (the append never reached the log, or the
+#: batch is refused as a whole before its records are looked at).
+_NO_LOG_START_OFFSET = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                  ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE,
+                                  ErrorCode.CORRUPT_MESSAGE, ErrorCode.KAFKA_STORAGE_ERROR})
+
+
+#: The smallest message Kafka's log input stream accepts (a legacy v0 record's overhead).
+LEGACY_RECORD_OVERHEAD_V0 = 14
+
+
 def _check_format(version: int, records) -> None:
     """Kafka's ProduceRequest.validateRecords: some records; from v3 on, exactly one magic-2 batch per partition
     (INVALID_RECORD otherwise), and ZSTD only from v7 (UNSUPPORTED_COMPRESSION_TYPE). Only header
@@ -166,12 +187,23 @@ def _check_format(version: int, records) -> None:
     mv = memoryview(records).cast("B")
     if len(mv) <= ATTRIBUTES_OFFSET + 1:
         return  # too short to be a batch: the log rejects it
+    length = LOG_HEADER.unpack_from(mv)[1]
+    if length < LEGACY_RECORD_OVERHEAD_V0 or mv[MAGIC_OFFSET] > 2:  # not a batch at all (Kafka's log input stream)
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"Record size {length} is less than the minimum record overhead "
+                         f"({LEGACY_RECORD_OVERHEAD_V0})" if length < LEGACY_RECORD_OVERHEAD_V0
+                         else f"Invalid magic {mv[MAGIC_OFFSET]}")
+    if LOG_OVERHEAD + length > len(mv):  # the batch is cut short: Kafka sees no batch in the records
+        raise KafkaError(ErrorCode.INVALID_RECORD,
+                         f"Produce requests with version {version} must have at least one record batch per partition")
     if mv[MAGIC_OFFSET] != 2:
         raise KafkaError(ErrorCode.INVALID_RECORD,
                          f"Produce v{version} may only carry record batches with magic 2, not {mv[MAGIC_OFFSET]}")
-    if LOG_OVERHEAD + LOG_HEADER.unpack_from(mv)[1] < len(mv):
+    if LOG_OVERHEAD + length < len(mv):
         raise KafkaError(ErrorCode.INVALID_RECORD, f"Produce v{version} must carry exactly one record batch per partition")
-    if version < 7 and mv[ATTRIBUTES_OFFSET + 1] & COMPRESSION_CODEC_MASK == CompressionType.ZSTD:
+    codec = mv[ATTRIBUTES_OFFSET + 1] & COMPRESSION_CODEC_MASK
+    if version < 7 and codec > CompressionType.ZSTD:  # Kafka reads the codec here, and fails on an unknown one
+        raise KafkaError(ErrorCode.INVALID_RECORD, f"Unknown compression type id {codec}")
+    if version < 7 and codec == CompressionType.ZSTD:
         raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Produce v{version} cannot carry ZSTD batches (v7+)")
 
 

@@ -2,6 +2,8 @@
 
 CreateTopics (Kafka's ``ControllerApis`` + ``ReplicationControlManager``), checked in this order:
 
+* more than 10,000 partitions in the whole request (every topic counted, valid or not) ->
+  POLICY_VIOLATION for every topic; so do more than 10,000 metadata records (Kafka's controller bound);
 * a name given twice -> INVALID_REQUEST "Duplicate topic name." (one answer per such name, at the end);
   ``__cluster_metadata`` -> INVALID_REQUEST;
 * the name's legality, TOPIC_ALREADY_EXISTS, a ``.``/``_`` collision (INVALID_TOPIC_EXCEPTION), then the
@@ -13,7 +15,7 @@ CreateTopics (Kafka's ``ControllerApis`` + ``ReplicationControlManager``), check
   be non-empty, name only registered brokers (on a single node: this one), no broker twice, the same
   length for every partition, and the partition indexes must run 0..n-1 (else INVALID_REPLICA_ASSIGNMENT).
 
-``validate_only`` runs every check and changes nothing; its answer carries the zero topic id. From v5 a
+``validate_only`` runs every check and changes nothing; its answer carries a fresh topic id, as Kafka's. From v5 a
 success carries the partition count, replication factor and every config of the topic with its source.
 
 DeleteTopics: by name (v0-5) or by name or id (v6). ``delete.topic.enable=false`` fails every topic with
@@ -21,7 +23,8 @@ TOPIC_DELETION_DISABLED (INVALID_REQUEST before v3). Unknown names -> UNKNOWN_TO
 ids -> UNKNOWN_TOPIC_ID. As in Kafka, internal topics may be deleted.
 
 CreatePartitions: the count can only grow (INVALID_PARTITIONS otherwise); assignments, when given, must
-cover exactly the new partitions with the topic's replication factor.
+cover exactly the new partitions with the topic's replication factor; more than 10,000 new partitions
+in one request fail every topic of it with POLICY_VIOLATION.
 """
 
 from __future__ import annotations
@@ -96,6 +99,12 @@ class TopicHandlers:
         v = ctx.api_version
         validate_only = v >= 1 and request.validate_only
         duplicates = duplicated(t.name for t in request.topics)
+        try:
+            self.controller.check_request_size(sum(
+                self.config["num.partitions"] if t.num_partitions == -1 and not t.assignments
+                else max(len(t.assignments), t.num_partitions, 0) for t in request.topics))
+        except KafkaError as e:
+            return create_topics_error_response(request, e.code, e.message)
         checked: list[tuple[str, NewTopic | KafkaError]] = []
         for t in request.topics:
             if t.name in duplicates:
@@ -105,6 +114,12 @@ class TopicHandlers:
             except KafkaError as e:
                 checked.append((t.name, e))
         new_topics = [c for _, c in checked if isinstance(c, NewTopic)]
+        try:
+            self.controller.check_request_size(
+                0, sum(1 + t.num_partitions + len(t.configs or {}) for t in new_topics))
+        except KafkaError as e:
+            checked = [(name, e) for name, _ in checked]
+            new_topics = []
         created = iter(self.controller.create_topics(new_topics)) if new_topics and not validate_only else None
         results = []
         for name, c in checked:
@@ -196,7 +211,8 @@ class TopicHandlers:
             )
 
     def _created(self, version: int, new: NewTopic, topic: TopicMetadata | None) -> TopicResult:
-        topic_id = topic.topic_id if topic is not None else ZERO_UUID
+        # validate_only: Kafka answers with the id the topic would have been given (a fresh random one)
+        topic_id = topic.topic_id if topic is not None else uuid.uuid4()
         result = TopicResult(name=new.name, topic_id=topic_id, error_code=0, error_message=None)
         if version >= 5:
             result.num_partitions = new.num_partitions
@@ -270,6 +286,13 @@ class TopicHandlers:
     def handle_create_partitions(self, ctx: RequestContext,
                                  request: CreatePartitionsRequest) -> CreatePartitionsResponse:
         duplicates = duplicated(t.name for t in request.topics)
+        image = self.controller.image
+        try:
+            self.controller.check_request_size(sum(
+                max(0, t.count - len(image.topics[t.name].partitions)) for t in request.topics
+                if t.name not in duplicates and t.name in image.topics), adding=True)
+        except KafkaError as e:
+            return create_partitions_error_response(request, e.code, e.message)
         results = []
         for t in request.topics:
             if t.name in duplicates:

@@ -1,0 +1,1 @@
+"""The pieces of bench/throughput.py: targets (how each broker starts), workloads, measurement, reports."""

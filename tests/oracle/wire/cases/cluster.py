@@ -1,0 +1,91 @@
+"""ApiVersions, DescribeCluster, DescribeLogDirs and FindCoordinator."""
+
+from __future__ import annotations
+
+from tests.oracle.wire.program import Program
+from tests.oracle.wire.setup import batch, create_topics, produce
+from tidelog.protocol.messages import (
+    ApiVersionsRequest,
+    DescribeClusterRequest,
+    DescribeLogDirsRequest,
+    FindCoordinatorRequest,
+)
+
+API_VERSIONS = ApiVersionsRequest.API_KEY
+LOG_DIRS_TOPIC = "diff-logdirs"
+
+
+def add(program: Program) -> None:
+    _api_versions(program)
+    _describe_cluster(program)
+    _describe_log_dirs(program)
+    _find_coordinator(program)
+
+
+def _api_versions(program: Program) -> None:
+    for v in program.versions(API_VERSIONS):
+        program.request("client-named", v, ApiVersionsRequest(client_software_name="tidelog-diff",
+                                                             client_software_version="1.0.0-rc.1"))
+        if v >= 3:
+            for case, name, version in (("invalid-software-name", "bad name!", "1.0"),
+                                        ("invalid-software-version", "tidelog-diff", "1.0 beta"),
+                                        ("empty-software-version", "tidelog-diff", ""),
+                                        ("software-name-ends-with-dot", "tidelog.", "1.0"),
+                                        ("software-name-with-dots-and-dashes", "a.b-c", "1-2.3")):
+                program.request(case, v, ApiVersionsRequest(client_software_name=name,
+                                                            client_software_version=version))
+
+
+def _describe_cluster(program: Program) -> None:
+    api = DescribeClusterRequest.API_KEY
+    program.each_version(api, "plain", lambda v: DescribeClusterRequest(endpoint_type=1))
+    program.each_version(api, "authorized-operations", lambda v: DescribeClusterRequest(
+        include_cluster_authorized_operations=True, endpoint_type=1))
+    for v in program.versions(api):
+        if v >= 1:
+            program.request("controller-endpoints", v, DescribeClusterRequest(endpoint_type=2))
+            program.request("unknown-endpoint-type", v, DescribeClusterRequest(endpoint_type=7))
+        if v >= 2:
+            program.request("fenced-brokers", v, DescribeClusterRequest(endpoint_type=1, include_fenced_brokers=True))
+
+
+def _describe_log_dirs(program: Program) -> None:
+    api = DescribeLogDirsRequest.API_KEY
+    create_topics(program, "logdirs", {LOG_DIRS_TOPIC: (2, {})})
+    produce(program, "logdirs", LOG_DIRS_TOPIC, 0, [batch(program.now_ms, [b"a" * 100, b"b" * 50])])
+    Topic = DescribeLogDirsRequest.DescribableLogDirTopic
+    program.each_version(api, "topic", lambda v: DescribeLogDirsRequest(topics=[Topic(topic=LOG_DIRS_TOPIC,
+                                                                                      partitions=[0, 1])]))
+    program.each_version(api, "unknown-partition", lambda v: DescribeLogDirsRequest(
+        topics=[Topic(topic=LOG_DIRS_TOPIC, partitions=[0, 9])]))
+    program.each_version(api, "unknown-topic", lambda v: DescribeLogDirsRequest(
+        topics=[Topic(topic="diff-no-such-topic", partitions=[0])]))
+    program.each_version(api, "no-topics", lambda v: DescribeLogDirsRequest(topics=[]))
+
+
+def _find_coordinator(program: Program) -> None:
+    api = FindCoordinatorRequest.API_KEY
+    for v in program.versions(api):
+        batched = v >= 4
+
+        def request(key: str, key_type: int = 0, *, batched=batched) -> FindCoordinatorRequest:
+            if batched:
+                return FindCoordinatorRequest(key_type=key_type, coordinator_keys=[key])
+            return FindCoordinatorRequest(key=key, key_type=key_type)
+
+        # The first request for a group creates __consumer_offsets; its answer depends on how long
+        # loading takes (Kafka: COORDINATOR_NOT_AVAILABLE until loaded), so the set-up waits first.
+        if v == program.versions(api)[0]:
+            from tests.oracle.wire.setup import wait_for_coordinator
+            wait_for_coordinator(program, "find-coordinator", "diff-fc-group")
+        program.request("group", v, request("diff-fc-group"))
+        program.request("empty-group-id", v, request(""))
+        if v >= 1:
+            program.request("unknown-key-type", v, request("diff-fc-group", 5))
+        if batched:
+            program.request("several-groups", v, FindCoordinatorRequest(
+                key_type=0, coordinator_keys=["diff-fc-a", "diff-fc-b", ""]))
+            program.request("no-keys", v, FindCoordinatorRequest(key_type=0, coordinator_keys=[]))
+
+
+__all__ = ["add"]
