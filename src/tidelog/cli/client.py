@@ -123,6 +123,38 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+class Interrupt:
+    """Ctrl-C or SIGTERM, noted rather than raised: see :func:`deferred_interrupts`."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def note(self, signum: int, frame: object) -> None:
+        self.requested = True
+
+    def check(self) -> None:
+        """Raise the noted interrupt as KeyboardInterrupt, here, in Python code."""
+        if self.requested:
+            raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def deferred_interrupts() -> Iterator[Interrupt]:
+    """While active, SIGINT and SIGTERM only set a flag that the caller's loop checks between client
+    calls. A KeyboardInterrupt raised inside a confluent-kafka call can be lost on its way out (2.16's
+    ``poll()`` then fails with "SystemError: ... returned NULL without setting an exception")."""
+    interrupt = Interrupt()
+    if threading.current_thread() is not threading.main_thread():
+        yield interrupt
+        return
+    previous = {sig: signal.signal(sig, interrupt.note) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield interrupt
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def describe_error(error: KafkaError | KafkaException | BaseException) -> str:
     """One readable line for a client or broker error."""
     if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], KafkaError):

@@ -40,9 +40,11 @@ from tidelog.cli.client import (
     BrokerLost,
     CliError,
     Cluster,
+    Interrupt,
     Progress,
     close_consumer,
     command,
+    deferred_interrupts,
     describe_error,
     percentile,
     require_topic,
@@ -162,24 +164,21 @@ def run_produce(args: argparse.Namespace) -> int:
     progress = Progress(args.num_records)
     start = time.monotonic()
     stopped: str | None = None
-    try:
-        _send_all(producer, cluster, args, payload, stats, progress, start)
-        deadline = time.monotonic() + MESSAGE_TIMEOUT_MS / 1000 + 5
-        while producer.flush(0.25) > 0 and time.monotonic() < deadline:
-            progress.update(stats.done)
-            cluster.check_connection(producer)
-    except KeyboardInterrupt:
-        stopped = "interrupted"
+    with deferred_interrupts() as interrupt:
         try:
-            producer.flush(_INTERRUPTED_FLUSH_S)  # what is in flight still counts
+            _send_all(producer, cluster, args, payload, stats, progress, start, interrupt)
+            deadline = time.monotonic() + MESSAGE_TIMEOUT_MS / 1000 + 5
+            while producer.flush(0.25) > 0 and time.monotonic() < deadline:
+                interrupt.check()
+                progress.update(stats.done)
+                cluster.check_connection(producer)
         except KeyboardInterrupt:
-            pass
-        # Whatever is still queued is dropped, so that closing the producer never waits for it (librdkafka
-        # would hold the exit for up to message.timeout.ms on a slow broker).
-        producer.purge(in_queue=True, in_flight=True, blocking=False)
-        producer.poll(0)
-    except BrokerLost as e:
-        stopped = str(e)
+            stopped = "interrupted"
+            producer.flush(_INTERRUPTED_FLUSH_S)  # what is in flight still counts
+            # The rest is dropped, so that closing the producer never waits for it.
+            producer.purge(in_queue=True, in_flight=True, blocking=False)
+        except BrokerLost as e:
+            stopped = str(e)
     # A lost broker's grace period measured nothing: a stopped run counts up to its last delivery.
     end = stats.last_delivery if stopped is not None and stats.last_delivery is not None else time.monotonic()
     elapsed = end - start
@@ -198,8 +197,9 @@ def run_produce(args: argparse.Namespace) -> int:
 
 
 def _send_all(producer: Producer, cluster: Cluster, args: argparse.Namespace, payload: bytes,
-              stats: _ProduceStats, progress: Progress, start: float) -> None:
+              stats: _ProduceStats, progress: Progress, start: float, interrupt: Interrupt) -> None:
     for i in range(args.num_records):
+        interrupt.check()
         if args.throughput > 0:
             ahead = start + i / args.throughput - time.monotonic()
             if ahead > 0:
@@ -209,6 +209,7 @@ def _send_all(producer: Producer, cluster: Cluster, args: argparse.Namespace, pa
                 producer.produce(args.topic, payload, on_delivery=stats.on_delivery)
                 break
             except BufferError:  # the local queue is full: let deliveries drain it
+                interrupt.check()
                 producer.poll(0.05)
                 cluster.check_connection(producer)
         if i % 1000 == 0:
@@ -233,24 +234,8 @@ def run_consume(args: argparse.Namespace) -> int:
     except (KafkaException, ValueError, TypeError) as e:
         raise CliError(f"invalid consumer configuration: {e}", exit_code=2) from None
     run = _ConsumeRun(args.messages)
-    try:
-        _, metadata = cluster.connect()
-        partition_count = require_topic(metadata, args.topic)
-        run = _ConsumeRun(args.messages)  # the clock starts now
-        run.connected = True
-        if args.group is not None:
-            consumer.subscribe([args.topic])
-        else:
-            consumer.assign([TopicPartition(args.topic, p, OFFSET_BEGINNING) for p in range(partition_count)])
-        _consume(consumer, cluster, args, run)
-    except KeyboardInterrupt:
-        run.stopped = "interrupted"
-    except BrokerLost as e:
-        run.stopped = str(e)
-    finally:
-        run.progress.close()
-        lost = run.stopped not in (None, "interrupted") or not run.connected
-        close_consumer(consumer, args.prog, timeout_s=0.5 if lost else 10.0)
+    with deferred_interrupts() as interrupt:
+        _consume_until_stopped(consumer, cluster, args, run, interrupt)
     print(summary(run.count, run.total_bytes, run.last - run.start, run.latencies, verb="consumed"))
     if run.stopped is not None:
         print(f"{args.prog}: {run.stopped} after {run.count} of {args.messages} records", file=sys.stderr)
@@ -260,6 +245,28 @@ def run_consume(args: argparse.Namespace) -> int:
               "passed without one", file=sys.stderr)
         return 1
     return 0
+
+
+def _consume_until_stopped(consumer: Consumer, cluster: Cluster, args: argparse.Namespace, run: _ConsumeRun,
+                           interrupt: Interrupt) -> None:
+    try:
+        _, metadata = cluster.connect()
+        partition_count = require_topic(metadata, args.topic)
+        run.restart_clock()
+        run.connected = True
+        if args.group is not None:
+            consumer.subscribe([args.topic])
+        else:
+            consumer.assign([TopicPartition(args.topic, p, OFFSET_BEGINNING) for p in range(partition_count)])
+        _consume(consumer, cluster, args, run, interrupt)
+    except KeyboardInterrupt:
+        run.stopped = "interrupted"
+    except BrokerLost as e:
+        run.stopped = str(e)
+    finally:
+        run.progress.close()
+        lost = run.stopped not in (None, "interrupted") or not run.connected
+        close_consumer(consumer, args.prog, timeout_s=0.5 if lost else 10.0)
 
 
 class _ConsumeRun:
@@ -274,10 +281,15 @@ class _ConsumeRun:
         self.stopped: str | None = None
         self.connected = False
 
+    def restart_clock(self) -> None:
+        self.start = self.last = time.monotonic()
 
-def _consume(consumer: Consumer, cluster: Cluster, args: argparse.Namespace, run: _ConsumeRun) -> None:
+
+def _consume(consumer: Consumer, cluster: Cluster, args: argparse.Namespace, run: _ConsumeRun,
+             interrupt: Interrupt) -> None:
     idle_s = args.timeout_ms / 1000
     while run.count < args.messages:
+        interrupt.check()
         batch = consumer.consume(num_messages=min(1000, args.messages - run.count), timeout=0.2)
         now_ms = time.time() * 1000
         got = 0
