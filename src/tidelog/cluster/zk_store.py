@@ -98,10 +98,14 @@ class ZooKeeperStore:
     def open(self, broker: BrokerInfo) -> MetadataImage:
         self._broker = broker
         self.client = self._connect()
-        self.client.add_listener(self._on_state)
-        self._register()
-        self._elect()
-        self._image = self._read(version=1)
+        try:
+            self.client.add_listener(self._on_state)
+            self._register()
+            self._elect()
+            self._image = self._read(version=1)
+        except BaseException:
+            self.close()  # a refused or failed start leaves no session (nor kazoo's threads) behind
+            raise
         return self._image
 
     def _connect(self) -> KazooClient:
@@ -112,6 +116,7 @@ class ZooKeeperStore:
         try:
             client.start(timeout=timeout)
         except KazooTimeoutError:
+            client.stop()  # kazoo keeps trying to connect until stopped
             client.close()
             raise ZooKeeperUnavailableError(
                 f"cannot connect to ZooKeeper at {s.connect.hosts_text} within {timeout:g} s "
