@@ -204,6 +204,17 @@ func saramaConsume(args []string) {
 			emit(fromSarama(m))
 			seen++
 		case e := <-pc.Errors():
+			// select picks at random among ready channels: the records sarama delivered before the
+			// failing fetch may still wait in Messages(), so they are reported before the error.
+			for drained := false; !drained && seen < *count; {
+				select {
+				case m := <-pc.Messages():
+					emit(fromSarama(m))
+					seen++
+				default:
+					drained = true
+				}
+			}
 			die("consume %s[%d]: %v", e.Topic, e.Partition, e.Err)
 		case <-deadline:
 			die("read %d of %d records before the timeout", seen, *count)
