@@ -154,7 +154,8 @@ def tidelog_target(tmp: Path, event_loop: str, profile: Path | None = None) -> I
     # Under cProfile: a plain subprocess (BrokerProcess builds its own command line).
     port = free_port()
     cmd = [sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "tidelog", "serve", "--host", "127.0.0.1",
-           "--port", str(port), "--data-dir", str(data), "--event-loop", event_loop, "--log-level", "WARNING"]
+           "--port", str(port), "--data-dir", str(data), "--event-loop", event_loop, "--log-level", "WARNING",
+           "--override", "metrics.listener=http://127.0.0.1:0"]
     for k, v in overrides.items():
         cmd += ["--override", f"{k}={v}"]
     server = Subprocess(cmd, ready=r"listening on \S+:\d+")

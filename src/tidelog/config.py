@@ -28,6 +28,7 @@ from tidelog.listener import (
     check_listeners,
     check_tubemq_listeners,
     parse_endpoint,
+    parse_http_endpoint,
     parse_listeners,
     parse_protocol_map,
 )
@@ -301,6 +302,9 @@ _BROKER_DEFS = [
               "The transaction protocol the broker finalizes (Kafka's transaction.version feature): 2 is "
               "KIP-890's, where every transaction bumps the producer epoch.", topic=False),
     ConfigDef("max.incremental.fetch.session.cache.slots", _int(), 1000, "Fetch sessions kept.", topic=False),
+    ConfigDef("metrics.listener", parse_http_endpoint, ("127.0.0.1", 9644),
+              "HTTP listener for /metrics (Prometheus), /healthz, /readyz and the web console, as "
+              "http://HOST:PORT (port 0 picks a free port); empty: no HTTP listener.", topic=False),
     ConfigDef("tubemq.master.listener", parse_endpoint, None,
               "Where the TubeMQ master service listens, as HOST:PORT (TubeMQ's usual port is 8715); empty: TubeMQ "
               "clients are not served. Set together with tubemq.broker.listener.", topic=False),

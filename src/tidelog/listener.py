@@ -73,6 +73,18 @@ def parse_endpoint(key: str, raw: Any) -> tuple[str, int] | None:
     return m.group(1) or m.group(2) or "", port
 
 
+def parse_http_endpoint(key: str, raw: Any) -> tuple[str, int] | None:
+    """An optional ``http://HOST:PORT`` (empty: no HTTP listener). Only plain HTTP is served."""
+    text = str(raw).strip()
+    if not text:
+        return None
+    scheme, sep, rest = text.partition("://")
+    if not sep or scheme.lower() != "http":
+        raise ConfigError(f"Invalid value {text!r} for configuration {key}: expected http://HOST:PORT, e.g. "
+                          "http://127.0.0.1:9644 (empty: no HTTP listener)")
+    return parse_endpoint(key, rest.rstrip("/"))
+
+
 def parse_protocol_map(key: str, raw: Any) -> dict[str, str]:
     out: dict[str, str] = {}
     for item in (p.strip() for p in str(raw).split(",") if p.strip()):

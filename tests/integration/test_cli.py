@@ -290,12 +290,14 @@ def test_example_properties_lists_every_supported_key_with_its_default() -> None
 def test_serve_starts_with_the_example_properties(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "tidelog", "serve", str(EXAMPLE_PROPERTIES), "--port", "0",
-         "--data-dir", str(tmp_path / "data")],
+         "--data-dir", str(tmp_path / "data"), "--override", "metrics.listener=http://127.0.0.1:0"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
+        if line.startswith("tidelog console: "):
+            line = proc.stdout.readline()
         m = re.search(r"listening on (\S+):(\d+)", line)
         assert m, line
         host = "localhost" if m.group(1) in ("localhost", "0.0.0.0") else m.group(1)

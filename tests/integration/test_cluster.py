@@ -225,7 +225,8 @@ def test_killing_the_controller_moves_it_to_another_broker(cluster):
 
 
 def _serve(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
-    args = [sys.executable, "-m", "tidelog", "serve", "--port", "0", "--data-dir", str(tmp_path)]
+    args = [sys.executable, "-m", "tidelog", "serve", "--port", "0", "--data-dir", str(tmp_path),
+            "--override", "metrics.listener=http://127.0.0.1:0"]
     for item in overrides:
         args += ["--override", item]
     return subprocess.run(args, capture_output=True, text=True, timeout=60)

@@ -35,7 +35,8 @@ def _snapshot(directory: Path) -> dict[str, tuple[int, int, str]]:
 
 
 def _serve(*args: str, timeout: float = 30.0, user: int | None = None) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "tidelog", "serve", "--host", "127.0.0.1", *args]
+    cmd = [sys.executable, "-m", "tidelog", "serve", "--host", "127.0.0.1", "--override",
+           "metrics.listener=http://127.0.0.1:0", *args]
     if user is not None:
         cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)

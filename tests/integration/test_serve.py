@@ -17,7 +17,8 @@ pytestmark = pytest.mark.integration
 
 
 def _serve(*args: str, timeout: float = 30.0) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tidelog", "serve", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "tidelog", "serve", "--override", "metrics.listener=http://127.0.0.1:0",
+                           *args], capture_output=True, text=True,
                           timeout=timeout)
 
 
@@ -54,10 +55,13 @@ def test_a_kafka_server_properties_starts_tidelog(tmp_path: Path) -> None:
         "log.retention.bytes=-1\n"
         "num.network.threads=3\n"
         "log.retension.check.interval.ms=1000\n"
+        "metrics.listener=http://127.0.0.1:0\n"
     )
     proc = subprocess.Popen([sys.executable, "-m", "tidelog", "serve", str(props)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
+        console = proc.stdout.readline()
+        assert console.startswith("tidelog console: http://127.0.0.1:"), console
         line = proc.stdout.readline()
         assert "tidelog broker 3 listening on 0.0.0.0:" in line, line
         port = int(line.rsplit(":", 1)[1])

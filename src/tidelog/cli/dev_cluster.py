@@ -94,14 +94,16 @@ def run(args: argparse.Namespace) -> int:
         offsets_rf = str(min(3, args.brokers))
         for i in range(1, args.brokers + 1):
             props = {"zookeeper.connect": connect, "broker.id": str(i), "zookeeper.session.timeout.ms": "6000",
-                     "offsets.topic.replication.factor": offsets_rf, **overrides}
+                     "offsets.topic.replication.factor": offsets_rf,
+                     # broker i's console and metrics on 9644+i-1 (free ports with --port 0)
+                     "metrics.listener": f"http://127.0.0.1:{9644 + i - 1 if args.port else 0}", **overrides}
             broker = BrokerProcess(root / f"broker-{i}", overrides=props, port=args.port + i - 1 if args.port else 0)
             try:
                 broker.start()
             except RuntimeError as e:
                 return _fail(f"broker {i} did not start: {e}")
             brokers.append(broker)
-            print(f"broker {i} on {broker.bootstrap} (data in {broker.data_dir})", flush=True)
+            print(f"broker {i} on {broker.bootstrap} (data in {broker.data_dir}, console {broker.http_url})", flush=True)
         print(f"bootstrap servers: {','.join(b.bootstrap for b in brokers)}", flush=True)
         reported: set[int] = set()
         while not stop.wait(1.0):

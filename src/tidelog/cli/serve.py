@@ -124,6 +124,8 @@ async def _serve(config: BrokerConfig) -> int:
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    if broker.http is not None:
+        print(f"tidelog console: {broker.http.url}", flush=True)
     print(f"tidelog broker {broker.broker_id} listening on {broker.host or '0.0.0.0'}:{broker.port}", flush=True)
     await stop.wait()
     await broker.stop()

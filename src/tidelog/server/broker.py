@@ -92,6 +92,7 @@ from tidelog.server.tubemq import (
 )
 from tidelog.server.txn_verification import TransactionVerifier
 from tidelog.storage.log_manager import LogManager
+from tidelog.web.server import HttpServer
 
 log = logging.getLogger(__name__)
 
@@ -217,6 +218,11 @@ class Broker:
         self.tubemq = (self._tubemq_front_end(replicas, groups, consumer_groups, settings)
                        if config["tubemq.master.listener"] is not None else None)
 
+        # The HTTP listener: health checks, and (plugged in here) metrics and the web console.
+        http_endpoint = config["metrics.listener"]
+        self.http = HttpServer(*http_endpoint, ready=self._not_ready_reason) if http_endpoint is not None else None
+        self._serving = False
+
         self._tasks: list[asyncio.Future] = []
         self._loaded = False
         self.stopped = asyncio.Event()
@@ -282,8 +288,15 @@ class Broker:
         try:
             if self.tubemq is not None:
                 await self.tubemq.bind()
+            if self.http is not None:  # early: /readyz answers "not ready" while the logs load
+                try:
+                    await self.http.start()
+                except OSError as e:
+                    raise ListenerError(str(e)) from e
             await self._load()
         except BaseException:
+            if self.http is not None:
+                await self.http.stop()
             self.network.close()
             if self.tubemq is not None:
                 self.tubemq.close()
@@ -292,6 +305,7 @@ class Broker:
             raise
         self._start_housekeeping()
         await self.network.start_serving()
+        self._serving = True
         if self.tubemq is not None:
             await self.tubemq.start_serving()
             for name, (host, port) in self.tubemq.bound.items():
@@ -302,6 +316,8 @@ class Broker:
             ", ".join(f"{name}://{host or '0.0.0.0'}:{port}" for name, (host, port) in self.network.bound.items()),
             ", ".join(str(d) for d in self.log_dirs),
         )
+        if self.http is not None:
+            log.info("console, metrics and health checks on %s", self.http.url)
 
     async def _load(self) -> None:
         self.logs.lock_dirs()
@@ -330,6 +346,14 @@ class Broker:
             self.transactions.load(range(self.config["transaction.state.log.num.partitions"]), read=False)
         else:
             self.transactions.load(self._led_partitions(txn_state), num_partitions=len(txn_state.partitions))
+
+    def _not_ready_reason(self) -> str | None:
+        """/readyz: ready once the logs are loaded and the Kafka listeners accept connections."""
+        if not self._loaded:
+            return "loading logs"
+        if not self._serving:
+            return "listeners not open yet"
+        return None
 
     def _led_partitions(self, topic: TopicMetadata) -> list[int]:
         return [p.partition for p in topic.partitions if p.leader == self.broker_id]
@@ -371,6 +395,9 @@ class Broker:
             task.cancel()
         self.transactions.close()
         self.group_coordinator.close()
+        self._serving = False
+        if self.http is not None:
+            await self.http.stop()
         self.network.close()
         if self.tubemq is not None:
             self.tubemq.close()

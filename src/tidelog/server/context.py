@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tidelog.protocol.messages.header import RequestHeader
+from tidelog.security.principal import ANONYMOUS, KafkaPrincipal
 
 
 @dataclass(slots=True)
@@ -14,6 +15,10 @@ class RequestContext:
     connection_id: str
     client_host: str
     listener_name: str = "PLAINTEXT"
+    #: Who sent the request: ANONYMOUS until SASL or a client certificate says otherwise.
+    principal: KafkaPrincipal = ANONYMOUS
+    #: The listener's security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL).
+    security_protocol: str = "PLAINTEXT"
 
     @property
     def api_version(self) -> int:

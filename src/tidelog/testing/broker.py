@@ -20,6 +20,7 @@ from pathlib import Path
 from tidelog.testing.server_process import ServerProcess
 
 _READY = re.compile(r"listening on (\S+):(\d+)")
+_CONSOLE = re.compile(r"tidelog console: (http://\S+)")
 
 
 class BrokerProcess(ServerProcess):
@@ -29,6 +30,10 @@ class BrokerProcess(ServerProcess):
                  event_loop: str = "auto", start_timeout: float = 30.0) -> None:
         self.data_dir = Path(data_dir)
         self.overrides = dict(overrides or {})
+        # Many test brokers run at once: the HTTP listener takes a free port unless a test names one.
+        self.overrides.setdefault("metrics.listener", "http://127.0.0.1:0")
+        #: The HTTP listener's URL (metrics, health, console), None when metrics.listener is empty.
+        self.http_url: str | None = None
         self.port = port
         self.event_loop = event_loop
         self.start_timeout = start_timeout
@@ -53,6 +58,9 @@ class BrokerProcess(ServerProcess):
             line = self.proc.stdout.readline()
             if not line:
                 break
+            console = _CONSOLE.search(line)
+            if console:
+                self.http_url = console.group(1)
             m = _READY.search(line)
             if m:
                 self.port = int(m.group(2))
