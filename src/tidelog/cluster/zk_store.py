@@ -33,6 +33,7 @@ kazoo's synchronous calls (a loopback round trip each). Not thread-safe otherwis
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
@@ -54,6 +55,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from tidelog.cluster import zk_data as zk
 from tidelog.cluster.controller import INTERNAL_TOPICS
+from tidelog.cluster.election import elections
 from tidelog.cluster.metadata import BrokerInfo, MetadataImage, PartitionMetadata, TopicMetadata
 from tidelog.cluster.store import MetadataListener, new_cluster_id
 from tidelog.errors import ErrorCode, KafkaError
@@ -92,6 +94,8 @@ class ZooKeeperStore:
         self._dirty = threading.Event()
         self._session_lost = False
         self._closed = False
+        #: (image, topic) -> whether unclean leader election is enabled for it (set by the broker)
+        self.unclean_election: Callable[[MetadataImage, str], bool] = lambda image, topic: False
 
     # ----------------------------------------------------------------------------------- opening
 
@@ -308,8 +312,68 @@ class ZooKeeperStore:
                 next_block, self._producer_id_block_version = zk.decode_producer_id_block(raw), stat.version
             except NoNodeError:
                 pass
-        return MetadataImage(zk.decode_cluster_id(raw_cluster_id), controller_id, brokers, topics, broker_configs,
-                             next_block, group_configs, version)
+        image = MetadataImage(zk.decode_cluster_id(raw_cluster_id), controller_id, brokers, topics, broker_configs,
+                              next_block, group_configs, version)
+        if self.is_controller and self._elect_leaders(image):
+            image = replace(image, topics=self._read_topics(set(deleting)))
+        return image
+
+    # ------------------------------------------------------------------------ leader election
+
+    def _elect_leaders(self, image: MetadataImage) -> bool:
+        """The controller's duty when brokers come and go (:mod:`tidelog.cluster.election`): write
+        each partition state that must change, at the version read. True if any was written."""
+        client = self.client
+        assert client is not None
+        changes = elections(image, lambda topic: self.unclean_election(image, topic))
+        pending = [(topic, p, client.set_async(
+            zk.partition_state_path(topic, p.partition),
+            zk.encode_partition_state(p.leader, p.leader_epoch, p.isr, self.controller_epoch),
+            version=p.partition_epoch)) for topic, p in changes]
+        written = False
+        for topic, p, result in pending:
+            try:
+                result.get()
+                written = True
+                log.info("controller: %s-%d leader %d, leader epoch %d, ISR %s", topic, p.partition, p.leader,
+                         p.leader_epoch, list(p.isr))
+            except (BadVersionError, NoNodeError):
+                pass  # changed meanwhile: the watch brings it back, and the next round decides again
+        return written
+
+    def alter_partition_state(self, topic: str, partition: int, new: PartitionMetadata):
+        """A leader's ISR change (Kafka's ZooKeeper-era leaders wrote it themselves): set the state znode
+        at version ``new.partition_epoch``, without holding up the event loop. Returns an asyncio future:
+        True if written, False if the state changed meanwhile."""
+        future = asyncio.get_running_loop().create_future()
+        client = self.client
+        if client is None or not self._connected:
+            future.set_result(False)
+            return future
+        result = client.set_async(zk.partition_state_path(topic, partition),
+                                  zk.encode_partition_state(new.leader, new.leader_epoch, new.isr, self._written_epoch),
+                                  version=new.partition_epoch)
+
+        def done(async_result) -> None:  # kazoo's thread
+            try:
+                async_result.get()
+                ok = True
+            except (BadVersionError, NoNodeError):
+                ok = False
+            except KazooException as e:
+                log.warning("ISR change of %s-%d not written: %r", topic, partition, e)
+                ok = False
+            self.dispatch(lambda: future.done() or future.set_result(ok))
+            if ok:
+                self._on_watch(None)
+
+        result.rawlink(done)
+        return future
+
+    def may_lead(self) -> bool:
+        """False once the ZooKeeper session expired: another broker may lead this broker's partitions
+        by now (until the session is renewed and the metadata re-read)."""
+        return not self._session_lost
 
     def _read_config(self, path: str) -> dict[str, str]:
         assert self.client is not None

@@ -45,6 +45,7 @@ class PartitionFetch:
     fetch_offset: int
     max_bytes: int
     current_leader_epoch: int = -1
+    last_fetched_epoch: int = -1  # followers only: the epoch of their last batch (divergence check)
 
 
 @dataclass(slots=True)
@@ -58,6 +59,7 @@ class PartitionRead:
     log_start_offset: int = -1
     error_message: str | None = None
     aborted: list[AbortedTxn] | None = None  # read_committed only: the aborted transactions it spans
+    diverging_epoch: tuple[int, int] | None = None  # followers only: (epoch, end offset) to truncate by
 
     @property
     def size(self) -> int:
@@ -73,15 +75,18 @@ def readable_end(log: PartitionLog, isolation_level: int) -> int:
 class DelayedFetch:
     """The completion test of a parked fetch (see the module rules)."""
 
-    __slots__ = ("_is_deleted", "_logs", "isolation_level", "min_bytes", "partitions")
+    __slots__ = ("_end", "_is_deleted", "_logs", "isolation_level", "min_bytes", "partitions")
 
     def __init__(self, partitions: list[PartitionFetch], logs: dict[tuple[str, int], PartitionLog],
-                 min_bytes: int, isolation_level: int, is_deleted: Callable[[str], bool]) -> None:
+                 min_bytes: int, isolation_level: int, is_deleted: Callable[[str], bool],
+                 end: Callable[[PartitionLog], int] | None = None) -> None:
         self.partitions = partitions
         self._logs = logs
         self.min_bytes = min_bytes
         self.isolation_level = isolation_level
         self._is_deleted = is_deleted
+        #: how far a read may go: the high watermark / LSO for clients, the log end for followers
+        self._end = end or (lambda log: readable_end(log, isolation_level))
 
     @property
     def keys(self) -> list[tuple[str, int]]:
@@ -99,7 +104,7 @@ class DelayedFetch:
             log = self._logs.get((pf.topic, pf.partition))
             if log is None:
                 continue
-            end = readable_end(log, self.isolation_level)
+            end = self._end(log)
             if end > pf.fetch_offset:
                 if self.min_bytes <= 1:
                     return True

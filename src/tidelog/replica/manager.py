@@ -38,6 +38,7 @@ from tidelog.errors import ErrorCode, KafkaError
 from tidelog.replica.events import LogEvents
 from tidelog.replica.fetch import READ_COMMITTED, DelayedFetch, PartitionFetch, PartitionRead, readable_end
 from tidelog.replica.purgatory import DelayedOperation, Purgatory
+from tidelog.replica.replication import AlterIsr, Replication, ReplicationSettings
 from tidelog.storage.log import LATEST_TIMESTAMP, AppendResult, PartitionLog
 from tidelog.storage.log_manager import LogManager
 from tidelog.storage.producer_state import ProducerStateEntry
@@ -50,7 +51,8 @@ HIGH_WATERMARK = -1  # DeleteRecords: "up to the high watermark"
 class ReplicaManager:
     def __init__(self, broker_id: int, logs: LogManager, store: MetadataStore, topic_configs: TopicConfigs,
                  clock: Clock, schedule: Callable[[float, Callable[[], None]], Any],
-                 events: LogEvents | None = None) -> None:
+                 events: LogEvents | None = None, *, replication: ReplicationSettings | None = None,
+                 alter_isr: AlterIsr | None = None, may_lead: Callable[[], bool] | None = None) -> None:
         self.broker_id = broker_id
         self.logs = logs
         self.store = store
@@ -60,6 +62,13 @@ class ReplicaManager:
         self.purgatory = Purgatory(clock, schedule)
         self.events.on_appended(lambda topic, partition, _: self.purgatory.check((topic, partition)))
         self.events.on_deleted(lambda topic, partition: self.purgatory.check((topic, partition)))
+        #: Cluster mode: followers, the ISR and the high watermark (None: a single node, where every
+        #: partition has one replica and the high watermark follows the log end).
+        self.replication = (Replication(broker_id, logs, lambda: self.image, self.events, self.purgatory, clock,
+                                        replication, alter_isr) if replication is not None and alter_isr is not None
+                            else None)
+        #: False while this broker may not act as leader (its ZooKeeper session expired)
+        self.may_lead = may_lead or (lambda: True)
         store.subscribe(self.apply_metadata)
 
     @property
@@ -81,7 +90,7 @@ class ReplicaManager:
     def leader_log(self, topic: str, partition: int) -> PartitionLog:
         """The log of ``topic``-``partition`` if this broker leads it; KafkaError otherwise."""
         p = self.partition(topic, partition)
-        if p.leader != self.broker_id:
+        if p.leader != self.broker_id or not self.may_lead():
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"broker {self.broker_id} does not lead {topic}-{partition}")
         plog = self.logs.get_log(topic, partition)
         if plog is None:
@@ -220,6 +229,66 @@ class ReplicaManager:
         self.purgatory.watch(op, delayed.keys)
         return await done
 
+    # --------------------------------------------------------------------------- replication
+
+    def needs_acks_wait(self, topic: str, partition: int, acks: int) -> bool:
+        """Whether an acks=all produce must wait for followers (cluster mode, a leader with an ISR)."""
+        return acks == -1 and self.replication is not None and (topic, partition) in self.replication.leaders
+
+    async def wait_for_acks(self, topic: str, partition: int, required_offset: int, timeout_ms: int) -> ErrorCode:
+        """acks=all: wait until every ISR member has ``required_offset`` (:mod:`tidelog.replica.replication`)."""
+        if self.replication is None:
+            return ErrorCode.NONE
+        plog = self.logs.get_log(topic, partition)
+        min_isr = plog.config.min_insync_replicas if plog is not None else 1
+        return await self.replication.wait_for_acks(topic, partition, required_offset, timeout_ms, min_isr)
+
+    def read_for_follower(self, replica_id: int, partitions: list[PartitionFetch], max_bytes: int) -> list[PartitionRead]:
+        """A follower's fetch (Fetch with a replica id): reads up to the log end, divergence check first."""
+        out = []
+        budget = max_bytes
+        for pf in partitions:
+            if self.replication is None or pf.topic is None:
+                out.append(PartitionRead(ErrorCode.NOT_LEADER_OR_FOLLOWER if pf.topic else ErrorCode.UNKNOWN_TOPIC_ID))
+                continue
+
+            def check(pf: PartitionFetch = pf) -> PartitionLog:
+                assert pf.topic is not None
+                plog = self.leader_log(pf.topic, pf.partition)
+                self.check_leader_epoch(pf.topic, pf.partition, pf.current_leader_epoch)
+                return plog
+
+            read = self.replication.read_for_follower(replica_id, pf, max(budget, 1), check)
+            budget = max(0, budget - read.size)
+            out.append(read)
+        return out
+
+    async def wait_for_follower_data(self, partitions: list[PartitionFetch], max_wait_ms: int) -> None:
+        """Park a follower's fetch until one of its partitions' logs grows past its fetch offset."""
+        logs = {}
+        for pf in partitions:
+            if pf.topic is not None and (plog := self.logs.get_log(pf.topic, pf.partition)) is not None:
+                logs[(pf.topic, pf.partition)] = plog
+        delayed = DelayedFetch(partitions, logs, 1, 0, lambda topic: topic not in self.image.topics,
+                               end=lambda plog: plog.log_end_offset)
+        done: asyncio.Future = asyncio.get_running_loop().create_future()
+
+        def complete(_timed_out: bool) -> None:
+            if not done.done():
+                done.set_result(None)
+
+        self.purgatory.watch(DelayedOperation(self.clock.monotonic_ms() + max_wait_ms, delayed.has_enough, complete),
+                             delayed.keys)
+        await done
+
+    def end_offset_for_epoch(self, topic: str, partition: int, current_leader_epoch: int,
+                             leader_epoch: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch on the leader: (the largest epoch <= ``leader_epoch`` this log knows, the
+        offset where it ended), from the leader-epoch cache; raises KafkaError."""
+        plog = self.leader_log(topic, partition)
+        self.check_leader_epoch(topic, partition, current_leader_epoch)
+        return plog.leader_epochs.end_offset_for(leader_epoch, plog.log_end_offset)
+
     # ------------------------------------------------------------------------ offsets and trims
 
     def offset_for_timestamp(self, topic: str, partition: int, timestamp: int, current_leader_epoch: int = -1,
@@ -257,6 +326,8 @@ class ReplicaManager:
         image = self.image
         for topic in image.topics.values():
             self._host(image, topic, reconfigure=True)
+        if self.replication is not None:
+            self.replication.apply(image)
 
     def apply_metadata(self, old: MetadataImage, new: MetadataImage) -> None:
         broker_configs_changed = old.broker_configs is not new.broker_configs
@@ -271,6 +342,8 @@ class ReplicaManager:
             same_id = previous is not None and previous.topic_id == topic.topic_id
             reconfigure = broker_configs_changed or not same_id or previous.configs != topic.configs
             self._host(new, topic, reconfigure=reconfigure)
+        if self.replication is not None:
+            self.replication.apply(new)
 
     def _host(self, image: MetadataImage, topic: TopicMetadata, *, reconfigure: bool) -> None:
         config = self.topic_configs.for_topic(image, topic.name)

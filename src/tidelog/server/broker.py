@@ -57,6 +57,7 @@ from tidelog.protocol.tubemq.rpc import Service
 from tidelog.replica.events import LogEvents
 from tidelog.replica.housekeeping import LogHousekeeping
 from tidelog.replica.manager import ReplicaManager
+from tidelog.replica.replication import ReplicationSettings
 from tidelog.server.dispatcher import HandlerRegistry
 from tidelog.server.fetch_session import FetchSessionCache
 from tidelog.server.handlers import (
@@ -72,6 +73,7 @@ from tidelog.server.handlers import (
     InitProducerIdHandler,
     ListOffsetsHandler,
     MetadataHandler,
+    OffsetForLeaderEpochHandler,
     OffsetHandlers,
     ProduceHandler,
     TopicHandlers,
@@ -157,7 +159,8 @@ class Broker:
 
         # The partitions this broker hosts, and what happens to their logs.
         self.events = events = LogEvents()
-        self.replicas = replicas = ReplicaManager(self.broker_id, logs, store, topic_configs, clock, _call_later, events)
+        self.replicas = replicas = ReplicaManager(self.broker_id, logs, store, topic_configs, clock, _call_later, events,
+                                                  **self._replication(config, store, topic_configs))
         self.housekeeping = LogHousekeeping(logs, clock, events)
 
         # Coordinators.
@@ -197,6 +200,7 @@ class Broker:
             ProduceHandler(replicas, verifier),
             FetchHandler(replicas, self.fetch_sessions),
             ListOffsetsHandler(replicas),
+            OffsetForLeaderEpochHandler(replicas),
             DeleteRecordsHandler(replicas),
             TopicHandlers(controller, config, describer),
             ConfigHandlers(controller, describer, self.broker_id),
@@ -226,6 +230,19 @@ class Broker:
         self._tasks: list[asyncio.Future] = []
         self._loaded = False
         self.stopped = asyncio.Event()
+
+    def _replication(self, config: BrokerConfig, store: MetadataStore, topic_configs: TopicConfigs) -> dict[str, Any]:
+        """Cluster mode: followers fetch from leaders, ISR changes are written to ZooKeeper by the
+        leaders, the controller elects leaders (docs/cluster.md). A single node: nothing."""
+        if not isinstance(store, ZooKeeperStore):
+            return {}
+        store.unclean_election = lambda image, topic: topic_configs.for_topic(image, topic).unclean_leader_election_enable
+        settings = ReplicationSettings(
+            config["inter.broker.listener.name"] or self.listeners[0].name, config["replica.lag.time.max.ms"],
+            config["replica.fetch.wait.max.ms"], config["replica.fetch.max.bytes"],
+            config["replica.fetch.response.max.bytes"], config["replica.fetch.backoff.ms"],
+            config["replica.socket.timeout.ms"])
+        return {"replication": settings, "alter_isr": store.alter_partition_state, "may_lead": store.may_lead}
 
     def ensure_transaction_topic(self) -> object:
         """``__transaction_state``, created on first use with Kafka's configs (compacted, uncompressed,
@@ -402,6 +419,8 @@ class Broker:
         if self.tubemq is not None:
             self.tubemq.close()
         self.replicas.purgatory.complete_all()
+        if self.replicas.replication is not None:
+            await self.replicas.replication.close()
         await self.network.wait_closed()
         if self.tubemq is not None:
             await self.tubemq.wait_closed()

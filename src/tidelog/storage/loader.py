@@ -119,6 +119,7 @@ def load_log(
         recovery_point=min(recovery_point, log_end),
     )
     plog.rebuild_producer_state()
+    plog.load_leader_epochs()
     return plog
 
 

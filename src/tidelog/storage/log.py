@@ -33,7 +33,8 @@ from tidelog.records import (
 )
 from tidelog.records.control import ControlRecordType, build_control_batch
 from tidelog.storage import files
-from tidelog.storage.checkpoints import fsync_dir
+from tidelog.storage.checkpoints import CheckpointError, fsync_dir
+from tidelog.storage.leader_epoch import LEADER_EPOCH_FILE, LeaderEpochCache
 from tidelog.storage.producer_state import CompletedTxn, ProducerStateManager
 from tidelog.storage.retention import SegmentSummary, segments_to_delete
 from tidelog.storage.segment import FileSlice, Segment
@@ -107,6 +108,8 @@ class PartitionLog:
         self.closed = False
         #: Compaction: the first dirty offset (the cleaner-offset-checkpoint entry); None = never cleaned.
         self.cleaner_offset: int | None = None
+        #: Where each leader epoch began (KIP-101); loaded by the loader, kept up to date by appends.
+        self.leader_epochs = LeaderEpochCache(None)
 
     # ----------------------------------------------------------------------------------- offsets
 
@@ -169,6 +172,7 @@ class PartitionLog:
                 max_ts, offset_of_max_ts = view.max_timestamp, view.last_offset
             next_offset = view.last_offset + 1
         first, last = self.log_end_offset, next_offset - 1
+        self.leader_epochs.assign(leader_epoch, first)
         self._append_bytes(data, first, last, max_ts, offset_of_max_ts, now)
         for view, append in zip(views, pending):
             if append is not None:
@@ -191,6 +195,7 @@ class PartitionLog:
         append = self.producer_state.prepare(view)
         offset = self.log_end_offset
         view.assign(offset, leader_epoch)
+        self.leader_epochs.assign(leader_epoch, offset)
         self._append_bytes(batch, offset, offset, view.max_timestamp, offset, now)
         self._completed(self.producer_state.complete(append, offset, offset))
         self.unflushed_messages += 1
@@ -262,6 +267,8 @@ class PartitionLog:
             prev = view.last_offset
             if view.max_timestamp > max_ts:
                 max_ts, offset_of_max_ts = view.max_timestamp, view.last_offset
+        for view in views:
+            self.leader_epochs.assign(view.partition_leader_epoch, view.base_offset)
         self._append_bytes(data, views[0].base_offset, views[-1].last_offset, max_ts, offset_of_max_ts,
                            self.clock.wall_ms())
         for view in views:
@@ -437,6 +444,7 @@ class PartitionLog:
             )
         if offset > self.log_start_offset:
             self.log_start_offset = offset
+            self.leader_epochs.truncate_from_start(offset)
             self.producer_state.delete_snapshots_before(self._segment_base_at_or_below(offset))
         return self.log_start_offset
 
@@ -465,6 +473,7 @@ class PartitionLog:
         removed = self.segments[:count]
         del self.segments[:count]
         self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+        self.leader_epochs.truncate_from_start(self.log_start_offset)
         for seg in removed:
             seg.rename_with_suffix(files.DELETED_SUFFIX)
         self.producer_state.delete_snapshots_before(self.segments[0].base_offset)
@@ -482,8 +491,11 @@ class PartitionLog:
         self.segments[start:end] = new_segments
 
     def truncate_to(self, offset: int) -> None:
-        """Remove every offset >= ``offset`` (replication: a follower's divergent tail)."""
+        """Remove every offset >= ``offset`` (replication: a follower's divergent tail). The leader-epoch
+        cache is cut at ``offset`` even when the log has nothing there (an epoch this broker began as
+        leader without writing in it must not outlive its becoming a follower, as in Kafka)."""
         if offset >= self.log_end_offset:
+            self.leader_epochs.truncate_from_end(offset)
             return
         if offset < self.log_start_offset:
             raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, f"cannot truncate below log start {self.log_start_offset}")
@@ -496,6 +508,7 @@ class PartitionLog:
             self.active_segment.next_offset = max(self.active_segment.next_offset, self.active_segment.base_offset)
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
+        self.leader_epochs.truncate_from_end(self.log_end_offset)
         self.producer_state.truncate_after(self.log_end_offset)
         self.rebuild_producer_state()
 
@@ -513,8 +526,25 @@ class PartitionLog:
         self.segments = [Segment.for_config(self.directory, offset, self.config, self.clock.wall_ms(), new=True)]
         self.log_start_offset = self.recovery_point = self.high_watermark = offset
         self.cleaner_offset = None
+        self.leader_epochs.clear()
         self.producer_state.truncate_after(-1)
         self.producer_state.load(offset, offset)  # no snapshot left: an empty state
+
+    def load_leader_epochs(self) -> None:
+        """Read ``leader-epoch-checkpoint`` (rebuilt from the batches' leader epochs when missing, as
+        for a log written before the file existed), cut to the log's end."""
+        try:
+            cache = LeaderEpochCache.load(self.directory)
+            rebuild = not cache.exists_on_disk
+        except CheckpointError:
+            cache, rebuild = LeaderEpochCache(self.directory / LEADER_EPOCH_FILE), True
+        if rebuild and self.log_end_offset > self.log_start_offset:
+            for view in self.batches(self.log_start_offset):
+                if view.partition_leader_epoch >= 0 and view.partition_leader_epoch > cache.latest_epoch:
+                    cache.entries.append((view.partition_leader_epoch, view.base_offset))
+            cache.save()
+        cache.truncate_from_end(self.log_end_offset)
+        self.leader_epochs = cache
 
     def update_config(self, config: TopicConfig) -> None:
         self.config = config

@@ -12,6 +12,7 @@ from tidelog.server.handlers.fetch import FetchHandler
 from tidelog.server.handlers.groups import FindCoordinatorHandler, GroupHandlers
 from tidelog.server.handlers.list_offsets import ListOffsetsHandler
 from tidelog.server.handlers.metadata import MetadataHandler
+from tidelog.server.handlers.offset_for_leader_epoch import OffsetForLeaderEpochHandler
 from tidelog.server.handlers.offsets import OffsetHandlers
 from tidelog.server.handlers.produce import ProduceHandler
 from tidelog.server.handlers.producer_ids import InitProducerIdHandler
@@ -33,6 +34,7 @@ __all__ = [
     "InitProducerIdHandler",
     "ListOffsetsHandler",
     "MetadataHandler",
+    "OffsetForLeaderEpochHandler",
     "OffsetHandlers",
     "ProduceHandler",
     "TopicHandlers",

@@ -49,6 +49,9 @@ class FetchHandler:
             t = self.replicas.image.topics.get(name)
             return t.topic_id if t else None
 
+        replica_id = request.replica_state.replica_id if v >= 15 else request.replica_id
+        if replica_id >= 0:  # a follower (cluster mode)
+            return self._follower_fetch(v, request, replica_id, topic_name)
         try:
             fetch = self.sessions.resolve(v, request, topic_name, topic_id)
         except KafkaError as e:
@@ -63,6 +66,24 @@ class FetchHandler:
     def _read(self, version: int, request: FetchRequest, partitions: list[PartitionFetch]) -> list[PartitionRead]:
         max_bytes = request.max_bytes if version >= 3 else None  # v0-2 have no response limit
         return self.replicas.read_partitions(partitions, max_bytes, request.isolation_level)
+
+    def _follower_fetch(self, version: int, request: FetchRequest, replica_id: int, topic_name):
+        """A follower's fetch: no session; reads go to the log end, with the divergence check
+        (:mod:`tidelog.replica.replication`), and wait for the log to grow, not for the high watermark."""
+        partitions = [PartitionFetch(topic_name(t), t.topic_id, p.partition, p.fetch_offset, p.partition_max_bytes,
+                                     p.current_leader_epoch, p.last_fetched_epoch)
+                      for t in request.topics for p in t.partitions]
+        reads = self.replicas.read_for_follower(replica_id, partitions, request.max_bytes)
+        if (request.max_wait_ms <= 0 or sum(r.size for r in reads) > 0 or not partitions
+                or any(r.error or r.diverging_epoch for r in reads)):
+            return _follower_response(version, partitions, reads)
+        return self._follower_wait(version, request, replica_id, partitions)
+
+    async def _follower_wait(self, version: int, request: FetchRequest, replica_id: int,
+                             partitions: list[PartitionFetch]) -> FetchResponse:
+        await self.replicas.wait_for_follower_data(partitions, request.max_wait_ms)
+        return _follower_response(version, partitions,
+                                  self.replicas.read_for_follower(replica_id, partitions, request.max_bytes))
 
     async def _wait(self, version: int, request: FetchRequest, fetch: SessionFetch) -> FetchResponse:
         await self.replicas.wait_for_data(fetch.partitions, request.min_bytes, request.max_wait_ms,
@@ -82,6 +103,27 @@ def _response(version: int, request: FetchRequest, fetch: SessionFetch, reads: l
                                                   partitions=[])
         topic.partitions.append(_partition_data(version, request, pf, read))
     return FetchResponse(error_code=0, session_id=fetch.session_id, responses=list(by_topic.values()))
+
+
+def _follower_response(version: int, partitions: list[PartitionFetch], reads: list[PartitionRead]) -> FetchResponse:
+    """What a follower gets: offsets even with an error (OFFSET_OUT_OF_RANGE tells it the leader's log
+    start), and the diverging epoch (v12+)."""
+    by_topic: dict[object, TopicResponse] = {}
+    for pf, read in zip(partitions, reads):
+        key = pf.topic_id if version >= 13 else pf.topic
+        topic = by_topic.get(key)
+        if topic is None:
+            topic = by_topic[key] = TopicResponse(topic=pf.topic or "", topic_id=pf.topic_id if version >= 13
+                                                  else ZERO_UUID, partitions=[])
+        data = PartitionData(partition_index=pf.partition, error_code=int(read.error),
+                             high_watermark=read.high_watermark, last_stable_offset=read.last_stable_offset,
+                             log_start_offset=read.log_start_offset, aborted_transactions=None,
+                             preferred_read_replica=-1, records=read.records if read.records is not None else b"")
+        if read.diverging_epoch is not None:
+            data.diverging_epoch = FetchResponse.EpochEndOffset(epoch=read.diverging_epoch[0],
+                                                                end_offset=read.diverging_epoch[1])
+        topic.partitions.append(data)
+    return FetchResponse(error_code=0, session_id=0, responses=list(by_topic.values()))
 
 
 #: Fetch errors Kafka answers from its request checks, before reading (the partition is not its to read).

@@ -1,8 +1,9 @@
 """Produce: append each partition's records to its log, answer with the offsets (or errors).
 
 acks=0 gets no response (if a partition fails, the connection is closed instead, as Kafka does, so
-the producer refreshes its metadata); acks=1 and acks=-1 are answered once the records are in the
-log (a single node's ISR is itself, so its high watermark moves at once; with
+the producer refreshes its metadata); acks=1 is answered once the records are in the leader's log,
+acks=-1 in a cluster once every in-sync replica has them (:mod:`tidelog.replica.replication`; a
+single node's ISR is itself, so it answers at once; with
 ``min.insync.replicas`` above the ISR size, acks=-1 fails with NOT_ENOUGH_REPLICAS and nothing is
 written). Versions 0-2 carry legacy message sets, converted to v2 batches by the storage layer; from
 v3 on, each partition carries exactly one magic-2 batch (ZSTD from v7). Clients may not write to
@@ -19,6 +20,8 @@ partition that fails gets the error and nothing is written to it.
 """
 
 from __future__ import annotations
+
+import asyncio
 
 from tidelog.cluster.controller import INTERNAL_TOPICS
 from tidelog.errors import ErrorCode, KafkaError, RecordValidationError
@@ -118,6 +121,7 @@ class ProduceHandler:
 
     def _produce(self, v: int, request: ProduceRequest, names: list[str | None], refused: Refusals):
         responses = []
+        waits: list[tuple[PartitionResponse, str, int, int]] = []
         for t, name in zip(request.topic_data, names):
             parts = []
             for p in {p.index: p for p in t.partition_data}.values():
@@ -126,7 +130,7 @@ class ProduceHandler:
                     parts.append(PartitionResponse(index=p.index, error_code=int(code), base_offset=-1,
                                                    error_message=message))
                 else:
-                    parts.append(self._append(v, request, name, p))
+                    parts.append(self._append(v, request, name, p, waits))
             responses.append(TopicResponse(name=t.name, topic_id=t.topic_id, partition_responses=parts))
         if request.acks == 0:
             failed = [f"{t.name}-{p.index}: {ErrorCode(p.error_code).name}"
@@ -136,9 +140,25 @@ class ProduceHandler:
                 # and refreshes its metadata.
                 raise CloseConnection(f"acks=0 produce failed ({', '.join(failed)})")
             return None
+        if waits:
+            return self._wait_for_acks(ProduceResponse(responses=responses), waits, request.timeout_ms)
         return ProduceResponse(responses=responses)
 
-    def _append(self, version: int, request: ProduceRequest, topic: str | None, p) -> PartitionResponse:
+    async def _wait_for_acks(self, response: ProduceResponse, waits: list[tuple[PartitionResponse, str, int, int]],
+                             timeout_ms: int) -> ProduceResponse:
+        """acks=all in a cluster: answer once every ISR member has the records (or with the error that
+        ended the wait: NOT_ENOUGH_REPLICAS_AFTER_APPEND, REQUEST_TIMED_OUT, NOT_LEADER_OR_FOLLOWER)."""
+        codes = await asyncio.gather(*(self.replicas.wait_for_acks(topic, partition, required, timeout_ms)
+                                       for _, topic, partition, required in waits))
+        for (part, _, _, _), code in zip(waits, codes):
+            if code != ErrorCode.NONE:
+                part.error_code = int(code)
+                part.base_offset = -1
+                part.error_message = f"acks=all: {code.name}"
+        return response
+
+    def _append(self, version: int, request: ProduceRequest, topic: str | None, p,
+                waits: list[tuple[PartitionResponse, str, int, int]]) -> PartitionResponse:
         checked: list[None] = []  # non-empty once the request-level format checks passed
         try:
             if topic is None:
@@ -156,13 +176,16 @@ class ProduceHandler:
                 response.record_errors = [BatchError(batch_index=i, batch_index_error_message=m)
                                           for i, m in e.record_errors]
             return response
-        return PartitionResponse(
+        response = PartitionResponse(
             index=p.index,
             error_code=0,
             base_offset=result.first_offset,
             log_append_time_ms=result.log_append_time,
             log_start_offset=result.log_start_offset,
         )
+        if self.replicas.needs_acks_wait(topic, p.index, request.acks):
+            waits.append((response, topic, p.index, result.last_offset + 1))
+        return response
 
 
 #: Errors Kafka answers without the partition's log start offset (the append never reached the log, or the
