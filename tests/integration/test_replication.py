@@ -1,0 +1,302 @@
+"""Replication with a real ZooKeeper and three real ``tidelog serve`` processes: RF=3,
+min.insync.replicas=2, acks=all with idempotence from confluent-kafka and kafka-python; followers'
+logs byte-identical to the leader's; a SIGSTOPped follower leaves the ISR after
+replica.lag.time.max.ms and comes back; too few in-sync replicas refuse acks=all; kill -9 of a
+leader: a new leader from the ISR, no acknowledged record lost or duplicated; a returning old leader
+drops exactly its divergent suffix (KIP-101). About 60 s.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import struct
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaProducer
+from kazoo.client import KazooClient
+
+from tests.integration.kafka_io import produce_batch
+from tests.integration.zookeeper import start_zookeeper
+from tidelog.errors import ErrorCode
+from tidelog.records.builder import build_batch
+from tidelog.testing import BrokerProcess
+from tidelog.testing.client import WireClient
+
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster")]
+
+CHROOT = "/tidelog-repl"
+SESSION_MS = 4000
+LAG_MS = 1500
+
+
+class Cluster:
+    def __init__(self, root: Path) -> None:
+        self.zookeeper = start_zookeeper(root / "zk")
+        self.connect = self.zookeeper.connect + CHROOT
+        self.brokers: dict[int, BrokerProcess] = {}
+        for broker_id in (1, 2, 3):
+            self.brokers[broker_id] = BrokerProcess(root / f"broker-{broker_id}", overrides={
+                "zookeeper.connect": self.connect, "broker.id": str(broker_id),
+                "zookeeper.session.timeout.ms": str(SESSION_MS), "replica.lag.time.max.ms": str(LAG_MS),
+                "min.insync.replicas": "2", "default.replication.factor": "3",
+                "offsets.topic.replication.factor": "3", "replica.fetch.backoff.ms": "200"}).start()
+        self.zk = KazooClient(hosts=self.connect)
+        self.zk.start(10)
+
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers.values() if b.alive)
+
+    def state(self, topic: str, partition: int = 0) -> dict:
+        return json.loads(self.zk.get(f"/brokers/topics/{topic}/partitions/{partition}/state")[0])
+
+    def create(self, topic: str, partitions: int = 1, config: dict[str, str] | None = None) -> None:
+        admin = AdminClient({"bootstrap.servers": self.bootstrap()})
+        admin.create_topics([NewTopic(topic, partitions, 3, config=config or {})])[topic].result(10)
+        for p in range(partitions):
+            wait_for(lambda p=p: self.zk.exists(f"/brokers/topics/{topic}/partitions/{p}/state"), what="state")
+            # every replica hosts the log and the leader knows it leads
+            wait_for(lambda p=p: all((b.data_dir / f"{topic}-{p}").is_dir() for b in self.brokers.values()
+                                     if b.alive), what="logs")
+
+    def stop(self) -> None:
+        self.zk.stop()
+        self.zk.close()
+        for broker in self.brokers.values():
+            if broker.proc is not None and broker.alive:
+                broker.proc.send_signal(signal.SIGCONT)
+            broker.stop()
+        self.zookeeper.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    c = Cluster(tmp_path_factory.mktemp("repl"))
+    yield c
+    c.stop()
+
+
+def wait_for(predicate, timeout: float = 20.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def log_batches(broker: BrokerProcess, topic: str, partition: int = 0) -> list[tuple[int, bytes]]:
+    """(base offset, bytes) of every batch in the partition's segment files, as on disk."""
+    out = []
+    for path in sorted((broker.data_dir / f"{topic}-{partition}").glob("*.log")):
+        data = path.read_bytes()
+        pos = 0
+        while pos + 12 <= len(data):
+            base, length = struct.unpack_from(">qi", data, pos)
+            if length <= 0 or pos + 12 + length > len(data):
+                break
+            out.append((base, data[pos:pos + 12 + length]))
+            pos += 12 + length
+    return out
+
+
+def assert_replicas_identical(cluster: Cluster, topic: str, partition: int = 0, ids=(1, 2, 3)) -> list:
+    """Every replica's log holds the same batches, byte for byte (followers copy the leader's)."""
+    def same():
+        logs = [log_batches(cluster.brokers[i], topic, partition) for i in ids]
+        return logs[0] if logs[0] and all(other == logs[0] for other in logs[1:]) else None
+    return wait_for(same, what=f"identical replicas of {topic}-{partition}")
+
+
+def read_values(cluster: Cluster, topic: str, partition: int, count: int, timeout: float = 30) -> list[bytes]:
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap(), "group.id": "repl-tests",
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    consumer.assign([TopicPartition(topic, partition, 0)])
+    values: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(values) < count and time.monotonic() < deadline:
+            m = consumer.poll(0.5)
+            if m is not None and m.error() is None:
+                values.append(m.value())
+    finally:
+        consumer.close()
+    return values
+
+
+def leader_client(cluster: Cluster, topic: str) -> tuple[int, WireClient]:
+    leader = cluster.state(topic)["leader"]
+    return leader, WireClient.connect(cluster.brokers[leader].bootstrap)
+
+
+def test_acks_all_with_idempotence_replicates_every_record_identically(cluster):
+    cluster.create("repl-a", 2)
+    state = cluster.state("repl-a")
+    assert sorted(state["isr"]) == [1, 2, 3]
+    producer = Producer({"bootstrap.servers": cluster.bootstrap(), "acks": "all", "enable.idempotence": True,
+                         "linger.ms": 5})
+    errors = []
+    for i in range(300):
+        producer.produce("repl-a", f"ck-{i}".encode(), partition=i % 2,
+                         on_delivery=lambda err, _m: err is not None and errors.append(err))
+    assert producer.flush(30) == 0 and not errors
+    kp = KafkaProducer(bootstrap_servers=cluster.bootstrap(), acks="all", enable_idempotence=True)
+    for i in range(100):
+        kp.send("repl-a", f"kp-{i}".encode(), partition=0).get(10)
+    kp.close()
+    for p in (0, 1):
+        batches = assert_replicas_identical(cluster, "repl-a", p)
+        assert batches[0][0] == 0
+    values = read_values(cluster, "repl-a", 0, 250)
+    assert values == [f"ck-{i}".encode() for i in range(0, 300, 2)] + [f"kp-{i}".encode() for i in range(100)]
+
+
+def test_a_stopped_follower_leaves_the_isr_and_rejoins_after_catching_up(cluster):
+    cluster.create("repl-lag")
+    state = cluster.state("repl-lag")
+    leader = state["leader"]
+    follower = next(b for b in state["isr"] if b != leader)
+    proc = cluster.brokers[follower].proc
+    assert proc is not None
+    proc.send_signal(signal.SIGSTOP)
+    try:
+        stopped = time.monotonic()
+        wait_for(lambda: follower not in cluster.state("repl-lag")["isr"], timeout=10, what="ISR shrink")
+        shrunk_after = time.monotonic() - stopped
+        # the leader dropped it for lagging, before ZooKeeper noticed anything
+        assert shrunk_after < SESSION_MS / 1000, shrunk_after
+        assert str(follower) in cluster.zk.get_children("/brokers/ids")
+        assert cluster.state("repl-lag")["leader"] == leader
+        _, client = leader_client(cluster, "repl-lag")
+        with client:  # two in-sync replicas left: acks=all still goes through
+            response = produce_batch(client, "repl-lag", build_batch([(0, None, b"while-stopped")]))
+            assert response.error_code == 0
+    finally:
+        proc.send_signal(signal.SIGCONT)
+    wait_for(lambda: sorted(cluster.state("repl-lag")["isr"]) == [1, 2, 3], timeout=20, what="ISR expand")
+    assert_replicas_identical(cluster, "repl-lag")
+
+
+def test_too_few_in_sync_replicas_refuse_acks_all(cluster):
+    cluster.create("repl-few")
+    state = cluster.state("repl-few")
+    leader = state["leader"]
+    followers = [b for b in (1, 2, 3) if b != leader]
+    procs = [cluster.brokers[f].proc for f in followers]
+    for proc in procs:
+        proc.send_signal(signal.SIGSTOP)
+    try:
+        _, client = leader_client(cluster, "repl-few")
+        with client:
+            # appended while the ISR is still whole, then the ISR shrinks below min.insync.replicas
+            first = produce_batch(client, "repl-few", build_batch([(0, None, b"after-append")]))
+            assert ErrorCode(first.error_code) == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+            wait_for(lambda: cluster.state("repl-few")["isr"] == [leader], what="ISR of the leader alone")
+            second = produce_batch(client, "repl-few", build_batch([(0, None, b"refused")]))
+            assert ErrorCode(second.error_code) == ErrorCode.NOT_ENOUGH_REPLICAS
+            one = produce_batch(client, "repl-few", build_batch([(0, None, b"acks-1")]), acks=1)
+            assert one.error_code == 0
+    finally:
+        for proc in procs:
+            proc.send_signal(signal.SIGCONT)
+    wait_for(lambda: sorted(cluster.state("repl-few")["isr"]) == [1, 2, 3], what="ISR back")
+    batches = assert_replicas_identical(cluster, "repl-few")
+    assert b"refused" not in b"".join(raw for _, raw in batches)
+
+
+def test_a_returning_old_leader_truncates_its_divergent_suffix(cluster):
+    """KIP-101: the leader takes acks=1 records its followers never fetched, then dies; a follower
+    from the ISR leads in a new epoch and takes other records at the same offsets; the old leader,
+    back, must drop its suffix and copy the new leader's, not keep a fork."""
+    cluster.create("repl-div", config={"min.insync.replicas": "1"})
+    _, client = leader_client(cluster, "repl-div")
+    with client:
+        assert produce_batch(client, "repl-div", build_batch([(0, None, b"common-%d" % i) for i in range(5)])).error_code == 0
+    assert_replicas_identical(cluster, "repl-div")
+    state = cluster.state("repl-div")
+    old_leader = state["leader"]
+    followers = [b for b in (1, 2, 3) if b != old_leader]
+    for f in followers:
+        cluster.brokers[f].proc.send_signal(signal.SIGSTOP)
+    try:
+        _, client = leader_client(cluster, "repl-div")
+        with client:
+            # the followers' fetches parked at the leader take this one into their (stopped) sockets...
+            assert produce_batch(client, "repl-div", build_batch([(0, None, b"flush")]), acks=1).error_code == 0
+            # ... and nothing after it: these are only in the leader's log
+            for i in range(3):
+                assert produce_batch(client, "repl-div", build_batch([(0, None, b"lost-%d" % i)]), acks=1).error_code == 0
+        cluster.brokers[old_leader].kill()
+    finally:
+        for f in followers:
+            cluster.brokers[f].proc.send_signal(signal.SIGCONT)
+    new_state = wait_for(lambda: (s := cluster.state("repl-div"))["leader"] in followers and s, timeout=20,
+                         what="a new leader")
+    assert new_state["leader_epoch"] > state["leader_epoch"]
+    new_leader = new_state["leader"]
+    with WireClient.connect(cluster.brokers[new_leader].bootstrap) as client:
+        wait_for(lambda: produce_batch(client, "repl-div", build_batch([(0, None, b"new-0")])).error_code == 0,
+                 what="the new leader to take writes")
+        assert produce_batch(client, "repl-div", build_batch([(0, None, b"new-1")])).error_code == 0
+    diverged = b"".join(raw for _, raw in log_batches(cluster.brokers[old_leader], "repl-div"))
+    assert b"lost-2" in diverged and b"new-0" not in diverged
+    cluster.brokers[old_leader].start()
+    batches = assert_replicas_identical(cluster, "repl-div")
+    data = b"".join(raw for _, raw in batches)
+    assert b"lost-" not in data and b"new-0" in data and b"new-1" in data and b"common-4" in data
+    assert [base for base, _ in batches] == sorted({base for base, _ in batches})  # no offset twice
+    wait_for(lambda: sorted(cluster.state("repl-div")["isr"]) == [1, 2, 3], what="old leader back in the ISR")
+
+
+def test_killing_the_leader_loses_no_acknowledged_record(cluster):
+    """Last: kill -9 the leader under a steady acks=all idempotent load; the ISR elects a new leader,
+    the producer carries on, every acknowledged record is there exactly once."""
+    cluster.create("repl-kill")
+    leader = cluster.state("repl-kill")["leader"]
+    acked: list[tuple[float, bytes]] = []
+    stop = threading.Event()
+    producer = Producer({"bootstrap.servers": cluster.bootstrap(), "acks": "all", "enable.idempotence": True,
+                         "linger.ms": 2, "message.timeout.ms": 60000, "retry.backoff.ms": 50,
+                         "topic.metadata.refresh.interval.ms": 500})
+
+    def on_delivery(err, msg):
+        if err is None:
+            acked.append((time.monotonic(), msg.value()))
+
+    def run():
+        i = 0
+        while not stop.is_set():
+            producer.produce("repl-kill", f"v-{i}".encode(), partition=0, on_delivery=on_delivery)
+            producer.poll(0.005)
+            i += 1
+        producer.flush(60)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    try:
+        wait_for(lambda: len(acked) > 200, what="records acknowledged before the kill")
+        killed_at = time.monotonic()
+        cluster.brokers[leader].kill()
+        wait_for(lambda: cluster.state("repl-kill")["leader"] not in (leader, -1), timeout=30, what="new leader")
+        wait_for(lambda: any(t > killed_at for t, _ in acked), timeout=60, what="an ack after the kill")
+        failover = min(t for t, _ in acked if t > killed_at) - killed_at
+        wait_for(lambda: len([1 for t, _ in acked if t > killed_at]) > 200, timeout=30, what="acks after the kill")
+    finally:
+        stop.set()
+        thread.join(90)
+    print(f"failover (kill -9 of the leader -> first acknowledged produce on the new leader): {failover:.2f} s")
+    values = {v for _, v in acked}
+    got = read_values(cluster, "repl-kill", 0, len(acked) + 1000, timeout=20)
+    assert len(got) == len(set(got)), "duplicates"
+    assert values <= set(got), f"{len(values - set(got))} acknowledged records lost"
+    alive = [b for b in (1, 2, 3) if b != leader]
+    assert_replicas_identical(cluster, "repl-kill", ids=alive)
+    cluster.brokers[leader].start()
+    assert_replicas_identical(cluster, "repl-kill")
