@@ -261,6 +261,7 @@ def test_killing_the_leader_loses_no_acknowledged_record(cluster):
     cluster.create("repl-kill")
     leader = cluster.state("repl-kill")["leader"]
     acked: list[tuple[float, bytes]] = []
+    produced_at: dict[bytes, float] = {}
     stop = threading.Event()
     producer = Producer({"bootstrap.servers": cluster.bootstrap(), "acks": "all", "enable.idempotence": True,
                          "linger.ms": 2, "message.timeout.ms": 60000, "retry.backoff.ms": 50,
@@ -273,7 +274,9 @@ def test_killing_the_leader_loses_no_acknowledged_record(cluster):
     def run():
         i = 0
         while not stop.is_set():
-            producer.produce("repl-kill", f"v-{i}".encode(), partition=0, on_delivery=on_delivery)
+            value = f"v-{i}".encode()
+            produced_at[value] = time.monotonic()
+            producer.produce("repl-kill", value, partition=0, on_delivery=on_delivery)
             producer.poll(0.005)
             i += 1
         producer.flush(60)
@@ -285,8 +288,11 @@ def test_killing_the_leader_loses_no_acknowledged_record(cluster):
         killed_at = time.monotonic()
         cluster.brokers[leader].kill()
         wait_for(lambda: cluster.state("repl-kill")["leader"] not in (leader, -1), timeout=30, what="new leader")
-        wait_for(lambda: any(t > killed_at for t, _ in acked), timeout=60, what="an ack after the kill")
-        failover = min(t for t, _ in acked if t > killed_at) - killed_at
+        def after_kill():  # acks of records produced after the kill (earlier ones may be acked late by the old leader)
+            return [t for t, v in acked if produced_at[v] > killed_at]
+
+        wait_for(after_kill, timeout=60, what="an ack after the kill")
+        failover = min(after_kill()) - killed_at
         wait_for(lambda: len([1 for t, _ in acked if t > killed_at]) > 200, timeout=30, what="acks after the kill")
     finally:
         stop.set()

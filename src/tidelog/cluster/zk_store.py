@@ -33,7 +33,6 @@ kazoo's synchronous calls (a loopback round trip each). Not thread-safe otherwis
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 import time
@@ -341,15 +340,15 @@ class ZooKeeperStore:
                 pass  # changed meanwhile: the watch brings it back, and the next round decides again
         return written
 
-    def alter_partition_state(self, topic: str, partition: int, new: PartitionMetadata):
+    def alter_partition_state(self, topic: str, partition: int, new: PartitionMetadata,
+                              on_done: Callable[[bool], None]) -> None:
         """A leader's ISR change (Kafka's ZooKeeper-era leaders wrote it themselves): set the state znode
-        at version ``new.partition_epoch``, without holding up the event loop. Returns an asyncio future:
-        True if written, False if the state changed meanwhile."""
-        future = asyncio.get_running_loop().create_future()
+        at version ``new.partition_epoch`` without holding up the event loop; ``on_done(written)`` runs
+        on the loop afterwards (False: the state changed meanwhile, or ZooKeeper is unreachable)."""
         client = self.client
         if client is None or not self._connected:
-            future.set_result(False)
-            return future
+            on_done(False)
+            return
         result = client.set_async(zk.partition_state_path(topic, partition),
                                   zk.encode_partition_state(new.leader, new.leader_epoch, new.isr, self._written_epoch),
                                   version=new.partition_epoch)
@@ -363,12 +362,11 @@ class ZooKeeperStore:
             except KazooException as e:
                 log.warning("ISR change of %s-%d not written: %r", topic, partition, e)
                 ok = False
-            self.dispatch(lambda: future.done() or future.set_result(ok))
+            self.dispatch(lambda: on_done(ok))
             if ok:
                 self._on_watch(None)
 
         result.rawlink(done)
-        return future
 
     def may_lead(self) -> bool:
         """False once the ZooKeeper session expired: another broker may lead this broker's partitions

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tidelog.clock import Clock
@@ -52,8 +52,8 @@ from tidelog.storage.log_manager import LogManager
 log = logging.getLogger(__name__)
 
 Key = tuple[str, int]
-#: (topic, partition, the new state; its partition_epoch is the version it replaces) -> written?
-AlterIsr = Callable[[str, int, PartitionMetadata], Awaitable[bool]]
+#: (topic, partition, the new state (its partition_epoch is the version it replaces), on_done(written))
+AlterIsr = Callable[[str, int, PartitionMetadata, Callable[[bool], None]], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,8 +316,10 @@ class Replication:
         log.info("%s-%d: ISR %s -> %s (%s)", *key, list(state.isr), list(isr), why)
 
         async def write() -> None:
+            result: asyncio.Future = asyncio.get_running_loop().create_future()
             try:
-                written = await self.alter_isr(key[0], key[1], new)
+                self.alter_isr(key[0], key[1], new, lambda ok: result.done() or result.set_result(ok))
+                written = await result
             except Exception as e:  # ZooKeeper unreachable: try again later
                 log.warning("%s-%d: ISR change not written: %r", *key, e)
                 written = False
