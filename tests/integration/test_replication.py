@@ -24,6 +24,7 @@ from kazoo.client import KazooClient
 
 from tests.integration.kafka_io import produce_batch
 from tests.integration.zookeeper import start_zookeeper
+from tidelog.coordinator.runtime import java_abs, java_string_hash
 from tidelog.errors import ErrorCode
 from tidelog.records.builder import build_batch
 from tidelog.testing import BrokerProcess
@@ -34,6 +35,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster")]
 CHROOT = "/tidelog-repl"
 SESSION_MS = 4000
 LAG_MS = 1500
+OFFSETS_PARTITIONS = 3
 
 
 class Cluster:
@@ -46,7 +48,8 @@ class Cluster:
                 "zookeeper.connect": self.connect, "broker.id": str(broker_id),
                 "zookeeper.session.timeout.ms": str(SESSION_MS), "replica.lag.time.max.ms": str(LAG_MS),
                 "min.insync.replicas": "2", "default.replication.factor": "3",
-                "offsets.topic.replication.factor": "3", "replica.fetch.backoff.ms": "200"}).start()
+                "offsets.topic.replication.factor": "3", "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS),
+                "replica.fetch.backoff.ms": "200"}).start()
         self.zk = KazooClient(hosts=self.connect)
         self.zk.start(10)
 
@@ -115,17 +118,21 @@ def assert_replicas_identical(cluster: Cluster, topic: str, partition: int = 0, 
     return wait_for(same, what=f"identical replicas of {topic}-{partition}")
 
 
-def read_values(cluster: Cluster, topic: str, partition: int, count: int, timeout: float = 30) -> list[bytes]:
+def read_values(cluster: Cluster, topic: str, partition: int, timeout: float = 30) -> list[bytes]:
+    """Every record of the partition up to its high watermark, from its leader."""
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap(), "group.id": "repl-tests",
                          "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    _, end = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
     consumer.assign([TopicPartition(topic, partition, 0)])
     values: list[bytes] = []
+    last = -1
     deadline = time.monotonic() + timeout
     try:
-        while len(values) < count and time.monotonic() < deadline:
+        while last < end - 1 and time.monotonic() < deadline:
             m = consumer.poll(0.5)
             if m is not None and m.error() is None:
                 values.append(m.value())
+                last = m.offset()
     finally:
         consumer.close()
     return values
@@ -154,7 +161,7 @@ def test_acks_all_with_idempotence_replicates_every_record_identically(cluster):
     for p in (0, 1):
         batches = assert_replicas_identical(cluster, "repl-a", p)
         assert batches[0][0] == 0
-    values = read_values(cluster, "repl-a", 0, 250)
+    values = read_values(cluster, "repl-a", 0)
     assert values == [f"ck-{i}".encode() for i in range(0, 300, 2)] + [f"kp-{i}".encode() for i in range(100)]
 
 
@@ -255,6 +262,36 @@ def test_a_returning_old_leader_truncates_its_divergent_suffix(cluster):
     wait_for(lambda: sorted(cluster.state("repl-div")["isr"]) == [1, 2, 3], what="old leader back in the ISR")
 
 
+def test_committed_offsets_survive_the_death_of_the_group_coordinators_broker(cluster):
+    cluster.create("repl-grp")
+    group = "repl-group"
+    partition = java_abs(java_string_hash(group)) % OFFSETS_PARTITIONS
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap(), "group.id": group, "enable.auto.commit": False})
+    consumer.commit(offsets=[TopicPartition("repl-grp", 0, 7)], asynchronous=False)
+    consumer.close()
+    state = wait_for(lambda: (s := cluster.state("__consumer_offsets", partition)) and len(s["isr"]) == 3 and s,
+                     what="__consumer_offsets replicated")
+    coordinator = state["leader"]
+    cluster.brokers[coordinator].kill()
+    try:
+        wait_for(lambda: cluster.state("__consumer_offsets", partition)["leader"] not in (coordinator, -1),
+                 timeout=30, what="a new leader of the group's partition")
+
+        def committed():
+            c = Consumer({"bootstrap.servers": cluster.bootstrap(), "group.id": group, "enable.auto.commit": False})
+            try:
+                return c.committed([TopicPartition("repl-grp", 0)], timeout=5)[0].offset == 7
+            except Exception:
+                return False
+            finally:
+                c.close()
+
+        wait_for(committed, timeout=30, what="the committed offset from the new coordinator")
+    finally:
+        cluster.brokers[coordinator].start()
+    wait_for(lambda: len(cluster.state("__consumer_offsets", partition)["isr"]) == 3, what="ISR back")
+
+
 def test_killing_the_leader_loses_no_acknowledged_record(cluster):
     """Last: kill -9 the leader under a steady acks=all idempotent load; the ISR elects a new leader,
     the producer carries on, every acknowledged record is there exactly once."""
@@ -299,7 +336,7 @@ def test_killing_the_leader_loses_no_acknowledged_record(cluster):
         thread.join(90)
     print(f"failover (kill -9 of the leader -> first acknowledged produce on the new leader): {failover:.2f} s")
     values = {v for _, v in acked}
-    got = read_values(cluster, "repl-kill", 0, len(acked) + 1000, timeout=20)
+    got = read_values(cluster, "repl-kill", 0)
     assert len(got) == len(set(got)), "duplicates"
     assert values <= set(got), f"{len(values - set(got))} acknowledged records lost"
     alive = [b for b in (1, 2, 3) if b != leader]

@@ -403,6 +403,23 @@ class Broker:
         """Committed offsets of deleted topics go as soon as the topics do (after this change is applied)."""
         if any(name not in new.topics for name in old.topics):
             asyncio.get_running_loop().call_soon(self.group_coordinator.cleanup_group_metadata)
+        if self._loaded:
+            self._take_over_coordinators(old, new)
+
+    def _take_over_coordinators(self, old: MetadataImage, new: MetadataImage) -> None:
+        """Cluster mode: this broker became leader of a ``__consumer_offsets`` / ``__transaction_state``
+        partition (a failover): its coordinator loads it (the log is already replicated here), so groups
+        and transactions carry on. The old leader's writes fail with NOT_LEADER_OR_FOLLOWER, which
+        coordinators answer as NOT_COORDINATOR. Loading runs on the loop, so no request sees it half done."""
+        for name, load in ((OFFSETS_TOPIC, self.group_coordinator.load), (TRANSACTION_STATE_TOPIC, self.transactions.load)):
+            topic, before = new.topics.get(name), old.topics.get(name)
+            if topic is None or before is None or before.topic_id != topic.topic_id:
+                continue
+            gained = [p.partition for p, q in zip(topic.partitions, before.partitions)
+                      if p.leader == self.broker_id and q.leader != self.broker_id]
+            if gained:
+                log.info("broker %d now leads %s partitions %s: loading them", self.broker_id, name, gained)
+                load(gained, num_partitions=len(topic.partitions))
 
     # ----------------------------------------------------------------------------------- stop
 

@@ -50,7 +50,7 @@ class FetchHandler:
             return t.topic_id if t else None
 
         replica_id = request.replica_state.replica_id if v >= 15 else request.replica_id
-        if replica_id >= 0:  # a follower (cluster mode)
+        if replica_id >= 0 and self.replicas.replication is not None:  # a follower (cluster mode)
             return self._follower_fetch(v, request, replica_id, topic_name)
         try:
             fetch = self.sessions.resolve(v, request, topic_name, topic_id)
