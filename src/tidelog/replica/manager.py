@@ -67,6 +67,7 @@ class ReplicaManager:
         self.replication = (Replication(broker_id, logs, lambda: self.image, self.events, self.purgatory, clock,
                                         replication, alter_isr) if replication is not None and alter_isr is not None
                             else None)
+        self._started = False  # metadata changes wait until start(): the logs are still loading
         #: False while this broker may not act as leader (its ZooKeeper session expired)
         self.may_lead = may_lead or (lambda: True)
         store.subscribe(self.apply_metadata)
@@ -323,6 +324,7 @@ class ReplicaManager:
 
     def start(self) -> None:
         """Bring the logs in line with the metadata loaded at start-up."""
+        self._started = True
         image = self.image
         for topic in image.topics.values():
             self._host(image, topic, reconfigure=True)
@@ -330,6 +332,8 @@ class ReplicaManager:
             self.replication.apply(image)
 
     def apply_metadata(self, old: MetadataImage, new: MetadataImage) -> None:
+        if not self._started:  # a ZooKeeper watch while the logs load: start() applies the image then
+            return
         broker_configs_changed = old.broker_configs is not new.broker_configs
         for name, topic in old.topics.items():
             current = new.topics.get(name)
