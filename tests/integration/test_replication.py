@@ -60,6 +60,7 @@ class Cluster:
         return json.loads(self.zk.get(f"/brokers/topics/{topic}/partitions/{partition}/state")[0])
 
     def create(self, topic: str, partitions: int = 1, config: dict[str, str] | None = None) -> None:
+        wait_for(lambda: len(self.zk.get_children("/brokers/ids")) == 3, what="three registered brokers")
         admin = AdminClient({"bootstrap.servers": self.bootstrap()})
         admin.create_topics([NewTopic(topic, partitions, 3, config=config or {})])[topic].result(10)
         for p in range(partitions):
@@ -175,20 +176,22 @@ def test_a_stopped_follower_leaves_the_isr_and_rejoins_after_catching_up(cluster
     proc.send_signal(signal.SIGSTOP)
     try:
         stopped = time.monotonic()
-        wait_for(lambda: follower not in cluster.state("repl-lag")["isr"], timeout=10, what="ISR shrink")
-        shrunk_after = time.monotonic() - stopped
-        # the leader dropped it for lagging, before ZooKeeper noticed anything
-        assert shrunk_after < SESSION_MS / 1000, shrunk_after
-        assert str(follower) in cluster.zk.get_children("/brokers/ids")
-        assert cluster.state("repl-lag")["leader"] == leader
         _, client = leader_client(cluster, "repl-lag")
-        with client:  # two in-sync replicas left: acks=all still goes through
+        with client:
+            # acks=all waits for every ISR member: it completes once the leader has dropped the stopped
+            # follower for lagging (min.insync.replicas=2 still holds), before ZooKeeper notices anything
             response = produce_batch(client, "repl-lag", build_batch([(0, None, b"while-stopped")]))
             assert response.error_code == 0
+        shrunk_after = time.monotonic() - stopped
+        assert follower not in cluster.state("repl-lag")["isr"]
+        assert LAG_MS / 1000 <= shrunk_after < SESSION_MS / 1000, shrunk_after
+        assert str(follower) in cluster.zk.get_children("/brokers/ids")
+        assert cluster.state("repl-lag")["leader"] == leader
     finally:
         proc.send_signal(signal.SIGCONT)
     wait_for(lambda: sorted(cluster.state("repl-lag")["isr"]) == [1, 2, 3], timeout=20, what="ISR expand")
     assert_replicas_identical(cluster, "repl-lag")
+    wait_for(lambda: len(cluster.zk.get_children("/brokers/ids")) == 3, what="every broker registered")
 
 
 def test_too_few_in_sync_replicas_refuse_acks_all(cluster):
@@ -272,6 +275,9 @@ def test_committed_offsets_survive_the_death_of_the_group_coordinators_broker(cl
     state = wait_for(lambda: (s := cluster.state("__consumer_offsets", partition)) and len(s["isr"]) == 3 and s,
                      what="__consumer_offsets replicated")
     coordinator = state["leader"]
+    # the coordinator's own writes do not wait for the ISR yet (docs/cluster.md): let the commit reach
+    # the followers before the kill
+    assert_replicas_identical(cluster, "__consumer_offsets", partition)
     cluster.brokers[coordinator].kill()
     try:
         wait_for(lambda: cluster.state("__consumer_offsets", partition)["leader"] not in (coordinator, -1),

@@ -360,6 +360,8 @@ class ReplicaManager:
                 self.events.created(topic.name, p.partition, plog)
             elif reconfigure:
                 plog.update_config(config)
+            if self.replication is None and p.leader == self.broker_id and p.leader_epoch > plog.leader_epochs.latest_epoch:
+                plog.leader_epochs.assign(p.leader_epoch, plog.log_end_offset)  # as a cluster's new leader does
 
     def _delete(self, topic: TopicMetadata) -> None:
         for p in topic.partitions:

@@ -117,7 +117,8 @@ class Replication:
         self.following.pop(key, None)
         state = self.leaders.get(key)
         if state is None or state.leader_epoch != p.leader_epoch:
-            plog.leader_epochs.assign(p.leader_epoch, plog.log_end_offset)
+            if p.leader_epoch > plog.leader_epochs.latest_epoch:
+                plog.leader_epochs.assign(p.leader_epoch, plog.log_end_offset)
             self.leaders[key] = LeaderPartitionState.become_leader(
                 self.broker_id, p.leader_epoch, p.replicas, p.isr, p.partition_epoch,
                 plog.leader_epochs.start_offset_of_latest(), now)
