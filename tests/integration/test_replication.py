@@ -26,6 +26,7 @@ from tests.integration.kafka_io import produce_batch
 from tests.integration.zookeeper import start_zookeeper
 from tidelog.coordinator.runtime import java_abs, java_string_hash
 from tidelog.errors import ErrorCode
+from tidelog.protocol.messages import ProduceRequest
 from tidelog.records.builder import build_batch
 from tidelog.testing import BrokerProcess
 from tidelog.testing.client import WireClient
@@ -137,6 +138,11 @@ def read_values(cluster: Cluster, topic: str, partition: int, timeout: float = 3
     finally:
         consumer.close()
     return values
+
+
+def produce_request(topic: str, records: bytes, acks: int = -1) -> ProduceRequest:
+    return ProduceRequest(acks=acks, timeout_ms=5000, topic_data=[ProduceRequest.TopicProduceData(
+        name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=records)])])
 
 
 def leader_client(cluster: Cluster, topic: str) -> tuple[int, WireClient]:
@@ -263,6 +269,35 @@ def test_a_returning_old_leader_truncates_its_divergent_suffix(cluster):
     assert b"lost-" not in data and b"new-0" in data and b"new-1" in data and b"common-4" in data
     assert [base for base, _ in batches] == sorted({base for base, _ in batches})  # no offset twice
     wait_for(lambda: sorted(cluster.state("repl-div")["isr"]) == [1, 2, 3], what="old leader back in the ISR")
+
+
+def test_a_leader_stopped_past_its_session_acknowledges_nothing_when_it_resumes(cluster):
+    """SIGSTOP the leader past its ZooKeeper session: the controller moves leadership; resumed, the old
+    leader must not acknowledge an acks=all write (its followers left it), and ends a follower with
+    the new leader's log."""
+    cluster.create("repl-zombie")
+    state = cluster.state("repl-zombie")
+    old = state["leader"]
+    proc = cluster.brokers[old].proc
+    proc.send_signal(signal.SIGSTOP)
+    try:
+        new_state = wait_for(lambda: (s := cluster.state("repl-zombie"))["leader"] not in (old, -1) and s,
+                             timeout=30, what="a new leader")
+        with WireClient.connect(cluster.brokers[new_state["leader"]].bootstrap) as client:
+            assert produce_batch(client, "repl-zombie", build_batch([(0, None, b"on-the-new-leader")])).error_code == 0
+        client = WireClient.connect(cluster.brokers[old].bootstrap, timeout=15)
+        client.send(produce_request("repl-zombie", build_batch([(0, None, b"zombie")])), 9)
+    finally:
+        proc.send_signal(signal.SIGCONT)
+    with client:
+        _, response = client.receive()
+        (topic_response,) = response.responses
+        code = ErrorCode(topic_response.partition_responses[0].error_code)
+    assert code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.REQUEST_TIMED_OUT), code
+    batches = assert_replicas_identical(cluster, "repl-zombie")
+    data = b"".join(raw for _, raw in batches)
+    assert b"on-the-new-leader" in data and b"zombie" not in data
+    wait_for(lambda: len(cluster.zk.get_children("/brokers/ids")) == 3, what="the old leader registered again")
 
 
 def test_committed_offsets_survive_the_death_of_the_group_coordinators_broker(cluster):
