@@ -67,6 +67,11 @@ class GroupApi:
             offsets.append({"topic": topic, "partition": partition, "committed_offset": offset,
                             "end_offset": self.sampler.end_offset(topic, partition),
                             "lag": lags[(topic, partition)], "member_id": owner.get((topic, partition))})
+        for topic, partition in sorted(set(owner) - set(committed)):  # assigned, nothing committed yet
+            offsets.append({"topic": topic, "partition": partition, "committed_offset": None,
+                            "end_offset": self.sampler.end_offset(topic, partition), "lag": None,
+                            "member_id": owner[(topic, partition)]})
+        offsets.sort(key=lambda o: (o["topic"], o["partition"]))
         return web.json_response({
             "group_id": group_id, "type": listed["type"], "state": listed["state"],
             "protocol_type": listed["protocol_type"], "protocol": protocol, "members": members, "offsets": offsets,

@@ -65,7 +65,7 @@ class Sampler:
             seconds = max((now - then) / 1000, 1e-3)
             topics = {}
             for topic, (records, size) in totals.items():
-                r0, s0 = before.get(topic, (records, size))
+                r0, s0 = before.get(topic, (0, 0))  # a topic new since the last sample: all of it is new
                 topics[topic] = {"records_per_sec": round(max(0, records - r0) / seconds, 2),
                                  "bytes_per_sec": round(max(0, size - s0) / seconds, 2)}
             self.rates.append({"time": now,
