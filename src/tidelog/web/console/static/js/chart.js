@@ -20,7 +20,7 @@ const short = new Intl.NumberFormat(undefined, { notation: "compact", maximumFra
 const clock = (ms) => new Date(ms).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
 
 // series: [{name, points: [[timeMs, value], ...]}]
-export function lineChart(series, { width = 720, height = 220, unit = "", testid } = {}) {
+export function lineChart(series, { width = 1200, height = 240, unit = "", testid } = {}) {
   const pad = { left: 52, right: 12, top: 12, bottom: 26 };
   const root = svg("svg", { viewBox: `0 0 ${width} ${height}`, class: "chart", role: "img" });
   if (testid) root.setAttribute("data-testid", testid);
