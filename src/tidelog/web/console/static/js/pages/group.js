@@ -18,7 +18,7 @@ export async function render(main, [id], ctx) {
     try {
       const [g, history] = await Promise.all([api("/groups/" + enc(id)), api("/groups/" + enc(id) + "/lag-history")]);
       group = g;
-      replace(head, h("div", { class: "title-row" }, h("h1", { "data-testid": "group-title" }, id), stateBadge(g.state)),
+      replace(head, h("div", { class: "title-row inline" }, h("h1", { "data-testid": "group-title" }, id), stateBadge(g.state)),
         h("p", { class: "muted" }, `${g.type} group · ${g.members.length} member(s) · protocol ${g.protocol || "–"} · total lag `,
           h("strong", { "data-testid": "group-lag" }, num(g.lag))));
       replace(chart, lineChart([{ name: "total lag", points: history.points.map((p) => [p.time, p.lag]) }], { testid: "lag-chart" }));
