@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import urllib.parse
 import uuid
 
 import pytest
@@ -214,6 +215,16 @@ def test_hostile_message_reads_are_400(broker, query, status, code):
     assert _error(broker, "GET", f"/topics/{name}/partitions/0/messages?{query}") == (status, code)
 
 
+def test_large_values_are_cut_to_64_kib_and_say_their_size(broker):
+    name = _name("large")
+    create_topic(AdminClient({"bootstrap.servers": broker.bootstrap}), name)
+    produce(broker, name, [b"z" * 300_000, b"small"], partition=0)
+    first, second = ok(broker, "GET", f"/topics/{name}/partitions/0/messages?offset=0")["messages"]
+    assert first["value"]["size"] == 300_000 and first["value"]["truncated"] is True
+    assert first["value"]["data"] == "z" * 65536
+    assert second["value"] == {"size": 5, "format": "text", "data": "small"}
+
+
 def test_reads_of_unknown_topics_and_partitions_are_404(broker):
     assert _error(broker, "GET", "/topics/no-such-topic/partitions/0/messages") == (404, "UNKNOWN_TOPIC_OR_PARTITION")
     name = _name("few")
@@ -344,9 +355,12 @@ def test_hostile_group_requests_are_4xx(broker):
                   {"to": "earliest", "topic": name, "partitions": [0, 7]}) == (404, "UNKNOWN_TOPIC_OR_PARTITION")
     assert _error(broker, "POST", f"/groups/{group}/reset-offsets",
                   {"to": "earliest", "topic": name, "partitions": ["0"]})[0] == 400
-    # A group that does not exist yet may be given offsets (Kafka's tool allows it too).
-    ok(broker, "POST", f"/groups/{group}/reset-offsets", {"to": "earliest", "topic": name})
-    assert ok(broker, "GET", f"/groups/{group}")["state"] == "Empty"
+    # A group that does not exist yet may be given offsets (Kafka's tool allows it too), whatever its id.
+    for odd in (group, f"{group}/with slash", f"{group} ü?#"):
+        path = "/groups/" + urllib.parse.quote(odd, safe="")
+        ok(broker, "POST", f"{path}/reset-offsets", {"to": "earliest", "topic": name})
+        described = ok(broker, "GET", path)
+        assert (described["group_id"], described["state"], len(described["offsets"])) == (odd, "Empty", 2)
 
 
 def test_a_kip848_consumer_group_is_described(broker):

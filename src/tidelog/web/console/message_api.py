@@ -5,7 +5,8 @@ reads at most ``limit`` (1..``MAX_LIMIT``) records from the partition's log thro
 (what a read_uncommitted consumer would see, up to the high watermark; control records left out).
 Keys, values and header values are rendered as ``text`` (UTF-8, undecodable bytes replaced), ``json``
 (parsed), ``hex``, or ``auto`` (JSON if it parses, else text if it is UTF-8, else hex); each rendered
-field says which format it got. A field longer than ``MAX_FIELD_BYTES`` is cut and marked truncated.
+field says which format it got. A field longer than ``MAX_FIELD_BYTES`` is cut and marked truncated, and
+a page stops early once its fields hold ``MAX_PAGE_BYTES`` (``next_offset`` says where to go on).
 
 ``POST /api/v1/topics/{topic}/messages`` appends one record with a Produce request (acks=all) through the
 broker's own Produce handler: ``{"partition": 0, "key": ..., "value": ..., "headers": {...},
@@ -36,6 +37,8 @@ MAX_LIMIT = 500
 DEFAULT_LIMIT = 50
 MAX_FIELD_BYTES = 64 * 1024
 READ_BYTES = 4 * 1024 * 1024  # per read of the log; a larger batch is still read whole (KIP-74)
+#: A page stops early (``next_offset`` says where the rest starts) once its fields hold this much.
+MAX_PAGE_BYTES = 8 * 1024 * 1024
 FORMATS = ("auto", "text", "json", "hex")
 
 
@@ -122,7 +125,8 @@ class MessageApi:
     def _read(self, topic: str, partition: int, offset: int, limit: int, fmt: str) -> list[dict[str, Any]]:
         messages: list[dict[str, Any]] = []
         position = offset
-        while len(messages) < limit:
+        shown = 0
+        while len(messages) < limit and shown < MAX_PAGE_BYTES:
             (read,) = self.replicas.read_partitions(
                 [PartitionFetch(topic, uuid.UUID(int=0), partition, position, READ_BYTES)], None, READ_UNCOMMITTED)
             if read.error:
@@ -135,9 +139,13 @@ class MessageApi:
                     position = max(position, batch.next_offset)
                     continue
                 for record in batch.records():
-                    if record.offset < offset or len(messages) >= limit:
+                    if record.offset < offset:
                         continue
+                    if len(messages) >= limit or shown >= MAX_PAGE_BYTES:
+                        return messages
                     messages.append(self._message(record, fmt))
+                    shown += sum(min(len(b), MAX_FIELD_BYTES) for b in (record.key, record.value,
+                                                                         *(h.value for h in record.headers)) if b)
                 position = max(position, batch.next_offset)
             if position == before:  # nothing whole in the slice: stop rather than spin
                 break
