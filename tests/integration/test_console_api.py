@@ -363,6 +363,19 @@ def test_hostile_group_requests_are_4xx(broker):
         assert (described["group_id"], described["state"], len(described["offsets"])) == (odd, "Empty", 2)
 
 
+def test_reset_to_a_timestamp_picks_the_first_offset_at_or_after_it(broker):
+    name, group = _name("by-time"), _name("g-time")
+    create_topic(AdminClient({"bootstrap.servers": broker.bootstrap}), name)
+    base = int(time.time() * 1000) - 3_600_000
+    produce(broker, name, [f"t{i}" for i in range(5)], partition=0, timestamp_ms=[base + i * 1000 for i in range(5)])
+    reset = ok(broker, "POST", f"/groups/{group}/reset-offsets", {"to": "timestamp", "timestamp": base + 2500,
+                                                                  "topic": name})
+    assert reset["offsets"] == [{"topic": name, "partition": 0, "previous_offset": None, "offset": 3}]
+    after = ok(broker, "POST", f"/groups/{group}/reset-offsets", {"to": "timestamp", "timestamp": base + 10**9})
+    assert after["offsets"] == [{"topic": name, "partition": 0, "previous_offset": 3, "offset": 5}]
+    assert ok(broker, "GET", f"/groups/{group}")["offsets"][0]["committed_offset"] == 5
+
+
 def test_a_kip848_consumer_group_is_described(broker):
     name, group = _name("kip848"), _name("g848")
     create_topic(AdminClient({"bootstrap.servers": broker.bootstrap}), name, partitions=2)
