@@ -305,6 +305,13 @@ _BROKER_DEFS = [
     ConfigDef("metrics.listener", parse_http_endpoint, ("127.0.0.1", 9644),
               "HTTP listener for /metrics (Prometheus), /healthz, /readyz and the web console, as "
               "http://HOST:PORT (port 0 picks a free port); empty: no HTTP listener.", topic=False),
+    ConfigDef("console.enable", _parse_bool, True,
+              "Serve the web console and its JSON API on the HTTP listener (metrics.listener).", topic=False),
+    ConfigDef("console.read.only", _parse_bool, True,
+              "The web console only shows: every request that would change data (create or delete topics, alter "
+              "configs, produce, reset offsets) is refused. Set to false to allow changes.", topic=False),
+    ConfigDef("console.sample.interval.ms", _long(100), 5000,
+              "How often the web console samples message rates and consumer lag for its live charts.", topic=False),
     ConfigDef("tubemq.master.listener", parse_endpoint, None,
               "Where the TubeMQ master service listens, as HOST:PORT (TubeMQ's usual port is 8715); empty: TubeMQ "
               "clients are not served. Set together with tubemq.broker.listener.", topic=False),

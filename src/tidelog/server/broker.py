@@ -79,6 +79,7 @@ from tidelog.server.handlers import (
     TxnOffsetCommitHandler,
     TxnPartitionHandlers,
 )
+from tidelog.server.internal_client import InternalClient
 from tidelog.server.network import ConnectionSettings, ListenerError, SocketServer
 from tidelog.server.tubemq import (
     ConsumerService,
@@ -92,6 +93,7 @@ from tidelog.server.tubemq import (
 )
 from tidelog.server.txn_verification import TransactionVerifier
 from tidelog.storage.log_manager import LogManager
+from tidelog.web.console import Console
 from tidelog.web.server import HttpServer
 
 log = logging.getLogger(__name__)
@@ -221,6 +223,13 @@ class Broker:
         # The HTTP listener: health checks, and (plugged in here) metrics and the web console.
         http_endpoint = config["metrics.listener"]
         self.http = HttpServer(*http_endpoint, ready=self._not_ready_reason) if http_endpoint is not None else None
+        # The web console and its JSON API: Kafka requests to the handlers above, made in-process (docs/console.md).
+        self.console: Console | None = None
+        if self.http is not None and config["console.enable"]:
+            self.console = Console(replicas, InternalClient(handlers).send, clock, broker_id=self.broker_id,
+                                   read_only=config["console.read.only"],
+                                   sample_interval_ms=config["console.sample.interval.ms"])
+            self.console.install(self.http.app)
         self._serving = False
 
         self._tasks: list[asyncio.Future] = []
@@ -367,6 +376,8 @@ class Broker:
         ]
         if self.config["log.cleaner.enable"]:
             jobs.append((self.config["log.cleaner.backoff.ms"], self.housekeeping.compact))
+        if self.console is not None:
+            jobs.append((self.config["console.sample.interval.ms"], self.console.sample))
         self._tasks = [asyncio.ensure_future(self._every(interval_ms, job)) for interval_ms, job in jobs]
 
     async def _every(self, interval_ms: int, job) -> None:
