@@ -172,7 +172,7 @@ def _list(args: argparse.Namespace) -> int:
             else:
                 described = admin.describe_user_scram_credentials(request_timeout=REQUEST_TIMEOUT_S).result()
         except Exception as e:
-            raise CliError(describe_error(e)) from None
+            raise CliError(_printable(describe_error(e))) from None
         for user, description in sorted(described.items()):
             for info in description.scram_credential_infos:
                 rows.append([user, _NAMES.get(info.mechanism, str(info.mechanism)), str(info.iterations)])
@@ -200,7 +200,7 @@ def _delete(args: argparse.Namespace) -> int:
                 description = admin.describe_user_scram_credentials(
                     [args.user], request_timeout=REQUEST_TIMEOUT_S)[args.user].result()
             except Exception as e:
-                raise CliError(describe_error(e)) from None
+                raise CliError(f"user {args.user}: {_printable(describe_error(e))}") from None
             chosen = [_NAMES[i.mechanism] for i in description.scram_credential_infos if i.mechanism in _NAMES]
         _wait(admin.alter_user_scram_credentials(
             [UserScramCredentialDeletion(args.user, MECHANISMS[m]) for m in chosen], request_timeout=REQUEST_TIMEOUT_S))
@@ -213,7 +213,12 @@ def _wait(futures: dict) -> None:
         try:
             future.result()
         except Exception as e:
-            raise CliError(f"user {user}: {describe_error(e)}") from None
+            raise CliError(f"user {user}: {_printable(describe_error(e))}") from None
+
+
+def _printable(text: str) -> str:
+    """librdkafka 2.16 leaves a stray control character after some broker error messages."""
+    return "".join(ch for ch in text if ch.isprintable())
 
 
 __all__ = ["add_parser"]
