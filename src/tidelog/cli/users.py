@@ -27,6 +27,7 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
+from tidelog.cli.argument import bounded_int
 from tidelog.cli.client import REQUEST_TIMEOUT_S, CliError, Cluster, command, describe_error
 from tidelog.cli.table import table
 
@@ -50,7 +51,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add.add_argument("user", help="the user name")
     add.add_argument("--mechanism", choices=sorted(MECHANISMS), action="append",
                      help="SCRAM mechanism (repeatable; default: SCRAM-SHA-256 and SCRAM-SHA-512)")
-    add.add_argument("--iterations", type=int, default=MIN_ITERATIONS,
+    add.add_argument("--iterations", type=bounded_int(MIN_ITERATIONS, MAX_ITERATIONS), default=MIN_ITERATIONS,
                      help=f"PBKDF2 iterations, {MIN_ITERATIONS}-{MAX_ITERATIONS} (default {MIN_ITERATIONS})")
     add.add_argument("--password", help="the password (visible in the process list: prefer the prompt or "
                      "--password-stdin)")
@@ -126,8 +127,6 @@ def _mechanisms(args: argparse.Namespace) -> list[str]:
 def _add(args: argparse.Namespace) -> int:
     if not args.user:
         raise CliError("the user name must not be empty", 2)
-    if not MIN_ITERATIONS <= args.iterations <= MAX_ITERATIONS:
-        raise CliError(f"--iterations must be between {MIN_ITERATIONS} and {MAX_ITERATIONS}", 2)
     password = _password(args)
     if args.data_dir:
         from pathlib import Path
