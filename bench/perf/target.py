@@ -29,7 +29,11 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tidelog.testing import BrokerProcess
 
 BENCH_DIR = Path(__file__).resolve().parent.parent
-ALL_TARGETS = ("tidelog", "tidelog-asyncio", "null", "mock", "tansu", "kafka")
+ALL_TARGETS = ("tidelog", "tidelog-asyncio", "null", "mock", "tansu", "kafka", "tidelog-ssl", "tidelog-sasl-ssl")
+#: Targets whose clients need security settings (``Endpoint.client_conf``): measured in the throughput
+#: rounds only (not the lifecycle, latency, perf-tool or broker-bound phases).
+SECURE_TARGETS = ("tidelog-ssl", "tidelog-sasl-ssl")
+BENCH_USER, BENCH_PASSWORD = "bench", "bench-secret"
 MOCK_PARTITION_BYTES = 4 * 1024 * 1024  # stay under the mock's 5 MiB per partition
 
 
@@ -43,6 +47,7 @@ class Endpoint:
     launched: float = 0.0  # time.monotonic() just before the broker process was started
     broker: Any = None  # what kill() and start() again (BrokerProcess, KafkaProcess), if the data survives
     classpath: str | None = None  # the oracle's java classpath (Kafka's tools), for the kafka target
+    client_conf: dict = field(default_factory=dict)  # security.protocol, SASL and TLS settings of its clients
 
 
 class Subprocess:
@@ -102,9 +107,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 30.0) -> None:
+def wait_for_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 30.0,
+                   conf: dict | None = None) -> None:
     """Ask for the topic's metadata (auto-creating it where the broker does) until it has its partitions."""
-    p = Producer({"bootstrap.servers": bootstrap})
+    p = Producer({"bootstrap.servers": bootstrap, **(conf or {})})
     deadline = time.monotonic() + timeout
     while True:
         md = p.list_topics(topic, timeout=10)
@@ -126,11 +132,11 @@ def admin_create(bootstrap: str) -> Callable[[str, int], None]:
     return create
 
 
-def auto_create(bootstrap: str) -> Callable[[str, int], None]:
+def auto_create(bootstrap: str, conf: dict | None = None) -> Callable[[str, int], None]:
     def create(topic: str, partitions: int) -> None:
         if partitions != 1:
             raise ValueError("auto-created topics have one partition here")
-        wait_for_topic(bootstrap, topic, 1)
+        wait_for_topic(bootstrap, topic, 1, conf=conf)
 
     return create
 
@@ -306,7 +312,44 @@ def kafka_target(tmp: Path) -> Iterator[Endpoint]:
         broker.stop()
 
 
+@contextlib.contextmanager
+def tidelog_secure_target(tmp: Path, protocol: str) -> Iterator[Endpoint]:
+    """Tidelog (default event loop) with its clients on an SSL or SASL_SSL (SCRAM-SHA-256) listener; the
+    certificate authority and the broker's certificate are made here (trustme, in the dev extra)."""
+    import trustme
+
+    data = tmp / f"tidelog-{protocol.lower()}"
+    data.mkdir(parents=True, exist_ok=True)
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(str(tmp / "ca.pem"))
+    ca.issue_cert("localhost", "127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(tmp / "broker.pem"))
+    subprocess.run([sys.executable, "-m", "tidelog", "users", "add", BENCH_USER, "--data-dir", str(data),
+                    "--password-stdin", "--mechanism", "SCRAM-SHA-256"], input=BENCH_PASSWORD + "\n", text=True,
+                   check=True, capture_output=True)
+    overrides = {"num.partitions": "1", "auto.create.topics.enable": "true",
+                 "listeners": f"PLAINTEXT://127.0.0.1:0,{protocol}://127.0.0.1:0",
+                 "ssl.keystore.location": str(tmp / "broker.pem")}
+    broker = BrokerProcess(data, overrides=overrides, start_timeout=600)
+    launched = time.monotonic()
+    broker.start()
+    try:
+        assert broker.proc is not None
+        bootstrap = f"localhost:{broker.listener_port(protocol)}"
+        conf = {"security.protocol": protocol, "ssl.ca.location": str(tmp / "ca.pem")}
+        if protocol == "SASL_SSL":
+            conf.update({"sasl.mechanism": "SCRAM-SHA-256", "sasl.username": BENCH_USER,
+                         "sasl.password": BENCH_PASSWORD})
+        yield Endpoint(bootstrap, auto_create(bootstrap, conf), f"tidelog serve, {protocol} listener (uvloop, TLS 1.3)",
+                       pids=[broker.proc.pid], launched=launched, broker=broker, client_conf=conf)
+    finally:
+        broker.stop()
+
+
 def open_target(name: str, tmp: Path, profile: Path | None = None):
+    if name == "tidelog-ssl":
+        return tidelog_secure_target(tmp, "SSL")
+    if name == "tidelog-sasl-ssl":
+        return tidelog_secure_target(tmp, "SASL_SSL")
     if name == "tidelog":
         return tidelog_target(tmp, "auto", profile)
     if name == "tidelog-asyncio":

@@ -1,5 +1,7 @@
 """SaslHandshake and SaslAuthenticate on a PLAINTEXT listener (both brokers: ILLEGAL_SASL_STATE), and
-DescribeUserScramCredentials / AlterUserScramCredentials (KIP-554): valid changes, and each refusal."""
+DescribeUserScramCredentials / AlterUserScramCredentials (KIP-554): valid changes, and each refusal.
+Each user has one mechanism at a time: Kafka lists a user's mechanisms in an order that changes from
+run to run (a HashMap keyed by an enum)."""
 
 from __future__ import annotations
 
@@ -29,8 +31,11 @@ def add(program: Program) -> None:
                          lambda v: SaslAuthenticateRequest(auth_bytes=b"\x00u\x00p"))
     alter, describe = AlterUserScramCredentialsRequest.API_KEY, DescribeUserScramCredentialsRequest.API_KEY
     for v in program.versions(alter):
-        program.request("create", v, AlterUserScramCredentialsRequest(
+        program.request("twice", v, AlterUserScramCredentialsRequest(
             upsertions=[_upsert("diff-alice"), _upsert("diff-alice", SHA512, 8192), _upsert("diff-bob")]))
+        program.request("create", v, AlterUserScramCredentialsRequest(
+            deletions=[Delete(name="diff-bob", mechanism=SHA256)],
+            upsertions=[_upsert("diff-alice", SHA512, 8192), _upsert("diff-carol"), _upsert("diff-bob", SHA512)]))
         program.request("refusals", v, AlterUserScramCredentialsRequest(
             deletions=[Delete(name="diff-nobody", mechanism=SHA256), Delete(name="diff-x", mechanism=9)],
             upsertions=[_upsert("diff-few", iterations=100), _upsert("diff-many", iterations=20000),
@@ -42,7 +47,7 @@ def add(program: Program) -> None:
             users=[User(name="diff-alice"), User(name="diff-alice")]))
     for v in program.versions(alter):
         program.request("delete", v, AlterUserScramCredentialsRequest(
-            deletions=[Delete(name="diff-bob", mechanism=SHA256), Delete(name="diff-alice", mechanism=SHA512)]))
+            deletions=[Delete(name="diff-bob", mechanism=SHA256), Delete(name="diff-carol", mechanism=SHA256)]))
     for v in program.versions(describe):
         program.request("after-delete", v, DescribeUserScramCredentialsRequest(users=None))
 
