@@ -27,6 +27,9 @@ Targets, all on 127.0.0.1 and each started fresh:
   SASL_SSL listener authenticating with SCRAM-SHA-256 (certificates made by trustme at start). TLS rules
   out sendfile, so fetched records are read and encrypted in the broker's process. These two rows are
   in the throughput tables only (not in the lifecycle, latency, perf-tool or broker-bound phases);
+* ``kafka-ssl`` / ``kafka-sasl-ssl``: Apache Kafka as ``kafka`` below, with the same PEM certificate on an SSL
+  or SASL_SSL listener (SCRAM-SHA-256, the user added by ``kafka-storage format --add-scram``); each
+  tidelog-ssl / tidelog-sasl-ssl row is compared with its Kafka twin;
 
 * ``kafka``: Apache Kafka 4.4 (the oracle's jars, ``tests/oracle/kafka.py``'s ``KafkaProcess``): one KRaft
   node, default settings, log dir in the same temp dir, -Xmx1G -Xms1G.
