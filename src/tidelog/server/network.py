@@ -162,7 +162,7 @@ class ClientProtocol(asyncio.Protocol):
             try:
                 name = self.security.principal_mapper.name(distinguished_name(cert.get("subject", ())))
             except ValueError as e:
-                self.close(f"SSL authentication failed: {e}")
+                self.close(f"failed authentication (SSL): {e}", logging.INFO)
                 return
             self.tls_principal = KafkaPrincipal(USER_TYPE, name)
 
@@ -174,9 +174,9 @@ class ClientProtocol(asyncio.Protocol):
         if self._drain_waiter is not None and not self._drain_waiter.done():
             self._drain_waiter.set_result(None)
 
-    def close(self, reason: str) -> None:
+    def close(self, reason: str, level: int = logging.WARNING) -> None:
         if not self.closed:
-            log.warning("closing connection %s: %s", self.peer, reason)
+            log.log(level, "closing connection %s: %s", self.peer, reason)
             self.closed = True
             if self.transport is not None:
                 self.transport.close()
@@ -222,7 +222,7 @@ class ClientProtocol(asyncio.Protocol):
             try:
                 reply = auth.raw_token(bytes(frame))
             except AuthenticationError as e:
-                self.close(f"SASL authentication failed ({auth.mechanism}): {e}")
+                self.close(f"failed authentication ({auth.mechanism}): {e}", logging.INFO)
                 return False
             self._send([len(reply).to_bytes(4, "big"), reply])
             if auth.authenticated:
@@ -271,7 +271,7 @@ class ClientProtocol(asyncio.Protocol):
         auth = self.authenticator
         if auth is not None:
             if auth.close_reason is not None:  # the answer is written; close() lets it leave first
-                self.close(auth.close_reason)
+                self.close(auth.close_reason, logging.INFO)  # failed authentication: a client's mistake
                 return
             if auth.authenticated:
                 self.conn.limit_frames(self.server.settings.max_request_bytes)
