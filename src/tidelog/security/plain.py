@@ -52,7 +52,7 @@ class PlainServer:
                 found = (mechanism, credential)
                 break
         if found is None:  # the same work as a known user, then the same answer
-            credential_from_password("SCRAM-SHA-256", password, MIN_ITERATIONS, salt=b"\x00" * 32)
+            credential_from_password(PLAIN_VERIFIERS[0], password, MIN_ITERATIONS, salt=b"\x00" * 32)
             raise AuthenticationError("Authentication failed: Invalid username or password")
         if not password_matches(found[0], found[1], password):
             raise AuthenticationError("Authentication failed: Invalid username or password")

@@ -85,3 +85,12 @@ def test_handshake_v0_switches_to_raw_tokens(tmp_path):
     assert auth.handshake(0, "PLAIN") == ErrorCode.NONE and auth.raw
     assert auth.raw_token(b"\x00alice\x00pw") == b""
     assert auth.principal == KafkaPrincipal("User", "alice") and not auth.raw
+
+
+def test_scram_credential_results_follow_kafkas_hashmap_order():
+    from tidelog.server.handlers.scram_credentials import kafka_order
+
+    # Orders Apache Kafka 4.4 answered in the wire differential suite (java.util.HashMap iteration).
+    assert kafka_order(["", "diff-nobody", "diff-x", "diff-few", "diff-many", "diff-dup"]) == \
+        ["", "diff-nobody", "diff-dup", "diff-few", "diff-many", "diff-x"]
+    assert kafka_order(["diff-alice", "diff-bob", "diff-unknown"]) == ["diff-alice", "diff-unknown", "diff-bob"]
