@@ -87,7 +87,7 @@ from tidelog.server.handlers import (
 from tidelog.server.handlers.sasl import SaslHandlers
 from tidelog.server.handlers.scram_credentials import ScramCredentialHandlers
 from tidelog.server.network import ConnectionSettings, ListenerError, SocketServer
-from tidelog.server.tls import listener_security
+from tidelog.server.tls import ListenerSecurity, listener_security
 from tidelog.server.tubemq import (
     ConsumerService,
     MasterService,
@@ -196,8 +196,7 @@ class Broker:
             retry_backoff_max_ms=config["add.partitions.to.txn.retry.backoff.max.ms"])
         # Security: SCRAM credentials (users), and each listener's TLS and SASL (docs/security.md).
         self.credentials = credentials = _credential_store(config, store, self.log_dirs[0])
-        self.listener_security = {listener.name: listener_security(config, listener, credentials)
-                                  for listener in self.listeners}
+        self.listener_security: dict[str, ListenerSecurity] = {}  # filled at start: reads the PEM files
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"], clock)
         store.subscribe(self._after_metadata_change)
 
@@ -300,6 +299,8 @@ class Broker:
         for key in self.config.unknown:
             log.warning("%s", self.config.describe_unknown(key))
         self._handoff.loop = asyncio.get_running_loop()
+        self.listener_security.update({listener.name: listener_security(self.config, listener, self.credentials)
+                                       for listener in self.listeners})
         await self.network.bind(self.listeners)
         try:
             if self.tubemq is not None:

@@ -67,7 +67,7 @@ class SocketServer:
                  use_sendfile: bool | None = None, security: dict[str, ListenerSecurity] | None = None) -> None:
         self.handlers = handlers
         #: listener name -> its security (absent: PLAINTEXT)
-        self.security = security or {}
+        self.security = security if security is not None else {}
         self.clock = clock
         self.settings = settings
         self._use_sendfile = use_sendfile
