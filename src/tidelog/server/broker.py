@@ -87,7 +87,7 @@ from tidelog.server.handlers import (
 from tidelog.server.handlers.sasl import SaslHandlers
 from tidelog.server.handlers.scram_credentials import ScramCredentialHandlers
 from tidelog.server.network import ConnectionSettings, ListenerError, SocketServer
-from tidelog.server.tls import ListenerSecurity, listener_security
+from tidelog.server.tls import ListenerSecurity, ignored_listener_keys, listener_security
 from tidelog.server.tubemq import (
     ConsumerService,
     MasterService,
@@ -298,6 +298,8 @@ class Broker:
     async def start(self) -> None:
         for key in self.config.unknown:
             log.warning("%s", self.config.describe_unknown(key))
+        for reason in ignored_listener_keys(self.config):
+            log.warning("%s", reason)
         self._handoff.loop = asyncio.get_running_loop()
         self.listener_security.update({listener.name: listener_security(self.config, listener, self.credentials)
                                        for listener in self.listeners})

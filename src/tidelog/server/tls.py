@@ -115,6 +115,28 @@ def ssl_context(config: BrokerConfig, listener: str) -> ssl.SSLContext:
     return ctx
 
 
+#: The keys a listener may override (``listener.name.<name>.<key>``).
+LISTENER_KEYS = frozenset(k for k in BROKER_CONFIGS if k.startswith("ssl.")) | {"sasl.enabled.mechanisms"}
+
+
+def ignored_listener_keys(config: BrokerConfig) -> list[str]:
+    """``listener.name.*`` keys Tidelog does not use, each with the reason (the broker logs them)."""
+    names = {listener.name.lower() for listener in config["listeners"]}
+    out = []
+    for key in sorted(config.props):
+        parts = key.split(".", 3)
+        if len(parts) != 4 or parts[:2] != ["listener", "name"]:
+            continue
+        name, rest = parts[2], parts[3]
+        if name.lower() not in names:
+            out.append(f"{key} is ignored: there is no listener {name.upper()}")
+        elif rest.endswith("sasl.jaas.config"):
+            out.append(f"{key} is ignored: users are SCRAM credentials (tidelog users), not JAAS entries")
+        elif rest not in LISTENER_KEYS:
+            out.append(f"{key} is ignored: only ssl.* keys and sasl.enabled.mechanisms can be set per listener")
+    return out
+
+
 def listener_security(config: BrokerConfig, listener: Listener, credentials: object) -> ListenerSecurity:
     """The security of ``listener``. Raises ConfigError for a missing or unreadable key store, a bad rule ..."""
     protocol = config["listener.security.protocol.map"][listener.name]
@@ -129,4 +151,5 @@ def listener_security(config: BrokerConfig, listener: Listener, credentials: obj
     return ListenerSecurity(protocol, ctx, mapper, sasl)
 
 
-__all__ = ["ListenerSecurity", "listener_security", "listener_value", "ssl_context"]
+__all__ = ["LISTENER_KEYS", "ListenerSecurity", "ignored_listener_keys", "listener_security", "listener_value",
+           "ssl_context"]

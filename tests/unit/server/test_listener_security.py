@@ -15,7 +15,7 @@ from tidelog.security.principal import ANONYMOUS, KafkaPrincipal
 from tidelog.security.principal_mapping import PrincipalMapper
 from tidelog.server.dispatcher import HandlerRegistry
 from tidelog.server.network import ClientProtocol, ConnectionSettings, SocketServer
-from tidelog.server.tls import ListenerSecurity, listener_security, listener_value
+from tidelog.server.tls import ListenerSecurity, ignored_listener_keys, listener_security, listener_value
 from tidelog.testing import ManualClock
 
 SUBJECT = ((("countryName", "US"),), (("organizationName", "Example"),), (("commonName", "alice"),))
@@ -104,3 +104,16 @@ def test_inter_broker_listener_must_be_a_listener():
                                   "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL",
                                   "inter.broker.listener.name": "internal"})
     assert ok["inter.broker.listener.name"] == "INTERNAL"
+
+
+def test_listener_keys_tidelog_does_not_use_are_reported():
+    config = BrokerConfig.from_props({"listeners": "SASL_SSL://:1",
+                                      "listener.name.sasl_ssl.ssl.clent.auth": "none",
+                                      "listener.name.other.ssl.client.auth": "none",
+                                      "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": "x required;",
+                                      "listener.name.sasl_ssl.ssl.client.auth": "none"})
+    reasons = ignored_listener_keys(config)
+    assert len(reasons) == 3
+    assert any("ssl.clent.auth" in r and "only ssl.* keys" in r for r in reasons)
+    assert any("listener.name.other" in r and "no listener OTHER" in r for r in reasons)
+    assert not any(r.startswith("listener.name.sasl_ssl.ssl.client.auth") for r in reasons)
