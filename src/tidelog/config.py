@@ -25,6 +25,7 @@ from tidelog.listener import (
     NON_ROUTABLE_HOSTS,
     SECURITY_PROTOCOLS,
     Listener,
+    check_inter_broker_listener,
     check_listeners,
     check_tubemq_listeners,
     parse_endpoint,
@@ -114,6 +115,37 @@ def _parse_list(key: str, raw: Any) -> tuple[str, ...]:
     return items
 
 
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def _parse_sasl_mechanisms(key: str, raw: Any) -> tuple[str, ...]:
+    items = tuple(p.strip().upper() for p in str(raw).split(",") if p.strip())
+    for item in items:
+        if item not in SASL_MECHANISMS:
+            raise ConfigError(f"Invalid value {item!r} for configuration {key}: Tidelog serves "
+                              f"{', '.join(SASL_MECHANISMS)}")
+    return items
+
+
+def _parse_pem_type(key: str, raw: Any) -> str:
+    value = str(raw).strip().upper()
+    if value != "PEM":
+        raise ConfigError(f"Invalid value {str(raw).strip()!r} for configuration {key}: Tidelog reads PEM only "
+                          "(convert a JKS or PKCS12 store with keytool/openssl, see docs/security.md)")
+    return value
+
+
+def is_sensitive(key: str) -> bool:
+    """Whether a broker key (possibly listener-prefixed, listener.name.x.ssl.key.password) holds a secret."""
+    base = key
+    if key.startswith("listener.name."):
+        base = key.split(".", 3)[-1] if key.count(".") >= 3 else key
+    d = BROKER_CONFIGS.get(base)
+    if d is not None:
+        return d.sensitive
+    return base.endswith((".password", ".jaas.config", "sasl.jaas.config")) or "secret" in base
+
+
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 
 
@@ -126,6 +158,8 @@ class ConfigDef:
     #: server.properties key that supplies the default of a topic config (None for broker-only keys).
     broker_synonym: str | None = None
     topic: bool = True
+    #: A secret (Kafka's PASSWORD type): never logged, DescribeConfigs reports it sensitive with a null value.
+    sensitive: bool = False
 
 
 def _long(lo: int = 0) -> Callable[[str, Any], int]:
@@ -209,6 +243,58 @@ _BROKER_DEFS = [
     ConfigDef("listener.security.protocol.map", parse_protocol_map,
               {p: p for p in SECURITY_PROTOCOLS},
               "Security protocol of each listener name, as NAME:PROTOCOL pairs.", topic=False),
+    ConfigDef("inter.broker.listener.name", _optional(lambda key, raw: str(raw).strip().upper()), None,
+              "The listener brokers use to talk to each other (cluster mode); must be one of the listeners. "
+              "Default: the listener of security.inter.broker.protocol.", topic=False),
+    ConfigDef("security.inter.broker.protocol", _parse_choice(*SECURITY_PROTOCOLS), "PLAINTEXT",
+              "Security protocol between brokers when inter.broker.listener.name is not set.", topic=False),
+    # Security (docs/security.md). Every ssl.* and sasl.enabled.mechanisms key may also be set for one listener
+    # as listener.name.<listener name in lower case>.<key>, as in Kafka.
+    ConfigDef("sasl.enabled.mechanisms", _parse_sasl_mechanisms, ("SCRAM-SHA-256", "SCRAM-SHA-512"),
+              "SASL mechanisms served on SASL_PLAINTEXT and SASL_SSL listeners: PLAIN, SCRAM-SHA-256, "
+              "SCRAM-SHA-512 (Kafka's default, GSSAPI, is not served).", topic=False),
+    ConfigDef("sasl.server.max.receive.size", _int(1), 524_288,
+              "Largest frame accepted before a client has authenticated.", topic=False),
+    ConfigDef("connections.max.reauth.ms", _long(), 0,
+              "Longest SASL session before the client must re-authenticate (KIP-368); 0: sessions never "
+              "expire.", topic=False),
+    ConfigDef("sasl.jaas.config", _optional(_parse_string), None,
+              "Accepted for compatibility and not used: users are SCRAM credentials (tidelog users).",
+              topic=False, sensitive=True),
+    ConfigDef("ssl.keystore.type", _parse_pem_type, "PEM", "Format of the key store: PEM only.", topic=False),
+    ConfigDef("ssl.keystore.location", _optional(_parse_string), None,
+              "PEM file holding the broker's private key and certificate chain.", topic=False),
+    ConfigDef("ssl.keystore.certificate.chain", _optional(_parse_string), None,
+              "The broker's certificate chain, inline PEM (instead of ssl.keystore.location).", topic=False,
+              sensitive=True),
+    ConfigDef("ssl.keystore.key", _optional(_parse_string), None,
+              "The broker's private key, inline PEM (instead of ssl.keystore.location).", topic=False,
+              sensitive=True),
+    ConfigDef("ssl.key.password", _optional(_parse_string), None,
+              "Password of an encrypted private key.", topic=False, sensitive=True),
+    ConfigDef("ssl.keystore.password", _optional(_parse_string), None,
+              "Password of the key store (for PEM: of the private key, when ssl.key.password is not set).",
+              topic=False, sensitive=True),
+    ConfigDef("ssl.truststore.type", _parse_pem_type, "PEM", "Format of the trust store: PEM only.", topic=False),
+    ConfigDef("ssl.truststore.location", _optional(_parse_string), None,
+              "PEM file of the certificate authorities client certificates are checked against.", topic=False),
+    ConfigDef("ssl.truststore.certificates", _optional(_parse_string), None,
+              "Trusted certificate authorities, inline PEM (instead of ssl.truststore.location).", topic=False,
+              sensitive=True),
+    ConfigDef("ssl.truststore.password", _optional(_parse_string), None,
+              "Accepted for compatibility (PEM trust stores have no password).", topic=False, sensitive=True),
+    ConfigDef("ssl.client.auth", _parse_choice("none", "requested", "required"), "none",
+              "Client certificates: none, requested (checked when sent) or required.", topic=False),
+    ConfigDef("ssl.enabled.protocols", _parse_list, ("TLSv1.2", "TLSv1.3"),
+              "TLS versions accepted (TLSv1.2, TLSv1.3).", topic=False),
+    ConfigDef("ssl.protocol", _optional(_parse_string), "TLSv1.3", "Accepted for compatibility.", topic=False),
+    ConfigDef("ssl.cipher.suites", _optional(_parse_list), None,
+              "TLS 1.2 cipher suites (OpenSSL names); default: Python's.", topic=False),
+    ConfigDef("ssl.principal.mapping.rules", _parse_string, "DEFAULT",
+              "How a client certificate's distinguished name becomes a principal: DEFAULT (the whole name) "
+              "or RULE:pattern/replacement/[LU] entries, as in Kafka.", topic=False),
+    ConfigDef("ssl.endpoint.identification.algorithm", _optional(_parse_string), "https",
+              "Accepted for compatibility (clients check the broker's host name).", topic=False),
     ConfigDef("log.dirs", _parse_list, ("./tidelog-data",), "Directories holding the partition logs.", topic=False),
     ConfigDef("num.partitions", _int(1), 1, "Partitions of an auto-created topic.", topic=False),
     ConfigDef("default.replication.factor", _int(1), 1, "Replication factor of an auto-created topic.", topic=False),
@@ -427,11 +513,12 @@ class BrokerConfig:
                 values[key] = d.parse(written_as[key], raw)
         check_listeners(values)
         check_tubemq_listeners(values)
+        check_inter_broker_listener(values)
         if values["zookeeper.connect"] is not None and "broker.id" not in normalized:
             raise ConfigError("broker.id (or node.id) must be set when zookeeper.connect is: each broker of a "
                               "cluster needs its own id")
         topic_defaults = topic_defaults_from_broker(normalized)
-        unknown = tuple(sorted(k for k in normalized if k not in KNOWN_BROKER_KEYS))
+        unknown = tuple(sorted(k for k in normalized if k not in KNOWN_BROKER_KEYS and not _listener_override(k)))
         suggestions = {}
         for key in unknown:
             close = difflib.get_close_matches(key, sorted(KNOWN_BROKER_KEYS), n=1, cutoff=0.8)
@@ -445,6 +532,13 @@ class BrokerConfig:
         if key in self.suggestions:
             text += f"; did you mean {self.suggestions[key]!r}?"
         return text
+
+
+def _listener_override(key: str) -> bool:
+    """``listener.name.<name>.<key>``: a per-listener value of a broker key (checked when the broker
+    builds its listeners), or of a SASL mechanism's key (``listener.name.x.plain.sasl.jaas.config``)."""
+    parts = key.split(".", 3)
+    return len(parts) == 4 and parts[:2] == ["listener", "name"] and bool(parts[2])
 
 
 def attr_name(kafka_name: str) -> str:
@@ -588,6 +682,7 @@ __all__ = [
     "KNOWN_BROKER_KEYS",
     "LONG_MAX",
     "NON_ROUTABLE_HOSTS",
+    "SASL_MECHANISMS",
     "SECURITY_PROTOCOLS",
     "TOPIC_CONFIGS",
     "UNIT_ALIASES",
@@ -598,6 +693,7 @@ __all__ = [
     "TopicConfig",
     "attr_name",
     "group_config_defaults",
+    "is_sensitive",
     "parse_properties",
     "topic_defaults_from_broker",
     "validate_group_configs",

@@ -66,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
         serve,
         topics,
         transactions,
+        users,
     )
 
     serve.add_parser(sub)
@@ -80,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     transactions.add_parser(sub)
     perf.add_parser(sub)
     dev_cluster.add_parser(sub)
+    users.add_parser(sub)
     return parser
 
 

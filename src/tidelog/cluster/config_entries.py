@@ -32,6 +32,7 @@ from tidelog.config import (
     ConfigError,
     attr_name,
     group_config_defaults,
+    is_sensitive,
 )
 
 
@@ -60,6 +61,7 @@ class ConfigType(IntEnum):
     LONG = 5
     DOUBLE = 6
     LIST = 7
+    PASSWORD = 9
 
 
 #: Topic configs Kafka types as LIST (APPEND/SUBTRACT apply to them).
@@ -95,6 +97,8 @@ def render(value: Any) -> str | None:
 
 
 def config_type(d: ConfigDef) -> ConfigType:
+    if d.sensitive:
+        return ConfigType.PASSWORD
     if d.name in LIST_TOPIC_CONFIGS or isinstance(d.default, tuple):
         return ConfigType.LIST
     if isinstance(d.default, bool):
@@ -113,6 +117,8 @@ def config_type(d: ConfigDef) -> ConfigType:
 def make_entry(name: str, value: str | None, synonyms: list[Synonym], read_only: bool, ctype: ConfigType,
                doc: str | None) -> ConfigEntry:
     source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
+    if is_sensitive(name):  # secrets: described without their value, as Kafka does
+        value, synonyms = None, [(n, None, s) for n, _, s in synonyms]
     return ConfigEntry(name, value, source, read_only, tuple(synonyms), ctype, doc)
 
 

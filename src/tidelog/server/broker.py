@@ -40,6 +40,11 @@ from tidelog import __version__
 from tidelog.clock import Clock, SystemClock
 from tidelog.cluster.config_entries import ConfigDescriber
 from tidelog.cluster.controller import Controller, NewTopic
+from tidelog.cluster.credential_store import (
+    CredentialStore,
+    EmbeddedCredentialStore,
+    ZooKeeperCredentialStore,
+)
 from tidelog.cluster.metadata import BrokerInfo, MetadataImage, TopicMetadata
 from tidelog.cluster.store import EmbeddedStore, MetadataStore
 from tidelog.cluster.topic_config import TopicConfigs
@@ -79,8 +84,11 @@ from tidelog.server.handlers import (
     TxnOffsetCommitHandler,
     TxnPartitionHandlers,
 )
+from tidelog.server.handlers.sasl import SaslHandlers
+from tidelog.server.handlers.scram_credentials import ScramCredentialHandlers
 from tidelog.server.internal_client import InternalClient
 from tidelog.server.network import ConnectionSettings, ListenerError, SocketServer
+from tidelog.server.tls import ListenerSecurity, ignored_listener_keys, listener_security
 from tidelog.server.tubemq import (
     ConsumerService,
     MasterService,
@@ -130,6 +138,13 @@ def _metadata_store(config: BrokerConfig, data_dir: Path, handoff: _LoopHandoff)
     return ZooKeeperStore(settings, config["broker.id"], handoff)
 
 
+def _credential_store(config: BrokerConfig, store: MetadataStore, data_dir: Path) -> CredentialStore:
+    """SCRAM credentials: beside the metadata, in the data dir or in ZooKeeper (``/config/users``)."""
+    if isinstance(store, ZooKeeperStore):
+        return ZooKeeperCredentialStore(lambda: store.client)
+    return EmbeddedCredentialStore(data_dir)
+
+
 def _call_later(delay_ms: float, fn: Callable[[], None]) -> Any:
     """Timers for components built before the event loop runs: the loop is looked up when needed."""
     return asyncio.get_running_loop().call_later(delay_ms / 1000, fn)
@@ -141,11 +156,6 @@ class Broker:
         self.clock = clock = clock or SystemClock()
         self.broker_id: int = config["broker.id"]
         self.listeners: tuple[Listener, ...] = config["listeners"]
-        protocols = config["listener.security.protocol.map"]
-        for listener in self.listeners:
-            if protocols[listener.name] != "PLAINTEXT":
-                raise ValueError(f"listener {listener.name} uses security protocol {protocols[listener.name]}, "
-                                 "which Tidelog does not serve yet (only PLAINTEXT)")
         self.log_dirs = [Path(d) for d in config["log.dirs"]]
 
         # Metadata and storage.
@@ -186,6 +196,9 @@ class Broker:
             transactions, replicas, clock, enabled=config["transaction.partition.verification.enable"],
             retry_backoff_ms=config["add.partitions.to.txn.retry.backoff.ms"],
             retry_backoff_max_ms=config["add.partitions.to.txn.retry.backoff.max.ms"])
+        # Security: SCRAM credentials (users), and each listener's TLS and SASL (docs/security.md).
+        self.credentials = credentials = _credential_store(config, store, self.log_dirs[0])
+        self.listener_security: dict[str, ListenerSecurity] = {}  # filled at start: reads the PEM files
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"], clock)
         store.subscribe(self._after_metadata_change)
 
@@ -212,10 +225,12 @@ class Broker:
             TransactionHandlers(transactions, groups, replicas),
             TxnOffsetCommitHandler(groups, replicas, verifier, self.ensure_offsets_topic),
             TxnPartitionHandlers(self.marker_writer, replicas),
+            SaslHandlers(config["sasl.enabled.mechanisms"]),
+            ScramCredentialHandlers(credentials),
         )
         settings = ConnectionSettings(config["socket.request.max.bytes"], config["queued.max.requests"],
                                       config["connections.max.idle.ms"])
-        self.network = SocketServer(handlers, clock, settings, use_sendfile)
+        self.network = SocketServer(handlers, clock, settings, use_sendfile, self.listener_security)
         # The TubeMQ front end, when its listeners are configured (docs/tubemq.md).
         self.tubemq = (self._tubemq_front_end(replicas, groups, consumer_groups, settings)
                        if config["tubemq.master.listener"] is not None else None)
@@ -292,7 +307,11 @@ class Broker:
     async def start(self) -> None:
         for key in self.config.unknown:
             log.warning("%s", self.config.describe_unknown(key))
+        for reason in ignored_listener_keys(self.config):
+            log.warning("%s", reason)
         self._handoff.loop = asyncio.get_running_loop()
+        self.listener_security.update({listener.name: listener_security(self.config, listener, self.credentials)
+                                       for listener in self.listeners})
         await self.network.bind(self.listeners)
         try:
             if self.tubemq is not None:

@@ -10,7 +10,14 @@ broker stops reading from that connection.
 
 Record data in Fetch responses is a :class:`~tidelog.storage.segment.FileSlice`. On a transport that
 supports it (the standard asyncio loop with a plain TCP socket), it is sent with ``loop.sendfile``
-(zero-copy ``os.sendfile``); otherwise (uvloop) it is read with one ``pread`` and written.
+(zero-copy ``os.sendfile``); otherwise (uvloop, or TLS, which must encrypt every byte in user space)
+it is read with one ``pread`` and written.
+
+Security (docs/security.md): each listener has a :class:`~tidelog.server.tls.ListenerSecurity`. SSL and
+SASL_SSL listeners serve TLS; an SSL client's certificate names its principal. On SASL listeners a
+:class:`~tidelog.server.authenticator.SaslAuthenticator` gates every request: before authentication only
+ApiVersions, SaslHandshake and SaslAuthenticate (anything else closes the connection), with frames
+limited to ``sasl.server.max.receive.size``; after a SaslHandshake v0, frames are bare SASL tokens.
 
 Loop-only, not thread-safe.
 """
@@ -26,10 +33,15 @@ from dataclasses import dataclass
 from tidelog.clock import Clock
 from tidelog.listener import Listener
 from tidelog.protocol.exceptions import ProtocolError
-from tidelog.protocol.headers import encode_response_buffers
+from tidelog.protocol.headers import encode_response_buffers, peek_api
+from tidelog.security.principal import ANONYMOUS, USER_TYPE, KafkaPrincipal
+from tidelog.security.principal_mapping import distinguished_name
+from tidelog.security.scram import AuthenticationError
+from tidelog.server.authenticator import SaslAuthenticator
 from tidelog.server.connection import Connection
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import CloseConnection, Dispatched, HandlerRegistry
+from tidelog.server.tls import ListenerSecurity
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +64,10 @@ class SocketServer:
     """The broker's listeners and live connections. Loop-only, not thread-safe."""
 
     def __init__(self, handlers: HandlerRegistry, clock: Clock, settings: ConnectionSettings,
-                 use_sendfile: bool | None = None) -> None:
+                 use_sendfile: bool | None = None, security: dict[str, ListenerSecurity] | None = None) -> None:
         self.handlers = handlers
+        #: listener name -> its security (absent: PLAINTEXT)
+        self.security = security if security is not None else {}
         self.clock = clock
         self.settings = settings
         self._use_sendfile = use_sendfile
@@ -69,10 +83,12 @@ class SocketServer:
         self.use_sendfile = (self._use_sendfile if self._use_sendfile is not None
                              else "uvloop" not in type(loop).__module__)
         for listener in listeners:
+            sec = self.security.get(listener.name)
+            tls = {"ssl": sec.ssl_context, "ssl_handshake_timeout": 10.0} if sec and sec.ssl_context else {}
             try:
                 server = await loop.create_server(
                     lambda name=listener.name: ClientProtocol(self, name), listener.host or None, listener.port,
-                    reuse_address=True, start_serving=False)
+                    reuse_address=True, start_serving=False, **tls)
             except OSError as e:
                 self.close()
                 raise ListenerError(f"cannot listen on {listener}: {e.strerror or e}") from None
@@ -123,6 +139,14 @@ class ClientProtocol(asyncio.Protocol):
         self._writer: asyncio.Task | None = None
         self._drain_waiter: asyncio.Future | None = None
         self.closed = False
+        self.security = security = server.security.get(listener_name)
+        self.security_protocol = security.protocol if security else "PLAINTEXT"
+        self.use_sendfile = server.use_sendfile and (security is None or security.ssl_context is None)
+        self.tls_principal: KafkaPrincipal = ANONYMOUS
+        self.authenticator: SaslAuthenticator | None = None
+        if security is not None and security.sasl is not None:
+            self.authenticator = SaslAuthenticator(security.sasl, server.clock)
+            self.conn.limit_frames(security.sasl.max_receive_size)
 
     # ------------------------------------------------------------------------------ connection
 
@@ -133,6 +157,14 @@ class ClientProtocol(asyncio.Protocol):
         sock = transport.get_extra_info("sockname")
         self.connection_id = f"{sock[0]}:{sock[1]}-{self.peer}" if sock else self.peer
         self.server.connections.add(self)
+        cert = transport.get_extra_info("peercert") if self.security and self.security.ssl_context else None
+        if cert and self.security and self.security.principal_mapper:
+            try:
+                name = self.security.principal_mapper.name(distinguished_name(cert.get("subject", ())))
+            except ValueError as e:
+                self.close(f"failed authentication (SSL): {e}", logging.INFO)
+                return
+            self.tls_principal = KafkaPrincipal(USER_TYPE, name)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -142,9 +174,9 @@ class ClientProtocol(asyncio.Protocol):
         if self._drain_waiter is not None and not self._drain_waiter.done():
             self._drain_waiter.set_result(None)
 
-    def close(self, reason: str) -> None:
+    def close(self, reason: str, level: int = logging.WARNING) -> None:
         if not self.closed:
-            log.warning("closing connection %s: %s", self.peer, reason)
+            log.log(level, "closing connection %s: %s", self.peer, reason)
             self.closed = True
             if self.transport is not None:
                 self.transport.close()
@@ -167,6 +199,9 @@ class ClientProtocol(asyncio.Protocol):
         self._update_reading()
 
     def _handle(self, frame: bytes) -> None:
+        auth = self.authenticator
+        if auth is not None and not self._admit(auth, frame):
+            return
         seq = self.conn.start()
         try:
             d = self.server.handlers.dispatch(frame, self._context)
@@ -180,8 +215,35 @@ class ClientProtocol(asyncio.Protocol):
         else:
             self._finish(seq, d, result)
 
+    def _admit(self, auth: SaslAuthenticator, frame: bytes) -> bool:
+        """Whether ``frame`` goes on to the dispatcher: bare SASL tokens (after SaslHandshake v0) are
+        answered here, requests the SASL state does not allow close the connection."""
+        if auth.raw:
+            try:
+                reply = auth.raw_token(bytes(frame))
+            except AuthenticationError as e:
+                self.close(f"failed authentication ({auth.mechanism}): {e}", logging.INFO)
+                return False
+            self._send([len(reply).to_bytes(4, "big"), reply])
+            if auth.authenticated:
+                self.conn.limit_frames(self.server.settings.max_request_bytes)
+            return False
+        try:
+            api_key = peek_api(frame)[0]
+        except ProtocolError:
+            self.close("malformed request header before SASL authentication")
+            return False
+        reason = auth.refusal(api_key)
+        if reason is not None:
+            self.close(reason)
+            return False
+        return True
+
     def _context(self, header) -> RequestContext:
-        return RequestContext(header, self.connection_id, self.peer.rsplit(":", 1)[0], self.listener_name)
+        auth = self.authenticator
+        principal = (auth.principal or ANONYMOUS) if auth is not None else self.tls_principal
+        return RequestContext(header, self.connection_id, self.peer.rsplit(":", 1)[0], self.listener_name,
+                              principal, self.security_protocol, auth)
 
     def _finish_async(self, seq: int, d: Dispatched, task: asyncio.Future) -> None:
         if task.cancelled() or self.closed:
@@ -206,6 +268,13 @@ class ClientProtocol(asyncio.Protocol):
                 return
         for ready in self.conn.finish(seq, buffers):
             self._send(ready)
+        auth = self.authenticator
+        if auth is not None:
+            if auth.close_reason is not None:  # the answer is written; close() lets it leave first
+                self.close(auth.close_reason, logging.INFO)  # failed authentication: a client's mistake
+                return
+            if auth.authenticated:
+                self.conn.limit_frames(self.server.settings.max_request_bytes)
         self._update_reading()
 
     def _update_reading(self) -> None:
@@ -239,7 +308,7 @@ class ClientProtocol(asyncio.Protocol):
                     if not _is_file_slice(part):
                         pending.append(part)
                         continue
-                    if self.server.use_sendfile:
+                    if self.use_sendfile:
                         if pending:
                             self.transport.writelines(pending)  # type: ignore[union-attr]
                             pending = []

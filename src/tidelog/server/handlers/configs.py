@@ -28,6 +28,7 @@ from tidelog.cluster.config_entries import (
     topic_default,
 )
 from tidelog.cluster.controller import Controller, validate_topic_name
+from tidelog.config import is_sensitive
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import (
@@ -61,7 +62,7 @@ def _describe_result(entry: ConfigEntry, version: int, synonyms: bool, docs: boo
         read_only=entry.read_only,
         config_source=int(entry.source),
         is_default=version == 0 and entry.source == ConfigSource.DEFAULT_CONFIG,
-        is_sensitive=False,
+        is_sensitive=is_sensitive(entry.name),
         synonyms=[
             DescribeConfigsResponse.DescribeConfigsSynonym(name=n, value=v, source=int(s))
             for n, v, s in entry.synonyms
