@@ -79,7 +79,10 @@ from tidelog.server.handlers import (
     TxnOffsetCommitHandler,
     TxnPartitionHandlers,
 )
+from tidelog.server.handlers.client_quotas import ClientQuotaHandlers
 from tidelog.server.network import ConnectionSettings, ListenerError, SocketServer
+from tidelog.server.quota import ClientQuotaManagers
+from tidelog.server.throttle import RequestThrottler
 from tidelog.server.tubemq import (
     ConsumerService,
     MasterService,
@@ -210,7 +213,12 @@ class Broker:
             TransactionHandlers(transactions, groups, replicas),
             TxnOffsetCommitHandler(groups, replicas, verifier, self.ensure_offsets_topic),
             TxnPartitionHandlers(self.marker_writer, replicas),
+            ClientQuotaHandlers(store, controller),
         )
+        # Client quotas (docs/security.md "Quotas"): measured and enforced around every handler.
+        self.client_quotas = ClientQuotaManagers(config["quota.window.num"], config["quota.window.size.seconds"])
+        store.subscribe(lambda _old, new: self.client_quotas.update(new.client_quotas))
+        handlers.set_throttler(RequestThrottler(self.client_quotas, clock))
         settings = ConnectionSettings(config["socket.request.max.bytes"], config["queued.max.requests"],
                                       config["connections.max.idle.ms"])
         self.network = SocketServer(handlers, clock, settings, use_sendfile)
@@ -328,6 +336,7 @@ class Broker:
         )
         _, host, port = endpoints[0]
         self.store.open(BrokerInfo(self.broker_id, host, port, self.config["broker.rack"], endpoints))
+        self.client_quotas.update(self.store.image.client_quotas)
         reports = await asyncio.get_running_loop().run_in_executor(None, self.logs.startup)
         self._loaded = True
         for report in reports:
