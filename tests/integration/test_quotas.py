@@ -13,6 +13,8 @@ under ``-n 2``); the rest of the module takes ~5 s.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import pytest
@@ -230,3 +232,40 @@ def test_muting_keeps_responses_in_order_and_other_connections_served(tmp_path):
             assert [corr, corr2, corr3] == ids
             assert waited >= first.throttle_time_ms / 1000 * 0.9
             assert third.throttle_time_ms > 0
+
+
+# ------------------------------------------------------------------------------------------- CLI
+
+def tidelog(broker: BrokerProcess, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tidelog", "--bootstrap-server", broker.bootstrap, "quotas", *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.xdist_group("quota-admin")
+def test_cli_alter_and_describe(tmp_path):
+    with BrokerProcess(tmp_path / "data") as broker:
+        assert tidelog(broker, "describe").stdout.strip() == "no quotas"
+        done = tidelog(broker, "alter", "--user", "CN=svc,O=acme", "--client-default",
+                       "--add-config", "producer_byte_rate=1048576,request_percentage=12.5")
+        assert done.returncode == 0 and "Updated quotas of user 'CN=svc,O=acme', client-id <default>" in done.stdout
+        assert tidelog(broker, "alter", "--client-id", "app", "--add-config", "consumer_byte_rate=2048").returncode == 0
+        lines = tidelog(broker, "describe").stdout.splitlines()
+        assert [line.split() for line in lines] == [
+            ["USER", "CLIENT-ID", "QUOTA", "VALUE"],
+            ["CN=svc,O=acme", "<default>", "producer_byte_rate", "1048576"],
+            ["CN=svc,O=acme", "<default>", "request_percentage", "12.5"],
+            ["-", "app", "consumer_byte_rate", "2048"],
+        ]
+        only = tidelog(broker, "describe", "--client-id", "app", "--strict").stdout.splitlines()
+        assert len(only) == 2 and "consumer_byte_rate" in only[1]
+        refused = tidelog(broker, "alter", "--user", "bob", "--add-config", "producer_byte_rate=1.5")
+        assert refused.returncode == 1
+        assert refused.stderr.strip() == ("tidelog quotas alter: quotas not changed: "
+                                          "producer_byte_rate cannot be a fractional value.")
+        usage = tidelog(broker, "alter", "--add-config", "producer_byte_rate=1")
+        assert usage.returncode == 2 and "name an entity" in usage.stderr
+        bad = tidelog(broker, "alter", "--user", "bob", "--add-config", "producer_byte_rate")
+        assert bad.returncode == 2 and "expected KEY=NUMBER" in bad.stderr
+        assert tidelog(broker, "alter", "--client-id", "app", "--delete-config", "consumer_byte_rate").returncode == 0
+        assert tidelog(broker, "describe", "--client-id", "app", "--strict").stdout.strip() == "no quotas"
+        assert "Traceback" not in refused.stderr + usage.stderr + bad.stderr
