@@ -27,6 +27,7 @@ from tidelog.protocol.messages import (
     AlterClientQuotasRequest,
     ApiVersionsRequest,
     DescribeClientQuotasRequest,
+    MetadataRequest,
     ProduceRequest,
 )
 from tidelog.records.builder import build_batch
@@ -269,3 +270,18 @@ def test_cli_alter_and_describe(tmp_path):
         assert tidelog(broker, "alter", "--client-id", "app", "--delete-config", "consumer_byte_rate").returncode == 0
         assert tidelog(broker, "describe", "--client-id", "app", "--strict").stdout.strip() == "no quotas"
         assert "Traceback" not in refused.stderr + usage.stderr + bad.stderr
+
+
+@pytest.mark.xdist_group("quota-admin")
+def test_request_percentage_throttles_a_busy_client_only(tmp_path):
+    with BrokerProcess(tmp_path / "data") as broker:
+        set_quota(broker, [("user", "ANONYMOUS"), ("client-id", "busy")], {"request_percentage": 0.0001})
+        with WireClient.connect(broker.bootstrap, client_id="busy") as busy, \
+                WireClient.connect(broker.bootstrap, client_id="calm") as calm:
+            throttle = 0
+            for _ in range(200):  # until the first throttle (each throttled one mutes for up to 1 s)
+                throttle = busy.request(MetadataRequest(topics=None), 12).throttle_time_ms
+                if throttle:
+                    break
+            assert 0 < throttle <= 1000  # request-time throttles stop at one window
+            assert calm.request(MetadataRequest(topics=None), 12).throttle_time_ms == 0
