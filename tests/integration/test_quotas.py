@@ -116,7 +116,7 @@ def test_quotas_survive_a_restart(tmp_path):
 # ------------------------------------------------------------------------------------- throttling
 
 def _produce_for(broker: BrokerProcess, client_id: str, topic: str, seconds: float) -> tuple[float, list[float]]:
-    """confluent-kafka as fast as it is let through; delivered payload bytes/s and the throttle times seen."""
+    """confluent-kafka as fast as it is let through; delivered payload bytes/s and the throttle times seen (s)."""
     throttles: list[float] = []
     delivered = [0]
     value = b"v" * 1000
@@ -147,6 +147,8 @@ def test_producer_byte_rate_for_a_client_id_holds_within_10_percent(tmp_path):
         create_topic(broker.bootstrap, "q-produce")
         set_quota(broker, [("client-id", "quota-producer")], {"producer_byte_rate": QUOTA})
         rate, throttles = _produce_for(broker, "quota-producer", "q-produce", RUN_S)
+        print(f"confluent-kafka producer: {rate:.0f} B/s of {QUOTA:.0f} ({rate / QUOTA:.3f}), "
+              f"{len(throttles)} throttles, max {max(throttles, default=0) * 1000:.0f} ms")
         assert QUOTA * 0.9 <= rate <= QUOTA * 1.1, f"{rate:.0f} B/s against a quota of {QUOTA:.0f}"
         assert throttles and max(throttles) > 0
 
@@ -190,6 +192,8 @@ def test_default_client_quota_holds_a_kafka_python_producer_and_a_consumer_withi
             pass
         assert throttle_max > 0
         kp_rate = acked[0] / 15
+        print(f"kafka-python producer (<default>): {kp_rate:.0f} B/s ({kp_rate / QUOTA:.3f}), "
+              f"throttle max {throttle_max:.0f} ms")
         assert QUOTA * 0.9 <= kp_rate <= QUOTA * 1.1, f"kafka-python: {kp_rate:.0f} B/s against {QUOTA:.0f}"
 
         c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "quota", "client.id": "quota-consumer",
@@ -205,6 +209,7 @@ def test_default_client_quota_holds_a_kafka_python_producer_and_a_consumer_withi
         stats_throttled = consumed < QUOTA * RUN_S * 1.5 * 0.95  # it did not simply read everything
         c.close()
         rate = consumed / RUN_S
+        print(f"confluent-kafka consumer (<default>): {rate:.0f} B/s ({rate / QUOTA:.3f})")
         assert stats_throttled
         assert QUOTA * 0.9 <= rate <= QUOTA * 1.1, f"{rate:.0f} B/s against a quota of {QUOTA:.0f}"
 
