@@ -4,6 +4,8 @@ entity covers, and the fetch-size cap."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tidelog.cluster.client_quota import entity
 from tidelog.server.quota import INACTIVE_SENSOR_EXPIRATION_MS, ClientQuotaManager, ClientQuotaManagers
@@ -85,3 +87,21 @@ def test_idle_sensors_expire():
     m.record_and_get_throttle_ms("u", "a", 900, 0)
     m.record_and_get_throttle_ms("u", "b", INACTIVE_SENSOR_EXPIRATION_MS + 60_000, INACTIVE_SENSOR_EXPIRATION_MS + 60_000)
     assert set(m._sensors) == {("", "b")}
+
+
+@settings(max_examples=200, deadline=None)
+@given(present=st.lists(st.booleans(), min_size=8, max_size=8),
+       user=st.sampled_from(["alice", "bob"]), client=st.sampled_from(["app", "other", ""]))
+def test_precedence_for_any_set_of_entities(present, user, client):
+    """Whatever subset of the eight levels has a quota, the request gets the first one in Kafka's order
+    that covers it (alice/app entities do not cover bob or other; an empty client id is no client id)."""
+    quotas = {e: float(1000 + i) for i, (e, on) in enumerate(zip(LEVELS, present)) if on}
+    covering = [
+        user == "alice" and client == "app", user == "alice" and client != "", user == "alice",
+        client == "app", client != "", True,
+        client == "app", client != "",
+    ]
+    # Kafka: an empty client id is no client id: only the user-only levels (3, 6) can apply.
+    order = [2, 5] if client == "" else list(range(8))
+    expected = next((1000 + i for i in order if present[i] and covering[i]), None)
+    assert manager(quotas).quota(user, client) == expected
