@@ -227,3 +227,41 @@ def test_without_zookeeper_metadata_cannot_change_and_nothing_waits(tmp_path, no
         assert "later" in node.store.image.topics and node.store.is_controller
     finally:
         own.stop()
+
+
+def test_client_quotas_in_kafkas_layout_reach_every_broker_and_keep_scram_keys(chroot, nodes, raw):
+    from tidelog.cluster.client_quota import QuotaOp, entity
+
+    one = Node(chroot, 1).open()
+    nodes.append(one)
+    two = Node(chroot, 2).open()
+    nodes.append(two)
+    # the SASL side's credentials share the user's znode
+    raw.create("/config/users/CN%3Dsvc", json.dumps({"version": 1, "config": {"SCRAM-SHA-256": "salt=..."}}).encode(),
+               makepath=True)
+    results = one.controller.alter_client_quotas([
+        ([("user", "CN=svc")], [QuotaOp("producer_byte_rate", 1024.0), QuotaOp("request_percentage", 12.5)]),
+        ([("user", "CN=svc"), ("client-id", None)], [QuotaOp("consumer_byte_rate", 2048.0)]),
+        ([("client-id", None)], [QuotaOp("producer_byte_rate", 100.0)]),
+    ])
+    assert all(r.error is None for r in results)
+    expected = {entity(user="CN=svc"): {"producer_byte_rate": 1024.0, "request_percentage": 12.5},
+                entity(user="CN=svc", client_id=None): {"consumer_byte_rate": 2048.0},
+                entity(client_id=None): {"producer_byte_rate": 100.0}}
+    two.pump_until(lambda: two.store.image.client_quotas == expected)
+    assert json.loads(raw.get("/config/users/CN%3Dsvc")[0])["config"] == {
+        "SCRAM-SHA-256": "salt=...", "producer_byte_rate": "1024", "request_percentage": "12.5"}
+    assert json.loads(raw.get("/config/users/CN%3Dsvc/clients/<default>")[0])["config"] == {
+        "consumer_byte_rate": "2048"}
+    assert json.loads(raw.get("/config/clients/<default>")[0])["config"] == {"producer_byte_rate": "100"}
+    changes = sorted(raw.get_children("/config/changes"))
+    assert all(c.startswith("config_change_") for c in changes)
+    assert {json.loads(raw.get(f"/config/changes/{c}")[0])["entity_path"] for c in changes} == {
+        "users/CN%3Dsvc", "users/CN%3Dsvc/clients/<default>", "clients/<default>"}
+    # removal keeps the credentials; a change written by another tool reaches the brokers too
+    two.controller.alter_client_quotas([([("user", "CN=svc")], [QuotaOp("producer_byte_rate", None),
+                                                                QuotaOp("request_percentage", None)])])
+    assert json.loads(raw.get("/config/users/CN%3Dsvc")[0])["config"] == {"SCRAM-SHA-256": "salt=..."}
+    raw.create("/config/clients/app", json.dumps({"version": 1, "config": {"consumer_byte_rate": "5"}}).encode())
+    one.pump_until(lambda: one.store.image.client_quotas.get(entity(client_id="app")) == {"consumer_byte_rate": 5.0})
+    assert entity(user="CN=svc") not in one.store.image.client_quotas

@@ -63,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
         offsets,
         perf,
         produce,
+        quotas,
         serve,
         topics,
         transactions,
@@ -78,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     groups.add_parser(sub)
     configs.add_parser(sub)
     cluster.add_parser(sub)
+    quotas.add_parser(sub)
     transactions.add_parser(sub)
     perf.add_parser(sub)
     dev_cluster.add_parser(sub)

@@ -33,6 +33,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from tidelog.cluster import client_quota
 from tidelog.cluster.assignment import assign_replicas
 from tidelog.cluster.metadata import MetadataImage, PartitionMetadata, TopicMetadata
 from tidelog.cluster.store import MetadataStore
@@ -354,6 +355,13 @@ class Controller:
         self.store.publish(replace(self.image, group_configs=group_configs, version=self.image.version + 1))
 
     # ------------------------------------------------------------------------------ producer ids
+
+    def alter_client_quotas(self, alterations, validate_only: bool = False) -> list:
+        """AlterClientQuotas (cluster/client_quota.py): one result per entry; valid entries apply."""
+        quotas, results = client_quota.alter(self.image.client_quotas, alterations)
+        if not validate_only and quotas != self.image.client_quotas:
+            self.store.publish(replace(self.image, client_quotas=quotas, version=self.image.version + 1))
+        return results
 
     def reserve_producer_ids(self, next_block_start: int) -> None:
         """Persist the start of the next producer-id block (ids below it may have been handed out)."""

@@ -64,6 +64,8 @@ class MetadataImage:
     #: Per-group config overrides (ConfigResource GROUP, KIP-848), by group id.
     group_configs: dict[str, dict[str, str]] = field(default_factory=dict)
     version: int = 0
+    #: Client quotas (KIP-546), entity -> {quota key: value}; see cluster/client_quota.py.
+    client_quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = field(default_factory=dict)
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
         for t in self.topics.values():

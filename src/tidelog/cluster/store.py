@@ -4,7 +4,8 @@ File ``<data dir>/tidelog-metadata.json`` (written atomically)::
 
     {"version": 1, "cluster_id": "...", "topics": [{"name", "topic_id", "configs", "is_internal",
       "partitions": [{"partition", "leader", "leader_epoch", "replicas", "isr", "partition_epoch"}]}],
-     "broker_configs": {...}, "group_configs": {group: {...}}, "next_producer_id_block": N}
+     "broker_configs": {...}, "group_configs": {group: {...}}, "next_producer_id_block": N,
+     "client_quotas": [{"entity": {"user": "alice", "client-id": null}, "quotas": {"producer_byte_rate": 1024.0}}]}
 
 Brokers are not persisted: each broker registers itself at start-up.
 
@@ -25,6 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
+from tidelog.cluster import client_quota
 from tidelog.cluster.metadata import BrokerInfo, MetadataImage, PartitionMetadata, TopicMetadata
 
 METADATA_FILE = "tidelog-metadata.json"
@@ -112,7 +114,7 @@ class EmbeddedStore:
             dict(raw.get("broker_configs", {})), int(raw.get("next_producer_id_block", 0)),
             {g: dict(c) for g, c in raw.get("group_configs", {}).items()},
         )
-        return replace(image, version=1)
+        return replace(image, version=1, client_quotas=client_quota.from_json(raw.get("client_quotas", [])))
 
     def _write(self, image: MetadataImage) -> None:
         data = {
@@ -121,6 +123,7 @@ class EmbeddedStore:
             "broker_configs": image.broker_configs,
             "next_producer_id_block": image.next_producer_id_block,
             "group_configs": image.group_configs,
+            "client_quotas": client_quota.to_json(image.client_quotas),
             "topics": [
                 {
                     "name": t.name,

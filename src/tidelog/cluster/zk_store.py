@@ -56,6 +56,7 @@ from tidelog.cluster import zk_data as zk
 from tidelog.cluster.controller import INTERNAL_TOPICS
 from tidelog.cluster.metadata import BrokerInfo, MetadataImage, PartitionMetadata, TopicMetadata
 from tidelog.cluster.store import MetadataListener, new_cluster_id
+from tidelog.cluster.zk_quota import read_client_quotas, write_client_quotas
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.zookeeper_connect import ZooKeeperConnect
 
@@ -308,8 +309,9 @@ class ZooKeeperStore:
                 next_block, self._producer_id_block_version = zk.decode_producer_id_block(raw), stat.version
             except NoNodeError:
                 pass
-        return MetadataImage(zk.decode_cluster_id(raw_cluster_id), controller_id, brokers, topics, broker_configs,
-                             next_block, group_configs, version)
+        image = MetadataImage(zk.decode_cluster_id(raw_cluster_id), controller_id, brokers, topics, broker_configs,
+                              next_block, group_configs, version)
+        return replace(image, client_quotas=read_client_quotas(client, watch))
 
     def _read_config(self, path: str) -> dict[str, str]:
         assert self.client is not None
@@ -401,6 +403,8 @@ class ZooKeeperStore:
         for group in set(old.group_configs) | set(image.group_configs):
             if old.group_configs.get(group) != image.group_configs.get(group):
                 self._write_config(tx, zk.group_config_path(group), image.group_configs.get(group, {}))
+        if image.client_quotas != old.client_quotas:
+            write_client_quotas(client, tx, old.client_quotas, image.client_quotas)
         if image.next_producer_id_block != old.next_producer_id_block:
             data = zk.encode_producer_id_block(self.broker_id, old.next_producer_id_block,
                                                image.next_producer_id_block - 1)

@@ -84,10 +84,13 @@ from tidelog.server.handlers import (
     TxnOffsetCommitHandler,
     TxnPartitionHandlers,
 )
+from tidelog.server.handlers.client_quotas import ClientQuotaHandlers
 from tidelog.server.handlers.sasl import SaslHandlers
 from tidelog.server.handlers.scram_credentials import ScramCredentialHandlers
 from tidelog.server.internal_client import InternalClient
 from tidelog.server.network import ConnectionSettings, ListenerError, SocketServer
+from tidelog.server.quota import ClientQuotaManagers
+from tidelog.server.throttle import RequestThrottler
 from tidelog.server.tls import ListenerSecurity, ignored_listener_keys, listener_security
 from tidelog.server.tubemq import (
     ConsumerService,
@@ -227,7 +230,12 @@ class Broker:
             TxnPartitionHandlers(self.marker_writer, replicas),
             SaslHandlers(config["sasl.enabled.mechanisms"]),
             ScramCredentialHandlers(credentials),
+            ClientQuotaHandlers(store, controller),
         )
+        # Client quotas (docs/security.md "Quotas"): measured and enforced around every handler.
+        self.client_quotas = ClientQuotaManagers(config["quota.window.num"], config["quota.window.size.seconds"])
+        store.subscribe(lambda _old, new: self.client_quotas.update(new.client_quotas))
+        handlers.set_throttler(RequestThrottler(self.client_quotas, clock))
         settings = ConnectionSettings(config["socket.request.max.bytes"], config["queued.max.requests"],
                                       config["connections.max.idle.ms"])
         self.network = SocketServer(handlers, clock, settings, use_sendfile, self.listener_security)
@@ -356,6 +364,7 @@ class Broker:
         )
         _, host, port = endpoints[0]
         self.store.open(BrokerInfo(self.broker_id, host, port, self.config["broker.rack"], endpoints))
+        self.client_quotas.update(self.store.image.client_quotas)
         reports = await asyncio.get_running_loop().run_in_executor(None, self.logs.startup)
         self._loaded = True
         for report in reports:

@@ -147,6 +147,8 @@ class ClientProtocol(asyncio.Protocol):
         if security is not None and security.sasl is not None:
             self.authenticator = SaslAuthenticator(security.sasl, server.clock)
             self.conn.limit_frames(security.sasl.max_receive_size)
+        self._mute_timer: asyncio.TimerHandle | None = None  # a quota's throttle (mute_for)
+        self._held: deque[bytes] = deque()  # requests received while muted
 
     # ------------------------------------------------------------------------------ connection
 
@@ -169,6 +171,8 @@ class ClientProtocol(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.server.connections.discard(self)
+        if self._mute_timer is not None:
+            self._mute_timer.cancel()
         if self._writer is not None:
             self._writer.cancel()
         if self._drain_waiter is not None and not self._drain_waiter.done():
@@ -192,10 +196,33 @@ class ClientProtocol(asyncio.Protocol):
         except ProtocolError as e:
             self.close(str(e))
             return
-        for frame in frames:
+        for i, frame in enumerate(frames):
+            if self._mute_timer is not None or self._held:
+                self._held.extend(frames[i:])
+                break
             self._handle(frame)
             if self.closed:
                 return
+        self._update_reading()
+
+    def mute_for(self, ms: int) -> None:
+        """Stop reading from this connection for ``ms`` (a client over its quota, KIP-219): requests
+        already received wait too, responses already due still go out. A longer mute extends it."""
+        if ms <= 0 or self.closed:
+            return
+        loop = asyncio.get_running_loop()
+        end = loop.time() + ms / 1000
+        if self._mute_timer is not None:
+            if self._mute_timer.when() >= end:
+                return
+            self._mute_timer.cancel()
+        self._mute_timer = loop.call_at(end, self._unmute)
+        self._update_reading()
+
+    def _unmute(self) -> None:
+        self._mute_timer = None
+        while self._held and self._mute_timer is None and not self.closed:
+            self._handle(self._held.popleft())
         self._update_reading()
 
     def _handle(self, frame: bytes) -> None:
@@ -275,12 +302,15 @@ class ClientProtocol(asyncio.Protocol):
                 return
             if auth.authenticated:
                 self.conn.limit_frames(self.server.settings.max_request_bytes)
+        if d.throttle_ms > 0:
+            self.mute_for(d.throttle_ms)
         self._update_reading()
 
     def _update_reading(self) -> None:
         if self.transport is None or self.closed:
             return
-        busy = self.conn.in_flight >= self._max_queued or self._writing_paused or len(self._out) > 64
+        busy = (self.conn.in_flight >= self._max_queued or self._writing_paused or len(self._out) > 64
+                or self._mute_timer is not None)
         if busy and not self._reading_paused:
             self.transport.pause_reading()
             self._reading_paused = True
