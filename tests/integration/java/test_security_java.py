@@ -112,8 +112,6 @@ def test_kafka_configs_manages_scram_users(java_classpath, secured):
     assert "kc-user" not in _scram_users(secured.bootstrap, {})
 
 
-@pytest.mark.xfail(strict=True, reason="kafka-configs --describe --entity-type users also asks DescribeClientQuotas, "
-                                       "which the quotas branch (wt-quota) serves")
 def test_kafka_configs_describes_scram_users(java_classpath, secured):
     bootstrap, admin_props = client_properties(secured, "SASL_SSL", "SCRAM-SHA-512")
     described = run(java_classpath, "kafka-configs", "--bootstrap-server", bootstrap, "--command-config", admin_props,
