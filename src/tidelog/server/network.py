@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from tidelog.clock import Clock
 from tidelog.listener import Listener
+from tidelog.meter import RequestTimes, now
 from tidelog.protocol.exceptions import ProtocolError
 from tidelog.protocol.headers import encode_response_buffers
 from tidelog.server.connection import Connection
@@ -61,6 +62,8 @@ class SocketServer:
         self.connections: set[ClientProtocol] = set()
         self.bound: dict[str, tuple[str, int]] = {}  # listener name -> (host, bound port)
         self._servers: list[asyncio.base_events.Server] = []
+        #: Request phase timings (docs/metrics.md), set by the composition root when metrics are on.
+        self.request_times: RequestTimes | None = None
 
     async def bind(self, listeners: tuple[Listener, ...]) -> None:
         """Bind every listener without accepting connections (:meth:`start_serving` does)."""
@@ -123,6 +126,8 @@ class ClientProtocol(asyncio.Protocol):
         self._writer: asyncio.Task | None = None
         self._drain_waiter: asyncio.Future | None = None
         self.closed = False
+        self._times = server.request_times
+        self._timings: dict[int, list] = {}  # metrics on: seq -> the request's timestamps (meter.RequestTimes)
 
     # ------------------------------------------------------------------------------ connection
 
@@ -160,19 +165,23 @@ class ClientProtocol(asyncio.Protocol):
         except ProtocolError as e:
             self.close(str(e))
             return
+        received = now() if self._times is not None else 0.0
         for frame in frames:
-            self._handle(frame)
+            self._handle(frame, received)
             if self.closed:
                 return
         self._update_reading()
 
-    def _handle(self, frame: bytes) -> None:
+    def _handle(self, frame: bytes, received: float = 0.0) -> None:
         seq = self.conn.start()
+        started = now() if self._times is not None else 0.0
         try:
             d = self.server.handlers.dispatch(frame, self._context)
         except CloseConnection as e:
             self.close(str(e))
             return
+        if self._times is not None:
+            self._timings[seq] = [d.api_key, received, started, now()]
         result = d.result
         if inspect.isawaitable(result):
             task = asyncio.ensure_future(result)
@@ -196,6 +205,9 @@ class ClientProtocol(asyncio.Protocol):
     def _finish(self, seq: int, d: Dispatched, response) -> None:
         if self.closed:
             return
+        timing = self._timings.get(seq) if self._times is not None else None
+        if timing is not None:
+            timing.append(now())  # ready
         buffers = None
         if response is not None:
             try:
@@ -204,8 +216,18 @@ class ClientProtocol(asyncio.Protocol):
                 log.error("cannot encode the response to API %d v%d: %s", d.api_key, d.api_version, e)
                 self.close("unencodable response")
                 return
-        for ready in self.conn.finish(seq, buffers):
-            self._send(ready)
+        if self._times is None:
+            for ready in self.conn.finish(seq, buffers):
+                self._send(ready)
+        else:
+            if timing is not None:
+                timing.append(now())  # encoded
+            first = self.conn.next_to_send
+            released = self.conn.finish(seq, buffers)
+            released_at = now()
+            for ready in released:
+                self._send(ready)
+            self._times.released(self._timings, first, self.conn.next_to_send, released_at, now())
         self._update_reading()
 
     def _update_reading(self) -> None:

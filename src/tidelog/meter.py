@@ -1,0 +1,174 @@
+"""Hot-path measurements: plain Python counters and histograms that the broker's components update
+while they work, read by the metrics collector (:mod:`tidelog.web.metrics`) only when Prometheus
+scrapes.
+
+Why not prometheus-client's own Counter and Histogram on the hot path: each of their updates takes a
+lock and goes through label lookups; a produce request touches several of them. Here an update is a
+dict lookup and a few integer additions; everything else (per-topic sums, cumulative buckets, the
+exposition format) happens at scrape time. A component holds ``None`` instead of these objects when
+metrics are off (``metrics.listener`` empty), so "metrics off" costs one ``is None`` test.
+
+Rules:
+
+1. Counters only grow. :meth:`PartitionTraffic.forget` drops a deleted partition's series but keeps
+   its counts in the broker-wide totals, so a total never goes down.
+2. Loop-only, not thread-safe, except :class:`SyncHistogram` (fsync latencies are observed on
+   executor threads).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from bisect import bisect_left
+
+#: Upper bounds (seconds) of latency buckets, from 50 µs to 10 s; +Inf is implied.
+LATENCY_BUCKETS: tuple[float, ...] = (
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+)
+
+#: The clock for durations: fractional seconds from an arbitrary origin.
+now = time.perf_counter
+
+
+class Histogram:
+    """Observations counted per bucket (not cumulative: :meth:`cumulative` builds that at scrape time)."""
+
+    __slots__ = ("bounds", "counts", "sum")
+
+    def __init__(self, bounds: tuple[float, ...] = LATENCY_BUCKETS) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)  # the last bucket is +Inf
+        self.sum = 0.0
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect_left(self.bounds, value)] += 1
+        self.sum += value
+
+    @property
+    def count(self) -> int:
+        return sum(self.counts)
+
+    def cumulative(self) -> list[tuple[str, int]]:
+        """``(upper bound, observations at or below it)`` pairs, ending with ``+Inf``, as Prometheus
+        exposes buckets."""
+        out = []
+        running = 0
+        for bound, n in zip((*map(repr, map(float, self.bounds)), "+Inf"), self.counts):
+            running += n
+            out.append((bound, running))
+        return out
+
+
+class SyncHistogram(Histogram):
+    """A histogram observed from several threads."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self, bounds: tuple[float, ...] = LATENCY_BUCKETS) -> None:
+        super().__init__(bounds)
+        self._lock = threading.Lock()
+
+    def observe(self, value: float) -> None:
+        with self._lock:
+            Histogram.observe(self, value)
+
+    def snapshot(self) -> tuple[list[tuple[str, int]], float]:
+        with self._lock:
+            return self.cumulative(), self.sum
+
+
+#: The phases of a request, as Kafka's RequestMetrics names them (docs/metrics.md says what each
+#: means on Tidelog's single event loop).
+REQUEST_PHASES = ("total", "request_queue", "local", "remote", "response_queue", "response_send")
+
+
+class RequestTimes:
+    """One histogram per request phase, per API key (Kafka's RequestMetrics), and the timestamps of
+    the requests of one connection until their responses leave.
+
+    A request's timestamps (from :data:`now`), in order: ``received`` (the read that completed its
+    frame), ``started`` (dispatch begins), ``local_done`` (the handler returned), ``ready`` (its
+    response is known: at once, or when the handler's awaitable finished), ``encoded`` (response
+    encoded), then ``released`` (every earlier response of the connection has left) and ``sent``
+    (the response bytes were handed to the transport)."""
+
+    __slots__ = ("by_api",)
+
+    def __init__(self) -> None:
+        self.by_api: dict[int, tuple[Histogram, ...]] = {}
+
+    def released(self, pending: dict[int, list], first: int, end: int, released: float, sent: float) -> None:
+        """Requests ``first``..``end - 1`` of a connection have left; ``pending[seq]`` holds each one's
+        ``[api_key, received, started, local_done, ready, encoded]``."""
+        by_api = self.by_api
+        for seq in range(first, end):
+            t = pending.pop(seq, None)
+            if t is None or len(t) < 6:
+                continue
+            api_key, received, started, local_done, ready, encoded = t
+            hs = by_api.get(api_key)
+            if hs is None:
+                hs = by_api[api_key] = tuple(Histogram() for _ in REQUEST_PHASES)
+            waited = released - encoded if released > encoded else 0.0
+            for h, value in zip(hs, (sent - received, started - received, local_done - started, ready - local_done,
+                                     waited, (encoded - ready) + (sent - released))):
+                h.counts[bisect_left(h.bounds, value)] += 1
+                h.sum += value
+
+
+#: Indexes into a partition's traffic counters.
+BYTES_IN, RECORDS_IN, BYTES_OUT, RECORDS_OUT = range(4)
+
+
+class PartitionTraffic:
+    """Bytes and records in (appended) and out (sent to fetchers), per topic-partition (Kafka's
+    BrokerTopicStats, kept per partition; per-topic and broker-wide figures are sums)."""
+
+    __slots__ = ("by_partition", "retired")
+
+    def __init__(self) -> None:
+        self.by_partition: dict[tuple[str, int], list[int]] = {}
+        self.retired = [0, 0, 0, 0]  # the counts of forgotten (deleted) partitions
+
+    def appended(self, topic: str, partition: int, nbytes: int, records: int) -> None:
+        c = self.by_partition.get((topic, partition))
+        if c is None:
+            c = self.by_partition[(topic, partition)] = [0, 0, 0, 0]
+        c[BYTES_IN] += nbytes
+        c[RECORDS_IN] += records
+
+    def sent(self, topic: str, partition: int, nbytes: int, records: int) -> None:
+        c = self.by_partition.get((topic, partition))
+        if c is None:
+            c = self.by_partition[(topic, partition)] = [0, 0, 0, 0]
+        c[BYTES_OUT] += nbytes
+        c[RECORDS_OUT] += records
+
+    def forget(self, topic: str, partition: int) -> None:
+        c = self.by_partition.pop((topic, partition), None)
+        if c is not None:
+            for i, n in enumerate(c):
+                self.retired[i] += n
+
+    def totals(self) -> list[int]:
+        out = list(self.retired)
+        for c in self.by_partition.values():
+            for i, n in enumerate(c):
+                out[i] += n
+        return out
+
+
+__all__ = [
+    "BYTES_IN",
+    "BYTES_OUT",
+    "LATENCY_BUCKETS",
+    "RECORDS_IN",
+    "RECORDS_OUT",
+    "REQUEST_PHASES",
+    "Histogram",
+    "PartitionTraffic",
+    "RequestTimes",
+    "SyncHistogram",
+    "now",
+]
