@@ -242,11 +242,12 @@ class Broker:
         flush_latency = self.logs.flush_latency = SyncHistogram()
         isr_changes = IsrChanges(self.broker_id)
         self.store.subscribe(isr_changes)
-        registry = metrics_registry(BrokerSources(
+        self.metrics_sources = BrokerSources(
             self.broker_id, self.store, self.logs, self.replicas, self.group_coordinator, self.transactions,
             traffic, request_times, flush_latency, isr_changes,
             connections=lambda: Counter(c.listener_name for c in self.network.connections),
-            startup_reports=lambda: self.startup_reports))
+            startup_reports=lambda: self.startup_reports)
+        registry = metrics_registry(self.metrics_sources)
         http.add_routes(metrics_routes(registry))
         return registry
 

@@ -121,7 +121,7 @@ class BrokerCollector(Collector):
         yield from self._purgatory()
         yield from self._connections()
         yield from self._logs()
-        yield from self._partitions(self.s.store.image)
+        yield from self.partition_metrics(self.s.store.image)
         yield from self._groups()
         yield from self._transactions()
         yield from self._storage()
@@ -203,7 +203,7 @@ class BrokerCollector(Collector):
             hw.add_metric(tp, plog.high_watermark)
         yield from (size, segments, start, end, hw)
 
-    def _partitions(self, image: MetadataImage) -> Iterator[Metric]:
+    def partition_metrics(self, image: MetadataImage) -> Iterator[Metric]:
         me = self.s.broker_id
         partitions = leaders = under = under_min = offline = 0
         for topic in image.topics.values():
@@ -249,7 +249,7 @@ class BrokerCollector(Collector):
         lag = GaugeMetricFamily("tidelog_consumer_group_lag",
                                 "High watermark minus committed offset (records the group has yet to consume)",
                                 labels=labels)
-        lag_sum = GaugeMetricFamily("tidelog_consumer_group_lag_sum", "Lag summed over the group's partitions",
+        lag_sum = GaugeMetricFamily("tidelog_consumer_group_total_lag", "Lag summed over the group's partitions",
                                     labels=["group"])
         logs = self.s.logs
         for group in sorted(coordinator.offsets.groups()):

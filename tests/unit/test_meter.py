@@ -1,0 +1,86 @@
+"""tidelog.meter: the hot-path histograms and counters the metrics collector reads."""
+
+from __future__ import annotations
+
+import threading
+
+from tidelog.meter import (
+    BYTES_IN,
+    BYTES_OUT,
+    RECORDS_IN,
+    RECORDS_OUT,
+    REQUEST_PHASES,
+    Histogram,
+    PartitionTraffic,
+    RequestTimes,
+    SyncHistogram,
+)
+
+
+def test_histogram_counts_each_value_in_the_first_bucket_at_or_above_it():
+    h = Histogram((0.1, 1.0))
+    for v in (0.05, 0.1, 0.5, 1.0, 3.0, 7.0):
+        h.observe(v)
+    assert h.counts == [2, 2, 2]  # <= 0.1, <= 1.0, +Inf
+    assert h.count == 6
+    assert abs(h.sum - 11.65) < 1e-9
+    assert h.cumulative() == [("0.1", 2), ("1.0", 4), ("+Inf", 6)]
+
+
+def test_sync_histogram_loses_no_observation_across_threads():
+    h = SyncHistogram((0.5,))
+
+    def work():
+        for _ in range(20_000):
+            h.observe(0.25)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    buckets, total = h.snapshot()
+    assert buckets == [("0.5", 80_000), ("+Inf", 80_000)]
+    assert total == 20_000.0
+
+
+def test_partition_traffic_keeps_forgotten_partitions_in_the_totals():
+    t = PartitionTraffic()
+    t.appended("a", 0, 100, 3)
+    t.appended("a", 0, 50, 2)
+    t.appended("b", 1, 10, 1)
+    t.sent("a", 0, 120, 4)
+    assert t.by_partition[("a", 0)] == [150, 5, 120, 4]
+    assert t.totals() == [160, 6, 120, 4]
+    t.forget("a", 0)
+    t.forget("nope", 9)
+    assert ("a", 0) not in t.by_partition
+    assert t.totals() == [160, 6, 120, 4]  # a counter never goes down
+    t.appended("a", 0, 1, 1)  # a re-created topic starts again from zero
+    assert t.by_partition[("a", 0)][BYTES_IN] == 1 and t.by_partition[("a", 0)][RECORDS_IN] == 1
+    assert t.totals()[BYTES_IN] == 161
+    assert t.totals()[BYTES_OUT] == 120 and t.totals()[RECORDS_OUT] == 4
+
+
+def test_request_times_splits_a_request_into_kafkas_phases():
+    times = RequestTimes()
+    # api 0: received 10.0, started 10.001, handler returned 10.003, ready 10.013, encoded 10.014,
+    # released 10.020 (waited for an earlier response), sent 10.021
+    pending = {5: [0, 10.0, 10.001, 10.003, 10.013, 10.014]}
+    times.released(pending, 5, 6, 10.020, 10.021)
+    assert pending == {}
+    hs = dict(zip(REQUEST_PHASES, times.by_api[0]))
+    expected = {"total": 0.021, "request_queue": 0.001, "local": 0.002, "remote": 0.010,
+                "response_queue": 0.006, "response_send": 0.002}
+    for phase, value in expected.items():
+        assert hs[phase].count == 1, phase
+        assert abs(hs[phase].sum - value) < 1e-9, (phase, hs[phase].sum)
+
+
+def test_request_times_skips_requests_without_timestamps_and_keeps_later_ones():
+    times = RequestTimes()
+    pending = {0: [3, 1.0, 1.0, 1.0, 1.0, 1.0], 1: [3, 1.0, 1.0, 1.0], 2: [3, 1.0, 1.0, 1.0, 1.0, 1.0]}
+    times.released(pending, 0, 2, 1.5, 2.0)  # 1 was released unfinished (closed) and is dropped
+    assert list(pending) == [2]
+    assert times.by_api[3][0].count == 1
+    assert times.by_api[3][0].sum == 1.0
