@@ -91,30 +91,85 @@ class RequestTimes:
     frame), ``started`` (dispatch begins), ``local_done`` (the handler returned), ``ready`` (its
     response is known: at once, or when the handler's awaitable finished), ``encoded`` (response
     encoded), then ``released`` (every earlier response of the connection has left) and ``sent``
-    (the response bytes were handed to the transport)."""
+    (the response bytes were handed to the transport).
 
-    __slots__ = ("by_api",)
+    Per API the six histograms share one flat list of bucket counts (phase ``i``'s buckets start at
+    ``i * (len(LATENCY_BUCKETS) + 1)``) and one list of sums: the update is unrolled, a few
+    microseconds' worth of interpreter work saved per request. :meth:`histograms` builds
+    :class:`Histogram` objects from them at scrape time."""
+
+    __slots__ = ("_buffer", "by_api")
+
+    #: Requests buffered before their timestamps are counted into the histograms.
+    FOLD_EVERY = 2048
 
     def __init__(self) -> None:
-        self.by_api: dict[int, tuple[Histogram, ...]] = {}
+        self.by_api: dict[int, tuple[list[int], list[float]]] = {}
+        self._buffer: list[list] = []
 
     def released(self, pending: dict[int, list], first: int, end: int, released: float, sent: float) -> None:
         """Requests ``first``..``end - 1`` of a connection have left; ``pending[seq]`` holds each one's
-        ``[api_key, received, started, local_done, ready, encoded]``."""
-        by_api = self.by_api
+        ``[api_key, received, started, local_done, ready, encoded]``. They are buffered, and counted
+        into the histograms every :attr:`FOLD_EVERY` requests and before a scrape: in a batch the
+        counting runs with the interpreter's caches warm, which costs a third of doing it request by
+        request amid the broker's other work."""
+        buffer = self._buffer
         for seq in range(first, end):
             t = pending.pop(seq, None)
-            if t is None or len(t) < 6:
-                continue
-            api_key, received, started, local_done, ready, encoded = t
-            hs = by_api.get(api_key)
-            if hs is None:
-                hs = by_api[api_key] = tuple(Histogram() for _ in REQUEST_PHASES)
-            waited = released - encoded if released > encoded else 0.0
-            for h, value in zip(hs, (sent - received, started - received, local_done - started, ready - local_done,
-                                     waited, (encoded - ready) + (sent - released))):
-                h.counts[bisect_left(h.bounds, value)] += 1
-                h.sum += value
+            if t is not None and len(t) == 6:
+                t.append(released)
+                t.append(sent)
+                buffer.append(t)
+        if len(buffer) >= self.FOLD_EVERY:
+            self.fold()
+
+    def fold(self) -> None:
+        """Count the buffered requests into the histograms."""
+        buffer, self._buffer = self._buffer, []
+        by_api = self.by_api
+        for api_key, received, started, local_done, ready, encoded, released, sent in buffer:
+            arrays = by_api.get(api_key)
+            if arrays is None:
+                arrays = by_api[api_key] = ([0] * (_STRIDE * len(REQUEST_PHASES)), [0.0] * len(REQUEST_PHASES))
+            counts, sums = arrays
+            # Most phases of most requests fall in the first bucket (under 50 µs): one float comparison
+            # then, a bisect otherwise.
+            v = sent - received
+            counts[0 if v <= _FIRST else _bucket(_BOUNDS, v)] += 1
+            sums[0] += v
+            v = started - received
+            counts[_STRIDE + (0 if v <= _FIRST else _bucket(_BOUNDS, v))] += 1
+            sums[1] += v
+            v = local_done - started
+            counts[2 * _STRIDE + (0 if v <= _FIRST else _bucket(_BOUNDS, v))] += 1
+            sums[2] += v
+            v = ready - local_done
+            counts[3 * _STRIDE + (0 if v <= _FIRST else _bucket(_BOUNDS, v))] += 1
+            sums[3] += v
+            v = released - encoded if released > encoded else 0.0
+            counts[4 * _STRIDE + (0 if v <= _FIRST else _bucket(_BOUNDS, v))] += 1
+            sums[4] += v
+            v = (encoded - ready) + (sent - released)
+            counts[5 * _STRIDE + (0 if v <= _FIRST else _bucket(_BOUNDS, v))] += 1
+            sums[5] += v
+
+    def histograms(self, api_key: int) -> tuple[Histogram, ...]:
+        """The API's six phase histograms (in :data:`REQUEST_PHASES` order), copied (call
+        :meth:`fold` first to include the buffered requests)."""
+        counts, sums = self.by_api[api_key]
+        out = []
+        for i, total in enumerate(sums):
+            h = Histogram(_BOUNDS)
+            h.counts = counts[i * _STRIDE:(i + 1) * _STRIDE]
+            h.sum = total
+            out.append(h)
+        return tuple(out)
+
+
+_BOUNDS = LATENCY_BUCKETS
+_STRIDE = len(LATENCY_BUCKETS) + 1
+_FIRST = LATENCY_BUCKETS[0]
+_bucket = bisect_left
 
 
 #: Indexes into a partition's traffic counters.

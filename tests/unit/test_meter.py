@@ -69,7 +69,9 @@ def test_request_times_splits_a_request_into_kafkas_phases():
     pending = {5: [0, 10.0, 10.001, 10.003, 10.013, 10.014]}
     times.released(pending, 5, 6, 10.020, 10.021)
     assert pending == {}
-    hs = dict(zip(REQUEST_PHASES, times.by_api[0]))
+    assert times.by_api == {}  # buffered until folded
+    times.fold()
+    hs = dict(zip(REQUEST_PHASES, times.histograms(0)))
     expected = {"total": 0.021, "request_queue": 0.001, "local": 0.002, "remote": 0.010,
                 "response_queue": 0.006, "response_send": 0.002}
     for phase, value in expected.items():
@@ -82,5 +84,16 @@ def test_request_times_skips_requests_without_timestamps_and_keeps_later_ones():
     pending = {0: [3, 1.0, 1.0, 1.0, 1.0, 1.0], 1: [3, 1.0, 1.0, 1.0], 2: [3, 1.0, 1.0, 1.0, 1.0, 1.0]}
     times.released(pending, 0, 2, 1.5, 2.0)  # 1 was released unfinished (closed) and is dropped
     assert list(pending) == [2]
-    assert times.by_api[3][0].count == 1
-    assert times.by_api[3][0].sum == 1.0
+    times.fold()
+    total = times.histograms(3)[0]
+    assert total.count == 1 and total.sum == 1.0
+    assert total.cumulative()[-2:] == [("10.0", 1), ("+Inf", 1)]  # 1.0 s is in the 1.0 bucket
+
+
+def test_request_times_fold_by_themselves_every_so_many_requests():
+    times = RequestTimes()
+    for seq in range(RequestTimes.FOLD_EVERY - 1):
+        times.released({seq: [0, 1.0, 1.0, 1.0, 1.0, 1.0]}, seq, seq + 1, 1.0, 1.0)
+    assert times.by_api == {}
+    times.released({0: [0, 1.0, 1.0, 1.0, 1.0, 1.0]}, 0, 1, 1.0, 1.0)
+    assert times.histograms(0)[0].count == RequestTimes.FOLD_EVERY

@@ -154,7 +154,10 @@ class BrokerCollector(Collector):
         requests = CounterMetricFamily("tidelog_requests", "Requests answered (or completed, acks=0), per API",
                                        labels=["request"])
         families = {phase: HistogramMetricFamily(*PHASE_METRICS[phase], labels=["request"]) for phase in REQUEST_PHASES}
-        for api_key, hists in sorted(self.s.request_times.by_api.items()):
+        times = self.s.request_times
+        times.fold()
+        for api_key in sorted(times.by_api):
+            hists = times.histograms(api_key)
             api = API_REGISTRY.get(api_key)
             name = api.name if api is not None else str(api_key)
             requests.add_metric([name], hists[0].count)
