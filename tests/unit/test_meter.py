@@ -62,12 +62,15 @@ def test_partition_traffic_keeps_forgotten_partitions_in_the_totals():
     assert t.totals()[BYTES_OUT] == 120 and t.totals()[RECORDS_OUT] == 4
 
 
+MS = 1_000_000  # nanoseconds
+
+
 def test_request_times_splits_a_request_into_kafkas_phases():
     times = RequestTimes()
-    # api 0: received 10.0, started 10.001, handler returned 10.003, ready 10.013, encoded 10.014,
-    # released 10.020 (waited for an earlier response), sent 10.021
-    pending = {5: [0, 10.0, 10.001, 10.003, 10.013, 10.014]}
-    times.released(pending, 5, 6, 10.020, 10.021)
+    # api 0: received at 10 ms, started 11, handler returned 13, response ready 23; released 29 (it
+    # waited for an earlier response of its connection), handed to the transport at 31
+    pending = {5: [0, 10 * MS, 11 * MS, 13 * MS, 23 * MS]}
+    times.released(pending, 5, 6, 29 * MS, 31 * MS)
     assert pending == {}
     assert times.by_api == {}  # buffered until folded
     times.fold()
@@ -77,23 +80,35 @@ def test_request_times_splits_a_request_into_kafkas_phases():
     for phase, value in expected.items():
         assert hs[phase].count == 1, phase
         assert abs(hs[phase].sum - value) < 1e-9, (phase, hs[phase].sum)
+    assert hs["total"].cumulative()[8] == ("0.025", 1) and hs["total"].cumulative()[7] == ("0.01", 0)
+
+
+def test_a_response_released_at_once_has_no_response_queue_time():
+    times = RequestTimes()
+    pending = {0: [1, 0, 0, MS, 2 * MS]}
+    times.released(pending, 0, 1, 2 * MS, 3 * MS)  # released by itself: its own ready time
+    times.fold()
+    hs = dict(zip(REQUEST_PHASES, times.histograms(1)))
+    assert hs["response_queue"].sum == 0 and hs["response_queue"].counts[0] == 1
+    assert abs(hs["response_send"].sum - 0.001) < 1e-12
 
 
 def test_request_times_skips_requests_without_timestamps_and_keeps_later_ones():
     times = RequestTimes()
-    pending = {0: [3, 1.0, 1.0, 1.0, 1.0, 1.0], 1: [3, 1.0, 1.0, 1.0], 2: [3, 1.0, 1.0, 1.0, 1.0, 1.0]}
-    times.released(pending, 0, 2, 1.5, 2.0)  # 1 was released unfinished (closed) and is dropped
+    pending = {0: [3, 0, 0, 0, 0], 1: [3, 0, 0], 2: [3, 0, 0, 0, 0]}
+    times.released(pending, 0, 2, 500 * MS, 1000 * MS)  # 1 was released unfinished (closed): dropped
     assert list(pending) == [2]
     times.fold()
     total = times.histograms(3)[0]
     assert total.count == 1 and total.sum == 1.0
-    assert total.cumulative()[-2:] == [("10.0", 1), ("+Inf", 1)]  # 1.0 s is in the 1.0 bucket
+    assert total.cumulative()[-5:] == [("1.0", 1), ("2.5", 1), ("5.0", 1), ("10.0", 1), ("+Inf", 1)]
+    assert total.cumulative()[-6] == ("0.5", 0)
 
 
 def test_request_times_fold_by_themselves_every_so_many_requests():
     times = RequestTimes()
     for seq in range(RequestTimes.FOLD_EVERY - 1):
-        times.released({seq: [0, 1.0, 1.0, 1.0, 1.0, 1.0]}, seq, seq + 1, 1.0, 1.0)
+        times.released({seq: [0, 0, 0, 0, 0]}, seq, seq + 1, 0, 1)
     assert times.by_api == {}
-    times.released({0: [0, 1.0, 1.0, 1.0, 1.0, 1.0]}, 0, 1, 1.0, 1.0)
+    times.released({0: [0, 0, 0, 0, 0]}, 0, 1, 0, 1)
     assert times.histograms(0)[0].count == RequestTimes.FOLD_EVERY

@@ -165,16 +165,16 @@ class ClientProtocol(asyncio.Protocol):
         except ProtocolError as e:
             self.close(str(e))
             return
-        received = now() if self._times is not None else 0.0
+        received = now() if self._times is not None else 0
         for frame in frames:
             self._handle(frame, received)
             if self.closed:
                 return
         self._update_reading()
 
-    def _handle(self, frame: bytes, received: float = 0.0) -> None:
+    def _handle(self, frame: bytes, received: int = 0) -> None:
         seq = self.conn.start()
-        started = now() if self._times is not None else 0.0
+        started = now() if self._times is not None else 0
         try:
             d = self.server.handlers.dispatch(frame, self._context)
         except CloseConnection as e:
@@ -205,9 +205,12 @@ class ClientProtocol(asyncio.Protocol):
     def _finish(self, seq: int, d: Dispatched, response) -> None:
         if self.closed:
             return
-        timing = self._timings.get(seq) if self._times is not None else None
-        if timing is not None:
-            timing.append(now())  # ready
+        ready = 0
+        if self._times is not None:
+            ready = now()
+            timing = self._timings.get(seq)
+            if timing is not None:
+                timing.append(ready)
         buffers = None
         if response is not None:
             try:
@@ -220,14 +223,10 @@ class ClientProtocol(asyncio.Protocol):
             for ready in self.conn.finish(seq, buffers):
                 self._send(ready)
         else:
-            if timing is not None:
-                timing.append(now())  # encoded
             first = self.conn.next_to_send
-            released = self.conn.finish(seq, buffers)
-            released_at = now()
-            for ready in released:
-                self._send(ready)
-            self._times.released(self._timings, first, self.conn.next_to_send, released_at, now())
+            for out in self.conn.finish(seq, buffers):
+                self._send(out)
+            self._times.released(self._timings, first, self.conn.next_to_send, ready, now())
         self._update_reading()
 
     def _update_reading(self) -> None:

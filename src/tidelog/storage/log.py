@@ -427,13 +427,13 @@ class PartitionLog:
         target = self.log_end_offset if up_to is None else up_to
         if target <= self.recovery_point:
             return self.recovery_point
-        started = meter.now() if self.flush_latency is not None else 0.0
+        started = meter.now() if self.flush_latency is not None else 0
         for seg in list(self.segments):
             if seg.next_offset > self.recovery_point and seg.base_offset < target and not seg.deleted:
                 seg.flush()
         fsync_dir(self.directory)
         if self.flush_latency is not None:
-            self.flush_latency.observe(meter.now() - started)
+            self.flush_latency.observe((meter.now() - started) / 1e9)
         self.recovery_point = max(self.recovery_point, target)
         self.unflushed_messages = 0
         self.last_flush_ms = self.clock.monotonic_ms()
