@@ -140,7 +140,7 @@ class _DroppingTransport:
 
 
 def run_path(tmp: Path, workloads: list[str], rounds: int, requests: int | None, value_bytes: int,
-             quick: bool) -> dict[str, dict[str, list[tuple[float, float, float]]]]:
+             quick: bool, calibrate: bool = False) -> dict[str, dict[str, list[tuple[float, float, float]]]]:
     """The in-process produce path of two brokers (metrics on, off), alternating, ``rounds`` times."""
     import asyncio
 
@@ -152,7 +152,7 @@ def run_path(tmp: Path, workloads: list[str], rounds: int, requests: int | None,
 
     async def main() -> None:
         brokers = {}
-        for name, listener in (("on", "http://127.0.0.1:0"), ("off", "")):
+        for name, listener in (("on", "" if calibrate else "http://127.0.0.1:0"), ("off", "")):
             b = Broker(BrokerConfig.from_props({"log.dirs": str(tmp / f"path-{name}"),
                                                 "listeners": "PLAINTEXT://127.0.0.1:0", "metrics.listener": listener,
                                                 "num.partitions": "1"}))
@@ -201,11 +201,11 @@ def wire_phase(ep: Endpoint, topics: list[str], records: int, value_bytes: int,
 
 
 @contextlib.contextmanager
-def broker(tmp: Path, metrics: bool):
+def broker(tmp: Path, metrics: bool, name: str = ""):
     overrides = {"num.partitions": "1", "auto.create.topics.enable": "true"}
     if not metrics:
         overrides["metrics.listener"] = ""
-    b = BrokerProcess(tmp / ("on" if metrics else "off"), overrides=overrides, start_timeout=120)
+    b = BrokerProcess(tmp / (name or ("on" if metrics else "off")), overrides=overrides, start_timeout=120)
     b.start()
     try:
         assert b.proc is not None
@@ -248,6 +248,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scrape-interval", type=float, default=5.0, help="seconds between scrapes of /metrics (5)")
     ap.add_argument("--path-requests", type=int, default=None,
                     help="requests per path round (path-1000: 300, path-10: 6,000; --quick: a quarter)")
+    ap.add_argument("--calibrate", action="store_true",
+                    help="an A/A run: the 'on' broker runs with metrics off too (the noise floor, and any bias "
+                         "between the two brokers)")
     ap.add_argument("--quick", action="store_true", help="2 rounds of 3 s (a quarter of the wire requests)")
     args = ap.parse_args(argv)
     rounds = args.rounds or (2 if args.quick else 6)
@@ -270,13 +273,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\nIn-process produce path, {path_rounds} rounds (pinned to core {BROKER_CORE})", flush=True)
             with pinned({BROKER_CORE}):
                 figures.update(run_path(Path(tmp), path_workloads, path_rounds, args.path_requests, args.value_bytes,
-                                        args.quick))
+                                        args.quick, args.calibrate))
         if process_workloads:
             print(f"\nBroker processes on core {BROKER_CORE}, {args.clients} client processes on core {CLIENT_CORE}, "
                   f"{rounds} rounds", flush=True)
             figures.update({w: {"on": [], "off": []} for w in process_workloads})
             with pinned({BROKER_CORE}):
-                on_broker, on = stack.enter_context(broker(Path(tmp), True))
+                on_broker, on = stack.enter_context(broker(Path(tmp), not args.calibrate, "on"))
                 _, off = stack.enter_context(broker(Path(tmp), False))
             for name, ep in (("on", on), ("off", off)):
                 print(f"  metrics {name}: taskset: {pin_broker(ep)}", flush=True)
@@ -289,7 +292,8 @@ def main(argv: list[str] | None = None) -> int:
                             topics = [f"cost-{workload}-{r}-{i}" for i in range(args.clients)]
                             for t in topics:
                                 ep.create_topic(t, 1)
-                            scraper = Scraper(on_broker.http_url, args.scrape_interval) if name == "on" else None
+                            scraper = (Scraper(on_broker.http_url, args.scrape_interval)
+                                       if name == "on" and not args.calibrate else None)
                             if scraper is not None:
                                 scraper.start()
                             if workload.startswith("wire-"):
