@@ -108,6 +108,15 @@ class RequestTimes:
         self.by_api: dict[int, tuple[list[int], list[int]]] = {}
         self._buffer: list[list] = []
 
+    def add(self, timing: list, released: int, sent: int) -> None:
+        """A request's response has left: ``timing`` is its ``[api_key, received, started,
+        local_done, ready]``."""
+        timing.append(released)
+        timing.append(sent)
+        self._buffer.append(timing)
+        if len(self._buffer) >= self.FOLD_EVERY:
+            self.fold()
+
     def released(self, pending: dict[int, list], first: int, end: int, released: int, sent: int) -> None:
         """Requests ``first``..``end - 1`` of a connection have left; ``pending[seq]`` holds each one's
         ``[api_key, received, started, local_done, ready]``."""

@@ -20,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.kafka_io import create_topic, kp_consume, produce, wait_for
 from tests.toolchain import require_command
-from tidelog.protocol.messages import FetchRequest
+from tidelog.protocol.messages import FetchRequest, MetadataRequest
 from tidelog.testing import BrokerProcess
 from tidelog.testing.client import WireClient
 
@@ -166,6 +166,31 @@ def test_long_poll_fetch_waits_in_the_purgatory_and_counts_as_remote_time(broker
     local = (value(after, "tidelog_request_local_time_seconds_sum", request="Fetch")
              - value(before, "tidelog_request_local_time_seconds_sum", request="Fetch"))
     assert local < 1.0
+
+
+def test_a_response_behind_a_long_poll_on_its_connection_counts_response_queue_time(broker):
+    topic = "metrics-response-queue"
+    create_topic(broker, topic, 1)
+    before = scrape(broker)
+    fetch = FetchRequest(replica_id=-1, max_wait_ms=1000, min_bytes=1, max_bytes=1 << 20, topics=[
+        FetchRequest.FetchTopic(topic=topic, partitions=[
+            FetchRequest.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])])
+    with WireClient.connect(broker.bootstrap) as client:
+        client.send(fetch, 11)
+        client.send(MetadataRequest(topics=[]), 9)  # answered at once, but leaves after the fetch
+        client.receive()
+        client.receive()
+    after = scrape(broker)
+
+    def moved(metric: str, request: str) -> float:
+        return value(after, metric, request=request) - value(before, metric, request=request)
+
+    assert moved("tidelog_response_queue_time_seconds_count", "Metadata") == 1
+    assert moved("tidelog_response_queue_time_seconds_sum", "Metadata") >= 0.9
+    assert moved("tidelog_request_total_time_seconds_sum", "Metadata") >= 0.9
+    assert moved("tidelog_request_local_time_seconds_sum", "Metadata") < 0.5
+    assert moved("tidelog_request_remote_time_seconds_sum", "Fetch") >= 0.9
+    assert moved("tidelog_response_queue_time_seconds_sum", "Fetch") < 0.5
 
 
 def test_connections_are_counted_per_listener(broker):

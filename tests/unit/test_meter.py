@@ -112,3 +112,12 @@ def test_request_times_fold_by_themselves_every_so_many_requests():
     assert times.by_api == {}
     times.released({0: [0, 0, 0, 0, 0]}, 0, 1, 0, 1)
     assert times.histograms(0)[0].count == RequestTimes.FOLD_EVERY
+
+
+def test_request_times_add_one_request_whose_response_left():
+    times = RequestTimes()
+    times.add([2, 0, MS, 2 * MS, 4 * MS], 4 * MS, 5 * MS)
+    times.fold()
+    hs = dict(zip(REQUEST_PHASES, times.histograms(2)))
+    assert abs(hs["total"].sum - 0.005) < 1e-12 and abs(hs["remote"].sum - 0.002) < 1e-12
+    assert hs["response_queue"].sum == 0

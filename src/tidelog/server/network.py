@@ -180,14 +180,15 @@ class ClientProtocol(asyncio.Protocol):
         except CloseConnection as e:
             self.close(str(e))
             return
-        if self._times is not None:
-            self._timings[seq] = [d.api_key, received, started, now()]
+        timing = [d.api_key, received, started, now()] if self._times is not None else None
         result = d.result
         if inspect.isawaitable(result):
+            if timing is not None:
+                self._timings[seq] = timing
             task = asyncio.ensure_future(result)
             task.add_done_callback(lambda t: self._finish_async(seq, d, t))
         else:
-            self._finish(seq, d, result)
+            self._finish(seq, d, result, timing)
 
     def _context(self, header) -> RequestContext:
         return RequestContext(header, self.connection_id, self.peer.rsplit(":", 1)[0], self.listener_name)
@@ -202,13 +203,14 @@ class ClientProtocol(asyncio.Protocol):
             return
         self._finish(seq, d, task.result())
 
-    def _finish(self, seq: int, d: Dispatched, response) -> None:
+    def _finish(self, seq: int, d: Dispatched, response, timing: list | None = None) -> None:
         if self.closed:
             return
         ready = 0
         if self._times is not None:
             ready = now()
-            timing = self._timings.get(seq)
+            if timing is None:
+                timing = self._timings.pop(seq, None)
             if timing is not None:
                 timing.append(ready)
         buffers = None
@@ -222,11 +224,19 @@ class ClientProtocol(asyncio.Protocol):
         if self._times is None:
             for ready in self.conn.finish(seq, buffers):
                 self._send(ready)
-        else:
+        else:  # metrics on: time the responses that leave now (this one, unless an earlier one is pending)
             first = self.conn.next_to_send
             for out in self.conn.finish(seq, buffers):
                 self._send(out)
-            self._times.released(self._timings, first, self.conn.next_to_send, ready, now())
+            end = self.conn.next_to_send
+            sent = now()
+            if timing is not None:
+                if end > seq:
+                    self._times.add(timing, ready, sent)
+                else:
+                    self._timings[seq] = timing
+            if end - first > (end > seq):  # earlier-finished responses left with it
+                self._times.released(self._timings, first, end, ready, sent)
         self._update_reading()
 
     def _update_reading(self) -> None:
