@@ -110,22 +110,22 @@ class RequestTimes:
 
     def add(self, timing: list, released: int, sent: int) -> None:
         """A request's response has left: ``timing`` is its ``[api_key, received, started,
-        local_done, ready]``."""
-        timing.append(released)
-        timing.append(sent)
+        local_done, ready, _, _]`` (the last two are set here)."""
+        timing[5] = released
+        timing[6] = sent
         self._buffer.append(timing)
         if len(self._buffer) >= self.FOLD_EVERY:
             self.fold()
 
     def released(self, pending: dict[int, list], first: int, end: int, released: int, sent: int) -> None:
         """Requests ``first``..``end - 1`` of a connection have left; ``pending[seq]`` holds each one's
-        ``[api_key, received, started, local_done, ready]``."""
+        ``[api_key, received, started, local_done, ready, _, _]`` (``ready`` 0: never finished)."""
         buffer = self._buffer
         for seq in range(first, end):
             t = pending.pop(seq, None)
-            if t is not None and len(t) == 5:
-                t.append(released)
-                t.append(sent)
+            if t is not None and t[4]:
+                t[5] = released
+                t[6] = sent
                 buffer.append(t)
         if len(buffer) >= self.FOLD_EVERY:
             self.fold()

@@ -165,22 +165,25 @@ class ClientProtocol(asyncio.Protocol):
         except ProtocolError as e:
             self.close(str(e))
             return
-        received = now() if self._times is not None else 0
+        received = 0  # metrics on: the first frame's start time, for the frames after it
         for frame in frames:
-            self._handle(frame, received)
+            received = self._handle(frame, received)
             if self.closed:
                 return
         self._update_reading()
 
-    def _handle(self, frame: bytes, received: int = 0) -> None:
+    def _handle(self, frame: bytes, received: int = 0) -> int:
+        """Dispatch one frame. Metrics on: ``received`` is when the read that completed it was
+        handled (0: now, for the first frame of a read); returns that time for the next frame."""
         seq = self.conn.start()
         started = now() if self._times is not None else 0
+        received = received or started
         try:
             d = self.server.handlers.dispatch(frame, self._context)
         except CloseConnection as e:
             self.close(str(e))
-            return
-        timing = [d.api_key, received, started, now()] if self._times is not None else None
+            return received
+        timing = [d.api_key, received, started, now(), 0, 0, 0] if self._times is not None else None
         result = d.result
         if inspect.isawaitable(result):
             if timing is not None:
@@ -189,6 +192,7 @@ class ClientProtocol(asyncio.Protocol):
             task.add_done_callback(lambda t: self._finish_async(seq, d, t))
         else:
             self._finish(seq, d, result, timing)
+        return received
 
     def _context(self, header) -> RequestContext:
         return RequestContext(header, self.connection_id, self.peer.rsplit(":", 1)[0], self.listener_name)
@@ -208,11 +212,13 @@ class ClientProtocol(asyncio.Protocol):
             return
         ready = 0
         if self._times is not None:
-            ready = now()
-            if timing is None:
+            if timing is not None:  # straight from dispatch: ready as the handler returned
+                ready = timing[4] = timing[3]
+            else:
+                ready = now()
                 timing = self._timings.pop(seq, None)
-            if timing is not None:
-                timing.append(ready)
+                if timing is not None:
+                    timing[4] = ready
         buffers = None
         if response is not None:
             try:
