@@ -200,11 +200,12 @@ def test_connections_are_counted_per_listener(broker):
     base = count()
     clients = [WireClient.connect(broker.bootstrap) for _ in range(3)]
     try:
-        wait_for(lambda: count() == base + 3, 5, "three more connections")
+        wait_for(lambda: count() >= base + 3, 5, "three more connections")
+        opened = count()
     finally:
         for c in clients:
             c.close()
-    wait_for(lambda: count() == base, 5, "the connections to close")
+    wait_for(lambda: count() <= opened - 3, 5, "the three connections to close")
 
 
 def test_kafka_python_producer_requests_are_timed(broker):
