@@ -32,6 +32,7 @@ import asyncio
 import functools
 import logging
 import socket
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,7 @@ from tidelog.coordinator.txn import TRANSACTION_STATE_TOPIC, TransactionCoordina
 from tidelog.coordinator.txn.marker_writer import TxnMarkerWriter
 from tidelog.coordinator.txn.producer_ids import ProducerIdManager
 from tidelog.listener import NON_ROUTABLE_HOSTS, Listener
+from tidelog.meter import PartitionTraffic, RequestTimes, SyncHistogram
 from tidelog.protocol.tubemq.notation import BrokerAddress
 from tidelog.protocol.tubemq.rpc import Service
 from tidelog.replica.events import LogEvents
@@ -105,6 +107,7 @@ from tidelog.server.tubemq import (
 from tidelog.server.txn_verification import TransactionVerifier
 from tidelog.storage.log_manager import LogManager
 from tidelog.web.console import Console
+from tidelog.web.metrics import BrokerSources, IsrChanges, metrics_registry, metrics_routes
 from tidelog.web.server import HttpServer
 
 log = logging.getLogger(__name__)
@@ -254,10 +257,31 @@ class Broker:
                                    sample_interval_ms=config["console.sample.interval.ms"])
             self.console.install(self.http.app)
         self._serving = False
+        self.startup_reports: list = []
+        # Metrics (GET /metrics) only with an HTTP listener: otherwise nothing is measured at all.
+        self.metrics = self._metrics(self.http) if self.http is not None else None
 
         self._tasks: list[asyncio.Future] = []
         self._loaded = False
         self.stopped = asyncio.Event()
+
+    def _metrics(self, http: HttpServer):
+        """The hot-path meters, handed to the components that update them, and the broker's own
+        Prometheus registry that reads them (docs/metrics.md)."""
+        traffic = self.replicas.traffic = PartitionTraffic()
+        self.events.on_deleted(traffic.forget)
+        request_times = self.network.request_times = RequestTimes()
+        flush_latency = self.logs.flush_latency = SyncHistogram()
+        isr_changes = IsrChanges(self.broker_id)
+        self.store.subscribe(isr_changes)
+        self.metrics_sources = BrokerSources(
+            self.broker_id, self.store, self.logs, self.replicas, self.group_coordinator, self.transactions,
+            traffic, request_times, flush_latency, isr_changes,
+            connections=lambda: Counter(c.listener_name for c in self.network.connections),
+            startup_reports=lambda: self.startup_reports)
+        registry = metrics_registry(self.metrics_sources)
+        http.add_routes(metrics_routes(registry))
+        return registry
 
     def ensure_transaction_topic(self) -> object:
         """``__transaction_state``, created on first use with Kafka's configs (compacted, uncompressed,
@@ -366,6 +390,7 @@ class Broker:
         self.store.open(BrokerInfo(self.broker_id, host, port, self.config["broker.rack"], endpoints))
         self.client_quotas.update(self.store.image.client_quotas)
         reports = await asyncio.get_running_loop().run_in_executor(None, self.logs.startup)
+        self.startup_reports = reports
         self._loaded = True
         for report in reports:
             for line in report.describe():

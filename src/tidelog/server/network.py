@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from tidelog.clock import Clock
 from tidelog.listener import Listener
+from tidelog.meter import RequestTimes, now
 from tidelog.protocol.exceptions import ProtocolError
 from tidelog.protocol.headers import encode_response_buffers, peek_api
 from tidelog.security.principal import ANONYMOUS, USER_TYPE, KafkaPrincipal
@@ -75,6 +76,8 @@ class SocketServer:
         self.connections: set[ClientProtocol] = set()
         self.bound: dict[str, tuple[str, int]] = {}  # listener name -> (host, bound port)
         self._servers: list[asyncio.base_events.Server] = []
+        #: Request phase timings (docs/metrics.md), set by the composition root when metrics are on.
+        self.request_times: RequestTimes | None = None
 
     async def bind(self, listeners: tuple[Listener, ...]) -> None:
         """Bind every listener without accepting connections (:meth:`start_serving` does)."""
@@ -149,6 +152,8 @@ class ClientProtocol(asyncio.Protocol):
             self.conn.limit_frames(security.sasl.max_receive_size)
         self._mute_timer: asyncio.TimerHandle | None = None  # a quota's throttle (mute_for)
         self._held: deque[bytes] = deque()  # requests received while muted
+        self._times = server.request_times
+        self._timings: dict[int, list] = {}  # metrics on: seq -> the request's timestamps (meter.RequestTimes)
 
     # ------------------------------------------------------------------------------ connection
 
@@ -196,11 +201,12 @@ class ClientProtocol(asyncio.Protocol):
         except ProtocolError as e:
             self.close(str(e))
             return
+        received = 0  # metrics on: the first frame's start time, for the frames after it
         for i, frame in enumerate(frames):
             if self._mute_timer is not None or self._held:
                 self._held.extend(frames[i:])
                 break
-            self._handle(frame)
+            received = self._handle(frame, received)
             if self.closed:
                 return
         self._update_reading()
@@ -225,22 +231,30 @@ class ClientProtocol(asyncio.Protocol):
             self._handle(self._held.popleft())
         self._update_reading()
 
-    def _handle(self, frame: bytes) -> None:
+    def _handle(self, frame: bytes, received: int = 0) -> int:
+        """Dispatch one frame. Metrics on: ``received`` is when the read that completed it was
+        handled (0: now, for the first frame of a read); returns that time for the next frame."""
         auth = self.authenticator
         if auth is not None and not self._admit(auth, frame):
-            return
+            return received
         seq = self.conn.start()
+        started = now() if self._times is not None else 0
+        received = received or started
         try:
             d = self.server.handlers.dispatch(frame, self._context)
         except CloseConnection as e:
             self.close(str(e))
-            return
+            return received
+        timing = [d.api_key, received, started, now(), 0, 0, 0] if self._times is not None else None
         result = d.result
         if inspect.isawaitable(result):
+            if timing is not None:
+                self._timings[seq] = timing
             task = asyncio.ensure_future(result)
             task.add_done_callback(lambda t: self._finish_async(seq, d, t))
         else:
-            self._finish(seq, d, result)
+            self._finish(seq, d, result, timing)
+        return received
 
     def _admit(self, auth: SaslAuthenticator, frame: bytes) -> bool:
         """Whether ``frame`` goes on to the dispatcher: bare SASL tokens (after SaslHandshake v0) are
@@ -282,9 +296,18 @@ class ClientProtocol(asyncio.Protocol):
             return
         self._finish(seq, d, task.result())
 
-    def _finish(self, seq: int, d: Dispatched, response) -> None:
+    def _finish(self, seq: int, d: Dispatched, response, timing: list | None = None) -> None:
         if self.closed:
             return
+        ready = 0
+        if self._times is not None:
+            if timing is not None:  # straight from dispatch: ready as the handler returned
+                ready = timing[4] = timing[3]
+            else:
+                ready = now()
+                timing = self._timings.pop(seq, None)
+                if timing is not None:
+                    timing[4] = ready
         buffers = None
         if response is not None:
             try:
@@ -293,8 +316,22 @@ class ClientProtocol(asyncio.Protocol):
                 log.error("cannot encode the response to API %d v%d: %s", d.api_key, d.api_version, e)
                 self.close("unencodable response")
                 return
-        for ready in self.conn.finish(seq, buffers):
-            self._send(ready)
+        if self._times is None:
+            for ready in self.conn.finish(seq, buffers):
+                self._send(ready)
+        else:  # metrics on: time the responses that leave now (this one, unless an earlier one is pending)
+            first = self.conn.next_to_send
+            for out in self.conn.finish(seq, buffers):
+                self._send(out)
+            end = self.conn.next_to_send
+            sent = now()
+            if timing is not None:
+                if end > seq:
+                    self._times.add(timing, ready, sent)
+                else:
+                    self._timings[seq] = timing
+            if end - first > (end > seq):  # earlier-finished responses left with it
+                self._times.released(self._timings, first, end, ready, sent)
         auth = self.authenticator
         if auth is not None:
             if auth.close_reason is not None:  # the answer is written; close() lets it leave first

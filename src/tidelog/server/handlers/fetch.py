@@ -57,6 +57,7 @@ class FetchHandler:
         total = sum(r.size for r in reads)
         has_error = any(r.error for r in reads)
         if request.max_wait_ms <= 0 or total >= max(request.min_bytes, 1) or has_error or not fetch.partitions:
+            self.replicas.count_sent(fetch.partitions, reads)
             return _response(v, request, fetch, reads)
         return self._wait(v, request, fetch)
 
@@ -67,7 +68,9 @@ class FetchHandler:
     async def _wait(self, version: int, request: FetchRequest, fetch: SessionFetch) -> FetchResponse:
         await self.replicas.wait_for_data(fetch.partitions, request.min_bytes, request.max_wait_ms,
                                           request.isolation_level)
-        return _response(version, request, fetch, self._read(version, request, fetch.partitions))
+        reads = self._read(version, request, fetch.partitions)
+        self.replicas.count_sent(fetch.partitions, reads)
+        return _response(version, request, fetch, reads)
 
 
 def _response(version: int, request: FetchRequest, fetch: SessionFetch, reads: list[PartitionRead]) -> FetchResponse:
