@@ -10,6 +10,8 @@ ALL from 127.0.0.2), then again without super users: the test clients connect fr
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -232,3 +234,29 @@ def test_librdkafka_admin_sees_the_authorization_error(secured: BrokerProcess) -
     with pytest.raises(KafkaException) as e:
         future.result(timeout=10)
     assert e.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_an_acl_added_with_the_cli_lets_the_client_through(secured: BrokerProcess) -> None:
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "tidelog", "acls", *args, "--bootstrap-server", secured.bootstrap],
+                              capture_output=True, text=True, timeout=60)
+
+    add = ("add", "--allow-principal", "User:ANONYMOUS", "--operation", "Read", "--topic", TOPIC)
+    refused = cli(*add)  # the CLI connects from 127.0.0.1, which may not change ACLs
+    assert refused.returncode == 1 and "CLUSTER_AUTHORIZATION_FAILED" in refused.stderr
+    with admin_connect(secured.bootstrap) as admin:
+        grant(admin, "User:ANONYMOUS", [(Res.CLUSTER, "kafka-cluster", Op.ALTER)], host="127.0.0.1")
+        try:
+            with ANONYMOUS.connect(secured.bootstrap) as client:
+                assert _fetch_code(client) == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            done = cli(*add)
+            assert done.returncode == 0, done.stderr
+            with ANONYMOUS.connect(secured.bootstrap) as client:
+                assert _fetch_code(client) == 0
+            removed = cli("remove", "--allow-principal", "User:ANONYMOUS", "--topic", TOPIC)
+            assert removed.returncode == 0 and removed.stdout.splitlines()[-1] == "1 ACL(s) removed"
+            with ANONYMOUS.connect(secured.bootstrap) as client:
+                assert _fetch_code(client) == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        finally:
+            revoke_all(admin, "User:ANONYMOUS", "127.0.0.1")
+            revoke_all(admin, "User:ANONYMOUS")
