@@ -381,13 +381,29 @@ CASES: list[Case] = [
 ]
 
 
-def attempt(caller: Caller, bootstrap: str, case: Case) -> int:
+#: Answers that only mean "not yet" (a coordinator loading, a topic being created): asked again.
+RETRIABLE = {ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR,
+             ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+             ErrorCode.CONCURRENT_TRANSACTIONS}
+
+
+def attempt(caller: Caller, bootstrap: str, case: Case, tries: int = 40, *, granted: bool = False) -> int:
+    """The case's code; "not yet" answers are asked again, and once ``granted`` so are refusals (Kafka's
+    brokers apply a new ACL a moment after CreateAcls answers: the controller commits it, then each
+    broker's authorizer reads it from the metadata log)."""
+    again = RETRIABLE | AUTH_CODES if granted else RETRIABLE
     with caller.connect(bootstrap) as client:
-        return case.code(client.request(case.request(), case.version))
+        for _ in range(tries):
+            code = case.code(client.request(case.request(), case.version))
+            if code not in again or code == case.allowed:
+                return code
+            time.sleep(0.25)
+        return code
 
 
-def run_case(caller: Caller, bootstrap: str, case: Case) -> tuple[int, int]:
-    """(code when refused, code once granted); the grant is removed afterwards."""
+def run_case(caller: Caller, bootstrap: str, case: Case, settle_s: float = 0.0) -> tuple[int, int]:
+    """(code when refused, code once granted); the grant is removed afterwards, and ``settle_s`` given
+    for the removal to reach the broker's authorizer (Kafka applies it asynchronously)."""
     with admin_connect(bootstrap) as admin:
         if case.setup:
             case.setup(admin)
@@ -396,9 +412,10 @@ def run_case(caller: Caller, bootstrap: str, case: Case) -> tuple[int, int]:
         try:
             if case.setup:
                 case.setup(admin)
-            allowed = attempt(caller, bootstrap, case)
+            allowed = attempt(caller, bootstrap, case, granted=True)
         finally:
             revoke_all(admin, caller.principal)
+            time.sleep(settle_s)
     return denied, allowed
 
 
@@ -406,9 +423,15 @@ def prepare(bootstrap: str) -> None:
     """What every case assumes: the topic exists and has a record."""
     with admin_connect(bootstrap) as admin:
         _create_topic(TOPIC)(admin)
-        response = admin.request(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[ProduceRequest.TopicProduceData(
-            name=TOPIC, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=_batch())])]), 9)
-        assert response.responses[0].partition_responses[0].error_code == 0, response
+        for _ in range(40):  # Kafka makes the new partition's leader a moment after answering CreateTopics
+            response = admin.request(ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[
+                ProduceRequest.TopicProduceData(name=TOPIC, partition_data=[
+                    ProduceRequest.PartitionProduceData(index=0, records=_batch())])]), 9)
+            code = response.responses[0].partition_responses[0].error_code
+            if code not in RETRIABLE:
+                break
+            time.sleep(0.25)
+        assert code == 0, response
 
 
 __all__ = ["ADMIN_HOST", "ANONYMOUS", "CALLER_HOST", "CASES", "Caller", "Case", "admin_acls", "admin_connect",

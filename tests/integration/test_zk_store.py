@@ -230,7 +230,13 @@ def test_without_zookeeper_metadata_cannot_change_and_nothing_waits(tmp_path, no
 
 
 def test_acls_in_kafkas_layout_reach_every_broker(chroot, nodes, raw):
-    from tidelog.security.acl import AclBinding, AclBindingFilter, AclOperation, AclPermissionType, PatternType
+    from tidelog.security.acl import (
+        AclBinding,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        PatternType,
+    )
     from tidelog.security.acl import ResourceType as Res
 
     one, two = Node(chroot, 1).open(), Node(chroot, 2).open()
