@@ -3,9 +3,10 @@
 * Changing ACLs needs ALTER on the cluster, seeing them DESCRIBE on the cluster; otherwise every
   creation / filter (or the DescribeAcls response) answers CLUSTER_AUTHORIZATION_FAILED.
 * Without an authorizer (``authorizer.class.name`` empty) they answer SECURITY_DISABLED.
-* A binding Kafka would refuse (ANY/UNKNOWN codes, an empty name, a CLUSTER name other than
-  ``kafka-cluster``, a principal without ``Type:``) answers INVALID_REQUEST for that binding only;
-  version 0 only knows LITERAL patterns. ACLs are written through the controller into the metadata
+* A binding Kafka would refuse (ANY codes, an empty name, a CLUSTER name other than
+  ``kafka-cluster``, a principal without ``Type:``) answers INVALID_REQUEST for that binding only.
+  A request Kafka cannot even parse (an UNKNOWN code in a binding or filter; a pattern type version 0
+  does not know) closes the connection, as Kafka does. ACLs are written through the controller into the metadata
   store, so every broker of a cluster sees them.
 """
 
@@ -36,7 +37,7 @@ from tidelog.security.acl import (
 )
 from tidelog.security.authorizer import Authorizer
 from tidelog.server.context import RequestContext
-from tidelog.server.dispatcher import handles
+from tidelog.server.dispatcher import CloseConnection, handles
 
 E = TypeVar("E", bound=IntEnum)
 
@@ -80,14 +81,18 @@ class AclHandlers:
     def _require_cluster(self, ctx: RequestContext, operation: AclOperation) -> None:
         if not self.authorizer.authorize(ctx, operation, ResourceType.CLUSTER, CLUSTER_NAME):
             raise KafkaError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-        if not self.authorizer.enabled:
-            raise KafkaError(ErrorCode.SECURITY_DISABLED, "No Authorizer is configured on the broker")
+        if not self.authorizer.enabled:  # Kafka's two wordings
+            raise KafkaError(ErrorCode.SECURITY_DISABLED, "No Authorizer is configured on the broker"
+                             if operation == AclOperation.DESCRIBE else "No Authorizer is configured.")
 
     @handles(ApiKey.CREATE_ACLS, 0, 3, _create_error)
     def handle_create_acls(self, ctx: RequestContext, request: CreateAclsRequest) -> CreateAclsResponse:
-        self._require_cluster(ctx, AclOperation.ALTER)
         if ctx.api_version == 0 and any(c.resource_pattern_type != PatternType.LITERAL for c in request.creations):
-            raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "Version 0 only supports literal resource pattern types")
+            raise CloseConnection("CreateAcls v0 only supports literal resource pattern types")
+        if any(0 in (c.resource_pattern_type, c.resource_type, c.operation, c.permission_type)
+               for c in request.creations):
+            raise CloseConnection("CreateAcls with UNKNOWN elements")
+        self._require_cluster(ctx, AclOperation.ALTER)
         bindings = [AclBinding(_code(ResourceType, c.resource_type), c.resource_name,
                                _code(PatternType, c.resource_pattern_type), c.principal, c.host,
                                _code(AclOperation, c.operation), _code(AclPermissionType, c.permission_type))
@@ -100,10 +105,12 @@ class AclHandlers:
 
     @handles(ApiKey.DESCRIBE_ACLS, 0, 3, _describe_error)
     def handle_describe_acls(self, ctx: RequestContext, request: DescribeAclsRequest) -> DescribeAclsResponse:
-        self._require_cluster(ctx, AclOperation.DESCRIBE)
         acl_filter = _filter(request)
+        if ctx.api_version == 0 and request.pattern_type_filter != PatternType.LITERAL:
+            raise CloseConnection("DescribeAcls v0 only supports literal resource pattern types")
         if acl_filter.unknown_reason is not None:
-            raise KafkaError(ErrorCode.INVALID_REQUEST, acl_filter.unknown_reason)
+            raise CloseConnection(f"DescribeAcls with UNKNOWN elements: {acl_filter.unknown_reason}")
+        self._require_cluster(ctx, AclOperation.DESCRIBE)
         by_pattern: dict[tuple[ResourceType, str, PatternType], list[AclBinding]] = {}
         for acl in sorted(self.authorizer.acls(acl_filter), key=str):
             by_pattern.setdefault((acl.resource_type, acl.name, acl.pattern_type), []).append(acl)
@@ -117,8 +124,13 @@ class AclHandlers:
 
     @handles(ApiKey.DELETE_ACLS, 0, 3, _delete_error)
     def handle_delete_acls(self, ctx: RequestContext, request: DeleteAclsRequest) -> DeleteAclsResponse:
+        filters = [_filter(f) for f in request.filters]
+        if ctx.api_version == 0 and any(f.pattern_type not in (PatternType.LITERAL, PatternType.ANY) for f in filters):
+            raise CloseConnection("DeleteAcls v0 only supports LITERAL and ANY pattern types")
+        if any(f.unknown_reason is not None for f in filters):
+            raise CloseConnection("DeleteAcls with UNKNOWN elements")
         self._require_cluster(ctx, AclOperation.ALTER)
-        results = self.controller.delete_acls([_filter(f) for f in request.filters])
+        results = self.controller.delete_acls(filters)
         Result, Matching = DeleteAclsResponse.DeleteAclsFilterResult, DeleteAclsResponse.DeleteAclsMatchingAcl
         out = []
         for r in results:
