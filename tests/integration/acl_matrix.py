@@ -26,6 +26,7 @@ from tidelog.protocol.messages import (
     AddPartitionsToTxnRequest,
     AlterConfigsRequest,
     ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
     CreateAclsRequest,
     CreatePartitionsRequest,
     CreateTopicsRequest,
@@ -48,6 +49,7 @@ from tidelog.protocol.messages import (
     IncrementalAlterConfigsRequest,
     InitProducerIdRequest,
     JoinGroupRequest,
+    LeaveGroupRequest,
     ListGroupsRequest,
     ListOffsetsRequest,
     MetadataRequest,
@@ -55,7 +57,9 @@ from tidelog.protocol.messages import (
     OffsetDeleteRequest,
     OffsetFetchRequest,
     ProduceRequest,
+    SyncGroupRequest,
     TxnOffsetCommitRequest,
+    WriteTxnMarkersRequest,
 )
 from tidelog.records.builder import build_batch
 from tidelog.security.acl import CLUSTER_NAME, AclOperation, AclPermissionType, PatternType, ResourceType
@@ -180,7 +184,7 @@ def _create_topic(name: str) -> Callable[[WireClient], None]:
     return create
 
 
-def _commit_group_offset(group: str) -> Callable[[WireClient], None]:
+def commit_group_offset(group: str) -> Callable[[WireClient], None]:
     def commit(admin: WireClient) -> None:
         response = admin.request(_offset_commit(group), 8)
         assert response.topics[0].partitions[0].error_code == 0, response
@@ -282,7 +286,29 @@ CASES: list[Case] = [
          lambda r: r.error_code),
     Case("Heartbeat/group", E.GROUP_AUTHORIZATION_FAILED, [(Res.GROUP, GROUP, Op.READ)], E.UNKNOWN_MEMBER_ID,
          lambda: HeartbeatRequest(group_id=GROUP, generation_id=1, member_id="nobody"), 4, lambda r: r.error_code,
-         setup=_commit_group_offset(GROUP)),
+         setup=commit_group_offset(GROUP)),
+    Case("SyncGroup/group", E.GROUP_AUTHORIZATION_FAILED, [(Res.GROUP, GROUP, Op.READ)], E.UNKNOWN_MEMBER_ID,
+         lambda: SyncGroupRequest(group_id=GROUP, generation_id=1, member_id="nobody", protocol_type="consumer",
+                                  protocol_name="range", assignments=[]), 5, lambda r: r.error_code,
+         setup=commit_group_offset(GROUP)),
+    Case("LeaveGroup/group", E.GROUP_AUTHORIZATION_FAILED, [(Res.GROUP, GROUP, Op.READ)], E.UNKNOWN_MEMBER_ID,
+         lambda: LeaveGroupRequest(group_id=GROUP, members=[LeaveGroupRequest.MemberIdentity(member_id="nobody")]), 3,
+         lambda r: r.error_code or _one(r.members).error_code, setup=commit_group_offset(GROUP)),
+    Case("ConsumerGroupHeartbeat/group", E.GROUP_AUTHORIZATION_FAILED, [(Res.GROUP, "acl-cg", Op.READ)],
+         E.TOPIC_AUTHORIZATION_FAILED,
+         lambda: ConsumerGroupHeartbeatRequest(group_id="acl-cg", member_id="", member_epoch=0,
+                                               rebalance_timeout_ms=30_000, subscribed_topic_names=[TOPIC],
+                                               topic_partitions=[]), 0, lambda r: r.error_code),
+    Case("ConsumerGroupHeartbeat/group+topic", E.GROUP_AUTHORIZATION_FAILED,
+         [(Res.GROUP, "acl-cg", Op.READ), (Res.TOPIC, TOPIC, Op.DESCRIBE)], E.NONE,
+         lambda: ConsumerGroupHeartbeatRequest(group_id="acl-cg", member_id="", member_epoch=0,
+                                               rebalance_timeout_ms=30_000, subscribed_topic_names=[TOPIC],
+                                               topic_partitions=[]), 0, lambda r: r.error_code),
+    Case("WriteTxnMarkers/cluster", E.CLUSTER_AUTHORIZATION_FAILED, [(Res.CLUSTER, CLUSTER_NAME, Op.CLUSTER_ACTION)],
+         E.NONE, lambda: WriteTxnMarkersRequest(markers=[WriteTxnMarkersRequest.WritableTxnMarker(
+             producer_id=999_999, producer_epoch=0, transaction_result=False, coordinator_epoch=0, topics=[
+                 WriteTxnMarkersRequest.WritableTxnMarkerTopic(name=TOPIC, partition_indexes=[0])])]), 1,
+         lambda r: _one(_one(_one(r.markers).topics).partitions).error_code),
     Case("OffsetCommit/group", E.GROUP_AUTHORIZATION_FAILED, [(Res.GROUP, GROUP, Op.READ)],
          E.TOPIC_AUTHORIZATION_FAILED, _offset_commit, 8, lambda r: _one(_one(r.topics).partitions).error_code),
     Case("OffsetCommit/group+topic", E.GROUP_AUTHORIZATION_FAILED,
@@ -302,16 +328,16 @@ CASES: list[Case] = [
          [(Res.GROUP, GROUP, Op.DELETE), (Res.TOPIC, TOPIC, Op.READ)], E.NONE,
          lambda: OffsetDeleteRequest(group_id=GROUP, topics=[OffsetDeleteRequest.OffsetDeleteRequestTopic(
              name=TOPIC, partitions=[OffsetDeleteRequest.OffsetDeleteRequestPartition(partition_index=0)])]), 0,
-         lambda r: r.error_code or _one(_one(r.topics).partitions).error_code, setup=_commit_group_offset(GROUP)),
+         lambda r: r.error_code or _one(_one(r.topics).partitions).error_code, setup=commit_group_offset(GROUP)),
     Case("DescribeGroups/group", E.GROUP_AUTHORIZATION_FAILED, [(Res.GROUP, GROUP, Op.DESCRIBE)], E.NONE,
          lambda: DescribeGroupsRequest(groups=[GROUP]), 5, lambda r: _one(r.groups).error_code),
     Case("ListGroups/filtered", E.GROUP_ID_NOT_FOUND, [(Res.GROUP, GROUP, Op.DESCRIBE)], E.NONE,
          lambda: ListGroupsRequest(), 4,
          lambda r: E.NONE if any(g.group_id == GROUP for g in r.groups) else E.GROUP_ID_NOT_FOUND,
-         setup=_commit_group_offset(GROUP)),  # "GROUP_ID_NOT_FOUND" here: the group is left out of the list
+         setup=commit_group_offset(GROUP)),  # "GROUP_ID_NOT_FOUND" here: the group is left out of the list
     Case("DeleteGroups/group", E.GROUP_AUTHORIZATION_FAILED, [(Res.GROUP, "acl-group-2", Op.DELETE)], E.NONE,
          lambda: DeleteGroupsRequest(groups_names=["acl-group-2"]), 2, lambda r: _one(r.results).error_code,
-         setup=_commit_group_offset("acl-group-2")),
+         setup=commit_group_offset("acl-group-2")),
     Case("ConsumerGroupDescribe/group", E.GROUP_AUTHORIZATION_FAILED, [(Res.GROUP, "acl-group-3", Op.DESCRIBE)],
          E.GROUP_ID_NOT_FOUND, lambda: ConsumerGroupDescribeRequest(group_ids=["acl-group-3"]), 0,
          lambda r: _one(r.groups).error_code),

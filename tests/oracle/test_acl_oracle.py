@@ -8,18 +8,38 @@ create the administrator's ACLs (tests/integration/acl_matrix.py), then again wi
 
 Each case of the matrix gives (code when refused, code once granted) on each broker; they must be
 equal (cases marked ``tidelog-only`` are not compared: their answer is not deterministic in Kafka).
-About 1-2 minutes, most of it Kafka starting twice.
+Then what a client sees (all-topics Metadata, authorized operations) under three sets of ACLs.
+About 80 s, a third of it Kafka starting twice.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
 
-from tests.integration.acl_matrix import ANONYMOUS, CASES, Case, admin_acls, create_acls, prepare, run_case
+from tests.integration.acl_matrix import (
+    ANONYMOUS,
+    CASES,
+    GROUP,
+    TOPIC,
+    Case,
+    admin_acls,
+    admin_connect,
+    commit_group_offset,
+    create_acls,
+    grant,
+    prepare,
+    revoke_all,
+    run_case,
+)
 from tests.oracle.kafka import KafkaProcess
 from tidelog.errors import ErrorCode
+from tidelog.protocol.messages import DescribeClusterRequest, DescribeGroupsRequest, MetadataRequest
+from tidelog.security.acl import CLUSTER_NAME
+from tidelog.security.acl import AclOperation as Op
+from tidelog.security.acl import ResourceType as Res
 from tidelog.testing import BrokerProcess
 from tidelog.testing.client import WireClient
 
@@ -75,3 +95,43 @@ def test_same_codes_as_kafka(kafka: KafkaProcess, tidelog: BrokerProcess, case: 
     expected = _names(run_case(ANONYMOUS, kafka.bootstrap, case, settle_s=0.5))
     assert _names(run_case(ANONYMOUS, tidelog.bootstrap, case)) == expected
     assert expected == (case.denied.name, case.allowed.name)  # the matrix's expectations are Kafka's
+
+
+def _visible_topics_and_operations(bootstrap: str) -> dict[str, object]:
+    """What User:ANONYMOUS sees: its topics (all-topics Metadata, internal topics aside), a topic's and the
+    cluster's authorized operations, and a group's."""
+    with ANONYMOUS.connect(bootstrap) as client:
+        every = client.request(MetadataRequest(topics=None, include_topic_authorized_operations=True), 12)
+        named = client.request(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=TOPIC)],
+                                               include_topic_authorized_operations=True), 12)
+        cluster = client.request(DescribeClusterRequest(include_cluster_authorized_operations=True), 1)
+        old_metadata = client.request(MetadataRequest(topics=[], include_cluster_authorized_operations=True), 10)
+        groups = client.request(DescribeGroupsRequest(groups=[GROUP], include_authorized_operations=True), 5)
+    return {
+        "all-topics": sorted((t.name, t.topic_authorized_operations) for t in every.topics if not t.is_internal),
+        "topic": [(t.name, t.error_code, t.topic_authorized_operations) for t in named.topics],
+        "cluster": cluster.cluster_authorized_operations,
+        "metadata-v10-cluster": old_metadata.cluster_authorized_operations,
+        "group": [(g.error_code, g.authorized_operations) for g in groups.groups],
+    }
+
+
+@pytest.mark.parametrize("grants", [
+    [],
+    [(Res.TOPIC, TOPIC, Op.READ), (Res.TOPIC, TOPIC, Op.ALTER_CONFIGS), (Res.CLUSTER, CLUSTER_NAME, Op.DESCRIBE)],
+    [(Res.TOPIC, "*", Op.ALL), (Res.CLUSTER, CLUSTER_NAME, Op.ALTER), (Res.GROUP, GROUP, Op.DELETE)],
+], ids=["nothing", "read-topic-describe-cluster", "all-topics-alter-cluster-delete-group"])
+def test_what_a_client_sees_is_what_kafka_shows(kafka: KafkaProcess, tidelog: BrokerProcess, grants) -> None:
+    seen = {}
+    for name, broker in (("kafka", kafka), ("tidelog", tidelog)):
+        with admin_connect(broker.bootstrap) as admin:
+            commit_group_offset(GROUP)(admin)
+            if grants:
+                grant(admin, ANONYMOUS.principal, grants)
+            try:
+                time.sleep(1.0 if name == "kafka" else 0)  # Kafka applies the new ACLs asynchronously
+                seen[name] = _visible_topics_and_operations(broker.bootstrap)
+            finally:
+                revoke_all(admin, ANONYMOUS.principal)
+                time.sleep(1.0 if name == "kafka" else 0)
+    assert seen["tidelog"] == seen["kafka"]

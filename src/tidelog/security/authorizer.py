@@ -107,6 +107,7 @@ class Authorizer:
         deny_literal: set[str] = set()
         deny_prefixed: set[str] = set()
         allow: list[AclBinding] = []
+        wildcard_allow = False
         for acl in self._of_type(resource_type):
             if acl.host not in (WILDCARD, host) or acl.principal not in (principal, WILDCARD_PRINCIPAL):
                 continue
@@ -118,8 +119,11 @@ class Authorizer:
                 (deny_literal if acl.pattern_type == PatternType.LITERAL else deny_prefixed).add(acl.name)
             elif acl.permission == AclPermissionType.ALLOW:
                 if acl.pattern_type == PatternType.LITERAL and acl.name == WILDCARD:
-                    return True
+                    wildcard_allow = True  # decided after the loop: a wildcard DENY still wins
+                    continue
                 allow.append(acl)
+        if wildcard_allow:
+            return True
         for acl in allow:
             if acl.pattern_type == PatternType.LITERAL and acl.name in deny_literal:
                 continue

@@ -63,6 +63,12 @@ class ConsumerGroupHandlers:
             raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "the consumer rebalance protocol is not enabled")
         if not self.authorizer.authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
             raise KafkaError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        # Kafka 4: every subscribed topic name must be one the member may DESCRIBE
+        hidden = sorted(t for t in set(request.subscribed_topic_names or ())
+                        if not self.authorizer.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t))
+        if hidden:
+            raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                             f"The following topics are not authorized: {', '.join(hidden)}")
         self._check_active()
         image = self.store.image
         response = self.groups.runtime.run(
