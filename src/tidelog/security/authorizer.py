@@ -82,7 +82,7 @@ class Authorizer:
         self.super_users = frozenset(super_users)
         self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
         self._indexed: frozenset[AclBinding] | None = None
-        self._by_type: dict[ResourceType, tuple[AclBinding, ...]] = {}
+        self._by_index = _AclIndex(frozenset())
 
     # ------------------------------------------------------------------------------ questions
 
@@ -144,11 +144,11 @@ class Authorizer:
 
     def _decide(self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType,
                 name: str) -> bool:
-        covered = allowed = False
-        for acl in self._of_type(resource_type):
-            if not acl.applies_to(resource_type, name):
-                continue
-            covered = True
+        covering = self._index().covering(resource_type, name)
+        if not covering:
+            return self.allow_everyone_if_no_acl_found
+        allowed = False
+        for acl in covering:
             if acl.principal not in (principal, WILDCARD_PRINCIPAL) or acl.host not in (WILDCARD, host):
                 continue
             if not _grants(acl, operation):
@@ -156,19 +156,50 @@ class Authorizer:
             if acl.permission == AclPermissionType.DENY:
                 return False
             allowed = allowed or acl.permission == AclPermissionType.ALLOW
-        if not covered:
-            return self.allow_everyone_if_no_acl_found
         return allowed
 
     def _of_type(self, resource_type: ResourceType) -> tuple[AclBinding, ...]:
+        return self._index().by_type.get(resource_type, ())
+
+    def _index(self) -> _AclIndex:
         acls = self._acls()
         if acls is not self._indexed:
-            by_type: dict[ResourceType, list[AclBinding]] = {}
-            for acl in acls:
-                by_type.setdefault(acl.resource_type, []).append(acl)
-            self._by_type = {t: tuple(a) for t, a in by_type.items()}
+            self._by_index = _AclIndex(acls)
             self._indexed = acls
-        return self._by_type.get(resource_type, ())
+        return self._by_index
+
+
+class _AclIndex:
+    """The ACLs by resource type, by literal name and by prefix, so that finding the ACLs covering a
+    resource costs a few dictionary lookups (one per prefix length in use), not a scan of every ACL."""
+
+    def __init__(self, acls: frozenset[AclBinding]) -> None:
+        by_type: dict[ResourceType, list[AclBinding]] = {}
+        literal: dict[tuple[ResourceType, str], list[AclBinding]] = {}
+        prefixed: dict[tuple[ResourceType, str], list[AclBinding]] = {}
+        lengths: dict[ResourceType, set[int]] = {}
+        for acl in acls:
+            by_type.setdefault(acl.resource_type, []).append(acl)
+            if acl.pattern_type == PatternType.LITERAL:
+                literal.setdefault((acl.resource_type, acl.name), []).append(acl)
+            elif acl.pattern_type == PatternType.PREFIXED:
+                prefixed.setdefault((acl.resource_type, acl.name), []).append(acl)
+                lengths.setdefault(acl.resource_type, set()).add(len(acl.name))
+        self.by_type = {t: tuple(a) for t, a in by_type.items()}
+        self._literal = {k: tuple(a) for k, a in literal.items()}
+        self._prefixed = {k: tuple(a) for k, a in prefixed.items()}
+        self._lengths = {t: sorted(ls) for t, ls in lengths.items()}
+
+    def covering(self, resource_type: ResourceType, name: str) -> list[AclBinding]:
+        """Every ACL whose pattern covers the resource: its literal name, the ``*`` name, its prefixes."""
+        found = list(self._literal.get((resource_type, name), ()))
+        if name != WILDCARD:
+            found += self._literal.get((resource_type, WILDCARD), ())
+        for length in self._lengths.get(resource_type, ()):
+            if length > len(name):
+                break
+            found += self._prefixed.get((resource_type, name[:length]), ())
+        return found
 
 
 class _NoAuthorizer(Authorizer):

@@ -186,3 +186,17 @@ def test_adding_a_matching_deny_never_grants_and_adding_an_allow_never_refuses_m
         a.permission == DENY for a in acls)
     if before:  # ACLs for someone else never take a grant away
         assert authorizer(*acls, acl(Op.ALL, DENY, name, principal="User:bob")).authorize(ALICE, op, Res.TOPIC, name)
+
+
+_patterns = st.builds(acl, _ops, st.sampled_from([ALLOW, DENY]),
+                      st.sampled_from(["", "o", "or", "orders", "*", "pay", "orders-1", "x"]).filter(bool),
+                      res=st.sampled_from([Res.TOPIC, Res.GROUP]), pat=st.sampled_from([Pat.LITERAL, Pat.PREFIXED]))
+
+
+@given(st.frozensets(_patterns, max_size=12), st.sampled_from([Res.TOPIC, Res.GROUP]),
+       st.sampled_from(["orders", "orders-1", "o", "*", "pay", "zzz"]))
+def test_the_index_finds_exactly_the_acls_whose_pattern_covers_the_resource(acls, res, name) -> None:
+    from tidelog.security.authorizer import _AclIndex
+
+    covering = _AclIndex(acls).covering(res, name)
+    assert sorted(covering, key=str) == sorted((a for a in acls if a.applies_to(res, name)), key=str)
