@@ -7,8 +7,7 @@ client on the PLAINTEXT listener has. Both brokers start once with ``User:ANONYM
 create the administrator's ACLs (tests/integration/acl_matrix.py), then again without it.
 
 Each case of the matrix gives (code when refused, code once granted) on each broker; they must be
-equal (cases marked ``tidelog-only`` are not compared: their answer is not deterministic in Kafka).
-Then what a client sees (all-topics Metadata, authorized operations) under three sets of ACLs.
+equal, and equal to the matrix's expectations. Then what a client sees (all-topics Metadata, authorized operations) under three sets of ACLs.
 About 80 s, a third of it Kafka starting twice.
 """
 
@@ -90,7 +89,7 @@ def _names(pair: tuple[int, int]) -> tuple[str, str]:
     return ErrorCode(pair[0]).name, ErrorCode(pair[1]).name
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if "tidelog-only" not in c.tags], ids=str)
+@pytest.mark.parametrize("case", CASES, ids=str)
 def test_same_codes_as_kafka(kafka: KafkaProcess, tidelog: BrokerProcess, case: Case) -> None:
     expected = _names(run_case(ANONYMOUS, kafka.bootstrap, case, settle_s=0.5))
     assert _names(run_case(ANONYMOUS, tidelog.bootstrap, case)) == expected
