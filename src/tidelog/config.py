@@ -145,6 +145,28 @@ def is_sensitive(key: str) -> bool:
         return d.sensitive
     return base.endswith((".password", ".jaas.config", "sasl.jaas.config")) or "secret" in base
 
+#: ``authorizer.class.name`` values Tidelog serves (Kafka's class names).
+AUTHORIZER_CLASS_NAMES = ("org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                          "kafka.security.authorizer.AclAuthorizer")
+
+
+def _parse_authorizer(key: str, raw: Any) -> str:
+    value = str(raw).strip()
+    if value and value not in AUTHORIZER_CLASS_NAMES:
+        raise ConfigError(f"Invalid value {value!r} for configuration {key}: must be empty or one of "
+                          + ", ".join(AUTHORIZER_CLASS_NAMES))
+    return value
+
+
+def _parse_super_users(key: str, raw: Any) -> tuple[str, ...]:
+    users = tuple(u.strip() for u in str(raw).split(";") if u.strip())
+    for user in users:
+        kind, sep, name = user.partition(":")
+        if not sep or not kind or not name:
+            raise ConfigError(f"Invalid value {raw!r} for configuration {key}: {user!r} is not a principal "
+                              "(expected Type:name, e.g. User:admin)")
+    return users
+
 
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 
@@ -402,6 +424,17 @@ _BROKER_DEFS = [
               "configs, produce, reset offsets) is refused. Set to false to allow changes.", topic=False),
     ConfigDef("console.sample.interval.ms", _long(100), 5000,
               "How often the web console samples message rates and consumer lag for its live charts.", topic=False),
+
+    # Authorization (docs/security.md "Authorization").
+    ConfigDef("authorizer.class.name", _parse_authorizer, "",
+              "The authorizer: org.apache.kafka.metadata.authorizer.StandardAuthorizer (or Kafka's older "
+              "kafka.security.authorizer.AclAuthorizer) checks every request against the ACLs; empty: none, "
+              "every client may do everything.", topic=False),
+    ConfigDef("super.users", _parse_super_users, (),
+              "Principals the authorizer allows everything, separated by ';' (User:admin;User:broker).",
+              topic=False),
+    ConfigDef("allow.everyone.if.no.acl.found", _parse_bool, False,
+              "With an authorizer: allow an operation on a resource no ACL covers (false: refuse).", topic=False),
     ConfigDef("tubemq.master.listener", parse_endpoint, None,
               "Where the TubeMQ master service listens, as HOST:PORT (TubeMQ's usual port is 8715); empty: TubeMQ "
               "clients are not served. Set together with tubemq.broker.listener.", topic=False),

@@ -265,3 +265,45 @@ def test_client_quotas_in_kafkas_layout_reach_every_broker_and_keep_scram_keys(c
     raw.create("/config/clients/app", json.dumps({"version": 1, "config": {"consumer_byte_rate": "5"}}).encode())
     one.pump_until(lambda: one.store.image.client_quotas.get(entity(client_id="app")) == {"consumer_byte_rate": 5.0})
     assert entity(user="CN=svc") not in one.store.image.client_quotas
+
+
+def test_acls_in_kafkas_layout_reach_every_broker(chroot, nodes, raw):
+    from tidelog.security.acl import (
+        AclBinding,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        PatternType,
+    )
+    from tidelog.security.acl import ResourceType as Res
+
+    one, two = Node(chroot, 1).open(), Node(chroot, 2).open()
+    nodes.extend([one, two])
+    read = AclBinding(Res.TOPIC, "orders", PatternType.LITERAL, "User:alice", "*", AclOperation.READ,
+                      AclPermissionType.ALLOW)
+    deny = AclBinding(Res.GROUP, "billing-", PatternType.PREFIXED, "User:bob", "10.0.0.7", AclOperation.ALL,
+                      AclPermissionType.DENY)
+    assert one.controller.create_acls([read, deny]) == [None, None]
+    two.pump_until(lambda: two.store.image.acls == {read, deny})
+    assert json.loads(raw.get("/kafka-acl/Topic/orders")[0]) == {"version": 1, "acls": [
+        {"principal": "User:alice", "permissionType": "Allow", "operation": "Read", "host": "*"}]}
+    assert json.loads(raw.get("/kafka-acl-extended/prefixed/Group/billing-")[0])["acls"] == [
+        {"principal": "User:bob", "permissionType": "Deny", "operation": "All", "host": "10.0.0.7"}]
+    (literal_change,) = raw.get_children("/kafka-acl-changes")
+    assert literal_change.startswith("acl_changes_") and raw.get(f"/kafka-acl-changes/{literal_change}")[0] == \
+        b"TOPIC:orders"
+    (extended_change,) = raw.get_children("/kafka-acl-extended-changes")
+    assert json.loads(raw.get(f"/kafka-acl-extended-changes/{extended_change}")[0]) == {
+        "version": 1, "resourceType": "GROUP", "name": "billing-", "patternType": "PREFIXED"}
+    # what kafka-acls.sh --authorizer-properties zookeeper.connect=... writes is seen too
+    raw.create("/kafka-acl/Cluster/kafka-cluster", json.dumps({"version": 1, "acls": [
+        {"principal": "User:ops", "permissionType": "Allow", "operation": "IdempotentWrite", "host": "*"}]}).encode(),
+        makepath=True)
+    raw.create("/kafka-acl-changes/acl_changes_", b"Cluster:kafka-cluster", sequence=True)
+    cluster = AclBinding(Res.CLUSTER, "kafka-cluster", PatternType.LITERAL, "User:ops", "*",
+                         AclOperation.IDEMPOTENT_WRITE, AclPermissionType.ALLOW)
+    one.pump_until(lambda: cluster in one.store.image.acls)
+    (removed,) = two.controller.delete_acls([AclBindingFilter(principal="User:alice")])
+    assert removed == [read]
+    one.pump_until(lambda: one.store.image.acls == {deny, cluster})
+    assert not raw.exists("/kafka-acl/Topic/orders")

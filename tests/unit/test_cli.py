@@ -96,6 +96,9 @@ VALID = {
     ("transactions", "find-hanging"): ["--topic", "t"],
     ("perf", "produce"): ["--topic", "t", "--num-records", "1", "--record-size", "1"],
     ("perf", "consume"): ["--topic", "t", "--messages", "1"],
+    ("acls", "add"): ["--allow-principal", "User:a", "--topic", "t"],
+    ("acls", "list"): [],
+    ("acls", "remove"): ["--topic", "t"],
 }
 
 #: Bad arguments for each command (besides an unknown option and a bad --bootstrap-server, tried on all).
@@ -164,6 +167,13 @@ BAD = {
                           ["--topic", "t", "--num-records", "1", "--record-size", "1", "--throughput", "0"],
                           ["--topic", "t", "--num-records", "1", "--record-size", "2000000000"],
                           ["--topic", "t", "--num-records", "1", "--record-size", "1", "--producer-prop", "acks=maybe"]],
+    ("acls", "add"): [["--topic", "t"], ["--allow-principal", "User:a"], ["--allow-principal", "a", "--topic", "t"],
+                      ["--allow-principal", "User:a", "--topic", "t", "--operation", "Frobnicate"],
+                      ["--allow-principal", "User:a", "--topic", "t", "--resource-pattern-type", "match"],
+                      ["--allow-principal", "User:a", "--topic", ""],
+                      ["--deny-host", "1.2.3.4", "--allow-principal", "User:a", "--topic", "t"]],
+    ("acls", "list"): [["--principal", "alice"], ["--resource-pattern-type", "exact"], ["extra"]],
+    ("acls", "remove"): [[], ["--topic", "t", "--operation", "x"], ["--allow-host", "h", "--topic", "t"]],
     ("perf", "consume"): [["--topic", "t"], ["--topic", "t", "--messages", "x"],
                           ["--topic", "t", "--messages", "1", "--timeout-ms", "0"],
                           ["--topic", "t", "--messages", "1", "--consumer-prop", "fetch.max.bytes=lots"]],

@@ -35,6 +35,9 @@ from tidelog.config import (
     is_sensitive,
 )
 
+#: Keys only the authorizer reads: Kafka describes them (as any unknown key) only when server.properties sets them.
+AUTHORIZER_ONLY_KEYS = frozenset({"super.users", "allow.everyone.if.no.acl.found"})
+
 
 class ConfigSource(IntEnum):
     """``DescribeConfigsResponse.ConfigSource`` ids."""
@@ -201,6 +204,8 @@ class ConfigDescriber:
         static = self.broker_config
         entries = []
         for name, d in sorted(BROKER_CONFIGS.items()):
+            if name in AUTHORIZER_ONLY_KEYS and name not in static.props:
+                continue  # the authorizer's own keys, not Kafka broker configs: listed only when set
             synonyms: list[Synonym] = []
             if name in static.props:
                 synonyms.append((name, static.props[name], ConfigSource.STATIC_BROKER_CONFIG))
@@ -253,6 +258,7 @@ class ConfigDescriber:
 
 
 __all__ = [
+    "AUTHORIZER_ONLY_KEYS",
     "LIST_TOPIC_CONFIGS",
     "ConfigDescriber",
     "ConfigEntry",

@@ -64,9 +64,11 @@ from tidelog.protocol.tubemq.rpc import Service
 from tidelog.replica.events import LogEvents
 from tidelog.replica.housekeeping import LogHousekeeping
 from tidelog.replica.manager import ReplicaManager
+from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.dispatcher import HandlerRegistry
 from tidelog.server.fetch_session import FetchSessionCache
 from tidelog.server.handlers import (
+    AclHandlers,
     ApiVersionsHandler,
     ClusterInfoHandlers,
     ConfigHandlers,
@@ -208,32 +210,40 @@ class Broker:
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"], clock)
         store.subscribe(self._after_metadata_change)
 
+        # Authorization (authorizer.class.name): every handler asks this one object, which reads the ACLs
+        # of the current metadata image.
+        self.authorizer = auth = (
+            Authorizer(lambda: store.image.acls, config["super.users"], config["allow.everyone.if.no.acl.found"])
+            if config["authorizer.class.name"] else NO_AUTHORIZER)
+
         # The front end: one handler object per API family, each with what it uses.
         describer = ConfigDescriber(config, topic_configs)
         self.handlers = handlers = HandlerRegistry()
         handlers.add(
             ApiVersionsHandler(handlers, {"transaction.version": (2, config["transaction.version"])}),
-            MetadataHandler(store, controller, config),
-            DescribeTopicPartitionsHandler(store),
-            ProduceHandler(replicas, verifier),
-            FetchHandler(replicas, self.fetch_sessions),
-            ListOffsetsHandler(replicas),
-            DeleteRecordsHandler(replicas),
-            TopicHandlers(controller, config, describer),
-            ConfigHandlers(controller, describer, self.broker_id),
-            ClusterInfoHandlers(store, logs),
+            MetadataHandler(store, controller, config, auth),
+            DescribeTopicPartitionsHandler(store, auth),
+            ProduceHandler(replicas, verifier, auth),
+            FetchHandler(replicas, self.fetch_sessions, auth),
+            ListOffsetsHandler(replicas, auth),
+            DeleteRecordsHandler(replicas, auth),
+            TopicHandlers(controller, config, describer, auth),
+            ConfigHandlers(controller, describer, self.broker_id, auth),
+            ClusterInfoHandlers(store, logs, auth),
             FindCoordinatorHandler(store, groups, self.ensure_offsets_topic, transactions,
-                                   self.ensure_transaction_topic),
-            GroupHandlers(groups),
-            OffsetHandlers(groups, store),
-            ConsumerGroupHandlers(groups, consumer_groups, store, config["group.coordinator.rebalance.protocols"]),
-            InitProducerIdHandler(self.producer_ids, transactions),
-            TransactionHandlers(transactions, groups, replicas),
-            TxnOffsetCommitHandler(groups, replicas, verifier, self.ensure_offsets_topic),
-            TxnPartitionHandlers(self.marker_writer, replicas),
+                                   self.ensure_transaction_topic, auth),
+            GroupHandlers(groups, auth),
+            OffsetHandlers(groups, store, auth),
+            ConsumerGroupHandlers(groups, consumer_groups, store, config["group.coordinator.rebalance.protocols"],
+                                  auth),
+            InitProducerIdHandler(self.producer_ids, transactions, auth),
+            TransactionHandlers(transactions, groups, replicas, auth),
+            TxnOffsetCommitHandler(groups, replicas, verifier, self.ensure_offsets_topic, auth),
+            TxnPartitionHandlers(self.marker_writer, replicas, auth),
+            AclHandlers(controller, auth),
             SaslHandlers(config["sasl.enabled.mechanisms"]),
-            ScramCredentialHandlers(credentials),
-            ClientQuotaHandlers(store, controller),
+            ScramCredentialHandlers(credentials, auth),
+            ClientQuotaHandlers(store, controller, auth),
         )
         # Client quotas (docs/security.md "Quotas"): measured and enforced around every handler.
         self.client_quotas = ClientQuotaManagers(config["quota.window.num"], config["quota.window.size.seconds"])

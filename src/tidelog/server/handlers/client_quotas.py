@@ -15,6 +15,8 @@ from tidelog.protocol.messages import (
     DescribeClientQuotasRequest,
     DescribeClientQuotasResponse,
 )
+from tidelog.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
 
@@ -34,14 +36,20 @@ def alter_error_response(request: AlterClientQuotasRequest, code: ErrorCode,
         for entry in request.entries])
 
 
+_CLUSTER_REFUSED = "Cluster authorization failed."
+
+
 class ClientQuotaHandlers:
-    def __init__(self, store: MetadataStore, controller: Controller) -> None:
+    def __init__(self, store: MetadataStore, controller: Controller, authorizer: Authorizer = NO_AUTHORIZER) -> None:
         self.store = store
         self.controller = controller
+        self.authorizer = authorizer
 
     @handles(ApiKey.DESCRIBE_CLIENT_QUOTAS, 0, 1, describe_error_response)
     def describe_client_quotas(self, ctx: RequestContext, request: DescribeClientQuotasRequest,
                                ) -> DescribeClientQuotasResponse:
+        if not self.authorizer.authorize(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME):
+            return describe_error_response(request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, _CLUSTER_REFUSED)
         components = [(c.entity_type, c.match_type, c.match) for c in request.components]
         try:
             found = client_quota.describe(self.store.image.client_quotas, components, request.strict)
@@ -55,6 +63,8 @@ class ClientQuotaHandlers:
 
     @handles(ApiKey.ALTER_CLIENT_QUOTAS, 0, 1, alter_error_response)
     def alter_client_quotas(self, ctx: RequestContext, request: AlterClientQuotasRequest) -> AlterClientQuotasResponse:
+        if not self.authorizer.authorize(ctx, AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME):
+            return alter_error_response(request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, _CLUSTER_REFUSED)
         alterations = [
             ([(e.entity_type, e.entity_name) for e in entry.entity],
              [client_quota.QuotaOp(op.key, None if op.remove else op.value) for op in entry.ops])

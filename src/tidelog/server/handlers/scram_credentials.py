@@ -18,6 +18,8 @@ from tidelog.protocol.messages import (
     DescribeUserScramCredentialsRequest,
     DescribeUserScramCredentialsResponse,
 )
+from tidelog.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.security.scram import (
     MAX_ITERATIONS,
     MECHANISM_CODES,
@@ -32,6 +34,7 @@ Result = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
 Info = DescribeUserScramCredentialsResponse.CredentialInfo
 AlterResult = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
 _TWICE = "A user credential cannot be altered twice in the same request"
+_CLUSTER_REFUSED = "Cluster authorization failed."
 
 
 def _java_string_hash(text: str) -> int:
@@ -57,12 +60,16 @@ def kafka_order(names: list[str], peak: int | None = None) -> list[str]:
 
 
 class ScramCredentialHandlers:
-    def __init__(self, credentials) -> None:
+    def __init__(self, credentials, authorizer: Authorizer = NO_AUTHORIZER) -> None:
         self.credentials = credentials  # tidelog.cluster.credential_store.CredentialStore
+        self.authorizer = authorizer
 
     @handles(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0)
     def describe(self, ctx: RequestContext,
                  request: DescribeUserScramCredentialsRequest) -> DescribeUserScramCredentialsResponse:
+        if not self.authorizer.authorize(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+            return DescribeUserScramCredentialsResponse(
+                error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), error_message=_CLUSTER_REFUSED, results=[])
         users = self.credentials.users()
         asked = [u.name for u in request.users or []]
         names = list(dict.fromkeys(asked)) if asked else sorted(users)
@@ -88,7 +95,13 @@ class ScramCredentialHandlers:
               request: AlterUserScramCredentialsRequest) -> AlterUserScramCredentialsResponse:
         """Kafka's rules: a user named twice in one request (in any mix of deletions and upsertions, any
         mechanisms) is refused with DUPLICATE_RESOURCE and none of its changes apply; a user's first
-        error is the one reported; results list the deletions, then the upsertions, then the errors."""
+        error is the one reported; results list the deletions, then the upsertions, then the errors.
+        Without ALTER on the cluster every user named gets CLUSTER_AUTHORIZATION_FAILED."""
+        if not self.authorizer.authorize(ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
+            named = [d.name for d in request.deletions or []] + [u.name for u in request.upsertions or []]
+            return AlterUserScramCredentialsResponse(results=[
+                AlterResult(user=name, error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+                            error_message=_CLUSTER_REFUSED) for name in dict.fromkeys(named)])
         existing = self.credentials.users()
         deletions: dict[str, tuple[str, str]] = {}
         upsertions: dict[str, tuple[str, str, object]] = {}
