@@ -219,7 +219,8 @@ def test_without_zookeeper_metadata_cannot_change_and_nothing_waits(tmp_path, no
         started = time.monotonic()
         with pytest.raises(KafkaError) as e:
             node.controller.create_topic("later", 1, 1)
-        assert e.value.code == ErrorCode.REQUEST_TIMED_OUT and time.monotonic() - started < 1
+        # refused at once, not after the 10 s session timeout (5 s of slack for a loaded 2-core machine)
+        assert e.value.code == ErrorCode.REQUEST_TIMED_OUT and time.monotonic() - started < 5
         assert "later" not in node.store.image.topics
         own.start()  # same port and data: the session survives a short outage
         node.pump_until(lambda: node.store.client.connected, timeout=20)
