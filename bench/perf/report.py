@@ -43,13 +43,17 @@ def print_throughput(rows: list[Throughput], records: int, value_bytes: int, rep
         print(f"{r.target:<16}{p.rate:>13,.0f} ({pm:>8,.0f}){p.rate * value_bytes / 1e6:>7.1f}{_cpu(p):>6}"
               f"{c.rate:>15,.0f} ({cm:>8,.0f}){c.rate * value_bytes / 1e6:>7.1f}{_cpu(c):>6}  {notes}")
     done = {r.target: r for r in rows if r.produce and r.consume}
-    for mine in ("tidelog", "tidelog-asyncio"):
+    secured = ("-ssl", "-sasl-ssl")  # tidelog-ssl is compared with kafka-ssl only, and so on
+    for mine in ("tidelog", "tidelog-asyncio", "tidelog-ssl", "tidelog-sasl-ssl"):
         if mine not in done:
             continue
         mp, mc = best(done[mine].produce), best(done[mine].consume)
         assert mp is not None and mc is not None
+        suffix = mine.removeprefix("tidelog")
         for other, o in done.items():
             if other.startswith("tidelog"):
+                continue
+            if (other != f"kafka{suffix}") if suffix in secured else other.endswith(secured):
                 continue
             op, oc = best(o.produce), best(o.consume)
             assert op is not None and oc is not None

@@ -120,6 +120,17 @@ def _phase(ep: Endpoint, target, argsets: list[tuple]) -> tuple[list[tuple], flo
     return (results, cpu, busy_fraction(cores0, cores1, BROKER_CORE), busy_fraction(cores0, cores1, CLIENT_CORE))
 
 
+def produce_phase(ep: Endpoint, topics: list[str], value_bytes: int, seconds: float, max_records: int,
+                  conf: dict) -> tuple[int, float, float | None, float]:
+    """One producer process per topic (already created), as fast as they can for ``seconds``; returns
+    (records the broker kept, wall seconds from first start to last end, broker CPU s, broker core busy).
+    Call with this process pinned to CLIENT_CORE."""
+    sent, cpu, broker_core, _ = _phase(
+        ep, _producer, [(ep.bootstrap, t, value_bytes, seconds, max_records, conf) for t in topics])
+    kept = sum(high_watermark(ep.bootstrap, t) for t in topics)
+    return kept, max(e for _, _, e in sent) - min(s for _, s, _ in sent), cpu, broker_core
+
+
 def run_saturation(name: str, ep: Endpoint, workload: str, value_bytes: int, clients: int, seconds: float,
                    max_bytes: int, conf: dict, round_no: int) -> Saturation:
     """Call with this process pinned to CLIENT_CORE (the client processes inherit it)."""

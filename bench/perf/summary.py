@@ -118,11 +118,11 @@ def print_summary(rows: list[Row], targets: list[str]) -> list[str]:
     cols = [t for t in targets if any(t in r.values for r in rows)]
     print("\nSummary: every figure of this run (ratios: tidelog / kafka and tidelog / null; "
           "'better' says which way is better; * = Tidelog worse than Kafka)")
-    head = f"{'figure':<46}{'better':>7}" + "".join(f"{c:>16}" for c in cols) + f"{'t/kafka':>9}{'t/null':>8}"
+    head = f"{'figure':<46}{'better':>7}" + "".join(f"{c:>18}" for c in cols) + f"{'t/kafka':>9}{'t/null':>8}"
     print(head)
     losing = []
     for r in rows:
-        cells = "".join(f"{format(r.values[c], r.fmt):>16}" if c in r.values else f"{'-':>16}" for c in cols)
+        cells = "".join(f"{format(r.values[c], r.fmt):>18}" if c in r.values else f"{'-':>18}" for c in cols)
         rk, rn = r.ratio("tidelog", "kafka"), r.ratio("tidelog", "null")
         mark = "*" if r.loses("tidelog", "kafka") else " "
         if mark == "*":

@@ -29,7 +29,12 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tidelog.testing import BrokerProcess
 
 BENCH_DIR = Path(__file__).resolve().parent.parent
-ALL_TARGETS = ("tidelog", "tidelog-asyncio", "null", "mock", "tansu", "kafka")
+ALL_TARGETS = ("tidelog", "tidelog-asyncio", "null", "mock", "tansu", "kafka", "tidelog-ssl", "tidelog-sasl-ssl",
+               "kafka-ssl", "kafka-sasl-ssl")
+#: Targets whose clients need security settings (``Endpoint.client_conf``): measured in the throughput
+#: rounds only (not the lifecycle, latency, perf-tool or broker-bound phases).
+SECURE_TARGETS = ("tidelog-ssl", "tidelog-sasl-ssl", "kafka-ssl", "kafka-sasl-ssl")
+BENCH_USER, BENCH_PASSWORD = "bench", "bench-secret"
 MOCK_PARTITION_BYTES = 4 * 1024 * 1024  # stay under the mock's 5 MiB per partition
 
 
@@ -43,6 +48,7 @@ class Endpoint:
     launched: float = 0.0  # time.monotonic() just before the broker process was started
     broker: Any = None  # what kill() and start() again (BrokerProcess, KafkaProcess), if the data survives
     classpath: str | None = None  # the oracle's java classpath (Kafka's tools), for the kafka target
+    client_conf: dict = field(default_factory=dict)  # security.protocol, SASL and TLS settings of its clients
 
 
 class Subprocess:
@@ -102,9 +108,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 30.0) -> None:
+def wait_for_topic(bootstrap: str, topic: str, partitions: int, timeout: float = 30.0,
+                   conf: dict | None = None) -> None:
     """Ask for the topic's metadata (auto-creating it where the broker does) until it has its partitions."""
-    p = Producer({"bootstrap.servers": bootstrap})
+    p = Producer({"bootstrap.servers": bootstrap, **(conf or {})})
     deadline = time.monotonic() + timeout
     while True:
         md = p.list_topics(topic, timeout=10)
@@ -126,11 +133,11 @@ def admin_create(bootstrap: str) -> Callable[[str, int], None]:
     return create
 
 
-def auto_create(bootstrap: str) -> Callable[[str, int], None]:
+def auto_create(bootstrap: str, conf: dict | None = None) -> Callable[[str, int], None]:
     def create(topic: str, partitions: int) -> None:
         if partitions != 1:
             raise ValueError("auto-created topics have one partition here")
-        wait_for_topic(bootstrap, topic, 1)
+        wait_for_topic(bootstrap, topic, 1, conf=conf)
 
     return create
 
@@ -306,7 +313,121 @@ def kafka_target(tmp: Path) -> Iterator[Endpoint]:
         broker.stop()
 
 
+def tls_files(tmp: Path) -> tuple[Path, Path]:
+    """(CA certificate, broker key + certificate chain) as PEM files, made with trustme; the key is PKCS#8,
+    which both Tidelog and Kafka's PEM key stores read."""
+    import trustme
+    from cryptography.hazmat.primitives import serialization
+
+    tmp.mkdir(parents=True, exist_ok=True)
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(str(tmp / "ca.pem"))
+    cert = ca.issue_cert("localhost", "127.0.0.1")
+    key = serialization.load_pem_private_key(cert.private_key_pem.bytes(), password=None)
+    pkcs8 = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                              serialization.NoEncryption())
+    (tmp / "broker.pem").write_bytes(pkcs8 + b"".join(p.bytes() for p in cert.cert_chain_pems))
+    return tmp / "ca.pem", tmp / "broker.pem"
+
+
+def secure_client_conf(protocol: str, ca: Path) -> dict:
+    conf = {"security.protocol": protocol, "ssl.ca.location": str(ca)}
+    if protocol == "SASL_SSL":
+        conf.update({"sasl.mechanism": "SCRAM-SHA-256", "sasl.username": BENCH_USER, "sasl.password": BENCH_PASSWORD})
+    return conf
+
+
+@contextlib.contextmanager
+def tidelog_secure_target(tmp: Path, protocol: str) -> Iterator[Endpoint]:
+    """Tidelog (default event loop) with its clients on an SSL or SASL_SSL (SCRAM-SHA-256) listener; the
+    certificate authority and the broker's certificate are made here (trustme, in the dev extra)."""
+    data = tmp / f"tidelog-{protocol.lower()}"
+    data.mkdir(parents=True, exist_ok=True)
+    tls_files(tmp)
+    subprocess.run([sys.executable, "-m", "tidelog", "users", "add", BENCH_USER, "--data-dir", str(data),
+                    "--password-stdin", "--mechanism", "SCRAM-SHA-256"], input=BENCH_PASSWORD + "\n", text=True,
+                   check=True, capture_output=True)
+    overrides = {"num.partitions": "1", "auto.create.topics.enable": "true",
+                 "listeners": f"PLAINTEXT://127.0.0.1:0,{protocol}://127.0.0.1:0",
+                 "ssl.keystore.location": str(tmp / "broker.pem")}
+    broker = BrokerProcess(data, overrides=overrides, start_timeout=600)
+    launched = time.monotonic()
+    broker.start()
+    try:
+        assert broker.proc is not None
+        bootstrap = f"localhost:{broker.listener_port(protocol)}"
+        conf = secure_client_conf(protocol, tmp / "ca.pem")
+        yield Endpoint(bootstrap, auto_create(bootstrap, conf), f"tidelog serve, {protocol} listener (uvloop, TLS 1.3)",
+                       pids=[broker.proc.pid], launched=launched, broker=broker, client_conf=conf)
+    finally:
+        broker.stop()
+
+
+@contextlib.contextmanager
+def kafka_secure_target(tmp: Path, protocol: str) -> Iterator[Endpoint]:
+    """Apache Kafka as ``kafka_target`` runs it, plus an SSL or SASL_SSL listener with the same PEM
+    certificate as Tidelog's and, for SASL_SSL, SCRAM-SHA-256 with the user added by
+    ``kafka-storage format --add-scram``; the clients use that listener, the broker's own traffic PLAINTEXT."""
+    jvm, kafka, maven = oracle()
+    classpath = maven.build()
+    ca, keystore = tls_files(tmp)
+    broker = kafka.KafkaProcess(tmp / "kafka", classpath=classpath, start_timeout=600)
+    broker.data_dir.mkdir(parents=True, exist_ok=True)
+    broker.port, broker.controller_port, port = kafka.free_port(), kafka.free_port(), kafka.free_port()
+    host = kafka.HOST
+    broker.overrides = {
+        "listeners": f"PLAINTEXT://{host}:{broker.port},CONTROLLER://{host}:{broker.controller_port},"
+                     f"{protocol}://{host}:{port}",
+        "advertised.listeners": f"PLAINTEXT://{host}:{broker.port},{protocol}://{host}:{port}",
+        "listener.security.protocol.map": f"CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,{protocol}:{protocol}",
+        "ssl.keystore.type": "PEM", "ssl.keystore.location": str(keystore),
+    }
+    if protocol == "SASL_SSL":
+        broker.overrides.update({
+            "sasl.enabled.mechanisms": "SCRAM-SHA-256",
+            "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config":
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;"})
+    broker._write_properties()
+    broker.cluster_id = kafka.random_cluster_id()
+    extra = ["--add-scram", f"SCRAM-SHA-256=[name={BENCH_USER},password={BENCH_PASSWORD}]"] \
+        if protocol == "SASL_SSL" else []
+    done = jvm.run_tool(classpath, "kafka-storage", "format", "-t", broker.cluster_id, "-c", broker.properties_file,
+                        *extra, timeout=120)
+    if done.returncode != 0:
+        raise RuntimeError(f"kafka-storage format failed:\n{done.stdout}{done.stderr}")
+    launched = time.monotonic()
+    broker.start()
+    bootstrap = f"localhost:{port}"
+    conf = secure_client_conf(protocol, ca)
+    try:
+        assert broker.proc is not None
+        yield Endpoint(bootstrap, kafka_create(broker.bootstrap, bootstrap, conf),
+                       f"Apache Kafka, {protocol} listener (KRaft, -Xmx1G -Xms1G)", pids=[broker.proc.pid],
+                       launched=launched, broker=broker, classpath=classpath, client_conf=conf)
+    finally:
+        broker.stop()
+
+
+def kafka_create(plain: str, bootstrap: str, conf: dict) -> Callable[[str, int], None]:
+    """Create through the PLAINTEXT listener, wait until the secured one shows the topic."""
+    def create(topic: str, partitions: int) -> None:
+        admin = AdminClient({"bootstrap.servers": plain})
+        for f in admin.create_topics([NewTopic(topic, partitions, 1)], request_timeout=15).values():
+            f.result(20)
+        wait_for_topic(bootstrap, topic, partitions, conf=conf)
+
+    return create
+
+
 def open_target(name: str, tmp: Path, profile: Path | None = None):
+    if name == "kafka-ssl":
+        return kafka_secure_target(tmp, "SSL")
+    if name == "kafka-sasl-ssl":
+        return kafka_secure_target(tmp, "SASL_SSL")
+    if name == "tidelog-ssl":
+        return tidelog_secure_target(tmp, "SSL")
+    if name == "tidelog-sasl-ssl":
+        return tidelog_secure_target(tmp, "SASL_SSL")
     if name == "tidelog":
         return tidelog_target(tmp, "auto", profile)
     if name == "tidelog-asyncio":

@@ -61,9 +61,9 @@ def produce(bootstrap: str, topic: str, records: int, value: bytes, partitions: 
 
 
 def consume(bootstrap: str, topic: str, partitions: int, records: int, value_bytes: int,
-            stall_s: float = 20.0) -> tuple[float, int]:
+            stall_s: float = 20.0, conf: dict | None = None) -> tuple[float, int]:
     """Read ``records`` records from offset 0 of each partition; returns (seconds, records read)."""
-    c = Consumer({"bootstrap.servers": bootstrap, **CONSUMER_CONF})
+    c = Consumer({"bootstrap.servers": bootstrap, **CONSUMER_CONF, **(conf or {})})
     start = time.perf_counter()
     c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     last_progress = start
@@ -98,11 +98,11 @@ class Throughput:
     error: str = ""
 
 
-def warm_up_consumer(bootstrap: str, seconds: float = 1.5) -> None:
+def warm_up_consumer(bootstrap: str, seconds: float = 1.5, conf: dict | None = None) -> None:
     """Start a consumer and let it run briefly. confluent-kafka wants a group.id even for assign(), and
     librdkafka then looks up the group's coordinator: a broker with groups creates __consumer_offsets
     (50 partitions) at that moment, which would otherwise land in the first measured round."""
-    c = Consumer({"bootstrap.servers": bootstrap, **CONSUMER_CONF})
+    c = Consumer({"bootstrap.servers": bootstrap, **CONSUMER_CONF, **(conf or {})})
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         c.poll(0.1)
@@ -114,6 +114,7 @@ def run_round(result: Throughput, ep: Endpoint, topic: str, records: int, value:
     """One round on a new topic: produce, then consume from the beginning; adds both phases to
     ``result``. False (and ``result.error`` set) when the consumer did not get every record."""
     ep.create_topic(topic, 1)
+    conf = {**ep.client_conf, **(conf or {})}
     result.produce.append(measured(ep, lambda: produce(ep.bootstrap, topic, records, value, conf=conf)))
     partitions = 1
     if ep.keeps_partition_bytes is not None:
@@ -123,7 +124,7 @@ def run_round(result: Throughput, ep: Endpoint, topic: str, records: int, value:
         produce(ep.bootstrap, topic, records, value, partitions, conf=conf)
         result.note = (f"consume from a {partitions}-partition topic (the mock keeps the last 5 MiB of a "
                        "partition); broker CPU not measured (in this process)")
-    phase = measured(ep, lambda: consume(ep.bootstrap, topic, partitions, records, len(value)))
+    phase = measured(ep, lambda: consume(ep.bootstrap, topic, partitions, records, len(value), conf=ep.client_conf))
     result.consume.append(phase)
     if phase.records != records:
         result.error = f"read {phase.records} of {records} records"

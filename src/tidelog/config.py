@@ -25,6 +25,7 @@ from tidelog.listener import (
     NON_ROUTABLE_HOSTS,
     SECURITY_PROTOCOLS,
     Listener,
+    check_inter_broker_listener,
     check_listeners,
     check_tubemq_listeners,
     parse_endpoint,
@@ -114,6 +115,59 @@ def _parse_list(key: str, raw: Any) -> tuple[str, ...]:
     return items
 
 
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def _parse_sasl_mechanisms(key: str, raw: Any) -> tuple[str, ...]:
+    items = tuple(p.strip().upper() for p in str(raw).split(",") if p.strip())
+    for item in items:
+        if item not in SASL_MECHANISMS:
+            raise ConfigError(f"Invalid value {item!r} for configuration {key}: Tidelog serves "
+                              f"{', '.join(SASL_MECHANISMS)}")
+    return items
+
+
+def _parse_pem_type(key: str, raw: Any) -> str:
+    value = str(raw).strip().upper()
+    if value != "PEM":
+        raise ConfigError(f"Invalid value {str(raw).strip()!r} for configuration {key}: Tidelog reads PEM only "
+                          "(convert a JKS or PKCS12 store with keytool/openssl, see docs/security.md)")
+    return value
+
+
+def is_sensitive(key: str) -> bool:
+    """Whether a broker key (possibly listener-prefixed, listener.name.x.ssl.key.password) holds a secret."""
+    base = key
+    if key.startswith("listener.name."):
+        base = key.split(".", 3)[-1] if key.count(".") >= 3 else key
+    d = BROKER_CONFIGS.get(base)
+    if d is not None:
+        return d.sensitive
+    return base.endswith((".password", ".jaas.config", "sasl.jaas.config")) or "secret" in base
+
+#: ``authorizer.class.name`` values Tidelog serves (Kafka's class names).
+AUTHORIZER_CLASS_NAMES = ("org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                          "kafka.security.authorizer.AclAuthorizer")
+
+
+def _parse_authorizer(key: str, raw: Any) -> str:
+    value = str(raw).strip()
+    if value and value not in AUTHORIZER_CLASS_NAMES:
+        raise ConfigError(f"Invalid value {value!r} for configuration {key}: must be empty or one of "
+                          + ", ".join(AUTHORIZER_CLASS_NAMES))
+    return value
+
+
+def _parse_super_users(key: str, raw: Any) -> tuple[str, ...]:
+    users = tuple(u.strip() for u in str(raw).split(";") if u.strip())
+    for user in users:
+        kind, sep, name = user.partition(":")
+        if not sep or not kind or not name:
+            raise ConfigError(f"Invalid value {raw!r} for configuration {key}: {user!r} is not a principal "
+                              "(expected Type:name, e.g. User:admin)")
+    return users
+
+
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 
 
@@ -126,6 +180,8 @@ class ConfigDef:
     #: server.properties key that supplies the default of a topic config (None for broker-only keys).
     broker_synonym: str | None = None
     topic: bool = True
+    #: A secret (Kafka's PASSWORD type): never logged, DescribeConfigs reports it sensitive with a null value.
+    sensitive: bool = False
 
 
 def _long(lo: int = 0) -> Callable[[str, Any], int]:
@@ -209,6 +265,58 @@ _BROKER_DEFS = [
     ConfigDef("listener.security.protocol.map", parse_protocol_map,
               {p: p for p in SECURITY_PROTOCOLS},
               "Security protocol of each listener name, as NAME:PROTOCOL pairs.", topic=False),
+    ConfigDef("inter.broker.listener.name", _optional(lambda key, raw: str(raw).strip().upper()), None,
+              "The listener brokers use to talk to each other (cluster mode); must be one of the listeners. "
+              "Default: the listener of security.inter.broker.protocol.", topic=False),
+    ConfigDef("security.inter.broker.protocol", _parse_choice(*SECURITY_PROTOCOLS), "PLAINTEXT",
+              "Security protocol between brokers when inter.broker.listener.name is not set.", topic=False),
+    # Security (docs/security.md). Every ssl.* and sasl.enabled.mechanisms key may also be set for one listener
+    # as listener.name.<listener name in lower case>.<key>, as in Kafka.
+    ConfigDef("sasl.enabled.mechanisms", _parse_sasl_mechanisms, ("SCRAM-SHA-256", "SCRAM-SHA-512"),
+              "SASL mechanisms served on SASL_PLAINTEXT and SASL_SSL listeners: PLAIN, SCRAM-SHA-256, "
+              "SCRAM-SHA-512 (Kafka's default, GSSAPI, is not served).", topic=False),
+    ConfigDef("sasl.server.max.receive.size", _int(1), 524_288,
+              "Largest frame accepted before a client has authenticated.", topic=False),
+    ConfigDef("connections.max.reauth.ms", _long(), 0,
+              "Longest SASL session before the client must re-authenticate (KIP-368); 0: sessions never "
+              "expire.", topic=False),
+    ConfigDef("sasl.jaas.config", _optional(_parse_string), None,
+              "Accepted for compatibility and not used: users are SCRAM credentials (tidelog users).",
+              topic=False, sensitive=True),
+    ConfigDef("ssl.keystore.type", _parse_pem_type, "PEM", "Format of the key store: PEM only.", topic=False),
+    ConfigDef("ssl.keystore.location", _optional(_parse_string), None,
+              "PEM file holding the broker's private key and certificate chain.", topic=False),
+    ConfigDef("ssl.keystore.certificate.chain", _optional(_parse_string), None,
+              "The broker's certificate chain, inline PEM (instead of ssl.keystore.location).", topic=False,
+              sensitive=True),
+    ConfigDef("ssl.keystore.key", _optional(_parse_string), None,
+              "The broker's private key, inline PEM (instead of ssl.keystore.location).", topic=False,
+              sensitive=True),
+    ConfigDef("ssl.key.password", _optional(_parse_string), None,
+              "Password of an encrypted private key.", topic=False, sensitive=True),
+    ConfigDef("ssl.keystore.password", _optional(_parse_string), None,
+              "Password of the key store (for PEM: of the private key, when ssl.key.password is not set).",
+              topic=False, sensitive=True),
+    ConfigDef("ssl.truststore.type", _parse_pem_type, "PEM", "Format of the trust store: PEM only.", topic=False),
+    ConfigDef("ssl.truststore.location", _optional(_parse_string), None,
+              "PEM file of the certificate authorities client certificates are checked against.", topic=False),
+    ConfigDef("ssl.truststore.certificates", _optional(_parse_string), None,
+              "Trusted certificate authorities, inline PEM (instead of ssl.truststore.location).", topic=False,
+              sensitive=True),
+    ConfigDef("ssl.truststore.password", _optional(_parse_string), None,
+              "Accepted for compatibility (PEM trust stores have no password).", topic=False, sensitive=True),
+    ConfigDef("ssl.client.auth", _parse_choice("none", "requested", "required"), "none",
+              "Client certificates: none, requested (checked when sent) or required.", topic=False),
+    ConfigDef("ssl.enabled.protocols", _parse_list, ("TLSv1.2", "TLSv1.3"),
+              "TLS versions accepted (TLSv1.2, TLSv1.3).", topic=False),
+    ConfigDef("ssl.protocol", _optional(_parse_string), "TLSv1.3", "Accepted for compatibility.", topic=False),
+    ConfigDef("ssl.cipher.suites", _optional(_parse_list), None,
+              "TLS 1.2 cipher suites (OpenSSL names); default: Python's.", topic=False),
+    ConfigDef("ssl.principal.mapping.rules", _parse_string, "DEFAULT",
+              "How a client certificate's distinguished name becomes a principal: DEFAULT (the whole name) "
+              "or RULE:pattern/replacement/[LU] entries, as in Kafka.", topic=False),
+    ConfigDef("ssl.endpoint.identification.algorithm", _optional(_parse_string), "https",
+              "Accepted for compatibility (clients check the broker's host name).", topic=False),
     ConfigDef("log.dirs", _parse_list, ("./tidelog-data",), "Directories holding the partition logs.", topic=False),
     ConfigDef("num.partitions", _int(1), 1, "Partitions of an auto-created topic.", topic=False),
     ConfigDef("default.replication.factor", _int(1), 1, "Replication factor of an auto-created topic.", topic=False),
@@ -228,8 +336,6 @@ _BROKER_DEFS = [
     ConfigDef("replica.fetch.backoff.ms", _int(0), 1000, "A follower's pause after a failed fetch.", topic=False),
     ConfigDef("replica.socket.timeout.ms", _int(1), 30_000, "A follower's network timeout towards its leader.",
               topic=False),
-    ConfigDef("inter.broker.listener.name", _optional(_parse_string), None,
-              "The listener followers fetch from (default: the first of listeners).", topic=False),
     ConfigDef("group.initial.rebalance.delay.ms", _int(0), 3000, "Delay of a new group's first rebalance.",
               topic=False),
     ConfigDef("offsets.topic.num.partitions", _int(1), 50, "Partitions of __consumer_offsets.", topic=False),
@@ -249,6 +355,10 @@ _BROKER_DEFS = [
     ConfigDef("group.max.session.timeout.ms", _int(0), 1_800_000,
               "Longest session timeout a classic group member may ask for.", topic=False),
     ConfigDef("group.max.size", _int(1), INT_MAX, "Most members a classic group may have.", topic=False),
+    ConfigDef("quota.window.num", _int(1), 11,
+              "Samples kept by each client quota's rate measurement.", topic=False),
+    ConfigDef("quota.window.size.seconds", _int(1), 1,
+              "Time span of each client quota sample.", topic=False),
     ConfigDef("group.coordinator.rebalance.protocols", _parse_list, ("classic", "consumer"),
               "Rebalance protocols the group coordinator offers.", topic=False),
     ConfigDef("group.consumer.assignors", _parse_list, ("uniform", "range"),
@@ -314,6 +424,24 @@ _BROKER_DEFS = [
     ConfigDef("metrics.listener", parse_http_endpoint, ("127.0.0.1", 9644),
               "HTTP listener for /metrics (Prometheus), /healthz, /readyz and the web console, as "
               "http://HOST:PORT (port 0 picks a free port); empty: no HTTP listener.", topic=False),
+    ConfigDef("console.enable", _parse_bool, True,
+              "Serve the web console and its JSON API on the HTTP listener (metrics.listener).", topic=False),
+    ConfigDef("console.read.only", _parse_bool, True,
+              "The web console only shows: every request that would change data (create or delete topics, alter "
+              "configs, produce, reset offsets) is refused. Set to false to allow changes.", topic=False),
+    ConfigDef("console.sample.interval.ms", _long(100), 5000,
+              "How often the web console samples message rates and consumer lag for its live charts.", topic=False),
+
+    # Authorization (docs/security.md "Authorization").
+    ConfigDef("authorizer.class.name", _parse_authorizer, "",
+              "The authorizer: org.apache.kafka.metadata.authorizer.StandardAuthorizer (or Kafka's older "
+              "kafka.security.authorizer.AclAuthorizer) checks every request against the ACLs; empty: none, "
+              "every client may do everything.", topic=False),
+    ConfigDef("super.users", _parse_super_users, (),
+              "Principals the authorizer allows everything, separated by ';' (User:admin;User:broker).",
+              topic=False),
+    ConfigDef("allow.everyone.if.no.acl.found", _parse_bool, False,
+              "With an authorizer: allow an operation on a resource no ACL covers (false: refuse).", topic=False),
     ConfigDef("tubemq.master.listener", parse_endpoint, None,
               "Where the TubeMQ master service listens, as HOST:PORT (TubeMQ's usual port is 8715); empty: TubeMQ "
               "clients are not served. Set together with tubemq.broker.listener.", topic=False),
@@ -429,11 +557,12 @@ class BrokerConfig:
                 values[key] = d.parse(written_as[key], raw)
         check_listeners(values)
         check_tubemq_listeners(values)
+        check_inter_broker_listener(values)
         if values["zookeeper.connect"] is not None and "broker.id" not in normalized:
             raise ConfigError("broker.id (or node.id) must be set when zookeeper.connect is: each broker of a "
                               "cluster needs its own id")
         topic_defaults = topic_defaults_from_broker(normalized)
-        unknown = tuple(sorted(k for k in normalized if k not in KNOWN_BROKER_KEYS))
+        unknown = tuple(sorted(k for k in normalized if k not in KNOWN_BROKER_KEYS and not _listener_override(k)))
         suggestions = {}
         for key in unknown:
             close = difflib.get_close_matches(key, sorted(KNOWN_BROKER_KEYS), n=1, cutoff=0.8)
@@ -447,6 +576,13 @@ class BrokerConfig:
         if key in self.suggestions:
             text += f"; did you mean {self.suggestions[key]!r}?"
         return text
+
+
+def _listener_override(key: str) -> bool:
+    """``listener.name.<name>.<key>``: a per-listener value of a broker key (checked when the broker
+    builds its listeners), or of a SASL mechanism's key (``listener.name.x.plain.sasl.jaas.config``)."""
+    parts = key.split(".", 3)
+    return len(parts) == 4 and parts[:2] == ["listener", "name"] and bool(parts[2])
 
 
 def attr_name(kafka_name: str) -> str:
@@ -590,6 +726,7 @@ __all__ = [
     "KNOWN_BROKER_KEYS",
     "LONG_MAX",
     "NON_ROUTABLE_HOSTS",
+    "SASL_MECHANISMS",
     "SECURITY_PROTOCOLS",
     "TOPIC_CONFIGS",
     "UNIT_ALIASES",
@@ -600,6 +737,7 @@ __all__ = [
     "TopicConfig",
     "attr_name",
     "group_config_defaults",
+    "is_sensitive",
     "parse_properties",
     "topic_defaults_from_broker",
     "validate_group_configs",

@@ -114,6 +114,20 @@ def check_listeners(values: dict[str, Any]) -> None:
                               f"the nonroutable meta-address {listener.host}; use a routable address or host name")
 
 
+def check_inter_broker_listener(values: dict[str, Any]) -> None:
+    """Kafka's rule: ``inter.broker.listener.name`` names one of the listeners, and is not set together
+    with ``security.inter.broker.protocol``'s non-default value."""
+    name = values.get("inter.broker.listener.name")
+    if name is None:
+        return
+    names = [listener.name for listener in values["listeners"]]
+    if name not in names:
+        raise ConfigError(f"Invalid value {name!r} for configuration inter.broker.listener.name: must be a listener "
+                          f"name defined in listeners; the configured listeners are {', '.join(names)}")
+    if values.get("security.inter.broker.protocol", "PLAINTEXT") != "PLAINTEXT":
+        raise ConfigError("Only one of inter.broker.listener.name and security.inter.broker.protocol should be set")
+
+
 def check_tubemq_listeners(values: dict[str, Any]) -> None:
     """TubeMQ clients need the master and the broker service: both listeners or neither, on two ports."""
     master, broker = values["tubemq.master.listener"], values["tubemq.broker.listener"]

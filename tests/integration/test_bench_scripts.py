@@ -52,3 +52,11 @@ def test_the_codec_benchmark_runs() -> None:
                           timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "tidelog decode" in done.stdout
+
+
+def test_the_metrics_cost_benchmark_runs_its_in_process_path() -> None:
+    done = subprocess.run([sys.executable, str(BENCH / "metrics_cost.py"), "--workloads", "path-10,path-1000",
+                           "--rounds", "2", "--path-requests", "50"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert re.search(r"path-10 +paired +\d", done.stdout), done.stdout[-2000:]
+    assert re.search(r"path-1000 +paired +\d", done.stdout), done.stdout[-2000:]

@@ -266,9 +266,9 @@ def test_perf_produce_throughput_cap_is_respected(broker: BrokerProcess) -> None
 # ------------------------------------------------------------------------------------------ server.properties
 
 
-#: Properties the example shows with an example address, not their (empty) default.
+#: Properties the example shows with an example address or value, not their (empty) default.
 EXAMPLE_ADDRESSES = frozenset({"advertised.listeners", "tubemq.master.listener", "tubemq.broker.listener",
-                               "tubemq.broker.advertised.listener"})
+                               "tubemq.broker.advertised.listener", "authorizer.class.name", "super.users"})
 
 
 def test_example_properties_lists_every_supported_key_with_its_default() -> None:

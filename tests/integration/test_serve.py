@@ -29,7 +29,7 @@ def _serve(*args: str, timeout: float = 30.0) -> subprocess.CompletedProcess:
     (["--override", "node.id=seven"], "Invalid value 'seven' for configuration node.id"),
     (["--override", "listeners=localhost:9092"], "configuration listeners: expected NAME://HOST:PORT"),
     (["--override", "advertised.listeners=PLAINTEXT://0.0.0.0:9092"], "nonroutable meta-address 0.0.0.0"),
-    (["--override", "listeners=SSL://:9093"], "listener SSL uses security protocol SSL"),
+    (["--override", "listeners=SSL://:9093"], "listener SSL uses TLS and needs a key store"),
     (["--override", "novalue"], "--override expects KEY=VALUE"),
     (["--no-such-flag"], "unrecognized arguments: --no-such-flag"),
     (["/no/such/server.properties"], "cannot read /no/such/server.properties"),

@@ -55,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("-v", "--verbose", action="store_true", help="list every API key and its versions")
     info.set_defaults(func=_cmd_info, parser=info)
     from tidelog.cli import (
+        acls,
         cluster,
         configs,
         consume,
@@ -63,9 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
         offsets,
         perf,
         produce,
+        quotas,
         serve,
         topics,
         transactions,
+        users,
     )
 
     serve.add_parser(sub)
@@ -77,9 +80,12 @@ def build_parser() -> argparse.ArgumentParser:
     groups.add_parser(sub)
     configs.add_parser(sub)
     cluster.add_parser(sub)
+    quotas.add_parser(sub)
+    acls.add_parser(sub)
     transactions.add_parser(sub)
     perf.add_parser(sub)
     dev_cluster.add_parser(sub)
+    users.add_parser(sub)
     return parser
 
 

@@ -32,7 +32,11 @@ from tidelog.config import (
     ConfigError,
     attr_name,
     group_config_defaults,
+    is_sensitive,
 )
+
+#: Keys only the authorizer reads: Kafka describes them (as any unknown key) only when server.properties sets them.
+AUTHORIZER_ONLY_KEYS = frozenset({"super.users", "allow.everyone.if.no.acl.found"})
 
 
 class ConfigSource(IntEnum):
@@ -60,6 +64,7 @@ class ConfigType(IntEnum):
     LONG = 5
     DOUBLE = 6
     LIST = 7
+    PASSWORD = 9
 
 
 #: Topic configs Kafka types as LIST (APPEND/SUBTRACT apply to them).
@@ -95,6 +100,8 @@ def render(value: Any) -> str | None:
 
 
 def config_type(d: ConfigDef) -> ConfigType:
+    if d.sensitive:
+        return ConfigType.PASSWORD
     if d.name in LIST_TOPIC_CONFIGS or isinstance(d.default, tuple):
         return ConfigType.LIST
     if isinstance(d.default, bool):
@@ -113,6 +120,8 @@ def config_type(d: ConfigDef) -> ConfigType:
 def make_entry(name: str, value: str | None, synonyms: list[Synonym], read_only: bool, ctype: ConfigType,
                doc: str | None) -> ConfigEntry:
     source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
+    if is_sensitive(name):  # secrets: described without their value, as Kafka does
+        value, synonyms = None, [(n, None, s) for n, _, s in synonyms]
     return ConfigEntry(name, value, source, read_only, tuple(synonyms), ctype, doc)
 
 
@@ -195,6 +204,8 @@ class ConfigDescriber:
         static = self.broker_config
         entries = []
         for name, d in sorted(BROKER_CONFIGS.items()):
+            if name in AUTHORIZER_ONLY_KEYS and name not in static.props:
+                continue  # the authorizer's own keys, not Kafka broker configs: listed only when set
             synonyms: list[Synonym] = []
             if name in static.props:
                 synonyms.append((name, static.props[name], ConfigSource.STATIC_BROKER_CONFIG))
@@ -247,6 +258,7 @@ class ConfigDescriber:
 
 
 __all__ = [
+    "AUTHORIZER_ONLY_KEYS",
     "LIST_TOPIC_CONFIGS",
     "ConfigDescriber",
     "ConfigEntry",

@@ -33,6 +33,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from tidelog.cluster import client_quota
 from tidelog.cluster.assignment import assign_replicas
 from tidelog.cluster.metadata import MetadataImage, PartitionMetadata, TopicMetadata
 from tidelog.cluster.store import MetadataStore
@@ -50,6 +51,7 @@ from tidelog.config import (
     validate_topic_configs,
 )
 from tidelog.errors import ErrorCode, KafkaError
+from tidelog.security.acl import AclBinding, AclBindingFilter, invalid_acl_reason
 
 log = logging.getLogger(__name__)
 
@@ -355,10 +357,53 @@ class Controller:
 
     # ------------------------------------------------------------------------------ producer ids
 
+    def alter_client_quotas(self, alterations, validate_only: bool = False) -> list:
+        """AlterClientQuotas (cluster/client_quota.py): one result per entry; valid entries apply."""
+        quotas, results = client_quota.alter(self.image.client_quotas, alterations)
+        if not validate_only and quotas != self.image.client_quotas:
+            self.store.publish(replace(self.image, client_quotas=quotas, version=self.image.version + 1))
+        return results
+
     def reserve_producer_ids(self, next_block_start: int) -> None:
         """Persist the start of the next producer-id block (ids below it may have been handed out)."""
         self.store.publish(replace(self.image, next_producer_id_block=next_block_start,
                                    version=self.image.version + 1))
+
+    # ------------------------------------------------------------------------------ ACLs
+
+    def create_acls(self, acls: Sequence[AclBinding]) -> list[KafkaError | None]:
+        """Add ACL bindings (one metadata write): per binding, None or why it was refused
+        (INVALID_REQUEST, Kafka's checks). Adding an ACL that exists already succeeds."""
+        results: list[KafkaError | None] = []
+        added = set(self.image.acls)
+        for acl in acls:
+            reason = invalid_acl_reason(acl)
+            if reason is not None:
+                results.append(KafkaError(ErrorCode.INVALID_REQUEST, reason))
+                continue
+            added.add(acl)
+            results.append(None)
+        if len(added) != len(self.image.acls):
+            self.store.publish(replace(self.image, acls=frozenset(added), version=self.image.version + 1))
+        return results
+
+    def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[list[AclBinding] | KafkaError]:
+        """Remove the ACL bindings each filter matches (one metadata write): per filter, the bindings
+        it removed, or why the filter was refused (INVALID_REQUEST)."""
+        results: list[list[AclBinding] | KafkaError] = []
+        acls = self.image.acls
+        removed: set[AclBinding] = set()
+        for acl_filter in filters:
+            reason = acl_filter.unknown_reason
+            if reason is not None:
+                results.append(KafkaError(ErrorCode.INVALID_REQUEST, reason))
+                continue
+            matched = sorted((a for a in acls if acl_filter.matches(a)), key=str)
+            removed.update(matched)
+            results.append(matched)
+        if removed:
+            self.store.publish(replace(self.image, acls=acls - removed, version=self.image.version + 1))
+        return results
 
 
 __all__ = [

@@ -9,6 +9,8 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field, replace
 
+from tidelog.security.acl import AclBinding
+
 
 @dataclass(frozen=True, slots=True)
 class BrokerInfo:
@@ -64,6 +66,10 @@ class MetadataImage:
     #: Per-group config overrides (ConfigResource GROUP, KIP-848), by group id.
     group_configs: dict[str, dict[str, str]] = field(default_factory=dict)
     version: int = 0
+    #: Client quotas (KIP-546), entity -> {quota key: value}; see cluster/client_quota.py.
+    client_quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = field(default_factory=dict)
+    #: Every ACL binding (CreateAcls/DeleteAcls; the authorizer reads them).
+    acls: frozenset[AclBinding] = frozenset()
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
         for t in self.topics.values():

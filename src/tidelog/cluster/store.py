@@ -4,7 +4,9 @@ File ``<data dir>/tidelog-metadata.json`` (written atomically)::
 
     {"version": 1, "cluster_id": "...", "topics": [{"name", "topic_id", "configs", "is_internal",
       "partitions": [{"partition", "leader", "leader_epoch", "replicas", "isr", "partition_epoch"}]}],
-     "broker_configs": {...}, "group_configs": {group: {...}}, "next_producer_id_block": N}
+     "broker_configs": {...}, "group_configs": {group: {...}}, "next_producer_id_block": N,
+     "client_quotas": [{"entity": {"user": "alice", "client-id": null}, "quotas": {"producer_byte_rate": 1024.0}}],
+     "acls": [{"resource_type", "name", "pattern_type", "principal", "host", "operation", "permission"}]}
 
 Brokers are not persisted: each broker registers itself at start-up.
 
@@ -25,7 +27,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
+from tidelog.cluster import client_quota
 from tidelog.cluster.metadata import BrokerInfo, MetadataImage, PartitionMetadata, TopicMetadata
+from tidelog.security.acl import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
 
 METADATA_FILE = "tidelog-metadata.json"
 FORMAT_VERSION = 1
@@ -112,7 +116,8 @@ class EmbeddedStore:
             dict(raw.get("broker_configs", {})), int(raw.get("next_producer_id_block", 0)),
             {g: dict(c) for g, c in raw.get("group_configs", {}).items()},
         )
-        return replace(image, version=1)
+        return replace(image, version=1, client_quotas=client_quota.from_json(raw.get("client_quotas", [])),
+                       acls=frozenset(_acl_from_json(a) for a in raw.get("acls", [])))
 
     def _write(self, image: MetadataImage) -> None:
         data = {
@@ -121,6 +126,8 @@ class EmbeddedStore:
             "broker_configs": image.broker_configs,
             "next_producer_id_block": image.next_producer_id_block,
             "group_configs": image.group_configs,
+            "client_quotas": client_quota.to_json(image.client_quotas),
+            "acls": sorted((_acl_to_json(a) for a in image.acls), key=lambda a: sorted(a.items())),
             "topics": [
                 {
                     "name": t.name,
@@ -149,6 +156,18 @@ class EmbeddedStore:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.path)
+
+
+def _acl_to_json(acl: AclBinding) -> dict[str, str]:
+    return {"resource_type": acl.resource_type.name, "name": acl.name, "pattern_type": acl.pattern_type.name,
+            "principal": acl.principal, "host": acl.host, "operation": acl.operation.name,
+            "permission": acl.permission.name}
+
+
+def _acl_from_json(raw: dict[str, str]) -> AclBinding:
+    return AclBinding(ResourceType[raw["resource_type"]], raw["name"], PatternType[raw["pattern_type"]],
+                      raw["principal"], raw["host"], AclOperation[raw["operation"]],
+                      AclPermissionType[raw["permission"]])
 
 
 __all__ = ["METADATA_FILE", "EmbeddedStore", "MetadataListener", "MetadataStore", "new_cluster_id"]

@@ -9,7 +9,8 @@ The same interface as the single node's :class:`~tidelog.cluster.store.EmbeddedS
   runs for controller and reads the image.
 * The image is ZooKeeper's content: live brokers, the controller, topics (their assignment,
   partition states and config overrides; topics marked for deletion are already gone), dynamic
-  broker and group configs, and the producer-id block. Every read leaves a watch; a watch that fires
+  broker and group configs, the producer-id block, and the ACLs (Kafka's ``/kafka-acl`` layout,
+  :mod:`zk_acl`; re-read when a change notification appears). Every read leaves a watch; a watch that fires
   re-reads everything on the event loop (coalesced) and notifies the subscribers if anything changed.
   Unchanged topics keep their objects, so subscribers can compare by identity.
 * :meth:`publish` (from the :class:`~tidelog.cluster.controller.Controller`) writes the difference
@@ -52,12 +53,15 @@ from kazoo.exceptions import (
 )
 from kazoo.handlers.threading import KazooTimeoutError
 
+from tidelog.cluster import zk_acl
 from tidelog.cluster import zk_data as zk
 from tidelog.cluster.controller import INTERNAL_TOPICS
 from tidelog.cluster.election import elections
 from tidelog.cluster.metadata import BrokerInfo, MetadataImage, PartitionMetadata, TopicMetadata
 from tidelog.cluster.store import MetadataListener, new_cluster_id
+from tidelog.cluster.zk_quota import read_client_quotas, write_client_quotas
 from tidelog.errors import ErrorCode, KafkaError
+from tidelog.security.acl import PatternType
 from tidelog.zookeeper_connect import ZooKeeperConnect
 
 log = logging.getLogger(__name__)
@@ -91,6 +95,8 @@ class ZooKeeperStore:
         self._topic_versions: dict[str, int] = {}
         self._producer_id_block_version = -1
         self._dirty = threading.Event()
+        self._acl_changes: tuple[list[str], list[str]] | None = None
+        self._acls: frozenset = frozenset()
         self._session_lost = False
         self._closed = False
         #: (image, topic) -> whether unclean leader election is enabled for it (set by the broker)
@@ -127,7 +133,7 @@ class ZooKeeperStore:
         if s.connect.chroot:
             client.ensure_path(s.connect.chroot)
             client.chroot = s.connect.chroot
-        for path in zk.PERSISTENT_PATHS:
+        for path in zk.PERSISTENT_PATHS + zk_acl.ACL_PATHS:
             client.ensure_path(path)
         try:
             client.create(zk.CLUSTER_ID, zk.encode_cluster_id(new_cluster_id()), makepath=True)
@@ -312,10 +318,10 @@ class ZooKeeperStore:
             except NoNodeError:
                 pass
         image = MetadataImage(zk.decode_cluster_id(raw_cluster_id), controller_id, brokers, topics, broker_configs,
-                              next_block, group_configs, version)
+                              next_block, group_configs, version, acls=self._read_acls())
         if self.is_controller and self._elect_leaders(image):
             image = replace(image, topics=self._read_topics(set(deleting)))
-        return image
+        return replace(image, client_quotas=read_client_quotas(client, watch))
 
     # ------------------------------------------------------------------------ leader election
 
@@ -372,6 +378,33 @@ class ZooKeeperStore:
         """False once the ZooKeeper session expired: another broker may lead this broker's partitions
         by now (until the session is renewed and the metadata re-read)."""
         return not self._session_lost
+
+    def _read_acls(self) -> frozenset:
+        """Every ACL, re-read only when the change notifications differ from the last read."""
+        client, watch = self.client, self._on_watch
+        assert client is not None
+        changes = (client.get_children(zk_acl.LITERAL_CHANGES, watch=watch),
+                   client.get_children(zk_acl.EXTENDED_CHANGES, watch=watch))
+        if changes == self._acl_changes:
+            return self._acls
+        acls = []
+        for pattern_type in (PatternType.LITERAL, PatternType.PREFIXED):
+            root = zk_acl.pattern_root(pattern_type)
+            for type_name in client.get_children(root) if client.exists(root) else []:
+                resource_type = zk_acl.resource_type_from_path(type_name)
+                if resource_type is None:
+                    continue
+                for name in client.get_children(f"{root}/{type_name}"):
+                    try:
+                        raw, _ = client.get(zk_acl.resource_path(pattern_type, resource_type, name))
+                    except NoNodeError:
+                        continue
+                    try:
+                        acls.extend(zk_acl.decode_acls(raw, resource_type, name, pattern_type))
+                    except (ValueError, KeyError, TypeError) as e:
+                        log.warning("ignoring the unreadable ACLs of %s/%s: %r", root, name, e)
+        self._acl_changes, self._acls = changes, frozenset(acls)
+        return self._acls
 
     def _read_config(self, path: str) -> dict[str, str]:
         assert self.client is not None
@@ -463,6 +496,10 @@ class ZooKeeperStore:
         for group in set(old.group_configs) | set(image.group_configs):
             if old.group_configs.get(group) != image.group_configs.get(group):
                 self._write_config(tx, zk.group_config_path(group), image.group_configs.get(group, {}))
+        if image.client_quotas != old.client_quotas:
+            write_client_quotas(client, tx, old.client_quotas, image.client_quotas)
+        if image.acls != old.acls:
+            self._write_acls(tx, old.acls, image.acls)
         if image.next_producer_id_block != old.next_producer_id_block:
             data = zk.encode_producer_id_block(self.broker_id, old.next_producer_id_block,
                                                image.next_producer_id_block - 1)
@@ -471,6 +508,33 @@ class ZooKeeperStore:
             else:
                 tx.set_data(zk.PRODUCER_ID_BLOCK, data, version=self._producer_id_block_version)
         self._commit(tx, created)
+
+    def _write_acls(self, tx, old: frozenset, new: frozenset) -> None:
+        """One node per resource pattern whose ACLs changed (created, rewritten or deleted), and a
+        change notification for each."""
+        assert self.client is not None
+
+        def by_pattern(acls: frozenset) -> dict[tuple, set]:
+            out: dict[tuple, set] = {}
+            for a in acls:
+                out.setdefault((a.pattern_type, a.resource_type, a.name), set()).add(a)
+            return out
+
+        before, after = by_pattern(old), by_pattern(new)
+        for key in set(before) | set(after):
+            if before.get(key) == after.get(key):
+                continue
+            pattern_type, resource_type, name = key
+            path = zk_acl.resource_path(pattern_type, resource_type, name)
+            if key not in after:
+                tx.delete(path)
+            elif key in before:
+                tx.set_data(path, zk_acl.encode_acls(after[key]))
+            else:
+                self.client.ensure_path(zk_acl.type_path(pattern_type, resource_type))
+                tx.create(path, zk_acl.encode_acls(after[key]))
+            change_path, data = zk_acl.change_notification(pattern_type, resource_type, name)
+            tx.create(change_path, data, sequence=True)
 
     def _refresh_after_write(self, image: MetadataImage) -> None:
         """The written image becomes current at once (the requester sees its change); the watches then

@@ -35,6 +35,7 @@ from tidelog.cluster.metadata import MetadataImage, PartitionMetadata, TopicMeta
 from tidelog.cluster.store import MetadataStore
 from tidelog.cluster.topic_config import TopicConfigs
 from tidelog.errors import ErrorCode, KafkaError
+from tidelog.meter import PartitionTraffic
 from tidelog.replica.events import LogEvents
 from tidelog.replica.fetch import READ_COMMITTED, DelayedFetch, PartitionFetch, PartitionRead, readable_end
 from tidelog.replica.purgatory import DelayedOperation, Purgatory
@@ -60,6 +61,8 @@ class ReplicaManager:
         self.clock = clock
         self.events = events or LogEvents()
         self.purgatory = Purgatory(clock, schedule)
+        #: Bytes and records in and out per partition; set by the composition root when metrics are on.
+        self.traffic: PartitionTraffic | None = None
         self.events.on_appended(lambda topic, partition, _: self.purgatory.check((topic, partition)))
         self.events.on_deleted(lambda topic, partition: self.purgatory.check((topic, partition)))
         #: Cluster mode: followers, the ISR and the high watermark (None: a single node, where every
@@ -127,6 +130,8 @@ class ReplicaManager:
         result = plog.append_as_leader(records, leader_epoch=meta.leader_epoch, from_client=from_client)
         if not result.duplicate:
             self.events.appended(topic, partition, plog)
+            if self.traffic is not None:
+                self.traffic.appended(topic, partition, len(records), result.record_count)
         return result
 
     def write_txn_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int,
@@ -207,6 +212,18 @@ class ReplicaManager:
         aborted = plog.aborted_in_read(pf.fetch_offset, result.records) if isolation_level == READ_COMMITTED else None
         return PartitionRead(ErrorCode.NONE, result.records, result.high_watermark, plog.last_stable_offset,
                              result.log_start_offset, aborted=aborted)
+
+    def count_sent(self, partitions: Iterable[PartitionFetch], reads: Iterable[PartitionRead]) -> None:
+        """Metrics (when on): the reads of a Fetch response about to be sent; records out are the
+        offsets from the fetch offset to the end of the batches read."""
+        traffic = self.traffic
+        if traffic is None:
+            return
+        for pf, read in zip(partitions, reads):
+            if read.records is not None and read.records.size and pf.topic is not None:
+                plog = self.logs.get_log(pf.topic, pf.partition)
+                records = plog.next_offset_after(read.records) - pf.fetch_offset if plog is not None else 0
+                traffic.sent(pf.topic, pf.partition, read.records.size, max(0, records))
 
     async def wait_for_data(self, partitions: list[PartitionFetch], min_bytes: int, max_wait_ms: int,
                             isolation_level: int) -> bool:

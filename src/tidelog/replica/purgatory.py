@@ -44,6 +44,10 @@ class Purgatory:
     def __len__(self) -> int:
         return len({id(op) for ops in self._watchers.values() for op in ops})
 
+    def watched(self) -> int:
+        """Watch entries (an operation counts once per key it watches: Kafka's PurgatorySize)."""
+        return sum(len(ops) for ops in self._watchers.values())
+
     def watch(self, op: DelayedOperation, keys: Iterable[Hashable]) -> bool:
         """Complete ``op`` now if it can; otherwise park it. Returns True if it completed now."""
         if op.try_complete():

@@ -32,6 +32,7 @@ import asyncio
 import functools
 import logging
 import socket
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,11 @@ from tidelog import __version__
 from tidelog.clock import Clock, SystemClock
 from tidelog.cluster.config_entries import ConfigDescriber
 from tidelog.cluster.controller import Controller, NewTopic
+from tidelog.cluster.credential_store import (
+    CredentialStore,
+    EmbeddedCredentialStore,
+    ZooKeeperCredentialStore,
+)
 from tidelog.cluster.metadata import BrokerInfo, MetadataImage, TopicMetadata
 from tidelog.cluster.store import EmbeddedStore, MetadataStore
 from tidelog.cluster.topic_config import TopicConfigs
@@ -52,15 +58,18 @@ from tidelog.coordinator.txn import TRANSACTION_STATE_TOPIC, TransactionCoordina
 from tidelog.coordinator.txn.marker_writer import TxnMarkerWriter
 from tidelog.coordinator.txn.producer_ids import ProducerIdManager
 from tidelog.listener import NON_ROUTABLE_HOSTS, Listener
+from tidelog.meter import PartitionTraffic, RequestTimes, SyncHistogram
 from tidelog.protocol.tubemq.notation import BrokerAddress
 from tidelog.protocol.tubemq.rpc import Service
 from tidelog.replica.events import LogEvents
 from tidelog.replica.housekeeping import LogHousekeeping
 from tidelog.replica.manager import ReplicaManager
 from tidelog.replica.replication import ReplicationSettings
+from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.dispatcher import HandlerRegistry
 from tidelog.server.fetch_session import FetchSessionCache
 from tidelog.server.handlers import (
+    AclHandlers,
     ApiVersionsHandler,
     ClusterInfoHandlers,
     ConfigHandlers,
@@ -81,7 +90,14 @@ from tidelog.server.handlers import (
     TxnOffsetCommitHandler,
     TxnPartitionHandlers,
 )
+from tidelog.server.handlers.client_quotas import ClientQuotaHandlers
+from tidelog.server.handlers.sasl import SaslHandlers
+from tidelog.server.handlers.scram_credentials import ScramCredentialHandlers
+from tidelog.server.internal_client import InternalClient
 from tidelog.server.network import ConnectionSettings, ListenerError, SocketServer
+from tidelog.server.quota import ClientQuotaManagers
+from tidelog.server.throttle import RequestThrottler
+from tidelog.server.tls import ListenerSecurity, ignored_listener_keys, listener_security
 from tidelog.server.tubemq import (
     ConsumerService,
     MasterService,
@@ -94,6 +110,8 @@ from tidelog.server.tubemq import (
 )
 from tidelog.server.txn_verification import TransactionVerifier
 from tidelog.storage.log_manager import LogManager
+from tidelog.web.console import Console
+from tidelog.web.metrics import BrokerSources, IsrChanges, metrics_registry, metrics_routes
 from tidelog.web.server import HttpServer
 
 log = logging.getLogger(__name__)
@@ -130,6 +148,13 @@ def _metadata_store(config: BrokerConfig, data_dir: Path, handoff: _LoopHandoff)
     return ZooKeeperStore(settings, config["broker.id"], handoff)
 
 
+def _credential_store(config: BrokerConfig, store: MetadataStore, data_dir: Path) -> CredentialStore:
+    """SCRAM credentials: beside the metadata, in the data dir or in ZooKeeper (``/config/users``)."""
+    if isinstance(store, ZooKeeperStore):
+        return ZooKeeperCredentialStore(lambda: store.client)
+    return EmbeddedCredentialStore(data_dir)
+
+
 def _call_later(delay_ms: float, fn: Callable[[], None]) -> Any:
     """Timers for components built before the event loop runs: the loop is looked up when needed."""
     return asyncio.get_running_loop().call_later(delay_ms / 1000, fn)
@@ -141,11 +166,6 @@ class Broker:
         self.clock = clock = clock or SystemClock()
         self.broker_id: int = config["broker.id"]
         self.listeners: tuple[Listener, ...] = config["listeners"]
-        protocols = config["listener.security.protocol.map"]
-        for listener in self.listeners:
-            if protocols[listener.name] != "PLAINTEXT":
-                raise ValueError(f"listener {listener.name} uses security protocol {protocols[listener.name]}, "
-                                 "which Tidelog does not serve yet (only PLAINTEXT)")
         self.log_dirs = [Path(d) for d in config["log.dirs"]]
 
         # Metadata and storage.
@@ -187,37 +207,55 @@ class Broker:
             transactions, replicas, clock, enabled=config["transaction.partition.verification.enable"],
             retry_backoff_ms=config["add.partitions.to.txn.retry.backoff.ms"],
             retry_backoff_max_ms=config["add.partitions.to.txn.retry.backoff.max.ms"])
+        # Security: SCRAM credentials (users), and each listener's TLS and SASL (docs/security.md).
+        self.credentials = credentials = _credential_store(config, store, self.log_dirs[0])
+        self.listener_security: dict[str, ListenerSecurity] = {}  # filled at start: reads the PEM files
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"], clock)
         store.subscribe(self._after_metadata_change)
+
+        # Authorization (authorizer.class.name): every handler asks this one object, which reads the ACLs
+        # of the current metadata image.
+        self.authorizer = auth = (
+            Authorizer(lambda: store.image.acls, config["super.users"], config["allow.everyone.if.no.acl.found"])
+            if config["authorizer.class.name"] else NO_AUTHORIZER)
 
         # The front end: one handler object per API family, each with what it uses.
         describer = ConfigDescriber(config, topic_configs)
         self.handlers = handlers = HandlerRegistry()
         handlers.add(
             ApiVersionsHandler(handlers, {"transaction.version": (2, config["transaction.version"])}),
-            MetadataHandler(store, controller, config),
-            DescribeTopicPartitionsHandler(store),
-            ProduceHandler(replicas, verifier),
-            FetchHandler(replicas, self.fetch_sessions),
-            ListOffsetsHandler(replicas),
-            OffsetForLeaderEpochHandler(replicas),
-            DeleteRecordsHandler(replicas),
-            TopicHandlers(controller, config, describer),
-            ConfigHandlers(controller, describer, self.broker_id),
-            ClusterInfoHandlers(store, logs),
+            MetadataHandler(store, controller, config, auth),
+            DescribeTopicPartitionsHandler(store, auth),
+            ProduceHandler(replicas, verifier, auth),
+            FetchHandler(replicas, self.fetch_sessions, auth),
+            ListOffsetsHandler(replicas, auth),
+            OffsetForLeaderEpochHandler(replicas, auth),
+            DeleteRecordsHandler(replicas, auth),
+            TopicHandlers(controller, config, describer, auth),
+            ConfigHandlers(controller, describer, self.broker_id, auth),
+            ClusterInfoHandlers(store, logs, auth),
             FindCoordinatorHandler(store, groups, self.ensure_offsets_topic, transactions,
-                                   self.ensure_transaction_topic),
-            GroupHandlers(groups),
-            OffsetHandlers(groups, store),
-            ConsumerGroupHandlers(groups, consumer_groups, store, config["group.coordinator.rebalance.protocols"]),
-            InitProducerIdHandler(self.producer_ids, transactions),
-            TransactionHandlers(transactions, groups, replicas),
-            TxnOffsetCommitHandler(groups, replicas, verifier, self.ensure_offsets_topic),
-            TxnPartitionHandlers(self.marker_writer, replicas),
+                                   self.ensure_transaction_topic, auth),
+            GroupHandlers(groups, auth),
+            OffsetHandlers(groups, store, auth),
+            ConsumerGroupHandlers(groups, consumer_groups, store, config["group.coordinator.rebalance.protocols"],
+                                  auth),
+            InitProducerIdHandler(self.producer_ids, transactions, auth),
+            TransactionHandlers(transactions, groups, replicas, auth),
+            TxnOffsetCommitHandler(groups, replicas, verifier, self.ensure_offsets_topic, auth),
+            TxnPartitionHandlers(self.marker_writer, replicas, auth),
+            AclHandlers(controller, auth),
+            SaslHandlers(config["sasl.enabled.mechanisms"]),
+            ScramCredentialHandlers(credentials, auth),
+            ClientQuotaHandlers(store, controller, auth),
         )
+        # Client quotas (docs/security.md "Quotas"): measured and enforced around every handler.
+        self.client_quotas = ClientQuotaManagers(config["quota.window.num"], config["quota.window.size.seconds"])
+        store.subscribe(lambda _old, new: self.client_quotas.update(new.client_quotas))
+        handlers.set_throttler(RequestThrottler(self.client_quotas, clock))
         settings = ConnectionSettings(config["socket.request.max.bytes"], config["queued.max.requests"],
                                       config["connections.max.idle.ms"])
-        self.network = SocketServer(handlers, clock, settings, use_sendfile)
+        self.network = SocketServer(handlers, clock, settings, use_sendfile, self.listener_security)
         # The TubeMQ front end, when its listeners are configured (docs/tubemq.md).
         self.tubemq = (self._tubemq_front_end(replicas, groups, consumer_groups, settings)
                        if config["tubemq.master.listener"] is not None else None)
@@ -225,7 +263,17 @@ class Broker:
         # The HTTP listener: health checks, and (plugged in here) metrics and the web console.
         http_endpoint = config["metrics.listener"]
         self.http = HttpServer(*http_endpoint, ready=self._not_ready_reason) if http_endpoint is not None else None
+        # The web console and its JSON API: Kafka requests to the handlers above, made in-process (docs/console.md).
+        self.console: Console | None = None
+        if self.http is not None and config["console.enable"]:
+            self.console = Console(replicas, InternalClient(handlers).send, clock, broker_id=self.broker_id,
+                                   read_only=config["console.read.only"],
+                                   sample_interval_ms=config["console.sample.interval.ms"])
+            self.console.install(self.http.app)
         self._serving = False
+        self.startup_reports: list = []
+        # Metrics (GET /metrics) only with an HTTP listener: otherwise nothing is measured at all.
+        self.metrics = self._metrics(self.http) if self.http is not None else None
 
         self._tasks: list[asyncio.Future] = []
         self._loaded = False
@@ -237,12 +285,34 @@ class Broker:
         if not isinstance(store, ZooKeeperStore):
             return {}
         store.unclean_election = lambda image, topic: topic_configs.for_topic(image, topic).unclean_leader_election_enable
+        protocols = config["listener.security.protocol.map"]
+        listener = config["inter.broker.listener.name"] or next(  # Kafka's default: by security.inter.broker.protocol
+            (lst.name for lst in self.listeners if protocols.get(lst.name) == config["security.inter.broker.protocol"]),
+            self.listeners[0].name)
         settings = ReplicationSettings(
-            config["inter.broker.listener.name"] or self.listeners[0].name, config["replica.lag.time.max.ms"],
+            listener, config["replica.lag.time.max.ms"],
             config["replica.fetch.wait.max.ms"], config["replica.fetch.max.bytes"],
             config["replica.fetch.response.max.bytes"], config["replica.fetch.backoff.ms"],
             config["replica.socket.timeout.ms"])
         return {"replication": settings, "alter_isr": store.alter_partition_state, "may_lead": store.may_lead}
+
+    def _metrics(self, http: HttpServer):
+        """The hot-path meters, handed to the components that update them, and the broker's own
+        Prometheus registry that reads them (docs/metrics.md)."""
+        traffic = self.replicas.traffic = PartitionTraffic()
+        self.events.on_deleted(traffic.forget)
+        request_times = self.network.request_times = RequestTimes()
+        flush_latency = self.logs.flush_latency = SyncHistogram()
+        isr_changes = IsrChanges(self.broker_id)
+        self.store.subscribe(isr_changes)
+        self.metrics_sources = BrokerSources(
+            self.broker_id, self.store, self.logs, self.replicas, self.group_coordinator, self.transactions,
+            traffic, request_times, flush_latency, isr_changes,
+            connections=lambda: Counter(c.listener_name for c in self.network.connections),
+            startup_reports=lambda: self.startup_reports)
+        registry = metrics_registry(self.metrics_sources)
+        http.add_routes(metrics_routes(registry))
+        return registry
 
     def ensure_transaction_topic(self) -> object:
         """``__transaction_state``, created on first use with Kafka's configs (compacted, uncompressed,
@@ -300,7 +370,11 @@ class Broker:
     async def start(self) -> None:
         for key in self.config.unknown:
             log.warning("%s", self.config.describe_unknown(key))
+        for reason in ignored_listener_keys(self.config):
+            log.warning("%s", reason)
         self._handoff.loop = asyncio.get_running_loop()
+        self.listener_security.update({listener.name: listener_security(self.config, listener, self.credentials)
+                                       for listener in self.listeners})
         await self.network.bind(self.listeners)
         try:
             if self.tubemq is not None:
@@ -345,7 +419,9 @@ class Broker:
         )
         _, host, port = endpoints[0]
         self.store.open(BrokerInfo(self.broker_id, host, port, self.config["broker.rack"], endpoints))
+        self.client_quotas.update(self.store.image.client_quotas)
         reports = await asyncio.get_running_loop().run_in_executor(None, self.logs.startup)
+        self.startup_reports = reports
         self._loaded = True
         for report in reports:
             for line in report.describe():
@@ -384,6 +460,8 @@ class Broker:
         ]
         if self.config["log.cleaner.enable"]:
             jobs.append((self.config["log.cleaner.backoff.ms"], self.housekeeping.compact))
+        if self.console is not None:
+            jobs.append((self.config["console.sample.interval.ms"], self.console.sample))
         self._tasks = [asyncio.ensure_future(self._every(interval_ms, job)) for interval_ms, job in jobs]
 
     async def _every(self, interval_ms: int, job) -> None:

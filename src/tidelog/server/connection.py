@@ -33,6 +33,15 @@ class Connection:
     def in_flight(self) -> int:
         return self._next_seq - self._send_seq
 
+    def limit_frames(self, max_frame_bytes: int) -> None:
+        """Change the largest frame accepted (smaller before SASL authentication)."""
+        self._decoder.max_frame_bytes = max_frame_bytes
+
+    @property
+    def next_to_send(self) -> int:
+        """The sequence number of the next response to leave (every earlier one has)."""
+        return self._send_seq
+
     def receive(self, data: bytes | bytearray | memoryview) -> list[bytes]:
         """Feed received bytes; returns complete request frames. Raises ProtocolError on a bad frame."""
         return self._decoder.feed(data)

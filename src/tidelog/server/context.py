@@ -4,6 +4,7 @@ version. Handlers get the broker's components from their constructor, never from
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from tidelog.protocol.messages.header import RequestHeader
 from tidelog.security.principal import ANONYMOUS, KafkaPrincipal
@@ -19,6 +20,8 @@ class RequestContext:
     principal: KafkaPrincipal = ANONYMOUS
     #: The listener's security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL).
     security_protocol: str = "PLAINTEXT"
+    #: The connection's SASL state (a tidelog.server.authenticator.SaslAuthenticator) on SASL listeners.
+    authenticator: Any = None
 
     @property
     def api_version(self) -> int:

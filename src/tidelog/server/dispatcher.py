@@ -21,6 +21,7 @@ Handlers are thin: they call the owning component and build the response. They r
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -87,6 +88,8 @@ class Dispatched:
     api_version: int  # the version to encode the response in
     correlation_id: int
     result: Any  # Message | None | Awaitable
+    #: How long the network layer mutes the connection after this response (a quota's throttle, KIP-219).
+    throttle_ms: int = 0
 
 
 class HandlerRegistry:
@@ -94,6 +97,13 @@ class HandlerRegistry:
 
     def __init__(self) -> None:
         self._handlers: dict[int, Handler] = {}
+        self._throttler: Any = None
+
+    def set_throttler(self, throttler: Any) -> None:
+        """Client quotas (server/throttle.py): ``before(api_key, ctx, request)`` runs before a handler,
+        ``after(dispatched, ctx, request, request_bytes, handler_ns)`` charges its request and sets the
+        response's ``throttle_time_ms`` and the dispatched ``throttle_ms``."""
+        self._throttler = throttler
 
     def add(self, *handler_objects: object) -> None:
         """Register every :func:`handles` method of each object (an API may be served only once)."""
@@ -140,6 +150,7 @@ class HandlerRegistry:
 
     def dispatch(self, frame: bytes, make_context: Callable[[Any], Any]) -> Dispatched:
         """Decode ``frame`` and run its handler. Raises CloseConnection for requests that cannot be answered."""
+        started_ns = time.perf_counter_ns()
         try:
             api_key, api_version = peek_api(frame)
         except ProtocolError as e:
@@ -165,6 +176,9 @@ class HandlerRegistry:
             return Dispatched(api_key, api_version, corr,
                               self.error_response(api_key, body, ErrorCode.UNSUPPORTED_VERSION))
         ctx = make_context(header)
+        throttler = self._throttler
+        if throttler is not None:
+            throttler.before(api_key, ctx, body)
         try:
             result = h.fn(ctx, body)
         except KafkaError as e:
@@ -174,7 +188,10 @@ class HandlerRegistry:
         except Exception:
             log.exception("%s v%d handler failed", api.name, api_version)
             result = self.error_response(api_key, body, ErrorCode.UNKNOWN_SERVER_ERROR)
-        return Dispatched(api_key, api_version, corr, result)
+        dispatched = Dispatched(api_key, api_version, corr, result)
+        if throttler is not None:
+            throttler.after(dispatched, ctx, body, len(frame), time.perf_counter_ns() - started_ns)
+        return dispatched
 
 
 __all__ = [

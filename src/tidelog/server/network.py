@@ -10,7 +10,14 @@ broker stops reading from that connection.
 
 Record data in Fetch responses is a :class:`~tidelog.storage.segment.FileSlice`. On a transport that
 supports it (the standard asyncio loop with a plain TCP socket), it is sent with ``loop.sendfile``
-(zero-copy ``os.sendfile``); otherwise (uvloop) it is read with one ``pread`` and written.
+(zero-copy ``os.sendfile``); otherwise (uvloop, or TLS, which must encrypt every byte in user space)
+it is read with one ``pread`` and written.
+
+Security (docs/security.md): each listener has a :class:`~tidelog.server.tls.ListenerSecurity`. SSL and
+SASL_SSL listeners serve TLS; an SSL client's certificate names its principal. On SASL listeners a
+:class:`~tidelog.server.authenticator.SaslAuthenticator` gates every request: before authentication only
+ApiVersions, SaslHandshake and SaslAuthenticate (anything else closes the connection), with frames
+limited to ``sasl.server.max.receive.size``; after a SaslHandshake v0, frames are bare SASL tokens.
 
 Loop-only, not thread-safe.
 """
@@ -25,11 +32,17 @@ from dataclasses import dataclass
 
 from tidelog.clock import Clock
 from tidelog.listener import Listener
+from tidelog.meter import RequestTimes, now
 from tidelog.protocol.exceptions import ProtocolError
-from tidelog.protocol.headers import encode_response_buffers
+from tidelog.protocol.headers import encode_response_buffers, peek_api
+from tidelog.security.principal import ANONYMOUS, USER_TYPE, KafkaPrincipal
+from tidelog.security.principal_mapping import distinguished_name
+from tidelog.security.scram import AuthenticationError
+from tidelog.server.authenticator import SaslAuthenticator
 from tidelog.server.connection import Connection
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import CloseConnection, Dispatched, HandlerRegistry
+from tidelog.server.tls import ListenerSecurity
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +65,10 @@ class SocketServer:
     """The broker's listeners and live connections. Loop-only, not thread-safe."""
 
     def __init__(self, handlers: HandlerRegistry, clock: Clock, settings: ConnectionSettings,
-                 use_sendfile: bool | None = None) -> None:
+                 use_sendfile: bool | None = None, security: dict[str, ListenerSecurity] | None = None) -> None:
         self.handlers = handlers
+        #: listener name -> its security (absent: PLAINTEXT)
+        self.security = security if security is not None else {}
         self.clock = clock
         self.settings = settings
         self._use_sendfile = use_sendfile
@@ -61,6 +76,8 @@ class SocketServer:
         self.connections: set[ClientProtocol] = set()
         self.bound: dict[str, tuple[str, int]] = {}  # listener name -> (host, bound port)
         self._servers: list[asyncio.base_events.Server] = []
+        #: Request phase timings (docs/metrics.md), set by the composition root when metrics are on.
+        self.request_times: RequestTimes | None = None
 
     async def bind(self, listeners: tuple[Listener, ...]) -> None:
         """Bind every listener without accepting connections (:meth:`start_serving` does)."""
@@ -69,10 +86,12 @@ class SocketServer:
         self.use_sendfile = (self._use_sendfile if self._use_sendfile is not None
                              else "uvloop" not in type(loop).__module__)
         for listener in listeners:
+            sec = self.security.get(listener.name)
+            tls = {"ssl": sec.ssl_context, "ssl_handshake_timeout": 10.0} if sec and sec.ssl_context else {}
             try:
                 server = await loop.create_server(
                     lambda name=listener.name: ClientProtocol(self, name), listener.host or None, listener.port,
-                    reuse_address=True, start_serving=False)
+                    reuse_address=True, start_serving=False, **tls)
             except OSError as e:
                 self.close()
                 raise ListenerError(f"cannot listen on {listener}: {e.strerror or e}") from None
@@ -123,6 +142,18 @@ class ClientProtocol(asyncio.Protocol):
         self._writer: asyncio.Task | None = None
         self._drain_waiter: asyncio.Future | None = None
         self.closed = False
+        self.security = security = server.security.get(listener_name)
+        self.security_protocol = security.protocol if security else "PLAINTEXT"
+        self.use_sendfile = server.use_sendfile and (security is None or security.ssl_context is None)
+        self.tls_principal: KafkaPrincipal = ANONYMOUS
+        self.authenticator: SaslAuthenticator | None = None
+        if security is not None and security.sasl is not None:
+            self.authenticator = SaslAuthenticator(security.sasl, server.clock)
+            self.conn.limit_frames(security.sasl.max_receive_size)
+        self._mute_timer: asyncio.TimerHandle | None = None  # a quota's throttle (mute_for)
+        self._held: deque[bytes] = deque()  # requests received while muted
+        self._times = server.request_times
+        self._timings: dict[int, list] = {}  # metrics on: seq -> the request's timestamps (meter.RequestTimes)
 
     # ------------------------------------------------------------------------------ connection
 
@@ -133,18 +164,28 @@ class ClientProtocol(asyncio.Protocol):
         sock = transport.get_extra_info("sockname")
         self.connection_id = f"{sock[0]}:{sock[1]}-{self.peer}" if sock else self.peer
         self.server.connections.add(self)
+        cert = transport.get_extra_info("peercert") if self.security and self.security.ssl_context else None
+        if cert and self.security and self.security.principal_mapper:
+            try:
+                name = self.security.principal_mapper.name(distinguished_name(cert.get("subject", ())))
+            except ValueError as e:
+                self.close(f"failed authentication (SSL): {e}", logging.INFO)
+                return
+            self.tls_principal = KafkaPrincipal(USER_TYPE, name)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.server.connections.discard(self)
+        if self._mute_timer is not None:
+            self._mute_timer.cancel()
         if self._writer is not None:
             self._writer.cancel()
         if self._drain_waiter is not None and not self._drain_waiter.done():
             self._drain_waiter.set_result(None)
 
-    def close(self, reason: str) -> None:
+    def close(self, reason: str, level: int = logging.WARNING) -> None:
         if not self.closed:
-            log.warning("closing connection %s: %s", self.peer, reason)
+            log.log(level, "closing connection %s: %s", self.peer, reason)
             self.closed = True
             if self.transport is not None:
                 self.transport.close()
@@ -160,28 +201,90 @@ class ClientProtocol(asyncio.Protocol):
         except ProtocolError as e:
             self.close(str(e))
             return
-        for frame in frames:
-            self._handle(frame)
+        received = 0  # metrics on: the first frame's start time, for the frames after it
+        for i, frame in enumerate(frames):
+            if self._mute_timer is not None or self._held:
+                self._held.extend(frames[i:])
+                break
+            received = self._handle(frame, received)
             if self.closed:
                 return
         self._update_reading()
 
-    def _handle(self, frame: bytes) -> None:
+    def mute_for(self, ms: int) -> None:
+        """Stop reading from this connection for ``ms`` (a client over its quota, KIP-219): requests
+        already received wait too, responses already due still go out. A longer mute extends it."""
+        if ms <= 0 or self.closed:
+            return
+        loop = asyncio.get_running_loop()
+        end = loop.time() + ms / 1000
+        if self._mute_timer is not None:
+            if self._mute_timer.when() >= end:
+                return
+            self._mute_timer.cancel()
+        self._mute_timer = loop.call_at(end, self._unmute)
+        self._update_reading()
+
+    def _unmute(self) -> None:
+        self._mute_timer = None
+        while self._held and self._mute_timer is None and not self.closed:
+            self._handle(self._held.popleft())
+        self._update_reading()
+
+    def _handle(self, frame: bytes, received: int = 0) -> int:
+        """Dispatch one frame. Metrics on: ``received`` is when the read that completed it was
+        handled (0: now, for the first frame of a read); returns that time for the next frame."""
+        auth = self.authenticator
+        if auth is not None and not self._admit(auth, frame):
+            return received
         seq = self.conn.start()
+        started = now() if self._times is not None else 0
+        received = received or started
         try:
             d = self.server.handlers.dispatch(frame, self._context)
         except CloseConnection as e:
             self.close(str(e))
-            return
+            return received
+        timing = [d.api_key, received, started, now(), 0, 0, 0] if self._times is not None else None
         result = d.result
         if inspect.isawaitable(result):
+            if timing is not None:
+                self._timings[seq] = timing
             task = asyncio.ensure_future(result)
             task.add_done_callback(lambda t: self._finish_async(seq, d, t))
         else:
-            self._finish(seq, d, result)
+            self._finish(seq, d, result, timing)
+        return received
+
+    def _admit(self, auth: SaslAuthenticator, frame: bytes) -> bool:
+        """Whether ``frame`` goes on to the dispatcher: bare SASL tokens (after SaslHandshake v0) are
+        answered here, requests the SASL state does not allow close the connection."""
+        if auth.raw:
+            try:
+                reply = auth.raw_token(bytes(frame))
+            except AuthenticationError as e:
+                self.close(f"failed authentication ({auth.mechanism}): {e}", logging.INFO)
+                return False
+            self._send([len(reply).to_bytes(4, "big"), reply])
+            if auth.authenticated:
+                self.conn.limit_frames(self.server.settings.max_request_bytes)
+            return False
+        try:
+            api_key = peek_api(frame)[0]
+        except ProtocolError:
+            self.close("malformed request header before SASL authentication")
+            return False
+        reason = auth.refusal(api_key)
+        if reason is not None:
+            self.close(reason)
+            return False
+        return True
 
     def _context(self, header) -> RequestContext:
-        return RequestContext(header, self.connection_id, self.peer.rsplit(":", 1)[0], self.listener_name)
+        auth = self.authenticator
+        principal = (auth.principal or ANONYMOUS) if auth is not None else self.tls_principal
+        return RequestContext(header, self.connection_id, self.peer.rsplit(":", 1)[0], self.listener_name,
+                              principal, self.security_protocol, auth)
 
     def _finish_async(self, seq: int, d: Dispatched, task: asyncio.Future) -> None:
         if task.cancelled() or self.closed:
@@ -193,9 +296,18 @@ class ClientProtocol(asyncio.Protocol):
             return
         self._finish(seq, d, task.result())
 
-    def _finish(self, seq: int, d: Dispatched, response) -> None:
+    def _finish(self, seq: int, d: Dispatched, response, timing: list | None = None) -> None:
         if self.closed:
             return
+        ready = 0
+        if self._times is not None:
+            if timing is not None:  # straight from dispatch: ready as the handler returned
+                ready = timing[4] = timing[3]
+            else:
+                ready = now()
+                timing = self._timings.pop(seq, None)
+                if timing is not None:
+                    timing[4] = ready
         buffers = None
         if response is not None:
             try:
@@ -204,14 +316,38 @@ class ClientProtocol(asyncio.Protocol):
                 log.error("cannot encode the response to API %d v%d: %s", d.api_key, d.api_version, e)
                 self.close("unencodable response")
                 return
-        for ready in self.conn.finish(seq, buffers):
-            self._send(ready)
+        if self._times is None:
+            for ready in self.conn.finish(seq, buffers):
+                self._send(ready)
+        else:  # metrics on: time the responses that leave now (this one, unless an earlier one is pending)
+            first = self.conn.next_to_send
+            for out in self.conn.finish(seq, buffers):
+                self._send(out)
+            end = self.conn.next_to_send
+            sent = now()
+            if timing is not None:
+                if end > seq:
+                    self._times.add(timing, ready, sent)
+                else:
+                    self._timings[seq] = timing
+            if end - first > (end > seq):  # earlier-finished responses left with it
+                self._times.released(self._timings, first, end, ready, sent)
+        auth = self.authenticator
+        if auth is not None:
+            if auth.close_reason is not None:  # the answer is written; close() lets it leave first
+                self.close(auth.close_reason, logging.INFO)  # failed authentication: a client's mistake
+                return
+            if auth.authenticated:
+                self.conn.limit_frames(self.server.settings.max_request_bytes)
+        if d.throttle_ms > 0:
+            self.mute_for(d.throttle_ms)
         self._update_reading()
 
     def _update_reading(self) -> None:
         if self.transport is None or self.closed:
             return
-        busy = self.conn.in_flight >= self._max_queued or self._writing_paused or len(self._out) > 64
+        busy = (self.conn.in_flight >= self._max_queued or self._writing_paused or len(self._out) > 64
+                or self._mute_timer is not None)
         if busy and not self._reading_paused:
             self.transport.pause_reading()
             self._reading_paused = True
@@ -239,7 +375,7 @@ class ClientProtocol(asyncio.Protocol):
                     if not _is_file_slice(part):
                         pending.append(part)
                         continue
-                    if self.server.use_sendfile:
+                    if self.use_sendfile:
                         if pending:
                             self.transport.writelines(pending)  # type: ignore[union-attr]
                             pending = []

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tidelog import meter
 from tidelog.clock import Clock
 from tidelog.config import INT_MAX, TopicConfig
 from tidelog.errors import ErrorCode, KafkaError
@@ -110,6 +111,8 @@ class PartitionLog:
         self.cleaner_offset: int | None = None
         #: Where each leader epoch began (KIP-101); loaded by the loader, kept up to date by appends.
         self.leader_epochs = LeaderEpochCache(None)
+        #: fsync latency of :meth:`flush` (metrics on), set by the log manager.
+        self.flush_latency: meter.SyncHistogram | None = None
 
     # ----------------------------------------------------------------------------------- offsets
 
@@ -239,6 +242,10 @@ class PartitionLog:
         if not any(seg.txn_index.entries for seg in self.segments[self._segment_index(fetch_offset):]):
             return []
         return self.aborted_transactions(fetch_offset, self._offset_after(records) if records else fetch_offset)
+
+    def next_offset_after(self, records: FileSlice) -> int:
+        """The offset after the last batch of ``records`` (a slice this log's :meth:`read` returned)."""
+        return self._offset_after(records)
 
     def _offset_after(self, records: FileSlice) -> int:
         end = records.position + records.size
@@ -427,10 +434,13 @@ class PartitionLog:
         target = self.log_end_offset if up_to is None else up_to
         if target <= self.recovery_point:
             return self.recovery_point
+        started = meter.now() if self.flush_latency is not None else 0
         for seg in list(self.segments):
             if seg.next_offset > self.recovery_point and seg.base_offset < target and not seg.deleted:
                 seg.flush()
         fsync_dir(self.directory)
+        if self.flush_latency is not None:
+            self.flush_latency.observe((meter.now() - started) / 1e9)
         self.recovery_point = max(self.recovery_point, target)
         self.unflushed_messages = 0
         self.last_flush_ms = self.clock.monotonic_ms()

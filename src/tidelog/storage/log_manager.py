@@ -39,6 +39,7 @@ from pathlib import Path
 
 from tidelog.clock import Clock
 from tidelog.config import TopicConfig
+from tidelog.meter import SyncHistogram
 from tidelog.storage import files
 from tidelog.storage.checkpoints import CheckpointError, fsync_dir, read_checkpoint, write_checkpoint
 from tidelog.storage.cleaner import CleanerError, CleanPlan, CleanResult, LogCleaner, log_to_clean
@@ -112,6 +113,8 @@ class LogManager:
         self._delete_horizons: dict[TopicPartition, int] = {}  # earliest retained tombstone horizon
         self._locks: list[LogDirLock] = []
         self._pending_removal: list[Path] = []  # renamed "-delete" dirs whose files must go
+        #: fsync latency of every log's flush (metrics on: set before :meth:`startup`).
+        self.flush_latency: SyncHistogram | None = None
 
     # --------------------------------------------------------------------------------- lifecycle
 
@@ -182,6 +185,7 @@ class LogManager:
                     stats=stats,
                 )
                 self._logs[tp].cleaner_offset = cleaner_offsets.get(tp)
+                self._logs[tp].flush_latency = self.flush_latency
                 self._dir_of[tp] = log_dir
                 report.partitions += 1
                 report.segments += stats.segments
@@ -227,6 +231,7 @@ class LogManager:
             self.clock,
             producer_id_expiration_ms=self.producer_id_expiration_ms,
         )
+        plog.flush_latency = self.flush_latency
         self._logs[tp] = plog
         self._dir_of[tp] = log_dir
         return plog

@@ -69,6 +69,14 @@ class BrokerProcess(ServerProcess):
         self.kill()
         raise RuntimeError("broker did not start:\n" + "".join(self.stderr_lines[-40:]))
 
+    def listener_port(self, name: str) -> int:
+        """The bound port of listener ``name`` (``SSL``, ``SASL_SSL`` ...), from the broker's start-up log line."""
+        line = self.stderr_text(until=" listening on ")
+        m = re.search(rf"[ ,]{re.escape(name.upper())}://[^,\s]*:(\d+)", line)
+        if m is None:
+            raise KeyError(f"the broker has no listener {name}")
+        return int(m.group(1))
+
     def _drain_stderr(self, proc: subprocess.Popen) -> None:
         assert proc.stderr is not None
         for line in proc.stderr:

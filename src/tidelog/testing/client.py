@@ -34,9 +34,13 @@ class WireClient:
         self._pending: dict[int, tuple[int, int]] = {}  # correlation id -> (api_key, api_version)
 
     @classmethod
-    def connect(cls, bootstrap: str, *, timeout: float = 10.0, client_id: str | None = "tidelog-test") -> WireClient:
+    def connect(cls, bootstrap: str, *, timeout: float = 10.0, client_id: str | None = "tidelog-test",
+                source_host: str | None = None) -> WireClient:
+        """``source_host``: the local address to connect from (e.g. another loopback address, 127.0.0.2,
+        so that the broker sees another client host)."""
         host, _, port = bootstrap.rpartition(":")
-        sock = socket.create_connection((host, int(port)), timeout=timeout)
+        sock = socket.create_connection((host, int(port)), timeout=timeout,
+                                        source_address=(source_host, 0) if source_host else None)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return cls(sock, client_id)
 

@@ -107,7 +107,7 @@ ORDERED_LISTS = frozenset({"synonyms", "replica_nodes", "isr_nodes", "records", 
 #: Fields that identify an entity in a list, in order of preference.
 KEYS = ("name", "topic", "topic_name", "topic_id", "resource_name", "group_id", "partition_index", "partition", "api_key",
         "member_id", "node_id", "broker_id", "log_dir", "key", "transactional_id", "producer_id", "index",
-        "batch_index")
+        "batch_index", "entity_type")
 
 
 @dataclass

@@ -2,6 +2,7 @@
 composition root (:mod:`tidelog.server.broker`), which registers them in a
 :class:`~tidelog.server.dispatcher.HandlerRegistry`."""
 
+from tidelog.server.handlers.acls import AclHandlers
 from tidelog.server.handlers.api_versions import ApiVersionsHandler
 from tidelog.server.handlers.cluster_info import ClusterInfoHandlers
 from tidelog.server.handlers.configs import ConfigHandlers
@@ -22,6 +23,7 @@ from tidelog.server.handlers.txn_offset_commit import TxnOffsetCommitHandler
 from tidelog.server.handlers.txn_partitions import TxnPartitionHandlers
 
 __all__ = [
+    "AclHandlers",
     "ApiVersionsHandler",
     "ClusterInfoHandlers",
     "ConfigHandlers",

@@ -2,10 +2,10 @@
 
 DescribeCluster (Kafka's ``AuthHelper.computeDescribeClusterResponse``): a broker only answers the
 BROKER endpoint type (1); CONTROLLER (2) -> MISMATCHED_ENDPOINT_TYPE and anything else ->
-UNSUPPORTED_ENDPOINT_TYPE (both INVALID_REQUEST in v0, which has no endpoint type). Without an
-authorizer every cluster operation is allowed, so when asked, ``cluster_authorized_operations`` is the
-bit set of every operation Kafka supports on the CLUSTER resource; when not asked it is
--2147483648. A single node is never fenced, so ``include_fenced_brokers`` changes nothing.
+UNSUPPORTED_ENDPOINT_TYPE (both INVALID_REQUEST in v0, which has no endpoint type). When asked,
+``cluster_authorized_operations`` is the bit set of the cluster operations the authorizer allows (all of
+them without an authorizer; 0 without DESCRIBE on the cluster); when not asked it is -2147483648.
+DescribeLogDirs needs DESCRIBE on the cluster (else CLUSTER_AUTHORIZATION_FAILED, no results). A single node is never fenced, so ``include_fenced_brokers`` changes nothing.
 
 DescribeLogDirs (Kafka's ``ReplicaManager.describeLogDirs``): every log dir with its absolute path,
 the partitions in it (all, or those the request lists; unknown ones are left out) with their size in
@@ -29,7 +29,8 @@ from tidelog.protocol.messages import (
     DescribeLogDirsRequest,
     DescribeLogDirsResponse,
 )
-from tidelog.security.acl import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS, authorized_operations
+from tidelog.security.acl import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_NAME, AclOperation, ResourceType
+from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
 from tidelog.storage.log_manager import LogManager
@@ -51,9 +52,10 @@ LogDirPartition = DescribeLogDirsResponse.DescribeLogDirsPartition
 class ClusterInfoHandlers:
     """DescribeCluster and DescribeLogDirs."""
 
-    def __init__(self, store: MetadataStore, logs: LogManager) -> None:
+    def __init__(self, store: MetadataStore, logs: LogManager, authorizer: Authorizer = NO_AUTHORIZER) -> None:
         self.store = store
         self.logs = logs
+        self.authorizer = authorizer
 
     @handles(ApiKey.DESCRIBE_CLUSTER, 0, 2)
     def handle_describe_cluster(self, ctx: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
@@ -68,8 +70,10 @@ class ClusterInfoHandlers:
             return DescribeClusterResponse(error_code=int(code), error_message=message)
         image = self.store.image
         ops = AUTHORIZED_OPERATIONS_OMITTED
-        if request.include_cluster_authorized_operations:
-            ops = authorized_operations(CLUSTER_OPERATIONS)
+        if request.include_cluster_authorized_operations:  # DESCRIBE on the cluster to see them, else 0
+            auth = self.authorizer
+            ops = (auth.authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
+                   if auth.authorize(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME) else 0)
         return DescribeClusterResponse(
             error_code=0,
             error_message=None,
@@ -88,6 +92,8 @@ class ClusterInfoHandlers:
 
     @handles(ApiKey.DESCRIBE_LOG_DIRS, 0, 4)
     def handle_describe_log_dirs(self, ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
+        if not self.authorizer.authorize(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+            return DescribeLogDirsResponse(error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), results=[])
         logs = self.logs
         wanted = None if request.topics is None else {(t.topic, p) for t in request.topics for p in t.partitions}
         by_dir: dict[str, dict[str, list[LogDirPartition]]] = defaultdict(lambda: defaultdict(list))

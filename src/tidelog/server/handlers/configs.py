@@ -28,6 +28,7 @@ from tidelog.cluster.config_entries import (
     topic_default,
 )
 from tidelog.cluster.controller import Controller, validate_topic_name
+from tidelog.config import is_sensitive
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import (
@@ -38,6 +39,8 @@ from tidelog.protocol.messages import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
+from tidelog.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
 from tidelog.server.handlers.duplicates import duplicated
@@ -61,7 +64,7 @@ def _describe_result(entry: ConfigEntry, version: int, synonyms: bool, docs: boo
         read_only=entry.read_only,
         config_source=int(entry.source),
         is_default=version == 0 and entry.source == ConfigSource.DEFAULT_CONFIG,
-        is_sensitive=False,
+        is_sensitive=is_sensitive(entry.name),
         synonyms=[
             DescribeConfigsResponse.DescribeConfigsSynonym(name=n, value=v, source=int(s))
             for n, v, s in entry.synonyms
@@ -163,10 +166,24 @@ def _check_topic_name(name: str) -> None:
 class ConfigHandlers:
     """DescribeConfigs, AlterConfigs and IncrementalAlterConfigs."""
 
-    def __init__(self, controller: Controller, describer: ConfigDescriber, broker_id: int) -> None:
+    def __init__(self, controller: Controller, describer: ConfigDescriber, broker_id: int,
+                 authorizer: Authorizer = NO_AUTHORIZER) -> None:
         self.controller = controller
         self.describer = describer
         self.broker_id = broker_id
+        self.authorizer = authorizer
+
+    def _authorize(self, ctx: RequestContext, operation: AclOperation, rtype: int, name: str) -> None:
+        """Kafka's checks: broker and logger configs need ``operation`` on the cluster, topic and group
+        configs on the topic / group (CLUSTER_, TOPIC_, GROUP_AUTHORIZATION_FAILED)."""
+        resource, code = {
+            BROKER: ((ResourceType.CLUSTER, CLUSTER_NAME), ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+            BROKER_LOGGER: ((ResourceType.CLUSTER, CLUSTER_NAME), ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+            TOPIC: ((ResourceType.TOPIC, name), ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+            GROUP: ((ResourceType.GROUP, name), ErrorCode.GROUP_AUTHORIZATION_FAILED),
+        }.get(rtype, (None, None))
+        if resource is not None and code is not None and not self.authorizer.authorize(ctx, operation, *resource):
+            raise KafkaError(code)
 
     def _check_broker_name(self, name: str, *, allow_default: bool) -> None:
         if name == "" and allow_default:
@@ -215,6 +232,7 @@ class ConfigHandlers:
                 error_code=0, error_message=None, resource_type=r.resource_type, resource_name=r.resource_name,
                 configs=[])
             try:
+                self._authorize(ctx, AclOperation.DESCRIBE_CONFIGS, r.resource_type, r.resource_name)
                 entries = self._describe(r.resource_type, r.resource_name)
             except KafkaError as e:
                 result.error_code, result.error_message = int(e.code), e.message
@@ -247,6 +265,7 @@ class ConfigHandlers:
         for r in request.resources:
             error = None
             try:
+                self._authorize(ctx, AclOperation.ALTER_CONFIGS, r.resource_type, r.resource_name)
                 _check_request_shape(r, duplicates, nulls_allowed_for_delete=False)
                 new = {c.name: c.value for c in r.configs}
                 if r.resource_type == TOPIC:
@@ -271,6 +290,7 @@ class ConfigHandlers:
         for r in request.resources:
             error = None
             try:
+                self._authorize(ctx, AclOperation.ALTER_CONFIGS, r.resource_type, r.resource_name)
                 _check_request_shape(r, duplicates, nulls_allowed_for_delete=True)
                 self._incremental_one(r, request.validate_only)
             except KafkaError as e:

@@ -25,7 +25,8 @@ from tidelog.protocol.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
-from tidelog.security.acl import GROUP_OPERATIONS, authorized_operations
+from tidelog.security.acl import AclOperation, ResourceType
+from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
 
@@ -44,7 +45,8 @@ def _describe_error(request: ConsumerGroupDescribeRequest, code: ErrorCode,
 
 class ConsumerGroupHandlers:
     def __init__(self, groups: GroupCoordinator, consumer_groups: ConsumerGroupCoordinator, store: MetadataStore,
-                 rebalance_protocols: tuple[str, ...]) -> None:
+                 rebalance_protocols: tuple[str, ...], authorizer: Authorizer = NO_AUTHORIZER) -> None:
+        self.authorizer = authorizer
         self.groups = groups
         self.consumer_groups = consumer_groups
         self.store = store
@@ -59,6 +61,14 @@ class ConsumerGroupHandlers:
                                         request: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
         if not self.enabled:
             raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "the consumer rebalance protocol is not enabled")
+        if not self.authorizer.authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+            raise KafkaError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        # Kafka 4: every subscribed topic name must be one the member may DESCRIBE
+        hidden = sorted(t for t in set(request.subscribed_topic_names or ())
+                        if not self.authorizer.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t))
+        if hidden:
+            raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                             f"The following topics are not authorized: {', '.join(hidden)}")
         self._check_active()
         image = self.store.image
         response = self.groups.runtime.run(
@@ -72,17 +82,22 @@ class ConsumerGroupHandlers:
     def handle_consumer_group_describe(self, ctx: RequestContext,
                                        request: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeResponse:
         self._check_active()
-        valid = [g for g in request.group_ids if g]
+        auth = self.authorizer
+        denied = {g for g in request.group_ids if not auth.authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g)}
+        valid = [g for g in request.group_ids if g and g not in denied]
         described = {d.group_id: d for d in self.consumer_groups.describe(valid, self.store.image)}
-        groups = []
+        groups = [ConsumerGroupDescribeResponse.DescribedGroup(
+            group_id=g, error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED)) for g in request.group_ids if g in denied]
         for group_id in request.group_ids:
+            if group_id in denied:
+                continue
             if not group_id:
                 groups.append(ConsumerGroupDescribeResponse.DescribedGroup(
                     group_id=group_id, error_code=int(ErrorCode.INVALID_GROUP_ID)))
                 continue
             group = described[group_id]
             if request.include_authorized_operations and group.error_code == 0:
-                group.authorized_operations = authorized_operations(GROUP_OPERATIONS)
+                group.authorized_operations = auth.authorized_operations(ctx, ResourceType.GROUP, group_id)
             groups.append(group)
         return ConsumerGroupDescribeResponse(groups=groups)
 

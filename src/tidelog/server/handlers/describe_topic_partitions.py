@@ -17,7 +17,8 @@ from tidelog.cluster.store import MetadataStore
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
-from tidelog.security.acl import TOPIC_OPERATIONS, authorized_operations
+from tidelog.security.acl import TOPIC_OPERATIONS, AclOperation, ResourceType, authorized_operations
+from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
 
@@ -31,8 +32,9 @@ OPERATIONS = authorized_operations(TOPIC_OPERATIONS)
 
 
 class DescribeTopicPartitionsHandler:
-    def __init__(self, store: MetadataStore) -> None:
+    def __init__(self, store: MetadataStore, authorizer: Authorizer = NO_AUTHORIZER) -> None:
         self.store = store
+        self.authorizer = authorizer
 
     @handles(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0)
     def handle_describe_topic_partitions(self, ctx: RequestContext,
@@ -48,7 +50,11 @@ class DescribeTopicPartitionsHandler:
         remaining = max(1, min(request.response_partition_limit, MAX_PARTITIONS))
         topics: list[Topic] = []
         next_cursor = None
-        for name in (n for n in names if n >= start_topic):
+        # topics the requester may not DESCRIBE: left out of an all-topics answer, else refused (at the end)
+        auth = self.authorizer
+        denied = [n for n in names if n >= start_topic
+                  and not auth.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, n)]
+        for name in (n for n in names if n >= start_topic and n not in denied):
             known = _known(image, name)
             if isinstance(known, Topic):
                 topics.append(known)
@@ -64,6 +70,12 @@ class DescribeTopicPartitionsHandler:
             if len(shown) < len(partitions):
                 next_cursor = Cursor(topic_name=name, partition_index=shown[-1].partition + 1 if shown else first)
                 break
+        if auth.enabled:
+            for t in topics:
+                t.topic_authorized_operations = auth.authorized_operations(ctx, ResourceType.TOPIC, t.name)
+        if not every:
+            topics += [Topic(error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED), name=n, is_internal=False,
+                             partitions=[]) for n in denied]
         return DescribeTopicPartitionsResponse(topics=topics, next_cursor=next_cursor)
 
 

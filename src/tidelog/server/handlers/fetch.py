@@ -6,6 +6,10 @@ there is ``min_bytes`` of data, an error, or no wait asked for; otherwise wait f
 ``max_wait_ms``, then read again; build the response for the request's version. Record data is a
 FileSlice of the segment file (sent with sendfile where possible); versions 0-3 (message format
 v0/v1 clients) get the v2 batches down-converted.
+
+Authorization (Kafka's): a consumer needs READ on each topic, a follower (replica id >= 0) CLUSTER_ACTION
+on the cluster; partitions it may not read answer TOPIC_AUTHORIZATION_FAILED (and the response comes
+at once, as for any error).
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from tidelog.protocol.primitives import ZERO_UUID
 from tidelog.records import RecordsError, UnsupportedCompressionTypeError, batches_to_legacy, iter_batches
 from tidelog.replica.fetch import PartitionFetch, PartitionRead
 from tidelog.replica.manager import ReplicaManager
+from tidelog.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
 from tidelog.server.fetch_session import FetchSessionCache, SessionFetch
@@ -30,9 +36,11 @@ def fetch_error_response(request: FetchRequest, code: ErrorCode, message: str | 
 
 
 class FetchHandler:
-    def __init__(self, replicas: ReplicaManager, sessions: FetchSessionCache) -> None:
+    def __init__(self, replicas: ReplicaManager, sessions: FetchSessionCache,
+                 authorizer: Authorizer = NO_AUTHORIZER) -> None:
         self.replicas = replicas
         self.sessions = sessions
+        self.authorizer = authorizer
 
     @handles(ApiKey.FETCH, 0, 17, fetch_error_response)
     def handle_fetch(self, ctx: RequestContext, request: FetchRequest):
@@ -51,28 +59,51 @@ class FetchHandler:
 
         replica_id = request.replica_state.replica_id if v >= 15 else request.replica_id
         if replica_id >= 0 and self.replicas.replication is not None:  # a follower (cluster mode)
-            return self._follower_fetch(v, request, replica_id, topic_name)
+            return self._follower_fetch(ctx, v, request, replica_id, topic_name)
         try:
             fetch = self.sessions.resolve(v, request, topic_name, topic_id)
         except KafkaError as e:
             return FetchResponse(error_code=int(e.code), session_id=0)
-        reads = self._read(v, request, fetch.partitions)
+        reads = self._read(ctx, v, request, fetch.partitions)
         total = sum(r.size for r in reads)
         has_error = any(r.error for r in reads)
         if request.max_wait_ms <= 0 or total >= max(request.min_bytes, 1) or has_error or not fetch.partitions:
+            self.replicas.count_sent(fetch.partitions, reads)
             return _response(v, request, fetch, reads)
-        return self._wait(v, request, fetch)
+        return self._wait(ctx, v, request, fetch)
 
-    def _read(self, version: int, request: FetchRequest, partitions: list[PartitionFetch]) -> list[PartitionRead]:
+    def _denied(self, ctx: RequestContext, version: int, request: FetchRequest,
+                partitions: list[PartitionFetch]) -> set[str]:
+        """The topics of ``partitions`` the requester may not fetch from."""
+        auth = self.authorizer
+        replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
+        if replica_id >= 0:
+            allowed = auth.authorize(ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)
+            return set() if allowed else {pf.topic for pf in partitions if pf.topic is not None}
+        return {topic for topic in {pf.topic for pf in partitions if pf.topic is not None}
+                if not auth.authorize(ctx, AclOperation.READ, ResourceType.TOPIC, topic)}
+
+    def _read(self, ctx: RequestContext, version: int, request: FetchRequest,
+              partitions: list[PartitionFetch]) -> list[PartitionRead]:
         max_bytes = request.max_bytes if version >= 3 else None  # v0-2 have no response limit
-        return self.replicas.read_partitions(partitions, max_bytes, request.isolation_level)
+        denied = self._denied(ctx, version, request, partitions) if self.authorizer.enabled else set()
+        if not denied:
+            return self.replicas.read_partitions(partitions, max_bytes, request.isolation_level)
+        reads = iter(self.replicas.read_partitions([pf for pf in partitions if pf.topic not in denied], max_bytes,
+                                                   request.isolation_level))
+        return [PartitionRead(ErrorCode.TOPIC_AUTHORIZATION_FAILED) if pf.topic in denied else next(reads)
+                for pf in partitions]
 
-    def _follower_fetch(self, version: int, request: FetchRequest, replica_id: int, topic_name):
+    def _follower_fetch(self, ctx: RequestContext, version: int, request: FetchRequest, replica_id: int, topic_name):
         """A follower's fetch: no session; reads go to the log end, with the divergence check
-        (:mod:`tidelog.replica.replication`), and wait for the log to grow, not for the high watermark."""
+        (:mod:`tidelog.replica.replication`), and wait for the log to grow, not for the high watermark.
+        With an authorizer, the follower needs CLUSTER_ACTION on the cluster (as in Kafka)."""
         partitions = [PartitionFetch(topic_name(t), t.topic_id, p.partition, p.fetch_offset, p.partition_max_bytes,
                                      p.current_leader_epoch, p.last_fetched_epoch)
                       for t in request.topics for p in t.partitions]
+        if self.authorizer.enabled and self._denied(ctx, version, request, partitions):
+            return _follower_response(version, partitions,
+                                      [PartitionRead(ErrorCode.TOPIC_AUTHORIZATION_FAILED) for _ in partitions])
         reads = self.replicas.read_for_follower(replica_id, partitions, request.max_bytes)
         if (request.max_wait_ms <= 0 or sum(r.size for r in reads) > 0 or not partitions
                 or any(r.error or r.diverging_epoch for r in reads)):
@@ -85,10 +116,12 @@ class FetchHandler:
         return _follower_response(version, partitions,
                                   self.replicas.read_for_follower(replica_id, partitions, request.max_bytes))
 
-    async def _wait(self, version: int, request: FetchRequest, fetch: SessionFetch) -> FetchResponse:
+    async def _wait(self, ctx: RequestContext, version: int, request: FetchRequest, fetch: SessionFetch) -> FetchResponse:
         await self.replicas.wait_for_data(fetch.partitions, request.min_bytes, request.max_wait_ms,
                                           request.isolation_level)
-        return _response(version, request, fetch, self._read(version, request, fetch.partitions))
+        reads = self._read(ctx, version, request, fetch.partitions)
+        self.replicas.count_sent(fetch.partitions, reads)
+        return _response(version, request, fetch, reads)
 
 
 def _response(version: int, request: FetchRequest, fetch: SessionFetch, reads: list[PartitionRead]) -> FetchResponse:

@@ -39,7 +39,8 @@ from tidelog.protocol.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from tidelog.security.acl import GROUP_OPERATIONS, authorized_operations
+from tidelog.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
 
@@ -86,7 +87,9 @@ class FindCoordinatorHandler:
     ``__consumer_offsets`` / ``__transaction_state`` on first use."""
 
     def __init__(self, store: MetadataStore, groups: GroupCoordinator, ensure_offsets_topic: Callable[[], object],
-                 transactions: TransactionCoordinator, ensure_transaction_topic: Callable[[], object]) -> None:
+                 transactions: TransactionCoordinator, ensure_transaction_topic: Callable[[], object],
+                 authorizer: Authorizer = NO_AUTHORIZER) -> None:
+        self.authorizer = authorizer
         self.store = store
         self.groups = groups
         self.ensure_offsets_topic = ensure_offsets_topic
@@ -95,6 +98,13 @@ class FindCoordinatorHandler:
 
     def _coordinator(self, ctx: RequestContext, key_type: int,
                      key: str) -> tuple[ErrorCode, str | None, tuple[int, str, int]]:
+        # DESCRIBE on the group / transactional id, checked before anything is created
+        if key_type == GROUP_KEY_TYPE and not self.authorizer.authorize(
+                ctx, AclOperation.DESCRIBE, ResourceType.GROUP, key):
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED, None, NO_NODE
+        if key_type == TRANSACTION_KEY_TYPE and not self.authorizer.authorize(
+                ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+            return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None, NO_NODE
         if key_type == TRANSACTION_KEY_TYPE:
             self.ensure_transaction_topic()
             topic_name, partition = TRANSACTION_STATE_TOPIC, self.transactions.partition_for(key)
@@ -159,11 +169,17 @@ def _delete_error(request: DeleteGroupsRequest, code: ErrorCode, message: str | 
 class GroupHandlers:
     """JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ListGroups, DescribeGroups, DeleteGroups."""
 
-    def __init__(self, groups: GroupCoordinator) -> None:
+    def __init__(self, groups: GroupCoordinator, authorizer: Authorizer = NO_AUTHORIZER) -> None:
         self.groups = groups
+        self.authorizer = authorizer
+
+    def _require(self, ctx: RequestContext, operation: AclOperation, group_id: str) -> None:
+        if not self.authorizer.authorize(ctx, operation, ResourceType.GROUP, group_id):
+            raise KafkaError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
 
     @handles(ApiKey.JOIN_GROUP, 0, 9, _join_error)
     def handle_join_group(self, ctx: RequestContext, request: JoinGroupRequest):
+        self._require(ctx, AclOperation.READ, request.group_id)
         version = ctx.api_version
         if version == 0:
             request.rebalance_timeout_ms = request.session_timeout_ms  # v0 has no rebalance timeout
@@ -173,6 +189,7 @@ class GroupHandlers:
 
     @handles(ApiKey.SYNC_GROUP, 0, 5)
     def handle_sync_group(self, ctx: RequestContext, request: SyncGroupRequest):
+        self._require(ctx, AclOperation.READ, request.group_id)
         if ctx.api_version >= 5 and (request.protocol_type is None or request.protocol_name is None):
             return SyncGroupResponse(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         fut, respond = _parked_response()
@@ -181,11 +198,13 @@ class GroupHandlers:
 
     @handles(ApiKey.HEARTBEAT, 0, 4)
     def handle_heartbeat(self, ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
+        self._require(ctx, AclOperation.READ, request.group_id)
         return self.groups.heartbeat(request.group_id, request.member_id, request.group_instance_id,
                                      request.generation_id)
 
     @handles(ApiKey.LEAVE_GROUP, 0, 5)
     def handle_leave_group(self, ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
+        self._require(ctx, AclOperation.READ, request.group_id)
         version = ctx.api_version
         if version < 3:
             members = [(request.member_id, None, None)]
@@ -199,24 +218,36 @@ class GroupHandlers:
 
     @handles(ApiKey.LIST_GROUPS, 0, 5)
     def handle_list_groups(self, ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
-        return ListGroupsResponse(groups=self.groups.list_groups(request.states_filter, request.types_filter))
+        groups = self.groups.list_groups(request.states_filter, request.types_filter)
+        auth = self.authorizer
+        if not auth.authorize(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+            groups = [g for g in groups if auth.authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id)]
+        return ListGroupsResponse(groups=groups)
 
     @handles(ApiKey.DESCRIBE_GROUPS, 0, 6, _describe_error)
     def handle_describe_groups(self, ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
-        groups = self.groups.describe_groups(request.groups, ctx.api_version)
+        auth = self.authorizer
+        allowed = [g for g in request.groups if auth.authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g)]
+        denied = [DescribeGroupsResponse.DescribedGroup(group_id=g, error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
+                  for g in request.groups if g not in allowed]
+        groups = self.groups.describe_groups(allowed, ctx.api_version) if allowed else []
         if ctx.api_version >= 3 and request.include_authorized_operations:
             for g in groups:
                 if g.error_code == 0:
-                    g.authorized_operations = authorized_operations(GROUP_OPERATIONS)
-        return DescribeGroupsResponse(groups=groups)
+                    g.authorized_operations = auth.authorized_operations(ctx, ResourceType.GROUP, g.group_id)
+        return DescribeGroupsResponse(groups=denied + groups)
 
     @handles(ApiKey.DELETE_GROUPS, 0, 2, _delete_error)
     def handle_delete_groups(self, ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
+        names = list(dict.fromkeys(request.groups_names))
+        allowed = [g for g in names if self.authorizer.authorize(ctx, AclOperation.DELETE, ResourceType.GROUP, g)]
+        denied = [DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
+                  for g in names if g not in allowed]
         try:
-            results = self.groups.delete_groups(request.groups_names)
+            results = self.groups.delete_groups(allowed) if allowed else []
         except KafkaError as e:
-            return _delete_error(request, e.code, e.message)
-        return DeleteGroupsResponse(results=results)
+            results = [DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=int(e.code)) for g in allowed]
+        return DeleteGroupsResponse(results=results + denied)
 
 
 __all__ = ["FindCoordinatorHandler", "GroupHandlers", "request_info"]

@@ -15,6 +15,8 @@ from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import ListOffsetsRequest, ListOffsetsResponse
 from tidelog.replica.manager import ReplicaManager
+from tidelog.security.acl import AclOperation, ResourceType
+from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
 from tidelog.storage.log import LATEST_TIMESTAMP
@@ -28,13 +30,19 @@ LATEST_TIERED_TIMESTAMP = -5
 
 
 class ListOffsetsHandler:
-    def __init__(self, replicas: ReplicaManager) -> None:
+    def __init__(self, replicas: ReplicaManager, authorizer: Authorizer = NO_AUTHORIZER) -> None:
         self.replicas = replicas
+        self.authorizer = authorizer
 
     @handles(ApiKey.LIST_OFFSETS, 0, 10)
     def handle_list_offsets(self, ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
         topics = []
         for t in request.topics:
+            if not self.authorizer.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t.name):
+                topics.append(TopicResponse(name=t.name, partitions=[PartitionResponse(
+                    partition_index=p.partition_index, error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+                    timestamp=-1, offset=-1) for p in t.partitions]))
+                continue
             parts = [self._list_offset(ctx.api_version, t.name, p, request.isolation_level) for p in t.partitions]
             topics.append(TopicResponse(name=t.name, partitions=parts))
         return ListOffsetsResponse(topics=topics)

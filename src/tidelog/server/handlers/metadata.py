@@ -3,6 +3,12 @@
 Topics that do not exist are created when the request allows it (v4+ ``allow_auto_topic_creation``;
 always before v4) and the broker has ``auto.create.topics.enable``, with ``num.partitions`` partitions
 and ``default.replication.factor`` replicas.
+
+Authorization (Kafka's): a topic the client may not DESCRIBE is left out of an all-topics answer and
+answered TOPIC_AUTHORIZATION_FAILED (without its id or partitions, whether it exists or not) when asked
+for by name; auto-creation needs CREATE on the cluster or on the topic (else TOPIC_AUTHORIZATION_FAILED).
+The authorized-operations fields are what the ACLs allow; the cluster's needs DESCRIBE on the cluster
+(else 0).
 """
 
 from __future__ import annotations
@@ -17,12 +23,8 @@ from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import MetadataRequest, MetadataResponse
 from tidelog.protocol.primitives import ZERO_UUID
-from tidelog.security.acl import (
-    AUTHORIZED_OPERATIONS_OMITTED,
-    CLUSTER_OPERATIONS,
-    TOPIC_OPERATIONS,
-    authorized_operations,
-)
+from tidelog.security.acl import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_NAME, AclOperation, ResourceType
+from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
 
@@ -41,10 +43,12 @@ def _requested(ctx: RequestContext, request: MetadataRequest) -> list[tuple[str 
 
 
 class MetadataHandler:
-    def __init__(self, store: MetadataStore, controller: Controller, config: BrokerConfig) -> None:
+    def __init__(self, store: MetadataStore, controller: Controller, config: BrokerConfig,
+                 authorizer: Authorizer = NO_AUTHORIZER) -> None:
         self.store = store
         self.controller = controller
         self.config = config
+        self.authorizer = authorizer
 
     @handles(ApiKey.METADATA, 0, 12)
     def handle_metadata(self, ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
@@ -56,21 +60,24 @@ class MetadataHandler:
                                                   topic_id=topic_id, is_internal=False, partitions=[])
                                             for name, topic_id in wanted])
         auto_create = self.config["auto.create.topics.enable"] and (v < 4 or request.allow_auto_topic_creation)
+        auth = self.authorizer
         if wanted is None:
             image = self.store.image
-            topics = [_topic(image, name, v) for name in sorted(image.topics)]
+            topics = [_topic(image, name, v) for name in sorted(image.topics)
+                      if auth.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name)]
         else:
-            topics = [self._requested_topic(name, topic_id, v, auto_create) for name, topic_id in wanted]
+            may_create = auto_create and auth.authorize(ctx, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
+            topics = [self._requested_topic(ctx, name, topic_id, v, auto_create, may_create)
+                      for name, topic_id in wanted]
         image = self.store.image
-        # No authorizer yet: every supported operation is allowed (Metadata v8-10 / v8+ ask for them).
         if v >= 8 and request.include_topic_authorized_operations:
-            topic_ops = authorized_operations(TOPIC_OPERATIONS)
             for t in topics:
                 if t.error_code == 0:
-                    t.topic_authorized_operations = topic_ops
+                    t.topic_authorized_operations = auth.authorized_operations(ctx, ResourceType.TOPIC, t.name)
         cluster_ops = AUTHORIZED_OPERATIONS_OMITTED
         if 8 <= v <= 10 and request.include_cluster_authorized_operations:
-            cluster_ops = authorized_operations(CLUSTER_OPERATIONS)
+            cluster_ops = (auth.authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
+                           if auth.authorize(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME) else 0)
         return MetadataResponse(
             brokers=[
                 MetadataResponse.MetadataResponseBroker(node_id=b.broker_id, host=host, port=port, rack=b.rack)
@@ -83,13 +90,23 @@ class MetadataHandler:
             cluster_authorized_operations=cluster_ops,
         )
 
-    def _requested_topic(self, name: str | None, topic_id, v: int, auto_create: bool) -> Topic:
+    def _requested_topic(self, ctx: RequestContext, name: str | None, topic_id, v: int, auto_create: bool,
+                         may_create: bool) -> Topic:
         image = self.store.image
+        by_id = name is None
         if name is None:
             t = image.topic_by_id(topic_id)
             if t is None:
                 return Topic(error_code=int(ErrorCode.UNKNOWN_TOPIC_ID), name=None, topic_id=topic_id)
             name = t.name
+        if not self.authorizer.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+            # existence is not disclosed by name; ids are not secret
+            return Topic(error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED), name=None if by_id else name,
+                         topic_id=topic_id if by_id else ZERO_UUID, is_internal=False, partitions=[])
+        if name not in image.topics and auto_create and not may_create and not self.authorizer.authorize(
+                ctx, AclOperation.CREATE, ResourceType.TOPIC, name):
+            return Topic(error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED), name=name, topic_id=ZERO_UUID,
+                         partitions=[])
         if name not in image.topics:
             try:
                 validate_topic_name(name)

@@ -10,6 +10,11 @@ and shape the answer for the request's version:
   transaction has written but not yet committed or aborted gets UNSTABLE_OFFSET_COMMIT (the consumer
   retries until the transaction ends).
 * OffsetDelete: per-partition codes, group-level errors at the top.
+
+Authorization (Kafka's): OffsetCommit needs READ on the group (GROUP_AUTHORIZATION_FAILED for every
+partition) and READ on each topic (TOPIC_AUTHORIZATION_FAILED); OffsetFetch DESCRIBE on the group and
+on each topic asked for (topics it may not describe are left out of an all-topics answer);
+OffsetDelete DELETE on the group and READ on each topic.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from tidelog.protocol.messages import (
     OffsetFetchRequest,
     OffsetFetchResponse,
 )
+from tidelog.security.acl import AclOperation, ResourceType
+from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
 from tidelog.server.handlers.groups import request_info
@@ -87,9 +94,33 @@ def _fetch_error(request: OffsetFetchRequest, code: ErrorCode, message: str | No
 class OffsetHandlers:
     """OffsetCommit, OffsetFetch, OffsetDelete."""
 
-    def __init__(self, groups: GroupCoordinator, store: MetadataStore) -> None:
+    def __init__(self, groups: GroupCoordinator, store: MetadataStore, authorizer: Authorizer = NO_AUTHORIZER) -> None:
         self.groups = groups
         self.store = store
+        self.authorizer = authorizer
+
+    def _may(self, ctx: RequestContext, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
+        return self.authorizer.authorize(ctx, operation, resource_type, name)
+
+    def _fetch_group(self, ctx: RequestContext, group_id: str, topics: list[tuple[str, list[int]]] | None,
+                     *args, **kwargs) -> FetchGroup:
+        """One group's committed offsets, as far as the requester may describe the group and topics."""
+        if not self._may(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            return FetchGroup(group_id=group_id, error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
+        if not self.authorizer.enabled:
+            return self.groups.fetch_offsets(group_id, topics, *args, **kwargs)
+        denied = [] if topics is None else [t for t in topics
+                                             if not self._may(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t[0])]
+        allowed = None if topics is None else [t for t in topics if t not in denied]
+        group = self.groups.fetch_offsets(group_id, allowed, *args, **kwargs)
+        if topics is None:
+            group.topics = [t for t in group.topics if self._may(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t.name)]
+        Topic, Partition = OffsetFetchResponse.OffsetFetchResponseTopics, OffsetFetchResponse.OffsetFetchResponsePartitions
+        group.topics += [Topic(name=name, partitions=[
+            Partition(partition_index=p, committed_offset=-1, committed_leader_epoch=-1, metadata="",
+                      error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)) for p in parts])
+            for name, parts in denied]
+        return group
 
     def _partition_exists(self, topic: str, partition: int) -> bool:
         t = self.store.image.topics.get(topic)
@@ -97,10 +128,16 @@ class OffsetHandlers:
 
     @handles(ApiKey.OFFSET_COMMIT, 0, 9, _commit_error)
     def handle_offset_commit(self, ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
+        if not self._may(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+            raise KafkaError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         codes: dict[tuple[str, int], int] = {}
         commits = []
         for t in request.topics:
+            denied = not self._may(ctx, AclOperation.READ, ResourceType.TOPIC, t.name)
             for p in t.partitions:
+                if denied:
+                    codes[(t.name, p.partition_index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                    continue
                 if not self._partition_exists(t.name, p.partition_index):
                     codes[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                     continue
@@ -117,29 +154,33 @@ class OffsetHandlers:
 
     @handles(ApiKey.OFFSET_FETCH, 0, 9, _fetch_error)
     def handle_offset_fetch(self, ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
-        coordinator = self.groups
         version = ctx.api_version
         stable = version >= 7 and request.require_stable
         if version < 8:
             topics = None if request.topics is None else [(t.name, list(t.partition_indexes)) for t in request.topics]
-            return _to_single_group(coordinator.fetch_offsets(request.group_id, topics, require_stable=stable), version)
+            return _to_single_group(self._fetch_group(ctx, request.group_id, topics, require_stable=stable), version)
         groups = []
         for g in request.groups:
             topics = None if g.topics is None else [(t.name, list(t.partition_indexes)) for t in g.topics]
-            groups.append(coordinator.fetch_offsets(g.group_id, topics, g.member_id, g.member_epoch,
-                                                    require_stable=stable))
+            groups.append(self._fetch_group(ctx, g.group_id, topics, g.member_id, g.member_epoch,
+                                            require_stable=stable))
         return OffsetFetchResponse(groups=groups)
 
     @handles(ApiKey.OFFSET_DELETE, 0, 0)
     def handle_offset_delete(self, ctx: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
+        if not self._may(ctx, AclOperation.DELETE, ResourceType.GROUP, request.group_id):
+            return OffsetDeleteResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
         if not request.group_id:
             return OffsetDeleteResponse(error_code=ErrorCode.INVALID_GROUP_ID)
         unknown: dict[str, list[int]] = {}
         known: list[tuple[str, list[int]]] = []
+        denied: dict[str, list[int]] = {}
         for t in request.topics:
             valid = []
             for p in t.partitions:
-                if self._partition_exists(t.name, p.partition_index):
+                if not self._may(ctx, AclOperation.READ, ResourceType.TOPIC, t.name):
+                    denied.setdefault(t.name, []).append(p.partition_index)
+                elif self._partition_exists(t.name, p.partition_index):
                     valid.append(p.partition_index)
                 else:
                     unknown.setdefault(t.name, []).append(p.partition_index)
@@ -151,13 +192,14 @@ class OffsetHandlers:
             return OffsetDeleteResponse(error_code=int(e.code))
         Topic, Partition = OffsetDeleteResponse.OffsetDeleteResponseTopic, OffsetDeleteResponse.OffsetDeleteResponsePartition
         by_name = {t.name: t for t in response.topics}
-        for name, parts in unknown.items():
-            topic = by_name.get(name)
-            if topic is None:
-                topic = by_name[name] = Topic(name=name, partitions=[])
-                response.topics.append(topic)
-            topic.partitions += [Partition(partition_index=p, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                                 for p in parts]
+        for errors, code in ((unknown, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+                             (denied, ErrorCode.TOPIC_AUTHORIZATION_FAILED)):
+            for name, parts in errors.items():
+                topic = by_name.get(name)
+                if topic is None:
+                    topic = by_name[name] = Topic(name=name, partitions=[])
+                    response.topics.append(topic)
+                topic.partitions += [Partition(partition_index=p, error_code=code) for p in parts]
         return response
 
 

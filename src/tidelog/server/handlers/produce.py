@@ -36,6 +36,8 @@ from tidelog.records.batch import (
     MAGIC_OFFSET,
 )
 from tidelog.replica.manager import ReplicaManager
+from tidelog.security.acl import AclOperation, ResourceType
+from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import CloseConnection, handles
 from tidelog.server.txn_verification import (
@@ -70,18 +72,27 @@ Refusals = dict[tuple[str, int], tuple[ErrorCode, str | None]]
 
 
 class ProduceHandler:
-    def __init__(self, replicas: ReplicaManager, verifier: TransactionVerifier) -> None:
+    def __init__(self, replicas: ReplicaManager, verifier: TransactionVerifier,
+                 authorizer: Authorizer = NO_AUTHORIZER) -> None:
         self.replicas = replicas
         self.verifier = verifier
+        self.authorizer = authorizer
 
     @handles(ApiKey.PRODUCE, 0, 12, produce_error_response)
     def handle_produce(self, ctx: RequestContext, request: ProduceRequest):
         v = ctx.api_version
         names = [self._topic_name(v, t) for t in request.topic_data]
-        check = self._transaction_check(request, names, v)
+        # WRITE on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions); transactional records also
+        # need WRITE on the transactional id (checked with the transaction, below)
+        denied: Refusals = {(name, p.index): (ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
+                            for t, name in zip(request.topic_data, names) if name is not None
+                            and not self.authorizer.authorize(ctx, AclOperation.WRITE, ResourceType.TOPIC, name)
+                            for p in t.partition_data}
+        allowed = [None if name is not None and any(k[0] == name for k in denied) else name for name in names]
+        check = self._transaction_check(ctx, request, allowed, v)
         if check is None:
-            return self._produce(v, request, names, {})
-        return self._verify_then_produce(v, request, names, *check)
+            return self._produce(v, request, names, denied)
+        return self._verify_then_produce(v, request, names, denied, *check)
 
     def _topic_name(self, version: int, t) -> str | None:
         if version >= 13:
@@ -89,7 +100,7 @@ class ProduceHandler:
             return found.name if found else None
         return t.name
 
-    def _transaction_check(self, request: ProduceRequest, names: list[str | None], version: int):
+    def _transaction_check(self, ctx: RequestContext, request: ProduceRequest, names: list[str | None], version: int):
         """(producer id, epoch, partitions to check, operation) when transactional batches need the
         coordinator first; None otherwise. KafkaError fails the whole request."""
         producers: set[tuple[int, int]] = set()
@@ -105,6 +116,9 @@ class ProduceHandler:
         if request.transactional_id is None:
             raise KafkaError(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                              "transactional records need the request's transactional id")
+        if not self.authorizer.authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                         request.transactional_id):
+            raise KafkaError(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         if len(producers) > 1:
             raise KafkaError(ErrorCode.INVALID_PRODUCER_ID_MAPPING,
                              "Transactional records contained more than one producer ID")
@@ -114,10 +128,11 @@ class ProduceHandler:
         return (producer_id, epoch, pending, operation) if pending else None
 
     async def _verify_then_produce(self, version: int, request: ProduceRequest, names: list[str | None],
-                                   producer_id: int, epoch: int, partitions: list[tuple[str, int]],
+                                   denied: Refusals, producer_id: int, epoch: int, partitions: list[tuple[str, int]],
                                    operation: TransactionSupportedOperation) -> ProduceResponse | None:
         errors = await self.verifier.verify(request.transactional_id or "", producer_id, epoch, partitions, operation)
-        return self._produce(version, request, names, {tp: produce_error(code, operation) for tp, code in errors.items()})
+        return self._produce(version, request, names,
+                             {**denied, **{tp: produce_error(code, operation) for tp, code in errors.items()}})
 
     def _produce(self, v: int, request: ProduceRequest, names: list[str | None], refused: Refusals):
         responses = []

@@ -14,6 +14,8 @@ from tidelog.coordinator.txn.producer_ids import ProducerIdManager
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import InitProducerIdRequest, InitProducerIdResponse
+from tidelog.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
 
@@ -23,12 +25,22 @@ def _error(code: ErrorCode) -> InitProducerIdResponse:
 
 
 class InitProducerIdHandler:
-    def __init__(self, producer_ids: ProducerIdManager, transactions: TransactionCoordinator) -> None:
+    def __init__(self, producer_ids: ProducerIdManager, transactions: TransactionCoordinator,
+                 authorizer: Authorizer = NO_AUTHORIZER) -> None:
+        self.authorizer = authorizer
         self.producer_ids = producer_ids
         self.transactions = transactions
 
     @handles(ApiKey.INIT_PRODUCER_ID, 0, 5)
     def handle_init_producer_id(self, ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
+        auth = self.authorizer
+        if request.transactional_id is not None:
+            if not auth.authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+                return _error(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        elif not (auth.authorize(ctx, AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME)
+                  or auth.authorize_by_resource_type(ctx, AclOperation.WRITE, ResourceType.TOPIC)):
+            # an idempotent producer: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic
+            return _error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         pid, epoch = request.producer_id, request.producer_epoch
         if (pid == -1) != (epoch == -1):
             return _error(ErrorCode.INVALID_REQUEST)

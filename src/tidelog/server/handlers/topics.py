@@ -47,6 +47,8 @@ from tidelog.protocol.messages import (
     DeleteTopicsResponse,
 )
 from tidelog.protocol.primitives import ZERO_UUID
+from tidelog.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
 from tidelog.server.handlers.duplicates import duplicated
@@ -87,10 +89,20 @@ def create_partitions_error_response(request: CreatePartitionsRequest, code: Err
 class TopicHandlers:
     """CreateTopics, DeleteTopics and CreatePartitions."""
 
-    def __init__(self, controller: Controller, config: BrokerConfig, describer: ConfigDescriber) -> None:
+    def __init__(self, controller: Controller, config: BrokerConfig, describer: ConfigDescriber,
+                 authorizer: Authorizer = NO_AUTHORIZER) -> None:
         self.controller = controller
         self.config = config
         self.describer = describer
+        self.authorizer = authorizer
+
+    def _may(self, ctx: RequestContext, operation: AclOperation, topic: str) -> bool:
+        """``operation`` on the topic, or (as Kafka's controller grants it) on the whole cluster."""
+        auth = self.authorizer
+        cluster_op = {AclOperation.CREATE: AclOperation.CREATE, AclOperation.DELETE: AclOperation.DELETE,
+                      AclOperation.DESCRIBE: AclOperation.DELETE}.get(operation)
+        return ((cluster_op is not None and auth.authorize(ctx, cluster_op, ResourceType.CLUSTER, CLUSTER_NAME))
+                or auth.authorize(ctx, operation, ResourceType.TOPIC, topic))
 
     # ---------------------------------------------------------------------------- CreateTopics
 
@@ -108,6 +120,9 @@ class TopicHandlers:
         checked: list[tuple[str, NewTopic | KafkaError]] = []
         for t in request.topics:
             if t.name in duplicates:
+                continue
+            if t.name != CLUSTER_METADATA_TOPIC and not self._may(ctx, AclOperation.CREATE, t.name):
+                checked.append((t.name, KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")))
                 continue
             try:
                 checked.append((t.name, self._check(t)))
@@ -128,7 +143,8 @@ class TopicHandlers:
                 error = c if isinstance(c, KafkaError) else outcome
                 results.append(_failed(name, error.code, error.message))
             else:
-                results.append(self._created(v, c, outcome))
+                describable = self.authorizer.authorize(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name)
+                results.append(self._created(v, c, outcome, describable))
         results += [_failed(n, ErrorCode.INVALID_REQUEST, "Duplicate topic name.") for n in duplicates]
         return CreateTopicsResponse(topics=results)
 
@@ -210,11 +226,13 @@ class TopicHandlers:
                 f"not consistent with previous partitions, which have {replication_factor} replica(s).",
             )
 
-    def _created(self, version: int, new: NewTopic, topic: TopicMetadata | None) -> TopicResult:
+    def _created(self, version: int, new: NewTopic, topic: TopicMetadata | None, describable: bool = True) -> TopicResult:
         # validate_only: Kafka answers with the id the topic would have been given (a fresh random one)
         topic_id = topic.topic_id if topic is not None else uuid.uuid4()
         result = TopicResult(name=new.name, topic_id=topic_id, error_code=0, error_message=None)
-        if version >= 5:
+        if version >= 5 and not describable:  # no DESCRIBE_CONFIGS on the topic: no layout, no configs
+            result.topic_config_error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        elif version >= 5:
             result.num_partitions = new.num_partitions
             result.replication_factor = new.replication_factor
             result.topic_config_error_code = 0
@@ -242,7 +260,7 @@ class TopicHandlers:
         resolved: list[str | KafkaError] = []
         for name, topic_id in wanted:
             try:
-                target = self._resolve_deletion(name, topic_id, names, ids)
+                target = self._resolve_deletion(ctx, name, topic_id, names, ids)
                 if target in resolved:
                     raise KafkaError(ErrorCode.INVALID_REQUEST,
                                      "The provided topic name maps to an ID that was already supplied.")
@@ -253,15 +271,20 @@ class TopicHandlers:
         deleted_ids = {t.name: t.topic_id for t in self.controller.delete_topics(targets)} if targets else {}
         responses = []
         for (name, topic_id), target in zip(wanted, resolved):
-            if isinstance(target, KafkaError):
-                responses.append(DeleteResult(name=name, topic_id=topic_id, error_code=int(target.code),
+            if isinstance(target, _HiddenTopic):  # by id, not describable: the name stays secret
+                responses.append(DeleteResult(name=None, topic_id=topic_id, error_code=int(target.code),
+                                              error_message=target.message))
+            elif isinstance(target, KafkaError):
+                responses.append(DeleteResult(name=target.name if isinstance(target, _DeniedTopic) else name,
+                                              topic_id=topic_id, error_code=int(target.code),
                                               error_message=target.message))
             else:
                 responses.append(DeleteResult(name=target, topic_id=deleted_ids[target] if v >= 6 else ZERO_UUID,
                                               error_code=0))
         return DeleteTopicsResponse(responses=responses)
 
-    def _resolve_deletion(self, name: str | None, topic_id: uuid.UUID, names: Counter, ids: Counter) -> str:
+    def _resolve_deletion(self, ctx: RequestContext, name: str | None, topic_id: uuid.UUID, names: Counter,
+                          ids: Counter) -> str:
         image = self.controller.image
         if name is not None and topic_id != ZERO_UUID:
             raise KafkaError(ErrorCode.INVALID_REQUEST, "You may not specify both topic name and topic id.")
@@ -273,9 +296,17 @@ class TopicHandlers:
             topic = image.topic_by_id(topic_id)
             if topic is None:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, f"Topic id {topic_id} does not exist")
+            if not self._may(ctx, AclOperation.DELETE, topic.name):
+                if self._may(ctx, AclOperation.DESCRIBE, topic.name):
+                    raise _DeniedTopic(topic.name)
+                raise _HiddenTopic(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             return topic.name
         if names[name] > 1:
             raise KafkaError(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+        if not self._may(ctx, AclOperation.DESCRIBE, name):
+            raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        if name in image.topics and not self._may(ctx, AclOperation.DELETE, name):
+            raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         if name not in image.topics:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist")
         return name
@@ -296,6 +327,10 @@ class TopicHandlers:
         results = []
         for t in request.topics:
             if t.name in duplicates:
+                continue
+            if not self.authorizer.authorize(ctx, AclOperation.ALTER, ResourceType.TOPIC, t.name):
+                results.append(PartitionsResult(name=t.name, error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+                                                error_message=None))
                 continue
             try:
                 self._add_partitions(t, request.validate_only)
@@ -320,6 +355,18 @@ class TopicHandlers:
                 self._check_replica_assignment(a.broker_ids, topic.replication_factor)
         if not validate_only:
             self.controller.create_partitions(t.name, t.count)
+
+
+class _HiddenTopic(KafkaError):
+    """A deletion by id the requester may not even describe: answered without the topic's name."""
+
+
+class _DeniedTopic(KafkaError):
+    """A deletion by id of a topic the requester may describe but not delete."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        self.name = name
 
 
 def _requested_deletions(version: int, request: DeleteTopicsRequest) -> list[tuple[str | None, uuid.UUID]]:

@@ -14,9 +14,10 @@ call :class:`~tidelog.coordinator.txn.TransactionCoordinator`, shape the answer 
 
 from __future__ import annotations
 
+from tidelog.cluster.controller import INTERNAL_TOPICS
 from tidelog.coordinator.group import OFFSETS_TOPIC, GroupCoordinator
 from tidelog.coordinator.txn import TransactionCoordinator, TransactionVersion
-from tidelog.errors import ErrorCode
+from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import (
     AddOffsetsToTxnRequest,
@@ -31,6 +32,8 @@ from tidelog.protocol.messages import (
     ListTransactionsResponse,
 )
 from tidelog.replica.manager import ReplicaManager
+from tidelog.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
 
@@ -70,7 +73,9 @@ def _add_partitions_error(request: AddPartitionsToTxnRequest, code: ErrorCode, m
 
 
 class TransactionHandlers:
-    def __init__(self, transactions: TransactionCoordinator, groups: GroupCoordinator, replicas: ReplicaManager) -> None:
+    def __init__(self, transactions: TransactionCoordinator, groups: GroupCoordinator, replicas: ReplicaManager,
+                 authorizer: Authorizer = NO_AUTHORIZER) -> None:
+        self.authorizer = authorizer
         self.transactions = transactions
         self.groups = groups
         self.replicas = replicas
@@ -81,17 +86,30 @@ class TransactionHandlers:
     def handle_add_partitions_to_txn(self, ctx: RequestContext,
                                      request: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse:
         version = ctx.api_version
-        results = [Result(transactional_id=txn.transactional_id, topic_results=_topic_results(self._add(txn, version)))
+        # v4+ comes from brokers verifying a transaction (CLUSTER_ACTION); v0-3 from the producer itself
+        if version >= 4 and not self.authorizer.authorize(ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER,
+                                                          CLUSTER_NAME):
+            raise KafkaError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        results = [Result(transactional_id=txn.transactional_id,
+                          topic_results=_topic_results(self._add(ctx, txn, version)))
                    for txn in _transactions(request, version)]
         if version < 4:
             return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=results[0].topic_results)
         return AddPartitionsToTxnResponse(error_code=0, results_by_transaction=results)
 
-    def _add(self, txn, version: int) -> dict[TopicPartition, ErrorCode]:
+    def _add(self, ctx: RequestContext, txn, version: int) -> dict[TopicPartition, ErrorCode]:
         partitions = list(dict.fromkeys((t.name, p) for t in txn.topics for p in t.partitions))
-        missing = {tp for tp in partitions if not self.replicas.partition_exists(*tp)}
-        if missing:
-            return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in missing else ErrorCode.OPERATION_NOT_ATTEMPTED
+        auth = self.authorizer
+        if version < 4 and not auth.authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                              txn.transactional_id):
+            return dict.fromkeys(partitions, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        denied = set() if version >= 4 else {
+            tp for tp in partitions if tp[0] not in INTERNAL_TOPICS
+            and not auth.authorize(ctx, AclOperation.WRITE, ResourceType.TOPIC, tp[0])}
+        missing = {tp for tp in partitions if tp not in denied and not self.replicas.partition_exists(*tp)}
+        if missing or denied:
+            return {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED if tp in denied
+                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in missing else ErrorCode.OPERATION_NOT_ATTEMPTED
                     for tp in partitions}
         if txn.verify_only:
             return self.transactions.verify_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch,
@@ -104,6 +122,11 @@ class TransactionHandlers:
 
     @handles(ApiKey.ADD_OFFSETS_TO_TXN, 0, 4)
     def handle_add_offsets_to_txn(self, ctx: RequestContext, request: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse:
+        if not self.authorizer.authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                         request.transactional_id):
+            return AddOffsetsToTxnResponse(error_code=int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+        if not self.authorizer.authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+            return AddOffsetsToTxnResponse(error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
         partition = (OFFSETS_TOPIC, self.groups.partition_for(request.group_id))
         code = self.transactions.add_partitions(request.transactional_id, request.producer_id, request.producer_epoch,
                                                 [partition])
@@ -113,6 +136,10 @@ class TransactionHandlers:
 
     @handles(ApiKey.END_TXN, 0, 5)
     def handle_end_txn(self, ctx: RequestContext, request: EndTxnRequest) -> EndTxnResponse:
+        if not self.authorizer.authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                         request.transactional_id):
+            return EndTxnResponse(error_code=int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED), producer_id=-1,
+                                  producer_epoch=-1)
         version = TransactionVersion.TV_2 if ctx.api_version > 4 else TransactionVersion.TV_0
         reply = self.transactions.end_txn(request.transactional_id, request.producer_id, request.producer_epoch,
                                           request.committed, version)
@@ -124,13 +151,31 @@ class TransactionHandlers:
     @handles(ApiKey.DESCRIBE_TRANSACTIONS, 0, 0)
     def handle_describe_transactions(self, ctx: RequestContext,
                                      request: DescribeTransactionsRequest) -> DescribeTransactionsResponse:
-        return DescribeTransactionsResponse(
-            transaction_states=self.transactions.describe_transactions(request.transactional_ids))
+        auth = self.authorizer
+        allowed = [t for t in request.transactional_ids
+                   if auth.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, t)]
+        described = iter(self.transactions.describe_transactions(allowed) if allowed else [])
+        states = []
+        for transactional_id in request.transactional_ids:
+            if transactional_id not in allowed:
+                states.append(DescribeTransactionsResponse.TransactionState(
+                    transactional_id=transactional_id,
+                    error_code=int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)))
+                continue
+            state = next(described)
+            state.topics = [t for t in state.topics
+                            if auth.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t.topic)]
+            states.append(state)
+        return DescribeTransactionsResponse(transaction_states=states)
 
     @handles(ApiKey.LIST_TRANSACTIONS, 0, 2)
     def handle_list_transactions(self, ctx: RequestContext, request: ListTransactionsRequest) -> ListTransactionsResponse:
-        return self.transactions.list_transactions(request.state_filters, request.producer_id_filters,
-                                                   request.duration_filter, request.transactional_id_pattern)
+        response = self.transactions.list_transactions(request.state_filters, request.producer_id_filters,
+                                                       request.duration_filter, request.transactional_id_pattern)
+        response.transaction_states = [
+            t for t in response.transaction_states
+            if self.authorizer.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, t.transactional_id)]
+        return response
 
 
 __all__ = ["TransactionHandlers"]

@@ -20,6 +20,8 @@ from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from tidelog.replica.manager import ReplicaManager
+from tidelog.security.acl import AclOperation, ResourceType
+from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
 from tidelog.server.handlers.groups import request_info
@@ -49,7 +51,8 @@ def _error(request: TxnOffsetCommitRequest, code: ErrorCode, message: str | None
 
 class TxnOffsetCommitHandler:
     def __init__(self, groups: GroupCoordinator, replicas: ReplicaManager, verifier: TransactionVerifier,
-                 ensure_offsets_topic: Callable[[], object]) -> None:
+                 ensure_offsets_topic: Callable[[], object], authorizer: Authorizer = NO_AUTHORIZER) -> None:
+        self.authorizer = authorizer
         self.groups = groups
         self.replicas = replicas
         self.verifier = verifier
@@ -57,11 +60,20 @@ class TxnOffsetCommitHandler:
 
     @handles(ApiKey.TXN_OFFSET_COMMIT, 0, 5, _error)
     def handle_txn_offset_commit(self, ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
+        auth = self.authorizer
+        if not auth.authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+            raise KafkaError(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        if not auth.authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+            raise KafkaError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         version = ctx.api_version
         codes: dict[tuple[str, int], ErrorCode] = {}
         commits = []
         for t in request.topics:
+            denied = not auth.authorize(ctx, AclOperation.READ, ResourceType.TOPIC, t.name)
             for p in t.partitions:
+                if denied:
+                    codes[(t.name, p.partition_index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                    continue
                 if not self.replicas.partition_exists(t.name, p.partition_index):
                     codes[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                     continue

@@ -23,6 +23,8 @@ from tidelog.protocol.messages import (
     WriteTxnMarkersResponse,
 )
 from tidelog.replica.manager import ReplicaManager
+from tidelog.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
 
@@ -48,12 +50,18 @@ def _producers_error(request: DescribeProducersRequest, code: ErrorCode,
 
 
 class TxnPartitionHandlers:
-    def __init__(self, markers: TxnMarkerWriter, replicas: ReplicaManager) -> None:
+    def __init__(self, markers: TxnMarkerWriter, replicas: ReplicaManager,
+                 authorizer: Authorizer = NO_AUTHORIZER) -> None:
+        self.authorizer = authorizer
         self.markers = markers
         self.replicas = replicas
 
     @handles(ApiKey.WRITE_TXN_MARKERS, 0, 1, _markers_error)
     def handle_write_txn_markers(self, ctx: RequestContext, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
+        auth = self.authorizer  # brokers only: ALTER or CLUSTER_ACTION on the cluster
+        if not (auth.authorize(ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME)
+                or auth.authorize(ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)):
+            raise KafkaError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         by_producer: dict[int, dict[str, list]] = {}
         for marker in request.markers:
             topics = by_producer.setdefault(marker.producer_id, {})
@@ -70,9 +78,12 @@ class TxnPartitionHandlers:
     @handles(ApiKey.DESCRIBE_PRODUCERS, 0, 0, _producers_error)
     def handle_describe_producers(self, ctx: RequestContext,
                                   request: DescribeProducersRequest) -> DescribeProducersResponse:
+        denied = DescribeProducersResponse.PartitionResponse
         return DescribeProducersResponse(topics=[
-            DescribeProducersResponse.TopicResponse(name=t.name, partitions=[self._describe(t.name, p)
-                                                                            for p in t.partition_indexes])
+            DescribeProducersResponse.TopicResponse(name=t.name, partitions=[
+                self._describe(t.name, p) if self.authorizer.authorize(ctx, AclOperation.READ, ResourceType.TOPIC, t.name)
+                else denied(partition_index=p, error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                for p in t.partition_indexes])
             for t in request.topics])
 
     def _describe(self, topic: str, partition: int):

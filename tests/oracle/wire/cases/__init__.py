@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 
 from tests.oracle.wire.cases import (
+    client_quota,
     cluster,
     config,
     consumer_group,
@@ -17,12 +18,13 @@ from tests.oracle.wire.cases import (
     group,
     offset,
     record,
+    scram,
     topic,
 )
 from tests.oracle.wire.program import Program
 from tests.oracle.wire.setup import wait_for_coordinator, wait_for_group_partition, wait_for_producer_ids
 
-FAMILIES = (generated, cluster, topic, record, config, group, offset, consumer_group)
+FAMILIES = (generated, cluster, topic, record, config, group, offset, consumer_group, scram, client_quota)
 
 
 def build(kafka_ranges: dict[int, tuple[int, int]], tidelog_ranges: dict[int, tuple[int, int]],

@@ -1,0 +1,223 @@
+"""``tidelog users add|list|delete``: SCRAM users, as ``kafka-configs.sh --entity-type users
+--alter --add-config 'SCRAM-SHA-256=[password=...]'`` manages them, through confluent-kafka's admin API
+(AlterUserScramCredentials, DescribeUserScramCredentials).
+
+The first admin user of a fresh single node cannot be created over the network (nobody can
+authenticate yet): ``tidelog users add admin --data-dir DIR`` writes the credential straight into the
+data dir's credential file, before the broker starts (or while it runs: it re-reads the file), as
+Kafka's ``kafka-storage format --add-scram`` does. The password comes from ``--password``, standard input
+(``--password-stdin``) or a prompt; it never appears in the output. The broker stores only the salted
+credential (docs/security.md).
+
+``--command-config FILE`` takes client properties (``security.protocol``, ``sasl.mechanism``,
+``sasl.username``, ``sasl.password``, ``ssl.ca.location`` ...) for a secured listener, as Kafka's tools do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import sys
+from typing import Any
+
+from confluent_kafka.admin import (
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialDeletion,
+    UserScramCredentialUpsertion,
+)
+
+from tidelog.cli.argument import bounded_int
+from tidelog.cli.client import REQUEST_TIMEOUT_S, CliError, Cluster, command, describe_error
+from tidelog.cli.table import table
+
+MECHANISMS = {"SCRAM-SHA-256": ScramMechanism.SCRAM_SHA_256, "SCRAM-SHA-512": ScramMechanism.SCRAM_SHA_512}
+_NAMES = {v: k for k, v in MECHANISMS.items()}
+MIN_ITERATIONS, MAX_ITERATIONS = 4096, 16384
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "users", help="add, list or delete SCRAM users (SASL credentials)",
+        description="Manage the SCRAM credentials clients authenticate with (SASL PLAIN, SCRAM-SHA-256, "
+        "SCRAM-SHA-512). The broker keeps only salted credentials, never passwords.",
+    )
+    actions = p.add_subparsers(dest="users_command", metavar="ACTION", required=True)
+
+    add = actions.add_parser(
+        "add", help="create a user or change its password",
+        description="Create a SCRAM credential for USER (or replace it). With --data-dir, write it offline into "
+        "a broker's data dir: the way to create the first admin user before the broker starts.")
+    add.add_argument("user", help="the user name")
+    add.add_argument("--mechanism", choices=sorted(MECHANISMS), action="append",
+                     help="SCRAM mechanism (repeatable; default: SCRAM-SHA-256 and SCRAM-SHA-512)")
+    add.add_argument("--iterations", type=bounded_int(MIN_ITERATIONS, MAX_ITERATIONS), default=MIN_ITERATIONS,
+                     help=f"PBKDF2 iterations, {MIN_ITERATIONS}-{MAX_ITERATIONS} (default {MIN_ITERATIONS})")
+    add.add_argument("--password", help="the password (visible in the process list: prefer the prompt or "
+                     "--password-stdin)")
+    add.add_argument("--password-stdin", action="store_true", help="read the password from standard input")
+    _add_connection_arguments(add)
+
+    lst = actions.add_parser("list", help="list users and their SCRAM mechanisms",
+                             description="List users with SCRAM credentials: USER, MECHANISM, ITERATIONS.")
+    lst.add_argument("user", nargs="*", help="only these users")
+    _add_connection_arguments(lst)
+
+    delete = actions.add_parser("delete", help="delete a user's SCRAM credentials",
+                                description="Delete USER's credentials (every mechanism unless --mechanism).")
+    delete.add_argument("user", help="the user name")
+    delete.add_argument("--mechanism", choices=sorted(MECHANISMS), action="append", help="only this mechanism")
+    _add_connection_arguments(delete)
+
+    for parser, fn in ((add, _add), (lst, _list), (delete, _delete)):
+        command(parser, fn)
+
+
+def _add_connection_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--command-config", metavar="FILE",
+                        help="client properties for a secured listener (security.protocol, sasl.mechanism, "
+                        "sasl.username, sasl.password, ssl.ca.location ...)")
+    parser.add_argument("--data-dir", metavar="DIR",
+                        help="work offline on this broker data dir (its first log dir) instead of over the network")
+
+
+def _client_properties(args: argparse.Namespace) -> dict[str, Any]:
+    if not args.command_config:
+        return {}
+    from tidelog.config import parse_properties
+
+    try:
+        with open(args.command_config, encoding="utf-8") as f:
+            return parse_properties(f.read())
+    except OSError as e:
+        raise CliError(f"cannot read --command-config {args.command_config}: {e.strerror}", 2) from None
+
+
+def _password(args: argparse.Namespace) -> str:
+    if args.password is not None and args.password_stdin:
+        raise CliError("give the password once: --password or --password-stdin", 2)
+    if args.password is not None:
+        password = args.password
+    elif args.password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    elif sys.stdin.isatty():
+        password = getpass.getpass(f"password for {args.user}: ")
+        if getpass.getpass("again: ") != password:
+            raise CliError("the passwords differ", 2)
+    else:
+        raise CliError("no password: use --password-stdin, --password or a terminal prompt", 2)
+    if not password:
+        raise CliError("the password must not be empty", 2)
+    return password
+
+
+def _admin(args: argparse.Namespace):
+    cluster = Cluster(args.bootstrap_server)
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(cluster.config(_client_properties(args)))
+    cluster.metadata(admin)  # reachable (and, on a SASL listener, authenticated) within a bounded wait
+    return admin
+
+
+def _mechanisms(args: argparse.Namespace) -> list[str]:
+    return list(dict.fromkeys(args.mechanism or ["SCRAM-SHA-256", "SCRAM-SHA-512"]))
+
+
+def _add(args: argparse.Namespace) -> int:
+    if not args.user:
+        raise CliError("the user name must not be empty", 2)
+    password = _password(args)
+    if args.data_dir:
+        from pathlib import Path
+
+        from tidelog.cluster.credential_store import EmbeddedCredentialStore
+        from tidelog.security.scram import credential_from_password
+
+        store = EmbeddedCredentialStore(Path(args.data_dir))
+        store.alter([(args.user, m, credential_from_password(m, password, args.iterations))
+                     for m in _mechanisms(args)], [])
+        print(f"added user {args.user} ({', '.join(_mechanisms(args))}) to {store.path}")
+        return 0
+    admin = _admin(args)
+    upserts = [UserScramCredentialUpsertion(args.user, ScramCredentialInfo(MECHANISMS[m], args.iterations),
+                                            password.encode()) for m in _mechanisms(args)]
+    _wait(admin.alter_user_scram_credentials(upserts, request_timeout=REQUEST_TIMEOUT_S))
+    print(f"added user {args.user} ({', '.join(_mechanisms(args))})")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    rows = []
+    if args.data_dir:
+        from pathlib import Path
+
+        from tidelog.cluster.credential_store import EmbeddedCredentialStore
+
+        users = EmbeddedCredentialStore(Path(args.data_dir)).users()
+        for name in args.user:
+            if name not in users:
+                raise CliError(f"no user {name}")
+        for user, creds in sorted(users.items()):
+            if not args.user or user in args.user:
+                rows += [[user, m, str(c.iterations)] for m, c in sorted(creds.items())]
+    else:
+        admin = _admin(args)
+        try:
+            if args.user:
+                futures = admin.describe_user_scram_credentials(list(dict.fromkeys(args.user)),
+                                                                request_timeout=REQUEST_TIMEOUT_S)
+                described = {u: f.result() for u, f in futures.items()}
+            else:
+                described = admin.describe_user_scram_credentials(request_timeout=REQUEST_TIMEOUT_S).result()
+        except Exception as e:
+            raise CliError(_printable(describe_error(e))) from None
+        for user, description in sorted(described.items()):
+            for info in description.scram_credential_infos:
+                rows.append([user, _NAMES.get(info.mechanism, str(info.mechanism)), str(info.iterations)])
+    print("\n".join(table(["USER", "MECHANISM", "ITERATIONS"], rows)))
+    return 0
+
+
+def _delete(args: argparse.Namespace) -> int:
+    if args.data_dir:
+        from pathlib import Path
+
+        from tidelog.cluster.credential_store import EmbeddedCredentialStore
+
+        store = EmbeddedCredentialStore(Path(args.data_dir))
+        have = store.users().get(args.user, {})
+        chosen = [m for m in (args.mechanism or list(have)) if m in have]
+        if not chosen:
+            raise CliError(f"no such credential: user {args.user}")
+        store.alter([], [(args.user, m) for m in chosen])
+    else:
+        admin = _admin(args)
+        chosen = args.mechanism
+        if not chosen:
+            try:
+                description = admin.describe_user_scram_credentials(
+                    [args.user], request_timeout=REQUEST_TIMEOUT_S)[args.user].result()
+            except Exception as e:
+                raise CliError(f"user {args.user}: {_printable(describe_error(e))}") from None
+            chosen = [_NAMES[i.mechanism] for i in description.scram_credential_infos if i.mechanism in _NAMES]
+        _wait(admin.alter_user_scram_credentials(
+            [UserScramCredentialDeletion(args.user, MECHANISMS[m]) for m in chosen], request_timeout=REQUEST_TIMEOUT_S))
+    print(f"deleted user {args.user} ({', '.join(chosen)})")
+    return 0
+
+
+def _wait(futures: dict) -> None:
+    for user, future in futures.items():
+        try:
+            future.result()
+        except Exception as e:
+            raise CliError(f"user {user}: {_printable(describe_error(e))}") from None
+
+
+def _printable(text: str) -> str:
+    """librdkafka 2.16 leaves a stray control character after some broker error messages."""
+    return "".join(ch for ch in text if ch.isprintable())
+
+
+__all__ = ["add_parser"]

@@ -1,0 +1,58 @@
+"""The cluster overview, the sampled message rates, and what the console itself is (read-only or not, who
+the requests run as)."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from tidelog import __version__
+from tidelog.web.console.admin import ConsoleAdmin
+from tidelog.web.console.params import query_int
+from tidelog.web.console.principal import principal_of
+from tidelog.web.console.sampler import HISTORY, Sampler
+from tidelog.web.console.topic_api import TopicApi, offline, under_replicated
+
+
+class ClusterApi:
+    def __init__(self, topics: TopicApi, admin: ConsoleAdmin, sampler: Sampler, *, broker_id: int,
+                 read_only: bool, sample_interval_ms: int) -> None:
+        self.topics = topics
+        self.admin = admin
+        self.sampler = sampler
+        self.broker_id = broker_id
+        self.read_only = read_only
+        self.sample_interval_ms = sample_interval_ms
+
+    def routes(self) -> list[web.RouteDef]:
+        return [web.get("/api/v1/console", self.console),
+                web.get("/api/v1/cluster", self.overview),
+                web.get("/api/v1/cluster/rates", self.rates)]
+
+    async def console(self, request: web.Request) -> web.Response:
+        return web.json_response({"version": __version__, "read_only": self.read_only,
+                                  "principal": str(principal_of(request)), "authentication": None,
+                                  "sample_interval_ms": self.sample_interval_ms, "history": HISTORY})
+
+    async def overview(self, request: web.Request) -> web.Response:
+        image = self.topics.image
+        partitions = [p for t in image.topics.values() for p in t.partitions]
+        rates = self.sampler.rates[-1] if self.sampler.rates else None
+        return web.json_response({
+            "cluster_id": image.cluster_id, "controller_id": image.controller_id, "broker_id": self.broker_id,
+            "brokers": [{"id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
+                        for b in sorted(image.brokers.values(), key=lambda b: b.broker_id)],
+            "topics": len(image.topics), "partitions": len(partitions),
+            "under_replicated_partitions": sum(map(under_replicated, partitions)),
+            "offline_partitions": sum(map(offline, partitions)),
+            "log_dirs": await self.admin.log_dirs(principal_of(request)),
+            "records_per_sec": rates["records_per_sec"] if rates else None,
+            "bytes_per_sec": rates["bytes_per_sec"] if rates else None,
+        })
+
+    async def rates(self, request: web.Request) -> web.Response:
+        since = query_int(request, "since", 0, lo=0)
+        return web.json_response({"interval_ms": self.sample_interval_ms,
+                                  "samples": [s for s in self.sampler.rates if s["time"] > since]})
+
+
+__all__ = ["ClusterApi"]

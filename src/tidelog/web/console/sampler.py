@@ -1,0 +1,113 @@
+"""The console's live figures, sampled in the broker process every ``console.sample.interval.ms``, with a
+bounded history (``HISTORY`` samples, the oldest dropped):
+
+* message rates: records (and bytes) appended per second, in total and per topic, from the change of
+  each partition's log end offset (and log size) between two samples;
+* consumer lag over time, per group: the sum over its committed partitions of (high watermark -
+  committed offset), and each partition's lag.
+
+Groups are sampled up to ``MAX_GROUPS`` (the rest are not charted). Loop-only.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tidelog.errors import KafkaError
+from tidelog.replica.manager import ReplicaManager
+from tidelog.security.principal import ANONYMOUS
+from tidelog.web.console.admin import ConsoleAdmin
+from tidelog.web.console.api_error import ApiError
+
+log = logging.getLogger(__name__)
+
+HISTORY = 360
+MAX_GROUPS = 200
+
+
+@dataclass(slots=True)
+class GroupHistory:
+    points: deque = field(default_factory=lambda: deque(maxlen=HISTORY))  # (ms, total lag, {"t-p": lag})
+
+
+class Sampler:
+    def __init__(self, replicas: ReplicaManager, admin: ConsoleAdmin, wall_ms: Callable[[], int]) -> None:
+        self.replicas = replicas
+        self.admin = admin
+        self.wall_ms = wall_ms
+        self.rates: deque = deque(maxlen=HISTORY)  # {"time": ms, "records_per_sec", "bytes_per_sec", "topics": {}}
+        self.groups: dict[str, GroupHistory] = {}
+        self._last: tuple[int, dict[str, tuple[int, int]]] | None = None
+
+    def end_offset(self, topic: str, partition: int) -> int | None:
+        """The partition's high watermark on this broker (None when it is not the leader here)."""
+        try:
+            return self.replicas.leader_log(topic, partition).high_watermark
+        except KafkaError:
+            return None
+
+    async def sample(self) -> None:
+        self.sample_rates()
+        await self.sample_lag()
+
+    def sample_rates(self) -> None:
+        now = self.wall_ms()
+        totals: dict[str, tuple[int, int]] = {}
+        for (topic, _), plog in self.replicas.logs.logs():
+            records, size = totals.get(topic, (0, 0))
+            totals[topic] = (records + plog.log_end_offset, size + plog.size)
+        if self._last is not None:
+            then, before = self._last
+            seconds = max((now - then) / 1000, 1e-3)
+            topics = {}
+            for topic, (records, size) in totals.items():
+                r0, s0 = before.get(topic, (0, 0))  # a topic new since the last sample: all of it is new
+                topics[topic] = {"records_per_sec": round(max(0, records - r0) / seconds, 2),
+                                 "bytes_per_sec": round(max(0, size - s0) / seconds, 2)}
+            self.rates.append({"time": now,
+                               "records_per_sec": round(sum(t["records_per_sec"] for t in topics.values()), 2),
+                               "bytes_per_sec": round(sum(t["bytes_per_sec"] for t in topics.values()), 2),
+                               "topics": topics})
+        self._last = (now, totals)
+
+    async def sample_lag(self) -> None:
+        now = self.wall_ms()
+        try:
+            groups = await self.admin.list_groups(ANONYMOUS)
+        except (ApiError, KafkaError) as e:  # coordinator loading: try again next time
+            log.debug("lag sample skipped: %s", e)
+            return
+        seen = set()
+        for g in sorted(groups, key=lambda g: g["group_id"])[:MAX_GROUPS]:
+            group_id = g["group_id"]
+            seen.add(group_id)
+            try:
+                committed = await self.admin.committed_offsets(ANONYMOUS, group_id)
+            except (ApiError, KafkaError):
+                continue
+            lags = self.lags(committed)
+            total = sum(v for v in lags.values() if v is not None)
+            history = self.groups.setdefault(group_id, GroupHistory())
+            history.points.append((now, total, {f"{t}-{p}": v for (t, p), v in lags.items()}))
+        for gone in set(self.groups) - seen:
+            del self.groups[gone]
+
+    def lags(self, committed: dict[tuple[str, int], int]) -> dict[tuple[str, int], int | None]:
+        out: dict[tuple[str, int], int | None] = {}
+        for (topic, partition), offset in committed.items():
+            end = self.end_offset(topic, partition)
+            out[(topic, partition)] = None if end is None else max(0, end - offset)
+        return out
+
+    def lag_history(self, group_id: str) -> list[dict[str, Any]]:
+        history = self.groups.get(group_id)
+        if history is None:
+            return []
+        return [{"time": t, "lag": total, "partitions": parts} for t, total, parts in history.points]
+
+
+__all__ = ["HISTORY", "MAX_GROUPS", "Sampler"]

@@ -1,0 +1,59 @@
+// The single-page app: a hash router over the pages, the header and the read-only banner.
+import { api } from "./api.js";
+import { errorBox, replace } from "./dom.js";
+import * as overview from "./pages/overview.js";
+import * as topics from "./pages/topics.js";
+import * as topic from "./pages/topic.js";
+import * as groups from "./pages/groups.js";
+import * as group from "./pages/group.js";
+
+const routes = [
+  [/^\/$/, overview, "overview"],
+  [/^\/topics$/, topics, "topics"],
+  [/^\/topics\/(.+)$/, topic, "topics"],
+  [/^\/groups$/, groups, "groups"],
+  [/^\/groups\/(.+)$/, group, "groups"],
+];
+
+let cleanup = null;
+let ctx = null;
+
+async function show() {
+  if (cleanup) { cleanup(); cleanup = null; }
+  const path = location.hash.replace(/^#/, "") || "/";
+  const main = document.getElementById("main");
+  for (const [pattern, page, nav] of routes) {
+    const m = path.match(pattern);
+    if (!m) continue;
+    for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("active", a.dataset.page === nav);
+    replace(main);
+    try {
+      cleanup = (await page.render(main, m.slice(1).map(decodeURIComponent), ctx)) || null;
+    } catch (e) {
+      replace(main, errorBox(e));
+    }
+    return;
+  }
+  replace(main, errorBox({ code: "NOT_FOUND", message: "no page " + path }));
+}
+
+async function start() {
+  try {
+    ctx = await api("/console");
+  } catch (e) {
+    replace(document.getElementById("main"), errorBox(e));
+    return;
+  }
+  document.getElementById("who").textContent = "as " + ctx.principal + " · Tidelog " + ctx.version;
+  const banner = document.getElementById("banner");
+  if (ctx.read_only) {
+    banner.hidden = false;
+    banner.setAttribute("data-testid", "read-only-banner");
+    banner.textContent = "Read-only console: browsing only. Set console.read.only=false in the broker's " +
+      "configuration to create or delete topics, change configs, produce messages or reset offsets.";
+  }
+  window.addEventListener("hashchange", show);
+  await show();
+}
+
+start();

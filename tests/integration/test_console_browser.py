@@ -1,0 +1,240 @@
+"""The web console end to end, in headless Chromium (Debian's ``chromium``, driven by Playwright; Playwright's
+own browsers are never downloaded) against a real broker and real Kafka clients: create a topic in the UI,
+produce with confluent-kafka, browse the messages, watch a group's lag grow and shrink, reset its offsets
+through the UI with its confirmation.
+
+On failure the page's screenshot and HTML are saved under ``test-artifacts/console/`` (git-ignored) and
+the path printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from tests import toolchain
+from tests.integration.console_http import ok
+from tests.integration.kafka_io import create_topic, produce, wait_for
+from tidelog.testing import BrokerProcess
+
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("console_browser")]
+
+BROKER_OVERRIDES = {"console.read.only": "false", "console.sample.interval.ms": "300"}
+ARTEFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "console"
+TIMEOUT_MS = 15_000
+
+
+def _chromium() -> str | None:
+    for candidate in (os.environ.get("TIDELOG_CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium")):
+        if candidate and os.path.exists(candidate):
+            return candidate
+    return None
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[object]:
+    path = _chromium()
+    toolchain.require("chromium", path is not None,
+                      "Debian's chromium is not installed (make test installs it: tools/debian_test_deps.sh)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        toolchain.require("playwright", False, "the playwright package is not installed (pip install -e '.[dev]')")
+        raise
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=path, headless=True)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def page(chromium, request: pytest.FixtureRequest):
+    """A fresh browser page; if the test fails, its screenshot and HTML go to test-artifacts/console/."""
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    failed_before = request.session.testsfailed
+    yield page
+    try:
+        if request.session.testsfailed > failed_before or errors:
+            ARTEFACTS.mkdir(parents=True, exist_ok=True)
+            stem = ARTEFACTS / request.node.name.replace("/", "_")
+            page.screenshot(path=str(stem) + ".png", full_page=True)
+            Path(str(stem) + ".html").write_text(page.content(), encoding="utf-8")
+            print(f"\nconsole test artefacts: {stem}.png, {stem}.html")
+    finally:
+        context.close()
+    assert not errors, f"JavaScript errors in the page: {errors}"
+
+
+def _confirm(page, expect_text: str | None = None) -> None:
+    dialog = page.locator("dialog#confirm")
+    dialog.wait_for(state="visible")
+    if expect_text is not None:
+        assert expect_text in dialog.inner_text()
+    page.get_by_test_id("confirm-ok").click()
+    dialog.wait_for(state="hidden")
+
+
+def test_create_a_topic_produce_with_a_client_and_browse_the_messages(broker, page):
+    from playwright.sync_api import expect
+
+    name = f"ui-{uuid.uuid4().hex[:8]}"
+    page.goto(broker.http_url)
+    expect(page.get_by_test_id("topic-count")).to_have_text(str(ok(broker, "GET", "/cluster")["topics"]))
+    page.locator("#nav a[data-page=topics]").click()
+    page.get_by_test_id("new-topic-name").fill(name)
+    page.get_by_test_id("new-topic-partitions").fill("2")
+    page.get_by_test_id("new-topic-configs").fill("retention.ms=3600000")
+    page.get_by_test_id("create-topic-submit").click()
+    _confirm(page, name)
+    expect(page.get_by_test_id("topic-title")).to_have_text(name)
+    assert ok(broker, "GET", f"/topics/{name}")["partitions"] == 2
+    expect(page.get_by_test_id("partitions").locator("tbody tr")).to_have_count(2)
+
+    # A real client writes; the UI reads.
+    produce(broker, name, [json.dumps({"order": i, "item": "tea"}) for i in range(5)], partition=1)
+    page.get_by_test_id("tab-messages").click()
+    page.get_by_test_id("browse-partition").select_option("1")
+    page.get_by_test_id("browse-mode").select_option("offset")
+    page.get_by_test_id("browse-offset").fill("1")
+    page.get_by_test_id("browse-load").click()
+    rows = page.get_by_test_id("messages").locator("tbody tr")
+    expect(rows).to_have_count(4)
+    expect(page.get_by_test_id("browse-summary")).to_contain_text("4 message(s) from offset 1")
+    assert '"order": 1' in rows.nth(0).inner_text() and "json" in rows.nth(0).inner_text()
+    page.get_by_test_id("browse-format").select_option("hex")
+    page.get_by_test_id("browse-load").click()
+    expect(rows.nth(0)).to_contain_text(b'{"order": 1'.hex())
+
+    # Produce through the UI (after its confirmation); a client reads it back.
+    page.get_by_test_id("tab-produce").click()
+    page.get_by_test_id("produce-key").fill("from-ui")
+    page.get_by_test_id("produce-value").fill("hello from the browser")
+    page.get_by_test_id("produce-headers").fill("source=console")
+    page.get_by_test_id("produce-submit").click()
+    _confirm(page, f"{name}-0")
+    expect(page.get_by_test_id("produce-result")).to_contain_text("offset 0 of partition 0")
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"r-{name}", "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(name, 0, 0)])
+        message = None
+        deadline = time.monotonic() + 20
+        while message is None and time.monotonic() < deadline:
+            m = consumer.poll(0.5)
+            message = m if m is not None and not m.error() else None
+    finally:
+        consumer.close()
+    assert message is not None and (message.key(), message.value()) == (b"from-ui", b"hello from the browser")
+    assert message.headers() == [("source", b"console")]
+
+    # Cancelling a confirmation changes nothing; confirming deletes.
+    page.get_by_test_id("delete-topic").click()
+    page.locator("dialog#confirm").wait_for(state="visible")
+    page.get_by_test_id("confirm-cancel").click()
+    assert ok(broker, "GET", f"/topics/{name}")["name"] == name
+    page.get_by_test_id("delete-topic").click()
+    _confirm(page, "cannot be undone")
+    expect(page).to_have_url(broker.http_url + "#/topics")
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    wait_for(lambda: name not in admin.list_topics(timeout=10).topics, 10, "the topic to be deleted")
+
+
+def test_watch_a_groups_lag_grow_and_shrink_then_reset_it_in_the_ui(broker, page):
+    from playwright.sync_api import expect
+
+    name, group = f"lag-{uuid.uuid4().hex[:8]}", f"ui-group-{uuid.uuid4().hex[:8]}"
+    create_topic(AdminClient({"bootstrap.servers": broker.bootstrap}), name)
+    produce(broker, name, [f"a{i}" for i in range(10)])
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+    consumer.subscribe([name])
+
+    def drain(count: int) -> None:
+        got = 0
+        deadline = time.monotonic() + 30
+        while got < count and time.monotonic() < deadline:
+            m = consumer.poll(0.5)
+            if m is not None and not m.error():
+                got += 1
+                consumer.commit(m, asynchronous=False)
+        assert got == count
+
+    def last_sampled_lag() -> int | None:
+        points = ok(broker, "GET", f"/groups/{group}/lag-history")["points"]
+        return points[-1]["lag"] if points else None
+
+    try:
+        drain(10)
+        page.goto(broker.http_url + "#/groups")
+        page.get_by_test_id("groups").get_by_text(group).click()
+        expect(page.get_by_test_id("group-title")).to_have_text(group)
+        expect(page.get_by_test_id("group-lag")).to_have_text("0")
+        expect(page.get_by_test_id("members").locator("tbody tr")).to_have_count(1)
+
+        produce(broker, name, [f"b{i}" for i in range(25)])
+        expect(page.get_by_test_id("group-lag")).to_have_text("25")
+        expect(page.get_by_test_id("lag-table")).to_contain_text("25")
+        wait_for(lambda: last_sampled_lag() == 25, 10, "the sampler to see the lag of 25")
+        drain(25)
+        expect(page.get_by_test_id("group-lag")).to_have_text("0")
+        wait_for(lambda: last_sampled_lag() == 0, 10, "the sampler to see the lag gone")
+        history = [p["lag"] for p in ok(broker, "GET", f"/groups/{group}/lag-history")["points"]]
+        assert max(history) == 25
+        assert page.get_by_test_id("lag-chart").locator("path.chart-line").count() == 1
+
+        # While the consumer is in the group, the UI refuses a reset, as Kafka does.
+        page.get_by_test_id("reset-submit").click()
+        expect(page.get_by_test_id("error")).to_contain_text("NON_EMPTY_GROUP")
+    finally:
+        consumer.close()
+
+    expect(page.locator(".title-row .badge")).to_have_text("Empty")
+    page.get_by_test_id("reset-to").select_option("earliest")
+    page.get_by_test_id("reset-submit").click()
+    dialog = page.locator("dialog#confirm")
+    dialog.wait_for(state="visible")
+    expect(dialog.get_by_test_id("reset-plan").locator("tbody tr")).to_have_count(1)
+    assert "35" in dialog.inner_text()  # from 35 ...
+    page.get_by_test_id("confirm-ok").click()
+    expect(page.get_by_test_id("reset-result")).to_have_text("Reset 1 partition(s).")
+    expect(page.get_by_test_id("group-lag")).to_have_text("35")
+    view = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+    try:
+        assert [tp.offset for tp in view.committed([TopicPartition(name, 0)], timeout=10)] == [0]
+    finally:
+        view.close()
+
+
+def test_read_only_console_shows_a_banner_and_disables_changes(tmp_path, chromium):
+    from playwright.sync_api import expect
+
+    with BrokerProcess(tmp_path / "data", overrides={"auto.create.topics.enable": "true"}) as broker:
+        produce(broker, "existing", ["a"])
+        context = chromium.new_context()
+        context.set_default_timeout(TIMEOUT_MS)
+        try:
+            page = context.new_page()
+            page.goto(broker.http_url + "#/topics")
+            expect(page.get_by_test_id("read-only-banner")).to_contain_text("console.read.only=false")
+            expect(page.get_by_test_id("create-topic-submit")).to_be_disabled()
+            page.get_by_test_id("topics").get_by_text("existing").click()
+            expect(page.get_by_test_id("delete-topic")).to_be_disabled()
+            page.get_by_test_id("tab-messages").click()
+            page.get_by_test_id("browse-load").click()
+            expect(page.get_by_test_id("messages").locator("tbody tr")).to_have_count(1)
+        finally:
+            context.close()

@@ -1,0 +1,55 @@
+"""SaslHandshake and SaslAuthenticate on a PLAINTEXT listener (both brokers: ILLEGAL_SASL_STATE), and
+DescribeUserScramCredentials / AlterUserScramCredentials (KIP-554): valid changes, and each refusal.
+Each user has one mechanism at a time: Kafka lists a user's mechanisms in an order that changes from
+run to run (a HashMap keyed by an enum)."""
+
+from __future__ import annotations
+
+from tests.oracle.wire.program import Program
+from tidelog.protocol.messages import (
+    AlterUserScramCredentialsRequest,
+    DescribeUserScramCredentialsRequest,
+    SaslAuthenticateRequest,
+    SaslHandshakeRequest,
+)
+
+Upsert = AlterUserScramCredentialsRequest.ScramCredentialUpsertion
+Delete = AlterUserScramCredentialsRequest.ScramCredentialDeletion
+User = DescribeUserScramCredentialsRequest.UserName
+SHA256, SHA512 = 1, 2
+
+
+def _upsert(name: str, mechanism: int = SHA256, iterations: int = 4096, salt: bytes = b"s" * 16,
+            salted: bytes = b"p" * 32) -> Upsert:
+    return Upsert(name=name, mechanism=mechanism, iterations=iterations, salt=salt, salted_password=salted)
+
+
+def add(program: Program) -> None:
+    program.each_version(SaslHandshakeRequest.API_KEY, "plaintext-listener",
+                         lambda v: SaslHandshakeRequest(mechanism="PLAIN"))
+    program.each_version(SaslAuthenticateRequest.API_KEY, "plaintext-listener",
+                         lambda v: SaslAuthenticateRequest(auth_bytes=b"\x00u\x00p"))
+    alter, describe = AlterUserScramCredentialsRequest.API_KEY, DescribeUserScramCredentialsRequest.API_KEY
+    for v in program.versions(alter):
+        program.request("twice", v, AlterUserScramCredentialsRequest(
+            upsertions=[_upsert("diff-alice"), _upsert("diff-alice", SHA512, 8192), _upsert("diff-bob")]))
+        program.request("create", v, AlterUserScramCredentialsRequest(
+            deletions=[Delete(name="diff-bob", mechanism=SHA256)],
+            upsertions=[_upsert("diff-alice", SHA512, 8192), _upsert("diff-carol"), _upsert("diff-bob", SHA512)]))
+        program.request("refusals", v, AlterUserScramCredentialsRequest(
+            deletions=[Delete(name="diff-nobody", mechanism=SHA256), Delete(name="diff-x", mechanism=9)],
+            upsertions=[_upsert("diff-few", iterations=100), _upsert("diff-many", iterations=20000),
+                        _upsert("diff-dup"), _upsert("diff-dup"), _upsert("", SHA256)]))
+    for v in program.versions(describe):
+        program.request("named", v, DescribeUserScramCredentialsRequest(
+            users=[User(name="diff-alice"), User(name="diff-bob"), User(name="diff-unknown")]))
+        program.request("duplicate", v, DescribeUserScramCredentialsRequest(
+            users=[User(name="diff-alice"), User(name="diff-alice")]))
+    for v in program.versions(alter):
+        program.request("delete", v, AlterUserScramCredentialsRequest(
+            deletions=[Delete(name="diff-bob", mechanism=SHA256), Delete(name="diff-carol", mechanism=SHA256)]))
+    for v in program.versions(describe):
+        program.request("after-delete", v, DescribeUserScramCredentialsRequest(users=None))
+
+
+__all__ = ["add"]
