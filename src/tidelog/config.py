@@ -145,6 +145,17 @@ def is_sensitive(key: str) -> bool:
         return d.sensitive
     return base.endswith((".password", ".jaas.config", "sasl.jaas.config")) or "secret" in base
 
+#: ``console.authentication`` values (empty: decided by ``authorizer.class.name``).
+CONSOLE_AUTHENTICATIONS = ("none", "sasl")
+
+
+def _parse_console_authentication(key: str, raw: Any) -> str:
+    value = str(raw).strip().lower()
+    if value and value not in CONSOLE_AUTHENTICATIONS:
+        raise ConfigError(f"Invalid value {raw!r} for configuration {key}: must be empty, none or sasl")
+    return value
+
+
 #: ``authorizer.class.name`` values Tidelog serves (Kafka's class names).
 AUTHORIZER_CLASS_NAMES = ("org.apache.kafka.metadata.authorizer.StandardAuthorizer",
                           "kafka.security.authorizer.AclAuthorizer")
@@ -422,6 +433,10 @@ _BROKER_DEFS = [
     ConfigDef("console.read.only", _parse_bool, True,
               "The web console only shows: every request that would change data (create or delete topics, alter "
               "configs, produce, reset offsets) is refused. Set to false to allow changes.", topic=False),
+    ConfigDef("console.authentication", _parse_console_authentication, "",
+              "Who may use the web console: none (everyone, as User:ANONYMOUS) or sasl (a login with a SASL user's "
+              "name and password; each request then runs as that user, under the ACLs). Empty: sasl when "
+              "authorizer.class.name is set, else none.", topic=False),
     ConfigDef("console.sample.interval.ms", _long(100), 5000,
               "How often the web console samples message rates and consumer lag for its live charts.", topic=False),
 
