@@ -7,18 +7,16 @@ the cluster, logout. One broker for the module (~10 s in all)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from http.cookies import SimpleCookie
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.integration.acl_matrix import grant
+from tests.integration.console_http import add_user
 from tests.integration.kafka_io import create_topic
 from tidelog.security.acl import AclOperation, ResourceType
 from tidelog.testing import BrokerProcess
@@ -34,13 +32,6 @@ SECURED = {"authorizer.class.name": STANDARD, "allow.everyone.if.no.acl.found": 
 PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 ALICE_TOPIC = "alice-orders"
 FAILED = {"error": "Authentication failed: Invalid username or password", "code": "SASL_AUTHENTICATION_FAILED"}
-
-
-def add_user(data_dir: Path, user: str, password: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "tidelog", "users", "add", user, "--password-stdin",
-                           "--data-dir", str(data_dir)], input=password + "\n", capture_output=True, text=True,
-                          timeout=60)
-    assert done.returncode == 0, done.stderr
 
 
 class Http:
