@@ -7,6 +7,7 @@ the cluster, logout. One broker for the module (~10 s in all)."""
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -28,7 +29,8 @@ STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 #: ANONYMOUS (the plaintext Kafka listener) is a super user only to set the test up; console sessions run
 #: as the logged-in users, who are not.
 SECURED = {"authorizer.class.name": STANDARD, "allow.everyone.if.no.acl.found": "false",
-           "super.users": "User:admin;User:ANONYMOUS", "connections.max.reauth.ms": "600000"}
+           "super.users": "User:admin;User:ANONYMOUS", "connections.max.reauth.ms": "600000",
+           "console.sample.interval.ms": "200"}
 PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 ALICE_TOPIC = "alice-orders"
 FAILED = {"error": "Authentication failed: Invalid username or password", "code": "SASL_AUTHENTICATION_FAILED"}
@@ -154,6 +156,23 @@ def test_each_session_runs_as_its_user_under_the_acls(broker: BrokerProcess) -> 
     overview = alice.call("GET", "/cluster")[1]  # the overview counts what alice may see
     assert overview["topics"] == 1 and overview["log_dirs"] is None
     assert bob.call("GET", "/cluster")[1]["topics"] == 0
+
+
+def test_sampled_figures_show_only_what_the_user_may_describe(broker: BrokerProcess) -> None:
+    alice, bob, admin = Http(broker), Http(broker), Http(broker)
+    for http, user in ((alice, "alice"), (bob, "bob"), (admin, "admin")):
+        http.login(user)
+    deadline = time.monotonic() + 10
+    while not admin.call("GET", "/cluster/rates")[1]["samples"] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    seen = {user: set().union(*(s["topics"] for s in http.call("GET", "/cluster/rates")[1]["samples"]))
+            for user, http in (("alice", alice), ("bob", bob), ("admin", admin))}
+    assert seen["alice"] == {ALICE_TOPIC} and seen["bob"] == set()
+    assert seen["admin"] >= {ALICE_TOPIC, "shared-nobody"}
+    status, answer = bob.call("GET", "/groups/alice-group/lag-history")
+    assert (status, answer["code"]) == (403, "GROUP_AUTHORIZATION_FAILED")
+    status, answer = admin.call("GET", "/groups/alice-group/lag-history")
+    assert status == 200 and answer["points"] == []
 
 
 def test_users_and_acls_pages_for_a_user_who_may_describe_the_cluster(broker: BrokerProcess) -> None:

@@ -68,8 +68,10 @@ class ClusterApi:
 
     async def rates(self, request: web.Request) -> web.Response:
         since = query_int(request, "since", 0, lo=0)
-        return web.json_response({"interval_ms": self.sample_interval_ms,
-                                  "samples": [s for s in self.sampler.rates if s["time"] > since]})
+        allowed = await self.admin.describable_topics(principal_of(request))  # per-topic rates: its topics only
+        return web.json_response({"interval_ms": self.sample_interval_ms, "samples": [
+            {**s, "topics": {t: r for t, r in s["topics"].items() if t in allowed}}
+            for s in self.sampler.rates if s["time"] > since]})
 
 
 __all__ = ["ClusterApi"]
