@@ -242,7 +242,8 @@ def test_read_only_console_shows_a_banner_and_disables_changes(tmp_path, chromiu
 
 def test_log_in_as_a_sasl_user_see_the_users_page_and_log_out(tmp_path, page):
     """console.authentication=sasl (the default with an authorizer): the app shows the login page, refuses
-    a wrong password with Kafka's message, logs in, shows the Users page to a super user, logs out."""
+    a wrong password with Kafka's message, logs in, shows the Users page to a super user, logs out; a user
+    who may not describe the cluster gets neither the Users page nor the log dirs."""
     from playwright.sync_api import expect
 
     add_user(tmp_path, "admin", "admin-secret")
@@ -272,3 +273,11 @@ def test_log_in_as_a_sasl_user_see_the_users_page_and_log_out(tmp_path, page):
         expect(page.get_by_test_id("acls-empty")).to_have_text("No ACLs.")
         page.get_by_test_id("logout").click()
         expect(page.get_by_test_id("login-form")).to_be_visible()
+        # alice may not describe the cluster: no Users or ACLs pages, and the overview says what it leaves out.
+        page.get_by_test_id("login-user").fill("alice")
+        page.get_by_test_id("login-password").fill("alice-secret")
+        page.get_by_test_id("login-submit").click()
+        expect(page.get_by_test_id("principal")).to_have_text("User:alice")
+        expect(page.get_by_test_id("topic-count")).to_have_text("0")
+        expect(page.get_by_text("Not shown: needs DESCRIBE on the cluster.")).to_be_visible()
+        assert page.locator("#nav a[data-page=users]").count() == 0
