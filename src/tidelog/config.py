@@ -52,6 +52,9 @@ from tidelog.config_def import (
     parse_cleanup_policy as _parse_cleanup_policy,
 )
 from tidelog.config_def import (
+    parse_console_authentication as _parse_console_authentication,
+)
+from tidelog.config_def import (
     parse_float as _parse_float,
 )
 from tidelog.config_def import (
@@ -332,6 +335,10 @@ _BROKER_DEFS = [
     ConfigDef("console.read.only", _parse_bool, True,
               "The web console only shows: every request that would change data (create or delete topics, alter "
               "configs, produce, reset offsets) is refused. Set to false to allow changes.", topic=False),
+    ConfigDef("console.authentication", _parse_console_authentication, "",
+              "Who may use the web console: none (everyone, as User:ANONYMOUS) or sasl (a login with a SASL user's "
+              "name and password; each request then runs as that user, under the ACLs). Empty: sasl when "
+              "authorizer.class.name is set, else none.", topic=False),
     ConfigDef("console.sample.interval.ms", _long(100), 5000,
               "How often the web console samples message rates and consumer lag for its live charts.", topic=False),
 

@@ -113,6 +113,17 @@ def parse_pem_type(key: str, raw: Any) -> str:
 
 
 
+#: ``console.authentication`` values (empty: decided by ``authorizer.class.name``).
+CONSOLE_AUTHENTICATIONS = ("none", "sasl")
+
+
+def parse_console_authentication(key: str, raw: Any) -> str:
+    value = str(raw).strip().lower()
+    if value and value not in CONSOLE_AUTHENTICATIONS:
+        raise ConfigError(f"Invalid value {raw!r} for configuration {key}: must be empty, none or sasl")
+    return value
+
+
 #: ``authorizer.class.name`` values Tidelog serves (Kafka's class names).
 AUTHORIZER_CLASS_NAMES = ("org.apache.kafka.metadata.authorizer.StandardAuthorizer",
                           "kafka.security.authorizer.AclAuthorizer")
@@ -168,6 +179,7 @@ def optional(parse: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
 __all__ = [
     "AUTHORIZER_CLASS_NAMES",
     "COMPRESSION_TYPES",
+    "CONSOLE_AUTHENTICATIONS",
     "INT_MAX",
     "LONG_MAX",
     "SASL_MECHANISMS",
@@ -180,6 +192,7 @@ __all__ = [
     "parse_choice",
     "parse_choice_ignoring_case",
     "parse_cleanup_policy",
+    "parse_console_authentication",
     "parse_float",
     "parse_int",
     "parse_list",

@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 from tidelog.testing import BrokerProcess
@@ -37,3 +40,12 @@ def ok(broker: BrokerProcess, method: str, path: str, body: Any = NO_BODY) -> An
     status, answer = call(broker, method, path, body)
     assert 200 <= status < 300, (status, answer)
     return answer
+
+
+def add_user(data_dir: Path, user: str, password: str) -> None:
+    """A SCRAM user (both mechanisms) written offline into a broker's data dir, as an operator would
+    before the first start: ``tidelog users add USER --data-dir DIR``."""
+    done = subprocess.run([sys.executable, "-m", "tidelog", "users", "add", user, "--password-stdin",
+                           "--data-dir", str(data_dir)], input=password + "\n", capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr

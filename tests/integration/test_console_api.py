@@ -56,7 +56,7 @@ def test_the_printed_url_serves_the_console_and_every_module_it_imports(broker):
             todo.append(f"{base}/{imported.removeprefix('./')}")
     assert {"/static/js/pages/topic.js", "/static/js/pages/group.js", "/static/js/chart.js"} <= seen
     info = ok(broker, "GET", "/console")
-    assert info["read_only"] is False and info["principal"] == "User:ANONYMOUS"
+    assert info["read_only"] is False and info["principal"] == "User:ANONYMOUS" and info["authentication"] == "none"
 
 
 # ----------------------------------------------------------------------------------------- topics

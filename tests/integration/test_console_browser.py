@@ -22,7 +22,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from tests import toolchain
-from tests.integration.console_http import ok
+from tests.integration.console_http import add_user, ok
 from tests.integration.kafka_io import create_topic, produce, wait_for
 from tidelog.testing import BrokerProcess
 
@@ -238,3 +238,46 @@ def test_read_only_console_shows_a_banner_and_disables_changes(tmp_path, chromiu
             expect(page.get_by_test_id("messages").locator("tbody tr")).to_have_count(1)
         finally:
             context.close()
+
+
+def test_log_in_as_a_sasl_user_see_the_users_page_and_log_out(tmp_path, page):
+    """console.authentication=sasl (the default with an authorizer): the app shows the login page, refuses
+    a wrong password with Kafka's message, logs in, shows the Users page to a super user, logs out; a user
+    who may not describe the cluster gets neither the Users page nor the log dirs."""
+    from playwright.sync_api import expect
+
+    add_user(tmp_path, "admin", "admin-secret")
+    add_user(tmp_path, "alice", "alice-secret")
+    overrides = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                 "super.users": "User:admin"}
+    with BrokerProcess(tmp_path, overrides=overrides) as secured:
+        page.goto(secured.http_url)
+        expect(page.get_by_test_id("login-form")).to_be_visible()
+        assert page.locator("#nav").is_hidden()
+        page.get_by_test_id("login-user").fill("admin")
+        page.get_by_test_id("login-password").fill("wrong")
+        page.get_by_test_id("login-submit").click()
+        expect(page.get_by_test_id("error")).to_contain_text("Authentication failed: Invalid username or password")
+        expect(page.get_by_test_id("login-password")).to_have_value("")
+        page.get_by_test_id("login-user").fill("admin")
+        page.get_by_test_id("login-password").fill("admin-secret")
+        page.get_by_test_id("login-submit").click()
+        expect(page.get_by_test_id("principal")).to_have_text("User:admin")
+        assert page.evaluate("document.cookie") == ""  # HttpOnly: the page's scripts cannot read the session
+        page.locator("#nav a[data-page=users]").click()
+        rows = page.get_by_test_id("users").locator("tbody tr")
+        expect(rows).to_have_count(2)
+        expect(rows.nth(1)).to_contain_text("alice")
+        expect(rows.nth(1)).to_contain_text("SCRAM-SHA-256, SCRAM-SHA-512")
+        page.locator("#nav a[data-page=acls]").click()
+        expect(page.get_by_test_id("acls-empty")).to_have_text("No ACLs.")
+        page.get_by_test_id("logout").click()
+        expect(page.get_by_test_id("login-form")).to_be_visible()
+        # alice may not describe the cluster: no Users or ACLs pages, and the overview says what it leaves out.
+        page.get_by_test_id("login-user").fill("alice")
+        page.get_by_test_id("login-password").fill("alice-secret")
+        page.get_by_test_id("login-submit").click()
+        expect(page.get_by_test_id("principal")).to_have_text("User:alice")
+        expect(page.get_by_test_id("topic-count")).to_have_text("0")
+        expect(page.get_by_text("Not shown: needs DESCRIBE on the cluster.")).to_be_visible()
+        assert page.locator("#nav a[data-page=users]").count() == 0

@@ -268,7 +268,10 @@ class Broker:
         if self.http is not None and config["console.enable"]:
             self.console = Console(replicas, InternalClient(handlers).send, clock, broker_id=self.broker_id,
                                    read_only=config["console.read.only"],
-                                   sample_interval_ms=config["console.sample.interval.ms"])
+                                   sample_interval_ms=config["console.sample.interval.ms"],
+                                   authentication=config["console.authentication"] or (
+                                       "sasl" if config["authorizer.class.name"] else "none"),
+                                   lookup=credentials.get, session_ms=config["connections.max.reauth.ms"])
             self.console.install(self.http.app)
         self._serving = False
         self.startup_reports: list = []

@@ -4,8 +4,8 @@ requests from a Kafka listener.
 The console does not re-implement Kafka's rules: creating a topic, altering a config, committing a
 group's offsets or producing a test message goes through the handler of that API, with its validation
 and its error codes. Each request runs as a principal (:class:`~tidelog.server.context.RequestContext`
-``principal``): ``User:ANONYMOUS`` until the console authenticates its users, so that the authorizer,
-once it exists, judges console requests exactly as it judges a client's.
+``principal``): the logged-in user's with ``console.authentication=sasl``, else ``User:ANONYMOUS``, so
+that the authorizer judges console requests exactly as it judges a client's.
 
 A request is round-tripped through the wire codec in the version asked for, so the handler sees what a
 client's request of that version would carry. Loop-only.

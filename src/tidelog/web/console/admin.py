@@ -10,21 +10,28 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from tidelog.errors import ErrorCode
 from tidelog.protocol.message import Message
 from tidelog.protocol.messages import (
     ConsumerGroupDescribeRequest,
     CreateTopicsRequest,
     DeleteTopicsRequest,
+    DescribeAclsRequest,
+    DescribeClusterRequest,
     DescribeConfigsRequest,
     DescribeGroupsRequest,
     DescribeLogDirsRequest,
+    DescribeUserScramCredentialsRequest,
     IncrementalAlterConfigsRequest,
     ListGroupsRequest,
+    MetadataRequest,
     OffsetCommitRequest,
     OffsetFetchRequest,
     ProduceRequest,
 )
+from tidelog.security.acl import AclOperation, AclPermissionType, PatternType, ResourceType
 from tidelog.security.principal import KafkaPrincipal
+from tidelog.security.scram import MECHANISM_TYPES
 from tidelog.web.console.api_error import ApiError, check
 
 #: ``send(request, version, principal)``: a Kafka request answered by the broker's handler.
@@ -97,6 +104,30 @@ class ConsoleAdmin:
                  "usable_bytes": r.usable_bytes if r.usable_bytes >= 0 else None}
                 for r in response.results]
 
+    async def describable_topics(self, principal: KafkaPrincipal) -> set[str]:
+        """The topics ``principal`` may describe (a Metadata request for all topics, which hides the others)."""
+        request = MetadataRequest(topics=None, allow_auto_topic_creation=False,
+                                  include_topic_authorized_operations=False)
+        response = await self._send(request, 12, principal)
+        return {t.name for t in response.topics if t.error_code == 0 and t.name is not None}
+
+    async def topic_operations(self, principal: KafkaPrincipal, name: str) -> set[str]:
+        """What the authorizer lets ``principal`` do on topic ``name`` (a Metadata request for it, never
+        creating it): TOPIC_AUTHORIZATION_FAILED without DESCRIBE, UNKNOWN_TOPIC_OR_PARTITION if absent."""
+        request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=name)],
+                                  allow_auto_topic_creation=False, include_topic_authorized_operations=True)
+        response = await self._send(request, 12, principal)
+        (t,) = response.topics
+        check(t.error_code)
+        ops = t.topic_authorized_operations
+        return {op.name for op in AclOperation if ops > 0 and ops & (1 << op)}
+
+    async def require_topic(self, principal: KafkaPrincipal, name: str, operation: str) -> None:
+        """Raise 403 TOPIC_AUTHORIZATION_FAILED unless ``principal`` may do ``operation`` on topic ``name``."""
+        if operation not in await self.topic_operations(principal, name):
+            raise ApiError.from_kafka(ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                      f"Not authorized to {operation} topic '{name}'")
+
     # ----------------------------------------------------------------------------- messages
 
     async def produce(self, principal: KafkaPrincipal, topic: str, partition: int, batch: bytes) -> int:
@@ -165,6 +196,48 @@ class ConsoleAdmin:
             for p in t.partitions:
                 check(p.error_code, f"{t.name}-{p.partition_index}: {ApiError.from_kafka(p.error_code).message}"
                       if p.error_code else None)
+
+    # ----------------------------------------------------------------------------- security
+
+    async def cluster_operations(self, principal: KafkaPrincipal) -> list[str]:
+        """The cluster operations the authorizer allows ``principal`` (DescribeCluster's authorized
+        operations: empty without DESCRIBE on the cluster)."""
+        response = await self._send(DescribeClusterRequest(include_cluster_authorized_operations=True), 0, principal)
+        check(response.error_code, response.error_message)
+        ops = response.cluster_authorized_operations
+        return [op.name for op in AclOperation if ops > 0 and ops & (1 << op)]
+
+    async def describe_users(self, principal: KafkaPrincipal) -> list[dict[str, Any]]:
+        """Every SCRAM user and its mechanisms (DescribeUserScramCredentials, all users)."""
+        response = await self._send(DescribeUserScramCredentialsRequest(users=None), 0, principal)
+        check(response.error_code, response.error_message)
+        out = []
+        for r in sorted(response.results, key=lambda r: r.user):
+            check(r.error_code, r.error_message)
+            out.append({"user": r.user, "credentials": [
+                {"mechanism": MECHANISM_TYPES.get(c.mechanism, str(c.mechanism)), "iterations": c.iterations}
+                for c in r.credential_infos]})
+        return out
+
+    async def describe_acls(self, principal: KafkaPrincipal) -> list[dict[str, Any]]:
+        """Every ACL (DescribeAcls with a filter matching all)."""
+        request = DescribeAclsRequest(resource_type_filter=int(ResourceType.ANY), resource_name_filter=None,
+                                      pattern_type_filter=int(PatternType.ANY), principal_filter=None,
+                                      host_filter=None, operation=int(AclOperation.ANY),
+                                      permission_type=int(AclPermissionType.ANY))
+        response = await self._send(request, 3, principal)
+        check(response.error_code, response.error_message)
+        return [{"resource_type": _name(ResourceType, r.resource_type), "resource_name": r.resource_name,
+                 "pattern_type": _name(PatternType, r.pattern_type), "principal": a.principal, "host": a.host,
+                 "operation": _name(AclOperation, a.operation), "permission": _name(AclPermissionType, a.permission_type)}
+                for r in response.resources for a in r.acls]
+
+
+def _name(enum: Any, code: int) -> str:
+    try:
+        return enum(code).name
+    except ValueError:
+        return str(code)
 
 
 __all__ = ["ConsoleAdmin", "Send"]

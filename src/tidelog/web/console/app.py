@@ -21,29 +21,40 @@ from tidelog.web.console.api_error import error_middleware
 from tidelog.web.console.cluster_api import ClusterApi
 from tidelog.web.console.group_api import GroupApi
 from tidelog.web.console.message_api import MessageApi
-from tidelog.web.console.principal import authentication_middleware
+from tidelog.web.console.principal import NONE, ConsoleAuthentication, Lookup
 from tidelog.web.console.sampler import Sampler
+from tidelog.web.console.security_api import SecurityApi
+from tidelog.web.console.session import SessionStore
 from tidelog.web.console.topic_api import TopicApi
 
 STATIC_DIR = Path(__file__).parent / "static"
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+#: Changing requests a read-only console still answers: they change no data.
+SESSION_PATHS = frozenset({"/api/v1/login", "/api/v1/logout"})
 
 
 class Console:
     def __init__(self, replicas: ReplicaManager, send: Send, clock: Clock, *, broker_id: int, read_only: bool,
-                 sample_interval_ms: int) -> None:
+                 sample_interval_ms: int, authentication: str = NONE, lookup: Lookup = lambda user, mechanism: None,
+                 session_ms: int = 0) -> None:
+        """``authentication``: ``none`` or ``sasl`` (logins checked with ``lookup``, the broker's SCRAM
+        credential store's ``get``; sessions last ``session_ms``, 8 h when 0)."""
         self.read_only = read_only
+        self.authentication = ConsoleAuthentication(authentication, lookup, SessionStore(clock.monotonic_ms, session_ms))
         self.sample_interval_ms = sample_interval_ms
         self.admin = admin = ConsoleAdmin(send)
         self.sampler = Sampler(replicas, admin, clock.wall_ms)
         topics = TopicApi(replicas, admin)
-        self.apis = (ClusterApi(topics, admin, self.sampler, broker_id=broker_id, read_only=read_only,
-                                sample_interval_ms=sample_interval_ms),
-                     topics, MessageApi(replicas, admin, clock), GroupApi(replicas, admin, self.sampler, sample_interval_ms))
+        self.apis = (self.authentication,
+                     ClusterApi(topics, admin, self.sampler, self.authentication, broker_id=broker_id,
+                                read_only=read_only, sample_interval_ms=sample_interval_ms),
+                     topics, MessageApi(replicas, admin, clock), GroupApi(replicas, admin, self.sampler, sample_interval_ms),
+                     SecurityApi(admin))
 
     def install(self, app: web.Application) -> None:
         """Add the console's middlewares and routes to the HTTP listener's application (before it starts)."""
-        app.middlewares.extend([error_middleware, self._guard_middleware, authentication_middleware])
+        # Outermost first: errors as JSON, then who is asking (401 without a session), then the read-only guard.
+        app.middlewares.extend([error_middleware, self.authentication.middleware, self._guard_middleware])
         app.router.add_get("/", self._index)
         app.router.add_static("/static/", STATIC_DIR, append_version=False)
         for api in self.apis:
@@ -60,7 +71,7 @@ class Console:
     async def _guard_middleware(self, request: web.Request, handler) -> web.StreamResponse:
         routed = request.match_info.http_exception is None  # else: 404/405, answered as such
         if routed and request.path.startswith("/api/") and request.method not in SAFE_METHODS:
-            if self.read_only:
+            if self.read_only and request.path not in SESSION_PATHS:
                 return web.json_response({
                     "error": "The console is read-only: set console.read.only=false in the broker's configuration "
                              "to allow changes.", "code": "CONSOLE_READ_ONLY"}, status=403)

@@ -101,6 +101,11 @@ class GroupApi:
 
     async def lag_history(self, request: web.Request) -> web.Response:
         group_id = request.match_info["group"]
+        try:  # the history is sampled by the broker: show it only to who may describe the group
+            await self.admin.describe_classic_group(principal_of(request), group_id)
+        except ApiError as e:
+            if e.status == 403:
+                raise
         return web.json_response({"group_id": group_id, "interval_ms": self.sample_interval_ms,
                                   "points": self.sampler.lag_history(group_id)})
 

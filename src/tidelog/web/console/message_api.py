@@ -104,6 +104,7 @@ class MessageApi:
         timestamp = query_int(request, "timestamp", None, lo=0)
         if offset is not None and timestamp is not None:
             raise ApiError.bad_request("give either offset or timestamp, not both")
+        await self.admin.require_topic(principal_of(request), topic, "READ")  # the log is read directly below
         try:
             plog = self.replicas.leader_log(topic, partition)
         except KafkaError as e:

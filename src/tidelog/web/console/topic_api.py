@@ -2,7 +2,8 @@
 
 Creating, deleting and altering go to the broker's CreateTopics, DeleteTopics and IncrementalAlterConfigs
 handlers (Kafka's checks and error codes); the listing and partition table read the metadata image and,
-for offsets and sizes, the partitions' logs on this broker (``null`` where another broker leads).
+for offsets and sizes, the partitions' logs on this broker (``null`` where another broker leads), showing
+only the topics a Metadata request as the caller's principal shows (the authorizer's DESCRIBE).
 """
 
 from __future__ import annotations
@@ -74,8 +75,9 @@ class TopicApi:
     async def list_topics(self, request: web.Request) -> web.Response:
         search = request.query.get("search", "").strip().lower()
         internal = request.query.get("internal", "true").lower() not in ("false", "0", "no")
+        allowed = await self.admin.describable_topics(principal_of(request))
         topics = [self.summary(t) for name, t in sorted(self.image.topics.items())
-                  if search in name.lower() and (internal or not t.is_internal)]
+                  if name in allowed and search in name.lower() and (internal or not t.is_internal)]
         return web.json_response({"topics": topics})
 
     async def create(self, request: web.Request) -> web.Response:
@@ -90,6 +92,7 @@ class TopicApi:
         return web.json_response(created, status=200 if validate_only else 201)
 
     async def describe(self, request: web.Request) -> web.Response:
+        await self.admin.require_topic(principal_of(request), request.match_info["topic"], "DESCRIBE")
         topic = self._topic(request.match_info["topic"])
         return web.json_response({**self.summary(topic), "configs_overridden": dict(topic.configs),
                                   "partition_table": [self.partition_row(topic.name, p) for p in topic.partitions]})

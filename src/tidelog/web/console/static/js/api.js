@@ -25,6 +25,9 @@ export async function api(path, { method = "GET", body } = {}) {
   } catch {
     data = null;
   }
+  if (response.status === 401 && data && data.code === "AUTHENTICATION_REQUIRED") {
+    location.reload();  // the session ended (logout elsewhere, expiry, broker restart): back to the login page
+  }
   if (!response.ok) {
     throw new ApiError(response.status, (data && data.code) || "HTTP_" + response.status,
       (data && data.error) || response.statusText);

@@ -1,11 +1,14 @@
 // The single-page app: a hash router over the pages, the header and the read-only banner.
 import { api } from "./api.js";
-import { errorBox, replace } from "./dom.js";
+import { errorBox, h, replace } from "./dom.js";
 import * as overview from "./pages/overview.js";
 import * as topics from "./pages/topics.js";
 import * as topic from "./pages/topic.js";
 import * as groups from "./pages/groups.js";
 import * as group from "./pages/group.js";
+import * as login from "./pages/login.js";
+import * as users from "./pages/users.js";
+import * as acls from "./pages/acls.js";
 
 const routes = [
   [/^\/$/, overview, "overview"],
@@ -13,6 +16,8 @@ const routes = [
   [/^\/topics\/(.+)$/, topic, "topics"],
   [/^\/groups$/, groups, "groups"],
   [/^\/groups\/(.+)$/, group, "groups"],
+  [/^\/users$/, users, "users"],
+  [/^\/acls$/, acls, "acls"],
 ];
 
 let cleanup = null;
@@ -44,7 +49,24 @@ async function start() {
     replace(document.getElementById("main"), errorBox(e));
     return;
   }
-  document.getElementById("who").textContent = "as " + ctx.principal + " · Tidelog " + ctx.version;
+  const who = document.getElementById("who");
+  if (ctx.authentication === "sasl" && !ctx.principal) {
+    document.getElementById("nav").hidden = true;
+    who.textContent = "Tidelog " + ctx.version;
+    login.render(document.getElementById("main"), () => location.reload());
+    return;
+  }
+  replace(who, "as ", h("span", { "data-testid": "principal" }, ctx.principal), " · Tidelog " + ctx.version);
+  if (ctx.authentication === "sasl") {
+    who.append(" ", h("button", { class: "small", "data-testid": "logout", onclick: async () => {
+      try { await api("/logout", { method: "POST", body: {} }); } finally { location.hash = "#/"; location.reload(); }
+    } }, "Log out"));
+  }
+  if (ctx.cluster_operations.includes("DESCRIBE")) {
+    document.getElementById("nav").append(
+      h("a", { href: "#/users", "data-page": "users" }, "Users"),
+      h("a", { href: "#/acls", "data-page": "acls" }, "ACLs"));
+  }
   const banner = document.getElementById("banner");
   if (ctx.read_only) {
     banner.hidden = false;

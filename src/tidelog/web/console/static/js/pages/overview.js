@@ -41,6 +41,10 @@ export async function render(main, _params, ctx) {
       { label: "Host", cell: (b) => b.host + ":" + b.port },
       { label: "Rack", cell: (b) => b.rack || "–" },
     ], o.brokers));
+    if (o.log_dirs === null) {
+      replace(dirs, h("p", { class: "muted" }, "Not shown: needs DESCRIBE on the cluster."));
+      return;
+    }
     replace(dirs, table([
       { label: "Log dir", cell: (d) => h("code", {}, d.path) },
       { label: "Partitions", cell: (d) => num(d.partitions), class: "num" },
