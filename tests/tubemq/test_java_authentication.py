@@ -126,3 +126,47 @@ def test_on_the_wire_a_replay_and_a_message_without_the_token_are_refused(auth_b
                                              authAuthorizedToken=token))
     assert (missing.errCode, forged.errCode) == (415, 415)
     assert good.success and log_end(auth_broker) == before + 1
+
+
+def test_a_consumer_with_a_wrong_password_gets_no_partition(tubemq_classpath: str,
+                                                            auth_endpoints: tuple[str, str]) -> None:
+    tube = JavaTube(tubemq_classpath, auth_endpoints[0], user="alice", password="not-the-secret")
+    with tube.member("tube-auth-refused", [TOPIC], "refused-consumer") as member:
+        member.wait_for(lambda m: any("userName or password is not correct" in line for line in m.stderr),
+                        timeout=30, what="the master's refusal")
+        assert member.partitions == set() and member.records == []
+
+
+def test_on_the_wire_an_unsigned_consumer_is_held_until_it_signs(auth_endpoints: tuple[str, str]) -> None:
+    """tubemq-client 1.13.0's consumer registers unsigned: it is answered, joins no group, and is asked
+    (requireAuth) to sign its next heartbeat; a consumer without any certificate is refused."""
+    group, client = "wire-auth-group", "wire-auth-consumer"
+
+    def heartbeat(certificate: master_pb.MasterCertificateInfo):
+        return master.request(Service.MASTER, Method.CONSUMER_HEARTBEAT_C2M, master_pb.HeartRequestC2M(
+            clientId=client, groupName=group, reportSubscribeInfo=False, authInfo=certificate))
+
+    with TubeWireClient.connect(auth_endpoints[0]) as master:
+        bare = master.request(Service.MASTER, Method.CONSUMER_REGISTER_C2M, master_pb.RegisterRequestC2M(
+            clientId=client, groupName=group, hostName="h", topicList=[TOPIC]))
+        held = master.request(Service.MASTER, Method.CONSUMER_REGISTER_C2M, master_pb.RegisterRequestC2M(
+            clientId=client, groupName=group, hostName="h", topicList=[TOPIC],
+            authInfo=master_pb.MasterCertificateInfo(authorizedToken="")))
+        asked = heartbeat(master_pb.MasterCertificateInfo(authorizedToken=""))
+        wrong = heartbeat(master_pb.MasterCertificateInfo(
+            authInfo=signed_register("alice", "not-the-secret", 1).authInfo.authInfo))
+        signed = heartbeat(master_pb.MasterCertificateInfo(authInfo=signed_register("alice", SECRET, 2).authInfo.authInfo))
+        token = heartbeat(master_pb.MasterCertificateInfo(authorizedToken=signed.authorizedInfo.authAuthorizedToken))
+        stranger = master.request(Service.MASTER, Method.CONSUMER_HEARTBEAT_C2M, master_pb.HeartRequestC2M(
+            clientId="never-registered", groupName=group, reportSubscribeInfo=False,
+            authInfo=master_pb.MasterCertificateInfo(authorizedToken=signed.authorizedInfo.authAuthorizedToken)))
+        master.request(Service.MASTER, Method.CONSUMER_CLOSE_CLIENT_C2M, master_pb.CloseRequestC2M(
+            clientId=client, groupName=group))
+    assert (bare.success, bare.errCode) == (False, 415) and "Server required MasterCertificateInfo" in bare.errMsg
+    assert held.success and not held.HasField("authorizedInfo")
+    assert asked.success and asked.requireAuth and not asked.HasField("event")
+    assert (wrong.success, wrong.errCode) == (False, 415)
+    assert signed.success and signed.authorizedInfo.authAuthorizedToken.startswith("alice:")
+    # A member of the group now (a client that is none gets 411 HB_NO_NODE, the token notwithstanding).
+    assert token.success
+    assert (stranger.success, stranger.errCode) == (False, 411)
