@@ -4,8 +4,10 @@ The master checks the ``MasterCertificateInfo`` of producers' and consumers' reg
 requests: a signed ``AuthenticateInfo`` (:func:`tidelog.security.tubemq_signature.tube_signature` with
 the user's TubeMQ secret, a timestamp within :data:`TIMESTAMP_WINDOW_MS` of the broker's clock, a nonce
 not seen before) or the ``authorizedToken`` an earlier success handed out. A success answers a
-``MasterAuthorizedInfo`` whose ``authAuthorizedToken`` names the user under an HMAC of a key drawn at
-start, so a token is valid until the broker restarts or the user's secret is deleted. Producers show
+``MasterAuthorizedInfo`` whose ``authAuthorizedToken`` is ``user:expiry:mac``, the mac an HMAC-SHA256
+keyed by the user's secret: valid for :data:`TOKEN_LIFETIME_MS` (every answered heartbeat hands out a
+fresh one), across broker restarts (a client keeps its token, and TubeMQ's clients only sign again when
+the master asks), and no longer once the user's secret changes or is deleted. Producers show
 that token to the broker service with every message; consumers show nothing there (the client sends
 its signature to a broker only when the broker asks), but a broker only serves a consumer the master's
 balancer assigned the partition, which requires an authenticated registration.
@@ -27,6 +29,8 @@ from tidelog.security.tubemq_signature import NonceCache, signature_matches
 
 #: How far a signature's timestamp may be from the broker's clock.
 TIMESTAMP_WINDOW_MS = 20_000
+#: How long an authorized token is valid (clients heartbeat every few seconds, each answer renews it).
+TOKEN_LIFETIME_MS = 3_600_000
 
 
 def _refuse(message: str) -> TubeError:
@@ -40,21 +44,34 @@ class TubeAuthenticator:
         self.secret = secret
         self.now_ms = now_ms
         self.nonces = NonceCache(TIMESTAMP_WINDOW_MS)
-        self._key = secrets.token_bytes(32)
         #: ``visitAuthorizedToken`` (a required field the client echoes; not a credential here).
         self.visit_token = secrets.randbits(62)
 
-    def _mac(self, user: str) -> str:
-        return base64.urlsafe_b64encode(hmac.new(self._key, user.encode(), hashlib.sha256).digest()).decode()
+    @staticmethod
+    def _mac(user: str, expiry: int, secret: str) -> str:
+        data = f"tidelog-tubemq-token:{user}:{expiry}".encode()
+        return base64.urlsafe_b64encode(hmac.new(secret.encode(), data, hashlib.sha256).digest()).decode()
 
     def issue(self, user: str) -> master_pb.MasterAuthorizedInfo:
+        secret = self.secret(user)
+        if secret is None:
+            raise _refuse("Illegal value: userName or password is not correct!")
+        expiry = self.now_ms() + TOKEN_LIFETIME_MS
         return master_pb.MasterAuthorizedInfo(visitAuthorizedToken=self.visit_token,
-                                              authAuthorizedToken=f"{user}:{self._mac(user)}")
+                                              authAuthorizedToken=f"{user}:{expiry}:{self._mac(user, expiry, secret)}")
 
     def check_token(self, token: str) -> str:
-        """The user an ``authAuthorizedToken`` names; refused if it is not one this broker issued."""
-        user, _, mac = token.strip().rpartition(":")
-        if not user or not hmac.compare_digest(mac.encode(), self._mac(user).encode()) or self.secret(user) is None:
+        """The user an ``authAuthorizedToken`` names; refused unless this broker's master issued it
+        with the user's current secret and it has not expired."""
+        user, _, rest = token.strip().rpartition(":")  # the user name may hold ':'
+        user, _, expiry_text = user.rpartition(":")
+        secret = self.secret(user) if user else None
+        try:
+            expiry = int(expiry_text)
+        except ValueError:
+            expiry = -1
+        if secret is None or expiry < self.now_ms() \
+                or not hmac.compare_digest(rest.encode(), self._mac(user, expiry, secret).encode()):
             raise _refuse("Illegal value: authorized token is not valid, authenticate again!")
         return user
 
@@ -89,4 +106,4 @@ class TubeAuthenticator:
         raise _refuse("Illegal value: AuthenticateInfo is null!")
 
 
-__all__ = ["TIMESTAMP_WINDOW_MS", "TubeAuthenticator"]
+__all__ = ["TIMESTAMP_WINDOW_MS", "TOKEN_LIFETIME_MS", "TubeAuthenticator"]

@@ -8,7 +8,7 @@ import pytest
 from tidelog.protocol.tubemq.error_code import TubeError, TubeErrorCode
 from tidelog.protocol.tubemq.generated import master_service_pb2 as master_pb
 from tidelog.security.tubemq_signature import tube_signature
-from tidelog.server.tubemq.authentication import TIMESTAMP_WINDOW_MS, TubeAuthenticator
+from tidelog.server.tubemq.authentication import TIMESTAMP_WINDOW_MS, TOKEN_LIFETIME_MS, TubeAuthenticator
 
 NOW = 1_764_020_000_000
 
@@ -69,14 +69,26 @@ def test_a_replayed_signature_is_refused(auth: TubeAuthenticator) -> None:
     auth.check_master(register(nonce=8))
 
 
-def test_forged_tokens_and_tokens_of_deleted_users_are_refused(auth: TubeAuthenticator,
-                                                               secrets: dict[str, str]) -> None:
+def test_tokens_survive_a_restart_but_not_expiry_a_new_secret_or_forgery(secrets: dict[str, str]) -> None:
+    clock = [NOW]
+    auth = TubeAuthenticator(secrets.get, lambda: clock[0])
     token = auth.check_master(register()).authAuthorizedToken
-    other = TubeAuthenticator(secrets.get, lambda: NOW)  # another start: another key
-    for forged in ("alice:" + token.split(":", 1)[1][::-1], "mallory:" + token.split(":", 1)[1], "",
-                   other.check_master(register(nonce=1)).authAuthorizedToken):
+    user, expiry, mac = token.split(":")
+    assert (user, int(expiry)) == ("alice", NOW + TOKEN_LIFETIME_MS)
+    restarted = TubeAuthenticator(secrets.get, lambda: clock[0])
+    assert restarted.check_token(token) == "alice"
+    secrets["bob"] = "bob-secret"
+    for forged in (f"alice:{expiry}:{mac[::-1]}", f"bob:{expiry}:{mac}", f"alice:{int(expiry) + 1}:{mac}",
+                   f"alice:x:{mac}", "alice", "", ":::"):
         with pytest.raises(TubeError, match="authorized token is not valid"):
             auth.check_token(forged)
+    clock[0] = NOW + TOKEN_LIFETIME_MS + 1
+    with pytest.raises(TubeError, match="authorized token is not valid"):
+        auth.check_token(token)
+    clock[0] = NOW
+    secrets["alice"] = "a-new-secret"
+    with pytest.raises(TubeError, match="authorized token is not valid"):
+        auth.check_token(token)
     del secrets["alice"]
     with pytest.raises(TubeError, match="authorized token is not valid"):
         auth.check_token(token)
