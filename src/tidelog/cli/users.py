@@ -67,7 +67,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     _add_connection_arguments(add)
 
     lst = actions.add_parser("list", help="list users and their SCRAM mechanisms",
-                             description="List users with SCRAM credentials: USER, MECHANISM, ITERATIONS.")
+                             description="List users with SCRAM credentials: USER, MECHANISM, ITERATIONS "
+                             "(with --data-dir also TubeMQ secrets, as mechanism TUBEMQ).")
     lst.add_argument("user", nargs="*", help="only these users")
     _add_connection_arguments(lst)
 
@@ -180,14 +181,17 @@ def _list(args: argparse.Namespace) -> int:
         from pathlib import Path
 
         from tidelog.cluster.credential_store import EmbeddedCredentialStore
+        from tidelog.cluster.tubemq_secret_store import TubeSecretStore
 
         users = EmbeddedCredentialStore(Path(args.data_dir)).users()
+        tubemq = set(TubeSecretStore(Path(args.data_dir)).users())
         for name in args.user:
-            if name not in users:
+            if name not in users and name not in tubemq:
                 raise CliError(f"no user {name}")
-        for user, creds in sorted(users.items()):
+        for user in sorted(set(users) | tubemq):
             if not args.user or user in args.user:
-                rows += [[user, m, str(c.iterations)] for m, c in sorted(creds.items())]
+                rows += [[user, m, str(c.iterations)] for m, c in sorted(users.get(user, {}).items())]
+                rows += [[user, "TUBEMQ", "-"]] if user in tubemq else []
     else:
         admin = _admin(args)
         try:

@@ -23,7 +23,13 @@ def test_secrets_are_owner_only_and_seen_by_a_running_reader(tmp_path: Path) -> 
 def test_the_cli_writes_and_deletes_a_secret_and_no_scram_credential(tmp_path: Path, capsys) -> None:
     assert main(["users", "add", "carol", "--tubemq", "--password", "c-secret", "--data-dir", str(tmp_path)]) == 0
     assert TubeSecretStore(tmp_path).get("carol") == "c-secret"
-    assert EmbeddedCredentialStore(tmp_path).users() == {}
+    assert EmbeddedCredentialStore(tmp_path).users() == {}  # no SCRAM credential for a TubeMQ secret
+    assert main(["users", "add", "dave", "--password", "d-password", "--mechanism", "SCRAM-SHA-256",
+                 "--data-dir", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert main(["users", "list", "--data-dir", str(tmp_path)]) == 0
+    listed = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
+    assert listed == [["carol", "TUBEMQ", "-"], ["dave", "SCRAM-SHA-256", "4096"]]
     assert main(["users", "delete", "carol", "--tubemq", "--data-dir", str(tmp_path)]) == 0
     assert TubeSecretStore(tmp_path).get("carol") is None
     assert main(["users", "delete", "carol", "--tubemq", "--data-dir", str(tmp_path)]) == 1
