@@ -160,8 +160,11 @@ def test_on_the_wire_an_unsigned_consumer_is_held_until_it_signs(auth_endpoints:
         stranger = master.request(Service.MASTER, Method.CONSUMER_HEARTBEAT_C2M, master_pb.HeartRequestC2M(
             clientId="never-registered", groupName=group, reportSubscribeInfo=False,
             authInfo=master_pb.MasterCertificateInfo(authorizedToken=signed.authorizedInfo.authAuthorizedToken)))
-        master.request(Service.MASTER, Method.CONSUMER_CLOSE_CLIENT_C2M, master_pb.CloseRequestC2M(
+        anonymous_close = master.request(Service.MASTER, Method.CONSUMER_CLOSE_CLIENT_C2M, master_pb.CloseRequestC2M(
             clientId=client, groupName=group))
+        close = master.request(Service.MASTER, Method.CONSUMER_CLOSE_CLIENT_C2M, master_pb.CloseRequestC2M(
+            clientId=client, groupName=group,
+            authInfo=master_pb.MasterCertificateInfo(authorizedToken=token.authorizedInfo.authAuthorizedToken)))
     assert (bare.success, bare.errCode) == (False, 415) and "Server required MasterCertificateInfo" in bare.errMsg
     assert held.success and not held.HasField("authorizedInfo")
     assert asked.success and asked.requireAuth and not asked.HasField("event")
@@ -170,3 +173,5 @@ def test_on_the_wire_an_unsigned_consumer_is_held_until_it_signs(auth_endpoints:
     # A member of the group now (a client that is none gets 411 HB_NO_NODE, the token notwithstanding).
     assert token.success
     assert (stranger.success, stranger.errCode) == (False, 411)
+    assert (anonymous_close.success, anonymous_close.errCode) == (False, 415)  # nobody else closes it
+    assert close.success

@@ -13,6 +13,11 @@ reports as "Publish topic failure, make sure the topic ... exist".
 Consumers: :class:`~tidelog.server.tubemq.balancer.TubeBalancer` (the group coordinator does the
 balancing). Closing also drops what the client registered at the broker service.
 
+With ``tubemq.authentication.enable``, producers' and consumers' registers, heartbeats and consumers'
+closes must authenticate (:mod:`.authentication`); a consumer's unsigned first register (as
+tubemq-client 1.13.0 sends it) is held, admitted to nothing, until a heartbeat it signs when asked
+(``requireAuth``).
+
 Not served, answered with a ``java.lang.Exception`` naming why: the broker methods (Tidelog is the
 broker; no TubeMQ broker registers with it) and the client-balance consumer's V2 methods.
 """
@@ -165,7 +170,11 @@ class MasterService:
 
     @tube_method(Method.CONSUMER_CLOSE_CLIENT_C2M)
     def consumer_close(self, ctx: TubeContext, request: master_pb.CloseRequestC2M) -> master_pb.CloseResponseM2C:
-        self._pending.pop((request.groupName.strip(), request.clientId.strip()), None)
+        if self.authenticator is not None:
+            held = self._pending.pop((request.groupName.strip(), request.clientId.strip()), None)
+            if held is not None and _unsigned(request):
+                return _ok(master_pb.CloseResponseM2C)  # it never joined anything
+            self.authenticator.check_master(request)  # nobody else closes an authenticated consumer
         response = self.balancer.close(ctx.client_host, request)
         self.consumers.forget_client(request.groupName.strip(), request.clientId.strip())
         return response
