@@ -362,6 +362,11 @@ _BROKER_DEFS = [
               "The TubeMQ broker address the master hands to clients, when it differs from "
               "tubemq.broker.listener (NAT, containers); an empty host advertises this machine's host name.",
               topic=False),
+    ConfigDef("tubemq.authentication.enable", _parse_bool, False,
+              "TubeMQ clients must authenticate: the master refuses registers and heartbeats without a valid "
+              "signature by a user's TubeMQ secret (tidelog users add NAME --tubemq; docs/security.md) with "
+              "415 CERTIFICATE_FAILURE, and the broker service messages without the token it handed out.",
+              topic=False),
 ]
 
 #: Per-group configs (ConfigResource type GROUP, KIP-848); ``broker_synonym`` is the broker key that

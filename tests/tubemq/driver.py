@@ -8,6 +8,7 @@ stdin or killed with SIGKILL. Not thread-safe (one test at a time).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import threading
 import time
@@ -36,9 +37,12 @@ def command(classpath: str, *args: object, jvm_options: list[str] = JVM_OPTIONS)
 class JavaTube:
     """The Java client's subcommands against one TubeMQ master address."""
 
-    def __init__(self, classpath: str, master: str) -> None:
+    def __init__(self, classpath: str, master: str, *, user: str | None = None, password: str | None = None) -> None:
         self.classpath = classpath
         self.master = master
+        #: With ``user``: the clients authenticate (TubeClientConfig.setAuthenticInfo) as user/password.
+        self.env = None if user is None else {**os.environ, "TIDELOG_TUBE_USER": user,
+                                              "TIDELOG_TUBE_PASSWORD": password or ""}
 
     def produce(self, topic: str, messages: list[dict], heartbeat_ms: int = 500, timeout: float = 120) -> list[dict]:
         """Send ``messages`` (``{"body", "attributes": [[k, v]], "msgType", "msgTime"}``) in order with a
@@ -52,7 +56,7 @@ class JavaTube:
                      timeout: float = 120) -> subprocess.CompletedProcess[str]:
         text = "".join(json.dumps(m) + "\n" for m in messages)
         return subprocess.run(command(self.classpath, "produce", self.master, topic, heartbeat_ms), input=text,
-                              capture_output=True, text=True, timeout=timeout)
+                              capture_output=True, text=True, timeout=timeout, env=self.env)
 
     def bench(self, topic: str, count: int, size: int, window: int, warmup: int = 0, timeout: float = 600) -> dict:
         """Asynchronous sends of ``count`` messages of ``size`` bytes, ``window`` in flight, after ``warmup``
@@ -78,17 +82,17 @@ class JavaTube:
         """A consumer process; ``msg_types`` subscribes with a $msgType$ filter."""
         filters = [",".join(msg_types)] if msg_types else []
         return Member(command(self.classpath, kind, self.master, group, ",".join(topics), heartbeat_ms, start,
-                              *filters), name)
+                              *filters), name, self.env)
 
 
 class Member:
     """A running TubeMQ consumer: ``partitions`` is the latest set of (topic, partition) it consumes,
     ``records`` what it consumed (dicts as the driver prints them), ``events`` everything."""
 
-    def __init__(self, cmd: list[str], name: str) -> None:
+    def __init__(self, cmd: list[str], name: str, env: dict[str, str] | None = None) -> None:
         self.name = name
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True)
+                                     text=True, env=env)
         self.partitions: set[tuple[str, int]] = set()
         self.history: list[set[tuple[str, int]]] = []
         self.records: list[dict] = []

@@ -106,9 +106,11 @@ BAD = {
     ("info",): [["extra"]],
     ("serve",): [["--port", "x"]],
     ("users", "add"): [[], ["u", "--iterations", "x"], ["u", "--iterations", "100"], ["u", "--mechanism", "MD5"],
-                       ["u", "--password", "p", "--password-stdin"], ["", "--password", "p"]],
+                       ["u", "--password", "p", "--password-stdin"], ["", "--password", "p"],
+                       ["u", "--tubemq", "--password", "p"],  # a TubeMQ secret is written offline only
+                       ["u", "--tubemq", "--mechanism", "SCRAM-SHA-256", "--password", "p", "--data-dir", "d"]],
     ("users", "list"): [["--data-dir"]],
-    ("users", "delete"): [[], ["u", "--mechanism", "PLAIN"]],
+    ("users", "delete"): [[], ["u", "--mechanism", "PLAIN"], ["u", "--tubemq"]],
     ("dev-cluster",): [["--brokers", "0"], ["--brokers", "x"], ["--port", "x"], ["--zookeeper-port", "70000"]],
     ("topics", "create"): [[], ["t", "--partitions", "0"], ["t", "--partitions", "x"],
                            ["t", "--partitions", "99999999999"], ["t", "--replication-factor", "-1"],

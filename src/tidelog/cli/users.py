@@ -9,6 +9,11 @@ Kafka's ``kafka-storage format --add-scram`` does. The password comes from ``--p
 (``--password-stdin``) or a prompt; it never appears in the output. The broker stores only the salted
 credential (docs/security.md).
 
+``--tubemq`` (with ``--data-dir``) instead gives the user a TubeMQ secret, the password TubeMQ clients
+sign with when ``tubemq.authentication.enable`` is on. TubeMQ's signature is keyed by the plain
+password, so the broker keeps that secret as it is (owner-only file), apart from the SCRAM credentials;
+use a password of its own, not the user's SCRAM password (docs/security.md, "TubeMQ secrets").
+
 ``--command-config FILE`` takes client properties (``security.protocol``, ``sasl.mechanism``,
 ``sasl.username``, ``sasl.password``, ``ssl.ca.location`` ...) for a secured listener, as Kafka's tools do.
 """
@@ -56,10 +61,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add.add_argument("--password", help="the password (visible in the process list: prefer the prompt or "
                      "--password-stdin)")
     add.add_argument("--password-stdin", action="store_true", help="read the password from standard input")
+    add.add_argument("--tubemq", action="store_true",
+                     help="give the user a TubeMQ secret (the password TubeMQ clients sign with) instead of SCRAM "
+                     "credentials; needs --data-dir")
     _add_connection_arguments(add)
 
     lst = actions.add_parser("list", help="list users and their SCRAM mechanisms",
-                             description="List users with SCRAM credentials: USER, MECHANISM, ITERATIONS.")
+                             description="List users with SCRAM credentials: USER, MECHANISM, ITERATIONS "
+                             "(with --data-dir also TubeMQ secrets, as mechanism TUBEMQ).")
     lst.add_argument("user", nargs="*", help="only these users")
     _add_connection_arguments(lst)
 
@@ -67,6 +76,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                 description="Delete USER's credentials (every mechanism unless --mechanism).")
     delete.add_argument("user", help="the user name")
     delete.add_argument("--mechanism", choices=sorted(MECHANISMS), action="append", help="only this mechanism")
+    delete.add_argument("--tubemq", action="store_true", help="delete the user's TubeMQ secret instead; needs --data-dir")
     _add_connection_arguments(delete)
 
     for parser, fn in ((add, _add), (lst, _list), (delete, _delete)):
@@ -124,9 +134,27 @@ def _mechanisms(args: argparse.Namespace) -> list[str]:
     return list(dict.fromkeys(args.mechanism or ["SCRAM-SHA-256", "SCRAM-SHA-512"]))
 
 
+def _tubemq_store(args: argparse.Namespace):
+    if not args.data_dir:
+        raise CliError("--tubemq needs --data-dir: a TubeMQ secret is no Kafka credential, the admin API cannot "
+                       "set it", 2)
+    if getattr(args, "mechanism", None):
+        raise CliError("--tubemq takes no --mechanism (TubeMQ signs with HMAC-SHA1 of the secret)", 2)
+    from pathlib import Path
+
+    from tidelog.cluster.tubemq_secret_store import TubeSecretStore
+
+    return TubeSecretStore(Path(args.data_dir))
+
+
 def _add(args: argparse.Namespace) -> int:
     if not args.user:
         raise CliError("the user name must not be empty", 2)
+    if args.tubemq:
+        store = _tubemq_store(args)
+        store.alter({args.user: _password(args)}, [])
+        print(f"added TubeMQ secret of user {args.user} to {store.path}")
+        return 0
     password = _password(args)
     if args.data_dir:
         from pathlib import Path
@@ -153,14 +181,17 @@ def _list(args: argparse.Namespace) -> int:
         from pathlib import Path
 
         from tidelog.cluster.credential_store import EmbeddedCredentialStore
+        from tidelog.cluster.tubemq_secret_store import TubeSecretStore
 
         users = EmbeddedCredentialStore(Path(args.data_dir)).users()
+        tubemq = set(TubeSecretStore(Path(args.data_dir)).users())
         for name in args.user:
-            if name not in users:
+            if name not in users and name not in tubemq:
                 raise CliError(f"no user {name}")
-        for user, creds in sorted(users.items()):
+        for user in sorted(set(users) | tubemq):
             if not args.user or user in args.user:
-                rows += [[user, m, str(c.iterations)] for m, c in sorted(creds.items())]
+                rows += [[user, m, str(c.iterations)] for m, c in sorted(users.get(user, {}).items())]
+                rows += [[user, "TUBEMQ", "-"]] if user in tubemq else []
     else:
         admin = _admin(args)
         try:
@@ -180,6 +211,13 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _delete(args: argparse.Namespace) -> int:
+    if args.tubemq:
+        store = _tubemq_store(args)
+        if store.get(args.user) is None:
+            raise CliError(f"no such TubeMQ secret: user {args.user}")
+        store.alter({}, [args.user])
+        print(f"deleted TubeMQ secret of user {args.user}")
+        return 0
     if args.data_dir:
         from pathlib import Path
 

@@ -49,6 +49,7 @@ from tidelog.cluster.credential_store import (
 from tidelog.cluster.metadata import BrokerInfo, MetadataImage, TopicMetadata
 from tidelog.cluster.store import EmbeddedStore, MetadataStore
 from tidelog.cluster.topic_config import TopicConfigs
+from tidelog.cluster.tubemq_secret_store import TubeSecretStore
 from tidelog.cluster.zk_store import ZooKeeperSettings, ZooKeeperStore
 from tidelog.config import BrokerConfig
 from tidelog.coordinator.group import OFFSETS_TOPIC, GroupConfig, GroupCoordinator, classic_member, consumer
@@ -102,6 +103,7 @@ from tidelog.server.tubemq import (
     ConsumerService,
     MasterService,
     ProducerService,
+    TubeAuthenticator,
     TubeBalancer,
     TubeHandlerRegistry,
     TubeListener,
@@ -349,10 +351,13 @@ class Broker:
 
         balancer = TubeBalancer(groups, consumer_groups, self.store, self.clock, broker_address)
         consumers = ConsumerService(replicas, balancer, TubeOffsets(groups))
+        # tubemq.authentication.enable: clients sign with their TubeMQ secret (docs/security.md).
+        authenticator = (TubeAuthenticator(TubeSecretStore(self.log_dirs[0]).get, self.clock.wall_ms)
+                         if self.config["tubemq.authentication.enable"] else None)
         master = TubeHandlerRegistry("master", frozenset({Service.MASTER}))
-        master.add(MasterService(self.store, self.topic_configs, balancer, consumers, broker_address))
+        master.add(MasterService(self.store, self.topic_configs, balancer, consumers, broker_address, authenticator))
         broker = TubeHandlerRegistry("broker", frozenset({Service.BROKER_READ, Service.BROKER_WRITE}))
-        broker.add(ProducerService(replicas, self.clock), consumers)
+        broker.add(ProducerService(replicas, self.clock, authenticator), consumers)
         (master_host, master_port), (broker_host, broker_port) = (self.config["tubemq.master.listener"],
                                                                   self.config["tubemq.broker.listener"])
         return TubeServer((TubeListener(master, master_host, master_port), TubeListener(broker, broker_host, broker_port)),

@@ -4,9 +4,11 @@ and handler registries, onto the same replica manager and group coordinator as t
 :mod:`.network` (listeners, connections), :mod:`.dispatcher` (method registry, errors), :mod:`.master`
 (producer metadata, consumer registration), :mod:`.balancer` (TubeMQ consumers as KIP-848 group
 members; rebalance events), :mod:`.producer` (sendMessage), :mod:`.consumer` (register, heartbeat,
-getMessages, commit), :mod:`.offsets` (committed and tentative offsets), :mod:`.record` (messages in
-and out of record batches). The composition root (server/broker.py) builds and wires them."""
+getMessages, commit), :mod:`.authentication` (signatures and tokens, with
+``tubemq.authentication.enable``), :mod:`.offsets` (committed and tentative offsets), :mod:`.record`
+(messages in and out of record batches). The composition root (server/broker.py) builds and wires them."""
 
+from tidelog.server.tubemq.authentication import TubeAuthenticator
 from tidelog.server.tubemq.balancer import TubeBalancer
 from tidelog.server.tubemq.consumer import ConsumerService
 from tidelog.server.tubemq.dispatcher import TubeHandlerRegistry
@@ -19,6 +21,7 @@ __all__ = [
     "ConsumerService",
     "MasterService",
     "ProducerService",
+    "TubeAuthenticator",
     "TubeBalancer",
     "TubeHandlerRegistry",
     "TubeListener",

@@ -153,7 +153,7 @@ class TubeBalancer:
         self._heartbeat(group, client_id, 0, topics, set(), host)
         self.members[(group, client_id)] = TubeMember(group, client_id, host, topics, held)
         return master_pb.RegisterResponseM2C(success=True, errCode=TubeErrorCode.SUCCESS, errMsg="OK!",
-                                             **_flow_control(request))
+                                             **flow_control(request))
 
     def heartbeat(self, host: str, request: master_pb.HeartRequestC2M) -> master_pb.HeartResponseM2C:
         client_id, group = _client_id(request.clientId), _group(request.groupName)
@@ -186,7 +186,7 @@ class TubeBalancer:
             raise
         member.host = host
         response = master_pb.HeartResponseM2C(success=True, errCode=TubeErrorCode.SUCCESS, errMsg="OK!",
-                                              **_flow_control(request))
+                                              **flow_control(request))
         event = self._next_event(member, assigned)
         if event is not None:
             response.event.CopyFrom(master_pb.EventProto(
@@ -346,7 +346,7 @@ def _group(value: str) -> str:
     return value
 
 
-def _flow_control(request: object) -> dict[str, object]:
+def flow_control(request: object) -> dict[str, object]:
     """What TubeMQ's master answers about flow control when it has none configured (it answers only
     clients that ask, i.e. send check ids): undefined ids and blank rules."""
     if not (request.HasField("defFlowCheckId") or request.HasField("groupFlowCheckId")):  # type: ignore[attr-defined]
@@ -356,4 +356,4 @@ def _flow_control(request: object) -> dict[str, object]:
             "groupFlowCheckId": undefined, "defFlowControlInfo": " ", "groupFlowControlInfo": " "}
 
 
-__all__ = ["REBALANCE_TIMEOUT_MS", "Event", "EventType", "TubeBalancer", "TubeMember", "tube_error"]
+__all__ = ["REBALANCE_TIMEOUT_MS", "Event", "EventType", "TubeBalancer", "TubeMember", "flow_control", "tube_error"]

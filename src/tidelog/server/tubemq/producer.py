@@ -8,6 +8,8 @@ Produce uses, with acks=all. What a bad request gets (TubeMQ's codes and message
   "... not existed, please check your configure";
 * an empty payload -> 400 "data length is zero!"; a checksum other than -1 that does not match the
   payload -> 403 FORBIDDEN; an attribute prefix that does not fit the payload -> 400;
+* with ``tubemq.authentication.enable``, a message without the ``authAuthorizedToken`` the master
+  handed out -> 415 CERTIFICATE_FAILURE (:mod:`.authentication`);
 * a message whose batch exceeds the topic's ``max.message.bytes`` -> 400 "data length over max length";
 * the log refusing the append -> 503 SERVICE_UNAVAILABLE when it may pass later (not the leader, not
   enough replicas, ...), 500 otherwise; nothing is written then.
@@ -25,6 +27,7 @@ from tidelog.protocol.tubemq.generated import broker_service_pb2 as broker_pb
 from tidelog.protocol.tubemq.message import PayloadError, checksum, split_payload
 from tidelog.protocol.tubemq.rpc import Method
 from tidelog.replica.manager import ReplicaManager
+from tidelog.server.tubemq.authentication import TubeAuthenticator
 from tidelog.server.tubemq.dispatcher import TubeContext, tube_method
 from tidelog.server.tubemq.record import batch_of_message, tube_offset
 
@@ -47,12 +50,15 @@ def check_partition(replicas: ReplicaManager, topic: str, partition: int) -> Non
 
 
 class ProducerService:
-    def __init__(self, replicas: ReplicaManager, clock: Clock) -> None:
+    def __init__(self, replicas: ReplicaManager, clock: Clock, authenticator: TubeAuthenticator | None = None) -> None:
         self.replicas = replicas
         self.clock = clock
+        self.authenticator = authenticator
 
     @tube_method(Method.SEND_MESSAGE_P2B)
     def send_message(self, ctx: TubeContext, request: broker_pb.SendMessageRequestP2B) -> broker_pb.SendMessageResponseB2P:
+        if self.authenticator is not None:
+            self.authenticator.check_token(request.authInfo.authAuthorizedToken)
         topic = request.topicName.strip()
         check_partition(self.replicas, topic, request.partitionId)
         data = request.data

@@ -113,7 +113,16 @@ public final class Driver {
         if (heartbeatMs > 0) {
             config.setHeartbeatPeriodMs(heartbeatMs);
         }
+        authenticate(config);
         return config;
+    }
+
+    /** TIDELOG_TUBE_USER and TIDELOG_TUBE_PASSWORD, when set: the client signs its master requests. */
+    private static void authenticate(TubeClientConfig config) {
+        String user = System.getenv("TIDELOG_TUBE_USER");
+        if (user != null) {
+            config.setAuthenticInfo(true, user, System.getenv("TIDELOG_TUBE_PASSWORD"));
+        }
     }
 
     // ---------------------------------------------------------------------------------------- produce
@@ -215,6 +224,7 @@ public final class Driver {
     private static void drain(String master, String group, String topic, int count) throws Throwable {
         MessageSessionFactory factory = new TubeSingleSessionFactory(clientConfig(master, 0));
         ConsumerConfig config = new ConsumerConfig(master, group);
+        authenticate(config);
         config.setConsumePosition(ConsumePosition.CONSUMER_FROM_FIRST_OFFSET);
         config.setMsgNotFoundWaitPeriodMs(10);
         PullMessageConsumer consumer = factory.createPullConsumer(config);
@@ -253,6 +263,7 @@ public final class Driver {
                                 String from, TreeSet<String> types) throws Throwable {
         MessageSessionFactory factory = new TubeSingleSessionFactory(clientConfig(master, heartbeatMs));
         ConsumerConfig config = new ConsumerConfig(master, group);
+        authenticate(config);
         if (heartbeatMs > 0) {
             config.setHeartbeatPeriodMs(heartbeatMs);
         }
