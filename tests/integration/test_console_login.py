@@ -2,7 +2,7 @@
 users created offline with ``tidelog users add --data-dir``, logins checked against them, the session
 cookie's flags, 401s without a session, each session's requests judged by the ACLs as its own user
 (alice sees the topic her ACL grants, bob does not), the Users and ACLs pages for a user who may describe
-the cluster, logout. One broker for the module (~10 s in all)."""
+the cluster, transactions only for a user who may describe the transactional id, logout. One broker for the module (~10 s in all)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from http.cookies import SimpleCookie
 from typing import Any
 
 import pytest
+from confluent_kafka import Producer
 
 from tests.integration.acl_matrix import grant
 from tests.integration.console_http import add_user
@@ -193,6 +194,38 @@ def test_users_and_acls_pages_for_a_user_who_may_describe_the_cluster(broker: Br
     for path in ("/users", "/acls"):
         status, answer = alice.call("GET", path)
         assert (status, answer["code"]) == (403, "CLUSTER_AUTHORIZATION_FAILED"), path
+
+
+def test_transactions_need_describe_on_the_transactional_id(broker: BrokerProcess) -> None:
+    """ListTransactions leaves out the ids a user may not describe; DescribeTransactions refuses them (403),
+    and leaves out the partitions of topics the user may not describe, as Kafka does."""
+    txn_id = "alice-txn"
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": txn_id})  # as ANONYMOUS
+    producer.init_transactions(20)
+    producer.begin_transaction()
+    producer.produce(ALICE_TOPIC, b"a", partition=0)
+    producer.produce("shared-nobody", b"b", partition=0)
+    assert producer.flush(10) == 0
+    try:
+        admin, alice, bob = Http(broker), Http(broker), Http(broker)
+        for http, user in ((admin, "admin"), (alice, "alice"), (bob, "bob")):
+            http.login(user)
+        with WireClient.connect(broker.bootstrap) as client:
+            grant(client, "User:alice", [(ResourceType.TRANSACTIONAL_ID, txn_id, AclOperation.DESCRIBE)])
+        status, answer = bob.call("GET", "/transactions")
+        assert status == 200 and txn_id not in [t["transactional_id"] for t in answer["transactions"]]
+        status, answer = bob.call("GET", f"/transactions/{txn_id}")
+        assert (status, answer["code"]) == (403, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED")
+        status, answer = alice.call("GET", "/transactions")
+        assert status == 200 and [(t["transactional_id"], t["state"]) for t in answer["transactions"]] == [
+            (txn_id, "Ongoing")]
+        status, answer = alice.call("GET", f"/transactions/{txn_id}")
+        assert status == 200 and answer["partitions"] == [{"topic": ALICE_TOPIC, "partition": 0}]
+        status, answer = admin.call("GET", f"/transactions/{txn_id}")
+        assert status == 200 and answer["partitions"] == [{"topic": ALICE_TOPIC, "partition": 0},
+                                                          {"topic": "shared-nobody", "partition": 0}]
+    finally:
+        producer.abort_transaction(20)
 
 
 def test_logout_ends_the_session(broker: BrokerProcess) -> None:

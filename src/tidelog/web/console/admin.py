@@ -21,9 +21,11 @@ from tidelog.protocol.messages import (
     DescribeConfigsRequest,
     DescribeGroupsRequest,
     DescribeLogDirsRequest,
+    DescribeTransactionsRequest,
     DescribeUserScramCredentialsRequest,
     IncrementalAlterConfigsRequest,
     ListGroupsRequest,
+    ListTransactionsRequest,
     MetadataRequest,
     OffsetCommitRequest,
     OffsetFetchRequest,
@@ -196,6 +198,35 @@ class ConsoleAdmin:
             for p in t.partitions:
                 check(p.error_code, f"{t.name}-{p.partition_index}: {ApiError.from_kafka(p.error_code).message}"
                       if p.error_code else None)
+
+    # ------------------------------------------------------------------------- transactions
+
+    async def list_transactions(self, principal: KafkaPrincipal, states: list[str],
+                                producer_ids: list[int]) -> list[dict[str, Any]]:
+        """The transactional ids this broker coordinates that ``principal`` may describe (ListTransactions,
+        which leaves the others out), filtered by state names and producer ids (empty: all)."""
+        request = ListTransactionsRequest(state_filters=states, producer_id_filters=producer_ids)
+        response = await self._send(request, 1, principal)
+        check(response.error_code)
+        if response.unknown_state_filters:
+            raise ApiError.bad_request(f"unknown transaction state(s): {', '.join(response.unknown_state_filters)}")
+        return sorted(({"transactional_id": t.transactional_id, "producer_id": t.producer_id,
+                        "state": t.transaction_state} for t in response.transaction_states),
+                      key=lambda t: t["transactional_id"])
+
+    async def describe_transaction(self, principal: KafkaPrincipal, transactional_id: str) -> dict[str, Any]:
+        """One transactional id (DescribeTransactions): 404 TRANSACTIONAL_ID_NOT_FOUND if unknown, 403
+        TRANSACTIONAL_ID_AUTHORIZATION_FAILED without DESCRIBE on it; partitions of topics the principal may
+        not describe are left out, as Kafka does."""
+        response = await self._send(DescribeTransactionsRequest(transactional_ids=[transactional_id]), 0, principal)
+        (t,) = response.transaction_states
+        check(t.error_code, f"Transactional id '{transactional_id}': {ApiError.from_kafka(t.error_code).message}"
+              if t.error_code else None)
+        return {"transactional_id": t.transactional_id, "state": t.transaction_state, "producer_id": t.producer_id,
+                "producer_epoch": t.producer_epoch, "timeout_ms": t.transaction_timeout_ms,
+                "start_time": t.transaction_start_time_ms if t.transaction_start_time_ms >= 0 else None,
+                "partitions": [{"topic": d.topic, "partition": p} for d in sorted(t.topics, key=lambda d: d.topic)
+                               for p in sorted(d.partitions)]}
 
     # ----------------------------------------------------------------------------- security
 

@@ -26,6 +26,7 @@ from tidelog.web.console.sampler import Sampler
 from tidelog.web.console.security_api import SecurityApi
 from tidelog.web.console.session import SessionStore
 from tidelog.web.console.topic_api import TopicApi
+from tidelog.web.console.transaction_api import TransactionApi
 
 STATIC_DIR = Path(__file__).parent / "static"
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
@@ -49,7 +50,7 @@ class Console:
                      ClusterApi(topics, admin, self.sampler, self.authentication, broker_id=broker_id,
                                 read_only=read_only, sample_interval_ms=sample_interval_ms),
                      topics, MessageApi(replicas, admin, clock), GroupApi(replicas, admin, self.sampler, sample_interval_ms),
-                     SecurityApi(admin))
+                     SecurityApi(admin), TransactionApi(admin))
 
     def install(self, app: web.Application) -> None:
         """Add the console's middlewares and routes to the HTTP listener's application (before it starts)."""

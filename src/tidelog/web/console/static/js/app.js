@@ -9,6 +9,8 @@ import * as group from "./pages/group.js";
 import * as login from "./pages/login.js";
 import * as users from "./pages/users.js";
 import * as acls from "./pages/acls.js";
+import * as transactions from "./pages/transactions.js";
+import * as transaction from "./pages/transaction.js";
 
 const routes = [
   [/^\/$/, overview, "overview"],
@@ -16,6 +18,8 @@ const routes = [
   [/^\/topics\/(.+)$/, topic, "topics"],
   [/^\/groups$/, groups, "groups"],
   [/^\/groups\/(.+)$/, group, "groups"],
+  [/^\/transactions$/, transactions, "transactions"],
+  [/^\/transactions\/(.+)$/, transaction, "transactions"],
   [/^\/users$/, users, "users"],
   [/^\/acls$/, acls, "acls"],
 ];
