@@ -1,7 +1,7 @@
 """The web console end to end, in headless Chromium (Debian's ``chromium``, driven by Playwright; Playwright's
 own browsers are never downloaded) against a real broker and real Kafka clients: create a topic in the UI,
 produce with confluent-kafka, browse the messages, watch a group's lag grow and shrink, reset its offsets
-through the UI with its confirmation.
+through the UI with its confirmation, follow a transaction from Ongoing to CompleteCommit.
 
 On failure the page's screenshot and HTML are saved under ``test-artifacts/console/`` (git-ignored) and
 the path printed.
@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from tests import toolchain
@@ -217,6 +217,35 @@ def test_watch_a_groups_lag_grow_and_shrink_then_reset_it_in_the_ui(broker, page
         assert [tp.offset for tp in view.committed([TopicPartition(name, 0)], timeout=10)] == [0]
     finally:
         view.close()
+
+
+def test_an_open_transaction_on_the_transactions_page_then_its_commit(broker, page):
+    from playwright.sync_api import expect
+
+    name, txn_id = f"txn-{uuid.uuid4().hex[:8]}", f"ui-txn-{uuid.uuid4().hex[:8]}"
+    create_topic(AdminClient({"bootstrap.servers": broker.bootstrap}), name, partitions=2)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": txn_id})
+    producer.init_transactions(20)
+    producer.begin_transaction()
+    producer.produce(name, b"a", partition=1)
+    assert producer.flush(10) == 0
+    page.goto(broker.http_url)
+    page.locator("#nav a[data-page=transactions]").click()
+    page.get_by_test_id("txn-state-filter").select_option("Ongoing")
+    page.get_by_test_id("transactions").get_by_text(txn_id).click()
+    expect(page.get_by_test_id("txn-title")).to_have_text(txn_id)
+    expect(page.get_by_test_id("txn-state")).to_have_text("Ongoing")
+    rows = page.get_by_test_id("txn-partitions").locator("tbody tr")
+    expect(rows).to_have_count(1)
+    expect(rows.nth(0)).to_contain_text(name)
+    producer.commit_transaction(20)
+    expect(page.get_by_test_id("txn-state")).to_have_text("CompleteCommit")  # the page refreshes itself
+    expect(page.get_by_test_id("txn-partitions-empty")).to_have_text("No open transaction.")
+    page.locator(".crumbs a").click()
+    row = page.get_by_test_id("transactions").locator("tbody tr", has_text=txn_id)
+    expect(row).to_contain_text("CompleteCommit")
+    page.get_by_test_id("txn-state-filter").select_option("Ongoing")
+    expect(page.get_by_test_id("transactions-empty")).to_have_text("No Ongoing transactions.")
 
 
 def test_read_only_console_shows_a_banner_and_disables_changes(tmp_path, chromium):
