@@ -8,6 +8,7 @@ sensitive configs, and hostile input that must leave the broker serving. Certifi
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import ssl
 import struct
@@ -357,6 +358,31 @@ def test_users_add_list_delete_over_sasl_ssl(secure, certs, tmp_path):
     missing = _cli("users", "delete", "carol", *common)
     assert missing.returncode == 1 and missing.stderr.count("\n") == 1 and "carol" in missing.stderr
     assert "carol-pw" not in secure.stderr_text()
+
+
+def test_every_client_command_takes_command_config(secure, certs, tmp_path):
+    """The global --command-config (or $TIDELOG_COMMAND_CONFIG) takes any client command to a secured
+    listener: the admin creates a topic, produces, consumes and lists ACL-free topics over SASL_SSL."""
+    props = tmp_path / "admin.properties"
+    props.write_text(f"security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\nsasl.username={ADMIN}\n"
+                     f"sasl.password={ADMIN_PW}\nssl.ca.location={certs.ca}\n")
+    bootstrap = _bootstrap(secure, "SASL_SSL")
+    created = _cli("--command-config", str(props), "topics", "create", "cli-secured", "--bootstrap-server", bootstrap)
+    assert created.returncode == 0, created.stderr
+    produced = _cli("produce", "cli-secured", "--bootstrap-server", bootstrap, "--command-config", str(props),
+                    stdin="over-tls\n")
+    assert produced.returncode == 0, produced.stderr
+    env_run = subprocess.run(
+        [sys.executable, "-m", "tidelog", "consume", "cli-secured", "--from-beginning", "--max-messages", "1",
+         "--bootstrap-server", bootstrap], env={**os.environ, "TIDELOG_COMMAND_CONFIG": str(props)},
+        text=True, capture_output=True, timeout=60)
+    assert env_run.returncode == 0 and env_run.stdout.strip() == "over-tls", env_run.stderr
+    missing = _cli("--command-config", str(tmp_path / "nope.properties"), "topics", "list",
+                   "--bootstrap-server", bootstrap)
+    assert missing.returncode == 2 and "nope.properties" in missing.stderr and "Traceback" not in missing.stderr
+    quotas = _cli("quotas", "describe", "--bootstrap-server", bootstrap, "--command-config", str(props))
+    assert quotas.returncode == 2 and "PLAINTEXT listeners only" in quotas.stderr
+    assert ADMIN_PW not in secure.stderr_text()
 
 
 def test_users_add_refuses_bad_iterations_with_one_line(secure, tmp_path):

@@ -160,7 +160,7 @@ def _remove_check(args: argparse.Namespace) -> None:
 
 
 def _admin(args: argparse.Namespace):
-    admin, _ = Cluster(args.bootstrap_server).connect()
+    admin, _ = Cluster(args.bootstrap_server, args.client_properties).connect()
     return admin
 
 

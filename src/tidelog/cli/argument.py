@@ -72,6 +72,34 @@ def resolve_bootstrap(args: argparse.Namespace) -> None:
         args.bootstrap_server = DEFAULT_BOOTSTRAP
 
 
+COMMAND_CONFIG_ENV = "TIDELOG_COMMAND_CONFIG"
+
+
+def add_command_config_argument(parser: argparse.ArgumentParser, top_level: bool = False) -> None:
+    """``--command-config FILE``: client properties for a secured listener. As with --bootstrap-server,
+    a sub-command's option leaves the attribute alone unless given."""
+    parser.add_argument(
+        "--command-config", metavar="FILE", default=None if top_level else argparse.SUPPRESS,
+        help="client properties for a secured listener (security.protocol, sasl.mechanism, sasl.username, "
+             f"sasl.password, ssl.ca.location ...; default: ${COMMAND_CONFIG_ENV})")
+
+
+def resolve_command_config(args: argparse.Namespace) -> None:
+    """Fill ``args.client_properties`` from ``--command-config`` or ``$TIDELOG_COMMAND_CONFIG`` (empty
+    without either). Raises ValueError when the file cannot be read."""
+    from tidelog.config import parse_properties
+
+    path = getattr(args, "command_config", None) or os.environ.get(COMMAND_CONFIG_ENV, "").strip() or None
+    args.client_properties = {}
+    if path is None:
+        return
+    try:
+        with open(path, encoding="utf-8") as f:
+            args.client_properties = parse_properties(f.read())
+    except OSError as e:
+        raise ValueError(f"cannot read --command-config {path}: {e.strerror}") from None
+
+
 # ------------------------------------------------------------------------------------------ topics
 
 
@@ -210,11 +238,13 @@ def timestamp_ms(text: str) -> int:
 
 __all__ = [
     "BOOTSTRAP_ENV",
+    "COMMAND_CONFIG_ENV",
     "DEFAULT_BOOTSTRAP",
     "INT32_MAX",
     "INT64_MAX",
     "add_bootstrap_argument",
     "add_check",
+    "add_command_config_argument",
     "add_topic_argument",
     "bootstrap_servers",
     "bounded_int",
@@ -225,6 +255,7 @@ __all__ = [
     "positive_int",
     "resolve",
     "resolve_bootstrap",
+    "resolve_command_config",
     "timestamp_ms",
     "topic_name",
 ]

@@ -35,7 +35,7 @@ from typing import Any, TextIO
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient, ClusterMetadata
 
-from tidelog.cli.argument import add_bootstrap_argument
+from tidelog.cli.argument import add_bootstrap_argument, add_command_config_argument
 
 #: How long to wait for the first Metadata answer before saying the broker cannot be reached; also how
 #: long a lost broker may stay away before a running command gives up.
@@ -74,8 +74,10 @@ class BrokerLost(CliError):
 
 
 def command(parser: argparse.ArgumentParser, fn: Callable[[argparse.Namespace], int]) -> None:
-    """Make ``parser`` run ``fn``: adds ``--bootstrap-server`` and wraps ``fn`` with :func:`entry`."""
+    """Make ``parser`` run ``fn``: adds ``--bootstrap-server`` and ``--command-config`` and wraps ``fn``
+    with :func:`entry`."""
     add_bootstrap_argument(parser)
+    add_command_config_argument(parser)
     parser.set_defaults(func=entry(fn, parser.prog), prog=parser.prog, parser=parser)
 
 
@@ -181,14 +183,17 @@ class Cluster:
     reachability with a bounded wait (librdkafka alone would retry forever) and notices a broker lost
     while the command runs (:meth:`check_connection`)."""
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, properties: dict[str, Any] | None = None) -> None:
         self.bootstrap = bootstrap
+        #: client properties from --command-config (security.protocol, sasl.*, ssl.* ...)
+        self.properties = dict(properties or {})
         self.errors: list[KafkaError] = []
         self._trouble = False
 
     def config(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
         """Client properties: the bootstrap servers, silenced librdkafka logs, errors collected, ``extra``."""
-        conf: dict[str, Any] = {"bootstrap.servers": self.bootstrap, "logger": _SILENT, "error_cb": self._on_error}
+        conf: dict[str, Any] = {**self.properties, "bootstrap.servers": self.bootstrap, "logger": _SILENT,
+                                "error_cb": self._on_error}
         conf.update(extra or {})
         return conf
 

@@ -41,7 +41,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    admin, _ = Cluster(args.bootstrap_server).connect()
+    admin, _ = Cluster(args.bootstrap_server, args.client_properties).connect()
     try:
         cluster = admin.describe_cluster(request_timeout=REQUEST_TIMEOUT_S).result()
     except Exception as e:

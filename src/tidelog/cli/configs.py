@@ -256,7 +256,7 @@ def _resources(args: argparse.Namespace, admin: AdminClient, metadata) -> list[C
 
 
 def _describe(args: argparse.Namespace) -> int:
-    admin, metadata = Cluster(args.bootstrap_server).connect()
+    admin, metadata = Cluster(args.bootstrap_server, args.client_properties).connect()
     resources = _resources(args, admin, metadata)
     described = describe_configs(admin, resources)
     for i, resource in enumerate(resources):
@@ -270,7 +270,7 @@ def _describe(args: argparse.Namespace) -> int:
 
 
 def _alter(args: argparse.Namespace) -> int:
-    admin, metadata = Cluster(args.bootstrap_server).connect()
+    admin, metadata = Cluster(args.bootstrap_server, args.client_properties).connect()
     [resource] = _resources(args, admin, metadata)
     alter_configs(admin, resource, args.set, args.delete)
     done = [f"set {k}={v}" for k, v in args.set] + [f"deleted {k}" for k in args.delete]

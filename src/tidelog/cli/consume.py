@@ -116,7 +116,7 @@ def _offset(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    cluster = Cluster(args.bootstrap_server)
+    cluster = Cluster(args.bootstrap_server, args.client_properties)
     config: dict[str, Any] = {
         "group.id": args.group or f"tidelog-console-consumer-{os.getpid()}",
         "enable.auto.commit": args.group is not None,

@@ -93,7 +93,7 @@ def _check(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    admin, metadata = Cluster(args.bootstrap_server).connect()
+    admin, metadata = Cluster(args.bootstrap_server, args.client_properties).connect()
     count = require_topic(metadata, args.topic)
     if isinstance(args.offset, dict):
         targets = dict(args.offset)

@@ -97,7 +97,7 @@ def _warn(args: argparse.Namespace, message: str) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    admin, _ = Cluster(args.bootstrap_server).connect()
+    admin, _ = Cluster(args.bootstrap_server, args.client_properties).connect()
     options: dict[str, Any] = {"request_timeout": REQUEST_TIMEOUT_S}
     if args.state:
         options["states"] = set(args.state)
@@ -139,7 +139,7 @@ def _describe_check(args: argparse.Namespace) -> None:
 
 
 def _describe(args: argparse.Namespace) -> int:
-    admin, _ = Cluster(args.bootstrap_server).connect()
+    admin, _ = Cluster(args.bootstrap_server, args.client_properties).connect()
     if args.all_groups:
         listed = admin.list_consumer_groups(request_timeout=REQUEST_TIMEOUT_S).result()
         groups = sorted(g.group_id for g in listed.valid or ())
@@ -240,7 +240,7 @@ def _state_lines(d: ConsumerGroupDescription) -> list[str]:
 
 
 def _delete(args: argparse.Namespace) -> int:
-    admin, _ = Cluster(args.bootstrap_server).connect()
+    admin, _ = Cluster(args.bootstrap_server, args.client_properties).connect()
     groups = list(dict.fromkeys(args.groups))
     futures = admin.delete_consumer_groups(groups, request_timeout=REQUEST_TIMEOUT_S)
     failed = 0

@@ -12,7 +12,14 @@ import argparse
 import sys
 
 from tidelog import __version__
-from tidelog.cli.argument import BOOTSTRAP_ENV, add_bootstrap_argument, resolve, resolve_bootstrap
+from tidelog.cli.argument import (
+    BOOTSTRAP_ENV,
+    add_bootstrap_argument,
+    add_command_config_argument,
+    resolve,
+    resolve_bootstrap,
+    resolve_command_config,
+)
 
 #: Commands that run no Kafka client, so take no --bootstrap-server.
 _OFFLINE = ("info", "serve", "dev-cluster")
@@ -45,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"tidelog {__version__}")
     add_bootstrap_argument(parser, top_level=True)
+    add_command_config_argument(parser, top_level=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     info = sub.add_parser(
         "info", help="describe this installation offline: version, protocol codec, compression codecs",
@@ -103,6 +111,7 @@ def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.N
         return args
     try:
         resolve_bootstrap(args)
+        resolve_command_config(args)
         resolve(args)
     except ValueError as e:
         leaf.error(str(e))

@@ -98,7 +98,7 @@ def _warn(args: argparse.Namespace, message: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     group = args.group
-    admin, metadata = Cluster(args.bootstrap_server).connect()
+    admin, metadata = Cluster(args.bootstrap_server, args.client_properties).connect()
     description = describe_groups(admin, [group])[group]
     if isinstance(description, KafkaException) and exists(description):
         raise CliError(f"cannot describe group {group!r}: {describe_error(description)}")

@@ -112,7 +112,7 @@ def list_offsets(admin: AdminClient, partitions: Iterable[tuple[str, int]], offs
 
 
 def run(args: argparse.Namespace) -> int:
-    admin, metadata = Cluster(args.bootstrap_server).connect()
+    admin, metadata = Cluster(args.bootstrap_server, args.client_properties).connect()
     pattern = args.topic_pattern
     names = sorted(n for n in metadata.topics if pattern is None or pattern.fullmatch(n))
     if args.exclude_internal:

@@ -151,7 +151,7 @@ class _ProduceStats:
 
 
 def run_produce(args: argparse.Namespace) -> int:
-    cluster = Cluster(args.bootstrap_server)
+    cluster = Cluster(args.bootstrap_server, args.client_properties)
     config: dict[str, Any] = {"message.timeout.ms": MESSAGE_TIMEOUT_MS}
     config.update(dict(args.producer_prop))
     try:
@@ -222,7 +222,7 @@ def _send_all(producer: Producer, cluster: Cluster, args: argparse.Namespace, pa
 
 
 def run_consume(args: argparse.Namespace) -> int:
-    cluster = Cluster(args.bootstrap_server)
+    cluster = Cluster(args.bootstrap_server, args.client_properties)
     config: dict[str, Any] = {
         "group.id": args.group or "tidelog-perf-consumer",
         "enable.auto.commit": args.group is not None,

@@ -95,7 +95,7 @@ def _lines(stream: BinaryIO) -> Iterator[bytes]:
 
 
 def run(args: argparse.Namespace) -> int:
-    cluster = Cluster(args.bootstrap_server)
+    cluster = Cluster(args.bootstrap_server, args.client_properties)
     config = {
         "acks": "-1" if args.acks == "all" else args.acks,
         "compression.type": args.compression,

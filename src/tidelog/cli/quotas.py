@@ -79,12 +79,21 @@ def _value(value: float) -> str:
     return f"{value:.0f}" if value.is_integer() else repr(value)
 
 
+def _plaintext_only(args: argparse.Namespace) -> None:
+    """This command speaks Kafka requests over its own socket, without TLS or SASL (yet)."""
+    protocol = str(args.client_properties.get("security.protocol", "PLAINTEXT")).upper()
+    if protocol != "PLAINTEXT":
+        raise CliError(f"tidelog quotas reaches PLAINTEXT listeners only; --command-config asks for {protocol} "
+                       "(use a PLAINTEXT listener, or kafka-configs.sh --entity-type users/clients)", 2)
+
+
 def _describe(args: argparse.Namespace) -> int:
     from tidelog.cli.broker_connection import BrokerConnection
     from tidelog.protocol.messages import DescribeClientQuotasRequest as D
 
     components = [D.ComponentData(entity_type=t, match_type=_MATCH_DEFAULT if n is None else _MATCH_EXACT, match=n)
                   for t, n in _named(args)]
+    _plaintext_only(args)
     with BrokerConnection.open(args.bootstrap_server.split(",")[0]) as conn:
         response = conn.request(D(components=components, strict=args.strict))
     if response.error_code:
@@ -124,6 +133,7 @@ def _alter(args: argparse.Namespace) -> int:
         raise _usage(args, "nothing to change: give --add-config and/or --delete-config")
     request = A(entries=[A.EntryData(entity=[A.EntityData(entity_type=t, entity_name=n) for t, n in entity],
                                      ops=ops)], validate_only=args.validate_only)
+    _plaintext_only(args)
     with BrokerConnection.open(args.bootstrap_server.split(",")[0]) as conn:
         response = conn.request(request)
     (entry,) = response.entries

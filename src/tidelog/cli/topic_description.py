@@ -51,7 +51,7 @@ def add_parser(actions: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    admin, metadata = Cluster(args.bootstrap_server).connect()
+    admin, metadata = Cluster(args.bootstrap_server, args.client_properties).connect()
     names = args.topics or sorted(metadata.topics)
     require_topics(metadata, names)
     if not args.topics and args.exclude_internal:

@@ -99,7 +99,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _create(args: argparse.Namespace) -> int:
-    admin, _ = Cluster(args.bootstrap_server).connect()
+    admin, _ = Cluster(args.bootstrap_server, args.client_properties).connect()
     topic = NewTopic(
         args.topic,
         num_partitions=args.partitions if args.partitions is not None else -1,
@@ -121,7 +121,7 @@ def _create(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    admin, metadata = Cluster(args.bootstrap_server).connect()
+    admin, metadata = Cluster(args.bootstrap_server, args.client_properties).connect()
     names = sorted(metadata.topics)
     internal = internal_topics(admin, names)
     for name in names:
@@ -133,7 +133,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _alter(args: argparse.Namespace) -> int:
-    admin, metadata = Cluster(args.bootstrap_server).connect()
+    admin, metadata = Cluster(args.bootstrap_server, args.client_properties).connect()
     current = require_topic(metadata, args.topic)
     if args.partitions <= current:
         raise CliError(f"topic {args.topic!r} has {current} partition(s); --partitions must be more than that "
@@ -149,7 +149,7 @@ def _alter(args: argparse.Namespace) -> int:
 
 
 def _delete(args: argparse.Namespace) -> int:
-    admin, metadata = Cluster(args.bootstrap_server).connect()
+    admin, metadata = Cluster(args.bootstrap_server, args.client_properties).connect()
     names = args.topics
     if args.if_exists:
         names = [n for n in names if n in metadata.topics]
@@ -178,7 +178,7 @@ def _alter_config_check(args: argparse.Namespace) -> None:
 
 
 def _alter_config(args: argparse.Namespace) -> int:
-    admin, metadata = Cluster(args.bootstrap_server).connect()
+    admin, metadata = Cluster(args.bootstrap_server, args.client_properties).connect()
     require_topics(metadata, [args.topic])
     alter_configs(admin, ConfigResource(ResourceType.TOPIC, args.topic), args.set, args.delete)
     done = [f"set {k}={v}" for k, v in args.set] + [f"deleted {k}" for k in args.delete]

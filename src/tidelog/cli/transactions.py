@@ -95,7 +95,7 @@ def _admin(args: argparse.Namespace) -> TransactionAdmin:
     # Imported here: the wire codec takes about half a second to load, which only running a command needs.
     from tidelog.cli.transaction_admin import TransactionAdmin
 
-    _, metadata = Cluster(args.bootstrap_server).connect()
+    _, metadata = Cluster(args.bootstrap_server, args.client_properties).connect()
     return TransactionAdmin(metadata)
 
 

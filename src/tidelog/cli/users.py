@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import getpass
 import sys
-from typing import Any
 
 from confluent_kafka.admin import (
     ScramCredentialInfo,
@@ -84,23 +83,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_connection_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--command-config", metavar="FILE",
-                        help="client properties for a secured listener (security.protocol, sasl.mechanism, "
-                        "sasl.username, sasl.password, ssl.ca.location ...)")
     parser.add_argument("--data-dir", metavar="DIR",
                         help="work offline on this broker data dir (its first log dir) instead of over the network")
-
-
-def _client_properties(args: argparse.Namespace) -> dict[str, Any]:
-    if not args.command_config:
-        return {}
-    from tidelog.config import parse_properties
-
-    try:
-        with open(args.command_config, encoding="utf-8") as f:
-            return parse_properties(f.read())
-    except OSError as e:
-        raise CliError(f"cannot read --command-config {args.command_config}: {e.strerror}", 2) from None
 
 
 def _password(args: argparse.Namespace) -> str:
@@ -122,10 +106,10 @@ def _password(args: argparse.Namespace) -> str:
 
 
 def _admin(args: argparse.Namespace):
-    cluster = Cluster(args.bootstrap_server)
+    cluster = Cluster(args.bootstrap_server, args.client_properties)
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient(cluster.config(_client_properties(args)))
+    admin = AdminClient(cluster.config())
     cluster.metadata(admin)  # reachable (and, on a SASL listener, authenticated) within a bounded wait
     return admin
 
