@@ -5,7 +5,9 @@ run to run (a HashMap keyed by an enum)."""
 
 from __future__ import annotations
 
-from tests.oracle.wire.program import Program
+import time
+
+from tests.oracle.wire.program import Program, Session
 from tidelog.protocol.messages import (
     AlterUserScramCredentialsRequest,
     DescribeUserScramCredentialsRequest,
@@ -24,6 +26,27 @@ def _upsert(name: str, mechanism: int = SHA256, iterations: int = 4096, salt: by
     return Upsert(name=name, mechanism=mechanism, iterations=iterations, salt=salt, salted_password=salted)
 
 
+def _until_users(program: Program, label: str, present: set[str], absent: set[str], timeout: float = 15.0) -> None:
+    """Until DescribeUserScramCredentials lists ``present`` and none of ``absent``: Kafka answers an
+    AlterUserScramCredentials once the change is in its metadata log and applies it to its broker a
+    moment later, so a Describe right after may still see the old users (Tidelog applies it first)."""
+    version = program.top(DescribeUserScramCredentialsRequest.API_KEY)
+
+    def run(session: Session) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            answer = session.call(DescribeUserScramCredentialsRequest(users=None), version)
+            names = {r.user for r in answer.results or []}
+            if present <= names and not names & absent:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"SCRAM users on {session.bootstrap} never became {present} without "
+                                     f"{absent}: {names}")
+            time.sleep(0.1)
+
+    program.action(f"scram-users-{label}", run)
+
+
 def add(program: Program) -> None:
     program.each_version(SaslHandshakeRequest.API_KEY, "plaintext-listener",
                          lambda v: SaslHandshakeRequest(mechanism="PLAIN"))
@@ -40,6 +63,7 @@ def add(program: Program) -> None:
             deletions=[Delete(name="diff-nobody", mechanism=SHA256), Delete(name="diff-x", mechanism=9)],
             upsertions=[_upsert("diff-few", iterations=100), _upsert("diff-many", iterations=20000),
                         _upsert("diff-dup"), _upsert("diff-dup"), _upsert("", SHA256)]))
+    _until_users(program, "created", {"diff-alice", "diff-bob", "diff-carol"}, set())
     for v in program.versions(describe):
         program.request("named", v, DescribeUserScramCredentialsRequest(
             users=[User(name="diff-alice"), User(name="diff-bob"), User(name="diff-unknown")]))
@@ -48,6 +72,7 @@ def add(program: Program) -> None:
     for v in program.versions(alter):
         program.request("delete", v, AlterUserScramCredentialsRequest(
             deletions=[Delete(name="diff-bob", mechanism=SHA256), Delete(name="diff-carol", mechanism=SHA256)]))
+    _until_users(program, "deleted", {"diff-alice"}, {"diff-bob", "diff-carol"})
     for v in program.versions(describe):
         program.request("after-delete", v, DescribeUserScramCredentialsRequest(users=None))
 
