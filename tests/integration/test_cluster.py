@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
-from kazoo.client import KazooClient
+from confluent_kafka.admin import NewTopic
 
 from tests.integration.zookeeper import start_zookeeper
 from tidelog.testing import BrokerProcess
+from tidelog.testing.cluster import LocalCluster, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster")]
 
@@ -29,33 +29,11 @@ CHROOT = "/tidelog-test"
 SESSION_MS = 2000
 
 
-class Cluster:
+class Cluster(LocalCluster):
     def __init__(self, root: Path) -> None:
-        self.zookeeper = start_zookeeper(root / "zk")
-        self.connect = self.zookeeper.connect + CHROOT
-        self.brokers: dict[int, BrokerProcess] = {}
-        for broker_id in (1, 2, 3):
-            self.brokers[broker_id] = BrokerProcess(root / f"broker-{broker_id}", overrides={
-                "zookeeper.connect": self.connect, "broker.id": str(broker_id),
-                "zookeeper.session.timeout.ms": str(SESSION_MS), "broker.rack": f"rack-{broker_id}"}).start()
-        self.zk = KazooClient(hosts=self.connect)
-        self.zk.start(10)
-
-    def bootstrap(self, *ids: int) -> str:
-        return ",".join(self.brokers[i].bootstrap for i in (ids or self.brokers) if self.brokers[i].alive)
-
-    def admin(self, *ids: int) -> AdminClient:
-        return AdminClient({"bootstrap.servers": self.bootstrap(*ids)})
-
-    def controller(self) -> int:
-        return json.loads(self.zk.get("/controller")[0])["brokerid"]
-
-    def stop(self) -> None:
-        self.zk.stop()
-        self.zk.close()
-        for broker in self.brokers.values():
-            broker.stop()
-        self.zookeeper.stop()
+        super().__init__(root, chroot=CHROOT, session_ms=SESSION_MS, zookeeper=start_zookeeper(root / "zk"),
+                         per_broker={i: {"broker.rack": f"rack-{i}"} for i in (1, 2, 3)})
+        self.start()
 
 
 @pytest.fixture(scope="module")
@@ -63,16 +41,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     c = Cluster(tmp_path_factory.mktemp("cluster"))
     yield c
     c.stop()
-
-
-def wait_for(predicate, timeout: float = 15.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
 
 
 def topic_on(cluster: Cluster, broker_id: int, name: str, partitions: int):

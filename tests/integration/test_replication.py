@@ -8,9 +8,7 @@ drops exactly its divergent suffix (KIP-101). About 60 s.
 
 from __future__ import annotations
 
-import json
 import signal
-import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -18,9 +16,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaProducer
-from kazoo.client import KazooClient
 
 from tests.integration.kafka_io import produce_batch
 from tests.integration.zookeeper import start_zookeeper
@@ -30,6 +26,8 @@ from tidelog.protocol.messages import ProduceRequest
 from tidelog.records.builder import build_batch
 from tidelog.testing import BrokerProcess
 from tidelog.testing.client import WireClient
+from tidelog.testing.cluster import LocalCluster, wait_for
+from tidelog.testing.cluster import log_batches as data_dir_batches
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster")]
 
@@ -39,45 +37,18 @@ LAG_MS = 1500
 OFFSETS_PARTITIONS = 3
 
 
-class Cluster:
+class Cluster(LocalCluster):
     def __init__(self, root: Path) -> None:
-        self.zookeeper = start_zookeeper(root / "zk")
-        self.connect = self.zookeeper.connect + CHROOT
-        self.brokers: dict[int, BrokerProcess] = {}
-        for broker_id in (1, 2, 3):
-            self.brokers[broker_id] = BrokerProcess(root / f"broker-{broker_id}", overrides={
-                "zookeeper.connect": self.connect, "broker.id": str(broker_id),
-                "zookeeper.session.timeout.ms": str(SESSION_MS), "replica.lag.time.max.ms": str(LAG_MS),
-                "min.insync.replicas": "2", "default.replication.factor": "3",
-                "offsets.topic.replication.factor": "3", "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS),
-                "replica.fetch.backoff.ms": "200"}).start()
-        self.zk = KazooClient(hosts=self.connect)
-        self.zk.start(10)
-
-    def bootstrap(self) -> str:
-        return ",".join(b.bootstrap for b in self.brokers.values() if b.alive)
-
-    def state(self, topic: str, partition: int = 0) -> dict:
-        return json.loads(self.zk.get(f"/brokers/topics/{topic}/partitions/{partition}/state")[0])
+        super().__init__(root, chroot=CHROOT, session_ms=SESSION_MS, zookeeper=start_zookeeper(root / "zk"),
+                         overrides={"replica.lag.time.max.ms": str(LAG_MS), "min.insync.replicas": "2",
+                                    "default.replication.factor": "3", "offsets.topic.replication.factor": "3",
+                                    "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS),
+                                    "replica.fetch.backoff.ms": "200"})
+        self.start()
 
     def create(self, topic: str, partitions: int = 1, config: dict[str, str] | None = None) -> None:
-        wait_for(lambda: len(self.zk.get_children("/brokers/ids")) == 3, what="three registered brokers")
-        admin = AdminClient({"bootstrap.servers": self.bootstrap()})
-        admin.create_topics([NewTopic(topic, partitions, 3, config=config or {})])[topic].result(10)
-        for p in range(partitions):
-            wait_for(lambda p=p: self.zk.exists(f"/brokers/topics/{topic}/partitions/{p}/state"), what="state")
-            # every replica hosts the log and the leader knows it leads
-            wait_for(lambda p=p: all((b.data_dir / f"{topic}-{p}").is_dir() for b in self.brokers.values()
-                                     if b.alive), what="logs")
-
-    def stop(self) -> None:
-        self.zk.stop()
-        self.zk.close()
-        for broker in self.brokers.values():
-            if broker.proc is not None and broker.alive:
-                broker.proc.send_signal(signal.SIGCONT)
-            broker.stop()
-        self.zookeeper.stop()
+        wait_for(lambda: len(self.live_ids()) == 3, what="three registered brokers")
+        self.create_topic(topic, partitions, 3, config)
 
 
 @pytest.fixture(scope="module")
@@ -87,37 +58,14 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     c.stop()
 
 
-def wait_for(predicate, timeout: float = 20.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
 def log_batches(broker: BrokerProcess, topic: str, partition: int = 0) -> list[tuple[int, bytes]]:
     """(base offset, bytes) of every batch in the partition's segment files, as on disk."""
-    out = []
-    for path in sorted((broker.data_dir / f"{topic}-{partition}").glob("*.log")):
-        data = path.read_bytes()
-        pos = 0
-        while pos + 12 <= len(data):
-            base, length = struct.unpack_from(">qi", data, pos)
-            if length <= 0 or pos + 12 + length > len(data):
-                break
-            out.append((base, data[pos:pos + 12 + length]))
-            pos += 12 + length
-    return out
+    return data_dir_batches(broker.data_dir, topic, partition)
 
 
 def assert_replicas_identical(cluster: Cluster, topic: str, partition: int = 0, ids=(1, 2, 3)) -> list:
     """Every replica's log holds the same batches, byte for byte (followers copy the leader's)."""
-    def same():
-        logs = [log_batches(cluster.brokers[i], topic, partition) for i in ids]
-        return logs[0] if logs[0] and all(other == logs[0] for other in logs[1:]) else None
-    return wait_for(same, what=f"identical replicas of {topic}-{partition}")
+    return cluster.wait_replicas_identical(topic, partition, ids)
 
 
 def read_values(cluster: Cluster, topic: str, partition: int, timeout: float = 30) -> list[bytes]:
