@@ -22,6 +22,16 @@ Kafka's ``CoordinatorRuntime`` for one event loop and a single node. Its rules:
    batch of that producer and epoch (no sequence: a coordinator's write); its records are replayed
    with that producer id. The transaction's marker, written later through the replica manager, is
    handed to :meth:`CoordinatorRuntime.replay_marker` by whoever wrote it.
+6. **Committed before answered** (cluster mode). Each write records the partition's last written
+   offset; :meth:`CoordinatorRuntime.committed` waits until the high watermark passes it (the
+   writer's ``wait_committed``: acks=all's purgatory), bounded by ``write_timeout_ms``. Every
+   operation and write made for a request is recorded in :mod:`tidelog.coordinator.write_barrier`,
+   through which the dispatcher answers the request only then (memory may run ahead of the high
+   watermark, a client's view never does). A write whose wait fails stays in memory: it is in the
+   leader's log and becomes committed later, or the partition's leadership moves and the
+   partition is unloaded (:meth:`CoordinatorRuntime.unload`), its state dropped with it.
+7. **Ownership.** :meth:`run` refuses a partition the writer does not own (``owns``: this broker
+   leads it) with NOT_COORDINATOR.
 4. **Timers.** ``schedule(key, delay_ms, partition, op)`` runs ``op`` through :meth:`run` once the
    injected clock's monotonic time passes the deadline; scheduling an existing key replaces it,
    ``cancel(key)`` forgets it. :meth:`poll` fires what is due: the broker arms one loop timer for the
@@ -44,6 +54,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from tidelog.clock import Clock
+from tidelog.coordinator import write_barrier
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.records import RecordBatchBuilder, RecordBatchView, RecordsError, decode_control_batch
 from tidelog.replica.manager import ReplicaManager
@@ -136,6 +147,18 @@ class PartitionWriter(Protocol):
         """Every batch of the partition from its log start offset, in order."""
         ...
 
+    def owns(self, partition: int) -> bool:
+        """Whether this broker may coordinate the partition (it leads it)."""
+        ...
+
+    def is_committed(self, partition: int, offset: int) -> bool:
+        """Whether the high watermark has passed ``offset`` (the end of a write) on a partition led here."""
+        ...
+
+    async def wait_committed(self, partition: int, offset: int, timeout_ms: int) -> ErrorCode:
+        """Wait until the high watermark reaches ``offset``; NONE, or the acks=all error."""
+        ...
+
 
 class ReplicaWriter:
     """:class:`PartitionWriter` through the replica manager (the broker's one door to partition data),
@@ -155,6 +178,27 @@ class ReplicaWriter:
     def batches(self, partition: int) -> Iterator[RecordBatchView]:
         plog = self.replicas.leader_log(self.topic, partition)
         yield from plog.batches(plog.log_start_offset)
+
+    def owns(self, partition: int) -> bool:
+        topic = self.replicas.image.topics.get(self.topic)
+        if topic is None:
+            return True  # created on first use, led here on a single node (elsewhere the append says so)
+        if not 0 <= partition < len(topic.partitions):
+            return False
+        return topic.partitions[partition].leader == self.replicas.broker_id and self.replicas.may_lead()
+
+    def is_committed(self, partition: int, offset: int) -> bool:
+        replication = self.replicas.replication
+        if replication is None:
+            return True  # a single node: the high watermark is the log end
+        plog = self.replicas.logs.get_log(self.topic, partition)
+        return ((self.topic, partition) in replication.leaders and plog is not None
+                and plog.high_watermark >= offset)
+
+    async def wait_committed(self, partition: int, offset: int, timeout_ms: int) -> ErrorCode:
+        if self.replicas.replication is None:
+            return ErrorCode.NONE
+        return await self.replicas.wait_for_acks(self.topic, partition, offset, timeout_ms)
 
 
 class LogWriter:
@@ -179,6 +223,15 @@ class LogWriter:
     def batches(self, partition: int) -> Iterator[RecordBatchView]:
         plog = self.log_for(partition)
         yield from plog.batches(plog.log_start_offset)
+
+    def owns(self, partition: int) -> bool:
+        return True
+
+    def is_committed(self, partition: int, offset: int) -> bool:
+        return True
+
+    async def wait_committed(self, partition: int, offset: int, timeout_ms: int) -> ErrorCode:
+        return ErrorCode.NONE
 
 
 # --------------------------------------------------------------------------------------- timers
@@ -301,8 +354,12 @@ class CoordinatorRuntime:
                  serialize: Callable[[Any], tuple[bytes, bytes | None]],
                  deserialize: Callable[[bytes, bytes | None], Any],
                  schedule: Callable[[float, Callable[[], None]], Any] | None = None,
-                 replay_marker: MarkerFn | None = None) -> None:
+                 replay_marker: MarkerFn | None = None, write_timeout_ms: int = 5000) -> None:
         self.clock = clock
+        self.write_timeout_ms = write_timeout_ms
+        #: partition -> the offset after the last write to it (rule 6)
+        self._last_written: dict[int, int] = {}
+        self._timer_partitions: dict[str, int] = {}  # timer key -> partition (rule 4; unload cancels them)
         self.writer = writer
         self._replay = replay
         self._replay_marker = replay_marker
@@ -313,8 +370,42 @@ class CoordinatorRuntime:
     # ---------------------------------------------------------------------------------- writes
 
     def run(self, partition: int, op: Callable[[], Result[T]]) -> T | None:
-        """Run ``op`` and write its result (rule 1). Returns the response; raises KafkaError."""
+        """Run ``op`` and write its result (rule 1). Returns the response; raises KafkaError
+        (NOT_COORDINATOR for a partition this broker does not lead, rule 7)."""
+        self.check_owned(partition)
+        write_barrier.touch(self, partition)
         return self.write(partition, op())
+
+    def check_owned(self, partition: int) -> None:
+        if not self.writer.owns(partition):
+            raise KafkaError(ErrorCode.NOT_COORDINATOR, f"partition {partition} is not coordinated here")
+
+    def read(self, partition: int) -> None:
+        """A read of state built by writes to ``partition`` (rules 6, 7): refused if the partition is
+        not owned; otherwise the current request is answered once those writes are committed."""
+        self.check_owned(partition)
+        write_barrier.touch(self, partition)
+
+    def is_committed(self, partition: int) -> bool:
+        offset = self._last_written.get(partition)
+        return offset is None or self.writer.is_committed(partition, offset)
+
+    async def committed(self, partition: int) -> ErrorCode:
+        """Rule 6: wait until the last write to ``partition`` is committed; NONE or a coordinator error."""
+        offset = self._last_written.get(partition)
+        if offset is None or self.writer.is_committed(partition, offset):
+            return ErrorCode.NONE
+        code = await self.writer.wait_committed(partition, offset, self.write_timeout_ms)
+        if code != ErrorCode.NONE:
+            log.info("coordinator partition %d: write ending at %d not committed: %s", partition, offset, code.name)
+        return normalize_append_error(code)
+
+    def unload(self, partition: int) -> None:
+        """The partition is no longer coordinated here: its timers stop, its writes are forgotten."""
+        self._last_written.pop(partition, None)
+        for key in [k for k, p in self._timer_partitions.items() if p == partition]:
+            del self._timer_partitions[key]
+            self.timers.cancel(key)
 
     def write(self, partition: int, result: Result[T]) -> T | None:
         if result.records:
@@ -327,6 +418,8 @@ class CoordinatorRuntime:
                 if result.on_failed is not None:
                     result.on_failed(error)
                 raise error from None
+            self._last_written[partition] = base + len(result.records)
+            write_barrier.touch(self, partition)
             if result.replay:
                 for i, record in enumerate(result.records):
                     self._replay(partition, base + i, result.producer_id, record)
@@ -389,15 +482,19 @@ class CoordinatorRuntime:
 
     def schedule(self, key: str, delay_ms: int, partition: int, op: Callable[[], Result[Any] | None]) -> None:
         """Run ``op`` through :meth:`run` on ``partition`` after ``delay_ms`` (rule 4)."""
+        self._timer_partitions[key] = partition
         self.timers.schedule(key, delay_ms, lambda: self._run_timer(key, partition, op))
 
     def cancel(self, key: str) -> None:
+        self._timer_partitions.pop(key, None)
         self.timers.cancel(key)
 
     def poll(self) -> int:
         return self.timers.poll()
 
     def _run_timer(self, key: str, partition: int, op: Callable[[], Result[Any] | None]) -> None:
+        if self._timer_partitions.get(key) == partition:
+            del self._timer_partitions[key]
         result = op()
         if result is None:
             return
@@ -409,6 +506,7 @@ class CoordinatorRuntime:
     def close(self) -> None:
         self.timers.closed = True
         self.timers.cancel_all()
+        self._timer_partitions.clear()
 
 
 __all__ = [

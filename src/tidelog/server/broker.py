@@ -54,6 +54,7 @@ from tidelog.cluster.zk_store import ZooKeeperSettings, ZooKeeperStore
 from tidelog.config import BrokerConfig
 from tidelog.coordinator.group import OFFSETS_TOPIC, GroupConfig, GroupCoordinator, classic_member, consumer
 from tidelog.coordinator.group.consumer import ConsumerGroupCoordinator
+from tidelog.coordinator.leadership import leadership_change
 from tidelog.coordinator.runtime import ReplicaWriter
 from tidelog.coordinator.txn import TRANSACTION_STATE_TOPIC, TransactionCoordinator, TxnConfig
 from tidelog.coordinator.txn.marker_writer import TxnMarkerWriter
@@ -493,19 +494,25 @@ class Broker:
             self._take_over_coordinators(old, new)
 
     def _take_over_coordinators(self, old: MetadataImage, new: MetadataImage) -> None:
-        """Cluster mode: this broker became leader of a ``__consumer_offsets`` / ``__transaction_state``
-        partition (a failover): its coordinator loads it (the log is already replicated here), so groups
-        and transactions carry on. The old leader's writes fail with NOT_LEADER_OR_FOLLOWER, which
-        coordinators answer as NOT_COORDINATOR. Loading runs on the loop, so no request sees it half done."""
-        for name, load in ((OFFSETS_TOPIC, self.group_coordinator.load), (TRANSACTION_STATE_TOPIC, self.transactions.load)):
+        """Cluster mode: coordinators follow the leadership of their partitions
+        (:mod:`tidelog.coordinator.leadership`). A broker that became leader of a ``__consumer_offsets``
+        / ``__transaction_state`` partition (a failover) loads it (the log is already replicated here),
+        so groups and transactions carry on; one that stopped leading it unloads it (NOT_COORDINATOR
+        from then on). Loading runs on the loop, so no request sees it half done."""
+        for name, coordinator, assumed_all in ((OFFSETS_TOPIC, self.group_coordinator, False),
+                                               (TRANSACTION_STATE_TOPIC, self.transactions, True)):
             topic, before = new.topics.get(name), old.topics.get(name)
-            if topic is None or before is None or before.topic_id != topic.topic_id:
+            if topic is before:
                 continue
-            gained = [p.partition for p, q in zip(topic.partitions, before.partitions)
-                      if p.leader == self.broker_id and q.leader != self.broker_id]
-            if gained:
-                log.info("broker %d now leads %s partitions %s: loading them", self.broker_id, name, gained)
-                load(gained, num_partitions=len(topic.partitions))
+            change = leadership_change(self.broker_id, before, topic, assumed_all=assumed_all)
+            if change.unload:
+                log.info("broker %d no longer leads %s partitions %s: unloading them", self.broker_id, name,
+                         list(change.unload))
+                coordinator.unload(change.unload)
+            if change.load and topic is not None:
+                log.info("broker %d now leads %s partitions %s: loading them", self.broker_id, name,
+                         list(change.load))
+                coordinator.load(change.load, num_partitions=len(topic.partitions))
 
     # ----------------------------------------------------------------------------------- stop
 

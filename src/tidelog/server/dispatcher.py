@@ -20,12 +20,14 @@ Handlers are thin: they call the owning component and build the response. They r
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from tidelog.coordinator import write_barrier
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import API_REGISTRY, ApiKey
 from tidelog.protocol.exceptions import ProtocolError, UnknownApiKeyError, UnsupportedVersionError
@@ -39,6 +41,8 @@ HandlerFn = Callable[[Any, Any], "Message | Awaitable[Message | None] | None"]
 ErrorFn = Callable[[Any, ErrorCode, str | None], Message]
 
 _MARK = "__tidelog_handles__"
+#: The hot paths: their awaitable answers (acks, long polls) involve no coordinator.
+_DATA_APIS = frozenset({ApiKey.PRODUCE, ApiKey.FETCH})
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +143,25 @@ class HandlerRegistry:
             return h.error_response(request, code, message)
         return generic_error_response(API_REGISTRY[api_key].response, code)
 
+    async def _when_committed(self, api_key: int, body: Message, result: Any, touched: write_barrier.Touched) -> Any:
+        """A coordinator's answer goes out once the writes it reflects are committed (the high
+        watermark passed them: :mod:`tidelog.coordinator.write_barrier`), or as the error of that wait."""
+        if inspect.isawaitable(result):  # coordinator operations it runs when awaited count too
+            token = write_barrier.begin()
+            try:
+                result = await result
+            finally:
+                touched = touched | write_barrier.end(token)
+        if not touched:
+            return result
+        code = await write_barrier.wait(touched)
+        if code == ErrorCode.NONE:
+            return result
+        try:
+            return self.error_response(api_key, body, code)
+        except CloseConnection:  # no top-level error in this API's response: answer what there is
+            return result
+
     def api_versions_fallback(self) -> ApiVersionsResponse:
         """KIP-511: the answer to an ApiVersions request in a version the broker does not support."""
         h = self._handlers[ApiKey.API_VERSIONS]
@@ -179,6 +202,7 @@ class HandlerRegistry:
         throttler = self._throttler
         if throttler is not None:
             throttler.before(api_key, ctx, body)
+        barrier = write_barrier.begin()
         try:
             result = h.fn(ctx, body)
         except KafkaError as e:
@@ -188,6 +212,10 @@ class HandlerRegistry:
         except Exception:
             log.exception("%s v%d handler failed", api.name, api_version)
             result = self.error_response(api_key, body, ErrorCode.UNKNOWN_SERVER_ERROR)
+        finally:
+            touched = write_barrier.end(barrier)
+        if (inspect.isawaitable(result) and api_key not in _DATA_APIS) or (touched and write_barrier.pending(touched)):
+            result = self._when_committed(api_key, body, result, touched)
         dispatched = Dispatched(api_key, api_version, corr, result)
         if throttler is not None:
             throttler.after(dispatched, ctx, body, len(frame), time.perf_counter_ns() - started_ns)

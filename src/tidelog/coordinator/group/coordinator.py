@@ -173,7 +173,8 @@ class GroupCoordinator:
         self.groups: dict[str, Group] = {}
         self.offsets = OffsetStore()
         self.runtime = CoordinatorRuntime(clock, writer, self.replay, serialize, deserialize, schedule,
-                                          replay_marker=self.complete_transaction)
+                                          replay_marker=self.complete_transaction,
+                                          write_timeout_ms=5000)  # Kafka's offsets.commit.timeout.ms default
         self._replayers: dict[type, ReplayerFn] = {
             OffsetCommitKey: self._replay_offset_commit,
             GroupMetadataKey: lambda partition, offset, record: self.classic.replay(record.key, record.value),
@@ -252,6 +253,25 @@ class GroupCoordinator:
                  count)
         return count
 
+    def unload(self, partitions: Iterable[int]) -> None:
+        """This broker no longer leads these partitions of __consumer_offsets (a leader change while
+        alive): their groups and offsets are dropped, parked requests answer NOT_COORDINATOR, their
+        timers stop; requests for them answer NOT_COORDINATOR from now on (runtime rule 7)."""
+        parts = set(partitions)
+        gone = [gid for gid in self.groups if self.partition_for(gid) in parts]
+        for gid in gone:
+            group = self.groups[gid]
+            if isinstance(group, ClassicGroup):
+                for member in list(group.members.values()):
+                    group.complete_join(member, join_error(ErrorCode.NOT_COORDINATOR, member.member_id))
+                    group.complete_sync(member, SyncGroupResponse(error_code=ErrorCode.NOT_COORDINATOR))
+            del self.groups[gid]
+        for gid in set(gone) | {g for g in self.offsets.groups() if self.partition_for(g) in parts}:
+            self.offsets.drop_group(gid)
+        for p in parts:
+            self.runtime.unload(p)
+        log.info("unloaded %d groups of __consumer_offsets partitions %s", len(gone), sorted(parts))
+
     def close(self) -> None:
         self.active = False
         self.classic.on_unloaded()
@@ -291,9 +311,14 @@ class GroupCoordinator:
         if not request.group_id:
             respond(SyncGroupResponse(error_code=ErrorCode.INVALID_GROUP_ID))
             return
+        partition = self.partition_for(request.group_id)
         try:
-            self.runtime.run(self.partition_for(request.group_id),
-                             lambda: self._classic_for(request.group_id).sync_group(info, request, respond))
+            self.runtime.check_owned(partition)
+        except KafkaError as e:
+            respond(SyncGroupResponse(error_code=int(e.code)))
+            return
+        try:
+            self.runtime.run(partition, lambda: self._classic_for(request.group_id).sync_group(info, request, respond))
         except KafkaError:
             pass  # the result's on_failed answered the parked members
 
@@ -376,7 +401,13 @@ class GroupCoordinator:
                       member_epoch: int = -1, require_stable: bool = False) -> FetchGroup:
         """OffsetFetch for one group (the v8+ group form); ``topics=None`` means every committed offset.
         An unknown group is no error: its partitions have offset -1 (or there are none). With
-        ``require_stable`` a partition with a pending transactional offset is UNSTABLE_OFFSET_COMMIT."""
+        ``require_stable`` a partition with a pending transactional offset is UNSTABLE_OFFSET_COMMIT.
+        NOT_COORDINATOR where this broker does not lead the group's partition; the answer waits until
+        the writes it reflects are committed (runtime rule 6)."""
+        try:
+            self.runtime.read(self.partition_for(group_id))
+        except KafkaError as e:
+            return FetchGroup(group_id=group_id, error_code=int(e.code))
         group = self.groups.get(group_id)
         known = group is not None
         if group is not None:

@@ -91,6 +91,16 @@ class OffsetStore:
         self._pending: dict[int, dict[str, dict[str, dict[int, OffsetAndMetadata]]]] = {}
         self._open_transactions: dict[str, set[int]] = {}  # group -> producer ids with pending offsets
 
+    def drop_group(self, group: str) -> None:
+        """Forget a group's offsets, committed and pending (its partition is unloaded)."""
+        self._offsets.pop(group, None)
+        for pid in self._open_transactions.pop(group, set()):
+            pending = self._pending.get(pid)
+            if pending is not None:
+                pending.pop(group, None)
+                if not pending:
+                    del self._pending[pid]
+
     # ---------------------------------------------------------------------------------- reads
 
     def get(self, group: str, topic: str, partition: int) -> OffsetAndMetadata | None:

@@ -124,8 +124,9 @@ class TransactionCoordinator:
         self.next_producer_id = next_producer_id
         self.coordinator_epoch = coordinator_epoch
         self.serde = TxnLogSerde(config.transaction_version)
+        # Kafka's TransactionStateManager waits request.timeout.ms (30 s) for the ISR.
         self.runtime = CoordinatorRuntime(clock, writer, self.replay, self.serde.serialize, self.serde.deserialize,
-                                          schedule)
+                                          schedule, write_timeout_ms=30_000)
         self.markers = TxnMarkerChannel(write_marker, self._write_completion, self.runtime.timers)
         self.partitions: dict[int, TxnPartition] = {}
         self.active = False
@@ -152,12 +153,13 @@ class TransactionCoordinator:
         if num_partitions is not None:
             self.num_partitions = num_partitions
         count = 0
-        for p in partitions:
+        loaded = list(partitions)
+        for p in loaded:
             self.partitions[p] = TxnPartition(self.coordinator_epoch(p))
             if read:
                 count += self.runtime.load(p)
         self.active = True
-        for cache in list(self.partitions.values()):
+        for cache in [self.partitions[p] for p in loaded]:
             for md in list(cache.metadata.values()):
                 if md.state.is_prepare:
                     log.info("resuming the markers of %s (%s) after loading", md.transactional_id, md.state.value)
@@ -171,6 +173,20 @@ class TransactionCoordinator:
         log.info("loaded %d transactional ids from %d records",
                  sum(len(c.metadata) for c in self.partitions.values()), count)
         return count
+
+    def unload(self, partitions: Iterable[int]) -> None:
+        """This broker no longer leads these partitions of ``__transaction_state``: their
+        transactional ids are dropped (NOT_COORDINATOR from now on, rule 2), their markers stop
+        being sent (the new coordinator resumes them after its load) and their timers stop."""
+        count = 0
+        for p in set(partitions):
+            cache = self.partitions.pop(p, None)
+            if cache is not None:
+                count += len(cache.metadata)
+                for txn_id in cache.metadata:
+                    self.markers.remove(txn_id)
+            self.runtime.unload(p)
+        log.info("unloaded %d transactional ids of __transaction_state partitions %s", count, sorted(set(partitions)))
 
     def close(self) -> None:
         self.active = False
@@ -208,9 +224,10 @@ class TransactionCoordinator:
     def _write_transit(self, md: TransactionMetadata, transit: TxnTransitMetadata,
                        keep_pending_on: frozenset[ErrorCode] = frozenset()) -> ErrorCode:
         """Rule 1: write, then apply; a failed write resets the pending state (unless told not to)."""
+        partition = self.partition_for(md.transactional_id)
         try:
-            self.runtime.write(self.partition_for(md.transactional_id),
-                               Result([TxnLogRecord(md.transactional_id, transit)], replay=False))
+            self.runtime.check_owned(partition)
+            self.runtime.write(partition, Result([TxnLogRecord(md.transactional_id, transit)], replay=False))
         except KafkaError as e:
             if e.code not in keep_pending_on:
                 md.pending_state = None

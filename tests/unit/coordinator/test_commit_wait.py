@@ -1,0 +1,231 @@
+"""Coordinators in a cluster: answers wait until the high watermark passes the writes they reflect
+(runtime rule 6, write_barrier), requests for partitions not led here answer NOT_COORDINATOR (rule 7),
+and a partition whose leadership moves is unloaded (groups, offsets, transactional ids, timers)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tidelog.cluster.metadata import PartitionMetadata, TopicMetadata
+from tidelog.coordinator import write_barrier
+from tidelog.coordinator.group.offsets import PartitionCommit
+from tidelog.coordinator.group.records import (
+    CoordinatorRecord,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    deserialize,
+    serialize,
+)
+from tidelog.coordinator.leadership import leadership_change
+from tidelog.coordinator.runtime import CoordinatorRuntime, Result
+from tidelog.errors import ErrorCode, KafkaError
+from tidelog.protocol import ApiKey, encode_request
+from tidelog.protocol.messages import HeartbeatRequest, HeartbeatResponse
+from tidelog.server.context import RequestContext
+from tidelog.server.dispatcher import HandlerRegistry, handles
+from tidelog.testing import ManualClock
+
+from .conftest import Harness, SwitchableWriter, subscription
+from .txn.conftest import TxnHarness
+
+
+class HeldWriter(SwitchableWriter):
+    """The real log writer, with a high watermark the test moves and leadership it takes away."""
+
+    def __init__(self, logs) -> None:
+        super().__init__(logs)
+        self.hw: dict[int, int] = {}
+        self.owned = True
+        self.wait_result = ErrorCode.NONE
+        self.waited: list[tuple[int, int]] = []
+
+    def owns(self, partition: int) -> bool:
+        return self.owned
+
+    def is_committed(self, partition: int, offset: int) -> bool:
+        return self.hw.get(partition, 0) >= offset
+
+    async def wait_committed(self, partition: int, offset: int, timeout_ms: int) -> ErrorCode:
+        self.waited.append((partition, offset))
+        if self.wait_result == ErrorCode.NONE:
+            self.hw[partition] = offset
+        return self.wait_result
+
+
+@pytest.fixture
+def held(tmp_path: Path) -> Harness:
+    h = Harness(tmp_path)
+    h.writer = HeldWriter(h.logs)
+    h.coordinator = h._new()
+    return h
+
+
+def _commit(h: Harness, group: str, offset: int) -> dict:
+    return h.coordinator.commit_offsets(_info(), group, "", None, -1, [PartitionCommit("t", 0, offset, -1, "", -1)])
+
+
+def _info():
+    from tidelog.coordinator.group import RequestInfo
+    return RequestInfo("client", "/127.0.0.1", 8)
+
+
+def _touching(fn):
+    token = write_barrier.begin()
+    try:
+        result = fn()
+    finally:
+        touched = write_barrier.end(token)
+    return result, touched
+
+
+def test_a_commit_is_pending_until_the_high_watermark_passes_it(held: Harness) -> None:
+    codes, touched = _touching(lambda: _commit(held, "g", 5))
+    assert codes == {("t", 0): ErrorCode.NONE}
+    partition = held.coordinator.partition_for("g")
+    assert len(touched) == 1 and write_barrier.pending(touched)
+    end = held.logs[partition].log_end_offset
+    assert asyncio.run(write_barrier.wait(touched)) == ErrorCode.NONE
+    assert held.writer.waited == [(partition, end)]  # it waited for the end of its own write
+    assert not write_barrier.pending(touched)
+
+
+def test_a_read_waits_for_the_writes_it_reflects(held: Harness) -> None:
+    _commit(held, "g", 5)  # written outside any request: nothing to wait for there
+    group, touched = _touching(lambda: held.coordinator.fetch_offsets("g", [("t", [0])]))
+    assert group.topics[0].partitions[0].committed_offset == 5
+    assert write_barrier.pending(touched)  # the commit it shows is not committed yet
+    held.writer.hw[held.coordinator.partition_for("g")] = held.logs[held.coordinator.partition_for("g")].log_end_offset
+    assert not write_barrier.pending(touched)
+
+
+@pytest.mark.parametrize(("wait_error", "answer"), [
+    (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NOT_COORDINATOR),
+    (ErrorCode.REQUEST_TIMED_OUT, ErrorCode.COORDINATOR_NOT_AVAILABLE),
+    (ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, ErrorCode.COORDINATOR_NOT_AVAILABLE),
+])
+def test_a_failed_wait_answers_kafkas_coordinator_error(held: Harness, wait_error: ErrorCode,
+                                                         answer: ErrorCode) -> None:
+    _, touched = _touching(lambda: _commit(held, "g", 5))
+    held.writer.wait_result = wait_error
+    assert asyncio.run(write_barrier.wait(touched)) == answer
+
+
+def test_partitions_not_led_here_answer_not_coordinator(held: Harness) -> None:
+    leader, follower = held.stable_group("g")
+    held.writer.owned = False
+    with pytest.raises(KafkaError) as e:
+        _commit(held, "g", 1)
+    assert e.value.code == ErrorCode.NOT_COORDINATOR
+    with pytest.raises(KafkaError) as e:  # the dispatcher answers it as the Heartbeat's error
+        held.heartbeat("g", leader, 1)
+    assert e.value.code == ErrorCode.NOT_COORDINATOR
+    assert held.coordinator.fetch_offsets("g", [("t", [0])]).error_code == ErrorCode.NOT_COORDINATOR
+    sync = held.sync("g", leader, 1)
+    assert sync.value.error_code == ErrorCode.NOT_COORDINATOR
+    assert held.join("g", follower).value.error_code == ErrorCode.NOT_COORDINATOR
+
+
+def test_unloading_drops_the_partitions_groups_offsets_and_timers(harness: Harness) -> None:
+    c = harness.coordinator
+    ids = harness.stable_group("a")
+    other = next(g for g in (f"b{i}" for i in range(100)) if c.partition_for(g) != c.partition_for("a"))
+    for g, members in (("a", ids), (other, harness.stable_group(other))):
+        assert c.commit_offsets(_info(), g, members[0], None, 1, [PartitionCommit("t", 0, 7, -1, "", -1)]) == {
+            ("t", 0): ErrorCode.NONE}
+    rejoin = harness.join("a", ids[0], protocols=[("range", subscription("t", "u"))])  # parks: a rebalance
+    assert not rejoin.done
+    timers_before = len(c.runtime.timers)
+    c.unload([c.partition_for("a")])
+    assert rejoin.value.error_code == ErrorCode.NOT_COORDINATOR
+    assert "a" not in c.groups and not c.offsets.has_offsets("a")
+    assert other in c.groups and c.offsets.get(other, "t", 0).offset == 7
+    assert len(c.runtime.timers) < timers_before
+    assert not any("-a-" in key or key.endswith("-a") for key in c.runtime._timer_partitions)
+    harness.advance(60_000)  # the unloaded group's timers do not fire (nothing written for it)
+    c.load([c.partition_for("a")])  # leadership back: the log has it all
+    assert c.offsets.get("a", "t", 0).offset == 7 and "a" in c.groups
+
+
+def test_unloading_transactional_ids_and_loading_them_back(tmp_path: Path) -> None:
+    h = TxnHarness(tmp_path)
+    pid, epoch = h.init("tx")
+    c = h.coordinator
+    partition = c.partition_for("tx")
+    c.unload([partition])
+    assert c.metadata("tx") is None
+    assert c.init_producer_id("tx", 60_000).error == ErrorCode.NOT_COORDINATOR
+    c.load([partition])
+    md = c.metadata("tx")
+    assert md is not None and (md.producer_id, md.producer_epoch) == (pid, epoch)
+
+
+# ---------------------------------------------------------------------------------------- leadership
+
+def _topic(leaders: list[tuple[int, int]], topic_id: uuid.UUID) -> TopicMetadata:
+    return TopicMetadata("__consumer_offsets", topic_id, tuple(
+        PartitionMetadata(i, leader, epoch, (1, 2, 3), (1, 2, 3), 0) for i, (leader, epoch) in enumerate(leaders)))
+
+
+def test_leadership_change_loads_gains_and_unloads_losses() -> None:
+    tid = uuid.uuid4()
+    before = _topic([(1, 0), (2, 0), (1, 0), (3, 0)], tid)
+    after = _topic([(2, 1), (2, 0), (1, 2), (1, 1)], tid)
+    change = leadership_change(1, before, after)
+    assert change.unload == (0, 2)  # lost 0; 2 led in a new epoch: unloaded, then loaded again
+    assert change.load == (2, 3)
+    assert leadership_change(1, before, before).load == leadership_change(1, before, before).unload == ()
+
+
+def test_leadership_change_on_creation_and_deletion() -> None:
+    tid = uuid.uuid4()
+    created = _topic([(1, 0), (2, 0)], tid)
+    assert leadership_change(1, None, created).unload == ()
+    assert leadership_change(1, None, created, assumed_all=True).unload == (1,)
+    assert leadership_change(1, created, None).unload == (0,)
+    assert leadership_change(1, created, _topic([(1, 0), (2, 0)], uuid.uuid4())).unload == (0,)
+
+
+# ---------------------------------------------------------------------------------------- dispatcher
+
+def _runtime(tmp_path: Path) -> tuple[CoordinatorRuntime, HeldWriter]:
+    h = Harness(tmp_path)
+    writer = HeldWriter(h.logs)
+    return CoordinatorRuntime(ManualClock(), writer, lambda *a: None, serialize, deserialize), writer
+
+
+def _heartbeat_registry(runtime: CoordinatorRuntime) -> HandlerRegistry:
+    record = CoordinatorRecord(OffsetCommitKey("g", "t", 0), OffsetCommitValue(1, "", 0))
+
+    class Handler:
+        @handles(ApiKey.HEARTBEAT, 0, 4)
+        def heartbeat(self, ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
+            return runtime.run(0, lambda: Result([record], HeartbeatResponse()))
+
+    registry = HandlerRegistry()
+    registry.add(Handler())
+    return registry
+
+
+def _dispatch_heartbeat(registry: HandlerRegistry):
+    frame = encode_request(HeartbeatRequest(group_id="g", generation_id=1, member_id="m"), 4, 7)
+    return registry.dispatch(frame, lambda header: RequestContext(header, "test", "127.0.0.1")).result
+
+
+def test_the_dispatcher_answers_once_committed_or_with_the_coordinator_error(tmp_path: Path) -> None:
+    runtime, writer = _runtime(tmp_path)
+    registry = _heartbeat_registry(runtime)
+    result = _dispatch_heartbeat(registry)
+    assert inspect.isawaitable(result)  # the write is not committed yet
+    assert asyncio.run(result).error_code == ErrorCode.NONE
+    writer.wait_result = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    result = _dispatch_heartbeat(registry)
+    assert asyncio.run(result).error_code == ErrorCode.NOT_COORDINATOR
+    writer.hw[0] = 10**9  # committed at once (a single node): answered without waiting
+    writer.waited.clear()
+    assert _dispatch_heartbeat(registry).error_code == ErrorCode.NONE
+    assert writer.waited == []
