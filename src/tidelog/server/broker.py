@@ -205,7 +205,7 @@ class Broker:
             TxnConfig.from_broker_config(config), clock,
             ReplicaWriter(replicas, TRANSACTION_STATE_TOPIC, self.ensure_transaction_topic),
             self.producer_ids.next_producer_id, self.marker_writer.write, _call_later,
-            coordinator_epoch=self._transaction_coordinator_epoch)
+            coordinator_epoch=self._transaction_coordinator_epoch, confirm_marker=self.marker_writer.confirm)
         self.verifier = verifier = TransactionVerifier(
             transactions, replicas, clock, enabled=config["transaction.partition.verification.enable"],
             retry_backoff_ms=config["add.partitions.to.txn.retry.backoff.ms"],

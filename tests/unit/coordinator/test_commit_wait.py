@@ -229,3 +229,31 @@ def test_the_dispatcher_answers_once_committed_or_with_the_coordinator_error(tmp
     writer.waited.clear()
     assert _dispatch_heartbeat(registry).error_code == ErrorCode.NONE
     assert writer.waited == []
+
+
+# ------------------------------------------------------------------------------------- txn markers
+
+def test_a_transaction_completes_only_once_its_markers_are_committed(tmp_path: Path) -> None:
+    from tidelog.coordinator.txn import TransactionCoordinator
+    from tidelog.coordinator.txn.state import TransactionState
+
+    h = TxnHarness(tmp_path)
+    states: dict[tuple[str, int], list] = {("t", 0): [None, None, ErrorCode.NONE],  # committed on the 3rd look
+                                           ("t", 1): [ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NONE]}
+    h.coordinator.close()
+    h.coordinator = c = TransactionCoordinator(h.config, h.clock, h.writer, lambda: next(h.ids), h.data.write,
+                                               confirm_marker=lambda t, p: states[(t, p)].pop(0))
+    c.load(range(len(h.state_logs)))
+    pid, epoch = h.init("a")
+    h.begin("a", pid, epoch)
+    assert c.end_txn("a", pid, epoch, True).error == ErrorCode.NONE
+    assert c.metadata("a").state is TransactionState.PREPARE_COMMIT  # markers written, not yet committed
+    h.advance(20)
+    assert c.metadata("a").state is TransactionState.PREPARE_COMMIT
+    h.advance(200)  # t-1's marker was lost with its leader: written again after the backoff, confirmed
+    assert c.metadata("a").state is TransactionState.PREPARE_COMMIT  # t-0: still not committed
+    h.advance(20)
+    assert c.metadata("a").state is TransactionState.COMPLETE_COMMIT
+    assert h.markers("t", 0) == [(pid, epoch, True)]
+    assert h.markers("t", 1) == [(pid, epoch, True)] * 2
+    assert states == {("t", 0): [], ("t", 1): []}

@@ -49,7 +49,12 @@ from tidelog.clock import Clock
 from tidelog.config import BrokerConfig
 from tidelog.coordinator.runtime import CoordinatorRuntime, PartitionWriter, Result, partition_for
 from tidelog.coordinator.txn.end_txn import Prepare, Reply, decide_v1, decide_v2
-from tidelog.coordinator.txn.markers import MarkerWriteFn, PendingCompletion, TxnMarkerChannel
+from tidelog.coordinator.txn.markers import (
+    MarkerConfirmFn,
+    MarkerWriteFn,
+    PendingCompletion,
+    TxnMarkerChannel,
+)
 from tidelog.coordinator.txn.metadata import TopicPartition, TransactionMetadata, TxnTransitMetadata
 from tidelog.coordinator.txn.records import TxnLogRecord, TxnLogSerde
 from tidelog.coordinator.txn.state import (
@@ -114,10 +119,12 @@ class InitProducerIdResult:
 class TransactionCoordinator:
     def __init__(self, config: TxnConfig, clock: Clock, writer: PartitionWriter, next_producer_id: Callable[[], int],
                  write_marker: MarkerWriteFn, schedule: Callable[[float, Callable[[], None]], Any] | None = None, *,
-                 coordinator_epoch: Callable[[int], int] = lambda partition: 0) -> None:
+                 coordinator_epoch: Callable[[int], int] = lambda partition: 0,
+                 confirm_marker: MarkerConfirmFn | None = None) -> None:
         """``next_producer_id()`` hands out a fresh producer id (KafkaError when it cannot);
         ``write_marker`` writes one marker (:data:`~tidelog.coordinator.txn.markers.MarkerWriteFn`);
-        ``coordinator_epoch(partition)`` is the leader epoch of a ``__transaction_state`` partition."""
+        ``coordinator_epoch(partition)`` is the leader epoch of a ``__transaction_state`` partition;
+        ``confirm_marker`` says when a written marker is committed (cluster mode; markers.py)."""
         self.config = config
         self.clock = clock
         self.num_partitions = config.num_partitions
@@ -127,7 +134,8 @@ class TransactionCoordinator:
         # Kafka's TransactionStateManager waits request.timeout.ms (30 s) for the ISR.
         self.runtime = CoordinatorRuntime(clock, writer, self.replay, self.serde.serialize, self.serde.deserialize,
                                           schedule, write_timeout_ms=30_000)
-        self.markers = TxnMarkerChannel(write_marker, self._write_completion, self.runtime.timers)
+        self.markers = TxnMarkerChannel(write_marker, self._write_completion, self.runtime.timers,
+                                        confirm=confirm_marker)
         self.partitions: dict[int, TxnPartition] = {}
         self.active = False
 

@@ -19,6 +19,11 @@ FENCED                                               stops and the transaction i
 
 Completion is written through ``complete(pending)``; COORDINATOR_NOT_AVAILABLE retries it, any other
 error drops it (the coordinator lost the partition; whoever loads it completes the transaction).
+In a cluster a marker counts once it is committed (Kafka writes markers with acks=all): with a
+``confirm(topic, partition)`` function the channel writes CompleteCommit/CompleteAbort only after
+every marker it wrote is confirmed (NONE); ``None`` (not yet) checks again after
+``CONFIRM_POLL_MS``, any error (the partition's leadership moved: the marker may be lost) writes
+that marker again after ``retry_backoff_ms``.
 A coordinator restarted in PrepareCommit/PrepareAbort hands the transaction back to this channel
 after loading, which writes every marker again (a second marker for a transaction a partition has
 already ended changes nothing there) and completes it. On a single node every marker is written
@@ -31,7 +36,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tidelog.coordinator.runtime import Timers
 from tidelog.coordinator.txn.metadata import TransactionMetadata, TxnTransitMetadata
@@ -41,6 +46,9 @@ log = logging.getLogger(__name__)
 
 #: (topic, partition, producer id, producer epoch, coordinator epoch, commit) -> error code
 MarkerWriteFn = Callable[[str, int, int, int, int, bool], ErrorCode]
+#: (topic, partition) -> NONE (the last marker written there is committed), None (not yet), or an error
+MarkerConfirmFn = Callable[[str, int], ErrorCode | None]
+CONFIRM_POLL_MS = 20
 
 _DONE_WITHOUT_MARKER = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT,
                                   ErrorCode.UNSUPPORTED_VERSION})
@@ -58,12 +66,16 @@ class PendingCompletion:
     commit: bool
     metadata: TransactionMetadata
     complete: TxnTransitMetadata
+    #: partitions whose marker is written but not yet confirmed
+    unconfirmed: set[tuple[str, int]] = field(default_factory=set)
 
 
 class TxnMarkerChannel:
     def __init__(self, write_marker: MarkerWriteFn, complete: Callable[[PendingCompletion], ErrorCode],
-                 timers: Timers, retry_backoff_ms: int = DEFAULT_RETRY_BACKOFF_MS) -> None:
+                 timers: Timers, retry_backoff_ms: int = DEFAULT_RETRY_BACKOFF_MS,
+                 confirm: MarkerConfirmFn | None = None) -> None:
         self.write_marker = write_marker
+        self.confirm = confirm
         self._complete = complete
         self.timers = timers
         self.retry_backoff_ms = retry_backoff_ms
@@ -98,6 +110,8 @@ class TxnMarkerChannel:
                     log.info("%s: no marker for %s-%d (%s): skipped", pending.transactional_id, topic, partition,
                              code.name)
                 md.remove_partition((topic, partition))
+                if code == ErrorCode.NONE and self.confirm is not None:
+                    pending.unconfirmed.add((topic, partition))
             elif code in _FENCED:
                 log.info("%s: the marker for %s-%d failed with %s: no more markers are sent",
                          pending.transactional_id, topic, partition, code.name)
@@ -107,8 +121,22 @@ class TxnMarkerChannel:
                 log.info("%s: the marker for %s-%d failed with %s; retrying", pending.transactional_id, topic,
                          partition, code.name)
                 retry = True
+        waiting = False
+        for tp in sorted(pending.unconfirmed):
+            state = self.confirm(*tp) if self.confirm is not None else ErrorCode.NONE
+            if state is None:
+                waiting = True
+                continue
+            pending.unconfirmed.discard(tp)
+            if state != ErrorCode.NONE:
+                log.info("%s: the marker for %s-%d was not committed (%s); writing it again",
+                         pending.transactional_id, *tp, state.name)
+                md.topic_partitions.add(tp)
+                retry = True
         if retry:
             self._retry_later(pending)
+        elif waiting:
+            self.timers.schedule(_timer_key(pending.transactional_id), CONFIRM_POLL_MS, lambda: self._send(pending))
         else:
             self._write_completion(pending)
 
@@ -130,4 +158,4 @@ def _timer_key(transactional_id: str) -> str:
     return f"txn-markers:{transactional_id}"
 
 
-__all__ = ["DEFAULT_RETRY_BACKOFF_MS", "MarkerWriteFn", "PendingCompletion", "TxnMarkerChannel"]
+__all__ = ["CONFIRM_POLL_MS", "DEFAULT_RETRY_BACKOFF_MS", "MarkerConfirmFn", "MarkerWriteFn", "PendingCompletion", "TxnMarkerChannel"]
