@@ -22,6 +22,7 @@ partition that fails gets the error and nothing is written to it.
 from __future__ import annotations
 
 import asyncio
+import inspect
 
 from tidelog.cluster.controller import INTERNAL_TOPICS
 from tidelog.errors import ErrorCode, KafkaError, RecordValidationError
@@ -131,8 +132,9 @@ class ProduceHandler:
                                    denied: Refusals, producer_id: int, epoch: int, partitions: list[tuple[str, int]],
                                    operation: TransactionSupportedOperation) -> ProduceResponse | None:
         errors = await self.verifier.verify(request.transactional_id or "", producer_id, epoch, partitions, operation)
-        return self._produce(version, request, names,
-                             {**denied, **{tp: produce_error(code, operation) for tp, code in errors.items()}})
+        response = self._produce(version, request, names,
+                                 {**denied, **{tp: produce_error(code, operation) for tp, code in errors.items()}})
+        return await response if inspect.isawaitable(response) else response  # acks=all in a cluster waits
 
     def _produce(self, v: int, request: ProduceRequest, names: list[str | None], refused: Refusals):
         responses = []
