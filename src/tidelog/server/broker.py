@@ -57,6 +57,7 @@ from tidelog.coordinator.group.consumer import ConsumerGroupCoordinator
 from tidelog.coordinator.leadership import leadership_change
 from tidelog.coordinator.runtime import ReplicaWriter
 from tidelog.coordinator.txn import TRANSACTION_STATE_TOPIC, TransactionCoordinator, TxnConfig
+from tidelog.coordinator.txn.inter_broker import InterBrokerClient
 from tidelog.coordinator.txn.marker_writer import TxnMarkerWriter
 from tidelog.coordinator.txn.producer_ids import ProducerIdManager
 from tidelog.listener import NON_ROUTABLE_HOSTS, Listener
@@ -200,16 +201,17 @@ class Broker:
             topic_exists=lambda name: name in store.image.topics)
         consumer_groups = groups.extension(ConsumerGroupCoordinator)
         self.producer_ids = ProducerIdManager(lambda: store.image.next_producer_id_block, controller.reserve_producer_ids)
-        self.marker_writer = TxnMarkerWriter(replicas, {OFFSETS_TOPIC: groups.complete_transaction})
+        inter_broker = self._inter_broker_client(store, config)
+        self.marker_writer = TxnMarkerWriter(replicas, {OFFSETS_TOPIC: groups.complete_transaction}, inter_broker)
         self.transactions = transactions = TransactionCoordinator(
             TxnConfig.from_broker_config(config), clock,
             ReplicaWriter(replicas, TRANSACTION_STATE_TOPIC, self.ensure_transaction_topic),
-            self.producer_ids.next_producer_id, self.marker_writer.write, _call_later,
+            self.producer_ids.next_producer_id, self.marker_writer.send, _call_later,
             coordinator_epoch=self._transaction_coordinator_epoch, confirm_marker=self.marker_writer.confirm)
         self.verifier = verifier = TransactionVerifier(
             transactions, replicas, clock, enabled=config["transaction.partition.verification.enable"],
             retry_backoff_ms=config["add.partitions.to.txn.retry.backoff.ms"],
-            retry_backoff_max_ms=config["add.partitions.to.txn.retry.backoff.max.ms"])
+            retry_backoff_max_ms=config["add.partitions.to.txn.retry.backoff.max.ms"], remote=inter_broker)
         # Security: SCRAM credentials (users), and each listener's TLS and SASL (docs/security.md).
         self.credentials = credentials = _credential_store(config, store, self.log_dirs[0])
         self.listener_security: dict[str, ListenerSecurity] = {}  # filled at start: reads the PEM files
@@ -301,6 +303,20 @@ class Broker:
             config["replica.fetch.response.max.bytes"], config["replica.fetch.backoff.ms"],
             config["replica.socket.timeout.ms"])
         return {"replication": settings, "alter_isr": store.alter_partition_state, "may_lead": store.may_lead}
+
+    def _inter_broker_client(self, store: MetadataStore, config: BrokerConfig) -> InterBrokerClient | None:
+        """Cluster mode: the transaction coordinator's requests to other brokers (markers, KIP-890
+        verification), sent to their inter-broker listener, as followers' fetches are."""
+        replication = self.replicas.replication
+        if replication is None:
+            return None
+        listener = replication.settings.listener_name
+
+        def address(broker_id: int) -> tuple[str, int] | None:
+            broker = store.image.brokers.get(broker_id)
+            return None if broker is None else broker.endpoint(listener)
+
+        return InterBrokerClient(self.broker_id, address, config["replica.socket.timeout.ms"])
 
     def _metrics(self, http: HttpServer):
         """The hot-path meters, handed to the components that update them, and the broker's own
@@ -521,6 +537,7 @@ class Broker:
         for task in self._tasks:
             task.cancel()
         self.transactions.close()
+        self.marker_writer.close()
         self.group_coordinator.close()
         self._serving = False
         if self.http is not None:

@@ -11,6 +11,10 @@ leader asks the transaction coordinator (Kafka's ``AddPartitionsToTxnManager``):
   transaction still completing) is retried every ``add.partitions.to.txn.retry.backoff.ms`` for up to
   ``add.partitions.to.txn.retry.backoff.max.ms``.
 
+In a cluster the transactional id's coordinator may be another broker (the leader of its
+``__transaction_state`` partition): the check is then AddPartitionsToTxn v5 sent to it
+(:mod:`tidelog.coordinator.txn.inter_broker`), ``verify_only`` unless adding.
+
 Later batches of the same transaction need no check: the partition's producer state shows it open.
 ``transaction.partition.verification.enable=false`` turns verification (not adding) off.
 
@@ -30,7 +34,9 @@ from collections.abc import Iterable
 from enum import Enum
 
 from tidelog.clock import Clock
-from tidelog.coordinator.txn import TransactionCoordinator, TransactionVersion
+from tidelog.coordinator.runtime import partition_for
+from tidelog.coordinator.txn import TRANSACTION_STATE_TOPIC, TransactionCoordinator, TransactionVersion
+from tidelog.coordinator.txn.inter_broker import InterBrokerClient
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.records import RecordBatchView, RecordsError
 from tidelog.records.batch import iter_batches
@@ -87,8 +93,11 @@ def transactional_producers(records) -> set[tuple[int, int]]:
 
 class TransactionVerifier:
     def __init__(self, coordinator: TransactionCoordinator, replicas: ReplicaManager, clock: Clock, *,
-                 enabled: bool = True, retry_backoff_ms: int = 20, retry_backoff_max_ms: int = 100) -> None:
+                 enabled: bool = True, retry_backoff_ms: int = 20, retry_backoff_max_ms: int = 100,
+                 remote: InterBrokerClient | None = None) -> None:
+        """``remote``: cluster mode, where the transactional id's coordinator may be another broker."""
         self.coordinator = coordinator
+        self.remote = remote
         self.replicas = replicas
         self.clock = clock
         self.enabled = enabled
@@ -116,6 +125,10 @@ class TransactionVerifier:
             results = dict.fromkeys(parts, code)
         else:
             results = self.coordinator.verify_partitions(transactional_id, producer_id, producer_epoch, parts)
+        return self._errors(results, operation)
+
+    def _errors(self, results: dict[TopicPartition, ErrorCode],
+                operation: TransactionSupportedOperation) -> dict[TopicPartition, ErrorCode]:
         errors = {}
         for tp, code in results.items():
             if code == ErrorCode.NONE:
@@ -133,13 +146,32 @@ class TransactionVerifier:
         """:meth:`check`, retried on CONCURRENT_TRANSACTIONS when adding (see the module docstring)."""
         parts = list(partitions)
         started = self.clock.monotonic_ms()
+        coordinator = self._remote_coordinator(transactional_id)
         while True:
-            errors = self.check(transactional_id, producer_id, producer_epoch, parts, operation)
+            if coordinator is None:
+                errors = self.check(transactional_id, producer_id, producer_epoch, parts, operation)
+            else:
+                assert self.remote is not None
+                errors = self._errors(await self.remote.add_partitions(
+                    coordinator, transactional_id, producer_id, producer_epoch, parts,
+                    verify_only=operation is not TransactionSupportedOperation.ADD_PARTITION), operation)
             if (operation is not TransactionSupportedOperation.ADD_PARTITION
                     or ErrorCode.CONCURRENT_TRANSACTIONS not in errors.values()
                     or self.clock.monotonic_ms() - started >= self.retry_backoff_max_ms):
                 return errors
             await asyncio.sleep(self.retry_backoff_ms / 1000)
+
+
+    def _remote_coordinator(self, transactional_id: str) -> int | None:
+        """Cluster mode: the broker coordinating ``transactional_id`` when it is another one (the
+        leader of its ``__transaction_state`` partition), else None (asked here)."""
+        if self.remote is None:
+            return None
+        topic = self.replicas.image.topics.get(TRANSACTION_STATE_TOPIC)
+        if topic is None or not topic.partitions:
+            return None
+        leader = topic.partitions[partition_for(transactional_id, len(topic.partitions))].leader
+        return None if leader < 0 or leader == self.replicas.broker_id else leader
 
 
 __all__ = ["TransactionSupportedOperation", "TransactionVerifier", "produce_error", "transactional_producers"]

@@ -242,7 +242,7 @@ def test_a_transaction_completes_only_once_its_markers_are_committed(tmp_path: P
                                            ("t", 1): [ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NONE]}
     h.coordinator.close()
     h.coordinator = c = TransactionCoordinator(h.config, h.clock, h.writer, lambda: next(h.ids), h.data.write,
-                                               confirm_marker=lambda t, p: states[(t, p)].pop(0))
+                                               confirm_marker=lambda t, p, pid: states[(t, p)].pop(0))
     c.load(range(len(h.state_logs)))
     pid, epoch = h.init("a")
     h.begin("a", pid, epoch)

@@ -14,10 +14,12 @@ Loop-only, not thread-safe.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 
 from tidelog.coordinator.runtime import MarkerFn
+from tidelog.coordinator.txn.inter_broker import InterBrokerClient
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.replica.manager import ReplicaManager
 
@@ -27,10 +29,45 @@ log = logging.getLogger(__name__)
 class TxnMarkerWriter:
     """``listeners``: topic -> ``fn(partition, marker offset, producer id, commit)``."""
 
-    def __init__(self, replicas: ReplicaManager, listeners: Mapping[str, MarkerFn] | None = None) -> None:
+    def __init__(self, replicas: ReplicaManager, listeners: Mapping[str, MarkerFn] | None = None,
+                 remote: InterBrokerClient | None = None) -> None:
         self.replicas = replicas
         self.listeners = dict(listeners or {})
+        self.remote = remote
         self._written: dict[tuple[str, int], int] = {}  # (topic, partition) -> end of the last marker there
+        #: (topic, partition, producer id) -> the answer of a WriteTxnMarkers sent to its leader (None: in flight)
+        self._remote: dict[tuple[str, int, int], ErrorCode | None] = {}
+        self._in_flight: set[asyncio.Future] = set()
+
+    def send(self, topic: str, partition: int, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+             commit: bool) -> ErrorCode:
+        """The transaction coordinator's way to write a marker: :meth:`write` when this broker leads
+        the partition; otherwise WriteTxnMarkers to its leader (cluster mode), NONE at once, and
+        :meth:`confirm` tells the outcome once the leader answered."""
+        if self.remote is None or self.replicas.replication is None:
+            return self.write(topic, partition, producer_id, producer_epoch, coordinator_epoch, commit)
+        try:
+            leader = self.replicas.partition(topic, partition).leader
+        except KafkaError as e:
+            return e.code
+        if leader == self.replicas.broker_id:
+            return self.write(topic, partition, producer_id, producer_epoch, coordinator_epoch, commit)
+        if leader < 0:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        key = (topic, partition, producer_id)
+        self._remote[key] = None
+        task = asyncio.ensure_future(self.remote.write_marker(leader, topic, partition, producer_id, producer_epoch,
+                                                              coordinator_epoch, commit))
+        self._in_flight.add(task)
+
+        def done(t: asyncio.Future) -> None:
+            self._in_flight.discard(t)
+            if key in self._remote and self._remote[key] is None:
+                self._remote[key] = (t.result() if not t.cancelled() and t.exception() is None
+                                     else ErrorCode.NETWORK_EXCEPTION)
+
+        task.add_done_callback(done)
+        return ErrorCode.NONE
 
     def write(self, topic: str, partition: int, producer_id: int, producer_epoch: int, coordinator_epoch: int,
               commit: bool) -> ErrorCode:
@@ -51,10 +88,17 @@ class TxnMarkerWriter:
                 return ErrorCode.UNKNOWN_SERVER_ERROR
         return ErrorCode.NONE
 
-    def confirm(self, topic: str, partition: int) -> ErrorCode | None:
+    def confirm(self, topic: str, partition: int, producer_id: int) -> ErrorCode | None:
         """Whether the last marker written to the partition is committed (the high watermark passed
         it): NONE, None (not yet), NOT_LEADER_OR_FOLLOWER (no longer led here: it may be lost). A
-        single node commits on append."""
+        single node commits on append. A marker sent to another broker: its answer (that broker
+        answers once the marker is committed there), None while it is in flight."""
+        remote = (topic, partition, producer_id)
+        if remote in self._remote:
+            code = self._remote[remote]
+            if code is not None:
+                del self._remote[remote]
+            return code
         key = (topic, partition)
         end = self._written.get(key)
         replication = self.replicas.replication
@@ -69,6 +113,20 @@ class TxnMarkerWriter:
             del self._written[key]
             return ErrorCode.NONE
         return None
+
+    async def committed(self, topic: str, partition: int, timeout_ms: int) -> ErrorCode:
+        """WriteTxnMarkers from another broker's coordinator: wait until the marker just written to
+        the partition is committed (acks=all), or its error."""
+        end = self._written.pop((topic, partition), None)
+        if end is None or self.replicas.replication is None:
+            return ErrorCode.NONE
+        return await self.replicas.wait_for_acks(topic, partition, end, timeout_ms)
+
+    def close(self) -> None:
+        for task in list(self._in_flight):
+            task.cancel()
+        if self.remote is not None:
+            self.remote.close()
 
     __call__ = write
 

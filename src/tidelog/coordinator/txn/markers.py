@@ -46,8 +46,9 @@ log = logging.getLogger(__name__)
 
 #: (topic, partition, producer id, producer epoch, coordinator epoch, commit) -> error code
 MarkerWriteFn = Callable[[str, int, int, int, int, bool], ErrorCode]
-#: (topic, partition) -> NONE (the last marker written there is committed), None (not yet), or an error
-MarkerConfirmFn = Callable[[str, int], ErrorCode | None]
+#: (topic, partition, producer id) -> NONE (the last marker written there is committed), None (not
+#: yet), or an error
+MarkerConfirmFn = Callable[[str, int, int], ErrorCode | None]
 CONFIRM_POLL_MS = 20
 
 _DONE_WITHOUT_MARKER = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT,
@@ -123,11 +124,18 @@ class TxnMarkerChannel:
                 retry = True
         waiting = False
         for tp in sorted(pending.unconfirmed):
-            state = self.confirm(*tp) if self.confirm is not None else ErrorCode.NONE
+            state = self.confirm(*tp, md.producer_id) if self.confirm is not None else ErrorCode.NONE
             if state is None:
                 waiting = True
                 continue
             pending.unconfirmed.discard(tp)
+            if state in _DONE_WITHOUT_MARKER:
+                continue
+            if state in _FENCED:
+                log.info("%s: the marker for %s-%d failed with %s: no more markers are sent",
+                         pending.transactional_id, *tp, state.name)
+                self.remove(pending.transactional_id)
+                return
             if state != ErrorCode.NONE:
                 log.info("%s: the marker for %s-%d was not committed (%s); writing it again",
                          pending.transactional_id, *tp, state.name)

@@ -49,6 +49,9 @@ def _producers_error(request: DescribeProducersRequest, code: ErrorCode,
             for p in t.partition_indexes]) for t in request.topics])
 
 
+MARKER_TIMEOUT_MS = 30_000  # Kafka's request.timeout.ms default, the WriteTxnMarkers produce timeout
+
+
 class TxnPartitionHandlers:
     def __init__(self, markers: TxnMarkerWriter, replicas: ReplicaManager,
                  authorizer: Authorizer = NO_AUTHORIZER) -> None:
@@ -70,10 +73,22 @@ class TxnPartitionHandlers:
                     code = self.markers.write(t.name, p, marker.producer_id, marker.producer_epoch,
                                               marker.coordinator_epoch, marker.transaction_result)
                     topics.setdefault(t.name, []).append(MarkerPartition(partition_index=p, error_code=int(code)))
-        return WriteTxnMarkersResponse(markers=[
+        response = WriteTxnMarkersResponse(markers=[
             MarkerResult(producer_id=pid, topics=[MarkerTopic(name=name, partitions=parts)
                                                   for name, parts in topics.items()])
             for pid, topics in by_producer.items()])
+        if self.replicas.replication is None:
+            return response
+        return self._when_committed(response)
+
+    async def _when_committed(self, response: WriteTxnMarkersResponse) -> WriteTxnMarkersResponse:
+        """Cluster mode: answered once each marker written is committed (Kafka writes them acks=all)."""
+        for marker in response.markers:
+            for t in marker.topics:
+                for p in t.partitions:
+                    if p.error_code == ErrorCode.NONE:
+                        p.error_code = int(await self.markers.committed(t.name, p.partition_index, MARKER_TIMEOUT_MS))
+        return response
 
     @handles(ApiKey.DESCRIBE_PRODUCERS, 0, 0, _producers_error)
     def handle_describe_producers(self, ctx: RequestContext,
