@@ -8,6 +8,7 @@ Needs java and mvn for ZooKeeper (skips locally without them, fails in CI). Abou
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -287,3 +288,77 @@ def test_transactions_carry_on_across_the_death_of_the_transaction_coordinators_
     finally:
         producer.flush(10)
         cluster.heal(coordinator, (TXN_STATE, state_partition))
+
+
+def test_java_clients_across_the_death_of_a_leader_and_the_group_coordinator(cluster: Cluster, java_classpath,
+                                                                              tmp_path: Path) -> None:
+    """Kafka's Java client (VerifiableProducer with acks=all and idempotence, VerifiableConsumer in a
+    classic group): kill -9 of the broker that coordinates the group and leads one of the three
+    partitions, mid-stream. Every acknowledged record is in the log once, at the offset the producer
+    was told; the consumer reads them all; no commit acknowledged before the kill is lost."""
+    from tests.integration.java.test_verifiable import Consumer as VerifiableConsumer
+    from tests.integration.java.test_verifiable import wait_until
+    from tests.oracle import jvm
+    from tests.oracle.jvm import JavaProcess
+
+    topic, group, messages, partitions = "co-java", "co-java-group", 2000, 3
+    cluster.create(topic, partitions)
+    consumer = VerifiableConsumer(java_classpath, cluster.bootstrap(), topic, group, "classic")
+    config = tmp_path / "producer.properties"
+    config.write_text("retries=2147483647\nenable.idempotence=true\ndelivery.timeout.ms=120000\n"
+                      "metadata.max.age.ms=1000\n")
+    producer = None
+    offsets_partition = partition_for(group, PARTITIONS)
+    coordinator = -1
+    acked: dict[tuple[int, int], str] = {}
+    errors: list[dict] = []
+    try:
+        wait_until([consumer], lambda: consumer.owned == set(range(partitions)), 60, "the consumer owns every partition")
+        coordinator = cluster.leader(OFFSETS, offsets_partition)
+        assert coordinator in {cluster.leader(topic, p) for p in range(partitions)}
+        producer = JavaProcess.tool(java_classpath, "kafka-verifiable-producer", "--bootstrap-server",
+                                    cluster.bootstrap(), "--topic", topic, "--max-messages", messages,
+                                    "--throughput", 400, "--acks", -1, "--repeating-keys", 30,
+                                    "--command-config", config)
+
+        def pump(seconds: float) -> None:
+            deadline = time.monotonic() + seconds
+            while time.monotonic() < deadline:
+                line = producer.next_line(0.1)
+                if line and line.startswith("{"):
+                    event = jvm.json_lines(line)[0]
+                    if event["name"] == "producer_send_success":
+                        acked[(event["partition"], event["offset"])] = event["value"]
+                    elif event["name"] == "producer_send_error":
+                        errors.append(event)
+                consumer.pump(0)
+
+        wait_for(lambda: pump(0.5) or len(acked) > 300, timeout=60, what="records acknowledged before the kill")
+        before = {}
+        for commit in consumer.commits:
+            if commit["success"]:
+                for o in commit["offsets"]:
+                    before[o["partition"]] = max(before.get(o["partition"], 0), o["offset"])
+        assert before, "the consumer committed before the kill"
+        cluster.kill(coordinator)
+        cluster.wait_for_leader(OFFSETS, offsets_partition, not_in=[coordinator])
+        after = wait_for(lambda: committed(cluster, group, topic, partitions), timeout=30,
+                         what="committed offsets from the new coordinator")
+        assert all(after[p] >= o for p, o in before.items()), (before, after)
+        deadline = time.monotonic() + 120
+        while (producer.proc.poll() is None or not producer.lines.empty()) and time.monotonic() < deadline:
+            pump(1)
+        wait_until([consumer], lambda: set(acked) <= {(p, o) for p, o, _ in consumer.records}, 90,
+                   "every acknowledged record is consumed")
+    finally:
+        if producer is not None:
+            producer.kill()
+        consumer.process.kill()
+        if coordinator > 0:
+            cluster.heal(coordinator, (OFFSETS, offsets_partition))
+    assert [(e["exception"], e["message"]) for e in errors][:5] == []
+    assert sorted(int(v) for v in acked.values()) == list(range(messages))
+    consumed = {(p, o): v for p, o, v in consumer.records}
+    assert {k: consumed.get(k) for k in acked} == acked, "an acknowledged record is missing or moved"
+    twice = [v for v, n in Counter(consumed.values()).items() if n > 1]
+    assert twice == [], f"values written at two offsets (a retried send stored twice): {twice[:5]}"
