@@ -128,18 +128,20 @@ def _consume_with_commits(consumer: Consumer, seen: list[bytes], acked: dict[int
         acked[m.partition()] = max(acked.get(m.partition(), 0), m.offset() + 1)
 
 
-def test_a_consumer_group_keeps_its_offsets_across_the_coordinators_death(cluster: Cluster) -> None:
-    """confluent-kafka (classic protocol): consume with a synchronous commit per record, kill -9 the
-    coordinator's broker halfway; every commit acknowledged before the kill is there after it, and
-    the group consumes the rest with commits from the new coordinator."""
-    topic, group, partitions, n = "co-grp", "co-grp-confluent", 3, 240
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_a_consumer_group_keeps_its_offsets_across_the_coordinators_death(cluster: Cluster, protocol: str) -> None:
+    """confluent-kafka (classic protocol, and KIP-848's): consume with a synchronous commit per record,
+    kill -9 the coordinator's broker halfway; every commit acknowledged before the kill is there after
+    it, and the group consumes the rest with commits from the new coordinator."""
+    topic, group, partitions, n = f"co-grp-{protocol}", f"co-grp-confluent-{protocol}", 3, 240
     cluster.create(topic, partitions)
     values = [f"v-{i}".encode() for i in range(n)]
     produce(cluster, topic, values, partitions)
     offsets_partition = partition_for(group, PARTITIONS)
+    settings = ({"session.timeout.ms": 10000, "heartbeat.interval.ms": 500} if protocol == "classic"
+                else {"group.protocol": "consumer"})
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap(), "group.id": group, "enable.auto.commit": False,
-                         "auto.offset.reset": "earliest", "session.timeout.ms": 10000,
-                         "heartbeat.interval.ms": 500, "topic.metadata.refresh.interval.ms": 1000})
+                         "auto.offset.reset": "earliest", "topic.metadata.refresh.interval.ms": 1000, **settings})
     consumer.subscribe([topic])
     seen: list[bytes] = []
     acked: dict[int, int] = {}
