@@ -64,9 +64,11 @@ from tidelog.protocol.tubemq.notation import BrokerAddress
 from tidelog.protocol.tubemq.rpc import Service
 from tidelog.replica.events import LogEvents
 from tidelog.replica.housekeeping import LogHousekeeping
+from tidelog.replica.hw_checkpoint import HighWatermarkCheckpoints
 from tidelog.replica.manager import ReplicaManager
 from tidelog.replica.replication import ReplicationSettings
 from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
+from tidelog.server.controlled_shutdown import ControlledShutdown
 from tidelog.server.dispatcher import HandlerRegistry
 from tidelog.server.fetch_session import FetchSessionCache
 from tidelog.server.handlers import (
@@ -92,9 +94,11 @@ from tidelog.server.handlers import (
     TxnPartitionHandlers,
 )
 from tidelog.server.handlers.client_quotas import ClientQuotaHandlers
+from tidelog.server.handlers.leadership import ControlledShutdownHandler, ElectLeadersHandler
 from tidelog.server.handlers.sasl import SaslHandlers
 from tidelog.server.handlers.scram_credentials import ScramCredentialHandlers
 from tidelog.server.internal_client import InternalClient
+from tidelog.server.leadership import LeadershipChanges
 from tidelog.server.network import ConnectionSettings, ListenerError, SocketServer
 from tidelog.server.quota import ClientQuotaManagers
 from tidelog.server.throttle import RequestThrottler
@@ -184,6 +188,21 @@ class Broker:
         self.replicas = replicas = ReplicaManager(self.broker_id, logs, store, topic_configs, clock, _call_later, events,
                                                   **self._replication(config, store, topic_configs))
         self.housekeeping = LogHousekeeping(logs, clock, events)
+        # Cluster mode: high watermarks survive restarts (replication-offset-checkpoint); leadership moves on
+        # request (ElectLeaders anywhere, ControlledShutdown at the controller, and this broker's own on SIGTERM).
+        clustered = isinstance(store, ZooKeeperStore)
+        self.hw_checkpoints = HighWatermarkCheckpoints(logs) if clustered else None
+        self.leadership = leadership = LeadershipChanges(
+            store, store.alter_partition_state if isinstance(store, ZooKeeperStore) else None,
+            (lambda: store.is_controller) if isinstance(store, ZooKeeperStore) else (lambda: True))
+        store.subscribe(leadership.forget_departed)
+        self.controlled_shutdown = (ControlledShutdown(
+            self.broker_id, lambda: store.image, leadership,
+            replicas.replication.settings.listener_name if replicas.replication is not None else None,
+            max_retries=config["controlled.shutdown.max.retries"],
+            backoff_ms=config["controlled.shutdown.retry.backoff.ms"],
+            timeout_ms=config["replica.socket.timeout.ms"])
+            if clustered and config["controlled.shutdown.enable"] else None)
 
         # Coordinators.
         offsets_topic = NewTopic(
@@ -250,7 +269,10 @@ class Broker:
             SaslHandlers(config["sasl.enabled.mechanisms"]),
             ScramCredentialHandlers(credentials, auth),
             ClientQuotaHandlers(store, controller, auth),
+            ElectLeadersHandler(leadership, auth),
         )
+        if clustered:  # Kafka's ZooKeeper-era brokers served it; a single node (like KRaft brokers) does not
+            handlers.add(ControlledShutdownHandler(leadership, auth))
         # Client quotas (docs/security.md "Quotas"): measured and enforced around every handler.
         self.client_quotas = ClientQuotaManagers(config["quota.window.num"], config["quota.window.size.seconds"])
         store.subscribe(lambda _old, new: self.client_quotas.update(new.client_quotas))
@@ -430,6 +452,10 @@ class Broker:
         self.client_quotas.update(self.store.image.client_quotas)
         reports = await asyncio.get_running_loop().run_in_executor(None, self.logs.startup)
         self.startup_reports = reports
+        if self.hw_checkpoints is not None:
+            lowered = self.hw_checkpoints.restore()
+            if lowered:
+                log.info("%d high watermarks restored from replication-offset-checkpoint", lowered)
         self._loaded = True
         for report in reports:
             for line in report.describe():
@@ -470,6 +496,8 @@ class Broker:
             jobs.append((self.config["log.cleaner.backoff.ms"], self.housekeeping.compact))
         if self.console is not None:
             jobs.append((self.config["console.sample.interval.ms"], self.console.sample))
+        if self.hw_checkpoints is not None:
+            jobs.append((self.config["replica.high.watermark.checkpoint.interval.ms"], self._checkpoint_high_watermarks))
         self._tasks = [asyncio.ensure_future(self._every(interval_ms, job)) for interval_ms, job in jobs]
 
     async def _every(self, interval_ms: int, job) -> None:
@@ -479,6 +507,11 @@ class Broker:
                 await job()
             except Exception:
                 log.exception("housekeeping job %s failed", job.__name__)
+
+    async def _checkpoint_high_watermarks(self) -> None:
+        assert self.hw_checkpoints is not None
+        snapshot = self.hw_checkpoints.snapshot()
+        await asyncio.get_running_loop().run_in_executor(None, self.hw_checkpoints.write, snapshot)
 
     async def _reap_idle(self) -> None:
         self.network.reap_idle()
@@ -511,6 +544,8 @@ class Broker:
 
     async def stop(self) -> None:
         log.info("shutting down")
+        if self.controlled_shutdown is not None and self._serving:  # clients are still served meanwhile
+            await self.controlled_shutdown.run()
         for task in self._tasks:
             task.cancel()
         self.transactions.close()
@@ -528,6 +563,8 @@ class Broker:
         if self.tubemq is not None:
             await self.tubemq.wait_closed()
         if self._loaded:
+            if self.hw_checkpoints is not None:
+                await self._checkpoint_high_watermarks()
             await asyncio.get_running_loop().run_in_executor(None, self.logs.shutdown)
         self.store.close()
         log.info("shut down cleanly")
