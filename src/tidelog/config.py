@@ -251,6 +251,13 @@ _BROKER_DEFS = [
               "Controlled-shutdown attempts before the broker stops anyway.", topic=False),
     ConfigDef("controlled.shutdown.retry.backoff.ms", _long(0), 5000,
               "Pause between controlled-shutdown attempts.", topic=False),
+    ConfigDef("auto.leader.rebalance.enable", _parse_bool, True,
+              "The controller moves leadership back to preferred replicas when brokers are imbalanced "
+              "(cluster mode).", topic=False),
+    ConfigDef("leader.imbalance.check.interval.seconds", _long(1), 300,
+              "How often the controller checks the leader imbalance.", topic=False),
+    ConfigDef("leader.imbalance.per.broker.percentage", _int(0), 10,
+              "Share of a broker's preferred partitions led elsewhere above which they move back.", topic=False),
     ConfigDef("group.initial.rebalance.delay.ms", _int(0), 3000, "Delay of a new group's first rebalance.",
               topic=False),
     ConfigDef("offsets.topic.num.partitions", _int(1), 50, "Partitions of __consumer_offsets.", topic=False),

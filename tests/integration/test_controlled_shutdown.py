@@ -3,7 +3,8 @@ min.insync.replicas=2): on SIGTERM a broker asks the controller to move its lead
 take it out of the ISRs before it leaves, so acks=all produce resumes on the new leader at once (the
 measured time is printed); a broker whose partitions cannot move retries
 ``controlled.shutdown.max.retries`` times and stops anyway; a clean stop leaves the high watermarks
-in ``replication-offset-checkpoint`` and a restarted broker starts from them. About 40 s.
+in ``replication-offset-checkpoint`` and a restarted broker starts from them; the returning preferred
+replica leads again by itself (``auto.leader.rebalance.enable``). About 30 s.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
                                 "offsets.topic.replication.factor": "3", "offsets.topic.num.partitions": "1",
                                 "replica.lag.time.max.ms": "2000", "replica.fetch.backoff.ms": "200",
                                 "controlled.shutdown.retry.backoff.ms": "500",
-                                "replica.high.watermark.checkpoint.interval.ms": "500"})
+                                "replica.high.watermark.checkpoint.interval.ms": "500",
+                                "leader.imbalance.check.interval.seconds": "1"})
     c.start()
     yield c
     c.stop()
@@ -83,7 +85,6 @@ def test_sigterm_moves_leadership_before_the_broker_leaves(cluster: LocalCluster
     new_leader, acknowledged = _produce_until_acknowledged(cluster, "cs", 0, others)
     failover_ms = (acknowledged - started) * 1000
     assert broker.proc.wait(30) == 0
-    print("".join(line for line in broker.stderr_lines if "controlled" in line or "shutting" in line))
     print(f"\ncontrolled shutdown: SIGTERM -> first acks=all produce acknowledged on broker {new_leader}: "
           f"{failover_ms:.0f} ms (zookeeper.session.timeout.ms={SESSION_MS})")
     assert failover_ms < SESSION_MS / 2
@@ -104,6 +105,9 @@ def test_sigterm_moves_leadership_before_the_broker_leaves(cluster: LocalCluster
     cluster.restart(victim)
     wait_for(lambda: victim in cluster.state("cs", 0)["isr"], what="the restarted broker back in the ISR")
     cluster.wait_replicas_identical("cs", 0)
+    # auto.leader.rebalance.enable: the controller gives the preferred replica its partitions back
+    wait_for(lambda: all(cluster.leader("cs", p) == cluster.assignment("cs")[p][0] for p in range(3)),
+             what="the preferred replicas leading again")
 
 
 def test_a_partition_that_cannot_move_is_retried_then_the_broker_stops_anyway(cluster: LocalCluster) -> None:

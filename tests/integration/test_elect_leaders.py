@@ -32,7 +32,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     root = tmp_path_factory.mktemp("elect")
     c = LocalCluster(root, chroot="/tidelog-elect", session_ms=4000, zookeeper=start_zookeeper(root / "zk"),
                      overrides={"replica.lag.time.max.ms": "1000", "replica.fetch.backoff.ms": "200",
-                                "controlled.shutdown.retry.backoff.ms": "200", "offsets.topic.num.partitions": "1"})
+                                "controlled.shutdown.retry.backoff.ms": "200", "offsets.topic.num.partitions": "1",
+                                "auto.leader.rebalance.enable": "false"})  # elections here are asked for
     c.start()
     yield c
     c.stop()

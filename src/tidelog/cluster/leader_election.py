@@ -68,8 +68,29 @@ def elect(image: MetadataImage, topic: str, partition: int, election_type: Elect
                            "OfflinePartitionLeaderElectionStrategy")
 
 
+def imbalanced_partitions(image: MetadataImage, percentage: int,
+                          excluded: frozenset[int] | set[int] = frozenset()) -> list[tuple[str, int]]:
+    """``auto.leader.rebalance.enable`` (Kafka's ``checkAndTriggerAutoLeaderRebalance``): for each live
+    broker, the partitions whose preferred replica it is but which another broker leads; if they are
+    more than ``percentage`` % of the partitions it is preferred for, those of them it could lead now
+    (alive, not shutting down, in the ISR) are returned for a preferred election."""
+    preferred_of: dict[int, list[tuple[str, PartitionMetadata]]] = {}
+    for t in image.topics.values():
+        for p in t.partitions:
+            if p.replicas and p.partition_epoch >= 0:
+                preferred_of.setdefault(p.replicas[0], []).append((t.name, p))
+    chosen = []
+    for broker, partitions in sorted(preferred_of.items()):
+        if broker not in image.brokers or broker in excluded:
+            continue
+        elsewhere = [(name, p) for name, p in partitions if p.leader != broker]
+        if len(elsewhere) * 100 > percentage * len(partitions):
+            chosen += [(name, p.partition) for name, p in elsewhere if broker in p.isr]
+    return chosen
+
+
 def all_partitions(image: MetadataImage) -> list[tuple[str, int]]:
     return [(t.name, p.partition) for t in image.topics.values() for p in t.partitions]
 
 
-__all__ = ["ElectionOutcome", "ElectionType", "all_partitions", "elect"]
+__all__ = ["ElectionOutcome", "ElectionType", "all_partitions", "elect", "imbalanced_partitions"]

@@ -498,6 +498,8 @@ class Broker:
             jobs.append((self.config["console.sample.interval.ms"], self.console.sample))
         if self.hw_checkpoints is not None:
             jobs.append((self.config["replica.high.watermark.checkpoint.interval.ms"], self._checkpoint_high_watermarks))
+        if self.hw_checkpoints is not None and self.config["auto.leader.rebalance.enable"]:
+            jobs.append((self.config["leader.imbalance.check.interval.seconds"] * 1000, self._rebalance_leaders))
         self._tasks = [asyncio.ensure_future(self._every(interval_ms, job)) for interval_ms, job in jobs]
 
     async def _every(self, interval_ms: int, job) -> None:
@@ -512,6 +514,9 @@ class Broker:
         assert self.hw_checkpoints is not None
         snapshot = self.hw_checkpoints.snapshot()
         await asyncio.get_running_loop().run_in_executor(None, self.hw_checkpoints.write, snapshot)
+
+    async def _rebalance_leaders(self) -> None:
+        await self.leadership.rebalance(self.config["leader.imbalance.per.broker.percentage"])
 
     async def _reap_idle(self) -> None:
         self.network.reap_idle()

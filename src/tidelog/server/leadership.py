@@ -21,7 +21,13 @@ import time
 from collections.abc import Callable, Sequence
 
 from tidelog.cluster.controlled_shutdown import plan_controlled_shutdown, remaining_partitions
-from tidelog.cluster.leader_election import ElectionOutcome, ElectionType, all_partitions, elect
+from tidelog.cluster.leader_election import (
+    ElectionOutcome,
+    ElectionType,
+    all_partitions,
+    elect,
+    imbalanced_partitions,
+)
 from tidelog.cluster.metadata import MetadataImage, PartitionMetadata
 from tidelog.cluster.store import MetadataStore
 from tidelog.errors import ErrorCode
@@ -109,6 +115,22 @@ class LeadershipChanges:
         if partitions is None:
             return {k: o for k, o in results.items() if o.error != ErrorCode.ELECTION_NOT_NEEDED}
         return {k: results[k] for k in keys}
+
+    # ------------------------------------------------------------------------ auto rebalance
+
+    async def rebalance(self, percentage: int, timeout_ms: int = 30_000) -> int:
+        """``auto.leader.rebalance.enable``: on the controller, a preferred election of the partitions of
+        every broker whose imbalance is above ``percentage`` (:func:`imbalanced_partitions`). Returns how
+        many partitions moved."""
+        if not self.is_controller():
+            return 0
+        keys = imbalanced_partitions(self.store.image, percentage, self.shutting_down)
+        if not keys:
+            return 0
+        outcomes = await self.elect_leaders(ElectionType.PREFERRED, keys, timeout_ms)
+        moved = sum(1 for o in outcomes.values() if o.error == ErrorCode.NONE)
+        log.info("auto leader rebalance: %d of %d partitions back on their preferred replica", moved, len(keys))
+        return moved
 
     # ---------------------------------------------------------------------------------- writing
 

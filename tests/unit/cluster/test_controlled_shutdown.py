@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from tidelog.cluster.controlled_shutdown import plan_controlled_shutdown, remaining_partitions
-from tidelog.cluster.leader_election import ElectionType, elect
+from tidelog.cluster.leader_election import ElectionType, elect, imbalanced_partitions
 from tidelog.cluster.metadata import BrokerInfo, MetadataImage, PartitionMetadata, TopicMetadata
 from tidelog.errors import ErrorCode
 
@@ -77,3 +77,14 @@ def test_unclean_election() -> None:
     unclean = elect(image, "t", 2, ElectionType.UNCLEAN).new  # none: the first live replica
     assert unclean is not None and (unclean.leader, unclean.isr) == (2, (2,))
     assert elect(image, "t", 3, ElectionType.UNCLEAN).error == ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+
+
+def test_imbalanced_partitions_are_those_of_brokers_above_the_percentage() -> None:
+    # broker 1 is preferred for 0-3 and leads 0-2 (25 % elsewhere); broker 2 for 4-5, leads neither (100 %)
+    parts = [_p(0, 1, (1, 2), (1, 2)), _p(1, 1, (1, 2), (1, 2)), _p(2, 1, (1, 2), (1, 2)),
+             _p(3, 2, (1, 2), (1, 2)), _p(4, 1, (2, 1), (1, 2)), _p(5, 1, (2, 1), (1,))]
+    image = _image(parts, live=(1, 2))
+    assert imbalanced_partitions(image, 10) == [("t", 3), ("t", 4)]  # 5: broker 2 is not in its ISR
+    assert imbalanced_partitions(image, 25) == [("t", 4)]  # 25 % is not above 25 %
+    assert imbalanced_partitions(image, 10, {2}) == [("t", 3)]  # shutting down
+    assert imbalanced_partitions(_image(parts, live=(1,)), 10) == [("t", 3)]  # broker 2 is gone

@@ -89,3 +89,14 @@ def test_a_single_node_needs_no_writes() -> None:
     for kind in ElectionType:
         results = asyncio.run(changes.elect_leaders(kind, [("t", 0)], 1000))
         assert results[("t", 0)].error == ErrorCode.ELECTION_NOT_NEEDED
+
+
+def test_rebalance_runs_on_the_controller_only() -> None:
+    store = _ConditionalStore(_image([_p(0, 2, (1, 2), (1, 2)), _p(1, 2, (2, 1), (1, 2))], live=(1, 2)))
+    changes = LeadershipChanges(store, store.alter, lambda: store.controller)  # type: ignore[arg-type]
+    store.controller = False
+    assert asyncio.run(changes.rebalance(10)) == 0 and not store.writes
+    store.controller = True
+    assert asyncio.run(changes.rebalance(10)) == 1
+    assert [p.leader for p in store.image.topics["t"].partitions] == [1, 2]
+    assert asyncio.run(changes.rebalance(10)) == 0
