@@ -42,6 +42,7 @@ from tidelog.protocol.messages import (
     DescribeProducersRequest,
     DescribeTopicPartitionsRequest,
     DescribeTransactionsRequest,
+    ElectLeadersRequest,
     EndTxnRequest,
     FetchRequest,
     FindCoordinatorRequest,
@@ -398,6 +399,10 @@ CASES: list[Case] = [
          lambda r: _one(r.results).error_code),
     Case("DescribeAcls/cluster", E.CLUSTER_AUTHORIZATION_FAILED, [(Res.CLUSTER, CLUSTER_NAME, Op.DESCRIBE)], E.NONE,
          _acl_filter_request, 3, lambda r: r.error_code),
+    Case("ElectLeaders/cluster", E.CLUSTER_AUTHORIZATION_FAILED, [(Res.CLUSTER, CLUSTER_NAME, Op.ALTER)], E.NONE,
+         lambda: ElectLeadersRequest(election_type=0, topic_partitions=[
+             ElectLeadersRequest.TopicPartitions(topic=TOPIC, partitions=[0])], timeout_ms=10_000), 2,
+         lambda r: r.error_code),
     Case("DeleteAcls/cluster", E.CLUSTER_AUTHORIZATION_FAILED, [(Res.CLUSTER, CLUSTER_NAME, Op.ALTER)], E.NONE,
          lambda: DeleteAclsRequest(filters=[DeleteAclsRequest.DeleteAclsFilter(
              resource_type_filter=int(Res.TOPIC), resource_name_filter="acl-by-caller", pattern_type_filter=3,
