@@ -28,8 +28,8 @@ from tidelog.cli.table import print_table
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("cluster", help="show the cluster id, controller, brokers and the APIs they serve",
-                       description="Ask a running broker about its cluster.")
+    p = sub.add_parser("cluster", help="show the cluster id, controller, brokers and the APIs they serve; "
+                       "elect leaders", description="Ask a running broker about its cluster, or for leader elections.")
     actions = p.add_subparsers(dest="cluster_command", metavar="ACTION", required=True)
     info = actions.add_parser(
         "info", help="cluster id, controller, brokers (host:port) and each broker's API versions",
