@@ -120,8 +120,10 @@ def test_a_partition_that_cannot_move_is_retried_then_the_broker_stops_anyway(cl
         (follower,) = [r for r in cluster.assignment(topic)[0] if r != leader]
         if follower != controller:
             break
-    cluster.pause(follower)  # leaves the ISR after replica.lag.time.max.ms: nobody else may lead
+    cluster.pause(follower)  # lags behind, leaves the ISR after replica.lag.time.max.ms: nobody else may lead
     try:
+        with WireClient.connect(cluster.brokers[leader].bootstrap) as client:
+            assert produce_batch(client, topic, build_batch([(0, None, b"lagging")]), acks=1).error_code == 0
         wait_for(lambda: cluster.state(topic)["isr"] == [leader], what="the paused follower out of the ISR")
         broker = cluster.brokers[leader]
         started = time.monotonic()

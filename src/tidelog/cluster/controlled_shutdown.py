@@ -15,8 +15,8 @@ controlled shutdown (the one asking among them):
 The answer's remaining partitions are those the broker still leads afterwards; the broker asks again
 (``controlled.shutdown.max.retries``, ``controlled.shutdown.retry.backoff.ms``) while there are some.
 Partitions with one replica are left out, as in Kafka: there is nowhere to move them; so are those
-whose other replicas are all unregistered (Kafka retries these too, so its last broker's shutdown
-waits out every retry).
+whose other replicas are all unregistered or shutting down too (Kafka retries these, so its last
+broker's shutdown waits out every retry).
 """
 
 from __future__ import annotations
@@ -63,11 +63,12 @@ def plan_controlled_shutdown(image: MetadataImage, broker_id: int, shutting_down
     return plan
 
 
-def remaining_partitions(image: MetadataImage, broker_id: int) -> list[Key]:
+def remaining_partitions(image: MetadataImage, broker_id: int,
+                         shutting_down: frozenset[int] | set[int] = frozenset()) -> list[Key]:
     """Partitions with more than one replica that ``broker_id`` leads in ``image``, leaving out those
-    none of whose other replicas is registered (nothing to wait for: the last broker of a cluster
-    stops without retries; Kafka would retry them too)."""
-    live = image.brokers
+    none of whose other replicas is registered and staying (nothing to wait for: the last broker of a
+    cluster, or brokers stopped all at once, stop without retries; Kafka would retry them too)."""
+    live = set(image.brokers) - set(shutting_down)
     return [(t.name, p.partition) for t in image.topics.values() for p in t.partitions
             if p.leader == broker_id and len(p.replicas) > 1
             and any(r != broker_id and r in live for r in p.replicas)]

@@ -74,7 +74,8 @@ class LeadershipChanges:
             await asyncio.sleep(_POLL_S * (attempt + 1))  # a conflicting write: its state arrives by the watch
         await self._visible(moved, deadline)
         done = {(t, p.partition) for t, p in moved}
-        remaining = [k for k in remaining_partitions(self.store.image, broker_id) if k not in done]
+        remaining = [k for k in remaining_partitions(self.store.image, broker_id, self.shutting_down - {broker_id})
+                     if k not in done]
         log.info("controlled shutdown of broker %d: %d leaderships moved, %d remaining %s", broker_id, len(moved),
                  len(remaining), remaining[:10])
         return ErrorCode.NONE, remaining

@@ -49,6 +49,7 @@ def test_partitions_whose_other_replicas_are_all_gone_are_not_remaining() -> Non
     image = _image([_p(0, 1, (1, 2, 3), (1,)), _p(1, 1, (1, 2), (1,))], live=(1, 3))
     assert plan_controlled_shutdown(image, 1, set()).stuck == [("t", 0), ("t", 1)]
     assert remaining_partitions(image, 1) == [("t", 0)]  # 3 is alive and may catch up; 2 is gone
+    assert remaining_partitions(image, 1, {3}) == []  # 3 is shutting down as well
 
 
 def test_a_dead_isr_member_is_not_chosen() -> None:
