@@ -16,6 +16,7 @@ Cluster mode only: a single node's high watermark is its log end. Not thread-saf
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 
 from tidelog.storage.checkpoints import CheckpointError, read_checkpoint, write_checkpoint
@@ -30,6 +31,7 @@ Snapshot = dict[Path, dict[tuple[str, int], int]]
 class HighWatermarkCheckpoints:
     def __init__(self, logs: LogManager) -> None:
         self.logs = logs
+        self._writing = threading.Lock()  # the periodic write may still run when the last one starts
 
     def snapshot(self) -> Snapshot:
         """Every log's high watermark, by log dir (every log dir, so a dir emptied by deletions is rewritten)."""
@@ -40,12 +42,12 @@ class HighWatermarkCheckpoints:
                 by_dir.setdefault(log_dir, {})[tp] = plog.high_watermark
         return by_dir
 
-    @staticmethod
-    def write(snapshot: Snapshot) -> None:
-        """Write each log dir's file (atomically). Executor-safe."""
-        for log_dir, entries in snapshot.items():
-            if log_dir.is_dir():
-                write_checkpoint(log_dir / REPLICATION_OFFSET_CHECKPOINT, entries)
+    def write(self, snapshot: Snapshot) -> None:
+        """Write each log dir's file (atomically; one write at a time). Executor-safe."""
+        with self._writing:
+            for log_dir, entries in snapshot.items():
+                if log_dir.is_dir():
+                    write_checkpoint(log_dir / REPLICATION_OFFSET_CHECKPOINT, entries)
 
     def restore(self) -> int:
         """Set every loaded log's high watermark from its dir's checkpoint; returns how many were lowered."""
