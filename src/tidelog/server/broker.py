@@ -94,6 +94,7 @@ from tidelog.server.handlers import (
 from tidelog.server.handlers.client_quotas import ClientQuotaHandlers
 from tidelog.server.handlers.sasl import SaslHandlers
 from tidelog.server.handlers.scram_credentials import ScramCredentialHandlers
+from tidelog.server.inter_broker import InterBrokerConnector, inter_broker_listener_name, jaas_key
 from tidelog.server.internal_client import InternalClient
 from tidelog.server.network import ConnectionSettings, ListenerError, SocketServer
 from tidelog.server.quota import ClientQuotaManagers
@@ -173,6 +174,7 @@ class Broker:
         # Metadata and storage.
         self._handoff = _LoopHandoff()
         self.store = store = _metadata_store(config, self.log_dirs[0], self._handoff)
+        self.inter_broker: InterBrokerConnector | None = None  # cluster mode: set by _replication
         self.topic_configs = topic_configs = TopicConfigs(config.topic_defaults)
         self.logs = logs = LogManager(
             self.log_dirs, clock, topic_config=lambda topic: topic_configs.for_topic(store.image, topic),
@@ -290,15 +292,14 @@ class Broker:
         if not isinstance(store, ZooKeeperStore):
             return {}
         store.unclean_election = lambda image, topic: topic_configs.for_topic(image, topic).unclean_leader_election_enable
-        protocols = config["listener.security.protocol.map"]
-        listener = config["inter.broker.listener.name"] or next(  # Kafka's default: by security.inter.broker.protocol
-            (lst.name for lst in self.listeners if protocols.get(lst.name) == config["security.inter.broker.protocol"]),
-            self.listeners[0].name)
+        listener = inter_broker_listener_name(config, self.listeners)
+        # Connections to other brokers use the inter-broker listener's TLS/SASL (server/inter_broker.py).
+        self.inter_broker = InterBrokerConnector(config, listener, f"tidelog-broker-{self.broker_id}")
         settings = ReplicationSettings(
             listener, config["replica.lag.time.max.ms"],
             config["replica.fetch.wait.max.ms"], config["replica.fetch.max.bytes"],
             config["replica.fetch.response.max.bytes"], config["replica.fetch.backoff.ms"],
-            config["replica.socket.timeout.ms"])
+            config["replica.socket.timeout.ms"], connect=self.inter_broker.open)
         return {"replication": settings, "alter_isr": store.alter_partition_state, "may_lead": store.may_lead}
 
     def _metrics(self, http: HttpServer):
@@ -378,11 +379,15 @@ class Broker:
     async def start(self) -> None:
         for key in self.config.unknown:
             log.warning("%s", self.config.describe_unknown(key))
-        for reason in ignored_listener_keys(self.config):
+        inter_broker = self.inter_broker.prepare() if self.inter_broker is not None else None  # reads PEM files
+        used = {jaas_key(inter_broker.listener, inter_broker.mechanism)} if inter_broker and inter_broker.mechanism else set()
+        for reason in ignored_listener_keys(self.config, used):
             log.warning("%s", reason)
         self._handoff.loop = asyncio.get_running_loop()
         self.listener_security.update({listener.name: listener_security(self.config, listener, self.credentials)
                                        for listener in self.listeners})
+        if inter_broker is not None:
+            log.info("connections to other brokers: %s", inter_broker.describe())
         await self.network.bind(self.listeners)
         try:
             if self.tubemq is not None:
