@@ -50,6 +50,7 @@ from tidelog.cluster.metadata import BrokerInfo, MetadataImage, TopicMetadata
 from tidelog.cluster.store import EmbeddedStore, MetadataStore
 from tidelog.cluster.topic_config import TopicConfigs
 from tidelog.cluster.tubemq_secret_store import TubeSecretStore
+from tidelog.cluster.zk_producer_id import allocate_producer_id_block
 from tidelog.cluster.zk_store import ZooKeeperSettings, ZooKeeperStore
 from tidelog.config import BrokerConfig
 from tidelog.coordinator.group import OFFSETS_TOPIC, GroupConfig, GroupCoordinator, classic_member, consumer
@@ -200,7 +201,9 @@ class Broker:
                                      classic_member.install],
             topic_exists=lambda name: name in store.image.topics)
         consumer_groups = groups.extension(ConsumerGroupCoordinator)
-        self.producer_ids = ProducerIdManager(lambda: store.image.next_producer_id_block, controller.reserve_producer_ids)
+        self.producer_ids = ProducerIdManager(
+            functools.partial(allocate_producer_id_block, lambda: store.client, self.broker_id)
+            if isinstance(store, ZooKeeperStore) else controller.allocate_producer_id_block)
         self.marker_writer = TxnMarkerWriter(replicas, {OFFSETS_TOPIC: groups.complete_transaction})
         self.transactions = transactions = TransactionCoordinator(
             TxnConfig.from_broker_config(config), clock,
