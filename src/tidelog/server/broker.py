@@ -435,6 +435,8 @@ class Broker:
         )
         _, host, port = endpoints[0]
         self.store.open(BrokerInfo(self.broker_id, host, port, self.config["broker.rack"], endpoints))
+        if isinstance(self.credentials, ZooKeeperCredentialStore):
+            self.credentials.watch()  # SCRAM lookups from a cache, never from ZooKeeper on the loop
         self.client_quotas.update(self.store.image.client_quotas)
         reports = await asyncio.get_running_loop().run_in_executor(None, self.logs.startup)
         self.startup_reports = reports
@@ -537,6 +539,8 @@ class Broker:
             await self.tubemq.wait_closed()
         if self._loaded:
             await asyncio.get_running_loop().run_in_executor(None, self.logs.shutdown)
+        if isinstance(self.credentials, ZooKeeperCredentialStore):
+            self.credentials.close()
         self.store.close()
         log.info("shut down cleanly")
         self.stopped.set()
