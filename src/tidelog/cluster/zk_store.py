@@ -268,6 +268,9 @@ class ZooKeeperStore:
         """The reader thread."""
         self._dirty.clear()  # a change seen from here on asks again (and reconnecting asks, see _on_state)
         image = self._image
+        if image is None and not self._closed:  # still opening: ask again once the loop has the first image
+            self.dispatch(lambda: self._on_watch(None))
+            return
         if self._closed or image is None or not self._connected:
             return
         writes = self._writes
