@@ -27,9 +27,14 @@ The same interface as the single node's :class:`~tidelog.cluster.store.EmbeddedS
 * A lost session (expired): this broker is no longer controller; once ZooKeeper takes it back it
   registers again, runs for controller and re-reads.
 
-Watches and session changes arrive on kazoo's threads; they only hand work to the event loop through
-the injected ``dispatch`` (``loop.call_soon_threadsafe``). Everything else runs on the loop, with
-kazoo's synchronous calls (a loopback round trip each). Not thread-safe otherwise.
+Watches and session changes arrive on kazoo's threads. Re-reading ZooKeeper after them (and the
+controller's work done with a re-read: elections, deletions; re-registering after a new session) runs
+in the store's reader thread, one job at a time, so a slow or paused ZooKeeper never holds up the event
+loop; the finished image reaches the loop through the injected ``dispatch``
+(``loop.call_soon_threadsafe``), where it becomes current unless this broker wrote meanwhile (then it
+is read again). :meth:`publish` runs on the loop: one ZooKeeper transaction, its wait bounded by
+``WRITE_TIMEOUT_S``, then a re-read it waits for (ZooKeeper has just answered). ISR changes are
+asynchronous writes. Not thread-safe otherwise (docs/cluster.md, "ZooKeeper slow or down").
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 One :class:`ReplicaFetcher` per leader broker this broker follows partitions of (Kafka's
 ``ReplicaFetcherThread``, here an asyncio task): it sends a Fetch (version 12: topic names,
 ``replica_id`` = this broker, ``last_fetched_epoch`` for the divergence check, no fetch session)
-for every partition it is given, over one connection to the leader's inter-broker listener, waits
+for every partition it is given, over one connection to the leader's inter-broker listener (opened by
+the injected ``connect``: TLS and SASL as that listener needs, :mod:`tidelog.server.inter_broker`), waits
 for the answer (the leader long-polls up to ``replica.fetch.wait.max.ms``), hands it to the owner
 and asks again at once. A connection that fails is closed and re-opened after
 ``replica.fetch.backoff.ms``; so is a round in which every partition answered with an error.
