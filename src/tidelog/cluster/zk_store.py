@@ -610,7 +610,8 @@ class ZooKeeperStore:
             elif key in before:
                 tx.set_data(path, zk_acl.encode_acls(after[key]))
             else:
-                self.client.ensure_path(zk_acl.type_path(pattern_type, resource_type))
+                self.client.ensure_path_async(zk_acl.type_path(pattern_type, resource_type)).get(
+                    timeout=WRITE_TIMEOUT_S)
                 tx.create(path, zk_acl.encode_acls(after[key]))
             change_path, data = zk_acl.change_notification(pattern_type, resource_type, name)
             tx.create(change_path, data, sequence=True)
@@ -657,7 +658,7 @@ class ZooKeeperStore:
 
     def _write_config(self, tx, path: str, config: dict[str, str]) -> None:
         assert self.client is not None
-        if self.client.exists(path):
+        if self.client.exists_async(path).get(timeout=WRITE_TIMEOUT_S):  # bounded, as the commit is
             tx.set_data(path, zk.encode_config(config))
         else:
             tx.create(path, zk.encode_config(config))
