@@ -176,6 +176,10 @@ _BROKER_DEFS = [
               "Default: the listener of security.inter.broker.protocol.", topic=False),
     ConfigDef("security.inter.broker.protocol", _parse_choice(*SECURITY_PROTOCOLS), "PLAINTEXT",
               "Security protocol between brokers when inter.broker.listener.name is not set.", topic=False),
+    ConfigDef("sasl.mechanism.inter.broker.protocol", _parse_string, "GSSAPI",
+              "SASL mechanism brokers authenticate with on a SASL inter-broker listener: PLAIN, SCRAM-SHA-256 or "
+              "SCRAM-SHA-512 (credentials: listener.name.<listener>.<mechanism>.sasl.jaas.config). Kafka's default, "
+              "GSSAPI, is refused at start-up when the inter-broker listener uses SASL.", topic=False),
     # Security (docs/security.md). Every ssl.* and sasl.enabled.mechanisms key may also be set for one listener
     # as listener.name.<listener name in lower case>.<key>, as in Kafka.
     ConfigDef("sasl.enabled.mechanisms", _parse_sasl_mechanisms, ("SCRAM-SHA-256", "SCRAM-SHA-512"),

@@ -50,6 +50,7 @@ from tidelog.cluster.metadata import BrokerInfo, MetadataImage, TopicMetadata
 from tidelog.cluster.store import EmbeddedStore, MetadataStore
 from tidelog.cluster.topic_config import TopicConfigs
 from tidelog.cluster.tubemq_secret_store import TubeSecretStore
+from tidelog.cluster.zk_producer_id import allocate_producer_id_block
 from tidelog.cluster.zk_store import ZooKeeperSettings, ZooKeeperStore
 from tidelog.config import BrokerConfig
 from tidelog.coordinator.group import OFFSETS_TOPIC, GroupConfig, GroupCoordinator, classic_member, consumer
@@ -97,6 +98,7 @@ from tidelog.server.handlers.client_quotas import ClientQuotaHandlers
 from tidelog.server.handlers.leadership import ControlledShutdownHandler, ElectLeadersHandler
 from tidelog.server.handlers.sasl import SaslHandlers
 from tidelog.server.handlers.scram_credentials import ScramCredentialHandlers
+from tidelog.server.inter_broker import InterBrokerConnector, inter_broker_listener_name, jaas_key
 from tidelog.server.internal_client import InternalClient
 from tidelog.server.leadership import LeadershipChanges
 from tidelog.server.network import ConnectionSettings, ListenerError, SocketServer
@@ -177,6 +179,7 @@ class Broker:
         # Metadata and storage.
         self._handoff = _LoopHandoff()
         self.store = store = _metadata_store(config, self.log_dirs[0], self._handoff)
+        self.inter_broker: InterBrokerConnector | None = None  # cluster mode: set by _replication
         self.topic_configs = topic_configs = TopicConfigs(config.topic_defaults)
         self.logs = logs = LogManager(
             self.log_dirs, clock, topic_config=lambda topic: topic_configs.for_topic(store.image, topic),
@@ -217,7 +220,9 @@ class Broker:
                                      classic_member.install],
             topic_exists=lambda name: name in store.image.topics)
         consumer_groups = groups.extension(ConsumerGroupCoordinator)
-        self.producer_ids = ProducerIdManager(lambda: store.image.next_producer_id_block, controller.reserve_producer_ids)
+        self.producer_ids = ProducerIdManager(
+            functools.partial(allocate_producer_id_block, lambda: store.client, self.broker_id)
+            if isinstance(store, ZooKeeperStore) else controller.allocate_producer_id_block)
         self.marker_writer = TxnMarkerWriter(replicas, {OFFSETS_TOPIC: groups.complete_transaction})
         self.transactions = transactions = TransactionCoordinator(
             TxnConfig.from_broker_config(config), clock,
@@ -312,15 +317,14 @@ class Broker:
         if not isinstance(store, ZooKeeperStore):
             return {}
         store.unclean_election = lambda image, topic: topic_configs.for_topic(image, topic).unclean_leader_election_enable
-        protocols = config["listener.security.protocol.map"]
-        listener = config["inter.broker.listener.name"] or next(  # Kafka's default: by security.inter.broker.protocol
-            (lst.name for lst in self.listeners if protocols.get(lst.name) == config["security.inter.broker.protocol"]),
-            self.listeners[0].name)
+        listener = inter_broker_listener_name(config, self.listeners)
+        # Connections to other brokers use the inter-broker listener's TLS/SASL (server/inter_broker.py).
+        self.inter_broker = InterBrokerConnector(config, listener, f"tidelog-broker-{self.broker_id}")
         settings = ReplicationSettings(
             listener, config["replica.lag.time.max.ms"],
             config["replica.fetch.wait.max.ms"], config["replica.fetch.max.bytes"],
             config["replica.fetch.response.max.bytes"], config["replica.fetch.backoff.ms"],
-            config["replica.socket.timeout.ms"])
+            config["replica.socket.timeout.ms"], connect=self.inter_broker.open)
         return {"replication": settings, "alter_isr": store.alter_partition_state, "may_lead": store.may_lead}
 
     def _metrics(self, http: HttpServer):
@@ -400,11 +404,15 @@ class Broker:
     async def start(self) -> None:
         for key in self.config.unknown:
             log.warning("%s", self.config.describe_unknown(key))
-        for reason in ignored_listener_keys(self.config):
+        inter_broker = self.inter_broker.prepare() if self.inter_broker is not None else None  # reads PEM files
+        used = {jaas_key(inter_broker.listener, inter_broker.mechanism)} if inter_broker and inter_broker.mechanism else set()
+        for reason in ignored_listener_keys(self.config, used):
             log.warning("%s", reason)
         self._handoff.loop = asyncio.get_running_loop()
         self.listener_security.update({listener.name: listener_security(self.config, listener, self.credentials)
                                        for listener in self.listeners})
+        if inter_broker is not None:
+            log.info("connections to other brokers: %s", inter_broker.describe())
         await self.network.bind(self.listeners)
         try:
             if self.tubemq is not None:
@@ -449,6 +457,8 @@ class Broker:
         )
         _, host, port = endpoints[0]
         self.store.open(BrokerInfo(self.broker_id, host, port, self.config["broker.rack"], endpoints))
+        if isinstance(self.credentials, ZooKeeperCredentialStore):
+            self.credentials.watch()  # SCRAM lookups from a cache, never from ZooKeeper on the loop
         self.client_quotas.update(self.store.image.client_quotas)
         reports = await asyncio.get_running_loop().run_in_executor(None, self.logs.startup)
         self.startup_reports = reports
@@ -571,6 +581,8 @@ class Broker:
             if self.hw_checkpoints is not None:
                 await self._checkpoint_high_watermarks()
             await asyncio.get_running_loop().run_in_executor(None, self.logs.shutdown)
+        if isinstance(self.credentials, ZooKeeperCredentialStore):
+            self.credentials.close()
         self.store.close()
         log.info("shut down cleanly")
         self.stopped.set()
