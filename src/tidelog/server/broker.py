@@ -92,6 +92,7 @@ from tidelog.server.handlers import (
     TxnPartitionHandlers,
 )
 from tidelog.server.handlers.client_quotas import ClientQuotaHandlers
+from tidelog.server.handlers.reassignment import ReassignmentHandlers
 from tidelog.server.handlers.sasl import SaslHandlers
 from tidelog.server.handlers.scram_credentials import ScramCredentialHandlers
 from tidelog.server.internal_client import InternalClient
@@ -250,6 +251,7 @@ class Broker:
             SaslHandlers(config["sasl.enabled.mechanisms"]),
             ScramCredentialHandlers(credentials, auth),
             ClientQuotaHandlers(store, controller, auth),
+            ReassignmentHandlers(store, auth),
         )
         # Client quotas (docs/security.md "Quotas"): measured and enforced around every handler.
         self.client_quotas = ClientQuotaManagers(config["quota.window.num"], config["quota.window.size.seconds"])
