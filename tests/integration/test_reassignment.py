@@ -1,0 +1,223 @@
+"""Partition reassignment (AlterPartitionReassignments / ListPartitionReassignments, KIP-455) with a
+real ZooKeeper and three ``tidelog serve`` processes: a partition with data moves to another broker
+(its log arrives byte for byte and the old one is deleted), the replication factor goes 1 -> 3 -> 2
+with the leader moved off, a reassignment waiting for a paused broker is listed, cancelled, and
+completed by a new controller after the old one stops; Kafka's errors. About 40 s.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from tests.integration.zookeeper import start_zookeeper
+from tidelog.errors import ErrorCode
+from tidelog.protocol.messages import (
+    AlterPartitionReassignmentsRequest,
+    ListPartitionReassignmentsRequest,
+)
+from tidelog.testing.client import WireClient
+from tidelog.testing.cluster import LocalCluster, wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster")]
+
+CHROOT = "/tidelog-reassign"
+SESSION_MS = 6000
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    root: Path = tmp_path_factory.mktemp("reassign")
+    c = LocalCluster(root, chroot=CHROOT, session_ms=SESSION_MS, zookeeper=start_zookeeper(root / "zk"),
+                     overrides={"replica.lag.time.max.ms": "3000", "replica.fetch.backoff.ms": "200",
+                                "offsets.topic.replication.factor": "1"})
+    c.start()
+    yield c
+    c.stop()
+
+
+def alter(cluster: LocalCluster, via: int, topic: str, targets: dict[int, list[int] | None], *,
+          version: int = 1, allow_rf_change: bool = True) -> dict[int, tuple[ErrorCode, str | None]]:
+    R = AlterPartitionReassignmentsRequest
+    request = R(timeout_ms=10_000, allow_replication_factor_change=allow_rf_change, topics=[
+        R.ReassignableTopic(name=topic, partitions=[R.ReassignablePartition(partition_index=p, replicas=r)
+                                                    for p, r in targets.items()])])
+    with WireClient.connect(cluster.brokers[via].bootstrap) as client:
+        response = client.request(request, version)
+    assert response.error_code == 0
+    (t,) = response.responses
+    return {p.partition_index: (ErrorCode(p.error_code), p.error_message) for p in t.partitions}
+
+
+def listing(cluster: LocalCluster, via: int, topics: dict[str, list[int]] | None = None) -> dict:
+    R = ListPartitionReassignmentsRequest
+    request = R(topics=None if topics is None else [R.ListPartitionReassignmentsTopics(name=n, partition_indexes=ps)
+                                                    for n, ps in topics.items()])
+    with WireClient.connect(cluster.brokers[via].bootstrap) as client:
+        response = client.request(request, 0)
+    assert response.error_code == 0
+    return {(t.name, p.partition_index): (p.replicas, p.adding_replicas, p.removing_replicas)
+            for t in response.topics for p in t.partitions}
+
+
+def topic_znode(cluster: LocalCluster, topic: str) -> dict:
+    return json.loads(cluster.zk.get(f"/brokers/topics/{topic}")[0])
+
+
+def wait_done(cluster: LocalCluster, topic: str, replicas: list[int], timeout: float = 30.0) -> dict:
+    def done():
+        data = topic_znode(cluster, topic)
+        if data["partitions"]["0"] == replicas and not data["adding_replicas"] and not data["removing_replicas"]:
+            return data
+        return None
+
+    return wait_for(done, timeout, what=f"{topic} reassigned to {replicas}")
+
+
+def has_log(cluster: LocalCluster, broker_id: int, topic: str) -> bool:
+    return (cluster.brokers[broker_id].data_dir / f"{topic}-0").is_dir()
+
+
+def produce(cluster: LocalCluster, topic: str, count: int, prefix: str) -> None:
+    producer = Producer({"bootstrap.servers": cluster.bootstrap(), "acks": "all", "linger.ms": 5})
+    for i in range(count):
+        producer.produce(topic, key=f"{prefix}-{i}".encode(), value=f"value-{prefix}-{i}".encode() * 5)
+    assert producer.flush(20) == 0
+
+
+def consume_all(cluster: LocalCluster, topic: str, expected: int) -> list[bytes]:
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap(), "group.id": f"check-{topic}-{expected}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    keys: list[bytes] = []
+
+    def enough() -> bool:
+        keys.extend(m.key() for m in consumer.consume(100, 0.5) if not m.error())
+        return len(keys) >= expected
+
+    try:
+        wait_for(enough, 30, what=f"{expected} records of {topic}")
+    finally:
+        consumer.close()
+    return keys
+
+
+def single_replica_topic(cluster: LocalCluster, topic: str, on: int) -> None:
+    """An RF=1 topic on broker ``on`` (created, then moved there if the assignment put it elsewhere)."""
+    cluster.create_topic(topic, 1, 1)
+    if cluster.assignment(topic)[0] != [on]:
+        assert alter(cluster, 1, topic, {0: [on]}) == {0: (ErrorCode.NONE, None)}
+        wait_done(cluster, topic, [on])
+    cluster.wait_for_leader(topic)
+    assert cluster.leader(topic) == on
+
+
+def test_move_a_partition_with_data_to_another_broker(cluster: LocalCluster) -> None:
+    single_replica_topic(cluster, "moving", 1)
+    produce(cluster, "moving", 300, "a")
+    before = cluster.log_batches(1, "moving")
+    epoch = cluster.state("moving")["leader_epoch"]
+    via = next(i for i in cluster.brokers if i != cluster.controller())  # any broker takes the request
+    assert alter(cluster, via, "moving", {0: [2]}) == {0: (ErrorCode.NONE, None)}
+    wait_done(cluster, "moving", [2])
+    state = cluster.state("moving")
+    assert (state["leader"], state["isr"]) == (2, [2])
+    assert state["leader_epoch"] > epoch
+    wait_for(lambda: not has_log(cluster, 1, "moving"), 20, what="the old replica's log deleted")
+    assert cluster.log_batches(2, "moving") == before  # byte for byte what broker 1 had
+    produce(cluster, "moving", 20, "b")  # the new leader takes writes
+    keys = consume_all(cluster, "moving", 320)
+    assert keys == [f"a-{i}".encode() for i in range(300)] + [f"b-{i}".encode() for i in range(20)]
+    assert listing(cluster, 3) == {}
+
+
+def test_replication_factor_up_then_down_moving_the_leader_off(cluster: LocalCluster) -> None:
+    single_replica_topic(cluster, "growing", 3)
+    produce(cluster, "growing", 200, "a")
+    assert alter(cluster, 2, "growing", {0: [3, 1, 2]}) == {0: (ErrorCode.NONE, None)}
+    wait_done(cluster, "growing", [3, 1, 2])
+    wait_for(lambda: sorted(cluster.state("growing")["isr"]) == [1, 2, 3], 20, what="ISR of three")
+    cluster.wait_replicas_identical("growing", ids=[1, 2, 3])
+    epoch = cluster.state("growing")["leader_epoch"]
+    # 3 -> 2, and the leader (3) is the one leaving
+    assert alter(cluster, 1, "growing", {0: [1, 2]}) == {0: (ErrorCode.NONE, None)}
+    wait_done(cluster, "growing", [1, 2])
+    state = cluster.state("growing")
+    assert state["leader"] == 1 and sorted(state["isr"]) == [1, 2] and state["leader_epoch"] > epoch
+    wait_for(lambda: not has_log(cluster, 3, "growing"), 20, what="broker 3's replica deleted")
+    produce(cluster, "growing", 50, "b")
+    cluster.wait_replicas_identical("growing", ids=[1, 2])
+    assert len(consume_all(cluster, "growing", 250)) == 250
+
+
+def test_errors(cluster: LocalCluster) -> None:
+    cluster.create_topic("errs", 1, 1)
+    (owner,) = cluster.assignment("errs")[0]
+    other = next(i for i in cluster.brokers if i != owner)
+    result = alter(cluster, 1, "errs", {0: [], 1: [other], 3: None})
+    assert result[0][0] == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+    assert result[1][0] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert result[3][0] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert alter(cluster, 2, "errs", {0: [other, other]})[0][0] == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+    assert alter(cluster, 2, "errs", {0: [owner, 42]})[0][0] == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+    assert alter(cluster, 3, "errs", {0: None})[0][0] == ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
+    assert alter(cluster, 3, "nope", {0: [1]})[0][0] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert alter(cluster, 3, "errs", {0: [owner, other]}, allow_rf_change=False)[0][0] == \
+        ErrorCode.INVALID_REPLICATION_FACTOR
+    assert alter(cluster, 3, "errs", {0: [owner]}) == {0: (ErrorCode.NONE, None)}  # nothing to do
+    assert cluster.assignment("errs")[0] == [owner]
+    assert listing(cluster, 1) == {}
+
+
+def test_list_then_cancel_a_reassignment_waiting_for_a_paused_broker(cluster: LocalCluster) -> None:
+    single_replica_topic(cluster, "stuck", 1)
+    produce(cluster, "stuck", 50, "a")
+    cluster.pause(2)
+    try:
+        assert alter(cluster, 3, "stuck", {0: [2]}) == {0: (ErrorCode.NONE, None)}
+        expected = {("stuck", 0): ([2, 1], [2], [1])}
+        for via in (1, 3):
+            wait_for(lambda via=via: listing(cluster, via) == expected, 10, what=f"the listing on broker {via}")
+        assert listing(cluster, 1, {"stuck": [0, 7], "absent": [0]}) == expected
+        data = topic_znode(cluster, "stuck")
+        assert (data["partitions"]["0"], data["adding_replicas"], data["removing_replicas"]) == \
+            ([2, 1], {"0": [2]}, {"0": [1]})
+        # a second target replaces the first, relative to the original replicas
+        assert alter(cluster, 3, "stuck", {0: [1, 2]}) == {0: (ErrorCode.NONE, None)}
+        wait_for(lambda: listing(cluster, 1) == {("stuck", 0): ([1, 2], [2], [])}, 10, what="the new target")
+        assert alter(cluster, 1, "stuck", {0: None}) == {0: (ErrorCode.NONE, None)}
+        wait_done(cluster, "stuck", [1])
+        assert listing(cluster, 3) == {}
+        assert alter(cluster, 1, "stuck", {0: None})[0][0] == ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
+    finally:
+        cluster.resume(2)
+    wait_for(lambda: not has_log(cluster, 2, "stuck"), 20, what="the cancelled replica's log deleted")
+    assert cluster.leader("stuck") == 1
+    assert len(consume_all(cluster, "stuck", 50)) == 50
+
+
+def test_a_new_controller_completes_a_reassignment_in_progress(cluster: LocalCluster) -> None:
+    controller = cluster.controller()
+    source, target = [i for i in sorted(cluster.brokers) if i != controller]
+    single_replica_topic(cluster, "handover", source)
+    produce(cluster, "handover", 100, "a")
+    before = cluster.log_batches(source, "handover")
+    cluster.pause(target)
+    try:
+        assert alter(cluster, source, "handover", {0: [target]}) == {0: (ErrorCode.NONE, None)}
+        wait_for(lambda: topic_znode(cluster, "handover")["adding_replicas"] == {"0": [target]}, 10,
+                 what="the reassignment recorded")
+        cluster.brokers[controller].stop()  # its session closes: the new controller is elected at once
+        wait_for(lambda: cluster.zk.exists("/controller") and cluster.controller() == source, 10,
+                 what=f"broker {source} as controller")
+    finally:
+        cluster.resume(target)
+    wait_done(cluster, "handover", [target])
+    wait_for(lambda: not has_log(cluster, source, "handover"), 20, what="the old replica's log deleted")
+    assert cluster.log_batches(target, "handover") == before
+    cluster.restart(controller)
+    wait_for(lambda: len(cluster.live_ids()) == 3, 20, what="three brokers again")
