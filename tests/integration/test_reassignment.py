@@ -2,12 +2,15 @@
 real ZooKeeper and three ``tidelog serve`` processes: a partition with data moves to another broker
 (its log arrives byte for byte and the old one is deleted), the replication factor goes 1 -> 3 -> 2
 with the leader moved off, a reassignment waiting for a paused broker is listed, cancelled, and
-completed by a new controller after the old one stops; Kafka's errors. About 40 s.
+completed by a new controller after the old one stops; Kafka's errors; ``tidelog cluster reassign``
+(generate, execute, verify, list, cancel, rollback) with kafka-reassign-partitions.sh's files. About 35 s.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -221,3 +224,94 @@ def test_a_new_controller_completes_a_reassignment_in_progress(cluster: LocalClu
     assert cluster.log_batches(target, "handover") == before
     cluster.restart(controller)
     wait_for(lambda: len(cluster.live_ids()) == 3, 20, what="three brokers again")
+
+
+def reassign_cli(cluster: LocalCluster, *args: str, via: int = 1) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tidelog", "cluster", "reassign", *args,
+                           "--bootstrap-server", cluster.brokers[via].bootstrap],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_cli_generate_execute_verify_and_roll_back(cluster: LocalCluster, tmp_path: Path) -> None:
+    cluster.create_topic("cli-moved", 2, 2)
+    before = {p: cluster.assignment("cli-moved")[p] for p in (0, 1)}
+    topics = tmp_path / "topics.json"
+    topics.write_text(json.dumps({"version": 1, "topics": [{"topic": "cli-moved"}]}))
+    out = reassign_cli(cluster, "--generate", "--topics-to-move-json-file", str(topics), "--broker-list", "1,3")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "Current partition replica assignment"
+    current = json.loads(lines[1])
+    assert {p["partition"]: p["replicas"] for p in current["partitions"]} == before
+    assert lines[3] == "Proposed partition reassignment configuration"
+    proposed = json.loads(lines[4])["partitions"]
+    assert all(sorted(p["replicas"]) == [1, 3] and p["log_dirs"] == ["any", "any"] for p in proposed)
+    assert cluster.assignment("cli-moved") == before  # --generate changes nothing
+
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": "cli-moved", "partition": 0, "replicas": [3, 1]},
+        {"topic": "cli-moved", "partition": 1, "replicas": [1, 3]}]}))
+    out = reassign_cli(cluster, "--execute", "--reassignment-json-file", str(plan), via=2)
+    assert out.returncode == 0, out.stderr
+    assert "Save this to use as the --reassignment-json-file option during rollback" in out.stdout
+    assert "Successfully started partition reassignments for cli-moved-0,cli-moved-1" in out.stdout
+    rollback = tmp_path / "rollback.json"
+    rollback.write_text(next(line for line in out.stdout.splitlines() if line.startswith("{")))
+    assert {p["partition"]: p["replicas"] for p in json.loads(rollback.read_text())["partitions"]} == before
+
+    def verified() -> str | None:
+        result = reassign_cli(cluster, "--verify", "--reassignment-json-file", str(plan))
+        return result.stdout if result.returncode == 0 else None
+
+    text = wait_for(verified, 30, what="--verify to report completion")
+    assert "Reassignment of partition cli-moved-0 is completed." in text
+    assert cluster.assignment("cli-moved") == {0: [3, 1], 1: [1, 3]}
+    out = reassign_cli(cluster, "--verify", "--reassignment-json-file", str(rollback))
+    assert out.returncode == 1 and "There is no active reassignment of partition" in out.stdout
+
+    out = reassign_cli(cluster, "--execute", "--reassignment-json-file", str(rollback))  # the rollback
+    assert out.returncode == 0, out.stderr
+    wait_for(lambda: cluster.assignment("cli-moved") == before and
+             reassign_cli(cluster, "--verify", "--reassignment-json-file", str(rollback)).returncode == 0,
+             30, what="the rollback")
+
+
+def test_cli_list_cancel_and_errors(cluster: LocalCluster, tmp_path: Path) -> None:
+    single_replica_topic(cluster, "cli-stuck", 1)
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": "cli-stuck", "partition": 0,
+                                                              "replicas": [3], "log_dirs": ["any"]}]}))
+    cluster.pause(3)
+    try:
+        out = reassign_cli(cluster, "--execute", "--reassignment-json-file", str(plan))
+        assert out.returncode == 0, out.stderr
+        out = reassign_cli(cluster, "--list", via=2)
+        assert out.stdout.splitlines() == ["Current partition reassignments:",
+                                           "cli-stuck-0: replicas: 3,1. adding: 3. removing: 1."]
+        out = reassign_cli(cluster, "--verify", "--reassignment-json-file", str(plan))
+        assert out.returncode == 1 and "Reassignment of partition cli-stuck-0 is still in progress." in out.stdout
+        out = reassign_cli(cluster, "--execute", "--reassignment-json-file", str(plan))
+        assert out.returncode == 1 and "--additional" in out.stderr
+        out = reassign_cli(cluster, "--cancel", "--reassignment-json-file", str(plan))
+        assert out.returncode == 0, out.stderr
+        assert "Successfully cancelled partition reassignment for: cli-stuck-0" in out.stdout
+    finally:
+        cluster.resume(3)
+    wait_done(cluster, "cli-stuck", [1])
+    out = reassign_cli(cluster, "--cancel", "--reassignment-json-file", str(plan))
+    assert (out.returncode, out.stdout.strip()) == (0, "None of the specified partition reassignments are active.")
+    assert reassign_cli(cluster, "--list").stdout.strip() == "No partition reassignments found."
+
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"version": 1, "partitions": [{"topic": "cli-stuck", "partition": 0,
+                                                             "replicas": [1, 42]}]}))
+    out = reassign_cli(cluster, "--execute", "--reassignment-json-file", str(bad))
+    assert out.returncode == 1
+    assert "cli-stuck-0: INVALID_REPLICA_ASSIGNMENT" in out.stdout and "Traceback" not in out.stderr
+    bad.write_text("{not json")
+    out = reassign_cli(cluster, "--verify", "--reassignment-json-file", str(bad))
+    assert out.returncode == 1 and "is not valid JSON" in out.stderr
+    assert reassign_cli(cluster, "--execute").returncode == 2
+    out = reassign_cli(cluster, "--generate", "--topics-to-move-json-file", str(plan))
+    assert out.returncode == 2 and "--broker-list" in out.stderr

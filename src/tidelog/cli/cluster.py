@@ -22,12 +22,13 @@ from __future__ import annotations
 import argparse
 import sys
 
+from tidelog.cli import reassign
 from tidelog.cli.client import REQUEST_TIMEOUT_S, CliError, Cluster, command, describe_error
 from tidelog.cli.table import print_table
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("cluster", help="show the cluster id, controller, brokers and the APIs they serve",
+    p = sub.add_parser("cluster", help="show the cluster id, controller, brokers and the APIs they serve; move partitions",
                        description="Ask a running broker about its cluster.")
     actions = p.add_subparsers(dest="cluster_command", metavar="ACTION", required=True)
     info = actions.add_parser(
@@ -38,6 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     info.add_argument("--no-api-versions", dest="api_versions", action="store_false",
                       help="leave out the API versions")
     command(info, run)
+    reassign.add_parser(actions)
 
 
 def run(args: argparse.Namespace) -> int:
