@@ -8,6 +8,8 @@ completed by a new controller after the old one stops; Kafka's errors; ``tidelog
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
 import sys
@@ -18,6 +20,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.integration.zookeeper import start_zookeeper
+from tidelog.cli.main import main
 from tidelog.errors import ErrorCode
 from tidelog.protocol.messages import (
     AlterPartitionReassignmentsRequest,
@@ -226,10 +229,19 @@ def test_a_new_controller_completes_a_reassignment_in_progress(cluster: LocalClu
     wait_for(lambda: len(cluster.live_ids()) == 3, 20, what="three brokers again")
 
 
-def reassign_cli(cluster: LocalCluster, *args: str, via: int = 1) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tidelog", "cluster", "reassign", *args,
-                           "--bootstrap-server", cluster.brokers[via].bootstrap],
-                          capture_output=True, text=True, timeout=60)
+def reassign_cli(cluster: LocalCluster, *args: str, via: int = 1, process: bool = False,
+                 ) -> subprocess.CompletedProcess[str]:
+    """``tidelog cluster reassign ARGS``: in this process (quicker), or as a real one with ``process``."""
+    argv = ["cluster", "reassign", *args, "--bootstrap-server", cluster.brokers[via].bootstrap]
+    if process:
+        return subprocess.run([sys.executable, "-m", "tidelog", *argv], capture_output=True, text=True, timeout=60)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as e:  # argparse's usage errors
+            code = int(e.code or 0)
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 
 
 def test_cli_generate_execute_verify_and_roll_back(cluster: LocalCluster, tmp_path: Path) -> None:
@@ -306,12 +318,13 @@ def test_cli_list_cancel_and_errors(cluster: LocalCluster, tmp_path: Path) -> No
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"version": 1, "partitions": [{"topic": "cli-stuck", "partition": 0,
                                                              "replicas": [1, 42]}]}))
-    out = reassign_cli(cluster, "--execute", "--reassignment-json-file", str(bad))
+    out = reassign_cli(cluster, "--execute", "--reassignment-json-file", str(bad), process=True)
     assert out.returncode == 1
     assert "cli-stuck-0: INVALID_REPLICA_ASSIGNMENT" in out.stdout and "Traceback" not in out.stderr
     bad.write_text("{not json")
     out = reassign_cli(cluster, "--verify", "--reassignment-json-file", str(bad))
     assert out.returncode == 1 and "is not valid JSON" in out.stderr
-    assert reassign_cli(cluster, "--execute").returncode == 2
+    out = reassign_cli(cluster, "--execute", process=True)
+    assert out.returncode == 2 and "--execute needs --reassignment-json-file" in out.stderr
     out = reassign_cli(cluster, "--generate", "--topics-to-move-json-file", str(plan))
     assert out.returncode == 2 and "--broker-list" in out.stderr
