@@ -229,6 +229,24 @@ def test_a_new_controller_completes_a_reassignment_in_progress(cluster: LocalClu
     wait_for(lambda: len(cluster.live_ids()) == 3, 20, what="three brokers again")
 
 
+def test_a_replica_removed_while_its_broker_was_down_is_deleted_at_restart(cluster: LocalCluster) -> None:
+    single_replica_topic(cluster, "stray", 1)
+    produce(cluster, "stray", 30, "a")
+    assert alter(cluster, 2, "stray", {0: [2, 1]}) == {0: (ErrorCode.NONE, None)}
+    wait_done(cluster, "stray", [2, 1])
+    wait_for(lambda: sorted(cluster.state("stray")["isr"]) == [1, 2], 20, what="both replicas in the ISR")
+    cluster.brokers[1].stop()
+    try:
+        wait_for(lambda: cluster.state("stray")["leader"] == 2, 20, what="broker 2 leading")
+        assert alter(cluster, 2, "stray", {0: [2]}) == {0: (ErrorCode.NONE, None)}
+        wait_done(cluster, "stray", [2])
+        assert has_log(cluster, 1, "stray")  # broker 1 was down: its copy is still there
+    finally:
+        cluster.restart(1)
+    wait_for(lambda: not has_log(cluster, 1, "stray"), 20, what="the stray copy deleted at start-up")
+    assert len(consume_all(cluster, "stray", 30)) == 30
+
+
 def reassign_cli(cluster: LocalCluster, *args: str, via: int = 1, process: bool = False,
                  ) -> subprocess.CompletedProcess[str]:
     """``tidelog cluster reassign ARGS``: in this process (quicker), or as a real one with ``process``."""
