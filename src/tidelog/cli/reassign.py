@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -194,9 +195,16 @@ def _names(keys) -> str:
 
 # ------------------------------------------------------------------------------------------ actions
 
+@dataclass(frozen=True, slots=True)
+class _Broker:
+    """What the replica placement reads of a broker."""
+
+    broker_id: int
+    rack: str | None
+
+
 def _generate(conn, args: argparse.Namespace) -> int:
     from tidelog.cluster.assignment import assign_replicas
-    from tidelog.cluster.metadata import BrokerInfo
 
     data = _read_json(args.topics_to_move_json_file)
     entries = data.get("topics") if isinstance(data, dict) else None
@@ -221,7 +229,7 @@ def _generate(conn, args: argparse.Namespace) -> int:
     racks = {i: None if args.disable_rack_aware else known[i].rack for i in ids}
     if not args.disable_rack_aware and any(racks.values()) and not all(racks.values()):
         raise CliError("not every broker of --broker-list has a rack: use --disable-rack-aware", 1)
-    brokers = [BrokerInfo(i, known[i].host, known[i].port, racks[i]) for i in ids]
+    brokers = [_Broker(i, racks[i]) for i in ids]
     proposed = []
     for topic in topics:
         parts = sorted(p for t, p in current if t == topic)
