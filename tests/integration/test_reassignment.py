@@ -346,3 +346,30 @@ def test_cli_list_cancel_and_errors(cluster: LocalCluster, tmp_path: Path) -> No
     assert out.returncode == 2 and "--execute needs --reassignment-json-file" in out.stderr
     out = reassign_cli(cluster, "--generate", "--topics-to-move-json-file", str(plan))
     assert out.returncode == 2 and "--broker-list" in out.stderr
+
+
+def test_kafkas_reassign_partitions_tool(cluster: LocalCluster, java_classpath: str, tmp_path: Path) -> None:
+    """kafka-reassign-partitions.sh of the pinned Kafka (tests/java/pom.xml) against the cluster."""
+    from tests.oracle.jvm import run_tool
+
+    single_replica_topic(cluster, "kafka-tool", 1)
+    produce(cluster, "kafka-tool", 40, "a")
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": "kafka-tool", "partition": 0,
+                                                              "replicas": [3, 2], "log_dirs": ["any", "any"]}]}))
+
+    def tool(*args: str):
+        return run_tool(java_classpath, "kafka-reassign-partitions", "--bootstrap-server", cluster.bootstrap(), *args)
+
+    out = tool("--execute", "--reassignment-json-file", str(plan))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Successfully started partition reassignment for kafka-tool-0" in out.stdout
+    assert '"replicas":[1]' in out.stdout  # the current assignment, for a rollback
+    wait_done(cluster, "kafka-tool", [3, 2])
+    out = tool("--verify", "--reassignment-json-file", str(plan))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Reassignment of partition kafka-tool-0 is completed." in out.stdout
+    out = tool("--list")
+    assert out.returncode == 0 and "No partition reassignments found." in out.stdout, out.stdout + out.stderr
+    wait_for(lambda: not has_log(cluster, 1, "kafka-tool"), 20, what="broker 1's replica deleted")
+    assert len(consume_all(cluster, "kafka-tool", 40)) == 40
