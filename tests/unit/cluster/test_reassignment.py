@@ -178,3 +178,14 @@ def test_reassigner_publishes_nothing_when_every_partition_fails() -> None:
     store = _Store(_image(part([1])))
     assert Reassigner(store).alter([ReassignmentRequest("t", 0, ())])[0].code == ErrorCode.INVALID_REPLICA_ASSIGNMENT
     assert store.published == []
+
+
+def test_reassigner_reports_a_refused_write_on_every_accepted_partition() -> None:
+    class Unreachable(_Store):
+        def publish(self, image: MetadataImage) -> None:
+            raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, "ZooKeeper is unavailable")
+
+    store = Unreachable(_image(part([1]), PartitionMetadata(1, 2, 0, (2,), (2,), 0)))
+    results = Reassigner(store).alter([ReassignmentRequest("t", 0, (2,)), ReassignmentRequest("t", 1, ())])
+    assert [r.code for r in results] == [ErrorCode.REQUEST_TIMED_OUT, ErrorCode.INVALID_REPLICA_ASSIGNMENT]
+    assert ongoing(store.image) == []
