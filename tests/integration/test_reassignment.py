@@ -1,6 +1,7 @@
 """Partition reassignment (AlterPartitionReassignments / ListPartitionReassignments, KIP-455) with a
 real ZooKeeper and three ``tidelog serve`` processes: a partition with data moves to another broker
-(its log arrives byte for byte and the old one is deleted), the replication factor goes 1 -> 3 -> 2
+(its log arrives byte for byte and the old one is deleted), its leader moves under an idempotent
+acks=all producer without losing or duplicating a record, the replication factor goes 1 -> 3 -> 2
 with the leader moved off, a reassignment waiting for a paused broker is listed, cancelled, and
 completed by a new controller after the old one stops; Kafka's errors; ``tidelog cluster reassign``
 (generate, execute, verify, list, cancel, rollback) with kafka-reassign-partitions.sh's files. About 35 s.
@@ -13,6 +14,8 @@ import io
 import json
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -166,6 +169,49 @@ def test_replication_factor_up_then_down_moving_the_leader_off(cluster: LocalClu
     produce(cluster, "growing", 50, "b")
     cluster.wait_replicas_identical("growing", ids=[1, 2])
     assert len(consume_all(cluster, "growing", 250)) == 250
+
+
+def test_moving_the_leader_under_load_loses_and_duplicates_nothing(cluster: LocalCluster) -> None:
+    single_replica_topic(cluster, "busy", 2)
+    acked: list[bytes] = []
+    failed: list[str] = []
+    stop = threading.Event()
+
+    def on_delivery(err, msg) -> None:
+        (failed.append(str(err)) if err else acked.append(msg.key()))
+
+    def run() -> None:
+        producer = Producer({"bootstrap.servers": cluster.bootstrap(), "acks": "all", "enable.idempotence": True,
+                             "linger.ms": 2, "message.timeout.ms": 30000})
+        i = 0
+        while not stop.is_set():
+            producer.produce("busy", key=f"k-{i}".encode(), value=b"v" * 100, on_delivery=on_delivery)
+            producer.poll(0)
+            i += 1
+            time.sleep(0.002)
+        producer.flush(30)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    try:
+        wait_for(lambda: len(acked) > 200, 20, what="records acknowledged before the move")
+        assert alter(cluster, 1, "busy", {0: [3]}) == {0: (ErrorCode.NONE, None)}
+        wait_done(cluster, "busy", [3])
+        count = len(acked)
+        wait_for(lambda: len(acked) > count + 200, 20, what="records acknowledged by the new leader")
+    finally:
+        stop.set()
+        thread.join(60)
+    assert not failed
+    keys = consume_all(cluster, "busy", len(acked))
+    assert len(keys) == len(set(keys)) == len(acked)  # nothing duplicated
+    assert set(keys) == set(acked)  # nothing lost
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap(), "group.id": "busy-watermarks"})
+    try:
+        assert consumer.get_watermark_offsets(TopicPartition("busy", 0), timeout=10) == (0, len(acked))
+    finally:
+        consumer.close()
+    wait_for(lambda: not has_log(cluster, 2, "busy"), 20, what="the old leader's log deleted")
 
 
 def test_errors(cluster: LocalCluster) -> None:
