@@ -4,7 +4,8 @@ real ZooKeeper and three ``tidelog serve`` processes: a partition with data move
 acks=all producer without losing or duplicating a record, the replication factor goes 1 -> 3 -> 2
 with the leader moved off, a reassignment waiting for a paused broker is listed, cancelled, and
 completed by a new controller after the old one stops; Kafka's errors; ``tidelog cluster reassign``
-(generate, execute, verify, list, cancel, rollback) with kafka-reassign-partitions.sh's files. About 35 s.
+(generate, execute, verify, list, cancel, rollback) with kafka-reassign-partitions.sh's files, and Kafka's own
+kafka-reassign-partitions.sh (needs the oracle's Java toolchain). About 60 s.
 """
 
 from __future__ import annotations
