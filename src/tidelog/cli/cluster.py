@@ -22,14 +22,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tidelog.cli import leader_election
+from tidelog.cli import leader_election, reassign
 from tidelog.cli.client import REQUEST_TIMEOUT_S, CliError, Cluster, command, describe_error
 from tidelog.cli.table import print_table
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("cluster", help="show the cluster id, controller, brokers and the APIs they serve; "
-                       "elect leaders", description="Ask a running broker about its cluster, or for leader elections.")
+                       "elect leaders; move partitions",
+                       description="Ask a running broker about its cluster, for leader elections, or to move partitions.")
     actions = p.add_subparsers(dest="cluster_command", metavar="ACTION", required=True)
     info = actions.add_parser(
         "info", help="cluster id, controller, brokers (host:port) and each broker's API versions",
@@ -45,6 +46,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "(DescribeCluster); the controller is marked with *.")
     command(brokers, run_brokers)
     leader_election.add_parser(actions)
+    reassign.add_parser(actions)
 
 
 def run(args: argparse.Namespace) -> int:

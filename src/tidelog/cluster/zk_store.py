@@ -59,7 +59,7 @@ from kazoo.exceptions import (
 )
 from kazoo.handlers.threading import KazooTimeoutError
 
-from tidelog.cluster import zk_acl
+from tidelog.cluster import reassignment, zk_acl
 from tidelog.cluster import zk_data as zk
 from tidelog.cluster.controller import INTERNAL_TOPICS
 from tidelog.cluster.election import elections
@@ -392,7 +392,7 @@ class ZooKeeperStore:
                 pass
         image = MetadataImage(zk.decode_cluster_id(raw_cluster_id), controller_id, brokers, topics, broker_configs,
                               next_block, group_configs, version, acls=self._read_acls())
-        if self.is_controller and self._elect_leaders(image):
+        if self.is_controller and (self._elect_leaders(image) or self._complete_reassignments(image)):
             image = replace(image, topics=self._read_topics(set(deleting)))
         return replace(image, client_quotas=read_client_quotas(client, watch))
 
@@ -417,6 +417,35 @@ class ZooKeeperStore:
                          p.leader_epoch, list(p.isr))
             except (BadVersionError, NoNodeError):
                 pass  # changed meanwhile: the watch brings it back, and the next round decides again
+        return written
+
+    def _complete_reassignments(self, image: MetadataImage) -> bool:
+        """The controller's part of KIP-455 (:mod:`reassignment`): every reassignment whose target
+        replicas are all in the ISR ends, with the assignment and the partition state written in one
+        transaction per topic, each conditionally at the version read. True if anything was written."""
+        client = self.client
+        assert client is not None
+        written = False
+        for topic, done in reassignment.completions(image):
+            tx = client.transaction()
+            tx.set_data(zk.topic_path(topic.name), reassignment.encode_assignment(topic),
+                        version=self._topic_versions.get(topic.name, -1))
+            for before, after in done:
+                tx.set_data(zk.partition_state_path(topic.name, after.partition),
+                            zk.encode_partition_state(after.leader, after.leader_epoch, after.isr,
+                                                      self.controller_epoch),
+                            version=before.partition_epoch)
+            try:
+                results = tx.commit()
+            except (ConnectionLoss, SessionExpiredError) as e:
+                log.warning("reassignment of %s not completed: %r", topic.name, e)
+                continue
+            if any(isinstance(r, Exception) for r in results):
+                continue  # changed meanwhile: the watch brings it back, and the next round decides again
+            written = True
+            for _, after in done:
+                log.info("controller: reassignment of %s-%d complete: replicas %s, leader %d, leader epoch %d",
+                         topic.name, after.partition, list(after.replicas), after.leader, after.leader_epoch)
         return written
 
     def alter_partition_state(self, topic: str, partition: int, new: PartitionMetadata,
@@ -503,6 +532,7 @@ class ZooKeeperStore:
             except NoNodeError:
                 continue
             topic_id, assignment = zk.decode_topic(raw)
+            adding, removing = zk.decode_topic_reassignment(raw)
             if topic_id is None:  # written by a tool that predates topic ids: a stable one from the name
                 topic_id = uuid.uuid5(uuid.NAMESPACE_URL, f"tidelog-topic:{name}")
             states = {p: client.get_async(zk.partition_state_path(name, p), watch=watch) for p in assignment}
@@ -513,6 +543,8 @@ class ZooKeeperStore:
                     meta, _ = zk.decode_partition_state(p, replicas, raw_state, state_stat.version)
                 except NoNodeError:  # no leader yet
                     meta = PartitionMetadata(p, -1, -1, replicas, (), -1)
+                if p in adding or p in removing:
+                    meta = replace(meta, adding_replicas=adding.get(p, ()), removing_replicas=removing.get(p, ()))
                 partitions.append(meta)
             config = self._read_config(zk.topic_config_path(name)) if configs[name].get() else {}
             topic = TopicMetadata(name, topic_id, tuple(partitions), config, name in INTERNAL_TOPICS)
@@ -634,9 +666,8 @@ class ZooKeeperStore:
         self._write_config(tx, zk.topic_config_path(topic.name), topic.configs)
 
     def _update_topic(self, tx, previous: TopicMetadata, topic: TopicMetadata) -> None:
-        if len(topic.partitions) != len(previous.partitions):
-            assignment = {p.partition: p.replicas for p in topic.partitions}
-            tx.set_data(zk.topic_path(topic.name), zk.encode_topic(topic.topic_id, assignment),
+        if len(topic.partitions) != len(previous.partitions) or reassignment.assignment_changed(previous, topic):
+            tx.set_data(zk.topic_path(topic.name), reassignment.encode_assignment(topic),
                         version=self._topic_versions.get(topic.name, -1))
         for p in topic.partitions[len(previous.partitions):]:
             tx.create(zk.partition_path(topic.name, p.partition))

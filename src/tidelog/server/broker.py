@@ -96,6 +96,7 @@ from tidelog.server.handlers import (
 )
 from tidelog.server.handlers.client_quotas import ClientQuotaHandlers
 from tidelog.server.handlers.leadership import ControlledShutdownHandler, ElectLeadersHandler
+from tidelog.server.handlers.reassignment import ReassignmentHandlers
 from tidelog.server.handlers.sasl import SaslHandlers
 from tidelog.server.handlers.scram_credentials import ScramCredentialHandlers
 from tidelog.server.inter_broker import InterBrokerConnector, inter_broker_listener_name, jaas_key
@@ -275,6 +276,7 @@ class Broker:
             ScramCredentialHandlers(credentials, auth),
             ClientQuotaHandlers(store, controller, auth),
             ElectLeadersHandler(leadership, auth),
+            ReassignmentHandlers(store, auth),
         )
         if clustered:  # Kafka's ZooKeeper-era brokers served it; a single node (like KRaft brokers) does not
             handlers.add(ControlledShutdownHandler(leadership, auth))
