@@ -176,6 +176,10 @@ _BROKER_DEFS = [
               "Default: the listener of security.inter.broker.protocol.", topic=False),
     ConfigDef("security.inter.broker.protocol", _parse_choice(*SECURITY_PROTOCOLS), "PLAINTEXT",
               "Security protocol between brokers when inter.broker.listener.name is not set.", topic=False),
+    ConfigDef("sasl.mechanism.inter.broker.protocol", _parse_string, "GSSAPI",
+              "SASL mechanism brokers authenticate with on a SASL inter-broker listener: PLAIN, SCRAM-SHA-256 or "
+              "SCRAM-SHA-512 (credentials: listener.name.<listener>.<mechanism>.sasl.jaas.config). Kafka's default, "
+              "GSSAPI, is refused at start-up when the inter-broker listener uses SASL.", topic=False),
     # Security (docs/security.md). Every ssl.* and sasl.enabled.mechanisms key may also be set for one listener
     # as listener.name.<listener name in lower case>.<key>, as in Kafka.
     ConfigDef("sasl.enabled.mechanisms", _parse_sasl_mechanisms, ("SCRAM-SHA-256", "SCRAM-SHA-512"),
@@ -242,6 +246,22 @@ _BROKER_DEFS = [
     ConfigDef("replica.fetch.backoff.ms", _int(0), 1000, "A follower's pause after a failed fetch.", topic=False),
     ConfigDef("replica.socket.timeout.ms", _int(1), 30_000, "A follower's network timeout towards its leader.",
               topic=False),
+    ConfigDef("replica.high.watermark.checkpoint.interval.ms", _long(1), 5000,
+              "How often each log dir's replication-offset-checkpoint (high watermarks) is written.", topic=False),
+    ConfigDef("controlled.shutdown.enable", _parse_bool, True,
+              "On a clean stop, ask the controller to move this broker's leaderships away first (cluster mode).",
+              topic=False),
+    ConfigDef("controlled.shutdown.max.retries", _int(0), 3,
+              "Controlled-shutdown attempts before the broker stops anyway.", topic=False),
+    ConfigDef("controlled.shutdown.retry.backoff.ms", _long(0), 5000,
+              "Pause between controlled-shutdown attempts.", topic=False),
+    ConfigDef("auto.leader.rebalance.enable", _parse_bool, True,
+              "The controller moves leadership back to preferred replicas when brokers are imbalanced "
+              "(cluster mode).", topic=False),
+    ConfigDef("leader.imbalance.check.interval.seconds", _long(1), 300,
+              "How often the controller checks the leader imbalance.", topic=False),
+    ConfigDef("leader.imbalance.per.broker.percentage", _int(0), 10,
+              "Share of a broker's preferred partitions led elsewhere above which they move back.", topic=False),
     ConfigDef("group.initial.rebalance.delay.ms", _int(0), 3000, "Delay of a new group's first rebalance.",
               topic=False),
     ConfigDef("offsets.topic.num.partitions", _int(1), 50, "Partitions of __consumer_offsets.", topic=False),

@@ -232,7 +232,9 @@ def test_a_leader_stopped_past_its_session_acknowledges_nothing_when_it_resumes(
         new_state = wait_for(lambda: (s := cluster.state("repl-zombie"))["leader"] not in (old, -1) and s,
                              timeout=30, what="a new leader")
         with WireClient.connect(cluster.brokers[new_state["leader"]].bootstrap) as client:
-            assert produce_batch(client, "repl-zombie", build_batch([(0, None, b"on-the-new-leader")])).error_code == 0
+            wait_for(lambda: produce_batch(client, "repl-zombie",  # once the new leader has read its state
+                                           build_batch([(0, None, b"on-the-new-leader")])).error_code == 0,
+                     timeout=10, what="a write on the new leader")
         client = WireClient.connect(cluster.brokers[old].bootstrap, timeout=15)
         client.send(produce_request("repl-zombie", build_batch([(0, None, b"zombie")])), 9)
     finally:

@@ -33,6 +33,7 @@ TOOLS = {
     "kafka-verifiable-producer": "org.apache.kafka.tools.VerifiableProducer",
     "kafka-verifiable-consumer": "org.apache.kafka.tools.VerifiableConsumer",
     "kafka-dump-log": "org.apache.kafka.tools.DumpLogSegments",
+    "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
 }
 
 #: KAFKA_HEAP_OPTS the scripts set; kafka-run-class.sh's own default is -Xmx256M.

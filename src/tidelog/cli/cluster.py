@@ -22,13 +22,15 @@ from __future__ import annotations
 import argparse
 import sys
 
+from tidelog.cli import leader_election, reassign
 from tidelog.cli.client import REQUEST_TIMEOUT_S, CliError, Cluster, command, describe_error
 from tidelog.cli.table import print_table
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("cluster", help="show the cluster id, controller, brokers and the APIs they serve",
-                       description="Ask a running broker about its cluster.")
+    p = sub.add_parser("cluster", help="show the cluster id, controller, brokers and the APIs they serve; "
+                       "elect leaders; move partitions",
+                       description="Ask a running broker about its cluster, for leader elections, or to move partitions.")
     actions = p.add_subparsers(dest="cluster_command", metavar="ACTION", required=True)
     info = actions.add_parser(
         "info", help="cluster id, controller, brokers (host:port) and each broker's API versions",
@@ -38,6 +40,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     info.add_argument("--no-api-versions", dest="api_versions", action="store_false",
                       help="leave out the API versions")
     command(info, run)
+    brokers = actions.add_parser(
+        "brokers", help="list the brokers: id, host:port, rack",
+        description="List every live broker of the cluster with the address it advertises and its rack "
+        "(DescribeCluster); the controller is marked with *.")
+    command(brokers, run_brokers)
+    leader_election.add_parser(actions)
+    reassign.add_parser(actions)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -76,4 +85,17 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-__all__ = ["add_parser", "run"]
+def run_brokers(args: argparse.Namespace) -> int:
+    admin, _ = Cluster(args.bootstrap_server, args.client_properties).connect()
+    try:
+        cluster = admin.describe_cluster(request_timeout=REQUEST_TIMEOUT_S).result()
+    except Exception as e:
+        raise CliError(f"cannot describe the cluster: {describe_error(e)}") from None
+    controller = cluster.controller.id if cluster.controller is not None else None
+    print_table(["ID", "HOST:PORT", "RACK", "CONTROLLER"],
+                [[n.id, f"{n.host}:{n.port}", n.rack, "*" if n.id == controller else ""]
+                 for n in sorted(cluster.nodes, key=lambda n: n.id)])
+    return 0
+
+
+__all__ = ["add_parser", "run", "run_brokers"]

@@ -40,13 +40,18 @@ def add_parser(actions: argparse._SubParsersAction) -> None:
         description="Describe topics (every topic when none is named): topic id, partition count, "
         "replication factor and config overrides, then for each partition its leader, replicas, in-sync "
         "replicas, log start offset, high watermark and size on disk in bytes. --all adds every "
-        "effective config of the topic with its source and default.",
+        "effective config of the topic with its source and default. --under-replicated-partitions and "
+        "--unavailable-partitions print only the partitions they keep (no topic lines), as kafka-topics.sh does.",
     )
     add_topic_argument(describe, "topics to describe (default: all)", many=True, required=False)
     describe.add_argument("--all", action="store_true",
                           help="also list every effective config with its source and built-in default")
     describe.add_argument("--exclude-internal", action="store_true",
                           help="without names: leave out internal topics such as __consumer_offsets")
+    describe.add_argument("--under-replicated-partitions", action="store_true",
+                          help="only partitions with fewer in-sync replicas than replicas")
+    describe.add_argument("--unavailable-partitions", action="store_true",
+                          help="only partitions without a leader")
     command(describe, run)
 
 
@@ -78,9 +83,12 @@ def run(args: argparse.Namespace) -> int:
                              for e in sorted(entries.values(), key=lambda e: e.name)
                              if source_id(e) == ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
         rf = len(d.partitions[0].replicas) if d.partitions else 0
-        print(f"Topic: {name}\tTopicId: {_topic_id(d)}\tPartitionCount: {len(d.partitions)}\t"
-              f"ReplicationFactor: {rf}\tConfigs: {overrides}")
-        for p in sorted(d.partitions, key=lambda p: p.id):
+        header = (f"Topic: {name}\tTopicId: {_topic_id(d)}\tPartitionCount: {len(d.partitions)}\t"
+                  f"ReplicationFactor: {rf}\tConfigs: {overrides}")
+        shown = [p for p in sorted(d.partitions, key=lambda p: p.id) if _wanted(args, p)]
+        if not (args.under_replicated_partitions or args.unavailable_partitions):
+            print(header)  # with a filter kafka-topics.sh prints only the partitions it keeps
+        for p in shown:
             key = (name, p.id)
             leader = p.leader.id if p.leader is not None else "none"
             replicas = ",".join(str(n.id) for n in p.replicas)
@@ -92,6 +100,15 @@ def run(args: argparse.Namespace) -> int:
             for line in config_table(entries.values(), dynamic_only=False):
                 print(f"\t{line}")
     return 0
+
+
+def _wanted(args: argparse.Namespace, p) -> bool:
+    """--under-replicated-partitions: fewer in-sync replicas than replicas; --unavailable-partitions: no
+    leader (either filter keeps a partition, as kafka-topics.sh does)."""
+    if not (args.under_replicated_partitions or args.unavailable_partitions):
+        return True
+    return ((args.under_replicated_partitions and len(p.isr) < len(p.replicas))
+            or (args.unavailable_partitions and p.leader is None))
 
 
 def _shown(value: int | None) -> str:

@@ -364,6 +364,13 @@ class Controller:
             self.store.publish(replace(self.image, client_quotas=quotas, version=self.image.version + 1))
         return results
 
+    def allocate_producer_id_block(self, size: int) -> int:
+        """A single node's producer-id block: ``size`` ids from ``next_producer_id_block``, persisted
+        before any is handed out; returns the first (a cluster uses cluster/zk_producer_id.py)."""
+        start = self.image.next_producer_id_block
+        self.reserve_producer_ids(start + size)
+        return start
+
     def reserve_producer_ids(self, next_block_start: int) -> None:
         """Persist the start of the next producer-id block (ids below it may have been handed out)."""
         self.store.publish(replace(self.image, next_producer_id_block=next_block_start,

@@ -11,18 +11,23 @@
   ``/config/changes``. The same znode's config map holds the user's quotas
   (``producer_byte_rate`` ...): writes read, modify and write back preserving every key they do not own.
 
-Not thread-safe; the embedded store is loop-only, the ZooKeeper one makes blocking ZooKeeper calls.
+Not thread-safe; the embedded store is loop-only; the ZooKeeper one answers lookups from a cache kept by
+a worker thread and writes (``alter``) with blocking ZooKeeper calls.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
 from tidelog.security.scram import MECHANISMS, ScramCredential
+
+log = logging.getLogger(__name__)
 
 CREDENTIALS_FILE = "tidelog-credentials.json"
 FORMAT_VERSION = 1
@@ -96,10 +101,71 @@ CHANGES_PATH = "/config/changes"
 
 class ZooKeeperCredentialStore:
     """The credentials of a cluster, in Kafka's ``/config/users/<user>`` znodes. ``client`` returns the
-    broker's connected kazoo client (the metadata store's)."""
+    broker's connected kazoo client (the metadata store's).
+
+    Once :meth:`watch` has run (the broker calls it right after opening the metadata store), lookups
+    (``get``, ``users``: SASL authentications, the console's logins) read a cache and never wait for
+    ZooKeeper: a worker thread re-reads ``/config/users`` whenever a watch fires or the session comes
+    back, so a slow or paused ZooKeeper never holds up the event loop (it only delays changes)."""
 
     def __init__(self, client: Callable[[], Any]) -> None:
         self._client = client
+        self._cache: dict[str, dict[str, str]] | None = None  # user -> its config map; None: not watching
+        self._worker: Any = None
+        self._pending = threading.Event()
+
+    def watch(self) -> None:
+        """Read every user now (blocking: start-up) and keep the cache current from then on."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        zkc = self._client()
+        zkc.ensure_path(USERS_PATH)
+        self._worker = ThreadPoolExecutor(1, thread_name_prefix="tidelog-zk-credentials")
+        zkc.add_listener(self._on_state)
+        self._reload()
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.shutdown(wait=False, cancel_futures=True)
+
+    def _on_state(self, state: str) -> None:  # kazoo's thread
+        if state == "CONNECTED":
+            self._schedule()
+
+    def _on_change(self, _event: object) -> None:  # kazoo's thread
+        self._schedule()
+
+    def _schedule(self) -> None:
+        if self._worker is not None and not self._pending.is_set():
+            self._pending.set()
+            try:
+                self._worker.submit(self._reload)
+            except RuntimeError:  # shut down
+                pass
+
+    def _reload(self) -> None:
+        """Worker thread (or start-up): every user's config, leaving watches for the next change."""
+        from kazoo.exceptions import KazooException, NoNodeError
+
+        self._pending.clear()
+        zkc = self._client()
+        if zkc is None:
+            return
+        try:
+            names = zkc.get_children(USERS_PATH, watch=self._on_change)
+            pending = {user: zkc.get_async(f"{USERS_PATH}/{user}", watch=self._on_change) for user in names}
+            users = {}
+            for user, result in pending.items():
+                try:
+                    data, _ = result.get()
+                except NoNodeError:
+                    continue
+                raw = json.loads(data.decode("utf-8")) if data else {}
+                users[user] = dict(raw.get("config", {}))
+        except (KazooException, ValueError) as e:
+            log.warning("cannot read the SCRAM users from ZooKeeper (%r); keeping the last ones read", e)
+            return
+        self._cache = users
 
     def _read(self, user: str) -> tuple[dict[str, str], int]:
         from kazoo.exceptions import NoNodeError
@@ -111,20 +177,27 @@ class ZooKeeperCredentialStore:
         raw = json.loads(data.decode("utf-8")) if data else {}
         return dict(raw.get("config", {})), stat.version
 
+    def _config(self, user: str) -> dict[str, str]:
+        cache = self._cache
+        return cache.get(user, {}) if cache is not None else self._read(user)[0]
+
     def get(self, user: str, mechanism: str) -> ScramCredential | None:
-        text = self._read(user)[0].get(mechanism)
+        text = self._config(user).get(mechanism)
         return ScramCredential.from_text(text) if text else None
 
     def users(self) -> dict[str, dict[str, ScramCredential]]:
         from kazoo.exceptions import NoNodeError
 
-        try:
-            names = self._client().get_children(USERS_PATH)
-        except NoNodeError:
-            return {}
+        cache = self._cache
+        if cache is not None:
+            configs = dict(cache)
+        else:
+            try:
+                configs = {user: self._read(user)[0] for user in self._client().get_children(USERS_PATH)}
+            except NoNodeError:
+                return {}
         out = {}
-        for user in names:
-            config = self._read(user)[0]
+        for user, config in configs.items():
             creds = {m: ScramCredential.from_text(v) for m, v in config.items() if m in MECHANISMS}
             if creds:
                 out[user] = creds
@@ -150,6 +223,8 @@ class ZooKeeperCredentialStore:
                 client.create(path, data, makepath=True)
             else:
                 client.set(path, data, version=version)
+            if self._cache is not None:  # this broker sees its own change at once; the watch confirms it
+                self._cache = {**self._cache, user: dict(config)}
             client.create(f"{CHANGES_PATH}/config_change_", json.dumps(
                 {"version": 2, "entity_path": f"users/{user}"}).encode(), sequence=True, makepath=True)
 

@@ -38,6 +38,13 @@ class PartitionMetadata:
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     partition_epoch: int = 0
+    #: a reassignment in progress (KIP-455): replicas being added / removed (``replicas`` is their union)
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+
+    @property
+    def reassigning(self) -> bool:
+        return bool(self.adding_replicas or self.removing_replicas)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,10 @@ Under the chroot of ``zookeeper.connect``::
                                                   "listener_security_protocol_map","jmx_port":-1,"timestamp","rack"?,
                                                   "features":{}}
     /brokers/topics/<topic>                      {"version":3,"topic_id","partitions":{"0":[1,2,3]},
-                                                  "adding_replicas":{},"removing_replicas":{}}
+                                                  "adding_replicas":{},"removing_replicas":{}} (a partition
+                                                  being reassigned: "partitions" has the union of the
+                                                  original and target replicas, and the two maps say
+                                                  which are being added and removed, KIP-455)
     /brokers/topics/<topic>/partitions/<p>/state {"version":1,"leader","leader_epoch","isr","controller_epoch",
                                                   "leader_recovery_state":0}; written only conditionally
                                                   (its znode version is the partition epoch)
@@ -130,11 +133,16 @@ def decode_broker(broker_id: int, raw: bytes) -> BrokerInfo:
 
 # ----------------------------------------------------------------------------------------- topics
 
-def encode_topic(topic_id: uuid.UUID, assignment: dict[int, tuple[int, ...]]) -> bytes:
+def encode_topic(topic_id: uuid.UUID, assignment: dict[int, tuple[int, ...]],
+                 adding: dict[int, tuple[int, ...]] | None = None,
+                 removing: dict[int, tuple[int, ...]] | None = None) -> bytes:
+    """``adding`` / ``removing``: the replicas a reassignment in progress adds / removes, by partition
+    (KIP-455; only partitions being reassigned appear)."""
     return _encode({
         "version": 3, "topic_id": _kafka_uuid(topic_id),
         "partitions": {str(p): list(replicas) for p, replicas in sorted(assignment.items())},
-        "adding_replicas": {}, "removing_replicas": {},
+        "adding_replicas": {str(p): list(r) for p, r in sorted((adding or {}).items()) if r},
+        "removing_replicas": {str(p): list(r) for p, r in sorted((removing or {}).items()) if r},
     })
 
 
@@ -143,6 +151,13 @@ def decode_topic(raw: bytes) -> tuple[uuid.UUID | None, dict[int, tuple[int, ...
     data = _decode(raw)
     topic_id = _parse_kafka_uuid(data["topic_id"]) if data.get("topic_id") else None
     return topic_id, {int(p): tuple(r) for p, r in data["partitions"].items()}
+
+
+def decode_topic_reassignment(raw: bytes) -> tuple[dict[int, tuple[int, ...]], dict[int, tuple[int, ...]]]:
+    """(adding replicas, removing replicas) by partition, of the reassignments in progress (KIP-455)."""
+    data = _decode(raw)
+    return ({int(p): tuple(r) for p, r in (data.get("adding_replicas") or {}).items()},
+            {int(p): tuple(r) for p, r in (data.get("removing_replicas") or {}).items()})
 
 
 def _kafka_uuid(value: uuid.UUID) -> str:
@@ -219,7 +234,7 @@ __all__ = [
     "BROKER_IDS", "CLUSTER_ID", "CONFIG_BROKERS", "CONFIG_GROUPS", "CONFIG_TOPICS", "CONTROLLER",
     "CONTROLLER_EPOCH", "DEFAULT_BROKER_ENTITY", "DELETE_TOPICS", "PERSISTENT_PATHS", "PRODUCER_ID_BLOCK",
     "TOPICS", "broker_path", "decode_broker", "decode_cluster_id", "decode_config", "decode_controller",
-    "decode_controller_epoch", "decode_partition_state", "decode_producer_id_block", "decode_topic",
+    "decode_controller_epoch", "decode_partition_state", "decode_producer_id_block", "decode_topic", "decode_topic_reassignment",
     "delete_topic_path", "encode_broker", "encode_cluster_id", "encode_config", "encode_controller",
     "encode_controller_epoch", "encode_partition_state", "encode_producer_id_block", "encode_topic",
     "group_config_path", "partition_path", "partition_state_path", "partitions_path", "topic_config_path",

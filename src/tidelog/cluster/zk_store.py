@@ -27,13 +27,19 @@ The same interface as the single node's :class:`~tidelog.cluster.store.EmbeddedS
 * A lost session (expired): this broker is no longer controller; once ZooKeeper takes it back it
   registers again, runs for controller and re-reads.
 
-Watches and session changes arrive on kazoo's threads; they only hand work to the event loop through
-the injected ``dispatch`` (``loop.call_soon_threadsafe``). Everything else runs on the loop, with
-kazoo's synchronous calls (a loopback round trip each). Not thread-safe otherwise.
+Watches and session changes arrive on kazoo's threads. Re-reading ZooKeeper after them (and the
+controller's work done with a re-read: elections, deletions; re-registering after a new session) runs
+in the store's reader thread, one job at a time, so a slow or paused ZooKeeper never holds up the event
+loop; the finished image reaches the loop through the injected ``dispatch``
+(``loop.call_soon_threadsafe``), where it becomes current unless this broker wrote meanwhile (then it
+is read again). :meth:`publish` runs on the loop: one ZooKeeper transaction, its wait bounded by
+``WRITE_TIMEOUT_S``, then a re-read it waits for (ZooKeeper has just answered). ISR changes are
+asynchronous writes. Not thread-safe otherwise (docs/cluster.md, "ZooKeeper slow or down").
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import threading
 import time
@@ -53,7 +59,7 @@ from kazoo.exceptions import (
 )
 from kazoo.handlers.threading import KazooTimeoutError
 
-from tidelog.cluster import zk_acl
+from tidelog.cluster import reassignment, zk_acl
 from tidelog.cluster import zk_data as zk
 from tidelog.cluster.controller import INTERNAL_TOPICS
 from tidelog.cluster.election import elections
@@ -67,6 +73,8 @@ from tidelog.zookeeper_connect import ZooKeeperConnect
 log = logging.getLogger(__name__)
 
 Dispatch = Callable[[Callable[[], None]], None]
+#: How long a metadata write (one ZooKeeper transaction, a request's handler waits for it) may take.
+WRITE_TIMEOUT_S = 3.0
 
 
 class ZooKeeperUnavailableError(ConnectionError):
@@ -99,6 +107,9 @@ class ZooKeeperStore:
         self._acls: frozenset = frozenset()
         self._session_lost = False
         self._closed = False
+        #: re-reads after watches and reconnections run here, off the event loop (one at a time)
+        self._reader = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tidelog-zk-metadata")
+        self._writes = 0  # publishes so far: a re-read begun before one may miss its change
         #: (image, topic) -> whether unclean leader election is enabled for it (set by the broker)
         self.unclean_election: Callable[[MetadataImage, str], bool] = lambda image, topic: False
 
@@ -240,29 +251,91 @@ class ZooKeeperStore:
         if self._closed:
             return
         log.info("new ZooKeeper session: registering broker %d again", self.broker_id)
+        self._submit(self._register_again)
+
+    def _register_again(self) -> None:
+        """The reader thread: registering may wait out an old registration (seconds): never on the loop."""
         try:
             self._register()
         except (KazooException, ValueError) as e:
             log.error("could not register again: %s", e)
             return
-        self._refresh()
+        self.dispatch(self._refresh)
 
     def _on_watch(self, _event: object) -> None:
-        """kazoo's thread: something changed; re-read on the loop (once for a burst of changes)."""
+        """kazoo's thread (or the loop): something changed; re-read in the reader thread (once for a burst
+        of changes), then hand the result to the loop."""
         if not self._dirty.is_set():
             self._dirty.set()
-            self.dispatch(self._refresh)
+            self._submit(self._read_after_watch)
 
-    def _refresh(self) -> None:
+    def _read_after_watch(self) -> None:
+        """The reader thread."""
+        self._dirty.clear()  # a change seen from here on asks again (and reconnecting asks, see _on_state)
+        image = self._image
+        if image is None and not self._closed:  # still opening: ask again once the loop has the first image
+            self.dispatch(lambda: self._on_watch(None))
+            return
+        if self._closed or image is None or not self._connected:
+            return
+        writes = self._writes
+        new = self._read_off_loop(image.version + 1)
+        if new is not None:
+            self.dispatch(lambda: self._apply_new(new, writes))
+
+    def _refresh(self, wait_s: float = 0.0) -> None:
+        """Re-read ZooKeeper in the reader thread, then (on the loop) publish what changed. With ``wait_s``
+        (after this broker's own write, when ZooKeeper has just answered) wait up to that long for it."""
         self._dirty.clear()  # a change seen from here on asks again (and reconnecting asks, see _on_state)
         if self._closed or self._image is None or not self._connected:
             return
-        try:
-            new = self._read(self._image.version + 1)
-        except (ConnectionLoss, SessionExpiredError, ConnectionClosedError) as e:
-            log.warning("cannot read metadata from ZooKeeper: %r", e)
+        writes, version = self._writes, self._image.version + 1
+        future = self._submit(lambda: self._read_off_loop(version))
+        if future is None:
             return
-        self._set(new)
+        if wait_s > 0:
+            try:
+                future.result(timeout=wait_s)
+            except concurrent.futures.TimeoutError:
+                pass
+            else:
+                self._apply_read(future, writes)
+                return
+        future.add_done_callback(lambda f: self.dispatch(lambda: self._apply_read(f, writes)))
+
+    def _submit(self, fn: Callable[[], object]) -> concurrent.futures.Future | None:
+        try:
+            return self._reader.submit(fn)
+        except RuntimeError:  # closed
+            return None
+
+    def _read_off_loop(self, version: int) -> MetadataImage | None:
+        """The reader thread: the whole image (kazoo's calls may wait for ZooKeeper here, not on the loop)."""
+        if self._closed:
+            return None
+        try:
+            return self._read(version)
+        except (ConnectionLoss, SessionExpiredError, ConnectionClosedError, KazooTimeoutError) as e:
+            log.warning("cannot read metadata from ZooKeeper: %r", e)
+        except KazooException as e:
+            log.warning("cannot read metadata from ZooKeeper: %r", e)
+        return None
+
+    def _apply_read(self, future: concurrent.futures.Future, writes: int) -> None:
+        if self._closed or future.cancelled() or future.exception() is not None:
+            return
+        new = future.result()
+        if new is not None:
+            self._apply_new(new, writes)
+
+    def _apply_new(self, new: MetadataImage, writes: int) -> None:
+        """The loop: make a re-read current, unless this broker wrote since it began (read again then)."""
+        if self._closed:
+            return
+        if writes != self._writes:
+            self._on_watch(None)
+            return
+        self._set(replace(new, version=self.image.version + 1))
 
     def _set(self, new: MetadataImage) -> None:
         old = self.image
@@ -319,7 +392,7 @@ class ZooKeeperStore:
                 pass
         image = MetadataImage(zk.decode_cluster_id(raw_cluster_id), controller_id, brokers, topics, broker_configs,
                               next_block, group_configs, version, acls=self._read_acls())
-        if self.is_controller and self._elect_leaders(image):
+        if self.is_controller and (self._elect_leaders(image) or self._complete_reassignments(image)):
             image = replace(image, topics=self._read_topics(set(deleting)))
         return replace(image, client_quotas=read_client_quotas(client, watch))
 
@@ -344,6 +417,35 @@ class ZooKeeperStore:
                          p.leader_epoch, list(p.isr))
             except (BadVersionError, NoNodeError):
                 pass  # changed meanwhile: the watch brings it back, and the next round decides again
+        return written
+
+    def _complete_reassignments(self, image: MetadataImage) -> bool:
+        """The controller's part of KIP-455 (:mod:`reassignment`): every reassignment whose target
+        replicas are all in the ISR ends, with the assignment and the partition state written in one
+        transaction per topic, each conditionally at the version read. True if anything was written."""
+        client = self.client
+        assert client is not None
+        written = False
+        for topic, done in reassignment.completions(image):
+            tx = client.transaction()
+            tx.set_data(zk.topic_path(topic.name), reassignment.encode_assignment(topic),
+                        version=self._topic_versions.get(topic.name, -1))
+            for before, after in done:
+                tx.set_data(zk.partition_state_path(topic.name, after.partition),
+                            zk.encode_partition_state(after.leader, after.leader_epoch, after.isr,
+                                                      self.controller_epoch),
+                            version=before.partition_epoch)
+            try:
+                results = tx.commit()
+            except (ConnectionLoss, SessionExpiredError) as e:
+                log.warning("reassignment of %s not completed: %r", topic.name, e)
+                continue
+            if any(isinstance(r, Exception) for r in results):
+                continue  # changed meanwhile: the watch brings it back, and the next round decides again
+            written = True
+            for _, after in done:
+                log.info("controller: reassignment of %s-%d complete: replicas %s, leader %d, leader epoch %d",
+                         topic.name, after.partition, list(after.replicas), after.leader, after.leader_epoch)
         return written
 
     def alter_partition_state(self, topic: str, partition: int, new: PartitionMetadata,
@@ -430,6 +532,7 @@ class ZooKeeperStore:
             except NoNodeError:
                 continue
             topic_id, assignment = zk.decode_topic(raw)
+            adding, removing = zk.decode_topic_reassignment(raw)
             if topic_id is None:  # written by a tool that predates topic ids: a stable one from the name
                 topic_id = uuid.uuid5(uuid.NAMESPACE_URL, f"tidelog-topic:{name}")
             states = {p: client.get_async(zk.partition_state_path(name, p), watch=watch) for p in assignment}
@@ -440,6 +543,8 @@ class ZooKeeperStore:
                     meta, _ = zk.decode_partition_state(p, replicas, raw_state, state_stat.version)
                 except NoNodeError:  # no leader yet
                     meta = PartitionMetadata(p, -1, -1, replicas, (), -1)
+                if p in adding or p in removing:
+                    meta = replace(meta, adding_replicas=adding.get(p, ()), removing_replicas=removing.get(p, ()))
                 partitions.append(meta)
             config = self._read_config(zk.topic_config_path(name)) if configs[name].get() else {}
             topic = TopicMetadata(name, topic_id, tuple(partitions), config, name in INTERNAL_TOPICS)
@@ -468,10 +573,16 @@ class ZooKeeperStore:
         if client is None or not self._connected:
             # a call now would wait for the connection, holding up the event loop: refuse at once
             raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, "ZooKeeper is unavailable: metadata cannot change now")
+        self._writes += 1
         try:
             self._write(old, image, client)
         except (ConnectionLoss, SessionExpiredError, ConnectionClosedError) as e:
             raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"ZooKeeper is unavailable: {e!r}") from None
+        except KazooTimeoutError:
+            self._on_watch(None)  # it may have been written after all: the re-read tells
+            raise KafkaError(ErrorCode.REQUEST_TIMED_OUT,
+                             f"ZooKeeper did not answer within {WRITE_TIMEOUT_S:g} s: the change may or may not "
+                             "have been made") from None
         self._refresh_after_write(image)
 
     @property
@@ -531,7 +642,8 @@ class ZooKeeperStore:
             elif key in before:
                 tx.set_data(path, zk_acl.encode_acls(after[key]))
             else:
-                self.client.ensure_path(zk_acl.type_path(pattern_type, resource_type))
+                self.client.ensure_path_async(zk_acl.type_path(pattern_type, resource_type)).get(
+                    timeout=WRITE_TIMEOUT_S)
                 tx.create(path, zk_acl.encode_acls(after[key]))
             change_path, data = zk_acl.change_notification(pattern_type, resource_type, name)
             tx.create(change_path, data, sequence=True)
@@ -541,7 +653,7 @@ class ZooKeeperStore:
         bring ZooKeeper's versions of it."""
         self._set(replace(image, version=self.image.version + 1, brokers=self.image.brokers,
                           controller_id=self.image.controller_id))
-        self._refresh()
+        self._refresh(wait_s=WRITE_TIMEOUT_S)
 
     def _create_topic(self, tx, topic: TopicMetadata) -> None:
         assignment = {p.partition: p.replicas for p in topic.partitions}
@@ -554,9 +666,8 @@ class ZooKeeperStore:
         self._write_config(tx, zk.topic_config_path(topic.name), topic.configs)
 
     def _update_topic(self, tx, previous: TopicMetadata, topic: TopicMetadata) -> None:
-        if len(topic.partitions) != len(previous.partitions):
-            assignment = {p.partition: p.replicas for p in topic.partitions}
-            tx.set_data(zk.topic_path(topic.name), zk.encode_topic(topic.topic_id, assignment),
+        if len(topic.partitions) != len(previous.partitions) or reassignment.assignment_changed(previous, topic):
+            tx.set_data(zk.topic_path(topic.name), reassignment.encode_assignment(topic),
                         version=self._topic_versions.get(topic.name, -1))
         for p in topic.partitions[len(previous.partitions):]:
             tx.create(zk.partition_path(topic.name, p.partition))
@@ -578,17 +689,17 @@ class ZooKeeperStore:
 
     def _write_config(self, tx, path: str, config: dict[str, str]) -> None:
         assert self.client is not None
-        if self.client.exists(path):
+        if self.client.exists_async(path).get(timeout=WRITE_TIMEOUT_S):  # bounded, as the commit is
             tx.set_data(path, zk.encode_config(config))
         else:
             tx.create(path, zk.encode_config(config))
 
     def _commit(self, tx, created: list[str]) -> None:
-        results = tx.commit()
+        results = tx.commit_async().get(timeout=WRITE_TIMEOUT_S)  # bounded: a stalled ZooKeeper refuses the change
         failures = [r for r in results if isinstance(r, Exception)]
         if not failures:
             return
-        self._refresh()  # what the other writer wrote, before the caller looks again
+        self._refresh(wait_s=WRITE_TIMEOUT_S)  # what the other writer wrote, before the caller looks again
         if any(isinstance(r, NodeExistsError) for r in failures) and created:
             raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS,
                              f"Topic '{created[0]}' already exists (created by another broker).")
@@ -601,6 +712,7 @@ class ZooKeeperStore:
     def close(self) -> None:
         """End the session: this broker's registration (and /controller, if it held it) go at once."""
         self._closed = True
+        self._reader.shutdown(wait=False, cancel_futures=True)
         if self.client is not None:
             try:
                 self.client.stop()

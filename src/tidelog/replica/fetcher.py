@@ -3,7 +3,8 @@
 One :class:`ReplicaFetcher` per leader broker this broker follows partitions of (Kafka's
 ``ReplicaFetcherThread``, here an asyncio task): it sends a Fetch (version 12: topic names,
 ``replica_id`` = this broker, ``last_fetched_epoch`` for the divergence check, no fetch session)
-for every partition it is given, over one connection to the leader's inter-broker listener, waits
+for every partition it is given, over one connection to the leader's inter-broker listener (opened by
+the injected ``connect``: TLS and SASL as that listener needs, :mod:`tidelog.server.inter_broker`), waits
 for the answer (the leader long-polls up to ``replica.fetch.wait.max.ms``), hands it to the owner
 and asks again at once. A connection that fails is closed and re-opened after
 ``replica.fetch.backoff.ms``; so is a round in which every partition answered with an error.
@@ -19,7 +20,7 @@ import contextlib
 import itertools
 import logging
 import struct
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from tidelog.protocol import decode_response, encode_request
@@ -31,11 +32,25 @@ FETCH_VERSION = 12
 _SIZE = struct.Struct(">i")
 
 
+#: (host, port) -> an open (and, on TLS/SASL listeners, secured and authenticated) connection
+#: (tidelog.server.inter_broker builds it from the inter-broker listener's settings)
+Connect = Callable[[str, int], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
+
+
+class LeaderRefusedError(ConnectionError):
+    """The other broker refused this one (TLS or SASL authentication failed): the message says why."""
+
+
+async def _plain_connection(host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    return await asyncio.open_connection(host, port)
+
+
 class BrokerChannel:
     """One connection to another broker; one request at a time."""
 
-    def __init__(self, host: str, port: int, client_id: str, timeout_s: float) -> None:
+    def __init__(self, host: str, port: int, client_id: str, timeout_s: float, connect: Connect | None = None) -> None:
         self.host, self.port, self.client_id, self.timeout_s = host, port, client_id, timeout_s
+        self._connect = connect or _plain_connection
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._ids = itertools.count(1)
@@ -43,7 +58,7 @@ class BrokerChannel:
     async def request(self, body: Any, version: int) -> Any:
         if self._writer is None:
             self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port), self.timeout_s)
+                self._connect(self.host, self.port), self.timeout_s)
         assert self._reader is not None
         corr = next(self._ids)
         payload = encode_request(body, version, corr, self.client_id)
@@ -72,8 +87,9 @@ Address = Callable[[int], tuple[str, int] | None]
 
 class ReplicaFetcher:
     def __init__(self, broker_id: int, leader_id: int, address: Address, build: BuildRequest,
-                 handle: HandleResponse, *, backoff_ms: int, timeout_ms: int) -> None:
+                 handle: HandleResponse, *, backoff_ms: int, timeout_ms: int, connect: Connect | None = None) -> None:
         self.broker_id = broker_id
+        self._open = connect
         self.leader_id = leader_id
         self._address = address
         self._build = build
@@ -83,6 +99,7 @@ class ReplicaFetcher:
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._channel: BrokerChannel | None = None
+        self._refusal: str | None = None  # the last refusal logged
 
     def start(self) -> None:
         if self._task is None:
@@ -118,6 +135,16 @@ class ReplicaFetcher:
                     await asyncio.sleep(self.backoff_s)
                     continue
                 response = await channel.request(request, FETCH_VERSION)
+                self._refusal = None
+            except LeaderRefusedError as e:
+                # once per reason (it repeats every backoff until an operator fixes the credentials)
+                (log.debug if str(e) == self._refusal else log.warning)(
+                    "broker %d: leader %d refused this broker's connection: %s; retrying every %g s",
+                    self.broker_id, self.leader_id, e, self.backoff_s)
+                self._refusal = str(e)
+                self._close()
+                await asyncio.sleep(self.backoff_s)
+                continue
             except (TimeoutError, OSError, asyncio.IncompleteReadError, ConnectionError) as e:
                 log.info("broker %d: fetching from leader %d failed (%r); retrying in %g s", self.broker_id,
                          self.leader_id, e, self.backoff_s)
@@ -138,8 +165,8 @@ class ReplicaFetcher:
             if address is None:
                 return None
             self._channel = BrokerChannel(address[0], address[1], f"tidelog-replica-fetcher-{self.broker_id}",
-                                          self.timeout_s)
+                                          self.timeout_s, self._open)
         return self._channel
 
 
-__all__ = ["FETCH_VERSION", "BrokerChannel", "ReplicaFetcher"]
+__all__ = ["FETCH_VERSION", "BrokerChannel", "Connect", "LeaderRefusedError", "ReplicaFetcher"]

@@ -344,6 +344,10 @@ class ReplicaManager:
         self._started = True
         image = self.image
         for topic in image.topics.values():
+            if self.replication is not None:  # a cluster: a reassignment may have moved some away meanwhile
+                for p in topic.partitions:
+                    if self.broker_id not in p.replicas:
+                        self._drop_moved_log(topic.name, p)
             self._host(image, topic, reconfigure=True)
         if self.replication is not None:
             self.replication.apply(image)
@@ -362,6 +366,8 @@ class ReplicaManager:
                 continue
             same_id = previous is not None and previous.topic_id == topic.topic_id
             reconfigure = broker_configs_changed or not same_id or previous.configs != topic.configs
+            if same_id:
+                self._drop_moved(previous, topic)
             self._host(new, topic, reconfigure=reconfigure)
         if self.replication is not None:
             self.replication.apply(new)
@@ -379,6 +385,17 @@ class ReplicaManager:
                 plog.update_config(config)
             if self.replication is None and p.leader == self.broker_id and p.leader_epoch > plog.leader_epochs.latest_epoch:
                 plog.leader_epochs.assign(p.leader_epoch, plog.log_end_offset)  # as a cluster's new leader does
+
+    def _drop_moved(self, previous: TopicMetadata, topic: TopicMetadata) -> None:
+        """Partitions this broker is no longer a replica of (a reassignment moved them away): their logs go."""
+        for before, after in zip(previous.partitions, topic.partitions):
+            if self.broker_id in before.replicas and self.broker_id not in after.replicas:
+                self._drop_moved_log(topic.name, after)
+
+    def _drop_moved_log(self, topic: str, p: PartitionMetadata) -> None:
+        if self.logs.delete_log(topic, p.partition):
+            log.info("%s-%d moved to brokers %s: its log here is deleted", topic, p.partition, list(p.replicas))
+            self.events.deleted(topic, p.partition)
 
     def _delete(self, topic: TopicMetadata) -> None:
         for p in topic.partitions:

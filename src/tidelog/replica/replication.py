@@ -43,7 +43,7 @@ from tidelog.protocol.messages import FetchRequest, FetchResponse
 from tidelog.replica.divergence import diverging_epoch, truncation_offset
 from tidelog.replica.events import LogEvents
 from tidelog.replica.fetch import PartitionFetch, PartitionRead
-from tidelog.replica.fetcher import ReplicaFetcher
+from tidelog.replica.fetcher import Connect, ReplicaFetcher
 from tidelog.replica.isr import LeaderPartitionState
 from tidelog.replica.purgatory import DelayedOperation, Purgatory
 from tidelog.storage.log import PartitionLog
@@ -65,6 +65,8 @@ class ReplicationSettings:
     fetch_response_max_bytes: int = 10_485_760
     fetch_backoff_ms: int = 1000
     socket_timeout_ms: int = 30_000
+    #: how followers open a connection to a leader (the inter-broker listener's TLS/SASL; None: plain TCP)
+    connect: Connect | None = None
 
 
 class Replication:
@@ -157,7 +159,8 @@ class Replication:
                 s = self.settings
                 fetcher = self.fetchers[leader_id] = ReplicaFetcher(
                     self.broker_id, leader_id, self._address, self.build_request, self.handle_response,
-                    backoff_ms=s.fetch_backoff_ms, timeout_ms=s.socket_timeout_ms + s.fetch_wait_max_ms)
+                    backoff_ms=s.fetch_backoff_ms, timeout_ms=s.socket_timeout_ms + s.fetch_wait_max_ms,
+                    connect=s.connect)
                 fetcher.start()
             fetcher.wake()
 

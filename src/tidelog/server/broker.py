@@ -50,6 +50,7 @@ from tidelog.cluster.metadata import BrokerInfo, MetadataImage, TopicMetadata
 from tidelog.cluster.store import EmbeddedStore, MetadataStore
 from tidelog.cluster.topic_config import TopicConfigs
 from tidelog.cluster.tubemq_secret_store import TubeSecretStore
+from tidelog.cluster.zk_producer_id import allocate_producer_id_block
 from tidelog.cluster.zk_store import ZooKeeperSettings, ZooKeeperStore
 from tidelog.config import BrokerConfig
 from tidelog.coordinator.group import OFFSETS_TOPIC, GroupConfig, GroupCoordinator, classic_member, consumer
@@ -66,9 +67,11 @@ from tidelog.protocol.tubemq.notation import BrokerAddress
 from tidelog.protocol.tubemq.rpc import Service
 from tidelog.replica.events import LogEvents
 from tidelog.replica.housekeeping import LogHousekeeping
+from tidelog.replica.hw_checkpoint import HighWatermarkCheckpoints
 from tidelog.replica.manager import ReplicaManager
 from tidelog.replica.replication import ReplicationSettings
 from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
+from tidelog.server.controlled_shutdown import ControlledShutdown
 from tidelog.server.dispatcher import HandlerRegistry
 from tidelog.server.fetch_session import FetchSessionCache
 from tidelog.server.handlers import (
@@ -94,9 +97,13 @@ from tidelog.server.handlers import (
     TxnPartitionHandlers,
 )
 from tidelog.server.handlers.client_quotas import ClientQuotaHandlers
+from tidelog.server.handlers.leadership import ControlledShutdownHandler, ElectLeadersHandler
+from tidelog.server.handlers.reassignment import ReassignmentHandlers
 from tidelog.server.handlers.sasl import SaslHandlers
 from tidelog.server.handlers.scram_credentials import ScramCredentialHandlers
+from tidelog.server.inter_broker import InterBrokerConnector, inter_broker_listener_name, jaas_key
 from tidelog.server.internal_client import InternalClient
+from tidelog.server.leadership import LeadershipChanges
 from tidelog.server.network import ConnectionSettings, ListenerError, SocketServer
 from tidelog.server.quota import ClientQuotaManagers
 from tidelog.server.throttle import RequestThrottler
@@ -175,6 +182,7 @@ class Broker:
         # Metadata and storage.
         self._handoff = _LoopHandoff()
         self.store = store = _metadata_store(config, self.log_dirs[0], self._handoff)
+        self.inter_broker: InterBrokerConnector | None = None  # cluster mode: set by _replication
         self.topic_configs = topic_configs = TopicConfigs(config.topic_defaults)
         self.logs = logs = LogManager(
             self.log_dirs, clock, topic_config=lambda topic: topic_configs.for_topic(store.image, topic),
@@ -186,6 +194,21 @@ class Broker:
         self.replicas = replicas = ReplicaManager(self.broker_id, logs, store, topic_configs, clock, _call_later, events,
                                                   **self._replication(config, store, topic_configs))
         self.housekeeping = LogHousekeeping(logs, clock, events)
+        # Cluster mode: high watermarks survive restarts (replication-offset-checkpoint); leadership moves on
+        # request (ElectLeaders anywhere, ControlledShutdown at the controller, and this broker's own on SIGTERM).
+        clustered = isinstance(store, ZooKeeperStore)
+        self.hw_checkpoints = HighWatermarkCheckpoints(logs) if clustered else None
+        self.leadership = leadership = LeadershipChanges(
+            store, store.alter_partition_state if isinstance(store, ZooKeeperStore) else None,
+            (lambda: store.is_controller) if isinstance(store, ZooKeeperStore) else (lambda: True))
+        store.subscribe(leadership.forget_departed)
+        self.controlled_shutdown = (ControlledShutdown(
+            self.broker_id, lambda: store.image, leadership,
+            replicas.replication.settings.listener_name if replicas.replication is not None else None,
+            max_retries=config["controlled.shutdown.max.retries"],
+            backoff_ms=config["controlled.shutdown.retry.backoff.ms"],
+            timeout_ms=config["replica.socket.timeout.ms"])
+            if clustered and config["controlled.shutdown.enable"] else None)
 
         # Coordinators.
         offsets_topic = NewTopic(
@@ -200,7 +223,9 @@ class Broker:
                                      classic_member.install],
             topic_exists=lambda name: name in store.image.topics)
         consumer_groups = groups.extension(ConsumerGroupCoordinator)
-        self.producer_ids = ProducerIdManager(lambda: store.image.next_producer_id_block, controller.reserve_producer_ids)
+        self.producer_ids = ProducerIdManager(
+            functools.partial(allocate_producer_id_block, lambda: store.client, self.broker_id)
+            if isinstance(store, ZooKeeperStore) else controller.allocate_producer_id_block)
         inter_broker = self._inter_broker_client(store, config)
         self.marker_writer = TxnMarkerWriter(replicas, {OFFSETS_TOPIC: groups.complete_transaction}, inter_broker)
         self.transactions = transactions = TransactionCoordinator(
@@ -253,7 +278,11 @@ class Broker:
             SaslHandlers(config["sasl.enabled.mechanisms"]),
             ScramCredentialHandlers(credentials, auth),
             ClientQuotaHandlers(store, controller, auth),
+            ElectLeadersHandler(leadership, auth),
+            ReassignmentHandlers(store, auth),
         )
+        if clustered:  # Kafka's ZooKeeper-era brokers served it; a single node (like KRaft brokers) does not
+            handlers.add(ControlledShutdownHandler(leadership, auth))
         # Client quotas (docs/security.md "Quotas"): measured and enforced around every handler.
         self.client_quotas = ClientQuotaManagers(config["quota.window.num"], config["quota.window.size.seconds"])
         store.subscribe(lambda _old, new: self.client_quotas.update(new.client_quotas))
@@ -293,15 +322,14 @@ class Broker:
         if not isinstance(store, ZooKeeperStore):
             return {}
         store.unclean_election = lambda image, topic: topic_configs.for_topic(image, topic).unclean_leader_election_enable
-        protocols = config["listener.security.protocol.map"]
-        listener = config["inter.broker.listener.name"] or next(  # Kafka's default: by security.inter.broker.protocol
-            (lst.name for lst in self.listeners if protocols.get(lst.name) == config["security.inter.broker.protocol"]),
-            self.listeners[0].name)
+        listener = inter_broker_listener_name(config, self.listeners)
+        # Connections to other brokers use the inter-broker listener's TLS/SASL (server/inter_broker.py).
+        self.inter_broker = InterBrokerConnector(config, listener, f"tidelog-broker-{self.broker_id}")
         settings = ReplicationSettings(
             listener, config["replica.lag.time.max.ms"],
             config["replica.fetch.wait.max.ms"], config["replica.fetch.max.bytes"],
             config["replica.fetch.response.max.bytes"], config["replica.fetch.backoff.ms"],
-            config["replica.socket.timeout.ms"])
+            config["replica.socket.timeout.ms"], connect=self.inter_broker.open)
         return {"replication": settings, "alter_isr": store.alter_partition_state, "may_lead": store.may_lead}
 
     def _inter_broker_client(self, store: MetadataStore, config: BrokerConfig) -> InterBrokerClient | None:
@@ -316,7 +344,8 @@ class Broker:
             broker = store.image.brokers.get(broker_id)
             return None if broker is None else broker.endpoint(listener)
 
-        return InterBrokerClient(self.broker_id, address, config["replica.socket.timeout.ms"])
+        return InterBrokerClient(self.broker_id, address, config["replica.socket.timeout.ms"],
+                                 connect=replication.settings.connect)
 
     def _metrics(self, http: HttpServer):
         """The hot-path meters, handed to the components that update them, and the broker's own
@@ -395,11 +424,15 @@ class Broker:
     async def start(self) -> None:
         for key in self.config.unknown:
             log.warning("%s", self.config.describe_unknown(key))
-        for reason in ignored_listener_keys(self.config):
+        inter_broker = self.inter_broker.prepare() if self.inter_broker is not None else None  # reads PEM files
+        used = {jaas_key(inter_broker.listener, inter_broker.mechanism)} if inter_broker and inter_broker.mechanism else set()
+        for reason in ignored_listener_keys(self.config, used):
             log.warning("%s", reason)
         self._handoff.loop = asyncio.get_running_loop()
         self.listener_security.update({listener.name: listener_security(self.config, listener, self.credentials)
                                        for listener in self.listeners})
+        if inter_broker is not None:
+            log.info("connections to other brokers: %s", inter_broker.describe())
         await self.network.bind(self.listeners)
         try:
             if self.tubemq is not None:
@@ -444,9 +477,15 @@ class Broker:
         )
         _, host, port = endpoints[0]
         self.store.open(BrokerInfo(self.broker_id, host, port, self.config["broker.rack"], endpoints))
+        if isinstance(self.credentials, ZooKeeperCredentialStore):
+            self.credentials.watch()  # SCRAM lookups from a cache, never from ZooKeeper on the loop
         self.client_quotas.update(self.store.image.client_quotas)
         reports = await asyncio.get_running_loop().run_in_executor(None, self.logs.startup)
         self.startup_reports = reports
+        if self.hw_checkpoints is not None:
+            lowered = self.hw_checkpoints.restore()
+            if lowered:
+                log.info("%d high watermarks restored from replication-offset-checkpoint", lowered)
         self._loaded = True
         for report in reports:
             for line in report.describe():
@@ -487,6 +526,10 @@ class Broker:
             jobs.append((self.config["log.cleaner.backoff.ms"], self.housekeeping.compact))
         if self.console is not None:
             jobs.append((self.config["console.sample.interval.ms"], self.console.sample))
+        if self.hw_checkpoints is not None:
+            jobs.append((self.config["replica.high.watermark.checkpoint.interval.ms"], self._checkpoint_high_watermarks))
+        if self.hw_checkpoints is not None and self.config["auto.leader.rebalance.enable"]:
+            jobs.append((self.config["leader.imbalance.check.interval.seconds"] * 1000, self._rebalance_leaders))
         self._tasks = [asyncio.ensure_future(self._every(interval_ms, job)) for interval_ms, job in jobs]
 
     async def _every(self, interval_ms: int, job) -> None:
@@ -496,6 +539,14 @@ class Broker:
                 await job()
             except Exception:
                 log.exception("housekeeping job %s failed", job.__name__)
+
+    async def _checkpoint_high_watermarks(self) -> None:
+        assert self.hw_checkpoints is not None
+        snapshot = self.hw_checkpoints.snapshot()
+        await asyncio.get_running_loop().run_in_executor(None, self.hw_checkpoints.write, snapshot)
+
+    async def _rebalance_leaders(self) -> None:
+        await self.leadership.rebalance(self.config["leader.imbalance.per.broker.percentage"])
 
     async def _reap_idle(self) -> None:
         self.network.reap_idle()
@@ -534,6 +585,8 @@ class Broker:
 
     async def stop(self) -> None:
         log.info("shutting down")
+        if self.controlled_shutdown is not None and self._serving:  # clients are still served meanwhile
+            await self.controlled_shutdown.run()
         for task in self._tasks:
             task.cancel()
         self.transactions.close()
@@ -552,7 +605,11 @@ class Broker:
         if self.tubemq is not None:
             await self.tubemq.wait_closed()
         if self._loaded:
+            if self.hw_checkpoints is not None:
+                await self._checkpoint_high_watermarks()
             await asyncio.get_running_loop().run_in_executor(None, self.logs.shutdown)
+        if isinstance(self.credentials, ZooKeeperCredentialStore):
+            self.credentials.close()
         self.store.close()
         log.info("shut down cleanly")
         self.stopped.set()

@@ -119,13 +119,14 @@ def ssl_context(config: BrokerConfig, listener: str) -> ssl.SSLContext:
 LISTENER_KEYS = frozenset(k for k in BROKER_CONFIGS if k.startswith("ssl.")) | {"sasl.enabled.mechanisms"}
 
 
-def ignored_listener_keys(config: BrokerConfig) -> list[str]:
-    """``listener.name.*`` keys Tidelog does not use, each with the reason (the broker logs them)."""
+def ignored_listener_keys(config: BrokerConfig, used: set[str] | frozenset[str] = frozenset()) -> list[str]:
+    """``listener.name.*`` keys Tidelog does not use, each with the reason (the broker logs them); ``used``:
+    keys read elsewhere (the inter-broker credentials, server/inter_broker.py)."""
     names = {listener.name.lower() for listener in config["listeners"]}
     out = []
     for key in sorted(config.props):
         parts = key.split(".", 3)
-        if len(parts) != 4 or parts[:2] != ["listener", "name"]:
+        if len(parts) != 4 or parts[:2] != ["listener", "name"] or key in used:
             continue
         name, rest = parts[2], parts[3]
         if name.lower() not in names:

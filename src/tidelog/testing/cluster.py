@@ -98,8 +98,9 @@ class LocalCluster:
             self.zk.close()
             self.zk = None
         for broker in self.brokers.values():
-            if broker.alive:
-                broker.proc.send_signal(signal.SIGCONT)  # a paused broker cannot shut down
+            if broker.alive:  # a paused broker cannot shut down, nor answer another's controlled shutdown
+                broker.proc.send_signal(signal.SIGCONT)
+        for broker in self.brokers.values():
             broker.stop()
         self.zookeeper.stop()
 

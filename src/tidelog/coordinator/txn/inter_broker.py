@@ -8,7 +8,7 @@
   the partitions (transaction version 2).
 
 One connection per broker (:class:`~tidelog.replica.fetcher.BrokerChannel`, the followers' kind), to
-its inter-broker listener, one request at a time; a failed connection is dropped and the request
+its inter-broker listener (with that listener's TLS/SASL, as followers connect), one request at a time; a failed connection is dropped and the request
 answers NETWORK_EXCEPTION (the callers retry). Loop-only.
 """
 
@@ -25,7 +25,7 @@ from tidelog.protocol.messages import (
     WriteTxnMarkersRequest,
     WriteTxnMarkersResponse,
 )
-from tidelog.replica.fetcher import BrokerChannel
+from tidelog.replica.fetcher import BrokerChannel, Connect
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +37,10 @@ class InterBrokerClient:
     """``address(broker_id)`` is the broker's inter-broker (host, port), or None if unknown."""
 
     def __init__(self, broker_id: int, address: Callable[[int], tuple[str, int] | None],
-                 timeout_ms: int = 30_000) -> None:
+                 timeout_ms: int = 30_000, connect: Connect | None = None) -> None:
+        """``connect``: opens a connection with the inter-broker listener's TLS/SASL (None: plain TCP)."""
         self.broker_id = broker_id
+        self.connect = connect
         self.address = address
         self.timeout_s = timeout_ms / 1000
         self._channels: dict[int, tuple[tuple[str, int], BrokerChannel, asyncio.Lock]] = {}
@@ -52,7 +54,8 @@ class InterBrokerClient:
             if entry is not None:
                 entry[1].close()
             entry = self._channels[broker_id] = (address, BrokerChannel(*address, f"tidelog-txn-{self.broker_id}",
-                                                                          self.timeout_s), asyncio.Lock())
+                                                                          self.timeout_s, self.connect),
+                                                            asyncio.Lock())
         _, channel, lock = entry
         async with lock:
             try:

@@ -1,8 +1,12 @@
-"""Producer id allocation: unique ids, never reused, even across restarts.
+"""Producer id allocation: unique ids, never reused, even across restarts and across the brokers of a
+cluster.
 
-Ids are handed out from blocks of ``PRODUCER_ID_BLOCK_SIZE``. Before the first id of a block is given
-out, the end of the block is persisted in the cluster metadata (``next_producer_id_block``), so a
-restarted broker starts after every id it may have handed out (Kafka's ProducerIdManager scheme).
+Ids are handed out from blocks of ``PRODUCER_ID_BLOCK_SIZE``. A block is claimed from the cluster
+metadata before its first id is given out (Kafka's ProducerIdManager scheme): ``allocate_block(size)``
+persists the block and returns its first id. A single node moves ``next_producer_id_block`` in its
+metadata file (:meth:`~tidelog.cluster.controller.Controller.allocate_producer_id_block`); a cluster
+writes ``/latest_producer_id_block`` in ZooKeeper conditionally and retries on a conflict
+(:mod:`tidelog.cluster.zk_producer_id`), so two brokers allocating at once get disjoint blocks.
 Loop-only, not thread-safe.
 """
 
@@ -14,22 +18,18 @@ PRODUCER_ID_BLOCK_SIZE = 1000
 
 
 class ProducerIdManager:
-    """``persisted_block_start()`` reads the first id not yet handed out in a block (from the cluster
-    metadata, when the first id is asked for); ``reserve(next_block_start)`` persists the start of
-    the following block."""
+    """``allocate_block(size)`` claims the next block of ``size`` ids for this broker and returns its
+    first id (raising KafkaError when the metadata cannot be written now)."""
 
-    def __init__(self, persisted_block_start: Callable[[], int], reserve: Callable[[int], None]) -> None:
-        self._persisted = persisted_block_start
-        self._reserve = reserve
-        self._next = self._end = -1  # nothing read yet
+    def __init__(self, allocate_block: Callable[[int], int], block_size: int = PRODUCER_ID_BLOCK_SIZE) -> None:
+        self._allocate = allocate_block
+        self.block_size = block_size
+        self._next = self._end = 0  # empty: the first call claims a block
 
     def next_producer_id(self) -> int:
-        if self._end < 0:
-            self._next = self._end = self._persisted()  # empty block: this call reserves one
         if self._next >= self._end:
-            start = max(self._next, self._end)
-            self._reserve(start + PRODUCER_ID_BLOCK_SIZE)
-            self._next, self._end = start, start + PRODUCER_ID_BLOCK_SIZE
+            start = self._allocate(self.block_size)
+            self._next, self._end = start, start + self.block_size
         pid = self._next
         self._next += 1
         return pid

@@ -17,6 +17,7 @@ from tests.oracle.wire.cases import (
     generated,
     group,
     offset,
+    reassignment,
     record,
     scram,
     topic,
@@ -24,7 +25,8 @@ from tests.oracle.wire.cases import (
 from tests.oracle.wire.program import Program
 from tests.oracle.wire.setup import wait_for_coordinator, wait_for_group_partition, wait_for_producer_ids
 
-FAMILIES = (generated, cluster, topic, record, config, group, offset, consumer_group, scram, client_quota)
+FAMILIES = (generated, cluster, topic, record, config, group, offset, consumer_group, scram, client_quota,
+            reassignment)
 
 
 def build(kafka_ranges: dict[int, tuple[int, int]], tidelog_ranges: dict[int, tuple[int, int]],

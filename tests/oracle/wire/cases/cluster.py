@@ -1,4 +1,4 @@
-"""ApiVersions, DescribeCluster, DescribeLogDirs and FindCoordinator."""
+"""ApiVersions, DescribeCluster, DescribeLogDirs, FindCoordinator and ElectLeaders."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ from tidelog.protocol.messages import (
     ApiVersionsRequest,
     DescribeClusterRequest,
     DescribeLogDirsRequest,
+    ElectLeadersRequest,
     FindCoordinatorRequest,
 )
 
 API_VERSIONS = ApiVersionsRequest.API_KEY
 LOG_DIRS_TOPIC = "diff-logdirs"
+ELECT_TOPIC = "diff-elect"
 
 
 def add(program: Program) -> None:
@@ -20,6 +22,7 @@ def add(program: Program) -> None:
     _describe_cluster(program)
     _describe_log_dirs(program)
     _find_coordinator(program)
+    _elect_leaders(program)
 
 
 def _api_versions(program: Program) -> None:
@@ -89,3 +92,19 @@ def _find_coordinator(program: Program) -> None:
 
 
 __all__ = ["add"]
+
+
+def _elect_leaders(program: Program) -> None:
+    """The deterministic answers of one broker: every partition is led by its preferred (only)
+    replica, so nothing needs electing; unknown topics and partitions. (A null topic list is left
+    out: KRaft's answer lists every topic, internal ones included, with no partitions.)"""
+    api = ElectLeadersRequest.API_KEY
+    create_topics(program, "elect", {ELECT_TOPIC: (2, {})})
+    Topic = ElectLeadersRequest.TopicPartitions
+    for election_type, name in ((0, "preferred"), (1, "unclean")):
+        program.each_version(api, f"{name}-not-needed", lambda v, t=election_type: ElectLeadersRequest(
+            election_type=t, topic_partitions=[Topic(topic=ELECT_TOPIC, partitions=[0, 1])], timeout_ms=10_000))
+    program.each_version(api, "unknown-topic", lambda v: ElectLeadersRequest(
+        topic_partitions=[Topic(topic="diff-no-such-topic", partitions=[0])], timeout_ms=10_000))
+    program.each_version(api, "unknown-partition", lambda v: ElectLeadersRequest(
+        topic_partitions=[Topic(topic=ELECT_TOPIC, partitions=[0, 7])], timeout_ms=10_000))

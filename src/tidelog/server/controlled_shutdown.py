@@ -1,0 +1,79 @@
+"""The stopping broker's side of controlled shutdown (Kafka's ``KafkaServer.controlledShutdown`` of
+the ZooKeeper era), run on SIGTERM before anything else stops, so clients are still served meanwhile.
+
+Up to ``controlled.shutdown.max.retries`` times: find the controller in the metadata, send it
+ControlledShutdown (v3, over its inter-broker listener; to itself in-process when this broker is the
+controller), and stop asking once the answer has no remaining partitions. An error, an unreachable
+controller or remaining partitions mean a pause of ``controlled.shutdown.retry.backoff.ms`` and
+another attempt. Then the broker stops as before (its ZooKeeper session closes, and the controller
+takes whatever is left as after a broker failure). Loop-only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+from tidelog.cluster.metadata import MetadataImage
+from tidelog.errors import ErrorCode
+from tidelog.protocol.messages import ControlledShutdownRequest, ControlledShutdownResponse
+from tidelog.replica.fetcher import BrokerChannel
+from tidelog.server.leadership import LeadershipChanges
+
+log = logging.getLogger(__name__)
+
+VERSION = 3
+
+
+class ControlledShutdown:
+    def __init__(self, broker_id: int, image: Callable[[], MetadataImage], leadership: LeadershipChanges,
+                 listener_name: str | None, *, max_retries: int, backoff_ms: int, timeout_ms: int) -> None:
+        self.broker_id = broker_id
+        self._image = image
+        self.leadership = leadership
+        self.listener_name = listener_name
+        self.max_retries = max_retries
+        self.backoff_ms = backoff_ms
+        self.timeout_ms = timeout_ms
+
+    async def run(self) -> bool:
+        """True once the controller reports nothing remaining."""
+        started = time.monotonic()
+        for attempt in range(1, self.max_retries + 1):
+            try:
+                code, remaining = await self._attempt()
+            except (TimeoutError, OSError, EOFError, asyncio.IncompleteReadError, ConnectionError) as e:
+                code, remaining = ErrorCode.NETWORK_EXCEPTION, []
+                log.warning("controlled shutdown: the controller could not be reached: %r", e)
+            if code == ErrorCode.NONE and not remaining:
+                log.info("controlled shutdown succeeded in %.0f ms", (time.monotonic() - started) * 1000)
+                return True
+            log.warning("controlled shutdown attempt %d of %d: %s, %d partitions remaining %s", attempt,
+                        self.max_retries, code.name, len(remaining), remaining[:10])
+            if attempt < self.max_retries:
+                await asyncio.sleep(self.backoff_ms / 1000)
+        log.warning("controlled shutdown did not complete; stopping anyway")
+        return False
+
+    async def _attempt(self) -> tuple[ErrorCode, list[tuple[str, int]]]:
+        image = self._image()
+        controller = image.controller_id
+        if controller == self.broker_id:
+            return await self.leadership.controlled_shutdown(self.broker_id, self.timeout_ms)
+        broker = image.brokers.get(controller)
+        if broker is None:
+            return ErrorCode.NOT_CONTROLLER, []
+        host, port = broker.endpoint(self.listener_name)
+        channel = BrokerChannel(host, port, f"broker-{self.broker_id}-controlled-shutdown", self.timeout_ms / 1000)
+        try:
+            response: ControlledShutdownResponse = await channel.request(
+                ControlledShutdownRequest(broker_id=self.broker_id, broker_epoch=-1), VERSION)
+        finally:
+            channel.close()
+        return (ErrorCode(response.error_code),
+                [(r.topic_name, r.partition_index) for r in response.remaining_partitions])
+
+
+__all__ = ["ControlledShutdown"]
