@@ -111,6 +111,18 @@ def test_an_offset_commit_is_answered_once_the_isr_has_it(cluster: Cluster) -> N
         cluster.heal(leader, (OFFSETS, partition))
 
 
+@pytest.mark.xfail(strict=True, reason="broker bug: CreateTopics' manual replica assignment is validated but "
+                   "ignored in cluster mode (the controller assigns replicas itself); Kafka honours it")
+def test_a_manual_replica_assignment_is_honoured(cluster: Cluster) -> None:
+    from confluent_kafka.admin import NewTopic
+
+    admin = cluster.admin()
+    wanted = [[3, 1, 2], [3, 1, 2]]  # round robin never gives two partitions the same leader
+    admin.create_topics([NewTopic("co-manual", 2, replica_assignment=wanted)])["co-manual"].result(20)
+    assert wait_for(lambda: cluster.state_or_none("co-manual", 1) and cluster.assignment("co-manual"),
+                    what="the topic") == {0: wanted[0], 1: wanted[1]}
+
+
 def _consume_with_commits(consumer: Consumer, seen: list[bytes], acked: dict[int, int], until: int,
                           timeout: float = 60) -> None:
     """Poll, committing each record synchronously; ``acked`` keeps the commits acknowledged."""
