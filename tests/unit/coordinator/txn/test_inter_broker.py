@@ -10,7 +10,11 @@ import struct
 from tidelog.coordinator.txn.inter_broker import InterBrokerClient
 from tidelog.errors import ErrorCode
 from tidelog.protocol.headers import decode_request, encode_response
-from tidelog.protocol.messages import AddPartitionsToTxnResponse, WriteTxnMarkersRequest, WriteTxnMarkersResponse
+from tidelog.protocol.messages import (
+    AddPartitionsToTxnResponse,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
+)
 
 MR = WriteTxnMarkersResponse
 AR = AddPartitionsToTxnResponse
