@@ -8,7 +8,7 @@ Run from the repository root::
     .venv/bin/python bench/cluster.py --quick    # a smoke run (about 2 minutes)
 
 Targets. ``tidelog``: :class:`tidelog.testing.cluster.LocalCluster`, a ZooKeeper (fetched from Maven
-Central) and brokers 1..3 (``tidelog serve``) on loopback. ``kafka``: :class:`tests.oracle.kafka_cluster.
+Central; tickTime 2 s, ZooKeeper's default, so sessions up to 40 s are honoured) and brokers 1..3 (``tidelog serve``) on loopback. ``kafka``: :class:`tests.oracle.kafka_cluster.
 KafkaCluster`, three KRaft nodes 1..3, each broker and controller (a static quorum), the release
 tests/java/pom.xml pins, 512 MiB heap each (``--kafka-heap``). Both get ``offsets.topic.num.partitions=3``;
 everything else is each broker's default. Both are driven by the same client (confluent-kafka) with the
@@ -61,6 +61,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.oracle:
 from perf.workload import CONSUMER_CONF, PRODUCER_CONF, consume, warm_up_consumer
 
 from tidelog.testing.cluster import LocalCluster, wait_for
+from tidelog.testing.zookeeper import ZooKeeperProcess
 
 NODES = (1, 2, 3)
 WORKLOADS = (("RF=1", 1, "1"), ("RF=3 acks=1", 3, "1"), ("RF=3 acks=all", 3, "all"))
@@ -110,7 +111,11 @@ class TidelogTarget(Target):
     name = "tidelog"
 
     def __init__(self, root: Path, session_ms: int) -> None:
-        self.cluster = LocalCluster(root, brokers=len(NODES), session_ms=session_ms, overrides=COMMON).start()
+        # ZooKeeper's own default tick (2 s; the test harness's 500 ms caps sessions at 20 ticks = 10 s,
+        # which would cut the default 18 s session short).
+        zookeeper = ZooKeeperProcess(root / "zk", tick_time_ms=2000)
+        self.cluster = LocalCluster(root, brokers=len(NODES), session_ms=session_ms, overrides=COMMON,
+                                    zookeeper=zookeeper).start()
         self.describe = f"tidelog, zookeeper.session.timeout.ms={session_ms}"
 
     def bootstrap(self, *ids: int) -> str:
