@@ -65,7 +65,7 @@ def test_the_metrics_cost_benchmark_runs_its_in_process_path() -> None:
 @pytest.mark.xdist_group("cluster")
 def test_the_cluster_benchmark_runs_its_quick_tidelog_part() -> None:
     """bench/cluster.py --quick on three Tidelog brokers only (ZooKeeper needs java and mvn), with fewer
-    records and bytes to catch up: every phase prints its figures. About 30 s."""
+    records and bytes to catch up: every phase prints its figures. About 30 s (a minute at load 10)."""
     from tests import toolchain
 
     toolchain.require_command("java+maven", "java", "mvn")
