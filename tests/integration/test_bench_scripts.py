@@ -60,3 +60,24 @@ def test_the_metrics_cost_benchmark_runs_its_in_process_path() -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     assert re.search(r"path-10 +paired +\d", done.stdout), done.stdout[-2000:]
     assert re.search(r"path-1000 +paired +\d", done.stdout), done.stdout[-2000:]
+
+
+@pytest.mark.xdist_group("cluster")
+def test_the_cluster_benchmark_runs_its_quick_tidelog_part() -> None:
+    """bench/cluster.py --quick on three Tidelog brokers only (ZooKeeper needs java and mvn), with fewer
+    records and bytes to catch up: every phase prints its figures. About 30 s (a minute at load 10)."""
+    from tests import toolchain
+
+    toolchain.require_command("java+maven", "java", "mvn")
+    done = subprocess.run([sys.executable, str(BENCH / "cluster.py"), "--quick", "--targets", "tidelog",
+                           "--records", "5000", "--catch-up-bytes", "8MiB", "--failover-timeout", "30"],
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout
+    for workload in ("RF=1", "RF=3 acks=1", "RF=3 acks=all"):
+        # produce rec/s (median) MB/s, consume rec/s (median) MB/s: every figure there, no error column
+        assert re.search(rf"^{re.escape(workload)} +tidelog +[\d,]+ +\([\d,]+\) +[\d.]+ +[\d,]+ +\([\d,]+\) +[\d.]+$",
+                         out, re.M), out[-3000:]
+    assert re.search(r"^tidelog, session 4000 ms +1 +[\d.]+ \([\d.]+-[\d.]+\) +[\d.]+ \([\d.]+-[\d.]+\)$", out, re.M), \
+        out[-3000:]
+    assert re.search(r"^tidelog +\d +8 +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+$", out, re.M), out[-3000:]

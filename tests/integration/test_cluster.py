@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import NewTopic
+from confluent_kafka.admin import NewPartitions, NewTopic
 
 from tests.integration.zookeeper import start_zookeeper
 from tidelog.testing import BrokerProcess
@@ -85,6 +85,16 @@ def test_a_topic_with_three_replicas_spreads_them_and_writes_kafkas_layout(clust
         assert wait_for(lambda b=broker: partition_dirs(b, "spread") == set(range(6)), what="logs")
     assignment = json.loads(cluster.zk.get("/brokers/topics/spread")[0])["partitions"]
     assert {int(k): v for k, v in assignment.items()} == {i: p.replicas for i, p in topic.partitions.items()}
+
+
+def test_manual_replica_assignments_are_kept_on_create_and_on_adding_partitions(cluster):
+    admin = cluster.admin(1)
+    admin.create_topics([NewTopic("manual", num_partitions=2, replica_assignment=[[3, 1], [2, 3]])])["manual"].result(10)
+    assert cluster.assignment("manual") == {0: [3, 1], 1: [2, 3]}
+    assert cluster.state("manual", 0)["leader"] == 3 and cluster.state("manual", 1)["leader"] == 2
+    admin.create_partitions([NewPartitions("manual", 3, replica_assignment=[[1, 2]])])["manual"].result(10)
+    wait_for(lambda: cluster.assignment("manual") == {0: [3, 1], 1: [2, 3], 2: [1, 2]}, what="partition 2")
+    assert wait_for(lambda: partition_dirs(cluster.brokers[3], "manual") == {0, 1}, what="logs on broker 3")
 
 
 def test_each_broker_hosts_and_leads_only_its_partitions(cluster):
@@ -175,7 +185,7 @@ def test_killing_the_controller_moves_it_to_another_broker(cluster):
     epoch = int(cluster.zk.get("/controller_epoch")[0])
     cluster.brokers[old].kill()
     started = time.monotonic()
-    new = wait_for(lambda: cluster.zk.exists("/controller") and cluster.controller() != old and cluster.controller(),
+    new = wait_for(lambda: (c := cluster.controller()) is not None and c != old and c,
                    timeout=SESSION_MS / 1000 + 10, what="a new controller")
     moved_after = time.monotonic() - started
     assert new in {1, 2, 3} - {old}

@@ -77,8 +77,11 @@ class KafkaProcess(ServerProcess):
     stop_timeout = 60.0
 
     def __init__(self, data_dir: Path, *, overrides: dict[str, str] | None = None, port: int = 0,
-                 classpath: str | None = None, start_timeout: float = 120.0) -> None:
+                 classpath: str | None = None, start_timeout: float = 120.0,
+                 heap: list[str] | None = None) -> None:
         self.data_dir = Path(data_dir)
+        #: JVM heap options instead of kafka-server-start.sh's -Xmx1G -Xms1G (several nodes on one machine).
+        self.heap = heap
         self.overrides = dict(overrides or {})
         self.port = port
         self.controller_port = 0
@@ -154,6 +157,9 @@ class KafkaProcess(ServerProcess):
         """Start kafka.Kafka and wait until it serves; None, or why it did not (the process is gone then)."""
         log_start = self.log_file.stat().st_size if self.log_file.exists() else 0
         cmd = jvm.tool_command(self.classpath, "kafka-server-start", [str(self.properties_file)])
+        if self.heap is not None:
+            default = jvm.HEAP["kafka-server-start"]
+            cmd[1:1 + len(default)] = self.heap
         cmd.insert(1, "-Dorg.slf4j.simpleLogger.defaultLogLevel=info")
         # The config dumps (hundreds of lines per client and server config) at INFO drown everything else.
         cmd.insert(1, "-Dorg.slf4j.simpleLogger.log.org.apache.kafka.common.config.AbstractConfig=warn")

@@ -96,6 +96,8 @@ class NewTopic:
     replication_factor: int = 1
     configs: Mapping[str, str] | None = None
     internal: bool = False
+    #: a manual assignment (CreateTopics' ``assignments``): partition i's replicas, preferred leader first
+    assignments: tuple[tuple[int, ...], ...] | None = None
 
 
 class Controller:
@@ -200,7 +202,8 @@ class Controller:
                 results.append(e)
                 continue
             try:
-                partitions = self._new_partitions(image, 0, new.num_partitions, new.replication_factor)
+                partitions = (self._manual_partitions(0, new.assignments) if new.assignments
+                              else self._new_partitions(image, 0, new.num_partitions, new.replication_factor))
             except KafkaError as e:
                 results.append(e)
                 continue
@@ -238,6 +241,13 @@ class Controller:
         return tuple(PartitionMetadata(start + i, replicas[0], 0, replicas, replicas)
                      for i, replicas in enumerate(assignment))
 
+    @staticmethod
+    def _manual_partitions(start: int, assignments: Sequence[Sequence[int]]) -> tuple[PartitionMetadata, ...]:
+        """Partitions ``start``, ``start + 1`` ... placed as given (checked by the caller); the first
+        replica leads."""
+        return tuple(PartitionMetadata(start + i, replicas[0], 0, tuple(replicas), tuple(replicas))
+                     for i, replicas in enumerate(assignments))
+
     def delete_topic(self, name: str) -> None:
         self.delete_topics([name])
 
@@ -270,15 +280,21 @@ class Controller:
             raise KafkaError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partitions.")
         return topic
 
-    def create_partitions(self, name: str, count: int) -> TopicMetadata:
+    def create_partitions(self, name: str, count: int,
+                          assignments: Sequence[Sequence[int]] | None = None) -> TopicMetadata:
+        """Grow the topic to ``count`` partitions, the new ones placed as ``assignments`` says (checked
+        by the caller) or by Kafka's round robin."""
         topic = self.validate_create_partitions(name, count)
         self.check_request_size(count - len(topic.partitions), adding=True)
-        # Kafka continues the round robin from partition 0's leader (the first broker id at or above it).
-        ids = sorted(self.image.brokers)
-        first_leader = topic.partitions[0].replicas[0] if topic.partitions else 0
-        start = next((i for i, b in enumerate(ids) if b >= first_leader), 0)
-        new_parts = self._new_partitions(self.image, len(topic.partitions), count - len(topic.partitions),
-                                         topic.replication_factor, fixed_start=start)
+        if assignments:
+            new_parts = self._manual_partitions(len(topic.partitions), assignments)
+        else:
+            # Kafka continues the round robin from partition 0's leader (the first broker id at or above it).
+            ids = sorted(self.image.brokers)
+            first_leader = topic.partitions[0].replicas[0] if topic.partitions else 0
+            start = next((i for i, b in enumerate(ids) if b >= first_leader), 0)
+            new_parts = self._new_partitions(self.image, len(topic.partitions), count - len(topic.partitions),
+                                             topic.replication_factor, fixed_start=start)
         updated = replace(topic, partitions=topic.partitions + new_parts)
         self.store.publish(self.image.with_topic(updated))
         return updated

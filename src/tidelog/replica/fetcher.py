@@ -100,6 +100,7 @@ class ReplicaFetcher:
         self._task: asyncio.Task | None = None
         self._channel: BrokerChannel | None = None
         self._refusal: str | None = None  # the last refusal logged
+        self._stopping = False
 
     def start(self) -> None:
         if self._task is None:
@@ -110,10 +111,17 @@ class ReplicaFetcher:
         self._wakeup.set()
 
     async def stop(self) -> None:
+        self._stopping = True
         if self._task is not None:
-            self._task.cancel()
+            # Python 3.11's asyncio.wait_for can swallow a cancellation that arrives just as the awaited
+            # read completes (fixed in 3.12): the loop then runs on. The flag ends it at its next turn,
+            # and the task is cancelled again until it is done.
+            while not self._task.done():
+                self._task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await asyncio.wait({self._task}, timeout=0.5)
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+                self._task.result()
             self._task = None
         self._close()
 
@@ -123,7 +131,7 @@ class ReplicaFetcher:
             self._channel = None
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopping:
             request = self._build(self.leader_id)
             if request is None:
                 self._wakeup.clear()

@@ -143,8 +143,14 @@ class LocalCluster:
     def live_ids(self) -> list[int]:
         return sorted(int(i) for i in self.zk.get_children("/brokers/ids")) if self.zk.exists("/brokers/ids") else []
 
-    def controller(self) -> int:
-        return json.loads(self.zk.get("/controller")[0])["brokerid"]
+    def controller(self) -> int | None:
+        """The controller's broker id, None while there is none (between elections)."""
+        from kazoo.exceptions import NoNodeError
+
+        try:
+            return json.loads(self.zk.get("/controller")[0])["brokerid"]
+        except NoNodeError:
+            return None
 
     def assignment(self, topic: str) -> dict[int, list[int]]:
         data = json.loads(self.zk.get(f"/brokers/topics/{topic}")[0])

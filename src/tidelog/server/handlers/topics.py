@@ -165,7 +165,9 @@ class TopicHandlers:
             raise KafkaError(ErrorCode.INVALID_CONFIG, "Null value not supported for topic configs: " + ",".join(nulls))
         if layout_error is not None:
             raise layout_error
-        return NewTopic(t.name, num_partitions, replication_factor, overrides)
+        assignments = (tuple(tuple(a.broker_ids) for a in sorted(t.assignments, key=lambda a: a.partition_index))
+                       if t.assignments else None)
+        return NewTopic(t.name, num_partitions, replication_factor, overrides, assignments=assignments)
 
     def _layout(self, t) -> tuple[int, int]:
         """(partitions, replication factor) the request asks for, or KafkaError."""
@@ -354,7 +356,8 @@ class TopicHandlers:
             for a in t.assignments:
                 self._check_replica_assignment(a.broker_ids, topic.replication_factor)
         if not validate_only:
-            self.controller.create_partitions(t.name, t.count)
+            self.controller.create_partitions(
+                t.name, t.count, [list(a.broker_ids) for a in t.assignments] if t.assignments else None)
 
 
 class _HiddenTopic(KafkaError):
