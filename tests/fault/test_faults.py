@@ -1,0 +1,75 @@
+"""Fault tests in the manner of Jepsen (:mod:`tidelog.testing.jepsen`): ZooKeeper and three brokers
+whose inter-broker and ZooKeeper traffic goes through controllable proxies; idempotent acks=all
+producers write unique values to an RF=3, min.insync.replicas=2 topic and two consumers read it while
+a nemesis kills (-9) leaders, SIGSTOPs brokers, cuts a broker off from ZooKeeper and the other
+brokers, restarts ZooKeeper, or combines them. After healing, the checker asserts: no acknowledged
+record lost, no duplicate, replicas byte-identical, offsets never reused for different data,
+read_committed never sees aborted data. Each run prints its history summary and verdict; a failing
+run names the directory holding its history and the processes' logs.
+
+In CI: six schedules of ~15 s of faults on one cluster, ~3 min in all. A longer soak (every nemesis,
+mixed at random): ``TIDELOG_FAULT_SOAK=600 pytest tests/fault -k soak`` (seconds), or
+``python -m tidelog.testing.jepsen --duration 600``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from tests.integration.zookeeper import start_zookeeper
+from tidelog.testing.jepsen import RunResult, fault_cluster, run
+
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("faults")]
+
+DURATION_S = 15.0
+SOAK_ENV = "TIDELOG_FAULT_SOAK"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+    root = tmp_path_factory.mktemp("faults")
+    c, network = fault_cluster(root, zookeeper=start_zookeeper(root / "zk"))
+    yield c, network
+    c.stop()
+    network.close()
+
+
+def fault_run(cluster, nemesis: str, topic: str, **kw) -> RunResult:
+    c, network = cluster
+    result = run(c, network, nemesis, topic=topic, **{"duration": DURATION_S, "transactional": 0, **kw})
+    assert result.verdict.valid, result.failure_message()
+    faults = [op for op in result.history.ops if op.process == "nemesis" and op.f == "start"]
+    assert faults, "the nemesis never struck"
+    assert result.verdict.stats["acknowledged"] >= 100, "the producers made no progress"
+    return result
+
+
+@pytest.mark.parametrize("nemesis", ["kill", "pause", "isolate-blackhole", "zk-kill", "kill+zk-stop",
+                                     "pause+isolate-drop"])
+def test_no_acknowledged_record_lost_duplicated_or_forked_under(cluster, nemesis):
+    fault_run(cluster, nemesis, f"f-{nemesis.replace('+', '-')}")
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "broker bug: in cluster mode a transaction only works when its coordinator's broker leads every "
+    "partition it touches: the coordinator writes COMMIT/ABORT markers only through its local replica "
+    "manager (markers for partitions led elsewhere fail with NOT_LEADER_OR_FOLLOWER and are retried "
+    "forever) and a leader verifies a transactional produce against its own local coordinator "
+    "(INVALID_PRODUCER_ID_MAPPING); transactions never end and the last stable offset stays behind"))
+def test_transactions_end_and_read_committed_sees_exactly_the_committed(cluster):
+    c, network = cluster
+    result = run(c, network, "none", topic="f-txn", duration=DURATION_S, producers=1, transactional=1)
+    outcomes = [op for op in result.history.ops if op.f == "txn" and op.type != "invoke"]
+    unknown = [op.error for op in outcomes if op.type != "ok"]
+    assert not unknown, f"{len(unknown)} transaction(s) with an unknown outcome, e.g. {unknown[0]}"
+    assert result.verdict.stats["committed"] > 0
+    assert result.verdict.valid, result.failure_message()
+
+
+@pytest.mark.skipif(not os.environ.get(SOAK_ENV), reason=f"a long soak: set {SOAK_ENV}=SECONDS to run it")
+def test_soak_with_every_nemesis_mixed(cluster):
+    # No transactional producer until the broker bug above is fixed (its runs could never be valid).
+    fault_run(cluster, "mixed", "f-soak", duration=float(os.environ[SOAK_ENV]), quiet_s=4.0, fault_s=6.0)
