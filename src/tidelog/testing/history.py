@@ -169,6 +169,21 @@ def check(history: History, replica_problems: list[str] | None = None) -> Verdic
     lost = sorted(v for v in sent_ok if v not in present)
     if lost:
         violations.append(f"{len(lost)} acknowledged record(s) lost: {_limit(lost)}")
+    invisible = sorted(v for v in sent_ok if v in present and v not in present_committed)
+    if invisible and "read_committed" in final:
+        violations.append(f"{len(invisible)} acknowledged non-transactional record(s) missing from the final "
+                          f"read_committed read: {_limit(invisible)}")
+    for op in history.ops:
+        if op.f == "read" and op.type == "ok" and op.value.get("ends"):
+            beyond: dict[int, int] = {}
+            for p, offset, _ in op.value["records"]:
+                end = op.value["ends"].get(str(p), op.value["ends"].get(p))
+                if end is not None and offset >= end:
+                    beyond[p] = max(offset, beyond.get(p, -1))
+            for p, last in sorted(beyond.items()):
+                violations.append(f"the final {op.value['isolation']} read got partition {p}'s records up to offset "
+                                  f"{last}, at or above its high watermark {op.value['ends'].get(str(p), op.value['ends'].get(p))} "
+                                  "(ListOffsets LATEST)")
     lost_txn = sorted(committed - present_committed)
     if lost_txn:
         violations.append(f"{len(lost_txn)} committed transactional record(s) missing: {_limit(lost_txn)}")

@@ -26,6 +26,7 @@ several runs can share one cluster (the CI tests do).
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import random
 import sys
@@ -157,9 +158,15 @@ def _keep(result: RunResult, cluster: LocalCluster, name: str, lines: list[str])
 def run(cluster: LocalCluster, network: ClusterNetwork, nemesis_name: str, *, topic: str,
         duration: float = 20.0, partitions: int = 3, producers: int = 2, transactional: int = 1,
         quiet_s: float = 3.0, fault_s: float = 5.0, seed: int | None = None,
-        settle_timeout: float = 60.0, out: Callable[[str], None] = print) -> RunResult:
-    """One fault run (see the module docstring); prints the history summary and verdict via ``out``."""
+        settle_timeout: float = 60.0, out: Callable[[str], None] = print, live: bool = False) -> RunResult:
+    """One fault run (see the module docstring); prints the history summary and verdict via ``out``
+    (with ``live``, also each nemesis step as it happens)."""
     seed = random.randrange(1 << 30) if seed is None else seed
+
+    def progress(op) -> None:
+        if live:
+            out(f"  {op.time:8.2f}s nemesis {op.f}: {op.value}")
+
     rng = random.Random(seed)
     cluster.create_topic(topic, partitions, 3, {"min.insync.replicas": "2"})
     nemesis = make_nemesis(nemesis_name, cluster, network, topic, rng)
@@ -174,7 +181,7 @@ def run(cluster: LocalCluster, network: ClusterNetwork, nemesis_name: str, *, to
     for client in clients:
         client.start()
     schedule = threading.Thread(target=run_schedule, name="nemesis", daemon=True, args=(
-        nemesis, stop_nemesis, lambda phase, text: history.add("nemesis", "info", phase, text)),
+        nemesis, stop_nemesis, lambda phase, text: progress(history.add("nemesis", "info", phase, text))),
         kwargs={"quiet_s": quiet_s, "fault_s": fault_s, "rng": rng})
     schedule.start()
     time.sleep(duration)
@@ -234,12 +241,14 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         print(f"tidelog.testing.jepsen: {e}", file=sys.stderr)
         return 2
+    logging.getLogger("kazoo").setLevel(logging.ERROR)  # the harness's own ZooKeeper client, through restarts
     root = args.dir or Path(tempfile.mkdtemp(prefix="tidelog-jepsen-"))
+    print(f"data in {root}; {args.duration:g} s of {args.nemesis} faults", flush=True)
     cluster, network = fault_cluster(root)
     try:
         result = run(cluster, network, args.nemesis, topic="jepsen", duration=args.duration,
                      partitions=args.partitions, producers=args.producers, transactional=args.transactional,
-                     quiet_s=args.quiet, fault_s=args.fault, seed=args.seed)
+                     quiet_s=args.quiet, fault_s=args.fault, seed=args.seed, live=True)
     finally:
         cluster.stop()
         network.close()

@@ -95,3 +95,14 @@ def test_the_history_round_trips_through_its_file_and_summarises(tmp_path):
     assert summary[0].startswith("history: ") and "send ok 3" in summary[0]
     assert summary[1] == "transactions: aborted 1, committed 1"
     assert summary[-1].endswith("nemesis start: kill -9 broker 2")
+
+
+def test_an_acknowledged_record_invisible_to_read_committed_and_records_above_the_high_watermark():
+    h = base_history()
+    for isolation, records in (("read_uncommitted", UNCOMMITTED), ("read_committed", COMMITTED[1:])):
+        h.add(f"final-{isolation}", "ok", "read", {"isolation": isolation, "records": records, "ends": {"0": 5}})
+    verdict = check(h)
+    assert any("1 acknowledged non-transactional record(s) missing from the final read_committed read: p0-0" in v
+               for v in verdict.violations)
+    assert any("read got partition 0's records up to offset 5, at or above its high watermark 5" in v
+               for v in verdict.violations)
