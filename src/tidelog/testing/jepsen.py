@@ -120,17 +120,20 @@ def _settle(cluster: LocalCluster, topic: str, partitions: int, timeout: float) 
     """Wait until every partition is led and has its full ISR, then until its replicas are
     byte-identical; what did not happen, as violations."""
     problems = []
+    # The harness's own ZooKeeper client may still be reconnecting after a ZooKeeper restart.
+    wait_for(lambda: cluster.zk.connected and _quietly(lambda: cluster.assignment(topic)), timeout,
+             what="the harness's ZooKeeper client to reconnect", interval=0.2)
     for p in range(partitions):
         replicas = sorted(cluster.assignment(topic)[p])
 
         def healthy(p=p, replicas=replicas):
-            state = cluster.state(topic, p)
+            state = _quietly(lambda: cluster.state(topic, p)) or {"leader": -1, "isr": []}
             return state["leader"] in replicas and sorted(state["isr"]) == replicas
 
         try:
             wait_for(healthy, timeout, what=f"{topic}-{p} led with its full ISR {replicas}", interval=0.2)
         except AssertionError as e:
-            problems.append(f"not recovered after healing: {e} (state {cluster.state(topic, p)})")
+            problems.append(f"not recovered after healing: {e} (state {_quietly(lambda p=p: cluster.state(topic, p))})")
             continue
         try:
             cluster.wait_replicas_identical(topic, p, replicas, timeout=timeout)
@@ -142,6 +145,14 @@ def _settle(cluster: LocalCluster, topic: str, partitions: int, timeout: float) 
             problems.append(f"replicas of {topic}-{p} differ on disk: (batches, last base offset) per broker "
                             f"{ends}, first difference at batch {diverge}")
     return problems
+
+
+def _quietly(fn: Callable[[], object]) -> object:
+    """``fn()``, or None if the ZooKeeper client is between sessions (kazoo raises then)."""
+    try:
+        return fn()
+    except Exception:
+        return None
 
 
 def _keep(result: RunResult, cluster: LocalCluster, name: str, lines: list[str]) -> Path:
@@ -230,7 +241,9 @@ def main(argv: list[str] | None = None) -> int:
                              "random one each time)")
     parser.add_argument("--partitions", type=int, default=3)
     parser.add_argument("--producers", type=int, default=2, help="idempotent producers (default 2)")
-    parser.add_argument("--transactional", type=int, default=1, help="transactional producers (default 1)")
+    parser.add_argument("--transactional", type=int, default=0,
+                        help="transactional producers (default 0: in cluster mode a transaction over partitions "
+                             "led by other brokers than its coordinator's does not end yet)")
     parser.add_argument("--quiet", type=float, default=4.0, help="seconds between faults (default 4)")
     parser.add_argument("--fault", type=float, default=6.0, help="seconds a fault lasts (default 6)")
     parser.add_argument("--seed", type=int, default=None)

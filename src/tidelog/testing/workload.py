@@ -98,7 +98,10 @@ class IdempotentProducer(_Client):
 
             try:
                 producer.produce(self.topic, value.encode(), partition=partition, on_delivery=done)
-            except BufferError:
+            except (BufferError, KafkaException) as e:  # not enqueued: certainly not written
+                self.history.add(self.process, "fail", "send", {"value": value, "partition": partition}, _err(e))
+                if isinstance(e, KafkaException) and e.args[0].fatal():
+                    self.fatal = self.fatal or _err(e)
                 producer.poll(0.1)
             producer.poll(self.interval)
             if self.fatal is not None:  # the producer is unusable: what it still held is purged (info)
@@ -214,7 +217,9 @@ class Reader(_Client):
 def high_watermarks(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
     """Every partition's high watermark (a read_uncommitted ListOffsets; read_committed would give
     the last stable offset)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "jepsen-watermarks", "logger": CLIENT_LOG})
+    # librdkafka's default isolation.level is read_committed, whose ListOffsets answers the LSO
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "jepsen-watermarks", "logger": CLIENT_LOG,
+                         "isolation.level": "read_uncommitted"})
     try:
         return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
     finally:
