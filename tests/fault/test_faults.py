@@ -7,9 +7,9 @@ record lost, no duplicate, replicas byte-identical, offsets never reused for dif
 read_committed never sees aborted data. Each run prints its history summary and verdict; a failing
 run names the directory holding its history and the processes' logs.
 
-In CI: six schedules of ~15 s of faults on one cluster, ~2.5 min in all (with the other tests here). A longer soak (every nemesis,
-mixed at random): ``TIDELOG_FAULT_SOAK=600 pytest tests/fault -k soak`` (seconds), or
-``python -m tidelog.testing.jepsen --duration 600``.
+In CI: six schedules of ~15 s of faults on one cluster, ~2.5 min in all (with the other tests here).
+A longer soak (every nemesis, mixed at random): ``TIDELOG_FAULT_SOAK=600 pytest tests/fault -k soak``
+(seconds), or ``python -m tidelog.testing.jepsen --duration 600``.
 """
 
 from __future__ import annotations
