@@ -18,9 +18,12 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import NewTopic
 
 from tests.integration.kafka_io import produce_batch
 from tests.integration.zookeeper import start_zookeeper
+from tidelog.coordinator.runtime import partition_for
 from tidelog.errors import ErrorCode
 from tidelog.records.builder import build_batch
 from tidelog.testing.client import WireClient
@@ -71,6 +74,36 @@ def test_an_isolated_leader_is_really_cut_off_and_acknowledges_nothing(cluster):
     batches = c.wait_replicas_identical(topic, timeout=30)
     assert b"before" in batches[0][1]
     assert all(b"to-the-zombie" not in data for _, data in batches)
+
+
+def test_a_verified_transactional_produce_with_acks_all_is_answered(cluster):
+    """Regression (found by a soak): a transactional produce that the leader verifies with its
+    transaction coordinator (KIP-890) and that waits for the ISR (acks=all in a cluster) was never
+    answered -- the handler returned the un-awaited wait; the transaction could not commit."""
+    c, _ = cluster
+    txn_id, topic = "f-verified", "f-verified"
+    producer = Producer({"bootstrap.servers": c.bootstrap(), "transactional.id": txn_id, "acks": "all",
+                         "transaction.timeout.ms": 15000})
+    producer.init_transactions(30)
+    # The partition is led by the coordinator's broker: its markers are written locally (the
+    # cross-broker case is the xfail above).
+    coordinator = c.leader("__transaction_state", partition_for(txn_id, 3))
+    replicas = [coordinator, *(i for i in c.brokers if i != coordinator)]
+    admin = c.admin()
+    admin.create_topics([NewTopic(topic, 1, replica_assignment=[replicas])])[topic].result(20)
+    wait_for(lambda: (c.state_or_none(topic) or {}).get("leader") == coordinator, what=f"{topic} led by {coordinator}")
+    producer.begin_transaction()
+    producer.produce(topic, b"committed-once", partition=0)
+    producer.commit_transaction(20)
+    consumer = Consumer({"bootstrap.servers": c.bootstrap(), "group.id": "f-verified", "enable.auto.commit": False,
+                         "isolation.level": "read_committed"})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    try:
+        got = wait_for(lambda: [m.value() for m in consumer.consume(10, 0.5) if m.error() is None], 20,
+                       what="the committed record")
+    finally:
+        consumer.close()
+    assert got == [b"committed-once"]
 
 
 def fault_run(cluster, nemesis: str, topic: str, **kw) -> RunResult:

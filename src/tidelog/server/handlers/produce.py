@@ -131,8 +131,11 @@ class ProduceHandler:
                                    denied: Refusals, producer_id: int, epoch: int, partitions: list[tuple[str, int]],
                                    operation: TransactionSupportedOperation) -> ProduceResponse | None:
         errors = await self.verifier.verify(request.transactional_id or "", producer_id, epoch, partitions, operation)
-        return self._produce(version, request, names,
-                             {**denied, **{tp: produce_error(code, operation) for tp, code in errors.items()}})
+        response = self._produce(version, request, names,
+                                 {**denied, **{tp: produce_error(code, operation) for tp, code in errors.items()}})
+        if asyncio.iscoroutine(response):  # acks=all in a cluster: it waits for the ISR
+            return await response
+        return response
 
     def _produce(self, v: int, request: ProduceRequest, names: list[str | None], refused: Refusals):
         responses = []
