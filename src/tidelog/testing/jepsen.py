@@ -1,0 +1,275 @@
+"""Fault runs in the manner of Jepsen: clients write unique values to a replicated topic while a
+nemesis breaks the cluster; after healing, a checker decides whether any invariant was broken.
+
+    python -m tidelog.testing.jepsen --duration 600              # a soak, every nemesis mixed
+    python -m tidelog.testing.jepsen --nemesis kill --duration 60
+
+:func:`fault_cluster` builds a :class:`~tidelog.testing.cluster.LocalCluster` (three brokers,
+``min.insync.replicas=2``, a 4 s ZooKeeper session) wired through a
+:class:`~tidelog.testing.nemesis.ClusterNetwork`. :func:`run` does one run on it:
+
+1. create the topic (RF=3, ``min.insync.replicas=2``, unclean election off);
+2. start the clients (:mod:`tidelog.testing.workload`): idempotent acks=all producers, a
+   transactional producer committing and aborting, a read_uncommitted and a read_committed reader;
+3. run the nemesis's schedule (quiet, fault, heal, ...) for ``duration`` seconds; heal;
+4. stop the clients; wait until every partition has a leader and its full ISR (liveness), then
+   until its replicas are byte-identical on disk; read every partition to its end with both
+   isolation levels;
+5. :func:`tidelog.testing.history.check` the history; print its summary and the verdict. An invalid
+   run writes ``history.jsonl``, ``summary.txt`` and every process's log to a directory under
+   ``$TIDELOG_FAULT_ARTIFACTS`` (default ``<tmp>/tidelog-faults``) and names it.
+
+The cluster is healed (every broker running, ZooKeeper up, no cuts) when :func:`run` returns, so
+several runs can share one cluster (the CI tests do).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import random
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tidelog.testing.cluster import LocalCluster, wait_for
+from tidelog.testing.history import History, Verdict, check
+from tidelog.testing.nemesis import (
+    ClusterNetwork,
+    Combined,
+    Isolate,
+    Kill,
+    Mixed,
+    Nemesis,
+    Pause,
+    Quiet,
+    RestartZooKeeper,
+    run_schedule,
+)
+from tidelog.testing.workload import IdempotentProducer, Reader, TransactionalProducer, final_read
+from tidelog.testing.zookeeper import ZooKeeperProcess
+
+SESSION_MS = 4000
+OVERRIDES = {
+    "min.insync.replicas": "2", "default.replication.factor": "3", "unclean.leader.election.enable": "false",
+    "replica.lag.time.max.ms": "1500", "replica.fetch.backoff.ms": "200", "replica.socket.timeout.ms": "3000",
+    "offsets.topic.replication.factor": "3", "offsets.topic.num.partitions": "3",
+    "transaction.state.log.replication.factor": "3", "transaction.state.log.num.partitions": "3",
+    "transaction.state.log.min.isr": "2",
+}
+NEMESES = ("none", "kill", "pause", "isolate-drop", "isolate-blackhole", "zk-stop", "zk-kill", "kill+zk-stop",
+           "pause+isolate-drop")
+
+
+def fault_cluster(root: Path, *, zookeeper: ZooKeeperProcess | None = None, chroot: str = "/tidelog-faults",
+                  overrides: dict[str, str] | None = None) -> tuple[LocalCluster, ClusterNetwork]:
+    """A started three-broker cluster whose inter-broker and ZooKeeper traffic goes through proxies."""
+    cluster = LocalCluster(root, chroot=chroot, session_ms=SESSION_MS, zookeeper=zookeeper,
+                           overrides={**OVERRIDES, **(overrides or {})})
+    network = ClusterNetwork(cluster)
+    try:
+        cluster.start()
+    except BaseException:
+        cluster.stop()
+        network.close()
+        raise
+    return cluster, network
+
+
+def make_nemesis(name: str, cluster: LocalCluster, network: ClusterNetwork, topic: str,
+                 rng: random.Random) -> Nemesis:
+    """A nemesis by name (see ``NEMESES``; ``+`` combines, ``mixed`` picks one of them each time)."""
+    if name == "mixed":
+        return Mixed(*(make_nemesis(n, cluster, network, topic, rng) for n in NEMESES if n != "none"), rng=rng)
+    if "+" in name:
+        parts = [make_nemesis(n, cluster, network, topic, rng) for n in name.split("+")]
+        for part in parts[1:]:  # combined faults on brokers hit different brokers where they can
+            if hasattr(part, "target"):
+                part.target = "random"
+        return Combined(*parts)
+    if name == "none":
+        return Quiet()
+    if name == "kill":
+        return Kill(cluster, topic=topic, rng=rng)
+    if name == "pause":
+        return Pause(cluster, topic=topic, rng=rng)
+    if name in ("isolate-drop", "isolate-blackhole"):
+        return Isolate(cluster, network, mode=name.split("-")[1], topic=topic, rng=rng)
+    if name in ("zk-stop", "zk-kill"):
+        return RestartZooKeeper(cluster, kill=name == "zk-kill")
+    raise ValueError(f"unknown nemesis {name!r} (one of {', '.join((*NEMESES, 'mixed'))})")
+
+
+@dataclass
+class RunResult:
+    history: History
+    verdict: Verdict
+    #: where the history and logs were kept (an invalid run only)
+    artifacts: Path | None = None
+
+    def failure_message(self) -> str:
+        return "\n".join([*self.verdict.describe(), f"history and broker logs kept in {self.artifacts}"])
+
+
+def _settle(cluster: LocalCluster, topic: str, partitions: int, timeout: float) -> list[str]:
+    """Wait until every partition is led and has its full ISR, then until its replicas are
+    byte-identical; what did not happen, as violations."""
+    problems = []
+    # The harness's own ZooKeeper client may still be reconnecting after a ZooKeeper restart.
+    wait_for(lambda: cluster.zk.connected and _quietly(lambda: cluster.assignment(topic)), timeout,
+             what="the harness's ZooKeeper client to reconnect", interval=0.2)
+    for p in range(partitions):
+        replicas = sorted(cluster.assignment(topic)[p])
+
+        def healthy(p=p, replicas=replicas):
+            state = _quietly(lambda: cluster.state(topic, p)) or {"leader": -1, "isr": []}
+            return state["leader"] in replicas and sorted(state["isr"]) == replicas
+
+        try:
+            wait_for(healthy, timeout, what=f"{topic}-{p} led with its full ISR {replicas}", interval=0.2)
+        except AssertionError as e:
+            problems.append(f"not recovered after healing: {e} (state {_quietly(lambda p=p: cluster.state(topic, p))})")
+            continue
+        try:
+            cluster.wait_replicas_identical(topic, p, replicas, timeout=timeout)
+        except AssertionError:
+            logs = {i: cluster.log_batches(i, topic, p) for i in replicas}
+            ends = {i: (len(b), b[-1][0] if b else None) for i, b in logs.items()}
+            first = min(len(b) for b in logs.values())
+            diverge = next((k for k in range(first) if len({b[k][1] for b in logs.values()}) > 1), first)
+            problems.append(f"replicas of {topic}-{p} differ on disk: (batches, last base offset) per broker "
+                            f"{ends}, first difference at batch {diverge}")
+    return problems
+
+
+def _quietly(fn: Callable[[], object]) -> object:
+    """``fn()``, or None if the ZooKeeper client is between sessions (kazoo raises then)."""
+    try:
+        return fn()
+    except Exception:
+        return None
+
+
+def _keep(result: RunResult, cluster: LocalCluster, name: str, lines: list[str]) -> Path:
+    base = Path(os.environ.get("TIDELOG_FAULT_ARTIFACTS") or Path(tempfile.gettempdir()) / "tidelog-faults")
+    path = base / f"{name}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    result.history.write(path / "history.jsonl")
+    (path / "summary.txt").write_text("\n".join(lines) + "\n")
+    for i, broker in cluster.brokers.items():
+        (path / f"broker-{i}.log").write_text("".join(broker.stderr_lines))
+    (path / "zookeeper.log").write_text("".join(cluster.zookeeper.output))
+    return path
+
+
+def run(cluster: LocalCluster, network: ClusterNetwork, nemesis_name: str, *, topic: str,
+        duration: float = 20.0, partitions: int = 3, producers: int = 2, transactional: int = 1,
+        quiet_s: float = 3.0, fault_s: float = 5.0, seed: int | None = None,
+        settle_timeout: float = 60.0, out: Callable[[str], None] = print, live: bool = False) -> RunResult:
+    """One fault run (see the module docstring); prints the history summary and verdict via ``out``
+    (with ``live``, also each nemesis step as it happens)."""
+    seed = random.randrange(1 << 30) if seed is None else seed
+
+    def progress(op) -> None:
+        if live:
+            out(f"  {op.time:8.2f}s nemesis {op.f}: {op.value}")
+
+    rng = random.Random(seed)
+    cluster.create_topic(topic, partitions, 3, {"min.insync.replicas": "2"})
+    nemesis = make_nemesis(nemesis_name, cluster, network, topic, rng)
+    history = History()
+    stop_clients, stop_nemesis = threading.Event(), threading.Event()
+    bootstrap = cluster.bootstrap()
+    common = (bootstrap, topic, partitions, history, stop_clients)
+    clients = [IdempotentProducer(f"p{i}", *common, seed=seed) for i in range(producers)]
+    clients += [TransactionalProducer(f"{topic}-t{i}", *common, seed=seed) for i in range(transactional)]
+    clients += [Reader("r-uncommitted", *common, seed=seed),
+                Reader("r-committed", *common, isolation="read_committed", seed=seed)]
+    for client in clients:
+        client.start()
+    schedule = threading.Thread(target=run_schedule, name="nemesis", daemon=True, args=(
+        nemesis, stop_nemesis, lambda phase, text: progress(history.add("nemesis", "info", phase, text))),
+        kwargs={"quiet_s": quiet_s, "fault_s": fault_s, "rng": rng})
+    schedule.start()
+    time.sleep(duration)
+    stop_nemesis.set()
+    schedule.join(120)
+    network.heal()  # whatever happened, the cluster is whole again
+    if not cluster.zookeeper.alive:
+        cluster.zookeeper.start()
+    for i, broker in cluster.brokers.items():
+        if not broker.alive:
+            cluster.restart(i)
+        else:
+            cluster.resume(i)
+    history.add("nemesis", "info", "healed", "every broker running, ZooKeeper up, no cuts")
+    time.sleep(1.0)  # the producers' last records go to a whole cluster
+    stop_clients.set()
+    for client in clients:
+        client.join(60)
+    problems = [f"client {c.process} crashed: {c.crashed!r}" for c in clients if c.crashed]
+    problems += [f"client {c.process} did not stop" for c in clients if c.is_alive()]
+    problems += _settle(cluster, topic, partitions, settle_timeout)
+    for isolation in ("read_uncommitted", "read_committed"):
+        final_read(cluster.bootstrap(), topic, partitions, isolation, history)
+    verdict = check(history, problems)
+    lines = [f"fault run {nemesis_name} on {topic}: {duration:g} s, seed {seed}", *history.summary(),
+             *verdict.describe()]
+    result = RunResult(history, verdict)
+    if not verdict.valid:
+        result.artifacts = _keep(result, cluster, f"{nemesis_name}-{topic}", lines)
+        lines.append(f"history and broker logs kept in {result.artifacts}")
+    for line in lines:
+        out(line)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tidelog.testing.jepsen",
+        description="Start ZooKeeper and three brokers on loopback, run a fault schedule against "
+                    "them while clients write, then check that no acknowledged record was lost or "
+                    "duplicated, replicas are identical, offsets are never reused and read_committed "
+                    "never sees aborted data. Exit code 0: valid, 1: invalid. Needs java and mvn.")
+    parser.add_argument("--duration", type=float, default=600.0, help="seconds of faults (default 600)")
+    parser.add_argument("--nemesis", default="mixed",
+                        help=f"one of {', '.join(NEMESES)}, 'a+b' combinations, or 'mixed' (default: a "
+                             "random one each time)")
+    parser.add_argument("--partitions", type=int, default=3)
+    parser.add_argument("--producers", type=int, default=2, help="idempotent producers (default 2)")
+    parser.add_argument("--transactional", type=int, default=0,
+                        help="transactional producers (default 0: in cluster mode a transaction over partitions "
+                             "led by other brokers than its coordinator's does not end yet)")
+    parser.add_argument("--quiet", type=float, default=4.0, help="seconds between faults (default 4)")
+    parser.add_argument("--fault", type=float, default=6.0, help="seconds a fault lasts (default 6)")
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--dir", type=Path, default=None, help="data directory (default: a temporary one)")
+    args = parser.parse_args(argv)
+    try:
+        make_nemesis(args.nemesis, None, None, "", random.Random())  # type: ignore[arg-type]
+    except ValueError as e:
+        print(f"tidelog.testing.jepsen: {e}", file=sys.stderr)
+        return 2
+    logging.getLogger("kazoo").setLevel(logging.ERROR)  # the harness's own ZooKeeper client, through restarts
+    root = args.dir or Path(tempfile.mkdtemp(prefix="tidelog-jepsen-"))
+    print(f"data in {root}; {args.duration:g} s of {args.nemesis} faults", flush=True)
+    cluster, network = fault_cluster(root)
+    try:
+        result = run(cluster, network, args.nemesis, topic="jepsen", duration=args.duration,
+                     partitions=args.partitions, producers=args.producers, transactional=args.transactional,
+                     quiet_s=args.quiet, fault_s=args.fault, seed=args.seed, live=True)
+    finally:
+        cluster.stop()
+        network.close()
+    return 0 if result.verdict.valid else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+__all__ = ["NEMESES", "OVERRIDES", "RunResult", "fault_cluster", "make_nemesis", "run"]
