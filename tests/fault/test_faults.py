@@ -85,8 +85,7 @@ def test_a_verified_transactional_produce_with_acks_all_is_answered(cluster):
     producer = Producer({"bootstrap.servers": c.bootstrap(), "transactional.id": txn_id, "acks": "all",
                          "transaction.timeout.ms": 15000})
     producer.init_transactions(30)
-    # The partition is led by the coordinator's broker: its markers are written locally (the
-    # cross-broker case is the xfail above).
+    # The partition is led by the coordinator's broker, so the leader verifies the produce locally.
     coordinator = c.leader("__transaction_state", partition_for(txn_id, 3))
     replicas = [coordinator, *(i for i in c.brokers if i != coordinator)]
     admin = c.admin()
@@ -108,10 +107,9 @@ def test_a_verified_transactional_produce_with_acks_all_is_answered(cluster):
 
 def fault_run(cluster, nemesis: str, topic: str, **kw) -> RunResult:
     c, network = cluster
-    # One idempotent producer: two starting at once can get the same producer id from two brokers
-    # (producer-id blocks are not yet allocated safely cluster-wide; the soak and the runner use two).
-    result = run(c, network, nemesis, topic=topic, **{"duration": DURATION_S, "transactional": 0,
-                                                      "producers": 1, **kw})
+    # Two idempotent producers (their ids come from different brokers' blocks) and a transactional one.
+    result = run(c, network, nemesis, topic=topic, **{"duration": DURATION_S, "transactional": 1,
+                                                      "producers": 2, **kw})
     assert result.verdict.valid, result.failure_message()
     faults = [op for op in result.history.ops if op.process == "nemesis" and op.f == "start"]
     assert faults, "the nemesis never struck"
@@ -125,12 +123,6 @@ def test_no_acknowledged_record_lost_duplicated_or_forked_under(cluster, nemesis
     fault_run(cluster, nemesis, f"f-{nemesis.replace('+', '-')}")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "broker bug: in cluster mode a transaction only works when its coordinator's broker leads every "
-    "partition it touches: the coordinator writes COMMIT/ABORT markers only through its local replica "
-    "manager (markers for partitions led elsewhere fail with NOT_LEADER_OR_FOLLOWER and are retried "
-    "forever) and a leader verifies a transactional produce against its own local coordinator "
-    "(INVALID_PRODUCER_ID_MAPPING); transactions never end and the last stable offset stays behind"))
 def test_transactions_end_and_read_committed_sees_exactly_the_committed(cluster):
     c, network = cluster
     result = run(c, network, "none", topic="f-txn", duration=DURATION_S, producers=1, transactional=1)
@@ -143,6 +135,5 @@ def test_transactions_end_and_read_committed_sees_exactly_the_committed(cluster)
 
 @pytest.mark.skipif(not os.environ.get(SOAK_ENV), reason=f"a long soak: set {SOAK_ENV}=SECONDS to run it")
 def test_soak_with_every_nemesis_mixed(cluster):
-    # No transactional producer until the broker bug above is fixed (its runs could never be valid).
     fault_run(cluster, "mixed", "f-soak", duration=float(os.environ[SOAK_ENV]), quiet_s=4.0, fault_s=6.0,
               producers=2)

@@ -49,6 +49,9 @@ from tidelog.replica.purgatory import DelayedOperation, Purgatory
 from tidelog.storage.log import PartitionLog
 from tidelog.storage.log_manager import LogManager
 
+#: pause before an ISR change that could not be written is proposed again
+ISR_RETRY_BACKOFF_S = 1.0
+
 log = logging.getLogger(__name__)
 
 Key = tuple[str, int]
@@ -328,7 +331,11 @@ class Replication:
                 log.warning("%s-%d: ISR change not written: %r", *key, e)
                 written = False
             if not written and self.leaders.get(key) is state and state.pending == isr:
-                state.pending = None
+                # Proposals wait while a change is pending: hold it a moment before the next try, or a
+                # leader cut off from ZooKeeper would propose again on every follower fetch.
+                await asyncio.sleep(ISR_RETRY_BACKOFF_S)
+                if self.leaders.get(key) is state and state.pending == isr:
+                    state.pending = None
 
         self._spawn(write())
 
