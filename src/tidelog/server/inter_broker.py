@@ -37,7 +37,7 @@ from tidelog.protocol.messages import SaslAuthenticateRequest, SaslHandshakeRequ
 from tidelog.replica.fetcher import LeaderRefusedError
 from tidelog.security.sasl_client import CLIENT_MECHANISMS, jaas_credentials, sasl_client
 from tidelog.security.scram import AuthenticationError
-from tidelog.server.tls import _TLS_VERSIONS, _load_key_store, listener_value
+from tidelog.server.tls import _TLS_VERSIONS, _load_key_store, _load_trust_store, listener_value
 
 _SIZE = struct.Struct(">i")
 _HANDSHAKE_VERSION = 1
@@ -71,18 +71,7 @@ def client_ssl_context(config: BrokerConfig, listener: str) -> ssl.SSLContext:
             ctx.set_ciphers(":".join(ciphers))
         except ssl.SSLError:
             raise ConfigError(f"listener {listener}: ssl.cipher.suites names no cipher suite OpenSSL knows") from None
-    location, certificates = get("ssl.truststore.location"), get("ssl.truststore.certificates")
-    try:
-        if location is not None:
-            ctx.load_verify_locations(cafile=location)
-        elif certificates is not None:
-            ctx.load_verify_locations(cadata=certificates)
-        else:
-            ctx.load_default_certs(ssl.Purpose.SERVER_AUTH)
-    except FileNotFoundError:
-        raise ConfigError(f"listener {listener}: ssl.truststore.location {location} does not exist") from None
-    except ssl.SSLError as e:
-        raise ConfigError(f"listener {listener}: cannot load the trust store ({e.reason})") from None
+    _load_trust_store(ctx, get, listener, ssl.Purpose.SERVER_AUTH)
     if get("ssl.keystore.location") is not None or get("ssl.keystore.certificate.chain") is not None:
         _load_key_store(ctx, get, listener)  # presented to the other broker: mutual TLS
     ctx.check_hostname = bool(get("ssl.endpoint.identification.algorithm"))

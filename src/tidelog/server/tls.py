@@ -71,7 +71,10 @@ def _load_key_store(ctx: ssl.SSLContext, get, listener: str) -> None:
                           "ssl.key.password") from None
 
 
-def _load_trust_store(ctx: ssl.SSLContext, get, listener: str) -> None:
+def _load_trust_store(ctx: ssl.SSLContext, get, listener: str,
+                      purpose: ssl.Purpose = ssl.Purpose.CLIENT_AUTH) -> None:
+    """The trust store of ``listener`` (file, inline PEM, or the system's), into ``ctx``: for checking
+    clients' certificates (CLIENT_AUTH) or, as a client of another broker, its server's (SERVER_AUTH)."""
     location, certificates = get("ssl.truststore.location"), get("ssl.truststore.certificates")
     try:
         if location is not None:
@@ -79,7 +82,7 @@ def _load_trust_store(ctx: ssl.SSLContext, get, listener: str) -> None:
         elif certificates is not None:
             ctx.load_verify_locations(cadata=certificates)
         else:
-            ctx.load_default_certs(ssl.Purpose.CLIENT_AUTH)
+            ctx.load_default_certs(purpose)
     except FileNotFoundError:
         raise ConfigError(f"listener {listener}: ssl.truststore.location {location} does not exist") from None
     except ssl.SSLError as e:
