@@ -14,7 +14,7 @@ The same interface as the single node's :class:`~tidelog.cluster.store.EmbeddedS
   re-reads everything on the event loop (coalesced) and notifies the subscribers if anything changed.
   Unchanged topics keep their objects, so subscribers can compare by identity.
 * :meth:`publish` (from the :class:`~tidelog.cluster.controller.Controller`) writes the difference
-  between the current image and the new one as ONE ZooKeeper transaction: a new topic's assignment,
+  between the current image and the new one as ONE ZooKeeper transaction (built by :mod:`zk_write`): a new topic's assignment,
   partition states and config are created together (creating a topic another broker created first
   fails with TOPIC_ALREADY_EXISTS), partition states change only at the znode version they were
   read at, a deleted topic becomes an ``/admin/delete_topics`` entry that the controller carries
@@ -43,7 +43,6 @@ import concurrent.futures
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -61,20 +60,18 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from tidelog.cluster import reassignment, zk_acl
 from tidelog.cluster import zk_data as zk
-from tidelog.cluster.controller import INTERNAL_TOPICS
 from tidelog.cluster.election import elections
 from tidelog.cluster.metadata import BrokerInfo, MetadataImage, PartitionMetadata, TopicMetadata
 from tidelog.cluster.store import MetadataListener, new_cluster_id
-from tidelog.cluster.zk_quota import read_client_quotas, write_client_quotas
+from tidelog.cluster.zk_quota import read_client_quotas
+from tidelog.cluster.zk_read import read_acls, read_config, read_topics
+from tidelog.cluster.zk_write import WRITE_TIMEOUT_S, ReadVersions, add_changes
 from tidelog.errors import ErrorCode, KafkaError
-from tidelog.security.acl import PatternType
 from tidelog.zookeeper_connect import ZooKeeperConnect
 
 log = logging.getLogger(__name__)
 
 Dispatch = Callable[[Callable[[], None]], None]
-#: How long a metadata write (one ZooKeeper transaction, a request's handler waits for it) may take.
-WRITE_TIMEOUT_S = 3.0
 
 
 class ZooKeeperUnavailableError(ConnectionError):
@@ -489,69 +486,18 @@ class ZooKeeperStore:
                    client.get_children(zk_acl.EXTENDED_CHANGES, watch=watch))
         if changes == self._acl_changes:
             return self._acls
-        acls = []
-        for pattern_type in (PatternType.LITERAL, PatternType.PREFIXED):
-            root = zk_acl.pattern_root(pattern_type)
-            for type_name in client.get_children(root) if client.exists(root) else []:
-                resource_type = zk_acl.resource_type_from_path(type_name)
-                if resource_type is None:
-                    continue
-                for name in client.get_children(f"{root}/{type_name}"):
-                    try:
-                        raw, _ = client.get(zk_acl.resource_path(pattern_type, resource_type, name))
-                    except NoNodeError:
-                        continue
-                    try:
-                        acls.extend(zk_acl.decode_acls(raw, resource_type, name, pattern_type))
-                    except (ValueError, KeyError, TypeError) as e:
-                        log.warning("ignoring the unreadable ACLs of %s/%s: %r", root, name, e)
+        acls = read_acls(client)
         self._acl_changes, self._acls = changes, frozenset(acls)
         return self._acls
 
     def _read_config(self, path: str) -> dict[str, str]:
         assert self.client is not None
-        if not self.client.exists(path, watch=self._on_watch):
-            return {}
-        try:
-            return zk.decode_config(self.client.get(path, watch=self._on_watch)[0])
-        except NoNodeError:
-            return {}
+        return read_config(self.client, path, self._on_watch)
 
     def _read_topics(self, deleting: set[str]) -> dict[str, TopicMetadata]:
-        client, watch = self.client, self._on_watch
-        assert client is not None
-        old = self._image.topics if self._image is not None else {}
-        names = [n for n in client.get_children(zk.TOPICS, watch=watch) if n not in deleting]
-        assignments = {n: client.get_async(zk.topic_path(n), watch=watch) for n in names}
-        configs = {n: client.exists_async(zk.topic_config_path(n), watch=watch) for n in names}
-        topics: dict[str, TopicMetadata] = {}
-        versions: dict[str, int] = {}
-        for name in names:
-            try:
-                raw, stat = assignments[name].get()
-            except NoNodeError:
-                continue
-            topic_id, assignment = zk.decode_topic(raw)
-            adding, removing = zk.decode_topic_reassignment(raw)
-            if topic_id is None:  # written by a tool that predates topic ids: a stable one from the name
-                topic_id = uuid.uuid5(uuid.NAMESPACE_URL, f"tidelog-topic:{name}")
-            states = {p: client.get_async(zk.partition_state_path(name, p), watch=watch) for p in assignment}
-            partitions = []
-            for p, replicas in sorted(assignment.items()):
-                try:
-                    raw_state, state_stat = states[p].get()
-                    meta, _ = zk.decode_partition_state(p, replicas, raw_state, state_stat.version)
-                except NoNodeError:  # no leader yet
-                    meta = PartitionMetadata(p, -1, -1, replicas, (), -1)
-                if p in adding or p in removing:
-                    meta = replace(meta, adding_replicas=adding.get(p, ()), removing_replicas=removing.get(p, ()))
-                partitions.append(meta)
-            config = self._read_config(zk.topic_config_path(name)) if configs[name].get() else {}
-            topic = TopicMetadata(name, topic_id, tuple(partitions), config, name in INTERNAL_TOPICS)
-            previous = old.get(name)
-            topics[name] = previous if previous == topic else topic
-            versions[name] = stat.version
-        self._topic_versions = versions
+        assert self.client is not None
+        topics, self._topic_versions = read_topics(self.client, self._on_watch, deleting,
+                                                   self._image.topics if self._image is not None else {})
         return topics
 
     # ----------------------------------------------------------------------------------- writing
@@ -591,62 +537,9 @@ class ZooKeeperStore:
 
     def _write(self, old: MetadataImage, image: MetadataImage, client: KazooClient) -> None:
         tx = client.transaction()
-        created: list[str] = []
-        for name, topic in image.topics.items():
-            previous = old.topics.get(name)
-            if previous is None or previous.topic_id != topic.topic_id:
-                self._create_topic(tx, topic)
-                created.append(name)
-            elif previous is not topic:
-                self._update_topic(tx, previous, topic)
-        for name in old.topics:
-            if name not in image.topics:
-                tx.create(zk.delete_topic_path(name))
-        if image.broker_configs != old.broker_configs:
-            self._write_config(tx, f"{zk.CONFIG_BROKERS}/{zk.DEFAULT_BROKER_ENTITY}", image.broker_configs)
-        for group in set(old.group_configs) | set(image.group_configs):
-            if old.group_configs.get(group) != image.group_configs.get(group):
-                self._write_config(tx, zk.group_config_path(group), image.group_configs.get(group, {}))
-        if image.client_quotas != old.client_quotas:
-            write_client_quotas(client, tx, old.client_quotas, image.client_quotas)
-        if image.acls != old.acls:
-            self._write_acls(tx, old.acls, image.acls)
-        if image.next_producer_id_block != old.next_producer_id_block:
-            data = zk.encode_producer_id_block(self.broker_id, old.next_producer_id_block,
-                                               image.next_producer_id_block - 1)
-            if self._producer_id_block_version < 0:
-                tx.create(zk.PRODUCER_ID_BLOCK, data)
-            else:
-                tx.set_data(zk.PRODUCER_ID_BLOCK, data, version=self._producer_id_block_version)
+        created = add_changes(tx, client, old, image, self.broker_id, ReadVersions(
+            self._topic_versions, self._producer_id_block_version, self._written_epoch))
         self._commit(tx, created)
-
-    def _write_acls(self, tx, old: frozenset, new: frozenset) -> None:
-        """One node per resource pattern whose ACLs changed (created, rewritten or deleted), and a
-        change notification for each."""
-        assert self.client is not None
-
-        def by_pattern(acls: frozenset) -> dict[tuple, set]:
-            out: dict[tuple, set] = {}
-            for a in acls:
-                out.setdefault((a.pattern_type, a.resource_type, a.name), set()).add(a)
-            return out
-
-        before, after = by_pattern(old), by_pattern(new)
-        for key in set(before) | set(after):
-            if before.get(key) == after.get(key):
-                continue
-            pattern_type, resource_type, name = key
-            path = zk_acl.resource_path(pattern_type, resource_type, name)
-            if key not in after:
-                tx.delete(path)
-            elif key in before:
-                tx.set_data(path, zk_acl.encode_acls(after[key]))
-            else:
-                self.client.ensure_path_async(zk_acl.type_path(pattern_type, resource_type)).get(
-                    timeout=WRITE_TIMEOUT_S)
-                tx.create(path, zk_acl.encode_acls(after[key]))
-            change_path, data = zk_acl.change_notification(pattern_type, resource_type, name)
-            tx.create(change_path, data, sequence=True)
 
     def _refresh_after_write(self, image: MetadataImage) -> None:
         """The written image becomes current at once (the requester sees its change); the watches then
@@ -655,44 +548,10 @@ class ZooKeeperStore:
                           controller_id=self.image.controller_id))
         self._refresh(wait_s=WRITE_TIMEOUT_S)
 
-    def _create_topic(self, tx, topic: TopicMetadata) -> None:
-        assignment = {p.partition: p.replicas for p in topic.partitions}
-        tx.create(zk.topic_path(topic.name), zk.encode_topic(topic.topic_id, assignment))
-        tx.create(zk.partitions_path(topic.name))
-        for p in topic.partitions:
-            tx.create(zk.partition_path(topic.name, p.partition))
-            tx.create(zk.partition_state_path(topic.name, p.partition),
-                      zk.encode_partition_state(p.leader, p.leader_epoch, p.isr, self._written_epoch))
-        self._write_config(tx, zk.topic_config_path(topic.name), topic.configs)
-
-    def _update_topic(self, tx, previous: TopicMetadata, topic: TopicMetadata) -> None:
-        if len(topic.partitions) != len(previous.partitions) or reassignment.assignment_changed(previous, topic):
-            tx.set_data(zk.topic_path(topic.name), reassignment.encode_assignment(topic),
-                        version=self._topic_versions.get(topic.name, -1))
-        for p in topic.partitions[len(previous.partitions):]:
-            tx.create(zk.partition_path(topic.name, p.partition))
-            tx.create(zk.partition_state_path(topic.name, p.partition),
-                      zk.encode_partition_state(p.leader, p.leader_epoch, p.isr, self._written_epoch))
-        for before, after in zip(previous.partitions, topic.partitions):
-            if (before.leader, before.leader_epoch, before.isr) != (after.leader, after.leader_epoch, after.isr):
-                tx.set_data(zk.partition_state_path(topic.name, after.partition),
-                            zk.encode_partition_state(after.leader, after.leader_epoch, after.isr,
-                                                      self._written_epoch),
-                            version=before.partition_epoch)
-        if topic.configs != previous.configs:
-            self._write_config(tx, zk.topic_config_path(topic.name), topic.configs)
-
     @property
     def _written_epoch(self) -> int:
         """The controller epoch recorded in the partition states this broker writes."""
         return self.controller_epoch if self.is_controller else self._cluster_controller_epoch
-
-    def _write_config(self, tx, path: str, config: dict[str, str]) -> None:
-        assert self.client is not None
-        if self.client.exists_async(path).get(timeout=WRITE_TIMEOUT_S):  # bounded, as the commit is
-            tx.set_data(path, zk.encode_config(config))
-        else:
-            tx.create(path, zk.encode_config(config))
 
     def _commit(self, tx, created: list[str]) -> None:
         results = tx.commit_async().get(timeout=WRITE_TIMEOUT_S)  # bounded: a stalled ZooKeeper refuses the change
