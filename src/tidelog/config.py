@@ -27,54 +27,22 @@ from tidelog.config_def import (
     SASL_MECHANISMS,
     ConfigDef,
 )
-from tidelog.config_def import (
-    int_value as _int,
-)
-from tidelog.config_def import (
-    long_value as _long,
-)
-from tidelog.config_def import (
-    optional as _optional,
-)
-from tidelog.config_def import (
-    parse_authorizer as _parse_authorizer,
-)
-from tidelog.config_def import (
-    parse_bool as _parse_bool,
-)
-from tidelog.config_def import (
-    parse_choice as _parse_choice,
-)
-from tidelog.config_def import (
-    parse_choice_ignoring_case as _parse_choice_ignoring_case,
-)
-from tidelog.config_def import (
-    parse_cleanup_policy as _parse_cleanup_policy,
-)
-from tidelog.config_def import (
-    parse_console_authentication as _parse_console_authentication,
-)
-from tidelog.config_def import (
-    parse_float as _parse_float,
-)
-from tidelog.config_def import (
-    parse_int as _parse_int,
-)
-from tidelog.config_def import (
-    parse_list as _parse_list,
-)
-from tidelog.config_def import (
-    parse_pem_type as _parse_pem_type,
-)
-from tidelog.config_def import (
-    parse_sasl_mechanisms as _parse_sasl_mechanisms,
-)
-from tidelog.config_def import (
-    parse_string as _parse_string,
-)
-from tidelog.config_def import (
-    parse_super_users as _parse_super_users,
-)
+from tidelog.config_def import int_value as _int
+from tidelog.config_def import long_value as _long
+from tidelog.config_def import optional as _optional
+from tidelog.config_def import parse_authorizer as _parse_authorizer
+from tidelog.config_def import parse_bool as _parse_bool
+from tidelog.config_def import parse_choice as _parse_choice
+from tidelog.config_def import parse_choice_ignoring_case as _parse_choice_ignoring_case
+from tidelog.config_def import parse_cleanup_policy as _parse_cleanup_policy
+from tidelog.config_def import parse_console_authentication as _parse_console_authentication
+from tidelog.config_def import parse_float as _parse_float
+from tidelog.config_def import parse_int as _parse_int
+from tidelog.config_def import parse_list as _parse_list
+from tidelog.config_def import parse_pem_type as _parse_pem_type
+from tidelog.config_def import parse_sasl_mechanisms as _parse_sasl_mechanisms
+from tidelog.config_def import parse_string as _parse_string
+from tidelog.config_def import parse_super_users as _parse_super_users
 from tidelog.errors import ConfigError
 from tidelog.listener import (
     NON_ROUTABLE_HOSTS,
@@ -389,31 +357,7 @@ _BROKER_DEFS = [
               topic=False),
 ]
 
-#: Per-group configs (ConfigResource type GROUP, KIP-848); ``broker_synonym`` is the broker key that
-#: supplies each default. Share groups are not served; their configs are kept and described as Kafka does.
-_GROUP_DEFS = [
-    ConfigDef("consumer.session.timeout.ms", _int(1), 45_000,
-              "Session timeout of the group's members (KIP-848 consumer groups).",
-              "group.consumer.session.timeout.ms", topic=False),
-    ConfigDef("consumer.heartbeat.interval.ms", _int(1), 5000,
-              "Heartbeat interval given to the group's members (KIP-848 consumer groups).",
-              "group.consumer.heartbeat.interval.ms", topic=False),
-    ConfigDef("share.session.timeout.ms", _int(1), 45_000, "Session timeout of share group members (not served).",
-              topic=False),
-    ConfigDef("share.heartbeat.interval.ms", _int(1), 5000, "Heartbeat interval of share group members (not served).",
-              topic=False),
-    ConfigDef("share.record.lock.duration.ms", _int(1000), 30_000,
-              "Record acquisition lock duration of share groups (not served).", topic=False),
-]
-#: Kafka's fixed bounds of the share group configs (broker configs Tidelog does not have).
-SHARE_GROUP_BOUNDS = {
-    "share.session.timeout.ms": (45_000, 60_000),
-    "share.heartbeat.interval.ms": (5000, 15_000),
-    "share.record.lock.duration.ms": (15_000, 60_000),
-}
-
 TOPIC_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in _TOPIC_DEFS}
-GROUP_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in _GROUP_DEFS}
 BROKER_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in _BROKER_DEFS}
 BROKER_SYNONYMS: dict[str, str] = {d.broker_synonym: d.name for d in _TOPIC_DEFS if d.broker_synonym}
 
@@ -596,41 +540,6 @@ def validate_topic_configs(configs: Mapping[str, Any]) -> dict[str, Any]:
 _UNLIMITED_WHEN_NEGATIVE = frozenset({"log.retention.ms", "log.retention.minutes", "log.retention.hours"})
 
 
-def group_config_defaults(broker: BrokerConfig) -> dict[str, Any]:
-    """Every group config's default on this broker (the consumer ones come from group.consumer.*)."""
-    return {d.name: broker[d.broker_synonym] if d.broker_synonym else d.default for d in _GROUP_DEFS}
-
-
-def validate_group_configs(configs: Mapping[str, Any], broker: BrokerConfig) -> dict[str, Any]:
-    """Kafka's ``GroupConfig.validate``: known names, parsable values within the broker's bounds,
-    session timeouts above heartbeat intervals. Returns every group config's effective value;
-    raises ConfigError."""
-    for name in configs:
-        if name not in GROUP_CONFIGS:
-            raise ConfigError(f"Unknown group config name: {name}")
-    values = group_config_defaults(broker)
-    values.update({k: GROUP_CONFIGS[k].parse(k, v) for k, v in configs.items()})
-    bounds = dict(SHARE_GROUP_BOUNDS)
-    bounds["consumer.session.timeout.ms"] = (broker["group.consumer.min.session.timeout.ms"],
-                                             broker["group.consumer.max.session.timeout.ms"])
-    bounds["consumer.heartbeat.interval.ms"] = (broker["group.consumer.min.heartbeat.interval.ms"],
-                                                broker["group.consumer.max.heartbeat.interval.ms"])
-    bound_keys = {"consumer.session.timeout.ms": "group.consumer.{}.session.timeout.ms",
-                  "consumer.heartbeat.interval.ms": "group.consumer.{}.heartbeat.interval.ms",
-                  "share.session.timeout.ms": "group.share.{}.session.timeout.ms",
-                  "share.heartbeat.interval.ms": "group.share.{}.heartbeat.interval.ms",
-                  "share.record.lock.duration.ms": "group.share.{}.record.lock.duration.ms"}
-    for name, (lo, hi) in bounds.items():
-        if values[name] < lo:
-            raise ConfigError(f"{name} must be greater than or equal to {bound_keys[name].format('min')}")
-        if values[name] > hi:
-            raise ConfigError(f"{name} must be less than or equal to {bound_keys[name].format('max')}")
-    for kind in ("consumer", "share"):
-        if values[f"{kind}.session.timeout.ms"] <= values[f"{kind}.heartbeat.interval.ms"]:
-            raise ConfigError(f"{kind}.session.timeout.ms must be greater than {kind}.heartbeat.interval.ms")
-    return values
-
-
 def topic_defaults_from_broker(props: Mapping[str, Any]) -> TopicConfig:
     """The topic defaults a broker's ``server.properties`` implies (``log.retention.hours=1`` ...).
     A bad value raises ConfigError naming the key as written. ``log.retention.{ms,minutes,hours}``
@@ -657,7 +566,6 @@ __all__ = [
     "BROKER_CONFIGS",
     "BROKER_SYNONYMS",
     "COMPRESSION_TYPES",
-    "GROUP_CONFIGS",
     "KNOWN_BROKER_KEYS",
     "LONG_MAX",
     "NON_ROUTABLE_HOSTS",
@@ -671,10 +579,8 @@ __all__ = [
     "Listener",
     "TopicConfig",
     "attr_name",
-    "group_config_defaults",
     "is_sensitive",
     "parse_properties",
     "topic_defaults_from_broker",
-    "validate_group_configs",
     "validate_topic_configs",
 ]

@@ -20,18 +20,17 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
+from tidelog.cluster.group_config import GROUP_CONFIGS, group_config_defaults
 from tidelog.cluster.metadata import MetadataImage
 from tidelog.cluster.topic_config import TopicConfigs
 from tidelog.config import (
     BROKER_CONFIGS,
-    GROUP_CONFIGS,
     TOPIC_CONFIGS,
     UNIT_ALIASES,
     BrokerConfig,
     ConfigDef,
     ConfigError,
     attr_name,
-    group_config_defaults,
     is_sensitive,
 )
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 
 from tidelog.cluster import client_quota
 from tidelog.cluster.assignment import assign_replicas
+from tidelog.cluster.group_config import validate_group_configs
 from tidelog.cluster.metadata import MetadataImage, PartitionMetadata, TopicMetadata
 from tidelog.cluster.store import MetadataStore
 from tidelog.cluster.topic_config import TopicConfigs
@@ -47,7 +48,6 @@ from tidelog.config import (
     BrokerConfig,
     ConfigError,
     TopicConfig,
-    validate_group_configs,
     validate_topic_configs,
 )
 from tidelog.errors import ErrorCode, KafkaError
