@@ -197,8 +197,22 @@ class Reassigner:
     def __init__(self, store: MetadataStore) -> None:
         self.store = store
 
+    #: how many times a write that lost to a concurrent change (a leader's ISR change, the controller)
+    #: is decided again on the re-read image before NOT_CONTROLLER reaches the client
+    ATTEMPTS = 3
+
     def alter(self, requests: Sequence[ReassignmentRequest], allow_replication_factor_change: bool = True,
               ) -> list[KafkaError | None]:
+        for attempt in range(1, self.ATTEMPTS + 1):
+            results = self._alter_once(requests, allow_replication_factor_change)
+            conflict = any(e is not None and e.code == ErrorCode.NOT_CONTROLLER for e in results)
+            if not conflict or attempt == self.ATTEMPTS:
+                return results
+            log.info("reassignment lost to a concurrent metadata change; deciding again (attempt %d)", attempt + 1)
+        raise AssertionError("unreachable")
+
+    def _alter_once(self, requests: Sequence[ReassignmentRequest], allow_replication_factor_change: bool,
+                    ) -> list[KafkaError | None]:
         image = self.store.image
         live = set(image.brokers)
         changed: dict[str, dict[int, PartitionMetadata]] = {}

@@ -4,6 +4,7 @@ reassignment, and the checks of a request; the topic znode's encoding of it."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 
 import pytest
 
@@ -189,3 +190,30 @@ def test_reassigner_reports_a_refused_write_on_every_accepted_partition() -> Non
     results = Reassigner(store).alter([ReassignmentRequest("t", 0, (2,)), ReassignmentRequest("t", 1, ())])
     assert [r.code for r in results] == [ErrorCode.REQUEST_TIMED_OUT, ErrorCode.INVALID_REPLICA_ASSIGNMENT]
     assert ongoing(store.image) == []
+
+
+def test_reassigner_decides_again_after_losing_to_a_concurrent_change() -> None:
+    class Contended(_Store):
+        """The first write loses to a leader's ISR change (the re-read image has it); later ones win."""
+
+        def __init__(self, image: MetadataImage, conflicts: int) -> None:
+            super().__init__(image)
+            self.conflicts = conflicts
+            self.attempts = 0
+
+        def publish(self, image: MetadataImage) -> None:
+            self.attempts += 1
+            if self.attempts <= self.conflicts:
+                topic = self.image.topics["t"]
+                shrunk = replace(topic.partitions[0], isr=(1,), partition_epoch=topic.partitions[0].partition_epoch + 1)
+                self.image = self.image.with_topic(replace(topic, partitions=(shrunk,)))
+                raise KafkaError(ErrorCode.NOT_CONTROLLER, "the metadata changed concurrently in ZooKeeper; retry")
+            super().publish(image)
+
+    store = Contended(_image(part([1])), conflicts=1)
+    assert Reassigner(store).alter([ReassignmentRequest("t", 0, (2,))]) == [None]
+    assert store.attempts == 2 and [(t, p.replicas) for t, p in ongoing(store.image)] == [("t", (2, 1))]
+
+    always = Contended(_image(part([1])), conflicts=99)
+    (error,) = Reassigner(always).alter([ReassignmentRequest("t", 0, (2,))])
+    assert error.code == ErrorCode.NOT_CONTROLLER and always.attempts == Reassigner.ATTEMPTS
