@@ -65,6 +65,11 @@ def test_a_returning_preferred_replica_leads_again_after_a_preferred_election(cl
     before = cluster.state("el", 0)
     # the CLI's client sends it to the controller; the wire request below goes to another broker
     not_controller = next(i for i in cluster.brokers if i != cluster.controller())
+    # that broker decides from its own metadata, which follows ZooKeeper a moment later (as a
+    # ZooKeeper-era controller's did): wait until it too has the preferred replica in the ISR
+    admin = cluster.admin(not_controller)
+    wait_for(lambda: preferred in admin.list_topics("el", timeout=10).topics["el"].partitions[0].isrs,
+             what=f"broker {not_controller} to see the preferred replica in the ISR")
     asked = [Topic(topic="el", partitions=[0, 1]), Topic(topic="el-nope", partitions=[0])]
     results = elect(cluster.brokers[not_controller].bootstrap, 0, asked)
     assert results == {("el", 0): ErrorCode.NONE, ("el", 1): ErrorCode.ELECTION_NOT_NEEDED,
