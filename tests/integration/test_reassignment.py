@@ -362,6 +362,9 @@ def test_cli_generate_execute_verify_and_roll_back(cluster: LocalCluster, tmp_pa
 
 
 def test_cli_list_cancel_and_errors(cluster: LocalCluster, tmp_path: Path) -> None:
+    # --execute refuses while any reassignment is in progress: let the earlier tests' ones finish
+    wait_for(lambda: "No partition reassignments found." in reassign_cli(cluster, "--list").stdout, 60,
+             what="the earlier tests' reassignments to complete")
     single_replica_topic(cluster, "cli-stuck", 1)
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": "cli-stuck", "partition": 0,

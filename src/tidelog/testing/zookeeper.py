@@ -113,6 +113,19 @@ class ZooKeeperProcess(ServerProcess):
         return f"127.0.0.1:{self.port}"
 
     def start(self) -> ZooKeeperProcess:
+        """Start and wait until it serves. A free port picked here can be taken by another process
+        before ZooKeeper binds it: then it tries again with another one (twice at most)."""
+        chosen = not self.port
+        for attempt in range(3):
+            try:
+                return self._start_once()
+            except RuntimeError as e:
+                if not (chosen and "BindException" in str(e)) or attempt == 2:
+                    raise
+                self.port = 0
+        raise AssertionError("unreachable")
+
+    def _start_once(self) -> ZooKeeperProcess:
         cp = classpath()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if not self.port:
