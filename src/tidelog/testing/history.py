@@ -46,11 +46,11 @@ class History:
     def __init__(self) -> None:
         self.ops: list[Op] = []
         self._lock = threading.Lock()
-        self._t0 = time.monotonic()
+        self.t0 = time.monotonic()
 
     def add(self, process: str, type: str, f: str, value: Any = None, error: str | None = None) -> Op:
         with self._lock:
-            op = Op(len(self.ops), round(time.monotonic() - self._t0, 3), process, type, f, value, error)
+            op = Op(len(self.ops), round(time.monotonic() - self.t0, 3), process, type, f, value, error)
             self.ops.append(op)
             return op
 
@@ -96,6 +96,8 @@ class Verdict:
     valid: bool
     violations: list[str] = field(default_factory=list)
     stats: dict[str, int] = field(default_factory=dict)
+    #: the values read more than once, per final read
+    duplicates: dict[str, list[str]] = field(default_factory=dict)
 
     def describe(self) -> list[str]:
         stats = ", ".join(f"{k} {v}" for k, v in self.stats.items())
@@ -108,7 +110,8 @@ def _limit(items: list, n: int = 5) -> str:
     return shown + (f" ... ({len(items)} in all)" if len(items) > n else "")
 
 
-def check(history: History, replica_problems: list[str] | None = None) -> Verdict:
+def check(history: History, replica_problems: list[str] | None = None,
+          resent_after_epoch_bump: set[str] | None = None) -> Verdict:
     """The invariants, over a finished history (which must hold both final ``read`` ops):
 
     * no acknowledged (``ok``) send and no committed transaction's value is missing from the final
@@ -118,7 +121,12 @@ def check(history: History, replica_problems: list[str] | None = None) -> Verdic
     * an offset of a partition never holds two different values, over every read during and after
       the run -- offsets never reused for different data;
     * no read_committed read (during or after the run) sees a value of an aborted transaction;
-    * ``replica_problems`` (the replicas that were not byte-identical) is empty.
+    * ``replica_problems`` (the replicas that were not byte-identical, sequences written twice) is empty.
+
+    ``resent_after_epoch_bump``: duplicated values whose copies lie on disk under different epochs
+    of one producer id (:mod:`tidelog.testing.sequence_audit`): the client sent them again after an
+    epoch bump, which no broker can recognise. They are counted (``resent_after_epoch_bump``), not
+    violations.
     """
     sent_ok: dict[str, int] = {}
     sent_failed: set[str] = set()
@@ -187,8 +195,13 @@ def check(history: History, replica_problems: list[str] | None = None) -> Verdic
     lost_txn = sorted(committed - present_committed)
     if lost_txn:
         violations.append(f"{len(lost_txn)} committed transactional record(s) missing: {_limit(lost_txn)}")
+    duplicates: dict[str, list[str]] = {}
+    excused = resent_after_epoch_bump or set()
     for name, values in (("read_uncommitted", uncommitted), ("read_committed", committed_final)):
         dups = sorted(v for v, n in Counter(values).items() if n > 1)
+        if dups:
+            duplicates[name] = dups
+        dups = [v for v in dups if v not in excused]
         if dups:
             violations.append(f"{len(dups)} duplicated record(s) in the final {name} read: {_limit(dups)}")
     unknown = sorted(present - attempted)
@@ -208,8 +221,9 @@ def check(history: History, replica_problems: list[str] | None = None) -> Verdic
         violations.append(f"{process} (read_committed) saw {len(values)} aborted record(s): {_limit(sorted(set(values)))}")
     violations.extend(replica_problems or [])
     stats = {"acknowledged": len(sent_ok), "committed": len(committed), "aborted": len(aborted),
-             "read": len(uncommitted), "read_committed": len(committed_final), "offsets_seen": len(offsets)}
-    return Verdict(not violations, violations, stats)
+             "read": len(uncommitted), "read_committed": len(committed_final), "offsets_seen": len(offsets),
+             "resent_after_epoch_bump": len(excused & set(uncommitted))}
+    return Verdict(not violations, violations, stats, duplicates)
 
 
 __all__ = ["History", "Op", "Verdict", "check"]

@@ -33,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,7 +52,8 @@ from tidelog.testing.nemesis import (
     RestartZooKeeper,
     run_schedule,
 )
-from tidelog.testing.workload import IdempotentProducer, Reader, TransactionalProducer, final_read
+from tidelog.testing.sequence_audit import Copy, locate, repeated_sequences, resent_after_epoch_bump
+from tidelog.testing.workload import ClientLog, IdempotentProducer, Reader, TransactionalProducer, final_read
 from tidelog.testing.zookeeper import ZooKeeperProcess
 
 SESSION_MS = 4000
@@ -155,7 +157,31 @@ def _quietly(fn: Callable[[], object]) -> object:
         return None
 
 
-def _keep(result: RunResult, cluster: LocalCluster, name: str, lines: list[str]) -> Path:
+def audit_sequences(cluster: LocalCluster, topic: str, partitions: int) -> tuple[list[str], dict[int, list[bytes]]]:
+    """Each partition's log (first replica; the replicas are identical by now) and the sequences it
+    holds twice (violations, see :mod:`tidelog.testing.sequence_audit`)."""
+    logs: dict[int, list[bytes]] = {}
+    problems = []
+    for p in range(partitions):
+        replicas = _quietly(lambda p=p: cluster.assignment(topic)[p]) or sorted(cluster.brokers)
+        logs[p] = [data for _, data in cluster.log_batches(replicas[0], topic, p)]
+        problems += repeated_sequences(p, logs[p])
+    return problems, logs
+
+
+def explain_duplicates(history: History, copies: dict[str, list[Copy]]) -> list[str]:
+    """For each duplicated value: its copies on disk and what the client was told of its sends."""
+    lines = []
+    for value, where in copies.items():
+        told = [f"{op.time:.2f}s {op.type}{' ' + op.error if op.error else ''}"
+                for op in history.ops if op.f == "send" and (op.value or {}).get("value") == value]
+        kind = " [re-sent by the client after an epoch bump]" if resent_after_epoch_bump(where) else ""
+        lines.append(f"duplicate {value}{kind}: " + "; ".join(c.describe() for c in where or [])
+                     + f" -- client: {', '.join(told) or 'nothing'}")
+    return lines
+
+
+def _keep(result: RunResult, cluster: LocalCluster, name: str, lines: list[str], client_log: ClientLog) -> Path:
     base = Path(os.environ.get("TIDELOG_FAULT_ARTIFACTS") or Path(tempfile.gettempdir()) / "tidelog-faults")
     path = base / f"{name}-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
     result.history.write(path / "history.jsonl")
@@ -163,6 +189,7 @@ def _keep(result: RunResult, cluster: LocalCluster, name: str, lines: list[str])
     for i, broker in cluster.brokers.items():
         (path / f"broker-{i}.log").write_text("".join(broker.stderr_lines))
     (path / "zookeeper.log").write_text("".join(cluster.zookeeper.output))
+    (path / "clients.log").write_text("".join(line + "\n" for line in client_log.lines))
     return path
 
 
@@ -182,6 +209,19 @@ def run(cluster: LocalCluster, network: ClusterNetwork, nemesis_name: str, *, to
     cluster.create_topic(topic, partitions, 3, {"min.insync.replicas": "2"})
     nemesis = make_nemesis(nemesis_name, cluster, network, topic, rng)
     history = History()
+    client_log = ClientLog(history.t0).__enter__()
+    try:
+        return _run(cluster, network, nemesis_name, nemesis, history, client_log, topic=topic, duration=duration,
+                    partitions=partitions, producers=producers, transactional=transactional, quiet_s=quiet_s,
+                    fault_s=fault_s, seed=seed, rng=rng, settle_timeout=settle_timeout, out=out, progress=progress)
+    finally:
+        client_log.__exit__()
+
+
+def _run(cluster: LocalCluster, network: ClusterNetwork, nemesis_name: str, nemesis: Nemesis, history: History,
+         client_log: ClientLog, *, topic: str, duration: float, partitions: int, producers: int, transactional: int,
+         quiet_s: float, fault_s: float, seed: int, rng: random.Random, settle_timeout: float, out: Callable[[str], None],
+         progress: Callable) -> RunResult:
     stop_clients, stop_nemesis = threading.Event(), threading.Event()
     bootstrap = cluster.bootstrap()
     common = (bootstrap, topic, partitions, history, stop_clients)
@@ -216,12 +256,25 @@ def run(cluster: LocalCluster, network: ClusterNetwork, nemesis_name: str, *, to
     problems += _settle(cluster, topic, partitions, settle_timeout)
     for isolation in ("read_uncommitted", "read_committed"):
         final_read(cluster.bootstrap(), topic, partitions, isolation, history)
+    sequence_problems, logs = audit_sequences(cluster, topic, partitions)
+    problems += sequence_problems
     verdict = check(history, problems)
+    duplicated = sorted({v for values in verdict.duplicates.values() for v in values})
+    copies = locate(duplicated, logs)
+    if duplicated:
+        resent = {v for v, where in copies.items() if resent_after_epoch_bump(where)}
+        verdict = check(history, problems, resent)
     lines = [f"fault run {nemesis_name} on {topic}: {duration:g} s, seed {seed}", *history.summary(),
              *verdict.describe()]
+    bumps = Counter(line.rsplit(": ", 1)[-1].strip() for line in client_log.lines
+                    if "Beginning partition drain" in line and "epoch bump" in line)
+    if bumps:
+        lines.append("idempotent producers' epoch bumps (librdkafka): "
+                     + ", ".join(f"{reason} x{n}" for reason, n in bumps.most_common()))
+    lines += explain_duplicates(history, dict(list(copies.items())[:20]))
     result = RunResult(history, verdict)
     if not verdict.valid:
-        result.artifacts = _keep(result, cluster, f"{nemesis_name}-{topic}", lines)
+        result.artifacts = _keep(result, cluster, f"{nemesis_name}-{topic}", lines, client_log)
         lines.append(f"history and broker logs kept in {result.artifacts}")
     for line in lines:
         out(line)

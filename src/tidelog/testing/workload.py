@@ -14,6 +14,7 @@ Values are ``<process>-<n>``: unique across the run, so a duplicate or a strange
 
 from __future__ import annotations
 
+import collections
 import logging
 import random
 import threading
@@ -26,6 +27,27 @@ from tidelog.testing.history import History
 #: librdkafka's log lines (brokers going away) go here, not to the terminal.
 CLIENT_LOG = logging.getLogger("tidelog.testing.workload.librdkafka")
 CLIENT_LOG.addHandler(logging.NullHandler())  # not Python's last-resort handler on stderr
+CLIENT_LOG.propagate = False  # pytest's log capture would keep every debug line
+
+
+class ClientLog(logging.Handler):
+    """The last ``limit`` lines librdkafka logged during a run (kept with a failed run's artifacts)."""
+
+    def __init__(self, t0: float, limit: int = 50000) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: collections.deque[str] = collections.deque(maxlen=limit)
+        self._t0 = t0  # the history's start, so that times line up with its ops
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(f"{time.monotonic() - self._t0:9.3f} {record.getMessage()}")
+
+    def __enter__(self) -> ClientLog:
+        CLIENT_LOG.setLevel(logging.DEBUG)
+        CLIENT_LOG.addHandler(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        CLIENT_LOG.removeHandler(self)
 
 
 def _err(e: object) -> str:
@@ -77,7 +99,8 @@ class IdempotentProducer(_Client):
         return Producer({"error_cb": self._on_error, "bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True,
                          "linger.ms": 5, "message.timeout.ms": self.message_timeout_ms,
                          "retry.backoff.ms": 100, "topic.metadata.refresh.interval.ms": 1000,
-                         "client.id": self.process, "logger": CLIENT_LOG})
+                         # idempotence's decisions (epoch bumps and why) go to CLIENT_LOG at DEBUG
+                         "debug": "eos", "client.id": self.process, "logger": CLIENT_LOG})
 
     def work(self) -> None:
         producer = self._producer()
@@ -258,4 +281,4 @@ def final_read(bootstrap: str, topic: str, partitions: int, isolation: str, hist
         consumer.close()
 
 
-__all__ = ["IdempotentProducer", "Reader", "TransactionalProducer", "final_read"]
+__all__ = ["ClientLog", "IdempotentProducer", "Reader", "TransactionalProducer", "final_read"]

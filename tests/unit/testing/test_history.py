@@ -106,3 +106,16 @@ def test_an_acknowledged_record_invisible_to_read_committed_and_records_above_th
                for v in verdict.violations)
     assert any("read got partition 0's records up to offset 5, at or above its high watermark 5" in v
                for v in verdict.violations)
+
+
+def test_a_duplicate_resent_after_an_epoch_bump_is_counted_not_a_violation():
+    """The disk audit (sequence_audit) names values the client re-sent under a new epoch; only those
+    are excused, any other duplicate stays a violation."""
+    read = [*UNCOMMITTED, [0, 6, "p0-1"], [0, 7, "p0-2"]]
+    verdict = check(finish(base_history(), read, [*COMMITTED, [0, 6, "p0-1"], [0, 7, "p0-2"]]), None, {"p0-1"})
+    assert not verdict.valid
+    assert [v for v in verdict.violations if "duplicated" in v] == [
+        "1 duplicated record(s) in the final read_uncommitted read: p0-2",
+        "1 duplicated record(s) in the final read_committed read: p0-2"]
+    assert verdict.stats["resent_after_epoch_bump"] == 1
+    assert verdict.duplicates["read_uncommitted"] == ["p0-1", "p0-2"]
