@@ -90,7 +90,24 @@ class LocalCluster:
         self.zk = KazooClient(hosts=self.connect)
         self.zk.start(10)
         wait_for(lambda: len(self.live_ids()) == self.count, what=f"{self.count} registered brokers")
+        self.wait_metadata_brokers(range(1, self.count + 1))
         return self
+
+    def wait_metadata_brokers(self, ids: Iterable[int], timeout: float = 20.0) -> None:
+        """Wait until each broker's own Metadata lists every broker in ``ids`` (a broker learns of the
+        others from ZooKeeper a moment after they registered; until then it refuses, e.g., a
+        replication factor above the brokers it knows)."""
+        wanted = set(ids)
+        for i in sorted(wanted):
+            if self.brokers[i].alive:
+                wait_for(lambda i=i: wanted <= self._metadata_brokers(i), timeout,
+                         what=f"broker {i}'s metadata to list brokers {sorted(wanted)}", interval=0.2)
+
+    def _metadata_brokers(self, broker_id: int) -> set[int]:
+        try:
+            return set(self.admin(broker_id).list_topics(timeout=5).brokers)
+        except Exception:  # not answering yet
+            return set()
 
     def stop(self) -> None:
         if self.zk is not None:
