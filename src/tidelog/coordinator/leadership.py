@@ -13,14 +13,28 @@ them in (Kafka's ``onElection`` / ``onResignation``, driven here by the ZooKeepe
    does) unloads those another broker leads (``assumed_all``).
 4. A topic that goes (deleted, or re-created with a new id) unloads everything this broker led.
 
-Pure: no I/O, no state.
+:func:`leadership_change` is pure; :func:`follow_leadership` applies the changes of one metadata
+update to the coordinators.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from tidelog.cluster.metadata import TopicMetadata
+from tidelog.cluster.metadata import MetadataImage, TopicMetadata
+
+log = logging.getLogger(__name__)
+
+
+class PartitionLoader(Protocol):
+    """A coordinator as this module sees it: it loads and unloads partitions of its topic."""
+
+    def load(self, partitions: Iterable[int], *, num_partitions: int) -> object: ...
+
+    def unload(self, partitions: Iterable[int]) -> object: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,4 +64,23 @@ def leadership_change(broker_id: int, before: TopicMetadata | None, after: Topic
     return LeadershipChange(tuple(load), tuple(unload))
 
 
-__all__ = ["LeadershipChange", "leadership_change"]
+def follow_leadership(broker_id: int, old: MetadataImage, new: MetadataImage,
+                      coordinators: Sequence[tuple[str, PartitionLoader, bool]]) -> None:
+    """Unload, then load, each coordinator's partitions as ``old`` -> ``new`` says; ``coordinators``
+    holds (internal topic, coordinator, assumed_all) triples. A broker that became leader of such a
+    partition (a failover) loads it (its log is already replicated here), so groups and transactions
+    carry on; one that stopped leading it unloads it (NOT_COORDINATOR from then on)."""
+    for name, coordinator, assumed_all in coordinators:
+        topic, before = new.topics.get(name), old.topics.get(name)
+        if topic is before:
+            continue
+        change = leadership_change(broker_id, before, topic, assumed_all=assumed_all)
+        if change.unload:
+            log.info("broker %d no longer leads %s partitions %s: unloading them", broker_id, name, list(change.unload))
+            coordinator.unload(change.unload)
+        if change.load and topic is not None:
+            log.info("broker %d now leads %s partitions %s: loading them", broker_id, name, list(change.load))
+            coordinator.load(change.load, num_partitions=len(topic.partitions))
+
+
+__all__ = ["LeadershipChange", "PartitionLoader", "follow_leadership", "leadership_change"]

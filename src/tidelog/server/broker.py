@@ -55,7 +55,7 @@ from tidelog.cluster.zk_store import ZooKeeperSettings, ZooKeeperStore
 from tidelog.config import BrokerConfig
 from tidelog.coordinator.group import OFFSETS_TOPIC, GroupConfig, GroupCoordinator, classic_member, consumer
 from tidelog.coordinator.group.consumer import ConsumerGroupCoordinator
-from tidelog.coordinator.leadership import leadership_change
+from tidelog.coordinator.leadership import follow_leadership
 from tidelog.coordinator.runtime import ReplicaWriter
 from tidelog.coordinator.txn import TRANSACTION_STATE_TOPIC, TransactionCoordinator, TxnConfig
 from tidelog.coordinator.txn.inter_broker import InterBrokerClient
@@ -105,6 +105,7 @@ from tidelog.server.inter_broker import InterBrokerConnector, inter_broker_liste
 from tidelog.server.internal_client import InternalClient
 from tidelog.server.leadership import LeadershipChanges
 from tidelog.server.network import ConnectionSettings, ListenerError, SocketServer
+from tidelog.server.periodic import PeriodicJobs
 from tidelog.server.quota import ClientQuotaManagers
 from tidelog.server.throttle import RequestThrottler
 from tidelog.server.tls import ListenerSecurity, ignored_listener_keys, listener_security
@@ -312,7 +313,7 @@ class Broker:
         # Metrics (GET /metrics) only with an HTTP listener: otherwise nothing is measured at all.
         self.metrics = self._metrics(self.http) if self.http is not None else None
 
-        self._tasks: list[asyncio.Future] = []
+        self.periodic = PeriodicJobs()
         self._loaded = False
         self.stopped = asyncio.Event()
 
@@ -530,15 +531,7 @@ class Broker:
             jobs.append((self.config["replica.high.watermark.checkpoint.interval.ms"], self._checkpoint_high_watermarks))
         if self.hw_checkpoints is not None and self.config["auto.leader.rebalance.enable"]:
             jobs.append((self.config["leader.imbalance.check.interval.seconds"] * 1000, self._rebalance_leaders))
-        self._tasks = [asyncio.ensure_future(self._every(interval_ms, job)) for interval_ms, job in jobs]
-
-    async def _every(self, interval_ms: int, job) -> None:
-        while True:
-            await asyncio.sleep(interval_ms / 1000)
-            try:
-                await job()
-            except Exception:
-                log.exception("housekeeping job %s failed", job.__name__)
+        self.periodic.start(jobs)
 
     async def _checkpoint_high_watermarks(self) -> None:
         assert self.hw_checkpoints is not None
@@ -562,24 +555,9 @@ class Broker:
 
     def _take_over_coordinators(self, old: MetadataImage, new: MetadataImage) -> None:
         """Cluster mode: coordinators follow the leadership of their partitions
-        (:mod:`tidelog.coordinator.leadership`). A broker that became leader of a ``__consumer_offsets``
-        / ``__transaction_state`` partition (a failover) loads it (the log is already replicated here),
-        so groups and transactions carry on; one that stopped leading it unloads it (NOT_COORDINATOR
-        from then on). Loading runs on the loop, so no request sees it half done."""
-        for name, coordinator, assumed_all in ((OFFSETS_TOPIC, self.group_coordinator, False),
-                                               (TRANSACTION_STATE_TOPIC, self.transactions, True)):
-            topic, before = new.topics.get(name), old.topics.get(name)
-            if topic is before:
-                continue
-            change = leadership_change(self.broker_id, before, topic, assumed_all=assumed_all)
-            if change.unload:
-                log.info("broker %d no longer leads %s partitions %s: unloading them", self.broker_id, name,
-                         list(change.unload))
-                coordinator.unload(change.unload)
-            if change.load and topic is not None:
-                log.info("broker %d now leads %s partitions %s: loading them", self.broker_id, name,
-                         list(change.load))
-                coordinator.load(change.load, num_partitions=len(topic.partitions))
+        (:mod:`tidelog.coordinator.leadership`). Loading runs on the loop, so no request sees it half done."""
+        follow_leadership(self.broker_id, old, new, ((OFFSETS_TOPIC, self.group_coordinator, False),
+                                                     (TRANSACTION_STATE_TOPIC, self.transactions, True)))
 
     # ----------------------------------------------------------------------------------- stop
 
@@ -587,8 +565,7 @@ class Broker:
         log.info("shutting down")
         if self.controlled_shutdown is not None and self._serving:  # clients are still served meanwhile
             await self.controlled_shutdown.run()
-        for task in self._tasks:
-            task.cancel()
+        self.periodic.cancel()
         self.transactions.close()
         self.marker_writer.close()
         self.group_coordinator.close()
