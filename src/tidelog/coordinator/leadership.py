@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 class PartitionLoader(Protocol):
     """A coordinator as this module sees it: it loads and unloads partitions of its topic."""
 
-    def load(self, partitions: Iterable[int], *, num_partitions: int) -> object: ...
+    def load(self, partitions: Iterable[int], *, num_partitions: int, background: bool) -> object: ...
 
     def unload(self, partitions: Iterable[int]) -> object: ...
 
@@ -68,8 +68,10 @@ def follow_leadership(broker_id: int, old: MetadataImage, new: MetadataImage,
                       coordinators: Sequence[tuple[str, PartitionLoader, bool]]) -> None:
     """Unload, then load, each coordinator's partitions as ``old`` -> ``new`` says; ``coordinators``
     holds (internal topic, coordinator, assumed_all) triples. A broker that became leader of such a
-    partition (a failover) loads it (its log is already replicated here), so groups and transactions
-    carry on; one that stopped leading it unloads it (NOT_COORDINATOR from then on)."""
+    partition (a failover) loads it in the background (its log is already replicated here;
+    COORDINATOR_LOAD_IN_PROGRESS until it is replayed, :mod:`tidelog.coordinator.loader`), so groups
+    and transactions carry on; one that stopped leading it unloads it (NOT_COORDINATOR from then on,
+    a load still running is cancelled)."""
     for name, coordinator, assumed_all in coordinators:
         topic, before = new.topics.get(name), old.topics.get(name)
         if topic is before:
@@ -80,7 +82,7 @@ def follow_leadership(broker_id: int, old: MetadataImage, new: MetadataImage,
             coordinator.unload(change.unload)
         if change.load and topic is not None:
             log.info("broker %d now leads %s partitions %s: loading them", broker_id, name, list(change.load))
-            coordinator.load(change.load, num_partitions=len(topic.partitions))
+            coordinator.load(change.load, num_partitions=len(topic.partitions), background=True)
 
 
 __all__ = ["LeadershipChange", "PartitionLoader", "follow_leadership", "leadership_change"]

@@ -18,6 +18,10 @@ Kafka's ``CoordinatorRuntime`` for one event loop and a single node. Its rules:
    Transaction markers (control batches) go to ``replay_marker(partition, offset, producer_id,
    commit)`` when the owner gives one (the group coordinator: transactional offset commits), and are
    skipped otherwise.
+   :meth:`CoordinatorRuntime.start_load` does the same in the background, a chunk at a time
+   (:mod:`tidelog.coordinator.loader`); while it runs, :meth:`check_owned` (so :meth:`run` and
+   :meth:`read`) answers COORDINATOR_LOAD_IN_PROGRESS for the partition, :meth:`write` refuses it and
+   its timers do not fire; a failed load answers NOT_COORDINATOR until the partition is unloaded.
 5. **Transactional writes.** A :class:`Result` with a ``producer_id`` is appended as a transactional
    batch of that producer and epoch (no sequence: a coordinator's write); its records are replayed
    with that producer id. The transaction's marker, written later through the replica manager, is
@@ -46,6 +50,7 @@ Concurrency: loop-only, not thread-safe.
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import itertools
 import logging
@@ -55,6 +60,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from tidelog.clock import Clock
 from tidelog.coordinator import write_barrier
+from tidelog.coordinator.loader import LoadedFn, PartitionLoads
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.records import RecordBatchBuilder, RecordBatchView, RecordsError, decode_control_batch
 from tidelog.replica.manager import ReplicaManager
@@ -143,8 +149,8 @@ class PartitionWriter(Protocol):
         """Append a magic-v2 batch as leader; returns the offset of its first record. Raises KafkaError."""
         ...
 
-    def batches(self, partition: int) -> Iterator[RecordBatchView]:
-        """Every batch of the partition from its log start offset, in order."""
+    def batches(self, partition: int, start_offset: int = -1) -> Iterator[RecordBatchView]:
+        """Every batch of the partition from ``start_offset`` (-1: its log start offset), in order."""
         ...
 
     def owns(self, partition: int) -> bool:
@@ -175,9 +181,9 @@ class ReplicaWriter:
         return self.replicas.append_records(self.topic, partition, bytearray(batch), acks=-1,
                                             from_client=False).first_offset
 
-    def batches(self, partition: int) -> Iterator[RecordBatchView]:
+    def batches(self, partition: int, start_offset: int = -1) -> Iterator[RecordBatchView]:
         plog = self.replicas.leader_log(self.topic, partition)
-        yield from plog.batches(plog.log_start_offset)
+        yield from plog.batches(max(start_offset, plog.log_start_offset))
 
     def owns(self, partition: int) -> bool:
         topic = self.replicas.image.topics.get(self.topic)
@@ -220,9 +226,9 @@ class LogWriter:
             self.after_append(plog, partition)
         return result.first_offset
 
-    def batches(self, partition: int) -> Iterator[RecordBatchView]:
+    def batches(self, partition: int, start_offset: int = -1) -> Iterator[RecordBatchView]:
         plog = self.log_for(partition)
-        yield from plog.batches(plog.log_start_offset)
+        yield from plog.batches(max(start_offset, plog.log_start_offset))
 
     def owns(self, partition: int) -> bool:
         return True
@@ -366,6 +372,7 @@ class CoordinatorRuntime:
         self._serialize = serialize
         self._deserialize = deserialize
         self.timers = Timers(clock, schedule)
+        self.loads = PartitionLoads(self.writer.batches, self._replay_batch)
 
     # ---------------------------------------------------------------------------------- writes
 
@@ -377,8 +384,13 @@ class CoordinatorRuntime:
         return self.write(partition, op())
 
     def check_owned(self, partition: int) -> None:
-        if not self.writer.owns(partition):
+        if not self.writer.owns(partition) or partition in self.loads.failed:
             raise KafkaError(ErrorCode.NOT_COORDINATOR, f"partition {partition} is not coordinated here")
+        if self.loads.is_loading(partition):
+            raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, f"partition {partition} is being loaded")
+
+    def is_loading(self, partition: int) -> bool:
+        return self.loads.is_loading(partition)
 
     def read(self, partition: int) -> None:
         """A read of state built by writes to ``partition`` (rules 6, 7): refused if the partition is
@@ -401,13 +413,17 @@ class CoordinatorRuntime:
         return normalize_append_error(code)
 
     def unload(self, partition: int) -> None:
-        """The partition is no longer coordinated here: its timers stop, its writes are forgotten."""
+        """The partition is no longer coordinated here: its load stops, its timers stop, its writes are
+        forgotten."""
+        self.loads.cancel(partition)
         self._last_written.pop(partition, None)
         for key in [k for k, p in self._timer_partitions.items() if p == partition]:
             del self._timer_partitions[key]
             self.timers.cancel(key)
 
     def write(self, partition: int, result: Result[T]) -> T | None:
+        if result.records and self.loads.is_loading(partition):
+            raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, f"partition {partition} is being loaded")
         if result.records:
             try:
                 base = self.writer.append(partition, self._build_batch(result.records, result.producer_id,
@@ -442,24 +458,30 @@ class CoordinatorRuntime:
     # ------------------------------------------------------------------------------------ load
 
     def load(self, partition: int) -> int:
-        """Replay every record of ``partition`` (rule 3); returns how many records were replayed."""
+        """Replay every record of ``partition`` now (rule 3); returns how many records were replayed."""
+        return self.loads.load_now(partition)
+
+    def start_load(self, partition: int, on_loaded: LoadedFn) -> asyncio.Task[None]:
+        """Replay ``partition`` in the background (rule 3); ``on_loaded(partition, records)`` at the end."""
+        return self.loads.start(partition, on_loaded)
+
+    def _replay_batch(self, partition: int, batch: RecordBatchView) -> int:
+        if batch.is_control_batch:
+            self._load_marker(partition, batch)
+            return 0
         count = 0
-        for batch in self.writer.batches(partition):
-            if batch.is_control_batch:
-                self._load_marker(partition, batch)
+        producer_id = batch.producer_id if batch.is_transactional else -1
+        for rec in batch.records():
+            if rec.key is None:
+                log.warning("record without key at offset %d of partition %d skipped", rec.offset, partition)
                 continue
-            producer_id = batch.producer_id if batch.is_transactional else -1
-            for rec in batch.records():
-                if rec.key is None:
-                    log.warning("record without key at offset %d of partition %d skipped", rec.offset, partition)
-                    continue
-                try:
-                    record = self._deserialize(rec.key, rec.value)
-                except Exception as e:  # unknown record type or undecodable bytes: Kafka skips them too
-                    log.warning("offset %d of partition %d: %s; skipped", rec.offset, partition, e)
-                    continue
-                self._replay(partition, rec.offset, producer_id, record)
-                count += 1
+            try:
+                record = self._deserialize(rec.key, rec.value)
+            except Exception as e:  # unknown record type or undecodable bytes: Kafka skips them too
+                log.warning("offset %d of partition %d: %s; skipped", rec.offset, partition, e)
+                continue
+            self._replay(partition, rec.offset, producer_id, record)
+            count += 1
         return count
 
     def _load_marker(self, partition: int, batch: RecordBatchView) -> None:
@@ -495,6 +517,9 @@ class CoordinatorRuntime:
     def _run_timer(self, key: str, partition: int, op: Callable[[], Result[Any] | None]) -> None:
         if self._timer_partitions.get(key) == partition:
             del self._timer_partitions[key]
+        if self.loads.is_loading(partition):
+            log.debug("coordinator timer %s dropped: partition %d is being loaded", key, partition)
+            return
         result = op()
         if result is None:
             return
@@ -504,6 +529,7 @@ class CoordinatorRuntime:
             log.warning("coordinator timer %s could not write its records: %s", key, e)
 
     def close(self) -> None:
+        self.loads.cancel_all()
         self.timers.closed = True
         self.timers.cancel_all()
         self._timer_partitions.clear()

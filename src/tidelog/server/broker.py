@@ -555,7 +555,8 @@ class Broker:
 
     def _take_over_coordinators(self, old: MetadataImage, new: MetadataImage) -> None:
         """Cluster mode: coordinators follow the leadership of their partitions
-        (:mod:`tidelog.coordinator.leadership`). Loading runs on the loop, so no request sees it half done."""
+        (:mod:`tidelog.coordinator.leadership`). A partition taken over loads in a background task on the
+        loop, a chunk at a time; its requests answer COORDINATOR_LOAD_IN_PROGRESS until it is done."""
         follow_leadership(self.broker_id, old, new, ((OFFSETS_TOPIC, self.group_coordinator, False),
                                                      (TRANSACTION_STATE_TOPIC, self.transactions, True)))
 

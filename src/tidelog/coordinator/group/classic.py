@@ -32,7 +32,7 @@ Concurrency: loop-only, not thread-safe.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from tidelog.clock import Clock
@@ -584,9 +584,11 @@ class ClassicGroupManager:
             log.warning("group %s: a classic group record replaces a %s group", key.group, existing.group_type)
         self.groups[key.group] = ClassicGroup.from_record_value(key.group, value, self.clock)
 
-    def on_loaded(self) -> None:
-        """Give every loaded member one session timeout to show up; shrink groups over the size limit."""
-        for group in list(self.groups.values()):
+    def on_loaded(self, group_ids: Iterable[str] | None = None) -> None:
+        """Give every loaded member (of ``group_ids``; None: every group) one session timeout to show
+        up; shrink groups over the size limit."""
+        ids = list(self.groups) if group_ids is None else [g for g in group_ids if g in self.groups]
+        for group in [self.groups[g] for g in ids]:
             if not isinstance(group, ClassicGroup):
                 continue
             for member in group.members.values():

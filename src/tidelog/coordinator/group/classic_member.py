@@ -313,7 +313,7 @@ class ClassicMembers:
                              f"equal to the member epoch {member.member_epoch} of member {member.member_id}.")
         return member
 
-    def on_loaded(self) -> None:
+    def on_loaded(self, group_ids: object = None) -> None:
         """Nothing of its own: classic members' sessions are armed with the consumer groups'."""
 
     def on_unloaded(self) -> None:

@@ -476,10 +476,11 @@ class ConsumerGroupCoordinator:
     def on_unloaded(self) -> None:
         """Nothing is parked here: heartbeats are answered at once, and the timers stop with the runtime."""
 
-    def on_loaded(self) -> None:
-        """After the replay at start-up: every member gets a full session to heartbeat again (as Kafka:
-        the group's session timeout, for classic members too)."""
-        for group in list(self.groups.values()):
+    def on_loaded(self, group_ids: Iterable[str] | None = None) -> None:
+        """After the replay (of the groups ``group_ids``; None: all): every member gets a full session
+        to heartbeat again (as Kafka: the group's session timeout, for classic members too)."""
+        ids = list(self.groups) if group_ids is None else [g for g in group_ids if g in self.groups]
+        for group in [self.groups[g] for g in ids]:
             if isinstance(group, ConsumerGroup):
                 for member_id in group.members:
                     self.schedule_session_timeout(group.group_id, member_id)

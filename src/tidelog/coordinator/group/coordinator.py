@@ -135,7 +135,7 @@ class GroupConfig:
 class GroupTypeExtension(Protocol):
     """What the coordinator calls on a group-type extension (hook 3)."""
 
-    def on_loaded(self) -> None: ...
+    def on_loaded(self, group_ids: Iterable[str] | None = None) -> None: ...
 
     def on_unloaded(self) -> None: ...
 
@@ -173,7 +173,7 @@ class GroupCoordinator:
         self.groups: dict[str, Group] = {}
         self.offsets = OffsetStore()
         self.runtime = CoordinatorRuntime(clock, writer, self.replay, serialize, deserialize, schedule,
-                                          replay_marker=self.complete_transaction,
+                                          replay_marker=self._replay_transaction_marker,
                                           write_timeout_ms=5000)  # Kafka's offsets.commit.timeout.ms default
         self._replayers: dict[type, ReplayerFn] = {
             OffsetCommitKey: self._replay_offset_commit,
@@ -231,18 +231,29 @@ class GroupCoordinator:
         self.offsets.replay(offset, key, record.value, producer_id)
 
     def complete_transaction(self, partition: int, offset: int, producer_id: int, commit: bool) -> None:
-        """A transaction marker was written to ``partition`` of __consumer_offsets (or read back at
-        load): the producer's pending offsets become committed, or are dropped."""
+        """A transaction marker was written to ``partition`` of __consumer_offsets: the producer's
+        pending offsets become committed, or are dropped. A partition being loaded reads it back from
+        its log instead (loader rule 2)."""
+        if not self.runtime.is_loading(partition):
+            self._replay_transaction_marker(partition, offset, producer_id, commit)
+
+    def _replay_transaction_marker(self, partition: int, offset: int, producer_id: int, commit: bool) -> None:
         committed = self.offsets.replay_end_transaction_marker(producer_id, commit)
         if committed:
             log.debug("producer %d committed %d transactional offsets", producer_id, committed)
 
-    def load(self, partitions: Iterable[int], *, num_partitions: int | None = None) -> int:
+    def load(self, partitions: Iterable[int], *, num_partitions: int | None = None, background: bool = False) -> int:
         """Replay the given partitions of __consumer_offsets, then start timers. Returns records replayed.
         ``num_partitions``: the topic's partition count, when it exists already (it decides where each
-        group lives, whatever ``offsets.topic.num.partitions`` says now)."""
+        group lives, whatever ``offsets.topic.num.partitions`` says now). ``background``: each
+        partition loads in a task (runtime rule 3; COORDINATOR_LOAD_IN_PROGRESS meanwhile) and its
+        groups' timers start when it is done."""
         if num_partitions is not None:
             self.num_partitions = num_partitions
+        if background:
+            for p in partitions:
+                self.runtime.start_load(p, self._partition_loaded)
+            return 0
         count = sum(self.runtime.load(p) for p in partitions)
         self.classic.on_loaded()
         for ext in self.extensions:
@@ -252,6 +263,13 @@ class GroupCoordinator:
         log.info("loaded %d groups and %d committed offsets from %d records", len(self.groups), len(self.offsets),
                  count)
         return count
+
+    def _partition_loaded(self, partition: int, records: int) -> None:
+        ids = [gid for gid in self.groups if self.partition_for(gid) == partition]
+        self.classic.on_loaded(ids)
+        for ext in self.extensions:
+            ext.on_loaded(ids)
+        log.info("loaded %d groups of __consumer_offsets partition %d from %d records", len(ids), partition, records)
 
     def unload(self, partitions: Iterable[int]) -> None:
         """This broker no longer leads these partitions of __consumer_offsets (a leader change while
@@ -472,6 +490,9 @@ class GroupCoordinator:
 
     def list_groups(self, states_filter: Iterable[str] = (), types_filter: Iterable[str] = ()
                     ) -> list[ListGroupsResponse.ListedGroup]:
+        """Every group; COORDINATOR_LOAD_IN_PROGRESS (a KafkaError) while a partition is loading, as Kafka."""
+        if self.runtime.loads.loading:
+            raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "a __consumer_offsets partition is loading")
         states = {s.strip().lower() for s in states_filter}
         types = {t.strip().lower() for t in types_filter}
         return [g.listed_group() for g in self.groups.values()
@@ -481,6 +502,11 @@ class GroupCoordinator:
                         ) -> list[DescribeGroupsResponse.DescribedGroup]:
         out = []
         for group_id in group_ids:
+            try:
+                self.runtime.read(self.partition_for(group_id))
+            except KafkaError as e:
+                out.append(DescribeGroupsResponse.DescribedGroup(group_id=group_id, error_code=int(e.code)))
+                continue
             group = self.groups.get(group_id)
             if isinstance(group, ClassicGroup):
                 out.append(group.describe())
@@ -532,6 +558,8 @@ class GroupCoordinator:
         now = self.clock.wall_ms()
         by_partition: dict[int, list[CoordinatorRecord]] = {}
         for group_id, group in list(self.groups.items()):
+            if self.runtime.is_loading(self.partition_for(group_id)):
+                continue
             records, all_expired = self.offsets.expired_records(group, now, self.config.offsets_retention_ms)
             if all_expired and group.is_empty():
                 records += group.tombstones()
@@ -547,6 +575,8 @@ class GroupCoordinator:
         if self.topic_exists is None:
             return by_partition
         for group_id in self.offsets.groups():
+            if self.runtime.is_loading(self.partition_for(group_id)):
+                continue
             gone = [t for t in self.offsets.group_offsets(group_id) if not self.topic_exists(t)]
             for topic in gone:
                 parts = list(self.offsets.group_offsets(group_id).get(topic, {}))

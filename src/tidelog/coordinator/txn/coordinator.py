@@ -137,6 +137,7 @@ class TransactionCoordinator:
         self.markers = TxnMarkerChannel(write_marker, self._write_completion, self.runtime.timers,
                                         confirm=confirm_marker)
         self.partitions: dict[int, TxnPartition] = {}
+        self._loading: dict[int, TxnPartition] = {}  # partitions loading in the background (runtime rule 3)
         self.active = False
 
     def partition_for(self, transactional_id: str) -> int:
@@ -146,7 +147,7 @@ class TransactionCoordinator:
 
     def replay(self, partition: int, offset: int, producer_id: int, record: TxnLogRecord) -> None:
         """One record read back at load (rule 1): the id's whole state, or its tombstone."""
-        cache = self.partitions.get(partition)
+        cache = self.partitions.get(partition) or self._loading.get(partition)
         if cache is None:
             return
         if record.value is None:
@@ -155,25 +156,27 @@ class TransactionCoordinator:
             cache.metadata[record.transactional_id] = TransactionMetadata.from_transit(record.transactional_id,
                                                                                        record.value)
 
-    def load(self, partitions: Iterable[int], *, num_partitions: int | None = None, read: bool = True) -> int:
+    def load(self, partitions: Iterable[int], *, num_partitions: int | None = None, read: bool = True,
+             background: bool = False) -> int:
         """Take over these partitions: replay them (``read=False``: the topic does not exist yet,
-        they are empty), resume the decided transactions, start the timers. Returns records replayed."""
+        they are empty), resume the decided transactions, start the timers. Returns records replayed.
+        ``background``: each partition loads in a task (COORDINATOR_LOAD_IN_PROGRESS meanwhile) and
+        joins the served ones, its transactions resumed, when done."""
         if num_partitions is not None:
             self.num_partitions = num_partitions
         count = 0
-        loaded = list(partitions)
-        for p in loaded:
-            self.partitions[p] = TxnPartition(self.coordinator_epoch(p))
+        self.active = True
+        for p in list(partitions):
+            self.partitions.pop(p, None)
+            self._loading[p] = TxnPartition(self.coordinator_epoch(p))
+            if read and background:
+                self.runtime.start_load(p, self._partition_loaded)
+                continue
             if read:
                 count += self.runtime.load(p)
-        self.active = True
-        for cache in [self.partitions[p] for p in loaded]:
-            for md in list(cache.metadata.values()):
-                if md.state.is_prepare:
-                    log.info("resuming the markers of %s (%s) after loading", md.transactional_id, md.state.value)
-                    self.markers.add(PendingCompletion(md.transactional_id, cache.coordinator_epoch,
-                                                       md.state is S.PREPARE_COMMIT, md,
-                                                       md.prepare_complete(self.clock.wall_ms())))
+            self._partition_loaded(p, 0)
+        if ABORT_TIMER in self.runtime.timers and background:
+            return count
         self._schedule(ABORT_TIMER, self.config.abort_timed_out_transactions_interval_ms,
                        self.abort_timed_out_transactions)
         self._schedule(EXPIRATION_TIMER, self.config.remove_expired_transactional_ids_interval_ms,
@@ -182,12 +185,26 @@ class TransactionCoordinator:
                  sum(len(c.metadata) for c in self.partitions.values()), count)
         return count
 
+    def _partition_loaded(self, partition: int, records: int) -> None:
+        """The partition is replayed: serve it, and resume the transactions it had decided."""
+        cache = self.partitions[partition] = self._loading.pop(partition)
+        for md in list(cache.metadata.values()):
+            if md.state.is_prepare:
+                log.info("resuming the markers of %s (%s) after loading", md.transactional_id, md.state.value)
+                self.markers.add(PendingCompletion(md.transactional_id, cache.coordinator_epoch,
+                                                   md.state is S.PREPARE_COMMIT, md,
+                                                   md.prepare_complete(self.clock.wall_ms())))
+        if records:
+            log.info("loaded %d transactional ids of partition %d from %d records", len(cache.metadata), partition,
+                     records)
+
     def unload(self, partitions: Iterable[int]) -> None:
         """This broker no longer leads these partitions of ``__transaction_state``: their
         transactional ids are dropped (NOT_COORDINATOR from now on, rule 2), their markers stop
         being sent (the new coordinator resumes them after its load) and their timers stop."""
         count = 0
         for p in set(partitions):
+            self._loading.pop(p, None)
             cache = self.partitions.pop(p, None)
             if cache is not None:
                 count += len(cache.metadata)
@@ -201,6 +218,7 @@ class TransactionCoordinator:
         self.markers.clear()
         self.runtime.close()
         self.partitions.clear()
+        self._loading.clear()
 
     def poll(self) -> int:
         """Run due timers (tests with a ManualClock call this; the broker's loop timer does too)."""
@@ -220,7 +238,10 @@ class TransactionCoordinator:
     def _cache(self, transactional_id: str) -> TxnPartition:
         if not self.active:
             raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the transaction coordinator is not active")
-        cache = self.partitions.get(self.partition_for(transactional_id))
+        partition = self.partition_for(transactional_id)
+        if partition in self._loading and self.runtime.is_loading(partition):
+            raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, f"partition {partition} is being loaded")
+        cache = self.partitions.get(partition)
         if cache is None:
             raise KafkaError(ErrorCode.NOT_COORDINATOR, f"not the coordinator of {transactional_id}")
         return cache
@@ -485,6 +506,8 @@ class TransactionCoordinator:
                           ) -> ListTransactionsResponse:
         if not self.active:
             return ListTransactionsResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if self._loading:  # as Kafka: any partition still loading
+            return ListTransactionsResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
         response = ListTransactionsResponse(error_code=0)
         states: set[TransactionState] = set()
         names = list(state_filters)

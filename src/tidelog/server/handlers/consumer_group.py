@@ -85,7 +85,15 @@ class ConsumerGroupHandlers:
         auth = self.authorizer
         denied = {g for g in request.group_ids if not auth.authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g)}
         valid = [g for g in request.group_ids if g and g not in denied]
-        described = {d.group_id: d for d in self.consumer_groups.describe(valid, self.store.image)}
+        described: dict[str, ConsumerGroupDescribeResponse.DescribedGroup] = {}
+        for group_id in valid:  # NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS, as Kafka's runtime answers
+            try:
+                self.groups.runtime.read(self.groups.partition_for(group_id))
+            except KafkaError as e:
+                described[group_id] = ConsumerGroupDescribeResponse.DescribedGroup(group_id=group_id,
+                                                                                   error_code=int(e.code))
+        valid = [g for g in valid if g not in described]
+        described.update({d.group_id: d for d in self.consumer_groups.describe(valid, self.store.image)})
         groups = [ConsumerGroupDescribeResponse.DescribedGroup(
             group_id=g, error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED)) for g in request.group_ids if g in denied]
         for group_id in request.group_ids:

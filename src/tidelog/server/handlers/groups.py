@@ -218,7 +218,10 @@ class GroupHandlers:
 
     @handles(ApiKey.LIST_GROUPS, 0, 5)
     def handle_list_groups(self, ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
-        groups = self.groups.list_groups(request.states_filter, request.types_filter)
+        try:
+            groups = self.groups.list_groups(request.states_filter, request.types_filter)
+        except KafkaError as e:  # COORDINATOR_LOAD_IN_PROGRESS: a partition is loading
+            return ListGroupsResponse(error_code=int(e.code))
         auth = self.authorizer
         if not auth.authorize(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
             groups = [g for g in groups if auth.authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id)]
