@@ -65,6 +65,7 @@ from typing import Any, Protocol
 
 from tidelog.clock import Clock
 from tidelog.config import INT_MAX, BrokerConfig
+from tidelog.coordinator.group import expiry
 from tidelog.coordinator.group.classic import ClassicGroupManager, join_error
 from tidelog.coordinator.group.classic_group import ClassicGroup
 from tidelog.coordinator.group.group import CLASSIC, CONSUMER, Group, RequestInfo
@@ -552,47 +553,10 @@ class GroupCoordinator:
     # --------------------------------------------------------------------------------- expiry
 
     def cleanup_group_metadata(self) -> int:
-        """One expiry pass: tombstones for expired offsets, and for groups left empty without offsets.
-        Returns the number of records written."""
-        written = self._write_by_partition(self._deleted_topic_tombstones())
-        now = self.clock.wall_ms()
-        by_partition: dict[int, list[CoordinatorRecord]] = {}
-        for group_id, group in list(self.groups.items()):
-            if self.runtime.is_loading(self.partition_for(group_id)):
-                continue
-            records, all_expired = self.offsets.expired_records(group, now, self.config.offsets_retention_ms)
-            if all_expired and group.is_empty():
-                records += group.tombstones()
-            if records:
-                by_partition.setdefault(self.partition_for(group_id), []).extend(records)
-        written += self._write_by_partition(by_partition)
-        if written:
-            log.info("offset expiry wrote %d tombstones", written)
-        return written
-
-    def _deleted_topic_tombstones(self) -> dict[int, list[CoordinatorRecord]]:
-        by_partition: dict[int, list[CoordinatorRecord]] = {}
-        if self.topic_exists is None:
-            return by_partition
-        for group_id in self.offsets.groups():
-            if self.runtime.is_loading(self.partition_for(group_id)):
-                continue
-            gone = [t for t in self.offsets.group_offsets(group_id) if not self.topic_exists(t)]
-            for topic in gone:
-                parts = list(self.offsets.group_offsets(group_id).get(topic, {}))
-                by_partition.setdefault(self.partition_for(group_id), []).extend(
-                    self.offsets.delete_records(group_id, topic, parts))
-        return by_partition
-
-    def _write_by_partition(self, by_partition: dict[int, list[CoordinatorRecord]]) -> int:
-        written = 0
-        for partition, records in by_partition.items():
-            try:
-                self.runtime.write(partition, Result(records))
-                written += len(records)
-            except KafkaError as e:
-                log.warning("writing %d tombstones to partition %d failed: %s", len(records), partition, e)
-        return written
+        """One expiry pass (:mod:`tidelog.coordinator.group.expiry`); returns the tombstones written."""
+        return expiry.cleanup_group_metadata(self.groups, self.offsets, self.runtime, self.partition_for,
+                                             self.clock.wall_ms(), self.config.offsets_retention_ms,
+                                             self.topic_exists)
 
     def _expiration_tick(self) -> None:
         try:
