@@ -346,9 +346,13 @@ class GroupCoordinator:
         self._check_active()
         if not group_id:
             return HeartbeatResponse(error_code=ErrorCode.INVALID_GROUP_ID)
-        return self.runtime.run(self.partition_for(group_id),
-                                lambda: self._classic_for(group_id).heartbeat(group_id, member_id, group_instance_id,
-                                                                              generation_id))
+        try:
+            return self.runtime.run(self.partition_for(group_id), lambda: self._classic_for(group_id).heartbeat(
+                group_id, member_id, group_instance_id, generation_id))
+        except KafkaError as e:
+            if e.code != ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+                raise
+            return HeartbeatResponse(error_code=ErrorCode.NONE)  # as Kafka: a loading group's heartbeat passes blindly
 
     def leave_group(self, group_id: str, members: list[tuple[str, str | None, str | None]]) -> LeaveGroupResponse:
         """``members``: (member id, group instance id, reason) triples."""
