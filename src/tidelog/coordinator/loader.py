@@ -151,7 +151,10 @@ class PartitionLoads:
         log.info("loaded coordinator partition %d: %d records in %d batches, %d chunks, %.0f ms "
                  "(longest chunk %.1f ms)", partition, stats.records, stats.batches, stats.chunks,
                  stats.elapsed_ms, stats.max_chunk_ms)
-        on_loaded(partition, stats.records)
+        try:
+            on_loaded(partition, stats.records)
+        except Exception:
+            log.exception("activating coordinator partition %d after its load failed", partition)
 
     def _chunk(self, partition: int, next_offset: int, stats: LoadStats, limit: int | None) -> tuple[int, bool]:
         """Replay up to ``limit`` batches (or ``chunk_ms``) from ``next_offset`` (-1: the log start).
