@@ -29,6 +29,7 @@ import argparse
 import logging
 import os
 import random
+import re
 import sys
 import tempfile
 import threading
@@ -269,8 +270,12 @@ def _run(cluster: LocalCluster, network: ClusterNetwork, nemesis_name: str, neme
     bumps = Counter(line.rsplit(": ", 1)[-1].strip() for line in client_log.lines
                     if "Beginning partition drain" in line and "epoch bump" in line)
     if bumps:
+        causes = Counter(m.group(1) for line in client_log.lines
+                         if (m := re.search(r"caused by previous failed request \((\w+)", line)))
         lines.append("idempotent producers' epoch bumps (librdkafka): "
-                     + ", ".join(f"{reason} x{n}" for reason, n in bumps.most_common()))
+                     + ", ".join(f"{reason} x{n}" for reason, n in bumps.most_common())
+                     + ("; the failed requests before skipped sequences: "
+                        + ", ".join(f"{e} x{n}" for e, n in causes.most_common()) if causes else ""))
     lines += explain_duplicates(history, dict(list(copies.items())[:20]))
     result = RunResult(history, verdict)
     if not verdict.valid:

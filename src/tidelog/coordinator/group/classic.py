@@ -19,7 +19,7 @@ The flow, as Kafka's group coordinator runs it:
   join/sync answer, or offset commit while Stable or PreparingRebalance); it is then removed and the
   group rebalances. New members waiting for their first join answer time out after 5 minutes.
 * **Leave.** Removes members (by member id, or by instance id alone for static members) and
-  rebalances.
+  rebalances (:mod:`~tidelog.coordinator.group.classic_leave`).
 
 Classic-group metadata records are written with ``replay=False``: the operation changes the in-memory
 group itself (as Kafka does; rebalance bookkeeping is soft state) and the record persists the outcome.
@@ -42,7 +42,12 @@ from tidelog.coordinator.group.classic_group import (
     ClassicMember,
     JoinCallback,
     SyncCallback,
+    heartbeat_key,
+    join_error,
+    join_key,
+    sync_key,
 )
+from tidelog.coordinator.group.classic_leave import ClassicLeave
 from tidelog.coordinator.group.group import UNKNOWN_MEMBER_ID, RequestInfo
 from tidelog.coordinator.group.records import GroupMetadataKey, GroupMetadataValue, group_metadata_record
 from tidelog.coordinator.runtime import CoordinatorRuntime, Result
@@ -51,7 +56,6 @@ from tidelog.protocol.messages import (
     HeartbeatResponse,
     JoinGroupRequest,
     JoinGroupResponse,
-    LeaveGroupResponse,
     SyncGroupRequest,
     SyncGroupResponse,
 )
@@ -63,23 +67,7 @@ MEMBER_ID_REQUIRED_FROM_VERSION = 4
 SKIP_ASSIGNMENT_FROM_VERSION = 9
 
 
-def heartbeat_key(group_id: str, member_id: str) -> str:
-    return f"heartbeat-{group_id}-{member_id}"
-
-
-def join_key(group_id: str) -> str:
-    return f"join-{group_id}"
-
-
-def sync_key(group_id: str) -> str:
-    return f"sync-{group_id}"
-
-
-def join_error(code: ErrorCode, member_id: str = UNKNOWN_MEMBER_ID) -> JoinGroupResponse:
-    return JoinGroupResponse(error_code=int(code), member_id=member_id)
-
-
-class ClassicGroupManager:
+class ClassicGroupManager(ClassicLeave):
     """Runs the classic protocol over the coordinator's group registry. Loop-only."""
 
     def __init__(self, groups: dict[str, Any], runtime: CoordinatorRuntime, config: Any, clock: Clock,
@@ -519,54 +507,6 @@ class ClassicGroupManager:
         member = group.members.get(member_id)
         if member is not None and group.is_in(ClassicGroupState.STABLE, ClassicGroupState.PREPARING_REBALANCE):
             self.reschedule_heartbeat(group, member)
-
-    # ---------------------------------------------------------------------------------- leave
-
-    def leave_group(self, group_id: str, members: list[tuple[str, str | None, str | None]]) -> Result:
-        """``members``: (member id, group instance id, reason). Result's response is a LeaveGroupResponse
-        with one entry per member (the v0-v2 single-member form is made by the handler)."""
-        group = self.group(group_id)
-        Member = LeaveGroupResponse.MemberResponse
-        if group is None:
-            return Result(response=LeaveGroupResponse(members=[
-                Member(member_id=m, group_instance_id=i, error_code=ErrorCode.UNKNOWN_MEMBER_ID) for m, i, _ in members]))
-        if group.state is ClassicGroupState.DEAD:
-            return Result(response=LeaveGroupResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE))
-        responses = []
-        left = 0
-        for member_id, instance_id, reason in members:
-            code = ErrorCode.NONE
-            if member_id == UNKNOWN_MEMBER_ID:
-                if instance_id is not None and instance_id in group.static_members:
-                    self._remove_current_member(group, group.static_members[instance_id], reason)
-                else:
-                    code = ErrorCode.UNKNOWN_MEMBER_ID
-            elif member_id in group.pending_join_members:
-                group.remove(member_id)
-                self.runtime.cancel(heartbeat_key(group_id, member_id))
-            else:
-                try:
-                    group.validate_member(member_id, instance_id, "leave-group")
-                    self._remove_current_member(group, member_id, reason)
-                except KafkaError as e:
-                    code = e.code
-            left += code == ErrorCode.NONE
-            responses.append(Member(member_id=member_id, group_instance_id=instance_id, error_code=int(code)))
-        result = Result()
-        if left:
-            if group.is_in(ClassicGroupState.STABLE, ClassicGroupState.COMPLETING_REBALANCE):
-                result = self.maybe_prepare_rebalance_or_complete_join(group)
-            elif group.state is ClassicGroupState.PREPARING_REBALANCE:
-                result = self.maybe_complete_join_phase(group)
-        result.response = LeaveGroupResponse(members=responses)
-        return result
-
-    def _remove_current_member(self, group: ClassicGroup, member_id: str, reason: str | None) -> None:
-        member = group.members[member_id]
-        self.runtime.cancel(heartbeat_key(group.group_id, member_id))
-        log.info("member %s left group %s (reason: %s)", member_id, group.group_id, reason or "not provided")
-        group.complete_join(member, join_error(ErrorCode.UNKNOWN_MEMBER_ID))
-        group.remove(member_id)
 
     # ------------------------------------------------------------------------ load and unload
 

@@ -51,6 +51,7 @@ from tidelog.coordinator.group.consumer_protocol import subscription_topics
 from tidelog.coordinator.group.group import (
     CLASSIC,
     CONSUMER_PROTOCOL_TYPE,
+    UNKNOWN_MEMBER_ID,
     Group,
 )
 from tidelog.coordinator.group.records import GroupMetadataValue, MemberMetadata
@@ -500,6 +501,25 @@ class ClassicGroup(Group):
         }
 
 
+# Timer keys of the classic protocol (one join and one sync timer per group, a session per member)
+
+
+def heartbeat_key(group_id: str, member_id: str) -> str:
+    return f"heartbeat-{group_id}-{member_id}"
+
+
+def join_key(group_id: str) -> str:
+    return f"join-{group_id}"
+
+
+def sync_key(group_id: str) -> str:
+    return f"sync-{group_id}"
+
+
+def join_error(code: ErrorCode, member_id: str = UNKNOWN_MEMBER_ID) -> JoinGroupResponse:
+    return JoinGroupResponse(error_code=int(code), member_id=member_id)
+
+
 __all__ = [
     "VALID_PREVIOUS_STATES",
     "ClassicGroup",
@@ -509,4 +529,8 @@ __all__ = [
     "JoinCallback",
     "SyncCallback",
     "can_transition",
+    "heartbeat_key",
+    "join_error",
+    "join_key",
+    "sync_key",
 ]
