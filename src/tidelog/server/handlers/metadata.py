@@ -63,7 +63,7 @@ class MetadataHandler:
         auth = self.authorizer
         if wanted is None:
             image = self.store.image
-            topics = [_topic(image, name, v) for name in sorted(image.topics)
+            topics = [topic_metadata(image, name, v) for name in sorted(image.topics)
                       if auth.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name)]
         else:
             may_create = auto_create and auth.authorize(ctx, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
@@ -121,10 +121,14 @@ class MetadataHandler:
                 if e.code != ErrorCode.TOPIC_ALREADY_EXISTS or name not in self.store.image.topics:
                     return Topic(error_code=int(e.code), name=name)
                 # another broker of the cluster created it first: answer with that topic
-        return _topic(self.store.image, name, v)
+        return topic_metadata(self.store.image, name, v)
 
 
-def _topic(image: MetadataImage, name: str, version: int) -> Topic:
+def topic_metadata(image: MetadataImage, name: str, version: int) -> Topic:
+    """A topic's answer. A partition whose leader is not a live broker (none elected, or its broker
+    gone from the image before the controller elected another, a moment in a cluster) is answered
+    as Kafka's metadata cache does: LEADER_NOT_AVAILABLE with leader -1, never a leader that the
+    broker list does not name (clients look leaders up in that list)."""
     t = image.topics[name]
     return Topic(
         error_code=0,
@@ -133,9 +137,9 @@ def _topic(image: MetadataImage, name: str, version: int) -> Topic:
         is_internal=t.is_internal,
         partitions=[
             Partition(
-                error_code=0,
+                error_code=0 if p.leader in image.brokers else int(ErrorCode.LEADER_NOT_AVAILABLE),
                 partition_index=p.partition,
-                leader_id=p.leader,
+                leader_id=p.leader if p.leader in image.brokers else -1,
                 leader_epoch=p.leader_epoch,
                 replica_nodes=list(p.replicas),
                 isr_nodes=list(p.isr),
@@ -146,4 +150,4 @@ def _topic(image: MetadataImage, name: str, version: int) -> Topic:
     )
 
 
-__all__ = ["MetadataHandler"]
+__all__ = ["MetadataHandler", "topic_metadata"]
