@@ -81,11 +81,14 @@ class KP:
             bootstrap_servers=broker.bootstrap, group_id=group, client_id=client_id,
             partition_assignment_strategy=[assignor], session_timeout_ms=3000, heartbeat_interval_ms=300,
             max_poll_interval_ms=10_000, auto_offset_reset="earliest", enable_auto_commit=False)
-        # Know the topics' partitions before joining: a kafka-python leader that assigns before its
-        # metadata arrives hands out nothing and may not notice the metadata later.
-        for topic in topics:
-            assert self.consumer.partitions_for_topic(topic)
+        # Subscribed, then the topics' partitions known before the first join (the first poll): a
+        # kafka-python 3.0 leader that assigns before its metadata has them hands out nothing, and
+        # can lose the rejoin it makes when they appear (see test_cluster_coordinators'
+        # kafka_python_member). Asked before subscribing, the coordinator's snapshot can still lack them.
         self.consumer.subscribe(topics)
+        for topic in topics:
+            wait_for(lambda topic=topic: self.consumer.partitions_for_topic(topic), 10,
+                     f"{topic}'s partitions in kafka-python's metadata")
         self.assigned: Assignment = set()
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
