@@ -145,8 +145,22 @@ class LocalCluster:
         from confluent_kafka.admin import NewTopic
 
         rf = self.count if replication_factor is None else replication_factor
+        from confluent_kafka import KafkaError, KafkaException
+
         admin = self.admin()  # kept referenced: a collected AdminClient fails its futures with _DESTROY
-        admin.create_topics([NewTopic(topic, partitions, rf, config=config or {})])[topic].result(timeout)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                admin.create_topics([NewTopic(topic, partitions, rf, config=config or {})])[topic].result(timeout)
+                break
+            except KafkaException as e:
+                # The broker asked may not know a broker that (re)registered a moment ago: try again
+                # while ZooKeeper has enough live brokers for the replication factor.
+                lagging = (e.args[0].code() == KafkaError.INVALID_REPLICATION_FACTOR
+                           and len(self.live_ids()) >= rf and time.monotonic() < deadline)
+                if not lagging:
+                    raise
+                time.sleep(0.2)
         for p in range(partitions):
             state = wait_for(lambda p=p: self.state_or_none(topic, p), timeout, what=f"state of {topic}-{p}")
             replicas = self.assignment(topic)[p]
