@@ -65,7 +65,7 @@ class DescribeTopicPartitionsHandler:
                 break
             partitions = image.topics[name].partitions[max(first, 0):]
             shown = partitions[:remaining]
-            topics.append(_topic(image, name, shown))
+            topics.append(described_topic(image, name, shown))
             remaining -= len(shown)
             if len(shown) < len(partitions):
                 next_cursor = Cursor(topic_name=name, partition_index=shown[-1].partition + 1 if shown else first)
@@ -90,15 +90,19 @@ def _known(image: MetadataImage, name: str) -> Topic | None:
     return Topic(error_code=int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), name=name, topic_authorized_operations=OPERATIONS)
 
 
-def _topic(image: MetadataImage, name: str, partitions) -> Topic:
+def described_topic(image: MetadataImage, name: str, partitions) -> Topic:
     t = image.topics[name]
     return Topic(
         error_code=0, name=name, topic_id=t.topic_id, is_internal=t.is_internal,
         topic_authorized_operations=OPERATIONS,
-        partitions=[Partition(error_code=0, partition_index=p.partition, leader_id=p.leader,
+        # as Kafka: a leader that is not a live broker is -1 (no error code here), replicas on
+        # brokers that are not live are offline
+        partitions=[Partition(error_code=0, partition_index=p.partition,
+                              leader_id=p.leader if p.leader in image.brokers else -1,
                               leader_epoch=p.leader_epoch, replica_nodes=list(p.replicas), isr_nodes=list(p.isr),
-                              eligible_leader_replicas=[], last_known_elr=[], offline_replicas=[])
+                              eligible_leader_replicas=[], last_known_elr=[],
+                              offline_replicas=[r for r in p.replicas if r not in image.brokers])
                     for p in partitions])
 
 
-__all__ = ["DescribeTopicPartitionsHandler"]
+__all__ = ["DescribeTopicPartitionsHandler", "described_topic"]

@@ -118,7 +118,11 @@ class MetadataHandler:
                 self.controller.create_topic(name, self.config["num.partitions"],
                                              self.config["default.replication.factor"])
             except KafkaError as e:
-                if e.code != ErrorCode.TOPIC_ALREADY_EXISTS or name not in self.store.image.topics:
+                if e.code == ErrorCode.TOPIC_ALREADY_EXISTS and name not in self.store.image.topics:
+                    # created by another broker a moment ago, not yet in this broker's metadata:
+                    # retriable, as Kafka answers it (the client asks again)
+                    return Topic(error_code=int(ErrorCode.LEADER_NOT_AVAILABLE), name=name)
+                if e.code != ErrorCode.TOPIC_ALREADY_EXISTS:
                     return Topic(error_code=int(e.code), name=name)
                 # another broker of the cluster created it first: answer with that topic
         return topic_metadata(self.store.image, name, v)
@@ -128,7 +132,8 @@ def topic_metadata(image: MetadataImage, name: str, version: int) -> Topic:
     """A topic's answer. A partition whose leader is not a live broker (none elected, or its broker
     gone from the image before the controller elected another, a moment in a cluster) is answered
     as Kafka's metadata cache does: LEADER_NOT_AVAILABLE with leader -1, never a leader that the
-    broker list does not name (clients look leaders up in that list)."""
+    broker list does not name (clients look leaders up in that list). Replicas on brokers that are not
+    live are listed as offline (Kafka: on a fenced or unregistered broker, or an offline log dir)."""
     t = image.topics[name]
     return Topic(
         error_code=0,
@@ -143,7 +148,7 @@ def topic_metadata(image: MetadataImage, name: str, version: int) -> Topic:
                 leader_epoch=p.leader_epoch,
                 replica_nodes=list(p.replicas),
                 isr_nodes=list(p.isr),
-                offline_replicas=[],
+                offline_replicas=[r for r in p.replicas if r not in image.brokers],
             )
             for p in t.partitions
         ],
