@@ -240,6 +240,9 @@ _BROKER_DEFS = [
     ConfigDef("offsets.retention.minutes", _int(1), 10_080,
               "Committed offsets of a group are kept this long after the group became empty (or after the "
               "commit, for groups without members).", topic=False),
+    ConfigDef("offsets.commit.timeout.ms", _int(1), 5000,
+              "How long the group coordinator waits for the in-sync replicas to have its writes (offset "
+              "commits, group metadata) before it answers the request with an error (cluster mode).", topic=False),
     ConfigDef("offsets.retention.check.interval.ms", _long(1), 600_000,
               "How often expired committed offsets are looked for.", topic=False),
     ConfigDef("offset.metadata.max.bytes", _int(0), 4096,

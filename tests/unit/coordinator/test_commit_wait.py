@@ -43,6 +43,7 @@ class HeldWriter(SwitchableWriter):
         self.owned = True
         self.wait_result = ErrorCode.NONE
         self.waited: list[tuple[int, int]] = []
+        self.timeouts: list[int] = []
 
     def owns(self, partition: int) -> bool:
         return self.owned
@@ -52,6 +53,7 @@ class HeldWriter(SwitchableWriter):
 
     async def wait_committed(self, partition: int, offset: int, timeout_ms: int) -> ErrorCode:
         self.waited.append((partition, offset))
+        self.timeouts.append(timeout_ms)
         if self.wait_result == ErrorCode.NONE:
             self.hw[partition] = offset
         return self.wait_result
@@ -92,6 +94,20 @@ def test_a_commit_is_pending_until_the_high_watermark_passes_it(held: Harness) -
     assert asyncio.run(write_barrier.wait(touched)) == ErrorCode.NONE
     assert held.writer.waited == [(partition, end)]  # it waited for the end of its own write
     assert not write_barrier.pending(touched)
+
+
+def test_the_wait_is_bounded_by_offsets_commit_timeout_ms(tmp_path: Path) -> None:
+    from tidelog.config import BrokerConfig
+    from tidelog.coordinator.group.coordinator import GroupConfig
+
+    assert GroupConfig.from_broker_config(BrokerConfig.from_props({})).offsets_commit_timeout_ms == 5000  # Kafka's
+    configured = GroupConfig.from_broker_config(BrokerConfig.from_props({"offsets.commit.timeout.ms": "1234"}))
+    h = Harness(tmp_path, offsets_commit_timeout_ms=configured.offsets_commit_timeout_ms)
+    h.writer = HeldWriter(h.logs)
+    h.coordinator = h._new()
+    _, touched = _touching(lambda: _commit(h, "g", 5))
+    assert asyncio.run(write_barrier.wait(touched)) == ErrorCode.NONE
+    assert h.writer.timeouts == [1234]
 
 
 def test_a_read_waits_for_the_writes_it_reflects(held: Harness) -> None:

@@ -115,6 +115,7 @@ class GroupConfig:
     offsets_retention_ms: int = 7 * 24 * 3_600_000
     offsets_retention_check_interval_ms: int = 600_000
     offset_metadata_max_bytes: int = 4096
+    offsets_commit_timeout_ms: int = 5000
     #: Every broker setting by Kafka name (group.consumer.* and others for extensions).
     values: Mapping[str, Any] = field(default_factory=dict)
 
@@ -129,6 +130,7 @@ class GroupConfig:
             offsets_retention_ms=config["offsets.retention.minutes"] * 60_000,
             offsets_retention_check_interval_ms=config["offsets.retention.check.interval.ms"],
             offset_metadata_max_bytes=config["offset.metadata.max.bytes"],
+            offsets_commit_timeout_ms=config["offsets.commit.timeout.ms"],
             values=dict(config.values),
         )
 
@@ -175,7 +177,7 @@ class GroupCoordinator:
         self.offsets = OffsetStore()
         self.runtime = CoordinatorRuntime(clock, writer, self.replay, serialize, deserialize, schedule,
                                           replay_marker=self._replay_transaction_marker,
-                                          write_timeout_ms=5000)  # Kafka's offsets.commit.timeout.ms default
+                                          write_timeout_ms=config.offsets_commit_timeout_ms)
         self._replayers: dict[type, ReplayerFn] = {
             OffsetCommitKey: self._replay_offset_commit,
             GroupMetadataKey: lambda partition, offset, record: self.classic.replay(record.key, record.value),
