@@ -138,6 +138,20 @@ def test_two_brokers_creating_one_topic_only_one_wins(chroot, nodes):
     assert two.store.image.topics["race"] == one.store.image.topics["race"]  # the loser knows the winner's topic
 
 
+def test_two_brokers_ensuring_one_internal_topic_both_get_it(chroot, nodes):
+    """An internal topic created on first use by two brokers at once (the first OffsetCommit or
+    FindCoordinator on each): the loser answers with the winner's topic, not TOPIC_ALREADY_EXISTS
+    (a CI run's first commit failed so)."""
+    from tidelog.cluster.controller import NewTopic
+
+    one, two = Node(chroot, 1).open(), Node(chroot, 2).open()
+    nodes.extend([one, two])
+    new = NewTopic("__consumer_offsets", 2, 1, {"cleanup.policy": "compact"}, internal=True)
+    won = one.controller.ensure_topic(new)
+    assert "__consumer_offsets" not in two.store.image.topics  # two has not heard yet
+    assert two.controller.ensure_topic(new) == won
+
+
 def test_partition_state_changes_only_at_the_version_read(chroot, nodes, raw):
     one, two = Node(chroot, 1).open(), Node(chroot, 2).open()
     nodes.extend([one, two])

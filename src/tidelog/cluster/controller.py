@@ -226,12 +226,23 @@ class Controller:
         return results
 
     def ensure_topic(self, new: NewTopic) -> TopicMetadata:
-        """The topic, created first if it does not exist (internal topics, on first use)."""
+        """The topic, created first if it does not exist (internal topics, on first use). If another
+        broker created it a moment ago, the winner's topic (once this broker's metadata shows it; until
+        then COORDINATOR_NOT_AVAILABLE, retriable: the client asks again), never TOPIC_ALREADY_EXISTS."""
         existing = self.image.topics.get(new.name)
         if existing is not None:
             return existing
         rf = min(new.replication_factor, len(self.image.brokers))
-        return self.create_topic(new.name, new.num_partitions, rf, new.configs, internal=new.internal)
+        try:
+            return self.create_topic(new.name, new.num_partitions, rf, new.configs, internal=new.internal)
+        except KafkaError as e:
+            if e.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                raise
+            existing = self.image.topics.get(new.name)  # the refused write may have read it in
+            if existing is not None:
+                return existing
+            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                             f"{new.name} was just created by another broker; this broker does not see it yet") from None
 
     @staticmethod
     def _new_partitions(image: MetadataImage, start: int, count: int, replication_factor: int,
