@@ -203,8 +203,16 @@ class Reassigner:
 
     def alter(self, requests: Sequence[ReassignmentRequest], allow_replication_factor_change: bool = True,
               ) -> list[KafkaError | None]:
+        refreshed = False
         for attempt in range(1, self.ATTEMPTS + 1):
             results = self._alter_once(requests, allow_replication_factor_change)
+            refused = any(e is not None and e.code == ErrorCode.INVALID_REPLICA_ASSIGNMENT for e in results)
+            if refused and not refreshed:
+                # This broker's image follows ZooKeeper a moment behind: a broker that just registered,
+                # or a partition whose move just ended, can look wrong here. Refuse only on fresh data.
+                refreshed = True
+                self.store.refresh()
+                results = self._alter_once(requests, allow_replication_factor_change)
             conflict = any(e is not None and e.code == ErrorCode.NOT_CONTROLLER for e in results)
             if not conflict or attempt == self.ATTEMPTS:
                 return results

@@ -45,6 +45,11 @@ class MetadataStore(Protocol):
 
     def publish(self, image: MetadataImage) -> None: ...
 
+    def refresh(self) -> None:
+        """Bring the image up to the shared store's state now (bounded wait), before a decision that a
+        lagging image would get wrong."""
+        ...
+
     def subscribe(self, listener: MetadataListener) -> None: ...
 
     def open(self, broker: BrokerInfo) -> MetadataImage: ...
@@ -87,6 +92,9 @@ class EmbeddedStore:
 
     def subscribe(self, listener: MetadataListener) -> None:
         self._listeners.append(listener)
+
+    def refresh(self) -> None:
+        """Nothing to do: this image is the only copy."""
 
     def close(self) -> None:
         """Nothing to release: every change is already on disk."""

@@ -531,6 +531,10 @@ class ZooKeeperStore:
                              "have been made") from None
         self._refresh_after_write(image)
 
+    def refresh(self) -> None:
+        """Re-read ZooKeeper now and apply it (waits up to the write timeout, as a write does)."""
+        self._refresh(wait_s=WRITE_TIMEOUT_S)
+
     @property
     def _connected(self) -> bool:
         return self.client is not None and self.client.connected and not self._session_lost

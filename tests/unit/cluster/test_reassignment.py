@@ -150,6 +150,9 @@ class _Store:
         self.published.append(image)
         self.image = image
 
+    def refresh(self) -> None:
+        self.refreshed = getattr(self, "refreshed", 0) + 1
+
 
 def _image(*partitions: PartitionMetadata) -> MetadataImage:
     brokers = {i: BrokerInfo(i, "h", 9000 + i) for i in LIVE}
@@ -217,3 +220,27 @@ def test_reassigner_decides_again_after_losing_to_a_concurrent_change() -> None:
     always = Contended(_image(part([1])), conflicts=99)
     (error,) = Reassigner(always).alter([ReassignmentRequest("t", 0, (2,))])
     assert error.code == ErrorCode.NOT_CONTROLLER and always.attempts == Reassigner.ATTEMPTS
+
+
+def test_reassigner_refuses_only_on_a_fresh_image() -> None:
+    """A broker's image follows ZooKeeper a moment behind (CI: a move from 3 to 1 had ended, but the
+    image asked still said replicas [3] with ISR [1], and the next move was refused as "no replica
+    could lead"). A refusal is decided again once on a re-read image; a real one stays."""
+    class Lagging(_Store):
+        def __init__(self, stale: MetadataImage, fresh: MetadataImage) -> None:
+            super().__init__(stale)
+            self.fresh = fresh
+
+        def refresh(self) -> None:
+            super().refresh()
+            self.image = self.fresh
+
+    stale = _image(PartitionMetadata(0, 1, 3, (3,), (1,), 0))
+    fresh = _image(PartitionMetadata(0, 1, 3, (1,), (1,), 0))
+    store = Lagging(stale, fresh)
+    assert Reassigner(store).alter([ReassignmentRequest("t", 0, (2,))]) == [None]
+    assert store.refreshed == 1 and [(t, p.replicas) for t, p in ongoing(store.image)] == [("t", (2, 1))]
+
+    store = _Store(_image(part([1])))
+    (error,) = Reassigner(store).alter([ReassignmentRequest("t", 0, ())])
+    assert error.code == ErrorCode.INVALID_REPLICA_ASSIGNMENT and store.refreshed == 1
