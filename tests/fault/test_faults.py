@@ -1,4 +1,4 @@
-"""Fault tests in the manner of Jepsen (:mod:`tidelog.testing.jepsen`): ZooKeeper and three brokers
+"""Fault tests in the manner of Jepsen (:mod:`tests.fault.lab.jepsen`): ZooKeeper and three brokers
 whose inter-broker and ZooKeeper traffic goes through controllable proxies; idempotent acks=all
 producers write unique values to an RF=3, min.insync.replicas=2 topic and two consumers read it while
 a nemesis kills (-9) leaders, SIGSTOPs brokers, cuts a broker off from ZooKeeper and the other
@@ -9,7 +9,7 @@ run names the directory holding its history and the processes' logs.
 
 In CI: six schedules of ~15 s of faults on one cluster, ~2.5 min in all (with the other tests here).
 A longer soak (every nemesis, mixed at random): ``TIDELOG_FAULT_SOAK=600 pytest tests/fault -k soak``
-(seconds), or ``python -m tidelog.testing.jepsen --duration 600``.
+(seconds), or ``python -m tests.fault.lab.jepsen --duration 600``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
+from tests.fault.lab.jepsen import RunResult, fault_cluster, run
 from tests.integration.kafka_io import produce_batch
 from tests.integration.zookeeper import start_zookeeper
 from tidelog.coordinator.runtime import partition_for
@@ -28,7 +29,6 @@ from tidelog.errors import ErrorCode
 from tidelog.records.builder import build_batch
 from tidelog.testing.client import WireClient
 from tidelog.testing.cluster import wait_for
-from tidelog.testing.jepsen import RunResult, fault_cluster, run
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("faults")]
 

@@ -124,7 +124,7 @@ def check(history: History, replica_problems: list[str] | None = None,
     * ``replica_problems`` (the replicas that were not byte-identical, sequences written twice) is empty.
 
     ``resent_after_epoch_bump``: duplicated values whose copies lie on disk under different epochs
-    of one producer id (:mod:`tidelog.testing.sequence_audit`): the client sent them again after an
+    of one producer id (:mod:`tests.fault.lab.sequence_audit`): the client sent them again after an
     epoch bump, which no broker can recognise. They are counted (``resent_after_epoch_bump``), not
     violations.
     """

@@ -1,6 +1,6 @@
 """Nemeses for the fault tests (as in Jepsen): faults a schedule starts and heals while a workload runs.
 
-:class:`ClusterNetwork` puts a :class:`~tidelog.testing.tcp_proxy.ProxyNetwork` between the
+:class:`ClusterNetwork` puts a :class:`~tests.fault.lab.tcp_proxy.ProxyNetwork` between the
 processes of a :class:`~tidelog.testing.cluster.LocalCluster` before it starts: each broker reaches
 ZooKeeper through its own proxy (``zookeeper.connect`` per broker), and followers fetch from a
 leader through a proxy in front of the leader's ``REPLICATION`` listener (the inter-broker
@@ -26,8 +26,8 @@ import random
 import threading
 from collections.abc import Callable
 
+from tests.fault.lab.tcp_proxy import ProxyNetwork, replica_fetcher_peer
 from tidelog.testing.cluster import LocalCluster
-from tidelog.testing.tcp_proxy import ProxyNetwork, replica_fetcher_peer
 from tidelog.testing.zookeeper import free_port
 
 REPLICATION_LISTENER = "REPLICATION"

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tidelog.testing.tcp_proxy import ProxyNetwork, replica_fetcher_peer
+from tests.fault.lab.tcp_proxy import ProxyNetwork, replica_fetcher_peer
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """The fault runs' clients: each a thread writing unique values (or reading) with confluent-kafka and
-recording what it does in a :class:`~tidelog.testing.history.History`.
+recording what it does in a :class:`~tests.fault.lab.history.History`.
 
 * :class:`IdempotentProducer` -- acks=all, ``enable.idempotence``: one ``send`` per value;
 * :class:`TransactionalProducer` -- transactions of 1-4 values over the partitions, most committed,
@@ -22,10 +22,10 @@ import time
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from tidelog.testing.history import History
+from tests.fault.lab.history import History
 
 #: librdkafka's log lines (brokers going away) go here, not to the terminal.
-CLIENT_LOG = logging.getLogger("tidelog.testing.workload.librdkafka")
+CLIENT_LOG = logging.getLogger("tests.fault.lab.workload.librdkafka")
 CLIENT_LOG.addHandler(logging.NullHandler())  # not Python's last-resort handler on stderr
 CLIENT_LOG.propagate = False  # pytest's log capture would keep every debug line
 

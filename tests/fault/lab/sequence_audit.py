@@ -1,6 +1,6 @@
 """What the producers' sequence numbers on disk say about duplicates (a fault run's checker, part 2).
 
-The history checker (:mod:`tidelog.testing.history`) sees values; the log's batches also carry who
+The history checker (:mod:`tests.fault.lab.history`) sees values; the log's batches also carry who
 wrote each record: producer id, producer epoch and sequence number. Two facts follow from them:
 
 * The broker's promise (idempotence): a batch retried with the same producer id, epoch and sequence

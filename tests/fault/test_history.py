@@ -4,7 +4,7 @@ a final read that did not finish) is named; the history round-trips through its 
 
 from __future__ import annotations
 
-from tidelog.testing.history import History, check
+from tests.fault.lab.history import History, check
 
 
 def base_history() -> History:

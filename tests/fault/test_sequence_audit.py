@@ -3,9 +3,9 @@ a value written under two epochs of one producer is the client's re-send after a
 
 from __future__ import annotations
 
+from tests.fault.lab.sequence_audit import locate, repeated_sequences, resent_after_epoch_bump
 from tidelog.records.builder import build_batch
 from tidelog.records.control import ControlRecordType, build_control_batch
-from tidelog.testing.sequence_audit import locate, repeated_sequences, resent_after_epoch_bump
 
 
 def batch(offset: int, values: list[str], pid: int = 7, epoch: int = 0, seq: int = 0, leader_epoch: int = 1) -> bytes:

@@ -1,21 +1,21 @@
 """Fault runs in the manner of Jepsen: clients write unique values to a replicated topic while a
 nemesis breaks the cluster; after healing, a checker decides whether any invariant was broken.
 
-    python -m tidelog.testing.jepsen --duration 600              # a soak, every nemesis mixed
-    python -m tidelog.testing.jepsen --nemesis kill --duration 60
+    python -m tests.fault.lab.jepsen --duration 600              # a soak, every nemesis mixed
+    python -m tests.fault.lab.jepsen --nemesis kill --duration 60
 
 :func:`fault_cluster` builds a :class:`~tidelog.testing.cluster.LocalCluster` (three brokers,
 ``min.insync.replicas=2``, a 4 s ZooKeeper session) wired through a
-:class:`~tidelog.testing.nemesis.ClusterNetwork`. :func:`run` does one run on it:
+:class:`~tests.fault.lab.nemesis.ClusterNetwork`. :func:`run` does one run on it:
 
 1. create the topic (RF=3, ``min.insync.replicas=2``, unclean election off);
-2. start the clients (:mod:`tidelog.testing.workload`): idempotent acks=all producers, a
+2. start the clients (:mod:`tests.fault.lab.workload`): idempotent acks=all producers, a
    transactional producer committing and aborting, a read_uncommitted and a read_committed reader;
 3. run the nemesis's schedule (quiet, fault, heal, ...) for ``duration`` seconds; heal;
 4. stop the clients; wait until every partition has a leader and its full ISR (liveness), then
    until its replicas are byte-identical on disk; read every partition to its end with both
    isolation levels;
-5. :func:`tidelog.testing.history.check` the history; print its summary and the verdict. An invalid
+5. :func:`tests.fault.lab.history.check` the history; print its summary and the verdict. An invalid
    run writes ``history.jsonl``, ``summary.txt`` and every process's log to a directory under
    ``$TIDELOG_FAULT_ARTIFACTS`` (default ``<tmp>/tidelog-faults``) and names it.
 
@@ -39,9 +39,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tidelog.testing.cluster import LocalCluster, wait_for
-from tidelog.testing.history import History, Verdict, check
-from tidelog.testing.nemesis import (
+from tests.fault.lab.history import History, Verdict, check
+from tests.fault.lab.nemesis import (
     ClusterNetwork,
     Combined,
     Isolate,
@@ -53,8 +52,9 @@ from tidelog.testing.nemesis import (
     RestartZooKeeper,
     run_schedule,
 )
-from tidelog.testing.sequence_audit import Copy, locate, repeated_sequences, resent_after_epoch_bump
-from tidelog.testing.workload import ClientLog, IdempotentProducer, Reader, TransactionalProducer, final_read
+from tests.fault.lab.sequence_audit import Copy, locate, repeated_sequences, resent_after_epoch_bump
+from tests.fault.lab.workload import ClientLog, IdempotentProducer, Reader, TransactionalProducer, final_read
+from tidelog.testing.cluster import LocalCluster, wait_for
 from tidelog.testing.zookeeper import ZooKeeperProcess
 
 SESSION_MS = 4000
@@ -160,7 +160,7 @@ def _quietly(fn: Callable[[], object]) -> object:
 
 def audit_sequences(cluster: LocalCluster, topic: str, partitions: int) -> tuple[list[str], dict[int, list[bytes]]]:
     """Each partition's log (first replica; the replicas are identical by now) and the sequences it
-    holds twice (violations, see :mod:`tidelog.testing.sequence_audit`)."""
+    holds twice (violations, see :mod:`tests.fault.lab.sequence_audit`)."""
     logs: dict[int, list[bytes]] = {}
     problems = []
     for p in range(partitions):
@@ -288,7 +288,7 @@ def _run(cluster: LocalCluster, network: ClusterNetwork, nemesis_name: str, neme
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m tidelog.testing.jepsen",
+        prog="python -m tests.fault.lab.jepsen",
         description="Start ZooKeeper and three brokers on loopback, run a fault schedule against "
                     "them while clients write, then check that no acknowledged record was lost or "
                     "duplicated, replicas are identical, offsets are never reused and read_committed "
@@ -310,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         make_nemesis(args.nemesis, None, None, "", random.Random())  # type: ignore[arg-type]
     except ValueError as e:
-        print(f"tidelog.testing.jepsen: {e}", file=sys.stderr)
+        print(f"tests.fault.lab.jepsen: {e}", file=sys.stderr)
         return 2
     logging.getLogger("kazoo").setLevel(logging.ERROR)  # the harness's own ZooKeeper client, through restarts
     root = args.dir or Path(tempfile.mkdtemp(prefix="tidelog-jepsen-"))
