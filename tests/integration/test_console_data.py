@@ -204,7 +204,7 @@ def test_the_tail_cursor_returns_what_came_since(broker):
     ("partition=5", 404, "UNKNOWN_TOPIC_OR_PARTITION"),
     ("max_scan=0", 400, "INVALID_REQUEST"),
     ("max_scan=100000000", 400, "INVALID_REQUEST"),
-    ("key=" + "x" * 2000, 400, "INVALID_REQUEST"),
+    pytest.param("key=" + "x" * 2000, 400, "INVALID_REQUEST", id="filter-too-long"),
     ("limit=501", 400, "INVALID_REQUEST"),
 ])
 def test_hostile_topic_reads_are_4xx(broker, query, status, code):

@@ -120,10 +120,10 @@ export function messages(body, t, ctx) {
       if (mine !== generation || !timer) return;
       rows = rows.concat(r.messages).slice(-MAX_ROWS);
       cursor = r.cursor;
-      replace(status);
+      replace(status, liveNote());
       draw(r, partition.value === "");
     } catch (e) {
-      replace(status, errorBox(e));
+      replace(status, liveNote(), errorBox(e));
     }
     if (mine === generation && timer) timer = setTimeout(poll, refreshMs(ctx));
   };
@@ -131,9 +131,10 @@ export function messages(body, t, ctx) {
     clearTimeout(timer);
     timer = null;
     if (live.checked && cursor !== null) timer = setTimeout(poll, refreshMs(ctx));
-    replace(status, live.checked ? h("p", { class: "ok", "data-testid": "live-status" },
-      "Live: new messages appear below as they arrive.") : null);
+    replace(status, live.checked ? liveNote() : null);
   };
+  const liveNote = () => h("p", { class: "ok", "data-testid": "live-status" },
+    "Live: new messages appear below as they arrive (the newest ", String(MAX_ROWS), " kept).");
   live.addEventListener("change", () => (cursor === null ? load() : follow()));
   const form = h("form", { class: "form" },
     h("div", { class: "row" },
