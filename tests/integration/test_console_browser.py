@@ -197,8 +197,6 @@ def test_ordinary_data_shows_right_search_and_live_tail(broker, page):
     page.get_by_test_id("browse-load").click()
     expect(rows).to_have_count(1)
     expect(rows.nth(0)).to_contain_text("plain")
-    ARTEFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTEFACTS / "messages-search.png"), full_page=True)
 
     page.get_by_test_id("search-text").fill("")
     page.get_by_test_id("browse-live").check()
@@ -208,7 +206,6 @@ def test_ordinary_data_shows_right_search_and_live_tail(broker, page):
     produce(broker, name, ["arrived later"], partition=0)
     expect(rows).to_have_count(4)
     expect(rows.nth(3)).to_contain_text("arrived later")
-    page.screenshot(path=str(ARTEFACTS / "messages-live.png"), full_page=True)
 
 
 def test_watch_a_groups_lag_grow_and_shrink_then_reset_it_in_the_ui(broker, page):

@@ -156,6 +156,7 @@ def test_search_by_key_value_and_header_over_a_bounded_scan(broker):
                                                                  **query)["messages"])
 
     assert found(key="USER-1") == [i for i in range(40) if i % 4 == 1]
+    assert _messages(broker, name, key="USER-1")["filters"] == {"key": "USER-1"}  # as asked
     assert found(value='"red"') == [0, 8, 16, 24, 32]
     assert found(header="tenant") == [3, 13, 23, 33]
     assert found(header="tenant=acme") == [3, 13, 23, 33]
@@ -165,12 +166,17 @@ def test_search_by_key_value_and_header_over_a_bounded_scan(broker):
     assert found(key="user-0", value="red") == [0, 8, 16, 24, 32]
     newest = _messages(broker, name, value="blue", limit=3)  # the newest three matches
     assert [m["value"]["data"]["n"] for m in newest["messages"]] == [37, 38, 39]
+    assert newest["newest"] is True and newest["scan_limited"] is False and newest["scanned"] == 40
+    # Newest with a filter searches each partition's share of max_scan, and says older ones were left.
+    windowed = _messages(broker, name, value="red", max_scan=10)
+    assert [m["value"]["data"]["n"] for m in windowed["messages"]] == [32]
+    assert windowed["scan_limited"] is True and windowed["scanned"] == 10
 
     # A bounded scan says so, and its cursor goes on from where it stopped.
     page = _messages(broker, name, position="earliest", key="user-3", max_scan=10)
     assert page["scan_limited"] is True and page["scanned"] == 10 and page["max_scan"] == 10
     assert [m["value"]["data"]["n"] for m in page["messages"]] == [3, 7]
-    assert page["filters"] == {"key": "user-3"}
+    assert page["filters"] == {"key": "user-3"} and page["newest"] is False
     seen = [m["value"]["data"]["n"] for m in page["messages"]]
     while page["scan_limited"]:
         page = _messages(broker, name, cursor=page["cursor"], key="user-3", max_scan=10)

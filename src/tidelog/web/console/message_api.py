@@ -41,6 +41,7 @@ from tidelog.web.console.scan import (
     DEFAULT_MAX_SCAN,
     MAX_PAGE_BYTES,
     MAX_SCAN,
+    MAX_SCAN_BYTES,
     Filters,
     PartitionReader,
     message,
@@ -134,9 +135,8 @@ class MessageApi:
                                       f"Topic '{topic}' has {count} partition(s): no partition {only}")
         chosen = [only] if only is not None else list(range(count))
         newest = not starts or position == "newest"
-        # Newest: each partition from `window` records before its end (the page, or a share of the scan).
-        window = -(-max_scan // len(chosen)) if filters.active else limit
         readers, partitions = [], []
+        windowed = False  # newest with a filter: some partition has older records that were not searched
         for p in chosen:
             try:
                 plog = self.replicas.leader_log(topic, p)
@@ -144,8 +144,9 @@ class MessageApi:
                 partitions.append({"partition": p, "error": e.code.name, "message": e.message})
                 continue
             start, end = plog.log_start_offset, plog.high_watermark
-            if newest:
-                at = max(start, end - window)
+            if newest:  # from `window` records before the end: the page, or a share of the scan bound
+                at = max(start, end - self._window(plog, limit, max_scan, len(chosen), filters.active))
+                windowed |= filters.active and at > start
             elif position == "earliest":
                 at = start
             elif timestamp is not None:
@@ -159,7 +160,8 @@ class MessageApi:
                 at = min(max(cursor.get(p, start), start), end)  # type: ignore[union-attr]
             readers.append(PartitionReader(self.replicas, topic, p, at))
             partitions.append({"partition": p, "start_offset": start, "end_offset": end, "from_offset": at})
-        found = await scan(readers, filters, limit, max_scan, newest=newest)
+        # Newest: the windows bound the scan (and the scan must reach the ends to find the newest).
+        found = await scan(readers, filters, limit, MAX_SCAN * (count + 1) if newest else max_scan, newest=newest)
         for entry in partitions:
             if "error" not in entry:
                 entry["next_offset"] = found.positions[entry["partition"]]
@@ -167,8 +169,18 @@ class MessageApi:
             "topic": topic, "partitions": partitions,
             "messages": [message(record, fmt, p) for p, record in found.records],
             "cursor": ",".join(f"{p}:{o}" for p, o in sorted(found.positions.items())),
-            "scanned": found.scanned, "scan_limited": found.limited, "max_scan": max_scan,
-            "filters": filters.describe()})
+            "newest": newest, "scanned": found.scanned, "scan_limited": found.limited or windowed,
+            "max_scan": max_scan, "filters": filters.describe()})
+
+    @staticmethod
+    def _window(plog: Any, limit: int, max_scan: int, partitions: int, searching: bool) -> int:
+        """How many of a partition's newest records the newest view reads: the page without a filter;
+        with one, its share of ``max_scan``, fewer where its records are large (MAX_SCAN_BYTES in all)."""
+        if not searching:
+            return limit
+        records = max(1, plog.high_watermark - plog.log_start_offset)
+        average = max(1, plog.size // records)
+        return max(1, min(max_scan // partitions, MAX_SCAN_BYTES // partitions // average))
 
     async def produce(self, request: web.Request) -> web.Response:
         topic = request.match_info["topic"]

@@ -3,8 +3,9 @@ headers, and several partitions merged into one stream ordered by timestamp.
 
 Records are read from the leader's log through the replica manager, as a read_uncommitted consumer would
 see them (up to the high watermark; control records left out). Every scan is bounded: at most
-``max_scan`` records are looked at per request, and the broker's loop is yielded to between reads, so a
-search over a large topic never stalls the broker; the answer says when the bound stopped it.
+``max_scan`` records (and ``MAX_SCAN_BYTES``) are looked at per request, and the broker's loop is yielded
+to every ``YIELD_RECORDS`` records or ``YIELD_BYTES``, so a search over a large topic does not stall the
+broker; the answer says when the bound stopped it.
 """
 
 from __future__ import annotations
@@ -28,6 +29,14 @@ READ_BYTES = 4 * 1024 * 1024  # per read of the log; a larger batch is still rea
 MAX_PAGE_BYTES = 8 * 1024 * 1024
 DEFAULT_MAX_SCAN = 10_000
 MAX_SCAN = 100_000
+#: A request also stops once the records it looked at hold this much (keys, values, headers).
+MAX_SCAN_BYTES = 256 * 1024 * 1024
+#: The loop is yielded to after this many records or bytes looked at.
+YIELD_RECORDS, YIELD_BYTES = 1000, 4 * 1024 * 1024
+
+
+def record_bytes(record: Any) -> int:
+    return sum(len(b) for b in (record.key, record.value, *(h.value for h in record.headers)) if b)
 
 
 def shown_bytes(record: Any) -> int:
@@ -87,13 +96,15 @@ class Filters:
     header_name: str | None = None  # a header of this exact name...
     header_value: str | None = None  # ...whose value contains this
     anywhere: str | None = None  # the key, the value, or a header's name or value
+    given: dict[str, str] = field(default_factory=dict)  # as asked, for the answer
 
     @classmethod
     def of(cls, key: str | None, value: str | None, header: str | None, q: str | None) -> Filters:
         name, _, wanted = (header or "").partition("=")
+        given = {k: v for k, v in (("key", key), ("value", value), ("header", header), ("q", q)) if v}
         return cls(key=key.lower() if key else None, value=value.lower() if value else None,
                    header_name=name or None, header_value=wanted.lower() if wanted else None,
-                   anywhere=q.lower() if q else None)
+                   anywhere=q.lower() if q else None, given=given)
 
     @property
     def active(self) -> bool:
@@ -115,10 +126,7 @@ class Filters:
         return True
 
     def describe(self) -> dict[str, str]:
-        out = {"key": self.key, "value": self.value, "q": self.anywhere,
-               "header": None if self.header_name is None else self.header_name + (
-                   "" if self.header_value is None else "=" + self.header_value)}
-        return {k: v for k, v in out.items() if v is not None}
+        return dict(self.given)
 
 
 def _contains(data: bytes | None, needle: str) -> bool:
@@ -130,7 +138,8 @@ class ScanResult:
     records: list[tuple[int, Any]] = field(default_factory=list)  # (partition, record), in timestamp order
     positions: dict[int, int] = field(default_factory=dict)  # partition -> next offset to look at
     scanned: int = 0
-    limited: bool = False  # stopped by max_scan before the end of every partition
+    scanned_bytes: int = 0
+    limited: bool = False  # stopped by max_scan (or MAX_SCAN_BYTES) before the end of every partition
 
 
 async def scan(readers: Iterable[PartitionReader], filters: Filters, limit: int, max_scan: int, *,
@@ -138,25 +147,29 @@ async def scan(readers: Iterable[PartitionReader], filters: Filters, limit: int,
     """Merge the partitions by (timestamp, partition, offset) from their readers' positions and keep the
     records that match: the first ``limit`` (stopping there, or once the page is full), or with ``newest``
     the last ``limit`` before every partition ends (cut from the oldest side to fit the page). Either way
-    at most ``max_scan`` records are looked at."""
+    at most ``max_scan`` records (and ``MAX_SCAN_BYTES``) are looked at."""
     result = ScanResult()
     kept: list[tuple[int, Any]] | deque[tuple[int, Any]] = deque(maxlen=limit) if newest else result.records
     heap: list[tuple[int, int, int, Any, PartitionReader]] = []
     readers = list(readers)
     for reader in readers:
         _push(heap, reader)
-    shown = 0
+    shown = since_yield = 0
     while heap and (newest or (len(kept) < limit and shown < MAX_PAGE_BYTES)):
-        if result.scanned >= max_scan:
+        if result.scanned >= max_scan or result.scanned_bytes >= MAX_SCAN_BYTES:
             result.limited = True
             break
         _, _, _, record, reader = heapq.heappop(heap)
         result.scanned += 1
+        size = record_bytes(record)
+        result.scanned_bytes += size
+        since_yield += size
         if filters.matches(record):
             kept.append((reader.partition, record))
             shown += 0 if newest else shown_bytes(record)
         _push(heap, reader)
-        if result.scanned % 1000 == 0:
+        if result.scanned % YIELD_RECORDS == 0 or since_yield >= YIELD_BYTES:
+            since_yield = 0
             await asyncio.sleep(0)  # let the broker serve its clients during a long search
     waiting = {reader.partition: record.offset for _, _, _, record, reader in heap}
     result.positions = {r.partition: waiting.get(r.partition, r.position) for r in readers}
@@ -175,5 +188,5 @@ def _push(heap: list, reader: PartitionReader) -> None:
         heapq.heappush(heap, (record.timestamp, reader.partition, record.offset, record, reader))
 
 
-__all__ = ["DEFAULT_MAX_SCAN", "MAX_PAGE_BYTES", "MAX_SCAN", "Filters", "PartitionReader", "ScanResult",
+__all__ = ["DEFAULT_MAX_SCAN", "MAX_PAGE_BYTES", "MAX_SCAN", "MAX_SCAN_BYTES", "Filters", "PartitionReader", "ScanResult",
            "message", "scan", "shown_bytes"]

@@ -78,8 +78,10 @@ export function messages(body, t, ctx) {
       h("p", { class: "muted", "data-testid": "browse-summary" },
         `${rows.length} message(s) ${where}` + (filters ? ` · ${filters}, ${num(r.scanned)} scanned` : "")),
       r.scan_limited ? h("p", { class: "banner-inline", "data-testid": "scan-limited" }, badge("scan limit", "warn"),
-        ` Stopped after looking at ${num(r.scanned)} records (at most ${num(r.max_scan)} per search): `,
-        "Next page searches on from there.") : null,
+        r.newest ? ` Searched the newest ${num(r.scanned)} records only (at most ${num(r.max_scan)} per search): ` +
+          "start from Earliest or a time to search older ones."
+          : ` Stopped after looking at ${num(r.scanned)} records (at most ${num(r.max_scan)} per search): ` +
+          "Next page searches on from there.") : null,
       r.partitions.filter((p) => p.error).map((p) => h("p", { class: "muted" }, badge(p.error, "warn"),
         ` partition ${p.partition} is not led by this broker: not shown.`)),
       table(columns, rows, { empty: "No messages at this position.", testid: "messages" }),
