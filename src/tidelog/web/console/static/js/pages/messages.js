@@ -63,10 +63,10 @@ export function messages(body, t, ctx) {
     const columns = [
       all ? { label: "Partition", cell: (m) => String(m.partition), class: "num" } : null,
       { label: "Offset", cell: (m) => String(m.offset), class: "num" },
-      { label: "Timestamp", cell: (m) => time(m.timestamp) },
-      { label: "Key", cell: (m) => rendered(m.key) },
-      { label: "Value", cell: (m) => rendered(m.value) },
-      { label: "Headers", cell: (m) => headerList(m.headers) },
+      { label: "Timestamp", cell: (m) => time(m.timestamp), class: "msg-time" },
+      { label: "Key", cell: (m) => rendered(m.key), class: "msg-key" },
+      { label: "Value", cell: (m) => rendered(m.value), class: "msg-value" },
+      { label: "Headers", cell: (m) => headerList(m.headers), class: "msg-headers" },
     ].filter(Boolean);
     const parts = r.partitions.filter((p) => !p.error);
     const more = parts.some((p) => p.next_offset < p.end_offset);
