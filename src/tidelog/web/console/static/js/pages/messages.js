@@ -105,8 +105,8 @@ export function messages(body, t, ctx) {
       if (mine !== generation) return;
       rows = r.messages;
       cursor = r.cursor;
-      draw(r, partition.value === "");
       follow();
+      draw(r, partition.value === "");
     } catch (e) {
       replace(results, errorBox(e));
     }
