@@ -153,6 +153,61 @@ def test_create_a_topic_produce_with_a_client_and_browse_the_messages(broker, pa
     wait_for(lambda: name not in admin.list_topics(timeout=10).topics, 10, "the topic to be deleted")
 
 
+def test_ordinary_data_shows_right_search_and_live_tail(broker, page):
+    """A JSON-object header (Spring's spring_json_header_types) shows as JSON, not [object Object]; an
+    integer beyond 2^53 keeps every digit; a NaN value does not break the page; all partitions in one view
+    by timestamp; search by key and header; the live tail shows a message produced after it started; the
+    overview and the header show the cluster id."""
+    from playwright.sync_api import expect
+
+    name = f"data-{uuid.uuid4().hex[:8]}"
+    create_topic(AdminClient({"bootstrap.servers": broker.bootstrap}), name, partitions=2)
+    base = int(time.time() * 1000) - 60_000
+    types = '{"contentType":"java.lang.String"}'
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    producer.produce(name, key=b"order-1", value=b'{"id": 9007199254740993}', partition=1, timestamp=base,
+                     headers=[("spring_json_header_types", types.encode())])
+    producer.produce(name, key=b"order-2", value=b"NaN", partition=0, timestamp=base + 1)
+    producer.produce(name, key=b"other", value=b"plain", partition=1, timestamp=base + 2, headers=[("tenant", b"acme")])
+    assert producer.flush(15) == 0
+
+    page.goto(broker.http_url)
+    cluster_id = ok(broker, "GET", "/cluster")["cluster_id"]
+    expect(page.get_by_test_id("cluster-id")).to_have_text(cluster_id)
+    expect(page.get_by_test_id("header-cluster-id")).to_have_text(cluster_id)
+    page.goto(broker.http_url + f"#/topics/{name}")
+    page.get_by_test_id("tab-messages").click()
+    page.get_by_test_id("browse-load").click()  # all partitions, newest, merged by timestamp
+    rows = page.get_by_test_id("messages").locator("tbody tr")
+    expect(rows).to_have_count(3)
+    expect(page.get_by_test_id("browse-summary")).to_contain_text("3 message(s) from 2 partition(s), by timestamp")
+    assert [rows.nth(i).locator("td").nth(0).inner_text() for i in range(3)] == ["1", "0", "1"]  # partitions
+    first = rows.nth(0).inner_text()
+    assert "9007199254740993" in first and "9007199254740992" not in first
+    assert "[object Object]" not in first and '"contentType":"java.lang.String"' in first.replace(" ", "")
+    assert "NaN" in rows.nth(1).inner_text()
+
+    page.get_by_test_id("search-in").select_option("key")
+    page.get_by_test_id("search-text").fill("ORDER")
+    page.get_by_test_id("browse-load").click()
+    expect(rows).to_have_count(2)
+    expect(page.get_by_test_id("browse-summary")).to_contain_text('key contains "ORDER"')
+    page.get_by_test_id("search-in").select_option("header")
+    page.get_by_test_id("search-text").fill("tenant=ACME")
+    page.get_by_test_id("browse-load").click()
+    expect(rows).to_have_count(1)
+    expect(rows.nth(0)).to_contain_text("plain")
+
+    page.get_by_test_id("search-text").fill("")
+    page.get_by_test_id("browse-live").check()
+    page.get_by_test_id("browse-load").click()
+    expect(page.get_by_test_id("live-status")).to_be_visible()
+    expect(rows).to_have_count(3)
+    produce(broker, name, ["arrived later"], partition=0)
+    expect(rows).to_have_count(4)
+    expect(rows.nth(3)).to_contain_text("arrived later")
+
+
 def test_watch_a_groups_lag_grow_and_shrink_then_reset_it_in_the_ui(broker, page):
     from playwright.sync_api import expect
 

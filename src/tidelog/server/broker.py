@@ -301,7 +301,8 @@ class Broker:
         # The web console and its JSON API: Kafka requests to the handlers above, made in-process (docs/console.md).
         self.console: Console | None = None
         if self.http is not None and config["console.enable"]:
-            self.console = Console(replicas, InternalClient(handlers).send, clock, broker_id=self.broker_id,
+            self.console = Console(replicas, InternalClient(handlers).send, clock, groups=groups,
+                                   broker_id=self.broker_id,
                                    read_only=config["console.read.only"],
                                    sample_interval_ms=config["console.sample.interval.ms"],
                                    authentication=config["console.authentication"] or (

@@ -8,7 +8,7 @@ import pytest
 
 from tidelog.errors import ErrorCode
 from tidelog.web.console.api_error import ApiError
-from tidelog.web.console.message_api import MAX_FIELD_BYTES, encode, render
+from tidelog.web.console.render import MAX_FIELD_BYTES, encode, render
 
 
 def test_auto_prefers_json_then_text_then_hex():
@@ -34,6 +34,26 @@ def test_large_values_are_cut_and_say_so():
     assert shown["format"] == "text" and len(shown["data"]) == MAX_FIELD_BYTES
     deep = b"[" * 100_000 + b"]" * 100_000  # too deep for the JSON parser: shown, not a crash
     assert render(deep[:MAX_FIELD_BYTES // 2] + deep[-MAX_FIELD_BYTES // 2:], "auto")["format"] == "text"
+
+
+@pytest.mark.parametrize("raw", [b"NaN", b"Infinity", b"-Infinity", b'{"x": NaN}', b"[1e400]", b'{"a": -1e999}'])
+def test_what_only_python_takes_for_json_is_shown_as_text(raw):
+    """Python's parser takes NaN, Infinity and overflowing numbers; strict JSON (what the API must send)
+    has none of them: such a field is text, and the rendered field encodes as strict JSON."""
+    shown = render(raw, "auto")
+    assert shown == {"size": len(raw), "format": "text", "data": raw.decode()}
+    json.dumps(shown, allow_nan=False)
+    assert render(raw, "json")["format"] == "text"
+
+
+def test_integers_beyond_javascripts_safe_range_carry_their_exact_text():
+    big = 2**53 + 1
+    shown = render(f'{{"id": {big}, "small": 7, "f": 1.5}}'.encode(), "auto")
+    assert shown["format"] == "json" and shown["data"] == {"id": big, "small": 7, "f": 1.5}
+    assert shown["exact"] == f'{{\n  "id": {big},\n  "small": 7,\n  "f": 1.5\n}}'
+    assert render(str(-big).encode(), "auto")["exact"] == str(-big)
+    assert "exact" not in render(str(2**53 - 1).encode(), "auto")  # still exact in JavaScript
+    assert "exact" not in render(b'{"n": 12345678901234567890.5}', "auto")  # a float is a double on both sides
 
 
 def test_produced_fields_are_encoded_by_format():

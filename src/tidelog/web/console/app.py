@@ -15,6 +15,7 @@ from pathlib import Path
 from aiohttp import web
 
 from tidelog.clock import Clock
+from tidelog.coordinator.group import GroupCoordinator
 from tidelog.replica.manager import ReplicaManager
 from tidelog.web.console.admin import ConsoleAdmin, Send
 from tidelog.web.console.api_error import error_middleware
@@ -35,16 +36,17 @@ SESSION_PATHS = frozenset({"/api/v1/login", "/api/v1/logout"})
 
 
 class Console:
-    def __init__(self, replicas: ReplicaManager, send: Send, clock: Clock, *, broker_id: int, read_only: bool,
-                 sample_interval_ms: int, authentication: str = NONE, lookup: Lookup = lambda user, mechanism: None,
-                 session_ms: int = 0) -> None:
+    def __init__(self, replicas: ReplicaManager, send: Send, clock: Clock, *, groups: GroupCoordinator,
+                 broker_id: int, read_only: bool, sample_interval_ms: int, authentication: str = NONE,
+                 lookup: Lookup = lambda user, mechanism: None, session_ms: int = 0) -> None:
         """``authentication``: ``none`` or ``sasl`` (logins checked with ``lookup``, the broker's SCRAM
-        credential store's ``get``; sessions last ``session_ms``, 8 h when 0)."""
+        credential store's ``get``; sessions last ``session_ms``, 8 h when 0). ``groups``: the broker's
+        group coordinator, whose committed offsets the lag sampler reads."""
         self.read_only = read_only
         self.authentication = ConsoleAuthentication(authentication, lookup, SessionStore(clock.monotonic_ms, session_ms))
         self.sample_interval_ms = sample_interval_ms
         self.admin = admin = ConsoleAdmin(send)
-        self.sampler = Sampler(replicas, admin, clock.wall_ms)
+        self.sampler = Sampler(replicas, groups, clock.wall_ms)
         topics = TopicApi(replicas, admin)
         self.apis = (self.authentication,
                      ClusterApi(topics, admin, self.sampler, self.authentication, broker_id=broker_id,

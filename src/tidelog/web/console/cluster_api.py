@@ -33,10 +33,12 @@ class ClusterApi:
     async def console(self, request: web.Request) -> web.Response:
         """What this console is, and who is asking: ``principal`` is null when a login is required and the
         request has no session; ``cluster_operations`` are what the authorizer lets it do on the cluster
-        (the app shows the Users and ACLs pages when DESCRIBE is among them)."""
+        (the app shows the Users and ACLs pages when DESCRIBE is among them); ``cluster_id`` once logged in
+        (null before: a Kafka client learns it only after authenticating too)."""
         principal = logged_in(request)
         operations = await self.admin.cluster_operations(principal) if principal is not None else []
         return web.json_response({"version": __version__, "read_only": self.read_only,
+                                  "cluster_id": self.topics.image.cluster_id if principal is not None else None,
                                   "principal": str(principal) if principal is not None else None,
                                   "authentication": self.authentication.mode,
                                   "cluster_operations": operations,

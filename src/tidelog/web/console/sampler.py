@@ -6,24 +6,24 @@ bounded history (``HISTORY`` samples, the oldest dropped):
 * consumer lag over time, per group: the sum over its committed partitions of (high watermark -
   committed offset), and each partition's lag.
 
+The committed offsets are read from this broker's group coordinator itself, as ``/metrics`` reads them,
+not through a Kafka request: the sampler acts for no user, and with an authorizer no principal it could
+name (``User:ANONYMOUS`` least of all) may describe every group. Who may see a group's history is decided
+when it is asked for (the group API).
+
 Groups are sampled up to ``MAX_GROUPS`` (the rest are not charted). Loop-only.
 """
 
 from __future__ import annotations
 
-import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tidelog.coordinator.group import GroupCoordinator
 from tidelog.errors import KafkaError
 from tidelog.replica.manager import ReplicaManager
-from tidelog.security.principal import ANONYMOUS
-from tidelog.web.console.admin import ConsoleAdmin
-from tidelog.web.console.api_error import ApiError
-
-log = logging.getLogger(__name__)
 
 HISTORY = 360
 MAX_GROUPS = 200
@@ -35,9 +35,9 @@ class GroupHistory:
 
 
 class Sampler:
-    def __init__(self, replicas: ReplicaManager, admin: ConsoleAdmin, wall_ms: Callable[[], int]) -> None:
+    def __init__(self, replicas: ReplicaManager, coordinator: GroupCoordinator, wall_ms: Callable[[], int]) -> None:
         self.replicas = replicas
-        self.admin = admin
+        self.coordinator = coordinator
         self.wall_ms = wall_ms
         self.rates: deque = deque(maxlen=HISTORY)  # {"time": ms, "records_per_sec", "bytes_per_sec", "topics": {}}
         self.groups: dict[str, GroupHistory] = {}
@@ -77,18 +77,14 @@ class Sampler:
     async def sample_lag(self) -> None:
         now = self.wall_ms()
         try:
-            groups = await self.admin.list_groups(ANONYMOUS)
-        except (ApiError, KafkaError) as e:  # coordinator loading: try again next time
-            log.debug("lag sample skipped: %s", e)
+            listed = self.coordinator.list_groups()  # what ListGroups answers, for no user in particular
+        except KafkaError:  # a __consumer_offsets partition is loading: try again next time
             return
+        offsets = self.coordinator.offsets
         seen = set()
-        for g in sorted(groups, key=lambda g: g["group_id"])[:MAX_GROUPS]:
-            group_id = g["group_id"]
+        for group_id in sorted(g.group_id for g in listed)[:MAX_GROUPS]:
             seen.add(group_id)
-            try:
-                committed = await self.admin.committed_offsets(ANONYMOUS, group_id)
-            except (ApiError, KafkaError):
-                continue
+            committed = {(topic, partition): om.offset for topic, partition, om in offsets.items(group_id)}
             lags = self.lags(committed)
             total = sum(v for v in lags.values() if v is not None)
             history = self.groups.setdefault(group_id, GroupHistory())

@@ -60,7 +60,8 @@ async function start() {
     login.render(document.getElementById("main"), () => location.reload());
     return;
   }
-  replace(who, "as ", h("span", { "data-testid": "principal" }, ctx.principal), " · Tidelog " + ctx.version);
+  replace(who, "cluster ", h("code", { "data-testid": "header-cluster-id", title: "cluster id" }, ctx.cluster_id),
+    " · as ", h("span", { "data-testid": "principal" }, ctx.principal), " · Tidelog " + ctx.version);
   if (ctx.authentication === "sasl") {
     who.append(" ", h("button", { class: "small", "data-testid": "logout", onclick: async () => {
       try { await api("/logout", { method: "POST", body: {} }); } finally { location.hash = "#/"; location.reload(); }

@@ -1,4 +1,4 @@
-// Overview: brokers, topic and partition counts, under-replicated and offline partitions, disk use per
+// Overview: the cluster id, brokers, topic and partition counts, under-replicated and offline partitions, disk use per
 // log dir, and the live message rate.
 import { api } from "../api.js";
 import { bytes, card, errorBox, every, h, num, refreshMs, replace, table } from "../dom.js";
@@ -10,7 +10,8 @@ export async function render(main, _params, ctx) {
   const brokers = h("div", { class: "panel-body" });
   const dirs = h("div", { class: "panel-body" });
   const status = h("div");
-  main.append(h("h1", {}, "Overview"), status, cards,
+  const identity = h("p", { class: "muted" });
+  main.append(h("h1", {}, "Overview"), identity, status, cards,
     h("section", { class: "panel" }, h("h2", {}, "Messages in per second"), chart),
     h("div", { class: "columns" },
       h("section", { class: "panel" }, h("h2", {}, "Brokers"), brokers),
@@ -24,6 +25,8 @@ export async function render(main, _params, ctx) {
       replace(status, errorBox(e));
       return;
     }
+    replace(identity, "Cluster id ", h("code", { "data-testid": "cluster-id" }, o.cluster_id),
+      " · this is broker ", String(o.broker_id), " · controller ", o.controller_id === null || o.controller_id < 0 ? "–" : String(o.controller_id));
     replace(cards,
       card("Brokers", num(o.brokers.length), "brokers"),
       card("Topics", num(o.topics), "topic-count"),

@@ -1,7 +1,8 @@
-// One topic: its partitions, configs, a message browser, producing a test message, deleting it.
+// One topic: its partitions, configs, a message browser (pages/messages.js), producing a test message, deleting it.
 import { api, enc } from "../api.js";
-import { badge, bytes, confirmAction, errorBox, every, h, num, parsePairs, refreshMs, replace, table, time, toast }
+import { badge, bytes, confirmAction, errorBox, every, h, num, parsePairs, refreshMs, replace, table, toast }
   from "../dom.js";
+import { messages } from "./messages.js";
 
 export async function render(main, [name], ctx) {
   const t = await api("/topics/" + enc(name));
@@ -98,59 +99,6 @@ function configs(body, t, ctx) {
 
 function partitionSelect(t, testid) {
   return h("select", { "data-testid": testid }, Array.from({ length: t.partitions }, (_, i) => h("option", { value: String(i) }, "Partition " + i)));
-}
-
-function rendered(f) {
-  if (f === null || f === undefined) return h("span", { class: "muted" }, "null");
-  const text = f.format === "json" ? JSON.stringify(f.data, null, 2) : f.data;
-  return h("div", { class: "field" }, h("pre", { class: "value " + f.format }, text),
-    h("span", { class: "fmt" }, f.format + (f.truncated ? `, first 64 KiB of ${bytes(f.size)}` : "")));
-}
-
-function messages(body, t) {
-  const partition = partitionSelect(t, "browse-partition");
-  const mode = h("select", { "data-testid": "browse-mode" },
-    h("option", { value: "newest" }, "Newest"), h("option", { value: "offset" }, "From offset"),
-    h("option", { value: "timestamp" }, "From time"));
-  const offset = h("input", { type: "number", min: 0, value: "0", "data-testid": "browse-offset" });
-  const when = h("input", { type: "datetime-local", step: 1, "data-testid": "browse-time" });
-  const limit = h("input", { type: "number", min: 1, max: 500, value: "50", "data-testid": "browse-limit" });
-  const format = h("select", { "data-testid": "browse-format" }, ["auto", "text", "json", "hex"].map((f) => h("option", { value: f }, f)));
-  const results = h("div");
-  let next = null;
-  const load = async (from) => {
-    let q = "?limit=" + enc(limit.value) + "&format=" + format.value;
-    if (from !== undefined) q += "&offset=" + from;
-    else if (mode.value === "offset") q += "&offset=" + enc(offset.value);
-    else if (mode.value === "timestamp") {
-      const ms = new Date(when.value).getTime();
-      if (!when.value || Number.isNaN(ms)) { replace(results, errorBox({ code: "INVALID_REQUEST", message: "pick a time" })); return; }
-      q += "&timestamp=" + ms;
-    }
-    try {
-      const r = await api(`/topics/${enc(t.name)}/partitions/${partition.value}/messages${q}`);
-      next = r.next_offset;
-      replace(results,
-        h("p", { class: "muted", "data-testid": "browse-summary" },
-          `${r.messages.length} message(s) from offset ${r.from_offset} · partition offsets ${r.start_offset}..${r.end_offset}`),
-        table([
-          { label: "Offset", cell: (m) => String(m.offset), class: "num" },
-          { label: "Timestamp", cell: (m) => time(m.timestamp) },
-          { label: "Key", cell: (m) => rendered(m.key) },
-          { label: "Value", cell: (m) => rendered(m.value) },
-          { label: "Headers", cell: (m) => m.headers.length ? h("ul", { class: "headers" }, m.headers.map((x) => h("li", {}, h("code", {}, x.key), ": ", x.value === null ? "null" : String(x.format === "json" ? JSON.stringify(x.value.data) : x.value.data)))) : "" },
-        ], r.messages, { empty: "No messages at this position.", testid: "messages" }),
-        r.next_offset < r.end_offset ? h("button", { type: "button", "data-testid": "browse-next", onclick: () => load(next) }, "Next page") : null);
-    } catch (e) {
-      replace(results, errorBox(e));
-    }
-  };
-  const form = h("form", { class: "row form" },
-    h("label", {}, "Partition", partition), h("label", {}, "Start", mode), h("label", {}, "Offset", offset),
-    h("label", {}, "Time", when), h("label", {}, "Limit", limit), h("label", {}, "Show as", format),
-    h("button", { type: "submit", "data-testid": "browse-load" }, "Load"));
-  form.addEventListener("submit", (ev) => { ev.preventDefault(); load(); });
-  body.append(h("div", { class: "panel" }, form, results));
 }
 
 function produce(body, t, ctx) {
