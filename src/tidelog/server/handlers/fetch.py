@@ -53,15 +53,19 @@ class FetchHandler:
                 return found.name if found else None
             return t.topic
 
-        def topic_id(name: str):
-            t = self.replicas.image.topics.get(name)
+        def name_of(topic_id) -> str | None:
+            found = image.topic_by_id(topic_id)
+            return found.name if found else None
+
+        def id_of(name: str):
+            t = image.topics.get(name)
             return t.topic_id if t else None
 
         replica_id = request.replica_state.replica_id if v >= 15 else request.replica_id
         if replica_id >= 0 and self.replicas.replication is not None:  # a follower (cluster mode)
             return self._follower_fetch(ctx, v, request, replica_id, topic_name)
         try:
-            fetch = self.sessions.resolve(v, request, topic_name, topic_id)
+            fetch = self.sessions.resolve(v, request, name_of, id_of)
         except KafkaError as e:
             return FetchResponse(error_code=int(e.code), session_id=0)
         reads = self._read(ctx, v, request, fetch.partitions)
