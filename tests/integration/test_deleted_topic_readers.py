@@ -1,9 +1,11 @@
 """Readers of a topic that gets deleted, against a real ``tidelog serve`` (issue 23, findings 4 and 5).
 
 * An incremental fetch session (KIP-227, Fetch v17: topics by id) over a deleted topic: the next
-  incremental fetch answers UNKNOWN_TOPIC_ID for its partitions and the connection stays open; the
-  client forgets them by id. A confluent-kafka consumer of a topic that is deleted keeps its
-  connection and carries on with its other topic.
+  incremental fetches answer UNKNOWN_TOPIC_OR_PARTITION for its partitions (INCONSISTENT_TOPIC_ID
+  once a new topic has its name, UNKNOWN_TOPIC_ID for an id never known: what Kafka 4.4 answers,
+  checked against the oracle) and the connection stays open; the client forgets them by id. A
+  confluent-kafka consumer of a topic that is deleted keeps its connection and carries on with its
+  other topic.
 * A Fetch response built before its topic is deleted, still queued or being written to a slow
   reader (a small receive buffer, nothing read until the deletion is done): it arrives whole, with
   the deleted topic's records, and the connection carries on. Both the sendfile path (the standard
@@ -81,31 +83,38 @@ def _partitions(response) -> dict[uuid.UUID, int]:
     return {t.topic_id: p.error_code for t in response.responses for p in t.partitions}
 
 
-def test_an_incremental_fetch_session_over_a_deleted_topic_answers_unknown_topic_id(broker: BrokerProcess) -> None:
+def test_an_incremental_fetch_session_over_a_deleted_topic_keeps_the_connection(broker: BrokerProcess) -> None:
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    gone, kept = "session-gone", "session-kept"
-    _create(admin, gone, kept)
-    produce_all(producer(broker), gone, [{"value": b"g"}])
-    produce_all(producer(broker), kept, [{"value": b"k"}])
-    ids = _topic_ids(broker.bootstrap, gone, kept)
+    gone, again, kept = "session-gone", "session-again", "session-kept"
+    _create(admin, gone, again, kept)
+    for topic in (gone, again, kept):
+        produce_all(producer(broker), topic, [{"value": b"x"}])
+    ids = _topic_ids(broker.bootstrap, gone, again, kept)
+    never = uuid.uuid4()
     with WireClient.connect(broker.bootstrap, timeout=30) as client:
-        first = _fetch(client, 0, 0, {ids[gone]: 0, ids[kept]: 0})
+        first = _fetch(client, 0, 0, {ids[gone]: 0, ids[again]: 0, ids[kept]: 0, never: 0})
         assert first.error_code == 0 and first.session_id != 0, "the broker opened no fetch session"
         session = first.session_id
-        assert _partitions(first) == {ids[gone]: 0, ids[kept]: 0}
-        assert _fetch(client, session, 1, {ids[gone]: 1, ids[kept]: 1}).error_code == 0
+        assert _partitions(first) == {ids[gone]: 0, ids[again]: 0, ids[kept]: 0, never: ErrorCode.UNKNOWN_TOPIC_ID}
+        assert _partitions(_fetch(client, session, 1, {ids[gone]: 1, ids[again]: 1, ids[kept]: 1})) == {
+            never: ErrorCode.UNKNOWN_TOPIC_ID}
 
         _delete(admin, gone, broker.data_dir)
+        _delete(admin, again, broker.data_dir)
+        _create(admin, again)  # the name comes back with a new id
+        assert _topic_ids(broker.bootstrap, again)[again] != ids[again]
 
         # old code: "cannot encode the response to API 1 v17: expected a uuid.UUID, got NoneType", the
         # broker closed the connection (ConnectionClosed here)
+        expected = {ids[gone]: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ids[again]: ErrorCode.INCONSISTENT_TOPIC_ID,
+                    never: ErrorCode.UNKNOWN_TOPIC_ID}
         after = _fetch(client, session, 2)
         assert after.error_code == 0 and after.session_id == session
-        assert _partitions(after) == {ids[gone]: ErrorCode.UNKNOWN_TOPIC_ID}
-        assert _partitions(_fetch(client, session, 3)) == {ids[gone]: ErrorCode.UNKNOWN_TOPIC_ID}, \
+        assert _partitions(after) == expected
+        assert _partitions(_fetch(client, session, 3)) == expected, \
             "an erroneous partition is reported until the client forgets it"
-        # the client forgets the deleted topic by its id
-        forgot = _fetch(client, session, 4, forgotten=[ids[gone]])
+        # the client forgets them by id
+        forgot = _fetch(client, session, 4, forgotten=[ids[gone], ids[again], never])
         assert forgot.error_code == 0 and _partitions(forgot) == {}
         produce_all(producer(broker), kept, [{"value": b"k2"}])
         news = _fetch(client, session, 5)

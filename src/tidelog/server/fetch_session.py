@@ -11,11 +11,12 @@ Rules (by ``session_id`` / ``session_epoch`` of the FetchRequest):
   forgotten ones removed; the response holds only partitions with news (records, a changed high
   watermark, last stable offset or log start offset, or an error). The expected epoch then advances.
 
-A session opened by a v13+ request (topics named by id) remembers each partition by its topic id, as
-Kafka does: forgotten topics are matched by id, and a partition whose topic was deleted (or deleted
-and created again under its name, with a new id) answers UNKNOWN_TOPIC_ID until the client forgets it.
-A session opened with ids and continued without them, or the other way round, gets
-FETCH_SESSION_TOPIC_ID_ERROR.
+A session opened by a v13+ request (topics named by id) remembers each partition by its topic id and
+the name it had, as Kafka does: forgotten topics are matched by id; until the client forgets it, a
+partition whose topic was deleted answers UNKNOWN_TOPIC_OR_PARTITION, one whose name now belongs to
+a new topic INCONSISTENT_TOPIC_ID (the Fetch handler's check), one whose id was never known
+UNKNOWN_TOPIC_ID (its name is looked up again at every fetch). A session opened with ids and
+continued without them, or the other way round, gets FETCH_SESSION_TOPIC_ID_ERROR.
 
 Sessions idle for longer than the eviction time are dropped when the cache is full.
 :meth:`FetchSessionCache.resolve` applies these rules to a request and returns a
@@ -46,7 +47,7 @@ class SessionPartition:
     fetch_offset: int
     max_bytes: int
     current_leader_epoch: int = -1
-    topic: str | None = None  # None: the topic id is not (or no longer) known here
+    topic: str | None = None  # None: the topic id is not known here (yet)
     topic_id: uuid.UUID = ZERO_UUID  # v13+ sessions: the id the client gave
     # what the client was last told, to decide whether an incremental response must include us
     high_watermark: int = -1
@@ -177,11 +178,9 @@ class FetchSessionCache:
         partitions, session_states = [], []
         for (_, partition), state in session.partitions.items():
             if uses_ids:
-                if state.topic is not None and id_of(state.topic) != state.topic_id:
-                    state.topic = None  # deleted (or deleted and created again): the id is gone for good
                 if state.topic is None:
                     state.topic = name_of(state.topic_id)
-                topic_id = state.topic_id
+                topic_id = state.topic_id  # the name stays: a deleted topic's partition reads as unknown
             else:
                 topic_id = id_of(state.topic) or ZERO_UUID  # type: ignore[arg-type]
             partitions.append(PartitionFetch(state.topic, topic_id, partition, state.fetch_offset, state.max_bytes,

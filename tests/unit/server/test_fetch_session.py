@@ -65,9 +65,10 @@ class _Topics:
         return self.ids.get(name)
 
 
-def test_a_session_keeps_the_topic_id_of_a_deleted_topic() -> None:
-    """A deleted topic's partitions keep their id (UNKNOWN_TOPIC_ID for the read, never None), and the
-    client can forget them by that id."""
+def test_a_session_keeps_the_topic_id_and_name_of_a_deleted_topic() -> None:
+    """A deleted topic's partitions keep their id (old code: None, which the response could not
+    encode) and their name (the replica manager answers UNKNOWN_TOPIC_OR_PARTITION, as Kafka does),
+    and the client can forget them by that id."""
     cache = FetchSessionCache(10, ManualClock())
     gone, kept = uuid.uuid4(), uuid.uuid4()
     topics = _Topics(gone=gone, kept=kept)
@@ -78,15 +79,14 @@ def test_a_session_keeps_the_topic_id_of_a_deleted_topic() -> None:
     fetch = cache.resolve(17, _request(session.session_id, 1), topics.name_of, topics.id_of)
     assert fetch.incremental
     by_partition = {(pf.topic_id, pf.partition): pf.topic for pf in fetch.partitions}
-    assert by_partition == {(gone, 0): None, (gone, 1): None, (kept, 0): "kept"}
-    # the deleted topic's partitions answer UNKNOWN_TOPIC_ID (the replica manager's answer for a None name)
-    # and stay in every incremental response until forgotten
+    assert by_partition == {(gone, 0): "gone", (gone, 1): "gone", (kept, 0): "kept"}
     fetch = cache.resolve(17, _request(session.session_id, 2, forgotten=[(gone, [0, 1])]),
                           topics.name_of, topics.id_of)
     assert [(pf.topic_id, pf.partition, pf.topic) for pf in fetch.partitions] == [(kept, 0, "kept")]
 
 
-def test_a_topic_created_again_under_the_same_name_is_another_topic() -> None:
+def test_a_topic_created_again_under_the_same_name_keeps_the_old_id_in_the_session() -> None:
+    """The partition stays the old topic's (the Fetch handler answers INCONSISTENT_TOPIC_ID for it)."""
     cache = FetchSessionCache(10, ManualClock())
     old = uuid.uuid4()
     topics = _Topics(t=old)
@@ -94,7 +94,7 @@ def test_a_topic_created_again_under_the_same_name_is_another_topic() -> None:
     assert session is not None
     topics.ids["t"] = uuid.uuid4()
     fetch = cache.resolve(13, _request(session.session_id, 1), topics.name_of, topics.id_of)
-    assert [(pf.topic, pf.topic_id) for pf in fetch.partitions] == [(None, old)]
+    assert [(pf.topic, pf.topic_id) for pf in fetch.partitions] == [("t", old)]
 
 
 def test_an_unknown_topic_id_is_remembered_and_forgotten_by_id() -> None:
@@ -104,9 +104,12 @@ def test_an_unknown_topic_id_is_remembered_and_forgotten_by_id() -> None:
     first = cache.resolve(17, _request(0, 0, [(unknown, [3])]), topics.name_of, topics.id_of)
     assert first.session is not None and [pf.topic for pf in first.partitions] == [None]
     sid = first.session.session_id
-    assert [pf.topic_id for pf in cache.resolve(17, _request(sid, 1), topics.name_of, topics.id_of).partitions] == [
-        unknown]
-    assert cache.resolve(17, _request(sid, 2, forgotten=[(unknown, [3])]), topics.name_of,
+    assert [(pf.topic_id, pf.topic) for pf in cache.resolve(17, _request(sid, 1), topics.name_of,
+                                                             topics.id_of).partitions] == [(unknown, None)]
+    topics.ids["late"] = unknown  # the broker learns of the topic: its name is looked up again
+    assert [pf.topic for pf in cache.resolve(17, _request(sid, 2), topics.name_of, topics.id_of).partitions] == [
+        "late"]
+    assert cache.resolve(17, _request(sid, 3, forgotten=[(unknown, [3])]), topics.name_of,
                          topics.id_of).partitions == []
 
 
