@@ -11,6 +11,13 @@ Rules (by ``session_id`` / ``session_epoch`` of the FetchRequest):
   forgotten ones removed; the response holds only partitions with news (records, a changed high
   watermark, last stable offset or log start offset, or an error). The expected epoch then advances.
 
+A session opened by a v13+ request (topics named by id) remembers each partition by its topic id and
+the name it had, as Kafka does: forgotten topics are matched by id; until the client forgets it, a
+partition whose topic was deleted answers UNKNOWN_TOPIC_OR_PARTITION, one whose name now belongs to
+a new topic INCONSISTENT_TOPIC_ID (the Fetch handler's check), one whose id was never known
+UNKNOWN_TOPIC_ID (its name is looked up again at every fetch). A session opened with ids and
+continued without them, or the other way round, gets FETCH_SESSION_TOPIC_ID_ERROR.
+
 Sessions idle for longer than the eviction time are dropped when the cache is full.
 :meth:`FetchSessionCache.resolve` applies these rules to a request and returns a
 :class:`SessionFetch`: the partitions to read, and which of them the response includes.
@@ -27,6 +34,7 @@ from typing import Any
 
 from tidelog.clock import Clock
 from tidelog.errors import ErrorCode, KafkaError
+from tidelog.protocol.primitives import ZERO_UUID
 from tidelog.replica.fetch import PartitionFetch, PartitionRead
 
 FINAL_EPOCH = -1
@@ -39,6 +47,8 @@ class SessionPartition:
     fetch_offset: int
     max_bytes: int
     current_leader_epoch: int = -1
+    topic: str | None = None  # None: the topic id is not known here (yet)
+    topic_id: uuid.UUID = ZERO_UUID  # v13+ sessions: the id the client gave
     # what the client was last told, to decide whether an incremental response must include us
     high_watermark: int = -1
     last_stable_offset: int = -1
@@ -49,8 +59,10 @@ class SessionPartition:
 class FetchSession:
     session_id: int
     epoch: int  # the epoch the next request must carry
-    partitions: dict[tuple[str, int], SessionPartition] = field(default_factory=dict)
+    # by (topic id, partition) when the session uses topic ids (v13+), else by (topic name, partition)
+    partitions: dict[tuple[Any, int], SessionPartition] = field(default_factory=dict)
     last_used_ms: int = 0
+    uses_topic_ids: bool = False
 
 
 @dataclass(slots=True)
@@ -81,7 +93,8 @@ class SessionFetch:
         return True
 
 
-TopicName = Callable[[Any], "str | None"]
+TopicNameOf = Callable[[uuid.UUID], "str | None"]
+TopicIdOf = Callable[[str], "uuid.UUID | None"]
 
 
 class FetchSessionCache:
@@ -120,14 +133,15 @@ class FetchSessionCache:
     def close(self, session_id: int) -> None:
         self._sessions.pop(session_id, None)
 
-    def resolve(self, version: int, request: Any, topic_name: TopicName,
-                topic_id: Callable[[str], uuid.UUID | None]) -> SessionFetch:
-        """Apply the session rules to a FetchRequest. ``topic_name(entry)`` names a request's topic
-        entry (by name, or by id from v13; None if unknown); ``topic_id(name)`` gives a topic's id.
-        Raises KafkaError (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH)."""
+    def resolve(self, version: int, request: Any, name_of: TopicNameOf, id_of: TopicIdOf) -> SessionFetch:
+        """Apply the session rules to a FetchRequest. ``name_of(topic_id)`` names a topic by its id
+        (None if unknown), ``id_of(name)`` gives a topic's id (None if there is no such topic).
+        Raises KafkaError (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH,
+        FETCH_SESSION_TOPIC_ID_ERROR)."""
+        uses_ids = version >= 13
         requested = [
-            PartitionFetch(topic_name(t), t.topic_id, p.partition, p.fetch_offset, p.partition_max_bytes,
-                           p.current_leader_epoch)
+            PartitionFetch(name_of(t.topic_id) if uses_ids else t.topic, t.topic_id, p.partition, p.fetch_offset,
+                           p.partition_max_bytes, p.current_leader_epoch)
             for t in request.topics
             for p in t.partitions
         ]
@@ -141,31 +155,46 @@ class FetchSessionCache:
             session = self.create()
             states: list[SessionPartition | None] = [None] * len(requested)
             if session is not None:
+                session.uses_topic_ids = uses_ids
                 for i, pf in enumerate(requested):
-                    if pf.topic is not None:
-                        states[i] = session.partitions[(pf.topic, pf.partition)] = SessionPartition(
-                            pf.fetch_offset, pf.max_bytes, pf.current_leader_epoch)
+                    states[i] = session.partitions[_key(uses_ids, pf)] = _state(pf)
             return SessionFetch(requested, states, session)
         session = self.get(request.session_id, request.session_epoch)
+        if session.uses_topic_ids != uses_ids:
+            raise KafkaError(ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR,
+                             f"fetch session {session.session_id} used topic ids inconsistently")
         for t in request.forgotten_topics_data:
-            name = topic_name(t)
+            topic = t.topic_id if uses_ids else t.topic
             for p in t.partitions:
-                session.partitions.pop((name, p), None)
+                session.partitions.pop((topic, p), None)
         for pf in requested:
-            if pf.topic is None:
-                continue
-            state = session.partitions.get((pf.topic, pf.partition))
+            state = session.partitions.get(_key(uses_ids, pf))
             if state is None:
-                state = session.partitions[(pf.topic, pf.partition)] = SessionPartition(pf.fetch_offset, pf.max_bytes)
-            state.fetch_offset, state.max_bytes, state.current_leader_epoch = (
-                pf.fetch_offset, pf.max_bytes, pf.current_leader_epoch)
+                session.partitions[_key(uses_ids, pf)] = _state(pf)
+            else:
+                state.fetch_offset, state.max_bytes, state.current_leader_epoch = (
+                    pf.fetch_offset, pf.max_bytes, pf.current_leader_epoch)
         session.epoch = session.epoch + 1 if session.epoch < 0x7FFFFFFF else 1
         partitions, session_states = [], []
-        for (name, partition), state in session.partitions.items():
-            partitions.append(PartitionFetch(name, topic_id(name), partition, state.fetch_offset, state.max_bytes,
+        for (_, partition), state in session.partitions.items():
+            if uses_ids:
+                if state.topic is None:
+                    state.topic = name_of(state.topic_id)
+                topic_id = state.topic_id  # the name stays: a deleted topic's partition reads as unknown
+            else:
+                topic_id = id_of(state.topic) or ZERO_UUID  # type: ignore[arg-type]
+            partitions.append(PartitionFetch(state.topic, topic_id, partition, state.fetch_offset, state.max_bytes,
                                              state.current_leader_epoch))
             session_states.append(state)
         return SessionFetch(partitions, list(session_states), session, incremental=True)
+
+
+def _key(uses_ids: bool, pf: PartitionFetch) -> tuple[Any, int]:
+    return (pf.topic_id if uses_ids else pf.topic), pf.partition
+
+
+def _state(pf: PartitionFetch) -> SessionPartition:
+    return SessionPartition(pf.fetch_offset, pf.max_bytes, pf.current_leader_epoch, pf.topic, pf.topic_id)
 
 
 __all__ = ["FINAL_EPOCH", "INITIAL_EPOCH", "FetchSession", "FetchSessionCache", "SessionFetch", "SessionPartition"]

@@ -11,7 +11,9 @@ broker stops reading from that connection.
 Record data in Fetch responses is a :class:`~tidelog.storage.segment.FileSlice`. On a transport that
 supports it (the standard asyncio loop with a plain TCP socket), it is sent with ``loop.sendfile``
 (zero-copy ``os.sendfile``); otherwise (uvloop, or TLS, which must encrypt every byte in user space)
-it is read with one ``pread`` and written.
+it is read with one ``pread`` and written. A slice keeps its segment file open until it is written
+(or the connection is gone), so deleting a topic never pulls a file from under a queued response.
+A write that fails for any other reason than the peer closes the connection with a log line.
 
 Security (docs/security.md): each listener has a :class:`~tidelog.server.tls.ListenerSecurity`. SSL and
 SASL_SSL listeners serve TLS; an SSL client's certificate names its principal. On SASL listeners a
@@ -126,6 +128,14 @@ def _is_file_slice(part) -> bool:
     return hasattr(part, "fileno") and hasattr(part, "position")
 
 
+def _release(parts) -> None:
+    """Release the file slices among ``parts`` (see :class:`~tidelog.storage.segment.FileSlice`)."""
+    for part in parts:
+        release = getattr(part, "release", None) if _is_file_slice(part) else None
+        if release is not None:
+            release()
+
+
 class ClientProtocol(asyncio.Protocol):
     def __init__(self, server: SocketServer, listener_name: str = "PLAINTEXT") -> None:
         self.server = server
@@ -180,6 +190,8 @@ class ClientProtocol(asyncio.Protocol):
             self._mute_timer.cancel()
         if self._writer is not None:
             self._writer.cancel()
+        else:
+            self._drop_queue()
         if self._drain_waiter is not None and not self._drain_waiter.done():
             self._drain_waiter.set_result(None)
 
@@ -371,7 +383,7 @@ class ClientProtocol(asyncio.Protocol):
             while self._out and not self.closed:
                 buffers = self._out.popleft()
                 pending: list = []
-                for part in buffers:
+                for i, part in enumerate(buffers):
                     if not _is_file_slice(part):
                         pending.append(part)
                         continue
@@ -380,18 +392,34 @@ class ClientProtocol(asyncio.Protocol):
                             self.transport.writelines(pending)  # type: ignore[union-attr]
                             pending = []
                         await self._drain()
-                        await loop.sendfile(self.transport, part.file, part.position, part.size)  # type: ignore[arg-type]
+                        try:
+                            await loop.sendfile(self.transport, part.file, part.position, part.size)  # type: ignore[arg-type]
+                        except BaseException:
+                            _release(buffers[i:])
+                            raise
                     else:
                         pending.append(part.read())
+                    _release((part,))  # written: a deleted segment's file may close now
                 if pending:
                     self.transport.writelines(pending)  # type: ignore[union-attr]
                 if self._writing_paused:
                     await self._drain()
         except (ConnectionError, OSError) as e:
             self.close(f"write failed: {e}")
+        except Exception:
+            # never leave a connection open and silent with its responses unsent
+            log.exception("writing to %s failed", self.peer)
+            self.close("internal error while writing a response")
         finally:
             self._writer = None
+            if self.closed:
+                self._drop_queue()
             self._update_reading()
+
+    def _drop_queue(self) -> None:
+        """The connection is gone: responses that will never be written release their files."""
+        while self._out:
+            _release(self._out.popleft())
 
     def pause_writing(self) -> None:
         self._writing_paused = True

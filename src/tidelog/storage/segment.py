@@ -11,7 +11,9 @@ is named by its base offset (the first offset it may hold). Every offset in the 
 ``>= base_offset`` and ``< next_offset``.
 
 Reads return :class:`FileSlice` objects (file, position, size) covering whole batches, which the
-server sends with ``sendfile`` without copying through Python.
+server sends with ``sendfile`` without copying through Python. A slice keeps the file open
+(:class:`SegmentFile`): closing or deleting the segment closes the descriptor only once every slice
+read from it is released, so a response built before a deletion is still sent whole.
 
 Concurrency: loop-only, not thread-safe; ``flush()`` may run in an executor while the owner does not
 truncate or close the segment.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import io
 import os
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,15 +87,63 @@ def scan_batches(fd: int, position: int, end: int, *, strict: bool = False) -> I
         position += pos
 
 
+class SegmentFile:
+    """A segment's open ``.log`` file, shared by the segment and the :class:`FileSlice` objects read
+    from it: the descriptor is closed once the segment closed it *and* no slice holds it any more.
+
+    A deleted partition's or segment's files are closed when it goes, but a Fetch response built
+    before may still be queued or half sent (``sendfile`` reads the descriptor chunk by chunk); the
+    file, renamed or unlinked, stays readable until that response is written (Kafka renames deleted
+    logs and removes them later for the same reason). Thread-safe (a slice may be dropped anywhere).
+    """
+
+    __slots__ = ("_closing", "_holders", "_lock", "file")
+
+    def __init__(self, file: io.FileIO) -> None:
+        self.file = file
+        self._holders = 0
+        self._closing = False
+        self._lock = threading.Lock()
+
+    def hold(self) -> None:
+        with self._lock:
+            if self.file.closed:
+                raise ValueError(f"{self.file.name} is closed")
+            self._holders += 1
+
+    def release(self) -> None:
+        with self._lock:
+            self._holders -= 1
+            if self._holders == 0 and self._closing:
+                self.file.close()
+
+    def close(self) -> None:
+        """The owner is done with the file: it closes now, or when the last slice is released."""
+        with self._lock:
+            self._closing = True
+            if self._holders == 0 and not self.file.closed:
+                self.file.close()
+
+    @property
+    def holders(self) -> int:
+        return self._holders
+
+
 class FileSlice:
-    """A byte range of a segment file: the unit the server hands to ``sendfile``. Immutable."""
+    """A byte range of a segment file: the unit the server hands to ``sendfile``. Immutable.
 
-    __slots__ = ("file", "position", "size")
+    A slice read from a segment holds the segment's :class:`SegmentFile` open until :meth:`release`
+    (the network layer calls it once the bytes are written; dropping the slice releases it too)."""
 
-    def __init__(self, file: io.FileIO, position: int, size: int) -> None:
+    __slots__ = ("_owner", "file", "position", "size")
+
+    def __init__(self, file: io.FileIO, position: int, size: int, owner: SegmentFile | None = None) -> None:
         self.file = file
         self.position = position
         self.size = size
+        if owner is not None:
+            owner.hold()
+        self._owner = owner
 
     def __len__(self) -> int:
         return self.size
@@ -103,6 +154,18 @@ class FileSlice:
     def read(self) -> bytes:
         """The bytes of the slice (one ``pread``), for transports without sendfile."""
         return os.pread(self.file.fileno(), self.size, self.position)
+
+    def release(self) -> None:
+        """Let the file close (if its segment is closed) once this slice is no longer needed. Idempotent."""
+        owner, self._owner = self._owner, None
+        if owner is not None:
+            owner.release()
+
+    def __del__(self) -> None:
+        try:
+            self.release()
+        except Exception:  # interpreter shutdown: nothing left to release
+            pass
 
     def __repr__(self) -> str:
         return f"FileSlice({self.file.name!r}, position={self.position}, size={self.size})"
@@ -139,6 +202,7 @@ class Segment:
         if new:
             self.log_path.touch(exist_ok=False)
         self.file = io.FileIO(self.log_path, "a+")
+        self.shared = SegmentFile(self.file)
         self.size = os.fstat(self.file.fileno()).st_size
         self.offset_index = OffsetIndex(files.index_file(directory, base_offset), base_offset, max_index_bytes, load=not new)
         self.time_index = TimeIndex(files.time_index_file(directory, base_offset), base_offset, max_index_bytes, load=not new)
@@ -248,7 +312,7 @@ class Segment:
                 break
         if size == 0:
             return None
-        return FileSlice(self.file, start.position, size)
+        return FileSlice(self.file, start.position, size, self.shared)
 
     def position_of(self, offset: int) -> int:
         """File position of the first batch whose base offset is >= ``offset`` (the size if none)."""
@@ -379,8 +443,7 @@ class Segment:
         self.offset_index.close()
         self.time_index.close()
         self.txn_index.close()
-        if not self.file.closed:
-            self.file.close()
+        self.shared.close()  # the descriptor lives on while a FileSlice read from it is unsent
 
     def delete_files(self) -> None:
         self.close()
@@ -417,4 +480,4 @@ def _write_all(file: io.FileIO, data) -> None:
         mv = mv[n:]
 
 
-__all__ = ["HEADER_SIZE", "READ_CHUNK", "BatchHeader", "BatchScanError", "FileSlice", "Segment", "scan_batches"]
+__all__ = ["HEADER_SIZE", "READ_CHUNK", "BatchHeader", "BatchScanError", "FileSlice", "Segment", "SegmentFile", "scan_batches"]

@@ -107,6 +107,41 @@ def test_deleted_partitions_are_renamed_now_and_removed_by_purge(tmp_path: Path)
     assert not list(tmp_path.glob("*-delete")) and m.pending_removal == 0
 
 
+def test_a_slice_read_before_the_partition_is_deleted_stays_readable_until_released(tmp_path: Path) -> None:
+    """A Fetch response built before a DeleteTopics may still be queued or half sent: the slice it
+    holds must keep the segment file open (renamed, even purged) until the network releases it."""
+    m = _manager([tmp_path], ManualClock(wall_ms=T0))
+    log = m.get_or_create_log("gone", 0)
+    log.append_as_leader(make_batch(3, value=b"x" * 100))
+    records = log.read(0, 1 << 20).records
+    assert records is not None
+    expected = records.read()
+    unrelated = log.read(0, 1 << 20).records
+    assert unrelated is not None
+    m.delete_log("gone", 0)
+    m.purge_deleted_logs()
+    assert not list(tmp_path.glob("gone-*"))
+    assert records.read() == expected  # old code: ValueError, I/O operation on closed file
+    assert os.pread(records.fileno(), records.size, records.position) == expected  # as sendfile reads it
+    records.release()
+    records.release()  # idempotent
+    assert not records.file.closed, "another slice still holds the file"
+    del unrelated  # a slice nobody sends (a dropped response) releases the file too
+    assert records.file.closed, "the descriptor of a deleted segment must close once no slice holds it"
+
+
+def test_closing_a_segment_with_no_slice_out_closes_its_file_at_once(tmp_path: Path) -> None:
+    m = _manager([tmp_path], ManualClock(wall_ms=T0))
+    log = m.get_or_create_log("t", 0)
+    log.append_as_leader(make_batch(1))
+    sent = log.read(0, 1 << 20).records
+    assert sent is not None
+    sent.release()
+    segment = log.segments[0]
+    m.delete_log("t", 0)
+    assert segment.file.closed
+
+
 def test_a_new_topic_may_reuse_the_name_before_the_old_files_are_removed(tmp_path: Path) -> None:
     m = _manager([tmp_path], ManualClock(wall_ms=T0))
     m.get_or_create_log("reused", 0).append_as_leader(make_batch(5))

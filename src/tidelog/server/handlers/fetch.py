@@ -53,15 +53,19 @@ class FetchHandler:
                 return found.name if found else None
             return t.topic
 
-        def topic_id(name: str):
-            t = self.replicas.image.topics.get(name)
+        def name_of(topic_id) -> str | None:
+            found = image.topic_by_id(topic_id)
+            return found.name if found else None
+
+        def id_of(name: str):
+            t = image.topics.get(name)
             return t.topic_id if t else None
 
         replica_id = request.replica_state.replica_id if v >= 15 else request.replica_id
         if replica_id >= 0 and self.replicas.replication is not None:  # a follower (cluster mode)
             return self._follower_fetch(ctx, v, request, replica_id, topic_name)
         try:
-            fetch = self.sessions.resolve(v, request, topic_name, topic_id)
+            fetch = self.sessions.resolve(v, request, name_of, id_of)
         except KafkaError as e:
             return FetchResponse(error_code=int(e.code), session_id=0)
         reads = self._read(ctx, v, request, fetch.partitions)
@@ -87,12 +91,17 @@ class FetchHandler:
               partitions: list[PartitionFetch]) -> list[PartitionRead]:
         max_bytes = request.max_bytes if version >= 3 else None  # v0-2 have no response limit
         denied = self._denied(ctx, version, request, partitions) if self.authorizer.enabled else set()
-        if not denied:
+        refused = {i: ErrorCode.TOPIC_AUTHORIZATION_FAILED for i, pf in enumerate(partitions) if pf.topic in denied}
+        if version >= 13:  # a session's partition by id whose name is now another topic's (deleted, created again)
+            topics = self.replicas.image.topics
+            refused.update({i: ErrorCode.INCONSISTENT_TOPIC_ID for i, pf in enumerate(partitions)
+                            if i not in refused and pf.topic is not None and pf.topic in topics
+                            and topics[pf.topic].topic_id != pf.topic_id})
+        if not refused:
             return self.replicas.read_partitions(partitions, max_bytes, request.isolation_level)
-        reads = iter(self.replicas.read_partitions([pf for pf in partitions if pf.topic not in denied], max_bytes,
-                                                   request.isolation_level))
-        return [PartitionRead(ErrorCode.TOPIC_AUTHORIZATION_FAILED) if pf.topic in denied else next(reads)
-                for pf in partitions]
+        reads = iter(self.replicas.read_partitions([pf for i, pf in enumerate(partitions) if i not in refused],
+                                                   max_bytes, request.isolation_level))
+        return [PartitionRead(refused[i]) if i in refused else next(reads) for i, pf in enumerate(partitions)]
 
     def _follower_fetch(self, ctx: RequestContext, version: int, request: FetchRequest, replica_id: int, topic_name):
         """A follower's fetch: no session; reads go to the log end, with the divergence check

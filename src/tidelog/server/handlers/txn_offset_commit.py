@@ -3,7 +3,10 @@
 As Kafka's KafkaApis and group coordinator service: partitions that do not exist get
 UNKNOWN_TOPIC_OR_PARTITION; then the group's ``__consumer_offsets`` partition is checked against the
 transaction (KIP-890: verified for v0-v4, added to the transaction for v5+,
-:mod:`tidelog.server.txn_verification`) unless the producer already has a transaction open there;
+:mod:`tidelog.server.txn_verification`) unless the producer already has a transaction open there.
+The check goes to the transactional id's coordinator wherever it is: in a cluster the group's
+coordinator and the transaction coordinator are often different brokers (AddPartitionsToTxn v5 between
+them, as for Produce);
 then the group coordinator writes the offsets in a transactional batch of the producer, where they
 stay pending until the transaction's marker (``GroupCoordinator.commit_transactional_offsets``). A
 failure of the whole request is reported on every partition, as the coordinator reports append
@@ -59,7 +62,7 @@ class TxnOffsetCommitHandler:
         self.ensure_offsets_topic = ensure_offsets_topic
 
     @handles(ApiKey.TXN_OFFSET_COMMIT, 0, 5, _error)
-    def handle_txn_offset_commit(self, ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
+    def handle_txn_offset_commit(self, ctx: RequestContext, request: TxnOffsetCommitRequest):
         auth = self.authorizer
         if not auth.authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
             raise KafkaError(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
@@ -79,28 +82,56 @@ class TxnOffsetCommitHandler:
                     continue
                 commits.append(PartitionCommit(t.name, p.partition_index, p.committed_offset, p.committed_leader_epoch,
                                                p.committed_metadata))
-        if commits:
-            try:
-                self._verify(request, version)
-                codes.update(self.groups.commit_transactional_offsets(
-                    request_info(ctx), request.group_id, request.producer_id, request.producer_epoch,
-                    request.member_id, request.group_instance_id, request.generation_id, commits))
-            except KafkaError as e:
-                code = normalize_append_error(e.code)
-                codes.update({(c.topic, c.partition): code for c in commits})
-        return _response(request, codes, version)
+        if not commits:
+            return _response(request, codes, version)
+        try:
+            check = self._check(request, version)
+        except KafkaError as e:
+            return self._failed(request, version, codes, commits, e.code)
+        if check is None:
+            return self._commit(ctx, request, version, codes, commits)
+        return self._verify_then_commit(ctx, request, version, codes, commits, *check)
 
-    def _verify(self, request: TxnOffsetCommitRequest, version: int) -> None:
-        """The group's ``__consumer_offsets`` partition must be in the transaction (KafkaError if not)."""
+    def _check(self, request: TxnOffsetCommitRequest,
+               version: int) -> tuple[tuple[str, int], TransactionSupportedOperation] | None:
+        """The group's ``__consumer_offsets`` partition and the operation, when the transaction
+        coordinator must be asked first; None when the producer's transaction is open there already."""
         operation = TransactionSupportedOperation.for_txn_offset_commit(version)
         self.ensure_offsets_topic()
         partition = (OFFSETS_TOPIC, self.groups.partition_for(request.group_id))
         if not self.verifier.needs_check(*partition, request.producer_id, request.producer_epoch, operation):
-            return
-        errors = self.verifier.check(request.transactional_id, request.producer_id, request.producer_epoch,
-                                     [partition], operation)
+            return None
+        return partition, operation
+
+    async def _verify_then_commit(self, ctx: RequestContext, request: TxnOffsetCommitRequest, version: int,
+                                  codes: dict[tuple[str, int], ErrorCode], commits: list[PartitionCommit],
+                                  partition: tuple[str, int],
+                                  operation: TransactionSupportedOperation) -> TxnOffsetCommitResponse:
+        """KIP-890 through the cluster-aware path Produce uses: the transactional id's coordinator is
+        asked wherever it is (this broker, or another one by AddPartitionsToTxn v5)."""
+        errors = await self.verifier.verify(request.transactional_id, request.producer_id, request.producer_epoch,
+                                            [partition], operation)
         if errors:
-            raise KafkaError(errors[partition], "the offsets partition is not in the transaction")
+            return self._failed(request, version, codes, commits, errors[partition])
+        return self._commit(ctx, request, version, codes, commits)
+
+    def _commit(self, ctx: RequestContext, request: TxnOffsetCommitRequest, version: int,
+                codes: dict[tuple[str, int], ErrorCode], commits: list[PartitionCommit]) -> TxnOffsetCommitResponse:
+        try:
+            codes.update(self.groups.commit_transactional_offsets(
+                request_info(ctx), request.group_id, request.producer_id, request.producer_epoch,
+                request.member_id, request.group_instance_id, request.generation_id, commits))
+        except KafkaError as e:
+            return self._failed(request, version, codes, commits, e.code)
+        return _response(request, codes, version)
+
+    @staticmethod
+    def _failed(request: TxnOffsetCommitRequest, version: int, codes: dict[tuple[str, int], ErrorCode],
+                commits: list[PartitionCommit], code: ErrorCode) -> TxnOffsetCommitResponse:
+        """The whole request failed: the error on every partition it commits."""
+        code = normalize_append_error(code)
+        codes.update({(c.topic, c.partition): code for c in commits})
+        return _response(request, codes, version)
 
 
 __all__ = ["TxnOffsetCommitHandler"]
