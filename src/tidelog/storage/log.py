@@ -181,8 +181,7 @@ class PartitionLog:
                 max_ts, offset_of_max_ts = view.max_timestamp, view.last_offset
             next_offset = view.last_offset + 1
         first, last = self.log_end_offset, next_offset - 1
-        self.leader_epochs.assign(leader_epoch, first)
-        self._append_bytes(data, first, last, max_ts, offset_of_max_ts, now)
+        self._append_bytes(data, first, last, max_ts, offset_of_max_ts, now, [(leader_epoch, first)])
         for view, append in zip(views, pending):
             if append is not None:
                 self._completed(self.producer_state.complete(append, view.base_offset, view.last_offset))
@@ -204,8 +203,7 @@ class PartitionLog:
         append = self.producer_state.prepare(view)
         offset = self.log_end_offset
         view.assign(offset, leader_epoch)
-        self.leader_epochs.assign(leader_epoch, offset)
-        self._append_bytes(batch, offset, offset, view.max_timestamp, offset, now)
+        self._append_bytes(batch, offset, offset, view.max_timestamp, offset, now, [(leader_epoch, offset)])
         self._completed(self.producer_state.complete(append, offset, offset))
         self.unflushed_messages += 1
         return AppendResult(offset, offset, -1, self.log_start_offset, 1, view.max_timestamp)
@@ -280,23 +278,24 @@ class PartitionLog:
             prev = view.last_offset
             if view.max_timestamp > max_ts:
                 max_ts, offset_of_max_ts = view.max_timestamp, view.last_offset
-        for view in views:
-            self.leader_epochs.assign(view.partition_leader_epoch, view.base_offset)
         self._append_bytes(data, views[0].base_offset, views[-1].last_offset, max_ts, offset_of_max_ts,
-                           self.clock.wall_ms())
+                           self.clock.wall_ms(), [(view.partition_leader_epoch, view.base_offset) for view in views])
         for view in views:
             self._completed(self.producer_state.replay(view))
         count = sum(v.record_count for v in views)
         self.unflushed_messages += count
         return AppendResult(views[0].base_offset, views[-1].last_offset, -1, self.log_start_offset, count, max_ts)
 
-    def _append_bytes(self, data, first: int, last: int, max_ts: int, offset_of_max_ts: int, now: int) -> None:
-        """Write the batches. A write that fails (a full disk ...) leaves the log as it was (the
-        segment rolls the partial write back) and raises KafkaError(KAFKA_STORAGE_ERROR); the log dir's
-        state (:mod:`tidelog.disk_space`) logs the condition once, and the next append that succeeds
-        ends it."""
+    def _append_bytes(self, data, first: int, last: int, max_ts: int, offset_of_max_ts: int, now: int,
+                      epochs: list[tuple[int, int]]) -> None:
+        """Record where leader ``epochs`` (epoch, start offset) begin, then write the batches. A write
+        that fails (a full disk ...) leaves the log as it was (the segment rolls a partial write back)
+        and raises KafkaError(KAFKA_STORAGE_ERROR); the log dir's state (:mod:`tidelog.disk_space`)
+        logs the condition once."""
         space = self.dir_space
         try:
+            for epoch, start_offset in epochs:
+                self.leader_epochs.assign(epoch, start_offset)
             segment = self._maybe_roll(len(data), first, last, now, max_ts)
             segment.append(data, first, last, max_ts, offset_of_max_ts)
         except OSError as e:
@@ -305,7 +304,7 @@ class PartitionLog:
             raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
                              f"cannot write to {self.topic}-{self.partition}: {disk_space.describe(e)}") from None
         if space is not None and space.failing:
-            space.write_succeeded()
+            space.write_succeeded()  # ends a failure other than "no room" (disk_space.check ends that)
         if self.high_watermark_follows_end:
             self.high_watermark = last + 1
 
