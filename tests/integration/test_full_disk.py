@@ -2,8 +2,8 @@
 mounts (root; skipped without). Produce until the file system is full, then: Kafka's
 KAFKA_STORAGE_ERROR (never UNKNOWN_SERVER_ERROR), the condition logged once (no traceback per
 request), /readyz and /metrics report it, FindCoordinator and DeleteTopics still work, writes resume
-by themselves once DeleteTopics freed space, SIGTERM while full exits 0, and every acknowledged record
-is still there after a restart."""
+by themselves once DeleteTopics (or DeleteRecords and retention) freed space, SIGTERM while full exits
+0, and every acknowledged record is still there after a restart."""
 
 from __future__ import annotations
 
@@ -13,15 +13,19 @@ import time
 import urllib.error
 import urllib.request
 
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from tests.integration.kafka_io import create_topics, produce, produce_all, producer, read_partition
 from tests.small_fs import resize_tmpfs, small_tmpfs
-from tidelog.protocol.messages import FindCoordinatorRequest
+from tidelog.protocol.messages import FindCoordinatorRequest, OffsetCommitRequest
 from tidelog.testing import BrokerProcess
 from tidelog.testing.client import WireClient
 
+#: 1 MiB segments (retention deletes whole segments), retention checked every second, files removed at once.
+OVERRIDES = {"log.segment.bytes": str(1 << 20), "log.retention.check.interval.ms": "1000",
+             "log.segment.delete.delay.ms": "0"}
+NOT_COORDINATOR = 16
 FULL = "is full"
 ROOM_AGAIN = "has room again"
 
@@ -77,7 +81,7 @@ def _records(broker: BrokerProcess, topic: str, count: int) -> dict[int, bytes]:
 
 def test_a_full_data_dir_answers_storage_errors_frees_space_and_recovers() -> None:
     with small_tmpfs("16m") as mnt:
-        broker = BrokerProcess(mnt / "data", overrides={"log.segment.bytes": str(1 << 20)})
+        broker = BrokerProcess(mnt / "data", overrides=OVERRIDES)
         with broker:
             create_topics(broker, keep=1, fill=1, fill_again=1)
             kept = [f"keep-{i}".encode() for i in range(30)]
@@ -89,14 +93,21 @@ def test_a_full_data_dir_answers_storage_errors_frees_space_and_recovers() -> No
             _status, metrics = _get(broker.http_url + "metrics")
             assert f'tidelog_log_dir_full{{log_dir="{mnt / "data"}"}} 1.0' in metrics
 
-            # FindCoordinator creates __consumer_offsets (50 partitions, the metadata file rewritten).
+            # FindCoordinator creates __consumer_offsets (50 partitions, the metadata file rewritten);
+            # an offset commit then fails as in Kafka (its coordinator maps the storage error to NOT_COORDINATOR).
             with WireClient.connect(broker.bootstrap) as client:
                 r = client.request(FindCoordinatorRequest(key_type=0, coordinator_keys=["full-disk-group"]), 4)
-            assert r.coordinators[0].error_code == 0, r
+                assert r.coordinators[0].error_code == 0, r
+                commit = OffsetCommitRequest(group_id="full-disk-group", generation_id_or_member_epoch=-1,
+                                             member_id="", topics=[OffsetCommitRequest.OffsetCommitRequestTopic(
+                                                 name="keep", partitions=[OffsetCommitRequest.OffsetCommitRequestPartition(
+                                                     partition_index=0, committed_offset=5)])])
+                r = client.request(commit, 8)
+                assert r.topics[0].partitions[0].error_code == NOT_COORDINATOR, r
 
             log = broker.stderr_text()
             assert log.count(FULL) == 1, log
-            assert "Traceback" not in log and "handler failed" not in log, log
+            assert "Traceback" not in log and "handler failed" not in log and "failed:" not in log, log
 
             # DeleteTopics rewrites the metadata file with 0 bytes free; the space comes back.
             admin = AdminClient({"bootstrap.servers": broker.bootstrap})
@@ -107,17 +118,27 @@ def test_a_full_data_dir_answers_storage_errors_frees_space_and_recovers() -> No
             produce(broker, "keep", kept[10:20], partition=0)
             assert list(_records(broker, "keep", 20).values()) == kept[:20]
 
-            # Full again, and SIGTERM while full: a clean exit, without a traceback.
+            # Full again: DeleteRecords moves the log start offset, retention deletes the segments below it.
             acked = _fill(broker, "fill_again")
+            assert broker.stderr_text().count(FULL) == 2
+            half = sorted(acked)[len(acked) // 2]
+            (future,) = admin.delete_records([TopicPartition("fill_again", 0, half)], operation_timeout=30).values()
+            assert future.result(30).low_watermark == half
+            _wait_until("/readyz is ready again", lambda: _get(broker.http_url + "readyz")[0] == 200)
+            assert broker.stderr_text(until=ROOM_AGAIN).count(ROOM_AGAIN) == 2
+            acked = {offset: value for offset, value in acked.items() if offset >= half}
+
+            # Full a third time, and SIGTERM while full: a clean exit, without a traceback.
+            acked.update(_fill(broker, "fill_again"))
             log = broker.stderr_text()
-            assert log.count(FULL) == 2 and "Traceback" not in log, log
+            assert log.count(FULL) == 3 and "Traceback" not in log, log
             assert broker.stop() == 0
             log = "".join(broker.stderr_lines)
             assert "Traceback" not in log and "shut down cleanly" in log, log
 
         # More room (nothing freed): everything acknowledged is there, as acknowledged.
         resize_tmpfs(mnt, "64m")
-        with BrokerProcess(mnt / "data", overrides={"log.segment.bytes": str(1 << 20)}) as broker:
-            assert _records(broker, "fill_again", len(acked)) == acked
+        with BrokerProcess(mnt / "data", overrides=OVERRIDES) as broker:
+            assert _records(broker, "fill_again", len(acked)) == acked  # from the log start offset: `half`
             produce(broker, "keep", kept[20:], partition=0)
             assert list(_records(broker, "keep", 30).values()) == kept
