@@ -342,9 +342,10 @@ class PartitionLog:
         old.on_roll()
         try:
             seg = Segment.for_config(self.directory, base, self.config, self.clock.wall_ms(), new=True)
-        except OSError:
-            for suffix in files.SEGMENT_SUFFIXES:  # a half-created segment must not block the next roll
-                files.segment_file(self.directory, base, suffix).unlink(missing_ok=True)
+        except OSError as e:
+            if not isinstance(e, FileExistsError):  # a half-created segment must not block the next roll
+                for suffix in files.SEGMENT_SUFFIXES:
+                    files.segment_file(self.directory, base, suffix).unlink(missing_ok=True)
             raise
         self.segments.append(seg)
         try:

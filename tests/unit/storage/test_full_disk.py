@@ -193,3 +193,23 @@ def test_a_log_manager_shuts_down_on_a_full_disk_and_loses_nothing(mnt: Path) ->
     m2.startup()
     assert _values(m2.get_log("t", 0)) == values
     m2.release_dirs()
+
+
+def test_a_shutdown_whose_writes_all_fail_logs_one_line_and_leaves_the_dir_to_recovery(
+        mnt: Path, caplog: pytest.LogCaptureFixture) -> None:
+    clock = ManualClock(wall_ms=T0)
+    m = LogManager([mnt / "logs"], clock, topic_config=lambda topic: CONFIG)  # no lock_dirs: no reserve
+    m.startup()
+    log = m.get_or_create_log("t", 0)
+    values, _ = _append_until_full(log, 3000)
+    fill(mnt)
+    caplog.set_level(logging.WARNING, logger="tidelog.storage.log_manager")
+    m.shutdown()  # the checkpoints and the producer snapshot fail: raises nothing
+    assert [r.getMessage() for r in caplog.records if "at shutdown" in r.getMessage()] == [
+        f"log dir {mnt / 'logs'}: writing the checkpoints failed at shutdown (No space left on device); "
+        "the next start recovers it"]
+    assert not (mnt / "logs" / files.CLEAN_SHUTDOWN_FILE).exists()
+    m2 = LogManager([mnt / "logs"], clock, topic_config=lambda topic: CONFIG)
+    m2.startup()
+    assert not m2.had_clean_shutdown[mnt / "logs"]
+    assert _values(m2.get_log("t", 0)) == values
