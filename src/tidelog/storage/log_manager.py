@@ -417,6 +417,10 @@ class LogManager:
         tp = (plan.topic, plan.partition)
         self._cleaning.pop(tp, None)
         self.cleaner.abort(plan)
+        if isinstance(error, OSError) and disk_space.is_out_of_space(error):
+            plog = self._logs.get(tp)
+            if plog is not None and plog.dir_space is not None:
+                plog.dir_space.write_failed(error, f"compacting {plan.topic}-{plan.partition}")
         if isinstance(error, CleanerError):
             log.error("stopping compaction of %s-%d: %s", plan.topic, plan.partition, error)
             self._uncleanable.add(tp)
