@@ -153,8 +153,9 @@ class LogDirSpace:
         log.warning("log dir %s has room again: writes resume", self.directory)
 
     def free_bytes(self) -> int:
+        """Bytes the broker may still write here (root may use the blocks a file system reserves for it)."""
         st = os.statvfs(self.directory)
-        return st.f_bavail * st.f_frsize
+        return (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize
 
     def check(self) -> None:
         """Periodic: take the reserve back after a release, and end a "full" condition once the
