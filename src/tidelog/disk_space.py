@@ -11,10 +11,11 @@ directory). Every log dir keeps a preallocated reserve file, ``.tidelog-space-re
 released, the write retried, and the reserve taken back as far as there is room again. Record
 appends never use it, so produces cannot eat it.
 
-:class:`LogDirSpace` is one log dir's state: ``full`` (or failing with another I/O error) from the
-first failed write until :meth:`LogDirSpace.check` (periodic) finds the reserve whole again and as
-much free besides (another I/O error: until an append succeeds). Writes are never refused in advance: each is tried, so writes resume by
-themselves once space is freed (DeleteTopics, DeleteRecords, retention, or the operator).
+:class:`LogDirSpace` is one log dir's state: ``full`` from the first write that found no room until
+:meth:`LogDirSpace.check` (periodic) finds the reserve whole again and as much free besides; failing
+with another I/O error from a failed append until one succeeds. Writes are never refused in advance:
+each is tried, so writes resume by themselves once space is freed (DeleteTopics, DeleteRecords,
+retention, or the operator).
 
 The registry of log dirs (:func:`register`) lets :func:`write_atomically` find the reserve of the
 file system a path is on. Thread-safe: checkpoints are written in executor threads.
@@ -214,15 +215,12 @@ def space_of(path: Path) -> LogDirSpace | None:
 def write_atomically(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` so that a crash leaves either the old or the new content. Out
     of room, the reserve of the path's log dir is released and the write tried once more; raises
-    OSError (no ``.tmp`` file left behind) if it still fails, reporting it to the log dir's state."""
+    OSError (no ``.tmp`` file left behind) if it still fails, reporting "full" to the log dir's state."""
     space = space_of(path)
     try:
         _replace(path, data)
     except OSError as e:
-        if space is None:
-            raise
-        if not is_out_of_space(e):
-            space.write_failed(e, f"writing {path.name}")
+        if space is None or not is_out_of_space(e):  # another error (a directory deleted meanwhile ...)
             raise
         failure: OSError | None = None
         with space._lock:

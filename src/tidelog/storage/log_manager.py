@@ -328,6 +328,8 @@ class LogManager:
             try:
                 self._checkpoint_dir(log_dir)
             except OSError as e:
+                if not disk_space.is_out_of_space(e):
+                    raise
                 self.space[log_dir].write_failed(e, "writing the checkpoints")
 
     def _checkpoint_dir(self, log_dir: Path) -> None:
