@@ -1,6 +1,7 @@
 """Where the metadata image lives. A single node embeds it in its data directory as JSON.
 
-File ``<data dir>/tidelog-metadata.json`` (written atomically)::
+File ``<data dir>/tidelog-metadata.json`` (written atomically: a ``.tmp`` file, fsync, rename; on a full
+disk with the data dir's space reserve, so that DeleteTopics can free space: :mod:`tidelog.disk_space`)::
 
     {"version": 1, "cluster_id": "...", "topics": [{"name", "topic_id", "configs", "is_internal",
       "partitions": [{"partition", "leader", "leader_epoch", "replicas", "isr", "partition_epoch"}]}],
@@ -20,15 +21,16 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
+from tidelog import disk_space
 from tidelog.cluster import client_quota
 from tidelog.cluster.metadata import BrokerInfo, MetadataImage, PartitionMetadata, TopicMetadata
+from tidelog.errors import ErrorCode, KafkaError
 from tidelog.security.acl import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
 
 METADATA_FILE = "tidelog-metadata.json"
@@ -84,8 +86,14 @@ class EmbeddedStore:
         return self._image
 
     def publish(self, image: MetadataImage) -> None:
+        """Write the new image, then tell the subscribers. A write that fails even with the data
+        dir's space reserve (:mod:`tidelog.disk_space`) changes nothing: KafkaError(KAFKA_STORAGE_ERROR)."""
         old = self.image
-        self._write(image)
+        try:
+            self._write(image)
+        except OSError as e:
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
+                             f"cannot write the metadata file {self.path}: {disk_space.describe(e)}") from None
         self._image = image
         for listener in self._listeners:
             listener(old, image)
@@ -158,12 +166,7 @@ class EmbeddedStore:
             ],
         }
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        disk_space.write_atomically(self.path, json.dumps(data, indent=1, sort_keys=True).encode("utf-8"))
 
 
 def _acl_to_json(acl: AclBinding) -> dict[str, str]:

@@ -430,7 +430,8 @@ class CoordinatorRuntime:
                                                                        result.producer_epoch))
             except KafkaError as e:
                 error = KafkaError(normalize_append_error(e.code), e.message)
-                log.warning("append to coordinator partition %d failed: %s", partition, e)
+                if e.code is not ErrorCode.KAFKA_STORAGE_ERROR:  # a full disk is logged once, by its log dir
+                    log.warning("append to coordinator partition %d failed: %s", partition, e)
                 if result.on_failed is not None:
                     result.on_failed(error)
                 raise error from None

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from tidelog import disk_space
 from tidelog.clock import Clock
 from tidelog.replica.events import LogEvents
 from tidelog.storage.log import PartitionLog
@@ -71,7 +72,8 @@ class LogHousekeeping:
         try:
             result = await asyncio.get_running_loop().run_in_executor(None, self.logs.cleaner.clean, plan)
         except Exception as e:
-            log.exception("compaction of %s-%d failed", plan.topic, plan.partition)
+            if not disk_space.is_out_of_space(e):  # a full disk: abort_clean reports it to the log dir (once)
+                log.exception("compaction of %s-%d failed", plan.topic, plan.partition)
             self.logs.abort_clean(plan, e)
             return
         self.logs.complete_clean(result)

@@ -261,8 +261,9 @@ class Replication:
                 try:
                     progress |= self._apply_fetched(key, plog, data)
                 except KafkaError as e:
-                    log.warning("broker %d: cannot apply data of %s-%d from leader %d: %s", self.broker_id, *key,
-                                leader_id, e)
+                    if e.code is not ErrorCode.KAFKA_STORAGE_ERROR:  # a full disk is logged once, by its log dir
+                        log.warning("broker %d: cannot apply data of %s-%d from leader %d: %s", self.broker_id,
+                                    *key, leader_id, e)
         return progress
 
     def _apply_fetched(self, key: Key, plog: PartitionLog, data) -> bool:

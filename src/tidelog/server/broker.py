@@ -512,6 +512,10 @@ class Broker:
             return "loading logs"
         if not self._serving:
             return "listeners not open yet"
+        failing = self.logs.full_dirs()
+        if failing:  # reads, deletes and retention still work; writes answer KAFKA_STORAGE_ERROR
+            return "; ".join(filter(None, (space.status() for space in failing))) + (
+                ": writes fail with KAFKA_STORAGE_ERROR until space is freed")
         return None
 
     def _led_partitions(self, topic: TopicMetadata) -> list[int]:
@@ -520,6 +524,7 @@ class Broker:
     def _start_housekeeping(self) -> None:
         jobs = [
             (1000, self.housekeeping.flush_by_time),
+            (1000, self._check_disk_space),
             (self.config["log.flush.offset.checkpoint.interval.ms"], self.housekeeping.checkpoint),
             (self.config["log.retention.check.interval.ms"], self.housekeeping.retention),
             (min(10_000, self.config["connections.max.idle.ms"]), self._reap_idle),
@@ -533,6 +538,10 @@ class Broker:
         if self.hw_checkpoints is not None and self.config["auto.leader.rebalance.enable"]:
             jobs.append((self.config["leader.imbalance.check.interval.seconds"] * 1000, self._rebalance_leaders))
         self.periodic.start(jobs)
+
+    async def _check_disk_space(self) -> None:
+        """A full log dir ends once there is room again (tidelog.disk_space): checked every second."""
+        self.logs.check_space()
 
     async def _checkpoint_high_watermarks(self) -> None:
         assert self.hw_checkpoints is not None

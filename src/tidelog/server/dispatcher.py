@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from tidelog import disk_space
 from tidelog.coordinator import write_barrier
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import API_REGISTRY, ApiKey
@@ -209,6 +210,13 @@ class HandlerRegistry:
             result = self.error_response(api_key, body, e.code, e.message)
         except CloseConnection:
             raise
+        except OSError as e:
+            if not disk_space.is_out_of_space(e):
+                log.exception("%s v%d handler failed", api.name, api_version)
+                result = self.error_response(api_key, body, ErrorCode.UNKNOWN_SERVER_ERROR)
+            else:  # a write the storage did not map itself: Kafka's code, and the condition logged once
+                _out_of_space(e, api.name)
+                result = self.error_response(api_key, body, ErrorCode.KAFKA_STORAGE_ERROR, disk_space.describe(e))
         except Exception:
             log.exception("%s v%d handler failed", api.name, api_version)
             result = self.error_response(api_key, body, ErrorCode.UNKNOWN_SERVER_ERROR)
@@ -220,6 +228,21 @@ class HandlerRegistry:
         if throttler is not None:
             throttler.after(dispatched, ctx, body, len(frame), time.perf_counter_ns() - started_ns)
         return dispatched
+
+
+def _out_of_space(e: OSError, api: str) -> None:
+    """Report a full disk met by a handler to the log dir of the file (which logs it once), or log
+    it the first time when the file is not in a log dir."""
+    global _unplaced_reported
+    space = disk_space.space_of(e.filename) if isinstance(e.filename, str) else None
+    if space is not None:
+        space.write_failed(e, f"a {api} request")
+    elif not _unplaced_reported:
+        _unplaced_reported = True
+        log.error("%s: a write failed (%s): the request answers KAFKA_STORAGE_ERROR", api, disk_space.describe(e))
+
+
+_unplaced_reported = False
 
 
 __all__ = [

@@ -1,4 +1,5 @@
-"""Per-log-dir checkpoint files, written atomically (write to ``.tmp``, fsync, rename, fsync dir).
+"""Per-log-dir checkpoint files, written atomically (write to ``.tmp``, fsync, rename, fsync dir; on a
+full file system, with the log dir's space reserve: :mod:`tidelog.disk_space`).
 
 Format (Kafka's offset checkpoint text format)::
 
@@ -12,11 +13,12 @@ to a full recovery). Functions run wherever they are called (the log manager cal
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from tidelog.storage.files import TMP_SUFFIX
+# Atomic replacement (a .tmp file, fsync, rename, fsync the directory), with the log dir's space
+# reserve as the fallback when the file system is full (tidelog.disk_space).
+from tidelog.disk_space import fsync_dir, write_atomically
 
 VERSION = 0
 
@@ -50,25 +52,6 @@ def write_checkpoint(path: Path, entries: Mapping[tuple[str, int], int]) -> None
     lines = [str(VERSION), str(len(entries))]
     lines += [f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(entries.items())]
     write_atomically(path, ("\n".join(lines) + "\n").encode("utf-8"))
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so that a crash leaves either the old or the new content."""
-    tmp = path.with_name(path.name + TMP_SUFFIX)
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
-
-
-def fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 __all__ = ["CheckpointError", "fsync_dir", "read_checkpoint", "write_atomically", "write_checkpoint"]

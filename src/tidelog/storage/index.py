@@ -10,7 +10,8 @@ offset (and, for the time index, in timestamp). The offset index gets one entry 
 ``index.interval.bytes`` of log (the first batch after the interval); a lookup finds the largest entry
 at or below a target by binary search and the segment scans forward from that position.
 
-Entries are kept in memory (``array``) for lookups and appended to the file as they are added; the
+Entries are kept in memory (``array``) for lookups and written to the file (unbuffered) before they
+are added there, so a full disk fails the append that adds them and leaves file and memory alike; the
 file is flushed (fsync) with its segment. An index that fails its sanity check on load is rebuilt from
 the log by the loader. Not thread-safe: owned by its segment (loop-only, except flush/rebuild, which
 run in the executor while the log is locked by its owner).
@@ -41,7 +42,7 @@ class _IndexFile:
         self.path = path
         self.base_offset = base_offset
         self.max_entries = max(1, max_index_bytes // self.ENTRY_SIZE)
-        self._file = open(path, "ab")  # noqa: SIM115 - lives as long as the segment
+        self._file = open(path, "ab", buffering=0)  # noqa: SIM115 - lives as long as the segment
 
     @property
     def is_full(self) -> bool:
@@ -51,16 +52,35 @@ class _IndexFile:
         raise NotImplementedError
 
     def _write(self, data: bytes) -> None:
-        self._file.write(data)
+        """Append ``data`` (one entry) to the file, before the entry is added in memory. Unbuffered,
+        so a full disk fails here, never later; a partly written entry is cut off again."""
+        view = memoryview(data)
+        try:
+            while view:
+                n = self._file.write(view)
+                if not n:
+                    raise OSError("short write to an index file")
+                view = view[n:]
+        except OSError:
+            os.ftruncate(self._file.fileno(), len(self) * self.ENTRY_SIZE)
+            raise
+
+    def drop_entries_from(self, count: int) -> None:
+        """Keep only the first ``count`` entries (an append rolled back after a failed write)."""
+        if count < len(self):
+            self._drop_in_memory(count)
+            os.ftruncate(self._file.fileno(), count * self.ENTRY_SIZE)
+
+    def _drop_in_memory(self, count: int) -> None:
+        raise NotImplementedError
 
     def _rewrite(self, entries: bytes) -> None:
         self._file.close()
         with open(self.path, "wb") as f:
             f.write(entries)
-        self._file = open(self.path, "ab")  # noqa: SIM115
+        self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115
 
     def flush(self) -> None:
-        self._file.flush()
         os.fsync(self._file.fileno())
 
     def close(self) -> None:
@@ -68,7 +88,6 @@ class _IndexFile:
             self._file.close()
 
     def rename(self, new_path: Path) -> None:
-        self._file.flush()
         os.replace(self.path, new_path)
         self.path = new_path
 
@@ -111,9 +130,13 @@ class OffsetIndex(_IndexFile):
         rel = offset - self.base_offset
         if self._offsets and rel <= self._offsets[-1]:
             return  # entries stay strictly increasing
+        self._write(_OFFSET_ENTRY.pack(rel, position))
         self._offsets.append(rel)
         self._positions.append(position)
-        self._write(_OFFSET_ENTRY.pack(rel, position))
+
+    def _drop_in_memory(self, count: int) -> None:
+        del self._offsets[count:]
+        del self._positions[count:]
 
     def lookup(self, offset: int) -> tuple[int, int]:
         """(offset, position) of the largest entry at or below ``offset``; (base, 0) if there is none."""
@@ -179,9 +202,13 @@ class TimeIndex(_IndexFile):
         rel = offset - self.base_offset
         if self._offsets and rel < self._offsets[-1]:
             return
+        self._write(_TIME_ENTRY.pack(timestamp, rel))
         self._timestamps.append(timestamp)
         self._offsets.append(rel)
-        self._write(_TIME_ENTRY.pack(timestamp, rel))
+
+    def _drop_in_memory(self, count: int) -> None:
+        del self._timestamps[count:]
+        del self._offsets[count:]
 
     def lookup(self, timestamp: int) -> tuple[int, int]:
         """(timestamp, offset) of the largest entry with timestamp <= target; (-1, base) if none."""

@@ -63,8 +63,12 @@ class LeaderEpochCache:
             return
         kept = [(e, s) for e, s in self.entries if e < epoch and s < start_offset]
         kept.append((epoch, start_offset))
-        self.entries = kept
-        self.save()
+        previous, self.entries = self.entries, kept
+        try:
+            self.save()
+        except OSError:  # a full disk: the append that needed the entry fails, and so does this
+            self.entries = previous
+            raise
 
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
         if epoch < 0 or not self.entries:

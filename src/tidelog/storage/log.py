@@ -10,7 +10,8 @@ Invariants::
 Append path (``append_as_leader``): split the records into batches, validate each one (magic, size,
 CRC, record count, timestamps, producer sequence), then assign offsets by patching the batch headers in
 place, write the bytes to the active segment (rolling it first if needed), and only then apply the
-producer state. A failed validation writes nothing and changes nothing.
+producer state. A failed validation writes nothing and changes nothing; a failed write (a full disk)
+is rolled back and answers KAFKA_STORAGE_ERROR (see :meth:`PartitionLog._append_bytes`).
 
 Concurrency: loop-only, not thread-safe. ``flush()`` is the one method meant for an executor thread;
 the owner must not truncate or close the log while a flush runs.
@@ -18,12 +19,13 @@ the owner must not truncate or close the log while a flush runs.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tidelog import meter
+from tidelog import disk_space, meter
 from tidelog.clock import Clock
 from tidelog.config import INT_MAX, TopicConfig
 from tidelog.errors import ErrorCode, KafkaError
@@ -48,6 +50,8 @@ from tidelog.storage.validator import (
     split_and_validate,
     writable,
 )
+
+log = logging.getLogger(__name__)
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
@@ -113,6 +117,8 @@ class PartitionLog:
         self.leader_epochs = LeaderEpochCache(None)
         #: fsync latency of :meth:`flush` (metrics on), set by the log manager.
         self.flush_latency: meter.SyncHistogram | None = None
+        #: The free-space state of the log dir (a full disk), set by the log manager.
+        self.dir_space: disk_space.LogDirSpace | None = None
 
     # ----------------------------------------------------------------------------------- offsets
 
@@ -175,8 +181,7 @@ class PartitionLog:
                 max_ts, offset_of_max_ts = view.max_timestamp, view.last_offset
             next_offset = view.last_offset + 1
         first, last = self.log_end_offset, next_offset - 1
-        self.leader_epochs.assign(leader_epoch, first)
-        self._append_bytes(data, first, last, max_ts, offset_of_max_ts, now)
+        self._append_bytes(data, first, last, max_ts, offset_of_max_ts, now, [(leader_epoch, first)])
         for view, append in zip(views, pending):
             if append is not None:
                 self._completed(self.producer_state.complete(append, view.base_offset, view.last_offset))
@@ -198,8 +203,7 @@ class PartitionLog:
         append = self.producer_state.prepare(view)
         offset = self.log_end_offset
         view.assign(offset, leader_epoch)
-        self.leader_epochs.assign(leader_epoch, offset)
-        self._append_bytes(batch, offset, offset, view.max_timestamp, offset, now)
+        self._append_bytes(batch, offset, offset, view.max_timestamp, offset, now, [(leader_epoch, offset)])
         self._completed(self.producer_state.complete(append, offset, offset))
         self.unflushed_messages += 1
         return AppendResult(offset, offset, -1, self.log_start_offset, 1, view.max_timestamp)
@@ -274,19 +278,33 @@ class PartitionLog:
             prev = view.last_offset
             if view.max_timestamp > max_ts:
                 max_ts, offset_of_max_ts = view.max_timestamp, view.last_offset
-        for view in views:
-            self.leader_epochs.assign(view.partition_leader_epoch, view.base_offset)
         self._append_bytes(data, views[0].base_offset, views[-1].last_offset, max_ts, offset_of_max_ts,
-                           self.clock.wall_ms())
+                           self.clock.wall_ms(), [(view.partition_leader_epoch, view.base_offset) for view in views])
         for view in views:
             self._completed(self.producer_state.replay(view))
         count = sum(v.record_count for v in views)
         self.unflushed_messages += count
         return AppendResult(views[0].base_offset, views[-1].last_offset, -1, self.log_start_offset, count, max_ts)
 
-    def _append_bytes(self, data, first: int, last: int, max_ts: int, offset_of_max_ts: int, now: int) -> None:
-        segment = self._maybe_roll(len(data), first, last, now, max_ts)
-        segment.append(data, first, last, max_ts, offset_of_max_ts)
+    def _append_bytes(self, data, first: int, last: int, max_ts: int, offset_of_max_ts: int, now: int,
+                      epochs: list[tuple[int, int]]) -> None:
+        """Record where leader ``epochs`` (epoch, start offset) begin, then write the batches. A write
+        that fails (a full disk ...) leaves the log as it was (the segment rolls a partial write back)
+        and raises KafkaError(KAFKA_STORAGE_ERROR); the log dir's state (:mod:`tidelog.disk_space`)
+        logs the condition once."""
+        space = self.dir_space
+        try:
+            for epoch, start_offset in epochs:
+                self.leader_epochs.assign(epoch, start_offset)
+            segment = self._maybe_roll(len(data), first, last, now, max_ts)
+            segment.append(data, first, last, max_ts, offset_of_max_ts)
+        except OSError as e:
+            if space is not None:
+                space.write_failed(e, f"an append to {self.topic}-{self.partition}", len(data))
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR,
+                             f"cannot write to {self.topic}-{self.partition}: {disk_space.describe(e)}") from None
+        if space is not None and space.failing:
+            space.write_succeeded()  # ends a failure other than "no room" (disk_space.check ends that)
         if self.high_watermark_follows_end:
             self.high_watermark = last + 1
 
@@ -322,9 +340,18 @@ class PartitionLog:
         if old.size == 0 and old.base_offset == base:
             return old
         old.on_roll()
-        seg = Segment.for_config(self.directory, base, self.config, self.clock.wall_ms(), new=True)
+        try:
+            seg = Segment.for_config(self.directory, base, self.config, self.clock.wall_ms(), new=True)
+        except OSError as e:
+            if not isinstance(e, FileExistsError):  # a half-created segment must not block the next roll
+                for suffix in files.SEGMENT_SUFFIXES:
+                    files.segment_file(self.directory, base, suffix).unlink(missing_ok=True)
+            raise
         self.segments.append(seg)
-        self.producer_state.take_snapshot(base)
+        try:
+            self.producer_state.take_snapshot(base)
+        except OSError as e:  # an optimisation: recovery replays from an older snapshot instead
+            log.debug("%s-%d: no producer snapshot at %d: %s", self.topic, self.partition, base, e)
         return seg
 
     # -------------------------------------------------------------------------------------- read
@@ -454,8 +481,12 @@ class PartitionLog:
             )
         if offset > self.log_start_offset:
             self.log_start_offset = offset
-            self.leader_epochs.truncate_from_start(offset)
-            self.producer_state.delete_snapshots_before(self._segment_base_at_or_below(offset))
+            try:  # files that only shrink; one a full disk keeps from being rewritten is rewritten later
+                self.leader_epochs.truncate_from_start(offset)
+                self.producer_state.delete_snapshots_before(self._segment_base_at_or_below(offset))
+            except OSError as e:
+                log.warning("%s-%d: log start offset %d kept in memory; writing its files failed: %s",
+                            self.topic, self.partition, offset, e)
         return self.log_start_offset
 
     def _segment_base_at_or_below(self, offset: int) -> int:

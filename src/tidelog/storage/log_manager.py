@@ -37,8 +37,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tidelog import disk_space
 from tidelog.clock import Clock
 from tidelog.config import TopicConfig
+from tidelog.disk_space import LogDirSpace
 from tidelog.meter import SyncHistogram
 from tidelog.storage import files
 from tidelog.storage.checkpoints import CheckpointError, fsync_dir, read_checkpoint, write_checkpoint
@@ -115,6 +117,8 @@ class LogManager:
         self._pending_removal: list[Path] = []  # renamed "-delete" dirs whose files must go
         #: fsync latency of every log's flush (metrics on: set before :meth:`startup`).
         self.flush_latency: SyncHistogram | None = None
+        #: Free space of each log dir: the "full" condition and the space reserve (tidelog.disk_space).
+        self.space = {d: LogDirSpace(d) for d in self.log_dirs}
 
     # --------------------------------------------------------------------------------- lifecycle
 
@@ -127,11 +131,15 @@ class LogManager:
                 lock = LogDirLock(log_dir)
                 lock.acquire()
                 self._locks.append(lock)
+                disk_space.register(self.space[log_dir])
+                self.space[log_dir].ensure_reserve()
         except Exception:
             self.release_dirs()
             raise
 
     def release_dirs(self) -> None:
+        for space in self.space.values():
+            disk_space.unregister(space)
         for lock in self._locks:
             lock.release()
         self._locks = []
@@ -186,6 +194,7 @@ class LogManager:
                 )
                 self._logs[tp].cleaner_offset = cleaner_offsets.get(tp)
                 self._logs[tp].flush_latency = self.flush_latency
+                self._logs[tp].dir_space = self.space[log_dir]
                 self._dir_of[tp] = log_dir
                 report.partitions += 1
                 report.segments += stats.segments
@@ -199,18 +208,37 @@ class LogManager:
         return reports
 
     def shutdown(self) -> None:
-        """Flush, checkpoint, close every log, then mark each log dir as cleanly shut down."""
-        for plog in self._logs.values():
-            plog.flush()
-        self.checkpoint()
-        for plog in self._logs.values():
-            plog.close()
+        """Flush, checkpoint, close every log, then mark each log dir as cleanly shut down. A write
+        that fails (a full disk) is logged in one line and leaves that log dir without the marker:
+        the next start recovers it, and nothing acknowledged is lost (the appends were whole)."""
+        failed: set[Path] = set()
+
+        def attempt(log_dir: Path, what: str, step: Callable[[], object]) -> None:
+            try:
+                step()
+            except OSError as e:
+                if log_dir not in failed:
+                    log.warning("log dir %s: %s failed at shutdown (%s); the next start recovers it",
+                                log_dir, what, disk_space.describe(e))
+                failed.add(log_dir)
+
+        for tp, plog in self._logs.items():
+            attempt(self._dir_of.get(tp, plog.directory.parent), "a flush", plog.flush)
+        for log_dir in self.log_dirs:
+            attempt(log_dir, "writing the checkpoints", lambda d=log_dir: self._checkpoint_dir(d))
+        for tp, plog in self._logs.items():
+            attempt(self._dir_of.get(tp, plog.directory.parent), "closing a log", plog.close)
         self.remove_deleted_segments(force=True)
         self.purge_deleted_logs()
         for log_dir in self.log_dirs:
-            (log_dir / files.CLEAN_SHUTDOWN_FILE).write_bytes(b"")
-            fsync_dir(log_dir)
+            if log_dir not in failed:
+                attempt(log_dir, "writing the clean-shutdown marker", lambda d=log_dir: self._mark_clean(d))
         self.release_dirs()
+
+    @staticmethod
+    def _mark_clean(log_dir: Path) -> None:
+        (log_dir / files.CLEAN_SHUTDOWN_FILE).write_bytes(b"")
+        fsync_dir(log_dir)
 
     # ------------------------------------------------------------------------------------- logs
 
@@ -232,6 +260,7 @@ class LogManager:
             producer_id_expiration_ms=self.producer_id_expiration_ms,
         )
         plog.flush_latency = self.flush_latency
+        plog.dir_space = self.space[log_dir]
         self._logs[tp] = plog
         self._dir_of[tp] = log_dir
         return plog
@@ -292,19 +321,36 @@ class LogManager:
         return len(due)
 
     def checkpoint(self) -> None:
-        """Write the recovery-point and log-start-offset checkpoints of every log dir. Executor-safe."""
+        """Write the recovery-point and log-start-offset checkpoints of every log dir. Executor-safe.
+        A log dir whose file system is full (even for the space reserve) keeps its previous files
+        (the log dir's state logged it): the next run writes them."""
         for log_dir in self.log_dirs:
-            mine = {tp: plog for tp, plog in self._logs.items() if self._dir_of.get(tp) == log_dir}
-            write_checkpoint(
-                log_dir / files.RECOVERY_POINT_CHECKPOINT, {tp: p.recovery_point for tp, p in mine.items()}
-            )
-            write_checkpoint(
-                log_dir / files.LOG_START_OFFSET_CHECKPOINT, {tp: p.log_start_offset for tp, p in mine.items()}
-            )
-            write_checkpoint(
-                log_dir / files.CLEANER_OFFSET_CHECKPOINT,
-                {tp: p.cleaner_offset for tp, p in mine.items() if p.cleaner_offset is not None},
-            )
+            try:
+                self._checkpoint_dir(log_dir)
+            except OSError as e:
+                if not disk_space.is_out_of_space(e):
+                    raise
+                self.space[log_dir].write_failed(e, "writing the checkpoints")
+
+    def _checkpoint_dir(self, log_dir: Path) -> None:
+        mine = {tp: plog for tp, plog in list(self._logs.items()) if self._dir_of.get(tp) == log_dir}
+        write_checkpoint(log_dir / files.RECOVERY_POINT_CHECKPOINT, {tp: p.recovery_point for tp, p in mine.items()})
+        write_checkpoint(log_dir / files.LOG_START_OFFSET_CHECKPOINT,
+                         {tp: p.log_start_offset for tp, p in mine.items()})
+        write_checkpoint(log_dir / files.CLEANER_OFFSET_CHECKPOINT,
+                         {tp: p.cleaner_offset for tp, p in mine.items() if p.cleaner_offset is not None})
+
+    # ------------------------------------------------------------------------------ free space
+
+    def check_space(self) -> None:
+        """Periodic, loop-safe (a ``statvfs`` per log dir, only while one is full or its reserve
+        short): takes the space reserves back and ends a "full" condition once there is room."""
+        for space in self.space.values():
+            space.check()
+
+    def full_dirs(self) -> list[LogDirSpace]:
+        """The log dirs where writes fail now (a full disk, or another I/O error)."""
+        return [space for space in self.space.values() if space.failing]
 
     def apply_retention(self) -> int:
         """Remove expired segments from every log; returns how many segments went."""
@@ -373,6 +419,10 @@ class LogManager:
         tp = (plan.topic, plan.partition)
         self._cleaning.pop(tp, None)
         self.cleaner.abort(plan)
+        if isinstance(error, OSError) and disk_space.is_out_of_space(error):
+            plog = self._logs.get(tp)
+            if plog is not None and plog.dir_space is not None:
+                plog.dir_space.write_failed(error, f"compacting {plan.topic}-{plan.partition}")
         if isinstance(error, CleanerError):
             log.error("stopping compaction of %s-%d: %s", plan.topic, plan.partition, error)
             self._uncleanable.add(tp)

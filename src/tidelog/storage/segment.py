@@ -222,11 +222,24 @@ class Segment:
     # ------------------------------------------------------------------------------------ writing
 
     def append(self, data, first_offset: int, last_offset: int, max_timestamp: int, offset_of_max_timestamp: int) -> int:
-        """Append whole batches (already offset-assigned); returns the file position they start at."""
+        """Append whole batches (already offset-assigned); returns the file position they start at.
+
+        A failed write (OSError: a full disk ...) is rolled back before it is raised: the file is cut
+        back to its size before the append and the index entries it added are dropped, so the segment
+        holds exactly what it held before."""
         position = self.size
-        if position == 0 or self._bytes_since_index_entry >= self.index_interval_bytes:
-            self._add_index_entries(first_offset, position, max_timestamp, offset_of_max_timestamp)
-        _write_all(self.file, data)
+        offset_entries, time_entries = len(self.offset_index), len(self.time_index)
+        since_index_entry = self._bytes_since_index_entry
+        try:
+            if position == 0 or self._bytes_since_index_entry >= self.index_interval_bytes:
+                self._add_index_entries(first_offset, position, max_timestamp, offset_of_max_timestamp)
+            _write_all(self.file, data)
+        except OSError:
+            os.ftruncate(self.file.fileno(), position)
+            self.offset_index.drop_entries_from(offset_entries)
+            self.time_index.drop_entries_from(time_entries)
+            self._bytes_since_index_entry = since_index_entry
+            raise
         n = _nbytes(data)
         self.size += n
         self._bytes_since_index_entry += n

@@ -7,7 +7,7 @@ Two kinds of figures, both read only when Prometheus scrapes:
   records in/out per partition, request phase timings per API, fsync latencies;
 * gauges computed from the components at scrape time: log sizes and offsets, purgatory sizes,
   connections, partition health from the metadata image, group states and consumer lag,
-  transaction states, the start-up recovery time.
+  transaction states, the start-up recovery time, each log dir's free space and "full" condition.
 
 :class:`BrokerCollector` is a prometheus-client custom collector registered in a registry of the
 broker's own (not the process-global default), so several brokers in one process stay apart.
@@ -295,6 +295,21 @@ class BrokerCollector(Collector):
             recovery.add_metric([str(report.log_dir)], report.elapsed_ms / 1000)
             recovered.add_metric([str(report.log_dir)], report.segments_recovered)
         yield from (recovery, recovered)
+        yield from self._log_dirs()
+
+    def _log_dirs(self) -> Iterator[Metric]:
+        full = GaugeMetricFamily("tidelog_log_dir_full",
+                                 "1 while writes to the log dir fail (a full disk): they answer KAFKA_STORAGE_ERROR",
+                                 labels=["log_dir"])
+        free = GaugeMetricFamily("tidelog_log_dir_free_bytes", "Bytes free on the log dir's file system",
+                                 labels=["log_dir"])
+        for log_dir, space in self.s.logs.space.items():
+            full.add_metric([str(log_dir)], 1 if space.failing else 0)
+            try:
+                free.add_metric([str(log_dir)], space.free_bytes())
+            except OSError:
+                pass
+        yield from (full, free)
 
 
 def metrics_registry(sources: BrokerSources) -> CollectorRegistry:

@@ -6,7 +6,7 @@ the route table when the server starts). The server itself answers two health ch
 
 - ``GET /healthz``: live (the process answers HTTP), always 200 while the server runs;
 - ``GET /readyz``: ready, 200 once the logs are loaded and the Kafka listeners accept connections,
-  503 with the reason before that.
+  503 with the reason before that, and while a log dir is full (writes fail; docs/storage.md).
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import struct
 
 import pytest
@@ -10,10 +11,15 @@ from tidelog.config import BrokerConfig
 from tidelog.errors import ErrorCode
 from tidelog.protocol import ApiKey, decode_response, encode_request
 from tidelog.protocol.api_keys import API_REGISTRY
-from tidelog.protocol.messages import ApiVersionsRequest, ApiVersionsResponse, ProduceRequest
+from tidelog.protocol.messages import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    InitProducerIdRequest,
+    ProduceRequest,
+)
 from tidelog.server.broker import Broker
 from tidelog.server.context import RequestContext
-from tidelog.server.dispatcher import CloseConnection
+from tidelog.server.dispatcher import CloseConnection, HandlerRegistry, handles
 
 # The registry a broker builds. Building a broker reads and writes nothing, so the data dir is never made.
 REGISTRY = Broker(BrokerConfig.from_props({"log.dirs": "/nonexistent/tidelog-never-created"})).handlers
@@ -93,3 +99,19 @@ def test_version_known_to_codec_but_not_served_gets_unsupported_version() -> Non
     assert codes == [ErrorCode.UNSUPPORTED_VERSION]
     _, decoded = decode_response(b"".join([struct.pack(">i", 5), b"\x00", d.result.encode(13)]), ApiKey.PRODUCE, 13)
     assert decoded.responses[0].partition_responses[0].error_code == ErrorCode.UNSUPPORTED_VERSION
+
+
+def test_a_full_disk_a_handler_meets_answers_kafka_storage_error_once_logged(caplog: pytest.LogCaptureFixture) -> None:
+    class WritesToAFullDisk:  # a handler whose write the storage did not map to a Kafka error itself
+        @handles(ApiKey.INIT_PRODUCER_ID, 0, 4)
+        def init_producer_id(self, ctx, request):
+            raise OSError(errno.ENOSPC, "No space left on device", "/nowhere/tidelog-metadata.json.tmp")
+
+    registry = HandlerRegistry()
+    registry.add(WritesToAFullDisk())
+    request = InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=1000)
+    for _ in range(3):
+        d = registry.dispatch(encode_request(request, 4, 1), lambda header: RequestContext(header, "test", "127.0.0.1"))
+        assert d.result.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+    assert not [r for r in caplog.records if r.exc_info]  # no traceback
+    assert len([r for r in caplog.records if "KAFKA_STORAGE_ERROR" in r.getMessage()]) <= 1
