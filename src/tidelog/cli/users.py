@@ -152,9 +152,8 @@ def _add(args: argparse.Namespace) -> int:
         print(f"added user {args.user} ({', '.join(_mechanisms(args))}) to {store.path}")
         return 0
     admin = _admin(args)
-    upserts = [UserScramCredentialUpsertion(args.user, ScramCredentialInfo(MECHANISMS[m], args.iterations),
-                                            password.encode()) for m in _mechanisms(args)]
-    _wait(admin.alter_user_scram_credentials(upserts, request_timeout=REQUEST_TIMEOUT_S))
+    _alter_each(admin, args.user, [(m, UserScramCredentialUpsertion(
+        args.user, ScramCredentialInfo(MECHANISMS[m], args.iterations), password.encode())) for m in _mechanisms(args)])
     print(f"added user {args.user} ({', '.join(_mechanisms(args))})")
     return 0
 
@@ -223,18 +222,26 @@ def _delete(args: argparse.Namespace) -> int:
             except Exception as e:
                 raise CliError(f"user {args.user}: {_printable(describe_error(e))}") from None
             chosen = [_NAMES[i.mechanism] for i in description.scram_credential_infos if i.mechanism in _NAMES]
-        _wait(admin.alter_user_scram_credentials(
-            [UserScramCredentialDeletion(args.user, MECHANISMS[m]) for m in chosen], request_timeout=REQUEST_TIMEOUT_S))
+        _alter_each(admin, args.user, [(m, UserScramCredentialDeletion(args.user, MECHANISMS[m])) for m in chosen])
     print(f"deleted user {args.user} ({', '.join(chosen)})")
     return 0
 
 
-def _wait(futures: dict) -> None:
-    for user, future in futures.items():
+def _alter_each(admin, user: str, alterations: list[tuple[str, object]]) -> None:
+    """One AlterUserScramCredentials request per mechanism: Kafka refuses a user named twice in one
+    request (DUPLICATE_RESOURCE, whatever the mechanisms), so ``kafka-configs.sh --add-config
+    'SCRAM-SHA-256=[...],SCRAM-SHA-512=[...]'`` fails against Kafka 4.4 itself. Not atomic: a failure
+    names the mechanisms already changed."""
+    done: list[str] = []
+    for mechanism, alteration in alterations:
+        futures = admin.alter_user_scram_credentials([alteration], request_timeout=REQUEST_TIMEOUT_S)
         try:
-            future.result()
+            for future in futures.values():
+                future.result()
         except Exception as e:
-            raise CliError(f"user {user}: {_printable(describe_error(e))}") from None
+            already = f" ({', '.join(done)} already changed)" if done else ""
+            raise CliError(f"user {user} ({mechanism}): {_printable(describe_error(e))}{already}") from None
+        done.append(mechanism)
 
 
 def _printable(text: str) -> str:
