@@ -36,7 +36,6 @@ from tidelog.cli.client import REQUEST_TIMEOUT_S, CliError, Cluster, command, de
 from tidelog.cli.table import table
 
 MECHANISMS = {"SCRAM-SHA-256": ScramMechanism.SCRAM_SHA_256, "SCRAM-SHA-512": ScramMechanism.SCRAM_SHA_512}
-_NAMES = {v: k for k, v in MECHANISMS.items()}
 MIN_ITERATIONS, MAX_ITERATIONS = 4096, 16384
 
 
@@ -176,19 +175,8 @@ def _list(args: argparse.Namespace) -> int:
                 rows += [[user, m, str(c.iterations)] for m, c in sorted(users.get(user, {}).items())]
                 rows += [[user, "TUBEMQ", "-"]] if user in tubemq else []
     else:
-        admin = _admin(args)
-        try:
-            if args.user:
-                futures = admin.describe_user_scram_credentials(list(dict.fromkeys(args.user)),
-                                                                request_timeout=REQUEST_TIMEOUT_S)
-                described = {u: f.result() for u, f in futures.items()}
-            else:
-                described = admin.describe_user_scram_credentials(request_timeout=REQUEST_TIMEOUT_S).result()
-        except Exception as e:
-            raise CliError(_printable(describe_error(e))) from None
-        for user, description in sorted(described.items()):
-            for info in description.scram_credential_infos:
-                rows.append([user, _NAMES.get(info.mechanism, str(info.mechanism)), str(info.iterations)])
+        for user, infos in sorted(_described(args, list(dict.fromkeys(args.user))).items()):
+            rows += [[user, mechanism, str(iterations)] for mechanism, iterations in infos]
     print("\n".join(table(["USER", "MECHANISM", "ITERATIONS"], rows)))
     return 0
 
@@ -213,18 +201,32 @@ def _delete(args: argparse.Namespace) -> int:
             raise CliError(f"no such credential: user {args.user}")
         store.alter([], [(args.user, m) for m in chosen])
     else:
+        chosen = args.mechanism or [m for m, _ in _described(args, [args.user])[args.user] if m in MECHANISMS]
         admin = _admin(args)
-        chosen = args.mechanism
-        if not chosen:
-            try:
-                description = admin.describe_user_scram_credentials(
-                    [args.user], request_timeout=REQUEST_TIMEOUT_S)[args.user].result()
-            except Exception as e:
-                raise CliError(f"user {args.user}: {_printable(describe_error(e))}") from None
-            chosen = [_NAMES[i.mechanism] for i in description.scram_credential_infos if i.mechanism in _NAMES]
         _alter_each(admin, args.user, [(m, UserScramCredentialDeletion(args.user, MECHANISMS[m])) for m in chosen])
     print(f"deleted user {args.user} ({', '.join(chosen)})")
     return 0
+
+
+def _described(args: argparse.Namespace, users: list[str]) -> dict[str, list[tuple[str, int]]]:
+    """``{user: [(mechanism, iterations)]}`` of ``users`` (every user if none), from DescribeUserScramCredentials
+    sent with Tidelog's own codec: confluent-kafka 2.16 crashes the process (``free(): invalid size``) on
+    the answer a user without DESCRIBE on the cluster gets. A refusal is an error, never an empty list."""
+    from tidelog.cli.broker_connection import BrokerConnection, wire_error
+    from tidelog.protocol.messages import DescribeUserScramCredentialsRequest as Describe
+    from tidelog.security.scram import MECHANISM_TYPES
+
+    with BrokerConnection.open(args.bootstrap_server.split(",")[0], args.client_properties) as conn:
+        answer = conn.request(Describe(users=[Describe.UserName(name=u) for u in users] if users else None))
+    if answer.error_code:
+        raise CliError(f"cannot describe SCRAM users: {wire_error(answer.error_code, answer.error_message)}")
+    described: dict[str, list[tuple[str, int]]] = {}
+    for result in answer.results or []:
+        if result.error_code:
+            raise CliError(f"user {result.user}: {wire_error(result.error_code, result.error_message)}")
+        described[result.user] = sorted((MECHANISM_TYPES.get(i.mechanism, f"mechanism {i.mechanism}"), i.iterations)
+                                        for i in result.credential_infos)
+    return described
 
 
 def _alter_each(admin, user: str, alterations: list[tuple[str, object]]) -> None:
