@@ -419,7 +419,7 @@ def test_every_client_command_takes_command_config(secure, certs, tmp_path):
                    "--bootstrap-server", bootstrap)
     assert missing.returncode == 2 and "nope.properties" in missing.stderr and "Traceback" not in missing.stderr
     quotas = _cli("quotas", "describe", "--bootstrap-server", bootstrap, "--command-config", str(props))
-    assert quotas.returncode == 2 and "PLAINTEXT listeners only" in quotas.stderr
+    assert quotas.returncode == 0, quotas.stderr
     assert ADMIN_PW not in secure.stderr_text()
 
 
