@@ -35,8 +35,8 @@ MECHANISM_CODES = {name: code for code, name in MECHANISM_TYPES.items()}
 OLD_LIBRDKAFKA_NONCE = (
     "the client sent its nonce twice in the final message (r=client nonce + server nonce, which already starts "
     "with the client nonce): librdkafka before 2.6.1 does this (confluentinc/librdkafka#4895), e.g. Debian 12's "
-    "kcat and any application linked to a system librdkafka 2.0-2.6.0; Apache Kafka 4.x refuses these clients "
-    "too: upgrade the client's librdkafka to 2.6.1 or later")
+    "kcat (librdkafka 2.0.2) and any application linked to an older librdkafka; Apache Kafka 4.x refuses these "
+    "clients too: upgrade the client's librdkafka to 2.6.1 or later")
 
 
 class AuthenticationError(Exception):
