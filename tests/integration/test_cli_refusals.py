@@ -115,3 +115,14 @@ def test_consume_without_group_names_the_group_it_was_refused(secured) -> None:
     assert done.returncode == 1, (done.stdout, done.stderr)
     assert "GROUP_AUTHORIZATION_FAILED" in done.stderr and "tidelog-console-consumer-" in done.stderr, done.stderr
     assert "--group" in done.stderr
+
+
+def test_a_topic_the_user_may_not_describe_is_refused_not_missing(secured) -> None:
+    """All-topics Metadata leaves out what the user may not describe (as Kafka's does); the CLI asks by
+    name and reports the refusal instead of "does not exist"."""
+    assert secured.run("admin", "topics", "create", "admin-only").returncode == 0
+    for args in (("topics", "describe", "admin-only"), ("consume", "admin-only", "--timeout-ms", "1000"),
+                 ("produce", "admin-only")):
+        _refused(secured.run("bob", *args, stdin="x\n"), "TOPIC_AUTHORIZATION_FAILED")
+    missing = secured.run("admin", "topics", "describe", "no-such-topic")
+    assert missing.returncode == 1 and "topic 'no-such-topic' does not exist" in missing.stderr

@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         _, metadata = cluster.connect()
         connected = True
-        partition_count = require_topic(metadata, args.topic)
+        partition_count = require_topic(metadata, args.topic, cluster)
         require_partition(args.topic, args.partition, partition_count)
         subscribed = _position(consumer, args, partition_count, lambda *_: assigned.append(True))
         count, lost = _read(consumer, cluster, args)

@@ -56,9 +56,10 @@ def add_parser(actions: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    admin, metadata = Cluster(args.bootstrap_server, args.client_properties).connect()
+    cluster = Cluster(args.bootstrap_server, args.client_properties)
+    admin, metadata = cluster.connect()
     names = args.topics or sorted(metadata.topics)
-    require_topics(metadata, names)
+    require_topics(metadata, names, cluster)
     if not args.topics and args.exclude_internal:
         hidden = internal_topics(admin, names)
         names = [n for n in names if n not in hidden]
