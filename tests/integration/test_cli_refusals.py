@@ -3,8 +3,10 @@ empty success; and the commands that speak Kafka requests themselves (quotas, tr
 acls) reach a SASL listener with --command-config like the others.
 
 One broker with an authorizer (no one but User:admin is a super user) and a SASL_PLAINTEXT listener;
-``bob`` may read and describe topic ``bob-topic`` and nothing else. The commands run as
-``python -m tidelog`` subprocesses; ~30 s.
+``bob`` may read and describe topic ``bob-topic`` and nothing else. The tests failed before the fixes
+(an empty table, a crash, "does not exist", a refused --command-config, an unnamed group), except the
+configs one, which guards what was right already. The commands run as
+``python -m tidelog`` subprocesses; ~1 min (2 on a busy machine).
 """
 
 from __future__ import annotations
