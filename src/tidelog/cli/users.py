@@ -1,6 +1,7 @@
 """``tidelog users add|list|delete``: SCRAM users, as ``kafka-configs.sh --entity-type users
---alter --add-config 'SCRAM-SHA-256=[password=...]'`` manages them, through confluent-kafka's admin API
-(AlterUserScramCredentials, DescribeUserScramCredentials).
+--alter --add-config 'SCRAM-SHA-256=[password=...]'`` manages them: AlterUserScramCredentials through
+confluent-kafka's admin API, one request per mechanism (Kafka refuses a user named twice in one request),
+and DescribeUserScramCredentials with Tidelog's own codec (confluent-kafka crashes on a refusal).
 
 The first admin user of a fresh single node cannot be created over the network (nobody can
 authenticate yet): ``tidelog users add admin --data-dir DIR`` writes the credential straight into the
