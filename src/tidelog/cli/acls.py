@@ -14,7 +14,8 @@ matches everything (so ``remove --topic orders`` removes every literal ACL of th
 ``--topic``, ``--group``, ``--transactional-id`` (each repeatable) and ``--cluster``.
 
 Exit codes as every client command: 1 when the broker refuses (no authorizer: SECURITY_DISABLED; not
-allowed to change ACLs: CLUSTER_AUTHORIZATION_FAILED; an invalid ACL), 2 for bad options.
+allowed to change ACLs, or to list them: CLUSTER_AUTHORIZATION_FAILED; an invalid ACL), 2 for bad options.
+A refusal is never an empty table.
 """
 
 from __future__ import annotations
@@ -202,9 +203,27 @@ def _list(args: argparse.Namespace) -> int:
                 found[_key(binding)] = binding
         except KafkaException as e:
             raise _fail(e) from None
+    if not found:
+        _refusal(args)
     print_table(["RESOURCE-TYPE", "NAME", "PATTERN", "PRINCIPAL", "HOST", "OPERATION", "PERMISSION"],
                 [list(k) for k in sorted(found)])
     return 0
+
+
+def _refusal(args: argparse.Namespace) -> None:
+    """Raise the broker's refusal of DescribeAcls, if it refused. confluent-kafka 2.16's ``describe_acls``
+    returns an empty list on CLUSTER_AUTHORIZATION_FAILED (a principal without DESCRIBE on the cluster), so
+    an empty answer is asked again with Tidelog's own codec, which keeps the error code."""
+    from tidelog.cli.broker_connection import BrokerConnection, wire_error
+    from tidelog.protocol.messages import DescribeAclsRequest
+
+    any_ = 1  # Kafka's ANY of the resource type, pattern type, operation and permission type
+    probe = DescribeAclsRequest(resource_type_filter=any_, resource_name_filter=None, pattern_type_filter=any_,
+                                principal_filter=None, host_filter=None, operation=any_, permission_type=any_)
+    with BrokerConnection.open(args.bootstrap_server.split(",")[0], args.client_properties) as conn:
+        answer = conn.request(probe)
+    if answer.error_code:
+        raise CliError(wire_error(answer.error_code, answer.error_message))
 
 
 def _remove(args: argparse.Namespace) -> int:

@@ -1,13 +1,19 @@
-"""A small synchronous Kafka protocol client for the requests confluent-kafka's admin API cannot send:
-ApiVersions (what a broker serves, for ``tidelog cluster info``) and DescribeLogDirs (partition sizes on
-disk, for ``tidelog topics describe``).
+"""A small synchronous Kafka protocol client for the requests confluent-kafka's admin API cannot send (or
+answers wrongly): ApiVersions (``tidelog cluster info``), DescribeLogDirs (``tidelog topics describe``),
+client quotas, reassignments, transactions, and the refusals confluent-kafka hides (DescribeAcls,
+DescribeUserScramCredentials).
 
 Requests and responses go through Tidelog's own wire codec (:mod:`tidelog.protocol`, pure and
 broker-independent), so this speaks to any Kafka-compatible broker. One blocking socket per broker,
-one request in flight, a timeout on every read; PLAINTEXT only (the transport the CLI's confluent-kafka
-clients use too). Every failure is a :class:`~tidelog.cli.client.CliError`. Not thread-safe.
+one request in flight, a timeout on every read. The client properties of ``--command-config`` choose the
+transport as they do for the confluent-kafka clients (librdkafka's names): ``security.protocol``
+(PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), ``sasl.mechanism`` (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) with
+``sasl.username`` / ``sasl.password``, ``ssl.ca.location``, ``ssl.certificate.location``,
+``ssl.key.location``, ``ssl.key.password``, ``ssl.endpoint.identification.algorithm`` (https, the default,
+or none) and ``enable.ssl.certificate.verification``. Every failure is a
+:class:`~tidelog.cli.client.CliError`. Not thread-safe.
 
-    with BrokerConnection.open("127.0.0.1:9092") as conn:
+    with BrokerConnection.open("127.0.0.1:9092", properties) as conn:
         ranges = conn.api_versions()                     # {api_key: (min, max)}
         response = conn.request(DescribeLogDirsRequest(topics=None))
 """
@@ -15,15 +21,27 @@ clients use too). Every failure is a :class:`~tidelog.cli.client.CliError`. Not 
 from __future__ import annotations
 
 import itertools
+import os
 import socket
+import ssl
 import struct
+from dataclasses import dataclass
+from typing import Any
 
 from tidelog import __version__
 from tidelog.cli.client import REQUEST_TIMEOUT_S, CliError
 from tidelog.errors import ErrorCode
 from tidelog.protocol import ProtocolError, api_entry, decode_response, encode_request, frame
 from tidelog.protocol.message import Message
-from tidelog.protocol.messages import ApiKey, ApiVersionsRequest, ApiVersionsResponse
+from tidelog.protocol.messages import (
+    ApiKey,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    SaslAuthenticateRequest,
+    SaslHandshakeRequest,
+)
+from tidelog.security.sasl_client import CLIENT_MECHANISMS, jaas_credentials, sasl_client
+from tidelog.security.scram import AuthenticationError
 
 CLIENT_ID = "tidelog-cli"
 #: ApiVersions v3+ carries the client's name and version (KIP-511); v0 is the fallback every broker answers.
@@ -32,8 +50,74 @@ _MAX_RESPONSE_BYTES = 256 * 1024 * 1024
 _SIZE = struct.Struct(">i")
 
 
+_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+@dataclass(frozen=True)
+class ClientSecurity:
+    """The transport ``--command-config`` asks for (librdkafka's property names)."""
+
+    protocol: str = "PLAINTEXT"
+    mechanism: str | None = None
+    username: str | None = None
+    password: str | None = None
+    ssl_context: ssl.SSLContext | None = None
+    check_hostname: bool = True
+
+    @classmethod
+    def from_properties(cls, properties: dict[str, Any] | None) -> ClientSecurity:
+        props = {k: str(v) for k, v in (properties or {}).items()}
+        protocol = props.get("security.protocol", "PLAINTEXT").upper()
+        if protocol not in _PROTOCOLS:
+            raise CliError(f"--command-config: security.protocol must be one of {', '.join(_PROTOCOLS)}, "
+                           f"not {protocol}", 2)
+        mechanism = user = password = None
+        if protocol.startswith("SASL_"):
+            mechanism = (props.get("sasl.mechanism") or props.get("sasl.mechanisms") or "GSSAPI").upper()
+            if mechanism not in CLIENT_MECHANISMS:
+                raise CliError(f"--command-config: sasl.mechanism {mechanism} is not supported here (use one of "
+                               f"{', '.join(CLIENT_MECHANISMS)})", 2)
+            user, password = props.get("sasl.username"), props.get("sasl.password")
+            if (not user or password is None) and props.get("sasl.jaas.config"):
+                try:
+                    user, password = jaas_credentials(props["sasl.jaas.config"], mechanism)
+                except ValueError as e:
+                    raise CliError(f"--command-config: {e}", 2) from None
+            if not user or password is None:
+                raise CliError(f"--command-config: {protocol} with {mechanism} needs sasl.username and "
+                               "sasl.password", 2)
+        context, check_hostname = None, True
+        if protocol.endswith("SSL"):
+            context, check_hostname = _ssl_context(props)
+        return cls(protocol, mechanism, user, password, context, check_hostname)
+
+
+def _ssl_context(props: dict[str, str]) -> tuple[ssl.SSLContext, bool]:
+    verify = props.get("enable.ssl.certificate.verification", "true").lower() != "false"
+    check_hostname = verify and props.get("ssl.endpoint.identification.algorithm", "https").lower() == "https"
+    context = ssl.create_default_context()
+    try:
+        ca = props.get("ssl.ca.location")
+        if ca and os.path.isdir(ca):
+            context.load_verify_locations(capath=ca)
+        elif ca:
+            context.load_verify_locations(cafile=ca)
+        cert = props.get("ssl.certificate.location")
+        if cert:
+            context.load_cert_chain(cert, props.get("ssl.key.location") or None,
+                                    props.get("ssl.key.password") or None)
+    except (OSError, ssl.SSLError) as e:
+        raise CliError(f"--command-config: cannot load the TLS files: {getattr(e, 'strerror', None) or e}", 2) \
+            from None
+    context.check_hostname = check_hostname
+    if not verify:
+        context.verify_mode = ssl.CERT_NONE
+    return context, check_hostname
+
+
 class BrokerConnection:
-    """One connection to one broker; ask :meth:`api_versions` first (it picks request versions)."""
+    """One connection to one broker; ask :meth:`api_versions` first (it picks request versions).
+    :meth:`open` with client properties also does TLS and SASL."""
 
     def __init__(self, sock: socket.socket, address: str) -> None:
         self.sock = sock
@@ -42,7 +126,10 @@ class BrokerConnection:
         self._correlation_ids = itertools.count(1)
 
     @classmethod
-    def open(cls, address: str, timeout_s: float = REQUEST_TIMEOUT_S) -> BrokerConnection:
+    def open(cls, address: str, properties: dict[str, Any] | None = None,
+             timeout_s: float = REQUEST_TIMEOUT_S) -> BrokerConnection:
+        """Connect (TLS and SASL as ``properties``, the ``--command-config`` client properties, say)."""
+        security = ClientSecurity.from_properties(properties)
         host, _, port = address.rpartition(":")
         host = host.strip("[]") or "localhost"
         try:
@@ -50,7 +137,24 @@ class BrokerConnection:
         except (OSError, ValueError) as e:
             raise CliError(f"cannot reach the broker at {address}: {getattr(e, 'strerror', None) or e}") from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return cls(sock, address)
+        if security.ssl_context is not None:
+            try:
+                sock = security.ssl_context.wrap_socket(sock, server_hostname=host)
+            except (ssl.SSLError, ssl.CertificateError) as e:
+                sock.close()
+                raise CliError(f"TLS handshake with the broker at {address} failed: "
+                               f"{getattr(e, 'verify_message', None) or getattr(e, 'reason', None) or e}") from None
+            except OSError as e:
+                sock.close()
+                raise CliError(f"TLS handshake with the broker at {address} failed: {e.strerror or e}") from None
+        conn = cls(sock, address)
+        if security.mechanism is not None:
+            try:
+                conn.authenticate(security)
+            except BaseException:
+                conn.close()
+                raise
+        return conn
 
     def __enter__(self) -> BrokerConnection:
         return self
@@ -97,6 +201,26 @@ class BrokerConnection:
             version = self.version_for(body.API_KEY)
         return self._decode(self._exchange(body, version), body.API_KEY, version)
 
+    def authenticate(self, security: ClientSecurity) -> None:
+        """SaslHandshake and SaslAuthenticate with ``security``'s mechanism and credentials."""
+        assert security.mechanism is not None and security.username is not None and security.password is not None
+        mechanism = security.mechanism
+        handshake = self.request(SaslHandshakeRequest(mechanism=mechanism))
+        if handshake.error_code:
+            raise CliError(f"the broker at {self.address} refused SASL {mechanism}: "
+                           f"{_error_name(handshake.error_code)} (enabled: {', '.join(handshake.mechanisms) or 'none'})")
+        client = sasl_client(mechanism, security.username, security.password)
+        reply = b""
+        try:
+            while (token := client.step(reply)) is not None:
+                response = self.request(SaslAuthenticateRequest(auth_bytes=token))
+                if response.error_code:
+                    raise CliError(f"SASL authentication as {security.username} failed: {response.error_message} "
+                                   f"({_error_name(response.error_code)})")
+                reply = response.auth_bytes
+        except AuthenticationError as e:
+            raise CliError(f"SASL authentication as {security.username} failed: {e}") from None
+
     # ------------------------------------------------------------------------------------------ the wire
 
     def _exchange(self, body: Message, version: int) -> bytes:
@@ -142,4 +266,10 @@ def _error_name(code: int) -> str:
         return f"error {code}"
 
 
-__all__ = ["CLIENT_ID", "BrokerConnection"]
+def wire_error(code: int, message: str | None) -> str:
+    """A broker's error as one line, as :func:`~tidelog.cli.client.describe_error` puts client errors:
+    ``<message> (<ERROR_NAME>)``."""
+    return f"{message or 'refused'} ({_error_name(code)})"
+
+
+__all__ = ["CLIENT_ID", "BrokerConnection", "ClientSecurity", "wire_error"]

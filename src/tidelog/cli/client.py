@@ -238,6 +238,26 @@ class Cluster:
         admin = self.admin()
         return admin, self.metadata(admin)
 
+    def topic_refusal(self, topic: str) -> str | None:
+        """The broker's refusal of ``topic``, if it refuses this user: all-topics Metadata leaves out the
+        topics a user may not describe (as Kafka's does), which looks like a missing topic. Asked by name
+        (with Tidelog's own codec, never auto-creating) the broker says TOPIC_AUTHORIZATION_FAILED."""
+        from tidelog.cli.broker_connection import BrokerConnection, wire_error
+        from tidelog.errors import ErrorCode
+        from tidelog.protocol.messages import MetadataRequest
+
+        request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+                                  allow_auto_topic_creation=False)
+        try:
+            with BrokerConnection.open(self.bootstrap.split(",")[0], self.properties) as conn:
+                answer = conn.request(request)
+        except CliError:
+            return None
+        for t in answer.topics:
+            if t.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED:
+                return wire_error(t.error_code, "Not authorized to access this topic")
+        return None
+
     def check_connection(self, client: Any, lost_after_s: float = CONNECT_TIMEOUT_S) -> None:
         """Cheap unless librdkafka reported a dropped or refused connection since the last call; then ask
         for metadata until a broker answers (go on) or ``lost_after_s`` pass (:class:`BrokerLost`).
@@ -264,11 +284,13 @@ def _retriable(topic_metadata: Any) -> bool:
     return error is not None and error.code() == KafkaError.LEADER_NOT_AVAILABLE
 
 
-def require_topic(metadata: ClusterMetadata, topic: str) -> int:
-    """The topic's partition count; ``CliError`` when it does not exist."""
+def require_topic(metadata: ClusterMetadata, topic: str, cluster: Cluster | None = None) -> int:
+    """The topic's partition count; ``CliError`` when it does not exist, or (asked of ``cluster``) when
+    the broker refuses this user the topic."""
     t = metadata.topics.get(topic)
     if t is None or (t.error is not None and t.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
-        raise CliError(f"topic {topic!r} does not exist")
+        refusal = cluster.topic_refusal(topic) if cluster is not None else None
+        raise CliError(f"topic {topic!r}: {refusal}" if refusal else f"topic {topic!r} does not exist")
     if t.error is not None:
         raise CliError(f"topic {topic!r}: {describe_error(t.error)}")
     return len(t.partitions)
@@ -291,9 +313,14 @@ def internal_topics(admin: AdminClient, names: Sequence[str]) -> set[str]:
     return internal
 
 
-def require_topics(metadata: ClusterMetadata, names: Sequence[str]) -> None:
-    """``CliError`` naming every topic of ``names`` that does not exist."""
+def require_topics(metadata: ClusterMetadata, names: Sequence[str], cluster: Cluster | None = None) -> None:
+    """``CliError`` naming every topic of ``names`` that does not exist (or that ``cluster``'s broker
+    refuses this user)."""
     missing = [n for n in names if n not in metadata.topics]
+    for name in missing if cluster is not None else ():
+        refusal = cluster.topic_refusal(name)
+        if refusal:
+            raise CliError(f"topic {name!r}: {refusal}")
     if missing:
         raise CliError(", ".join(f"topic {n!r}" for n in missing) + (" does not exist" if len(missing) == 1
                                                                        else " do not exist"))

@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     for node in nodes:
         address = f"{node.host}:{node.port}"
         try:
-            with BrokerConnection.open(address) as conn:
+            with BrokerConnection.open(address, args.client_properties) as conn:
                 versions = conn.api_versions()
         except CliError as e:
             print(f"{args.prog}: broker {node.id}: {e}", file=sys.stderr)

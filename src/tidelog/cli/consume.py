@@ -7,7 +7,9 @@ Where reading starts, per partition:
 * ``--offset N``: offset N (or ``earliest`` / ``latest``);
 * ``--timestamp T``: the first record whose timestamp is at or after T (the end if there is none).
 
-Without ``--group`` the command assigns the partitions itself and commits nothing. With ``--group`` and
+Without ``--group`` the command assigns the partitions itself and commits nothing (librdkafka still needs
+a group id: ``tidelog-console-consumer-<pid>``, which an authorizer must let the user read; a refusal
+names it). With ``--group`` and
 no explicit position it subscribes (the group coordinator assigns partitions) and commits as it goes.
 Ctrl-C and SIGTERM stop it cleanly: a group member commits, leaves its group and exits 0. A broker
 that dies is noticed: after :data:`~tidelog.cli.client.CONNECT_TIMEOUT_S` without an answer the command
@@ -69,6 +71,8 @@ from tidelog.cli.client import (
 _TIMESTAMP_TYPES = {TIMESTAMP_CREATE_TIME: "CreateTime", TIMESTAMP_LOG_APPEND_TIME: "LogAppendTime"}
 _BATCH = 500
 # Errors after which reading cannot go on.
+#: The group id of a consumer run without --group (followed by the process id).
+ANONYMOUS_GROUP_PREFIX = "tidelog-console-consumer-"
 _FATAL = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION,
           KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError._FATAL}
 
@@ -118,7 +122,7 @@ def _offset(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     cluster = Cluster(args.bootstrap_server, args.client_properties)
     config: dict[str, Any] = {
-        "group.id": args.group or f"tidelog-console-consumer-{os.getpid()}",
+        "group.id": args.group or f"{ANONYMOUS_GROUP_PREFIX}{os.getpid()}",
         "enable.auto.commit": args.group is not None,
         "auto.offset.reset": "earliest" if args.from_beginning else "latest",
     }
@@ -132,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         _, metadata = cluster.connect()
         connected = True
-        partition_count = require_topic(metadata, args.topic)
+        partition_count = require_topic(metadata, args.topic, cluster)
         require_partition(args.topic, args.partition, partition_count)
         subscribed = _position(consumer, args, partition_count, lambda *_: assigned.append(True))
         count, lost = _read(consumer, cluster, args)
@@ -188,7 +192,7 @@ def _read(consumer: Consumer, cluster: Cluster, args: argparse.Namespace) -> tup
             wait = 1.0 if idle_s is None else max(min(1.0, last + idle_s - time.monotonic()), 0.0)
             want = _BATCH if args.max_messages is None else min(_BATCH, args.max_messages - count)
             messages = consumer.consume(num_messages=want, timeout=wait)
-            records = [m for m in messages if not _failed(m, args.prog)]
+            records = [m for m in messages if not _failed(m, args)]
             if records:
                 last = time.monotonic()
                 for m in records:
@@ -206,16 +210,27 @@ def _read(consumer: Consumer, cluster: Cluster, args: argparse.Namespace) -> tup
     return count, None
 
 
-def _failed(message: Message, prog: str) -> bool:
+def _failed(message: Message, args: argparse.Namespace) -> bool:
     error = message.error()
     if error is None:
         return False
     if error.code() == KafkaError._PARTITION_EOF:
         return True
+    if error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+        raise CliError(_group_refused(error, args))
     if error.code() in _FATAL or error.fatal():
         raise CliError(describe_error(error))
-    print(f"{prog}: {describe_error(error)}", file=sys.stderr)
+    print(f"{args.prog}: {describe_error(error)}", file=sys.stderr)
     return True
+
+
+def _group_refused(error: KafkaError, args: argparse.Namespace) -> str:
+    """GROUP_AUTHORIZATION_FAILED, naming the group: without --group it is one the command made up."""
+    if args.group is not None:
+        return f"{describe_error(error)}: group {args.group!r}"
+    return (f"{describe_error(error)}: group '{ANONYMOUS_GROUP_PREFIX}{os.getpid()}' (without --group the consumer "
+            f"still needs a group id, which librdkafka looks up although nothing is committed: allow Read on groups "
+            f"prefixed {ANONYMOUS_GROUP_PREFIX}, or pass --group with a group the user may read)")
 
 
 def _format(message: Message, args: argparse.Namespace) -> bytes:

@@ -93,8 +93,9 @@ def _check(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    admin, metadata = Cluster(args.bootstrap_server, args.client_properties).connect()
-    count = require_topic(metadata, args.topic)
+    cluster = Cluster(args.bootstrap_server, args.client_properties)
+    admin, metadata = cluster.connect()
+    count = require_topic(metadata, args.topic, cluster)
     if isinstance(args.offset, dict):
         targets = dict(args.offset)
     else:

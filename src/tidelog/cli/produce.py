@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     except (KafkaException, ValueError, TypeError) as e:  # a bad --producer-prop is rejected here
         raise CliError(f"invalid producer configuration: {e}", exit_code=2) from None
     metadata = cluster.metadata(producer, args.topic)
-    require_partition(args.topic, args.partition, require_topic(metadata, args.topic))
+    require_partition(args.topic, args.partition, require_topic(metadata, args.topic, cluster))
     headers = [(k, v.encode()) for k, v in args.header] or None
     separator = args.key_separator.encode() if args.key_separator is not None else None
     deliveries = _Deliveries(args.prog)

@@ -12,8 +12,10 @@ sets them::
     alice  app        producer_byte_rate  1048576
 
 confluent-kafka's admin API has no client-quota calls, so this sends DescribeClientQuotas and
-AlterClientQuotas itself (:mod:`tidelog.cli.broker_connection`) to the first bootstrap server. A
-refused entry prints the broker's message and exits 1; usage errors exit 2.
+AlterClientQuotas itself (:mod:`tidelog.cli.broker_connection`) to the first bootstrap server, over TLS
+and SASL as ``--command-config`` says. A refusal (CLUSTER_AUTHORIZATION_FAILED without DESCRIBE_CONFIGS /
+ALTER_CONFIGS on the cluster) or a refused entry prints the broker's message and exits 1; usage errors
+exit 2.
 """
 
 from __future__ import annotations
@@ -79,25 +81,16 @@ def _value(value: float) -> str:
     return f"{value:.0f}" if value.is_integer() else repr(value)
 
 
-def _plaintext_only(args: argparse.Namespace) -> None:
-    """This command speaks Kafka requests over its own socket, without TLS or SASL (yet)."""
-    protocol = str(args.client_properties.get("security.protocol", "PLAINTEXT")).upper()
-    if protocol != "PLAINTEXT":
-        raise CliError(f"tidelog quotas reaches PLAINTEXT listeners only; --command-config asks for {protocol} "
-                       "(use a PLAINTEXT listener, or kafka-configs.sh --entity-type users/clients)", 2)
-
-
 def _describe(args: argparse.Namespace) -> int:
-    from tidelog.cli.broker_connection import BrokerConnection
+    from tidelog.cli.broker_connection import BrokerConnection, wire_error
     from tidelog.protocol.messages import DescribeClientQuotasRequest as D
 
     components = [D.ComponentData(entity_type=t, match_type=_MATCH_DEFAULT if n is None else _MATCH_EXACT, match=n)
                   for t, n in _named(args)]
-    _plaintext_only(args)
-    with BrokerConnection.open(args.bootstrap_server.split(",")[0]) as conn:
+    with BrokerConnection.open(args.bootstrap_server.split(",")[0], args.client_properties) as conn:
         response = conn.request(D(components=components, strict=args.strict))
     if response.error_code:
-        raise CliError(f"cannot describe quotas: {response.error_message}")
+        raise CliError(f"cannot describe quotas: {wire_error(response.error_code, response.error_message)}")
     rows = []
     for entry in response.entries or []:
         names = {e.entity_type: _DEFAULT if e.entity_name is None else e.entity_name for e in entry.entity}
@@ -111,7 +104,7 @@ def _describe(args: argparse.Namespace) -> int:
 
 
 def _alter(args: argparse.Namespace) -> int:
-    from tidelog.cli.broker_connection import BrokerConnection
+    from tidelog.cli.broker_connection import BrokerConnection, wire_error
     from tidelog.protocol.messages import AlterClientQuotasRequest as A
 
     entity = _named(args)
@@ -133,12 +126,11 @@ def _alter(args: argparse.Namespace) -> int:
         raise _usage(args, "nothing to change: give --add-config and/or --delete-config")
     request = A(entries=[A.EntryData(entity=[A.EntityData(entity_type=t, entity_name=n) for t, n in entity],
                                      ops=ops)], validate_only=args.validate_only)
-    _plaintext_only(args)
-    with BrokerConnection.open(args.bootstrap_server.split(",")[0]) as conn:
+    with BrokerConnection.open(args.bootstrap_server.split(",")[0], args.client_properties) as conn:
         response = conn.request(request)
     (entry,) = response.entries
     if entry.error_code:
-        raise CliError(f"quotas not changed: {entry.error_message}")
+        raise CliError(f"quotas not changed: {wire_error(entry.error_code, entry.error_message)}")
     label = ", ".join(f"{t} {_DEFAULT if n is None else repr(n)}" for t, n in entity)
     print(f"{'Validated' if args.validate_only else 'Updated'} quotas of {label}")
     return 0

@@ -19,7 +19,7 @@ prints the current assignment of the partitions in the plan (save it: it is the 
 and starts the reassignments; with reassignments already in progress it refuses unless
 ``--additional``. ``--verify`` says, per partition, whether its reassignment is complete (exit 0
 only when all are; Kafka's tool exits 0 either way). ``--cancel`` cancels those of the plan's
-partitions still in progress. Requests go to the first ``--bootstrap-server`` (any broker; PLAINTEXT).
+partitions still in progress. Requests go to the first ``--bootstrap-server`` (any broker; TLS and SASL as ``--command-config`` says).
 Exit codes: 2 for usage errors, 1 for failures (a refused partition, an unreadable file).
 """
 
@@ -72,13 +72,9 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--topics-to-move-json-file and --broker-list go with --generate only", 2)
     if args.additional and action != "execute":
         raise CliError("--additional goes with --execute only", 2)
-    protocol = str(args.client_properties.get("security.protocol", "PLAINTEXT")).upper()
-    if protocol != "PLAINTEXT":
-        raise CliError(f"tidelog cluster reassign reaches PLAINTEXT listeners only; --command-config asks for "
-                       f"{protocol} (use a PLAINTEXT listener, or kafka-reassign-partitions.sh)", 2)
     from tidelog.cli.broker_connection import BrokerConnection
 
-    with BrokerConnection.open(args.bootstrap_server.split(",")[0]) as conn:
+    with BrokerConnection.open(args.bootstrap_server.split(",")[0], args.client_properties) as conn:
         conn.api_versions()
         return {"generate": _generate, "execute": _execute, "verify": _verify, "cancel": _cancel,
                 "list": _list}[action](conn, args)

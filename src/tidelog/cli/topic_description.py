@@ -56,9 +56,10 @@ def add_parser(actions: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    admin, metadata = Cluster(args.bootstrap_server, args.client_properties).connect()
+    cluster = Cluster(args.bootstrap_server, args.client_properties)
+    admin, metadata = cluster.connect()
     names = args.topics or sorted(metadata.topics)
-    require_topics(metadata, names)
+    require_topics(metadata, names, cluster)
     if not args.topics and args.exclude_internal:
         hidden = internal_topics(admin, names)
         names = [n for n in names if n not in hidden]
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     partitions = [(n, p.id) for n in names for p in descriptions[n].partitions]
     starts = list_offsets(admin, partitions, OffsetSpec.earliest(), strict=False)
     ends = list_offsets(admin, partitions, OffsetSpec.latest(), strict=False)
-    sizes = _sizes(metadata, descriptions, args.prog)
+    sizes = _sizes(metadata, descriptions, args.prog, args.client_properties)
     for name in names:
         d = descriptions[name]
         entries = configs[name]
@@ -120,7 +121,8 @@ def _topic_id(description) -> str:
     return str(description.topic_id).replace("+", "-").replace("/", "_")
 
 
-def _sizes(metadata: ClusterMetadata, descriptions: dict, prog: str) -> dict[tuple[str, int], int]:
+def _sizes(metadata: ClusterMetadata, descriptions: dict, prog: str,
+           properties: dict) -> dict[tuple[str, int], int]:
     """Bytes on disk of each described partition, asked of its leader with DescribeLogDirs."""
     # Imported here: the wire codec takes about half a second to load, which only this step needs.
     from tidelog.cli.broker_connection import BrokerConnection
@@ -141,7 +143,7 @@ def _sizes(metadata: ClusterMetadata, descriptions: dict, prog: str) -> dict[tup
             DescribeLogDirsRequest.DescribableLogDirTopic(topic=t, partitions=ps) for t, ps in sorted(topics.items())
         ])
         try:
-            with BrokerConnection.open(address) as conn:
+            with BrokerConnection.open(address, properties) as conn:
                 response = conn.request(request)
         except CliError as e:
             print(f"{prog}: sizes unknown: {e}", file=sys.stderr)

@@ -133,8 +133,9 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _alter(args: argparse.Namespace) -> int:
-    admin, metadata = Cluster(args.bootstrap_server, args.client_properties).connect()
-    current = require_topic(metadata, args.topic)
+    cluster = Cluster(args.bootstrap_server, args.client_properties)
+    admin, metadata = cluster.connect()
+    current = require_topic(metadata, args.topic, cluster)
     if args.partitions <= current:
         raise CliError(f"topic {args.topic!r} has {current} partition(s); --partitions must be more than that "
                        "(partitions cannot be removed)")
@@ -149,12 +150,13 @@ def _alter(args: argparse.Namespace) -> int:
 
 
 def _delete(args: argparse.Namespace) -> int:
-    admin, metadata = Cluster(args.bootstrap_server, args.client_properties).connect()
+    cluster = Cluster(args.bootstrap_server, args.client_properties)
+    admin, metadata = cluster.connect()
     names = args.topics
     if args.if_exists:
         names = [n for n in names if n in metadata.topics]
     else:
-        require_topics(metadata, names)
+        require_topics(metadata, names, cluster)
     if not names:
         return 0
     futures = admin.delete_topics(names, request_timeout=REQUEST_TIMEOUT_S)

@@ -69,8 +69,9 @@ class ProducerState:
 class TransactionAdmin:
     """``metadata``: the cluster's brokers and topics (confluent-kafka's ``list_topics``)."""
 
-    def __init__(self, metadata: ClusterMetadata) -> None:
+    def __init__(self, metadata: ClusterMetadata, properties: dict | None = None) -> None:
         self.metadata = metadata
+        self.properties = dict(properties or {})  # --command-config: TLS and SASL
         self._connections: dict[int, BrokerConnection] = {}
 
     def close(self) -> None:
@@ -92,7 +93,8 @@ class TransactionAdmin:
             broker = self.metadata.brokers.get(broker_id)
             if broker is None:
                 raise CliError(f"broker {broker_id} is not in the cluster")
-            self._connections[broker_id] = BrokerConnection.open(f"{broker.host}:{broker.port}")
+            self._connections[broker_id] = BrokerConnection.open(f"{broker.host}:{broker.port}",
+                                                                 self.properties)
         return self._connections[broker_id]
 
     def leader(self, topic: str, partition: int) -> int:

@@ -96,7 +96,7 @@ def _admin(args: argparse.Namespace) -> TransactionAdmin:
     from tidelog.cli.transaction_admin import TransactionAdmin
 
     _, metadata = Cluster(args.bootstrap_server, args.client_properties).connect()
-    return TransactionAdmin(metadata)
+    return TransactionAdmin(metadata, args.client_properties)
 
 
 def _transactional_id(text: str) -> str:

@@ -1,6 +1,7 @@
 """``tidelog users add|list|delete``: SCRAM users, as ``kafka-configs.sh --entity-type users
---alter --add-config 'SCRAM-SHA-256=[password=...]'`` manages them, through confluent-kafka's admin API
-(AlterUserScramCredentials, DescribeUserScramCredentials).
+--alter --add-config 'SCRAM-SHA-256=[password=...]'`` manages them: AlterUserScramCredentials through
+confluent-kafka's admin API, one request per mechanism (Kafka refuses a user named twice in one request),
+and DescribeUserScramCredentials with Tidelog's own codec (confluent-kafka crashes on a refusal).
 
 The first admin user of a fresh single node cannot be created over the network (nobody can
 authenticate yet): ``tidelog users add admin --data-dir DIR`` writes the credential straight into the
@@ -36,7 +37,6 @@ from tidelog.cli.client import REQUEST_TIMEOUT_S, CliError, Cluster, command, de
 from tidelog.cli.table import table
 
 MECHANISMS = {"SCRAM-SHA-256": ScramMechanism.SCRAM_SHA_256, "SCRAM-SHA-512": ScramMechanism.SCRAM_SHA_512}
-_NAMES = {v: k for k, v in MECHANISMS.items()}
 MIN_ITERATIONS, MAX_ITERATIONS = 4096, 16384
 
 
@@ -152,9 +152,8 @@ def _add(args: argparse.Namespace) -> int:
         print(f"added user {args.user} ({', '.join(_mechanisms(args))}) to {store.path}")
         return 0
     admin = _admin(args)
-    upserts = [UserScramCredentialUpsertion(args.user, ScramCredentialInfo(MECHANISMS[m], args.iterations),
-                                            password.encode()) for m in _mechanisms(args)]
-    _wait(admin.alter_user_scram_credentials(upserts, request_timeout=REQUEST_TIMEOUT_S))
+    _alter_each(admin, args.user, [(m, UserScramCredentialUpsertion(
+        args.user, ScramCredentialInfo(MECHANISMS[m], args.iterations), password.encode())) for m in _mechanisms(args)])
     print(f"added user {args.user} ({', '.join(_mechanisms(args))})")
     return 0
 
@@ -177,19 +176,8 @@ def _list(args: argparse.Namespace) -> int:
                 rows += [[user, m, str(c.iterations)] for m, c in sorted(users.get(user, {}).items())]
                 rows += [[user, "TUBEMQ", "-"]] if user in tubemq else []
     else:
-        admin = _admin(args)
-        try:
-            if args.user:
-                futures = admin.describe_user_scram_credentials(list(dict.fromkeys(args.user)),
-                                                                request_timeout=REQUEST_TIMEOUT_S)
-                described = {u: f.result() for u, f in futures.items()}
-            else:
-                described = admin.describe_user_scram_credentials(request_timeout=REQUEST_TIMEOUT_S).result()
-        except Exception as e:
-            raise CliError(_printable(describe_error(e))) from None
-        for user, description in sorted(described.items()):
-            for info in description.scram_credential_infos:
-                rows.append([user, _NAMES.get(info.mechanism, str(info.mechanism)), str(info.iterations)])
+        for user, infos in sorted(_described(args, list(dict.fromkeys(args.user))).items()):
+            rows += [[user, mechanism, str(iterations)] for mechanism, iterations in infos]
     print("\n".join(table(["USER", "MECHANISM", "ITERATIONS"], rows)))
     return 0
 
@@ -214,27 +202,49 @@ def _delete(args: argparse.Namespace) -> int:
             raise CliError(f"no such credential: user {args.user}")
         store.alter([], [(args.user, m) for m in chosen])
     else:
+        chosen = args.mechanism or [m for m, _ in _described(args, [args.user])[args.user] if m in MECHANISMS]
         admin = _admin(args)
-        chosen = args.mechanism
-        if not chosen:
-            try:
-                description = admin.describe_user_scram_credentials(
-                    [args.user], request_timeout=REQUEST_TIMEOUT_S)[args.user].result()
-            except Exception as e:
-                raise CliError(f"user {args.user}: {_printable(describe_error(e))}") from None
-            chosen = [_NAMES[i.mechanism] for i in description.scram_credential_infos if i.mechanism in _NAMES]
-        _wait(admin.alter_user_scram_credentials(
-            [UserScramCredentialDeletion(args.user, MECHANISMS[m]) for m in chosen], request_timeout=REQUEST_TIMEOUT_S))
+        _alter_each(admin, args.user, [(m, UserScramCredentialDeletion(args.user, MECHANISMS[m])) for m in chosen])
     print(f"deleted user {args.user} ({', '.join(chosen)})")
     return 0
 
 
-def _wait(futures: dict) -> None:
-    for user, future in futures.items():
+def _described(args: argparse.Namespace, users: list[str]) -> dict[str, list[tuple[str, int]]]:
+    """``{user: [(mechanism, iterations)]}`` of ``users`` (every user if none), from DescribeUserScramCredentials
+    sent with Tidelog's own codec: confluent-kafka 2.16 crashes the process (``free(): invalid size``) on
+    the answer a user without DESCRIBE on the cluster gets. A refusal is an error, never an empty list."""
+    from tidelog.cli.broker_connection import BrokerConnection, wire_error
+    from tidelog.protocol.messages import DescribeUserScramCredentialsRequest as Describe
+    from tidelog.security.scram import MECHANISM_TYPES
+
+    with BrokerConnection.open(args.bootstrap_server.split(",")[0], args.client_properties) as conn:
+        answer = conn.request(Describe(users=[Describe.UserName(name=u) for u in users] if users else None))
+    if answer.error_code:
+        raise CliError(f"cannot describe SCRAM users: {wire_error(answer.error_code, answer.error_message)}")
+    described: dict[str, list[tuple[str, int]]] = {}
+    for result in answer.results or []:
+        if result.error_code:
+            raise CliError(f"user {result.user}: {wire_error(result.error_code, result.error_message)}")
+        described[result.user] = sorted((MECHANISM_TYPES.get(i.mechanism, f"mechanism {i.mechanism}"), i.iterations)
+                                        for i in result.credential_infos)
+    return described
+
+
+def _alter_each(admin, user: str, alterations: list[tuple[str, object]]) -> None:
+    """One AlterUserScramCredentials request per mechanism: Kafka refuses a user named twice in one
+    request (DUPLICATE_RESOURCE, whatever the mechanisms), so ``kafka-configs.sh --add-config
+    'SCRAM-SHA-256=[...],SCRAM-SHA-512=[...]'`` fails against Kafka 4.4 itself. Not atomic: a failure
+    names the mechanisms already changed."""
+    done: list[str] = []
+    for mechanism, alteration in alterations:
+        futures = admin.alter_user_scram_credentials([alteration], request_timeout=REQUEST_TIMEOUT_S)
         try:
-            future.result()
+            for future in futures.values():
+                future.result()
         except Exception as e:
-            raise CliError(f"user {user}: {_printable(describe_error(e))}") from None
+            already = f" ({', '.join(done)} already changed)" if done else ""
+            raise CliError(f"user {user} ({mechanism}): {_printable(describe_error(e))}{already}") from None
+        done.append(mechanism)
 
 
 def _printable(text: str) -> str:

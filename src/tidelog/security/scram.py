@@ -30,8 +30,22 @@ MECHANISM_TYPES = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
 MECHANISM_CODES = {name: code for code, name in MECHANISM_TYPES.items()}
 
 
+#: What the broker's log says about a client whose final message repeats its own nonce (see
+#: :meth:`ScramServer._client_final`).
+OLD_LIBRDKAFKA_NONCE = (
+    "the client sent its nonce twice in the final message (r=client nonce + server nonce, which already starts "
+    "with the client nonce): librdkafka before 2.6.1 does this (confluentinc/librdkafka#4895), e.g. Debian 12's "
+    "kcat (librdkafka 2.0.2) and any application linked to an older librdkafka; Apache Kafka 4.x refuses these "
+    "clients too: upgrade the client's librdkafka to 2.6.1 or later")
+
+
 class AuthenticationError(Exception):
-    """The client failed to authenticate; the message is what the client is told (no secrets in it)."""
+    """The client failed to authenticate; the message is what the client is told (no secrets in it).
+    ``detail``, when set, is for the broker's log only (why, beyond what the client may be told)."""
+
+    def __init__(self, message: str, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.detail = detail
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +152,7 @@ class ScramServer:
         self._client_first_bare = ""
         self._server_first = ""
         self._nonce = ""
+        self._client_nonce = ""
         self._credential: ScramCredential | None = None
         self._known = False
         self.user: str | None = None
@@ -186,7 +201,8 @@ class ScramServer:
         self._pending_user = user
         self._gs2_header = f"{parts[0]},{authzid},"
         self._client_first_bare = bare
-        self._nonce = attrs[1][1] + self._server_nonce
+        self._client_nonce = attrs[1][1]
+        self._nonce = self._client_nonce + self._server_nonce
         salt = base64.b64encode(self._credential.salt).decode()
         self._server_first = f"r={self._nonce},s={salt},i={self._credential.iterations}"
         self._state = "client-final"
@@ -205,7 +221,11 @@ class ScramServer:
         if binding != self._gs2_header.encode():
             raise AuthenticationError("Invalid SCRAM client final message: channel binding does not match")
         if attrs[1][1] != self._nonce:
-            raise AuthenticationError("Invalid SCRAM client final message: nonce does not match")
+            # Kafka 4.x compares the nonces exactly (3.8.1-3.9 accepted any nonce ending with the right
+            # one) and tells the client no more than for a wrong password; the log says which clients.
+            repeated = attrs[1][1] == self._client_nonce + self._nonce
+            raise AuthenticationError(self.failure_message(), OLD_LIBRDKAFKA_NONCE if repeated else
+                                      "the nonce of the client's final message is not the one the server sent")
         assert self._credential is not None
         without_proof = text[: text.rindex(",p=")]
         auth_message = f"{self._client_first_bare},{self._server_first},{without_proof}".encode()
@@ -232,6 +252,7 @@ __all__ = [
     "MECHANISM_CODES",
     "MECHANISM_TYPES",
     "MIN_ITERATIONS",
+    "OLD_LIBRDKAFKA_NONCE",
     "AuthenticationError",
     "ScramCredential",
     "ScramServer",

@@ -107,7 +107,8 @@ class SaslAuthenticator:
         try:
             reply = self._step(token)
         except AuthenticationError as e:
-            self.close_reason = f"failed authentication ({self.mechanism}): {e}"
+            detail = f" ({e.detail})" if e.detail else ""
+            self.close_reason = f"failed authentication ({self.mechanism}): {e}{detail}"
             return ErrorCode.SASL_AUTHENTICATION_FAILED, str(e), b"", 0
         lifetime = 0
         if self.state == "authenticated" and version >= 1 and self.settings.reauth_ms > 0:

@@ -1,9 +1,9 @@
 """Apache Kafka's Java client (through Kafka's own tools: kafka-console-producer, kafka-console-consumer,
 kafka-configs) on Tidelog's SSL, SASL_PLAINTEXT and SASL_SSL listeners, configured exactly as for Kafka:
 ``security.protocol``, ``sasl.jaas.config`` with Kafka's login modules, PEM trust stores. kafka-configs
-creates and deletes a SCRAM user with the Java Admin client (AlterUserScramCredentials), who
-authenticates with the Java client in between. Certificates are made here
-(trustme). About 12 JVM runs: 30-60 s on 2 cores.
+creates and deletes SCRAM users with the Java Admin client (AlterUserScramCredentials), who
+authenticate with the Java client in between (both mechanisms in one command are refused, as by Kafka
+4.4). Certificates are made here (trustme). About 22 JVM runs: 50-100 s on 2 cores.
 """
 
 from __future__ import annotations
@@ -117,3 +117,33 @@ def test_kafka_configs_describes_scram_users(java_classpath, secured):
     described = run(java_classpath, "kafka-configs", "--bootstrap-server", bootstrap, "--command-config", admin_props,
                     "--entity-type", "users", "--describe", "--entity-name", USER)
     assert "SCRAM-SHA-256=iterations=4096" in described.stdout
+
+
+def test_kafka_configs_gives_a_user_both_mechanisms_one_command_at_a_time(java_classpath, secured):
+    """`--add-config 'SCRAM-SHA-256=[...],SCRAM-SHA-512=[...]'` names the user twice in one request: Kafka
+    4.4 refuses it (DuplicateResourceException; tests/oracle/test_scram_clients.py runs it against Kafka
+    too) and so does Tidelog. One mechanism per command works, and the Java client then logs in with
+    each; `--delete-config` of both is refused alike, one at a time removes the user."""
+    bootstrap, admin_props = client_properties(secured, "SASL_SSL", "SCRAM-SHA-512")
+    common = ["--bootstrap-server", bootstrap, "--command-config", admin_props, "--entity-type", "users",
+              "--alter", "--entity-name", "kc-two"]
+    both = jvm.run_tool(java_classpath, "kafka-configs", *common, "--add-config",
+                        "SCRAM-SHA-256=[iterations=8192,password=kc-two-pw],SCRAM-SHA-512=[password=kc-two-pw]",
+                        timeout=120)
+    refused = "DuplicateResourceException: A user credential cannot be altered twice in the same request"
+    assert both.returncode == 1 and refused in both.stdout + both.stderr, both.stdout + both.stderr
+    assert "kc-two" not in _scram_users(secured.bootstrap, {})
+    run(java_classpath, "kafka-configs", *common, "--add-config", "SCRAM-SHA-256=[iterations=8192,password=kc-two-pw]")
+    run(java_classpath, "kafka-configs", *common, "--add-config", "SCRAM-SHA-512=[password=kc-two-pw]")
+    assert sorted(_scram_users(secured.bootstrap, {})["kc-two"]) == [(1, 8192), (2, 4096)]
+    for protocol, mechanism in (("SASL_PLAINTEXT", "SCRAM-SHA-256"), ("SASL_SSL", "SCRAM-SHA-512")):
+        user_bootstrap, props = client_properties(secured, protocol, mechanism, "kc-two", "kc-two-pw")
+        run(java_classpath, "kafka-console-producer", "--bootstrap-server", user_bootstrap, "--topic", "kc-two-topic",
+            "--command-config", props, stdin=f"{mechanism}\n")
+    both = jvm.run_tool(java_classpath, "kafka-configs", *common, "--delete-config", "SCRAM-SHA-256,SCRAM-SHA-512",
+                        timeout=120)
+    assert both.returncode == 1 and refused in both.stdout + both.stderr, both.stdout + both.stderr
+    assert len(_scram_users(secured.bootstrap, {})["kc-two"]) == 2
+    run(java_classpath, "kafka-configs", *common, "--delete-config", "SCRAM-SHA-256")
+    run(java_classpath, "kafka-configs", *common, "--delete-config", "SCRAM-SHA-512")
+    assert "kc-two" not in _scram_users(secured.bootstrap, {})

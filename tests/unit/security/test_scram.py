@@ -10,6 +10,7 @@ import pytest
 
 from tidelog.security.plain import PlainServer
 from tidelog.security.scram import (
+    OLD_LIBRDKAFKA_NONCE,
     AuthenticationError,
     ScramCredential,
     ScramServer,
@@ -51,8 +52,23 @@ def test_wrong_proof_fails_with_kafkas_message():
 def test_nonce_that_is_not_the_servers_fails():
     server = _rfc_server()
     server.step(f"n,,n=user,r={RFC_CLIENT_NONCE}".encode())
-    with pytest.raises(AuthenticationError, match="nonce"):
+    with pytest.raises(AuthenticationError, match="invalid credentials with SASL mechanism SCRAM-SHA-256") as e:
         server.step(f"c=biws,r={RFC_CLIENT_NONCE}forged,p={RFC_PROOF}".encode())
+    assert "nonce" in e.value.detail and "librdkafka" not in e.value.detail
+
+
+def test_librdkafka_before_2_6_1_repeating_its_nonce_is_refused_as_kafka_4_does():
+    """librdkafka < 2.6.1 (confluentinc/librdkafka#4895) sends r=<client nonce><server's r>, the client
+    nonce twice. Kafka 4.x compares exactly and tells the client only Kafka's failure message; the broker's
+    log names the affected client versions."""
+    server = _rfc_server()
+    server.step(f"n,,n=user,r={RFC_CLIENT_NONCE}".encode())
+    with pytest.raises(AuthenticationError) as e:
+        server.step(f"c=biws,r={RFC_CLIENT_NONCE}{RFC_CLIENT_NONCE}{RFC_SERVER_NONCE},p={RFC_PROOF}".encode())
+    assert str(e.value) == ("Authentication failed during authentication due to invalid credentials with SASL "
+                            "mechanism SCRAM-SHA-256")
+    assert e.value.detail == OLD_LIBRDKAFKA_NONCE and "librdkafka before 2.6.1" in e.value.detail
+    assert not server.complete and server.user is None
 
 
 def test_channel_binding_must_echo_the_gs2_header():

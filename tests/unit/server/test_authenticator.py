@@ -80,6 +80,18 @@ def test_wrong_password_fails_and_closes(tmp_path):
     assert auth.principal is None and auth.close_reason is not None
 
 
+def test_old_librdkafka_nonce_gets_kafkas_answer_and_the_log_names_the_client_versions(tmp_path):
+    auth, _ = _auth(tmp_path)
+    assert auth.handshake(1, "SCRAM-SHA-256") == ErrorCode.NONE
+    code, _, server_first, _ = auth.authenticate(1, b"n,,n=alice,r=cnonce")
+    nonce = dict(item.split("=", 1) for item in server_first.decode().split(","))["r"]
+    code, message, _, _ = auth.authenticate(1, f"c=biws,r=cnonce{nonce},p=AAAA".encode())  # librdkafka < 2.6.1
+    assert code == ErrorCode.SASL_AUTHENTICATION_FAILED
+    assert message == "Authentication failed during authentication due to invalid credentials with SASL mechanism " \
+                      "SCRAM-SHA-256"
+    assert "librdkafka before 2.6.1" in auth.close_reason and auth.principal is None
+
+
 def test_handshake_v0_switches_to_raw_tokens(tmp_path):
     auth, _ = _auth(tmp_path)
     assert auth.handshake(0, "PLAIN") == ErrorCode.NONE and auth.raw

@@ -1,7 +1,7 @@
 """SaslHandshake and SaslAuthenticate on a PLAINTEXT listener (both brokers: ILLEGAL_SASL_STATE), and
 DescribeUserScramCredentials / AlterUserScramCredentials (KIP-554): valid changes, and each refusal.
-Each user has one mechanism at a time: Kafka lists a user's mechanisms in an order that changes from
-run to run (a HashMap keyed by an enum)."""
+Each user has one mechanism at a time while users are described: Kafka lists a user's mechanisms in an
+order that changes from run to run (a HashMap keyed by an enum)."""
 
 from __future__ import annotations
 
@@ -75,6 +75,19 @@ def add(program: Program) -> None:
     _until_users(program, "deleted", {"diff-alice"}, {"diff-bob", "diff-carol"})
     for v in program.versions(describe):
         program.request("after-delete", v, DescribeUserScramCredentialsRequest(users=None))
+    # Both mechanisms of one user in one request (what kafka-configs.sh --add-config / --delete-config
+    # 'SCRAM-SHA-256=[...],SCRAM-SHA-512=[...]' sends): Kafka refuses the user as named twice, whatever
+    # the mechanisms (DUPLICATE_RESOURCE), and changes nothing of it. Last: the user keeps two mechanisms.
+    for v in program.versions(alter):
+        program.request("one-mechanism-each", v, AlterUserScramCredentialsRequest(upsertions=[_upsert("diff-erin")]))
+        program.request("second-mechanism", v, AlterUserScramCredentialsRequest(
+            upsertions=[_upsert("diff-erin", SHA512)]))
+    _until_users(program, "two-mechanisms", {"diff-erin"}, set())
+    for v in program.versions(alter):
+        program.request("both-mechanisms-deleted", v, AlterUserScramCredentialsRequest(
+            deletions=[Delete(name="diff-erin", mechanism=SHA256), Delete(name="diff-erin", mechanism=SHA512)]))
+        program.request("delete-one-add-other", v, AlterUserScramCredentialsRequest(
+            deletions=[Delete(name="diff-erin", mechanism=SHA256)], upsertions=[_upsert("diff-erin", SHA512)]))
 
 
 __all__ = ["add"]
