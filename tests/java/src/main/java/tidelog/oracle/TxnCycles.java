@@ -42,6 +42,8 @@ import org.apache.kafka.common.config.ConfigResource;
  * records never leave, so its EndTxn reaches the coordinator while the commit's markers are still pending;
  * {@link #RELEASE_AFTER_MS} later (the abort is blocked meanwhile) the setting is removed again. Kafka answers
  * that EndTxn CONCURRENT_TRANSACTIONS, which the client retries until the commit completes.
+ *
+ * <p>{@code -Dtidelog.txnCycles.steps=commit:1,abort-empty,...} runs other steps instead of {@link #STEPS}.
  */
 final class TxnCycles {
     static final int PARTITIONS = 2;
