@@ -243,6 +243,34 @@ def test_transaction_is_tracked_until_its_marker(log: Log, manager: ProducerStat
     assert log.marker(ControlRecordType.COMMIT, producer_id=PID + 1, epoch=2, coordinator_epoch=4) is None
 
 
+def test_a_version_2_marker_starts_the_next_epoch_at_sequence_zero(log: Log, manager: ProducerStateManager) -> None:
+    # Transaction version 2 (issue 23, finding 1): EndTxn bumps the epoch and the marker carries the new
+    # epoch. Once it is written the new epoch must start at sequence 0 here too.
+    for seq in (0, 3):
+        log.produce(epoch=9, seq=seq, count=3, transactional=True)
+    log.marker(ControlRecordType.COMMIT, epoch=10)
+    entry = manager.last_entry(PID)
+    assert entry is not None and (entry.producer_epoch, entry.batches) == (10, ())
+    expect_error(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, manager, make_batch(epoch=10, seq=6, transactional=True))
+    log.produce(epoch=10, seq=0, count=5, transactional=True)
+    entry = manager.last_entry(PID)
+    assert entry is not None and (entry.producer_epoch, entry.last_seq) == (10, 4)
+
+
+def test_a_replayed_marker_of_the_same_epoch_keeps_the_sequences(tmp_path: Path) -> None:
+    # A replica replays what its leader wrote; a marker of epoch 10 after epoch 10's first batch (only
+    # possible in a log written without KIP-890 verification) must not reset that epoch's sequences.
+    manager = ProducerStateManager(tmp_path)
+    manager.replay(RecordBatchView(make_batch(epoch=9, seq=0, count=3, transactional=True)))
+    manager.replay(RecordBatchView(make_batch(epoch=10, seq=0, count=5, base_offset=3, transactional=True)))
+    manager.replay(RecordBatchView(build_control_batch(ControlRecordType.COMMIT, producer_id=PID, producer_epoch=10,
+                                                       coordinator_epoch=0, timestamp_ms=0, base_offset=8)))
+    entry = manager.last_entry(PID)
+    assert entry is not None and (entry.producer_epoch, entry.last_seq, entry.current_txn_first_offset) == (10, 4, None)
+    expect_error(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, manager, make_batch(epoch=10, seq=0, count=2))
+    assert manager.prepare(RecordBatchView(make_batch(epoch=10, seq=5))).duplicate is None
+
+
 # -------------------------------------------------------------------------------- snapshots
 
 

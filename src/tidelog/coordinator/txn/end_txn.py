@@ -34,7 +34,11 @@ NONE = no error, no write)::
     CompleteCommit         ITS    EB                 NONE   ITS
 
 Ongoing, PrepareCommit and PrepareAbort follow the first table. A version-2 reply without error
-carries the producer id and epoch the client must use next.
+carries the producer id and epoch the client must use next. Unlike version 1, a pending change (other
+than an epoch fence) is checked before the producer id and epoch: while a transaction's markers are
+written (Prepare* with Complete* pending) the producer's next EndTxn already carries the bumped epoch,
+which Prepare* does not accept, and gets CONCURRENT_TRANSACTIONS (the client retries) instead of
+PRODUCER_FENCED (fatal for the client), as with Kafka.
 
 Changes only ``pending_state`` (through the ``prepare_*`` methods) and, for a version-1 epoch fence,
 the epoch fields of the metadata, as Kafka does. A version-2 fence aborts from the current epoch, bumped
@@ -150,12 +154,15 @@ def decide_v2(md: TransactionMetadata, producer_id: int, producer_epoch: int, co
             md.pending_state = None
         return Prepare(md.prepare_abort_or_commit(target, client_version, next_id, now_ms, no_partition_added), fence)
 
+    # A pending change comes first (Kafka 4.x does the same): while the previous end's markers are written
+    # (its Complete state pending) the next EndTxn carries the epoch that end bumped to, which the Prepare
+    # state does not accept; it must be told to retry, not that it is fenced.
+    if md.pending_state is not None and not fence:
+        return Reply(ErrorCode.CONCURRENT_TRANSACTIONS)
     if md.producer_id != producer_id and not retry_on_overflow:
         return Reply(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
     if not valid_epoch:
         return Reply(ErrorCode.PRODUCER_FENCED)
-    if md.pending_state is not None and not fence:
-        return Reply(ErrorCode.CONCURRENT_TRANSACTIONS)
     if state is S.ONGOING:
         return prepare(S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, False)
     if state is S.COMPLETE_COMMIT:

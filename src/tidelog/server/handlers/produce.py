@@ -17,12 +17,23 @@ without one, as Kafka answers) and one producer id and epoch for the whole reque
 is checked with the transaction coordinator first (KIP-890, :mod:`tidelog.server.txn_verification`):
 v0-v11 verify that the partition is in the transaction, v12 adds it (transaction version 2); a
 partition that fails gets the error and nothing is written to it.
+
+A producer's requests are appended in the order they arrive, as Kafka (which reads a connection's next
+request only once the previous one is answered) does. Requests are handled as they arrive here, and a
+check with the coordinator may wait (CONCURRENT_TRANSACTIONS while the previous transaction's markers
+are written is retried for ``add.partitions.to.txn.retry.backoff.max.ms``): so a transactional request
+of a producer that still has an earlier one waiting waits behind it, and decides what it must check only
+once that one is appended or refused. Without this, a producer pipelining the first batches of a new
+transaction (sequence 0, then 5 ...) could see the later request pass the check first and be refused
+with OUT_OF_ORDER_SEQUENCE_NUMBER (the new epoch must start at sequence 0) while the earlier one
+succeeded: a fatal error for the client.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+from collections.abc import Callable
 
 from tidelog.cluster.controller import INTERNAL_TOPICS
 from tidelog.errors import ErrorCode, KafkaError, RecordValidationError
@@ -78,6 +89,9 @@ class ProduceHandler:
         self.replicas = replicas
         self.verifier = verifier
         self.authorizer = authorizer
+        #: producer id -> done once the producer's latest request waiting for the coordinator is appended
+        #: (or refused); the producer's next transactional request waits for it
+        self._in_order: dict[int, asyncio.Future[None]] = {}
 
     @handles(ApiKey.PRODUCE, 0, 12, produce_error_response)
     def handle_produce(self, ctx: RequestContext, request: ProduceRequest):
@@ -93,7 +107,23 @@ class ProduceHandler:
         check = self._transaction_check(ctx, request, allowed, v)
         if check is None:
             return self._produce(v, request, names, denied)
-        return self._verify_then_produce(v, request, names, denied, *check)
+        producer_id = check[0]
+        earlier = self._in_order.get(producer_id)
+        if earlier is None and not self._unchecked(*check):
+            return self._produce(v, request, names, denied)
+        # Wait for the coordinator, or behind this producer's earlier request that does (module docstring).
+        appended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._in_order[producer_id] = appended
+
+        def release(_: object = None) -> None:
+            if not appended.done():
+                appended.set_result(None)
+            if self._in_order.get(producer_id) is appended:
+                del self._in_order[producer_id]
+
+        task = asyncio.ensure_future(self._verify_then_produce(v, request, names, denied, earlier, release, *check))
+        task.add_done_callback(release)  # also when it failed or was cancelled before appending
+        return task
 
     def _topic_name(self, version: int, t) -> str | None:
         if version >= 13:
@@ -102,8 +132,8 @@ class ProduceHandler:
         return t.name
 
     def _transaction_check(self, ctx: RequestContext, request: ProduceRequest, names: list[str | None], version: int):
-        """(producer id, epoch, partitions to check, operation) when transactional batches need the
-        coordinator first; None otherwise. KafkaError fails the whole request."""
+        """(producer id, epoch, partitions with transactional batches, operation) for a request with
+        transactional batches; None otherwise. KafkaError fails the whole request."""
         producers: set[tuple[int, int]] = set()
         partitions = []
         for t, name in zip(request.topic_data, names):
@@ -124,16 +154,28 @@ class ProduceHandler:
             raise KafkaError(ErrorCode.INVALID_PRODUCER_ID_MAPPING,
                              "Transactional records contained more than one producer ID")
         ((producer_id, epoch),) = producers
-        operation = TransactionSupportedOperation.for_produce(version)
-        pending = [tp for tp in partitions if self.verifier.needs_check(*tp, producer_id, epoch, operation)]
-        return (producer_id, epoch, pending, operation) if pending else None
+        return producer_id, epoch, partitions, TransactionSupportedOperation.for_produce(version)
+
+    def _unchecked(self, producer_id: int, epoch: int, partitions: list[tuple[str, int]],
+                   operation: TransactionSupportedOperation) -> list[tuple[str, int]]:
+        """The partitions whose transactional batches must be checked with the coordinator first."""
+        return [tp for tp in partitions if self.verifier.needs_check(*tp, producer_id, epoch, operation)]
 
     async def _verify_then_produce(self, version: int, request: ProduceRequest, names: list[str | None],
-                                   denied: Refusals, producer_id: int, epoch: int, partitions: list[tuple[str, int]],
+                                   denied: Refusals, earlier: asyncio.Future[None] | None,
+                                   release: Callable[[], None], producer_id: int, epoch: int,
+                                   partitions: list[tuple[str, int]],
                                    operation: TransactionSupportedOperation) -> ProduceResponse | None:
-        errors = await self.verifier.verify(request.transactional_id or "", producer_id, epoch, partitions, operation)
-        response = self._produce(version, request, names,
-                                 {**denied, **{tp: produce_error(code, operation) for tp, code in errors.items()}})
+        try:
+            if earlier is not None:
+                await asyncio.wait([earlier])  # never cancels the earlier request's future
+            unchecked = self._unchecked(producer_id, epoch, partitions, operation)
+            errors = (await self.verifier.verify(request.transactional_id or "", producer_id, epoch, unchecked,
+                                                 operation) if unchecked else {})
+            response = self._produce(version, request, names,
+                                     {**denied, **{tp: produce_error(code, operation) for tp, code in errors.items()}})
+        finally:
+            release()  # appended or refused: the producer's next request may go
         return await response if inspect.isawaitable(response) else response  # acks=all in a cluster waits
 
     def _produce(self, v: int, request: ProduceRequest, names: list[str | None], refused: Refusals):

@@ -127,6 +127,35 @@ def test_v2_every_end_bumps_the_epoch(txn: TxnHarness) -> None:
     assert txn.coordinator.metadata("a").state is S.COMPLETE_ABORT and len(txn.markers("t", 0)) == 1
 
 
+def test_v2_next_end_while_the_markers_are_written_is_retried_not_fenced(txn: TxnHarness) -> None:
+    """Issue 23, finding 3: commit, then at once abort a transaction that sent nothing (the Java client
+    sends that EndTxn without any produce first) while the commit's marker cannot be written yet, as in a
+    cluster where EndTxn answers once the markers are queued. The abort must be told to retry
+    (CONCURRENT_TRANSACTIONS), not that its producer is fenced; once the marker is written it goes
+    through, and the epochs follow Kafka's: one bump per end."""
+    pid, epoch = txn.init("a")
+    txn.begin("a", pid, epoch, [("t", 0)], version=TV2)
+    txn.data.fail[("t", 0)] = ErrorCode.NOT_ENOUGH_REPLICAS  # the marker is retried until the ISR is back
+    commit = txn.coordinator.end_txn("a", pid, epoch, True, TV2)
+    assert (commit.error, commit.producer_epoch) == (ErrorCode.NONE, epoch + 1)
+    md = txn.coordinator.metadata("a")
+    assert (md.state, md.pending_state) == (S.PREPARE_COMMIT, S.COMPLETE_COMMIT)
+    for retried in range(3):
+        abort = txn.coordinator.end_txn("a", pid, commit.producer_epoch, False, TV2)
+        assert abort.error == ErrorCode.CONCURRENT_TRANSACTIONS, retried
+        txn.advance(20)
+    assert txn.coordinator.end_txn("a", pid, epoch, True, TV2).error == ErrorCode.CONCURRENT_TRANSACTIONS
+    del txn.data.fail[("t", 0)]
+    txn.advance(100)
+    assert md.state is S.COMPLETE_COMMIT and txn.markers("t", 0) == [(pid, epoch + 1, True)]
+    abort = txn.coordinator.end_txn("a", pid, commit.producer_epoch, False, TV2)
+    assert (abort.error, abort.producer_id, abort.producer_epoch) == (ErrorCode.NONE, pid, epoch + 2)
+    txn.begin("a", pid, epoch + 2, [("t", 0)], version=TV2)  # the third transaction
+    third = txn.coordinator.end_txn("a", pid, epoch + 2, True, TV2)
+    assert (third.error, third.producer_epoch) == (ErrorCode.NONE, epoch + 3)
+    assert txn.markers("t", 0) == [(pid, epoch + 1, True), (pid, epoch + 3, True)]
+
+
 def test_v2_epoch_overflow_moves_to_a_new_producer_id(txn: TxnHarness) -> None:
     pid, epoch = txn.init("a")
     md = txn.coordinator.metadata("a")

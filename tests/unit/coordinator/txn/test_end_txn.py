@@ -120,3 +120,25 @@ def test_an_epoch_fence_aborts_with_the_fenced_epoch(decide: str) -> None:
     assert isinstance(decision, Prepare) and decision.is_epoch_fence
     assert decision.transit.state is PA and decision.transit.producer_epoch == expected_epoch
     assert md.pending_state is PA
+
+
+@pytest.mark.parametrize("state", [PC, PA], ids=lambda s: s.value)
+@pytest.mark.parametrize("commit", [True, False], ids=["commit", "abort"])
+@pytest.mark.parametrize("retry", [True, False], ids=["retry", "next"])
+def test_v2_while_the_markers_are_written_the_answer_is_retry_later(state: TransactionState, commit: bool,
+                                                                    retry: bool) -> None:
+    # Issue 23, finding 3: the Java client's next EndTxn (an abort of a transaction that sent nothing, or a
+    # commit) came while the previous one's markers were still being written; it carries the epoch that
+    # end bumped to, and Kafka checks the pending Complete* first: CONCURRENT_TRANSACTIONS, which the
+    # client retries. Tidelog answered PRODUCER_FENCED, fatal for the client.
+    md = md_in(state)
+    md.pending_state = S.COMPLETE_COMMIT if state is PC else S.COMPLETE_ABORT
+    decision = decide_v2(md, PID, EPOCH - 1 if retry else EPOCH, commit, from_client=True,
+                         client_version=TransactionVersion.TV_2, now_ms=200, new_producer_id=lambda: 999)
+    assert outcome(decision) == CT
+    # An unknown producer id or a stale epoch is refused as such once nothing is pending.
+    md.pending_state = None
+    assert outcome(decide_v2(md, PID + 1, EPOCH, commit, from_client=True, client_version=TransactionVersion.TV_2,
+                             now_ms=200, new_producer_id=lambda: 999)) == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    assert outcome(decide_v2(md, PID, EPOCH - 2, commit, from_client=True, client_version=TransactionVersion.TV_2,
+                             now_ms=200, new_producer_id=lambda: 999)) == PF
