@@ -95,7 +95,8 @@ class SharedCluster:
             root.mkdir(parents=True)
             self.cluster = self._make(root)
             try:
-                self.cluster.start()
+                if self.cluster.zk is None:  # not started by its constructor
+                    self.cluster.start()
             except BaseException:
                 self.close()
                 raise
