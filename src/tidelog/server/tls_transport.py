@@ -21,8 +21,8 @@ import asyncio
 import ssl
 from collections.abc import Callable
 
-#: What one ``SSLObject.read`` returns at most (a TLS record carries 16 KiB).
-_READ_SIZE = 256 * 1024
+#: What one ``SSLObject.read`` returns at most (a TLS record carries up to 16 KiB).
+_READ_SIZE = 64 * 1024  # below malloc's mmap threshold: a 256 KiB buffer per read was an mmap + munmap
 #: How long a refused client has to read the alert and close before the socket is closed.
 _LINGER_S = 5.0
 
@@ -150,10 +150,8 @@ class TlsServerProtocol(asyncio.Protocol):
             if self.raw is not None:
                 self.raw.close()
         self._flush()  # key updates, alerts
-        for chunk in chunks:
-            if self.closing:
-                break
-            self.app.data_received(chunk)
+        if chunks and not self.closing:  # one call for what this read decrypted (as asyncio's TLS does)
+            self.app.data_received(chunks[0] if len(chunks) == 1 else b"".join(chunks))
         if eof and not self.closing:
             self.close()
 
