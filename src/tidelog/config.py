@@ -39,6 +39,7 @@ from tidelog.config_def import parse_console_authentication as _parse_console_au
 from tidelog.config_def import parse_float as _parse_float
 from tidelog.config_def import parse_int as _parse_int
 from tidelog.config_def import parse_list as _parse_list
+from tidelog.config_def import parse_log_dirs as _parse_log_dirs
 from tidelog.config_def import parse_pem_type as _parse_pem_type
 from tidelog.config_def import parse_sasl_mechanisms as _parse_sasl_mechanisms
 from tidelog.config_def import parse_string as _parse_string
@@ -195,7 +196,7 @@ _BROKER_DEFS = [
               "or RULE:pattern/replacement/[LU] entries, as in Kafka.", topic=False),
     ConfigDef("ssl.endpoint.identification.algorithm", _optional(_parse_string), "https",
               "Accepted for compatibility (clients check the broker's host name).", topic=False),
-    ConfigDef("log.dirs", _parse_list, ("./tidelog-data",), "Directories holding the partition logs.", topic=False),
+    ConfigDef("log.dirs", _parse_log_dirs, ("./tidelog-data",), "Directories holding the partition logs.", topic=False),
     ConfigDef("num.partitions", _int(1), 1, "Partitions of an auto-created topic.", topic=False),
     ConfigDef("default.replication.factor", _int(1), 1, "Replication factor of an auto-created topic.", topic=False),
     ConfigDef("auto.create.topics.enable", _parse_bool, True,

@@ -92,6 +92,25 @@ def parse_list(key: str, raw: Any) -> tuple[str, ...]:
     return items
 
 
+def parse_log_dirs(key: str, raw: Any) -> tuple[str, ...]:
+    """``log.dirs``: directory paths separated by commas. An entry that cannot be meant as a path is
+    refused, so that text pasted from a program's output (``/tmp/x/broker-1, console http://...``) does
+    not silently become directories named after it: a URL (``://``), a control character, or a second
+    path after a space (``/a /b``: log dirs are separated by commas)."""
+    dirs = parse_list(key, raw)
+    for d in dirs:
+        why = None
+        if "://" in d:
+            why = "a URL, not a directory path"
+        elif any(ord(c) < 32 for c in d):
+            why = "a control character in a directory path"
+        elif any(c.isspace() and d[i + 1:i + 2] in ("/", "~") for i, c in enumerate(d)):
+            why = "two paths separated by a space (separate log dirs with commas)"
+        if why is not None:
+            raise ConfigError(f"Invalid value {d!r} for configuration {key}: {why}")
+    return dirs
+
+
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 

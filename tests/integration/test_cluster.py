@@ -19,6 +19,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import NewPartitions, NewTopic
 
+from tests.integration.cluster_guard import SharedCluster
 from tests.integration.zookeeper import start_zookeeper
 from tidelog.testing import BrokerProcess
 from tidelog.testing.cluster import LocalCluster, wait_for
@@ -26,7 +27,7 @@ from tidelog.testing.cluster import LocalCluster, wait_for
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster")]
 
 CHROOT = "/tidelog-test"
-SESSION_MS = 2000
+SESSION_MS = 6000  # ZooKeeper sessions: 2 s expired under load (a busy broker missing its heartbeats)
 
 
 class Cluster(LocalCluster):
@@ -37,10 +38,15 @@ class Cluster(LocalCluster):
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(tmp_path_factory.mktemp("cluster"))
-    yield c
-    c.stop()
+def shared_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedCluster]:
+    with SharedCluster(Cluster, tmp_path_factory.mktemp("cluster")) as shared:
+        yield shared
+
+
+@pytest.fixture
+def cluster(shared_cluster: SharedCluster) -> Iterator[LocalCluster]:
+    """The module's cluster, restored after each test (a failing test fails alone: cluster_guard.py)."""
+    yield from shared_cluster.for_test()
 
 
 def topic_on(cluster: Cluster, broker_id: int, name: str, partitions: int):
@@ -170,10 +176,10 @@ def test_a_broker_whose_session_expires_registers_again(cluster):
     process = cluster.brokers[victim].proc
     process.send_signal(signal.SIGSTOP)
     try:
-        wait_for(lambda: cluster.zk.exists(path) is None, timeout=SESSION_MS / 1000 + 10, what="the session to expire")
+        wait_for(lambda: cluster.zk.exists(path) is None, timeout=SESSION_MS / 1000 + 30, what="the session to expire")
     finally:
         process.send_signal(signal.SIGCONT)
-    stat = wait_for(lambda: cluster.zk.exists(path), timeout=15, what="the broker to register again")
+    stat = wait_for(lambda: cluster.zk.exists(path), timeout=60, what="the broker to register again")
     assert stat.ephemeralOwner != owner
     wait_for(lambda: sorted(cluster.admin(victim).list_topics(timeout=10).brokers) == [1, 2, 3],
              what="the broker to see the whole cluster again")
@@ -186,7 +192,7 @@ def test_killing_the_controller_moves_it_to_another_broker(cluster):
     cluster.brokers[old].kill()
     started = time.monotonic()
     new = wait_for(lambda: (c := cluster.controller()) is not None and c != old and c,
-                   timeout=SESSION_MS / 1000 + 10, what="a new controller")
+                   timeout=SESSION_MS / 1000 + 30, what="a new controller")
     moved_after = time.monotonic() - started
     assert new in {1, 2, 3} - {old}
     assert int(cluster.zk.get("/controller_epoch")[0]) == epoch + 1
@@ -194,7 +200,7 @@ def test_killing_the_controller_moves_it_to_another_broker(cluster):
     metadata = wait_for(lambda: (m := cluster.admin(survivor).list_topics(timeout=10)) and old not in m.brokers and m,
                         what="the dead broker to leave the metadata")
     assert metadata.controller_id == new and sorted(metadata.brokers) == sorted({1, 2, 3} - {old})
-    assert moved_after < SESSION_MS / 1000 + 5
+    assert moved_after < SESSION_MS / 1000 + 15  # the session's expiry, not some later event (slack for a loaded machine)
     # the broker comes back under its id and the cluster has three brokers again; the controller stays
     cluster.brokers[old].start()
     wait_for(lambda: sorted(cluster.admin(survivor).list_topics(timeout=10).brokers) == [1, 2, 3],

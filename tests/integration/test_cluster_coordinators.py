@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
+from tests.integration.cluster_guard import SharedCluster
 from tests.integration.zookeeper import start_zookeeper
 from tidelog.coordinator.runtime import partition_for
 from tidelog.testing.cluster import LocalCluster, wait_for
@@ -58,10 +59,15 @@ class Cluster(LocalCluster):
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(tmp_path_factory.mktemp("coord"))
-    yield c
-    c.stop()
+def shared_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedCluster]:
+    with SharedCluster(Cluster, tmp_path_factory.mktemp("coord")) as shared:
+        yield shared
+
+
+@pytest.fixture
+def cluster(shared_cluster: SharedCluster) -> Iterator[Cluster]:
+    """The module's cluster, restored after each test (a failing test fails alone: cluster_guard.py)."""
+    yield from shared_cluster.for_test()  # type: ignore[misc]
 
 
 def committed(cluster: Cluster, group: str, topic: str, partitions: int) -> list[int] | None:

@@ -24,6 +24,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from kazoo.exceptions import NoNodeError
 
+from tests.integration.cluster_guard import SharedCluster
 from tests.integration.zookeeper import start_zookeeper
 from tidelog.cli.main import main
 from tidelog.errors import ErrorCode
@@ -38,17 +39,27 @@ pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster")]
 
 CHROOT = "/tidelog-reassign"
 SESSION_MS = 6000
+#: Upper bound of every wait: generous, for a loaded 2-core machine (a wait returns as soon as it is met).
+WAIT = 60.0
+
+
+def _make_cluster(root: Path) -> LocalCluster:
+    return LocalCluster(root, chroot=CHROOT, session_ms=SESSION_MS, zookeeper=start_zookeeper(root / "zk"),
+                        overrides={"replica.lag.time.max.ms": "3000", "replica.fetch.backoff.ms": "200",
+                                   "offsets.topic.replication.factor": "1"})
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    root: Path = tmp_path_factory.mktemp("reassign")
-    c = LocalCluster(root, chroot=CHROOT, session_ms=SESSION_MS, zookeeper=start_zookeeper(root / "zk"),
-                     overrides={"replica.lag.time.max.ms": "3000", "replica.fetch.backoff.ms": "200",
-                                "offsets.topic.replication.factor": "1"})
-    c.start()
-    yield c
-    c.stop()
+def shared_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedCluster]:
+    with SharedCluster(_make_cluster, tmp_path_factory.mktemp("reassign")) as shared:
+        yield shared
+
+
+@pytest.fixture
+def cluster(shared_cluster: SharedCluster) -> Iterator[LocalCluster]:
+    """The module's cluster; after the test (passed or not) every broker runs again and no reassignment
+    is left in progress (or the next test gets a new cluster): a failing test fails alone."""
+    yield from shared_cluster.for_test()
 
 
 def alter(cluster: LocalCluster, via: int, topic: str, targets: dict[int, list[int] | None], *,
@@ -79,7 +90,7 @@ def topic_znode(cluster: LocalCluster, topic: str) -> dict:
     return json.loads(cluster.zk.get(f"/brokers/topics/{topic}")[0])
 
 
-def wait_done(cluster: LocalCluster, topic: str, replicas: list[int], timeout: float = 30.0) -> dict:
+def wait_done(cluster: LocalCluster, topic: str, replicas: list[int], timeout: float = WAIT) -> dict:
     def done():
         data = topic_znode(cluster, topic)
         if data["partitions"]["0"] == replicas and not data["adding_replicas"] and not data["removing_replicas"]:
@@ -104,7 +115,7 @@ def produce(cluster: LocalCluster, topic: str, count: int, prefix: str) -> None:
     producer = Producer({"bootstrap.servers": cluster.bootstrap(), "acks": "all", "linger.ms": 5})
     for i in range(count):
         producer.produce(topic, key=f"{prefix}-{i}".encode(), value=f"value-{prefix}-{i}".encode() * 5)
-    assert producer.flush(20) == 0
+    assert producer.flush(WAIT) == 0
 
 
 def consume_all(cluster: LocalCluster, topic: str, expected: int) -> list[bytes]:
@@ -118,7 +129,7 @@ def consume_all(cluster: LocalCluster, topic: str, expected: int) -> list[bytes]
         return len(keys) >= expected
 
     try:
-        wait_for(enough, 30, what=f"{expected} records of {topic}")
+        wait_for(enough, WAIT, what=f"{expected} records of {topic}")
     finally:
         consumer.close()
     return keys
@@ -145,7 +156,7 @@ def test_move_a_partition_with_data_to_another_broker(cluster: LocalCluster) -> 
     state = cluster.state("moving")
     assert (state["leader"], state["isr"]) == (2, [2])
     assert state["leader_epoch"] > epoch
-    wait_for(lambda: not has_log(cluster, 1, "moving"), 20, what="the old replica's log deleted")
+    wait_for(lambda: not has_log(cluster, 1, "moving"), WAIT, what="the old replica's log deleted")
     assert cluster.log_batches(2, "moving") == before  # byte for byte what broker 1 had
     produce(cluster, "moving", 20, "b")  # the new leader takes writes
     keys = consume_all(cluster, "moving", 320)
@@ -158,7 +169,7 @@ def test_replication_factor_up_then_down_moving_the_leader_off(cluster: LocalClu
     produce(cluster, "growing", 200, "a")
     assert alter(cluster, 2, "growing", {0: [3, 1, 2]}) == {0: (ErrorCode.NONE, None)}
     wait_done(cluster, "growing", [3, 1, 2])
-    wait_for(lambda: sorted(cluster.state("growing")["isr"]) == [1, 2, 3], 20, what="ISR of three")
+    wait_for(lambda: sorted(cluster.state("growing")["isr"]) == [1, 2, 3], WAIT, what="ISR of three")
     cluster.wait_replicas_identical("growing", ids=[1, 2, 3])
     epoch = cluster.state("growing")["leader_epoch"]
     # 3 -> 2, and the leader (3) is the one leaving
@@ -166,7 +177,7 @@ def test_replication_factor_up_then_down_moving_the_leader_off(cluster: LocalClu
     wait_done(cluster, "growing", [1, 2])
     state = cluster.state("growing")
     assert state["leader"] == 1 and sorted(state["isr"]) == [1, 2] and state["leader_epoch"] > epoch
-    wait_for(lambda: not has_log(cluster, 3, "growing"), 20, what="broker 3's replica deleted")
+    wait_for(lambda: not has_log(cluster, 3, "growing"), WAIT, what="broker 3's replica deleted")
     produce(cluster, "growing", 50, "b")
     cluster.wait_replicas_identical("growing", ids=[1, 2])
     assert len(consume_all(cluster, "growing", 250)) == 250
@@ -195,11 +206,11 @@ def test_moving_the_leader_under_load_loses_and_duplicates_nothing(cluster: Loca
     thread = threading.Thread(target=run)
     thread.start()
     try:
-        wait_for(lambda: len(acked) > 200, 20, what="records acknowledged before the move")
+        wait_for(lambda: len(acked) > 200, WAIT, what="records acknowledged before the move")
         assert alter(cluster, 1, "busy", {0: [3]}) == {0: (ErrorCode.NONE, None)}
         wait_done(cluster, "busy", [3])
         count = len(acked)
-        wait_for(lambda: len(acked) > count + 200, 20, what="records acknowledged by the new leader")
+        wait_for(lambda: len(acked) > count + 200, WAIT, what="records acknowledged by the new leader")
     finally:
         stop.set()
         thread.join(60)
@@ -212,7 +223,7 @@ def test_moving_the_leader_under_load_loses_and_duplicates_nothing(cluster: Loca
         assert consumer.get_watermark_offsets(TopicPartition("busy", 0), timeout=10) == (0, len(acked))
     finally:
         consumer.close()
-    wait_for(lambda: not has_log(cluster, 2, "busy"), 20, what="the old leader's log deleted")
+    wait_for(lambda: not has_log(cluster, 2, "busy"), WAIT, what="the old leader's log deleted")
 
 
 def test_errors(cluster: LocalCluster) -> None:
@@ -242,21 +253,21 @@ def test_list_then_cancel_a_reassignment_waiting_for_a_paused_broker(cluster: Lo
         assert alter(cluster, 3, "stuck", {0: [2]}) == {0: (ErrorCode.NONE, None)}
         expected = {("stuck", 0): ([2, 1], [2], [1])}
         for via in (1, 3):
-            wait_for(lambda via=via: listing(cluster, via) == expected, 10, what=f"the listing on broker {via}")
+            wait_for(lambda via=via: listing(cluster, via) == expected, WAIT, what=f"the listing on broker {via}")
         assert listing(cluster, 1, {"stuck": [0, 7], "absent": [0]}) == expected
         data = topic_znode(cluster, "stuck")
         assert (data["partitions"]["0"], data["adding_replicas"], data["removing_replicas"]) == \
             ([2, 1], {"0": [2]}, {"0": [1]})
         # a second target replaces the first, relative to the original replicas
         assert alter(cluster, 3, "stuck", {0: [1, 2]}) == {0: (ErrorCode.NONE, None)}
-        wait_for(lambda: listing(cluster, 1) == {("stuck", 0): ([1, 2], [2], [])}, 10, what="the new target")
+        wait_for(lambda: listing(cluster, 1) == {("stuck", 0): ([1, 2], [2], [])}, WAIT, what="the new target")
         assert alter(cluster, 1, "stuck", {0: None}) == {0: (ErrorCode.NONE, None)}
         wait_done(cluster, "stuck", [1])
         assert listing(cluster, 3) == {}
         assert alter(cluster, 1, "stuck", {0: None})[0][0] == ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
     finally:
         cluster.resume(2)
-    wait_for(lambda: not has_log(cluster, 2, "stuck"), 20, what="the cancelled replica's log deleted")
+    wait_for(lambda: not has_log(cluster, 2, "stuck"), WAIT, what="the cancelled replica's log deleted")
     assert cluster.leader("stuck") == 1
     assert len(consume_all(cluster, "stuck", 50)) == 50
 
@@ -270,17 +281,17 @@ def test_a_new_controller_completes_a_reassignment_in_progress(cluster: LocalClu
     cluster.pause(target)
     try:
         assert alter(cluster, source, "handover", {0: [target]}) == {0: (ErrorCode.NONE, None)}
-        wait_for(lambda: topic_znode(cluster, "handover")["adding_replicas"] == {"0": [target]}, 10,
+        wait_for(lambda: topic_znode(cluster, "handover")["adding_replicas"] == {"0": [target]}, WAIT,
                  what="the reassignment recorded")
         cluster.brokers[controller].stop()  # its session closes: the new controller is elected at once
-        wait_for(lambda: current_controller(cluster) == source, 10, what=f"broker {source} as controller")
+        wait_for(lambda: current_controller(cluster) == source, WAIT, what=f"broker {source} as controller")
     finally:
         cluster.resume(target)
     wait_done(cluster, "handover", [target])
-    wait_for(lambda: not has_log(cluster, source, "handover"), 20, what="the old replica's log deleted")
+    wait_for(lambda: not has_log(cluster, source, "handover"), WAIT, what="the old replica's log deleted")
     assert cluster.log_batches(target, "handover") == before
     cluster.restart(controller)
-    wait_for(lambda: len(cluster.live_ids()) == 3, 20, what="three brokers again")
+    wait_for(lambda: len(cluster.live_ids()) == 3, WAIT, what="three brokers again")
 
 
 def test_a_replica_removed_while_its_broker_was_down_is_deleted_at_restart(cluster: LocalCluster) -> None:
@@ -288,16 +299,16 @@ def test_a_replica_removed_while_its_broker_was_down_is_deleted_at_restart(clust
     produce(cluster, "stray", 30, "a")
     assert alter(cluster, 2, "stray", {0: [2, 1]}) == {0: (ErrorCode.NONE, None)}
     wait_done(cluster, "stray", [2, 1])
-    wait_for(lambda: sorted(cluster.state("stray")["isr"]) == [1, 2], 20, what="both replicas in the ISR")
+    wait_for(lambda: sorted(cluster.state("stray")["isr"]) == [1, 2], WAIT, what="both replicas in the ISR")
     cluster.brokers[1].stop()
     try:
-        wait_for(lambda: cluster.state("stray")["leader"] == 2, 20, what="broker 2 leading")
+        wait_for(lambda: cluster.state("stray")["leader"] == 2, WAIT, what="broker 2 leading")
         assert alter(cluster, 2, "stray", {0: [2]}) == {0: (ErrorCode.NONE, None)}
         wait_done(cluster, "stray", [2])
         assert has_log(cluster, 1, "stray")  # broker 1 was down: its copy is still there
     finally:
         cluster.restart(1)
-    wait_for(lambda: not has_log(cluster, 1, "stray"), 20, what="the stray copy deleted at start-up")
+    wait_for(lambda: not has_log(cluster, 1, "stray"), WAIT, what="the stray copy deleted at start-up")
     assert len(consume_all(cluster, "stray", 30)) == 30
 
 
@@ -348,7 +359,7 @@ def test_cli_generate_execute_verify_and_roll_back(cluster: LocalCluster, tmp_pa
         result = reassign_cli(cluster, "--verify", "--reassignment-json-file", str(plan))
         return result.stdout if result.returncode == 0 else None
 
-    text = wait_for(verified, 30, what="--verify to report completion")
+    text = wait_for(verified, WAIT, what="--verify to report completion")
     assert "Reassignment of partition cli-moved-0 is completed." in text
     assert cluster.assignment("cli-moved") == {0: [3, 1], 1: [1, 3]}
     out = reassign_cli(cluster, "--verify", "--reassignment-json-file", str(rollback))
@@ -358,14 +369,14 @@ def test_cli_generate_execute_verify_and_roll_back(cluster: LocalCluster, tmp_pa
     assert out.returncode == 0, out.stderr
     wait_for(lambda: cluster.assignment("cli-moved") == before and
              reassign_cli(cluster, "--verify", "--reassignment-json-file", str(rollback)).returncode == 0,
-             30, what="the rollback")
+             WAIT, what="the rollback")
 
 
 def test_cli_list_cancel_and_errors(cluster: LocalCluster, tmp_path: Path) -> None:
     single_replica_topic(cluster, "cli-stuck", 1)
     # --execute refuses while the broker it asks still shows a reassignment in progress (the earlier
     # tests' or the move above: a broker's metadata follows ZooKeeper a moment behind)
-    wait_for(lambda: "No partition reassignments found." in reassign_cli(cluster, "--list").stdout, 60,
+    wait_for(lambda: "No partition reassignments found." in reassign_cli(cluster, "--list").stdout, WAIT,
              what="no reassignment in progress as broker 1 sees it")
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": "cli-stuck", "partition": 0,
@@ -429,5 +440,41 @@ def test_kafkas_reassign_partitions_tool(cluster: LocalCluster, java_classpath: 
     assert "Reassignment of partition kafka-tool-0 is completed." in out.stdout
     out = tool("--list")
     assert out.returncode == 0 and "No partition reassignments found." in out.stdout, out.stdout + out.stderr
-    wait_for(lambda: not has_log(cluster, 1, "kafka-tool"), 20, what="broker 1's replica deleted")
+    wait_for(lambda: not has_log(cluster, 1, "kafka-tool"), WAIT, what="broker 1's replica deleted")
     assert len(consume_all(cluster, "kafka-tool", 40)) == 40
+
+
+INNER = '''
+from tests.integration.test_reassignment import alter, listing, single_replica_topic
+from tidelog.errors import ErrorCode
+from tidelog.protocol.messages import ApiVersionsRequest
+from tidelog.testing.client import WireClient
+
+
+def test_1_times_out_with_a_reassignment_in_progress_and_a_paused_broker(cluster):
+    single_replica_topic(cluster, "left-behind", 1)
+    cluster.pause(2)
+    assert alter(cluster, 3, "left-behind", {0: [2]}) == {0: (ErrorCode.NONE, None)}
+    raise TimeoutError("a slow step on a loaded machine")
+
+
+def test_2_finds_the_cluster_as_the_module_started_it(cluster):
+    assert listing(cluster, 1) == {}
+    assert cluster.live_ids() == [1, 2, 3]
+    with WireClient.connect(cluster.brokers[2].bootstrap, timeout=10) as client:
+        assert client.request(ApiVersionsRequest(), 0).error_code == 0
+'''
+
+
+def test_a_failing_test_fails_alone(tmp_path: Path) -> None:
+    """Two tests on this module's cluster fixture, in a pytest of their own: the first fails with a
+    reassignment in progress and a broker paused; the second finds neither (1 failed, 1 passed)."""
+    (tmp_path / "test_inner.py").write_text(INNER)
+    repo = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-m", "pytest", "-c", str(repo / "pyproject.toml"), "--rootdir", str(repo),
+                          "-p", "no:randomly", "-p", "no:cacheprovider", "-n", "0", "-q",
+                          "-p", "tests.integration.test_reassignment", str(tmp_path / "test_inner.py")],
+                         cwd=repo, capture_output=True, text=True, timeout=600)
+    summary = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else out.stderr
+    assert "1 failed, 1 passed" in summary, out.stdout[-3000:] + out.stderr[-2000:]
+    assert "test_1_times_out" in out.stdout and "TimeoutError" in out.stdout

@@ -143,7 +143,7 @@ def test_a_stopped_follower_leaves_the_isr_and_rejoins_after_catching_up(cluster
         assert cluster.state("repl-lag")["leader"] == leader
     finally:
         proc.send_signal(signal.SIGCONT)
-    wait_for(lambda: sorted(cluster.state("repl-lag")["isr"]) == [1, 2, 3], timeout=20, what="ISR expand")
+    wait_for(lambda: sorted(cluster.state("repl-lag")["isr"]) == [1, 2, 3], timeout=60, what="ISR expand")
     assert_replicas_identical(cluster, "repl-lag")
     wait_for(lambda: len(cluster.zk.get_children("/brokers/ids")) == 3, what="every broker registered")
 
@@ -201,7 +201,7 @@ def test_a_returning_old_leader_truncates_its_divergent_suffix(cluster):
     finally:
         for f in followers:
             cluster.brokers[f].proc.send_signal(signal.SIGCONT)
-    new_state = wait_for(lambda: (s := cluster.state("repl-div"))["leader"] in followers and s, timeout=20,
+    new_state = wait_for(lambda: (s := cluster.state("repl-div"))["leader"] in followers and s, timeout=60,
                          what="a new leader")
     assert new_state["leader_epoch"] > state["leader_epoch"]
     new_leader = new_state["leader"]
@@ -234,7 +234,7 @@ def test_a_leader_stopped_past_its_session_acknowledges_nothing_when_it_resumes(
         with WireClient.connect(cluster.brokers[new_state["leader"]].bootstrap) as client:
             wait_for(lambda: produce_batch(client, "repl-zombie",  # once the new leader has read its state
                                            build_batch([(0, None, b"on-the-new-leader")])).error_code == 0,
-                     timeout=10, what="a write on the new leader")
+                     timeout=60, what="a write on the new leader")
         client = WireClient.connect(cluster.brokers[old].bootstrap, timeout=15)
         client.send(produce_request("repl-zombie", build_batch([(0, None, b"zombie")])), 9)
     finally:

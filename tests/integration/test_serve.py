@@ -135,3 +135,13 @@ def test_warnings_are_said_once_and_never_for_internal_topics(tmp_path: Path) ->
     assert "created topic __consumer_offsets" in text
     warnings = [line for line in text.splitlines() if "could collide in metric names" in line]
     assert len(warnings) == 1 and "'metrics.by_host'" in warnings[0], warnings
+
+
+def test_a_log_dir_pasted_from_dev_cluster_output_is_refused_before_anything_is_created(tmp_path: Path) -> None:
+    pasted = f"{tmp_path}/dev/broker-1, console http://127.0.0.1:9644/)"  # dev-cluster's "(data in ..., console ...)"
+    r = subprocess.run([sys.executable, "-m", "tidelog", "serve", "--override", "metrics.listener=",
+                        "--override", f"log.dirs={pasted}"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "Invalid value 'console http://127.0.0.1:9644/)' for configuration log.dirs: a URL" in r.stderr
+    assert list(tmp_path.iterdir()) == []  # no "console http:" directory, nor the first one

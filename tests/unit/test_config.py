@@ -186,3 +186,22 @@ def test_bad_cluster_settings_are_config_errors(props: dict, message: str) -> No
 
 def test_node_id_counts_as_the_broker_id_of_a_cluster() -> None:
     assert BrokerConfig.from_props({"zookeeper.connect": "zk", "node.id": "4"})["broker.id"] == 4
+
+
+@pytest.mark.parametrize("value, message", [
+    # the dev-cluster's "(data in DIR, console URL)" pasted: formerly a directory named "console http:"
+    ("/tmp/tidelog-dev-cluster-x/broker-1, console http://127.0.0.1:9644/)", "a URL, not a directory path"),
+    ("file:///var/lib/tidelog", "a URL"),
+    ("/data/a /data/b", "separate log dirs with commas"),
+    ("data in /tmp/x", "separate log dirs with commas"),
+    ("/data/a\tb", "control character"),
+])
+def test_log_dirs_that_are_not_paths_are_refused(value: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as e:
+        BrokerConfig.from_props({"log.dirs": value})
+    assert "log.dirs" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_log_dirs_are_paths_separated_by_commas() -> None:
+    config = BrokerConfig.from_props({"log.dir": "/data/a, ./b,/Volumes/My Disk/tidelog,C:\\kafka"})
+    assert config["log.dirs"] == ("/data/a", "./b", "/Volumes/My Disk/tidelog", "C:\\kafka")

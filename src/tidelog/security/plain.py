@@ -1,10 +1,15 @@
-"""SASL/PLAIN (RFC 4616) checked against the SCRAM credential store: the broker keeps no passwords, so
-a PLAIN password is verified by deriving the user's SCRAM StoredKey from it (SCRAM-SHA-512 when the
+"""SASL/PLAIN (RFC 4616). A user listed in the listener's PLAIN JAAS entry (``user_<name>="<password>"``,
+Kafka's ``PlainLoginModule`` options, read by Kafka's ``PlainServerCallbackHandler``) is checked against
+that password; any other user against the SCRAM credential store: the broker keeps no passwords there,
+so a PLAIN password is verified by deriving the user's SCRAM StoredKey from it (SCRAM-SHA-512 when the
 user has one, else SCRAM-SHA-256). An unknown user costs the same key derivation as a known one.
 Messages are Kafka's (PlainSaslServer). Pure: no I/O.
 """
 
 from __future__ import annotations
+
+import hmac
+from collections.abc import Mapping
 
 from tidelog.security.scram import (
     MIN_ITERATIONS,
@@ -23,8 +28,9 @@ class PlainServer:
 
     mechanism = "PLAIN"
 
-    def __init__(self, lookup) -> None:
+    def __init__(self, lookup, jaas_users: Mapping[str, str] | None = None) -> None:
         self._lookup = lookup  # (user, mechanism) -> ScramCredential | None
+        self._jaas_users = jaas_users or {}  # user -> password, from the listener's JAAS entry
         self.user: str | None = None
         self.complete = False
 
@@ -45,6 +51,13 @@ class PlainServer:
         if authzid and authzid != user:
             raise AuthenticationError("Authentication failed: Client requested an authorization id that is "
                                       "different from username")
+        expected = self._jaas_users.get(user)
+        if expected is not None:
+            if not hmac.compare_digest(expected.encode(), password.encode()):
+                raise AuthenticationError("Authentication failed: Invalid username or password")
+            self.user = user
+            self.complete = True
+            return b""
         found: tuple[str, ScramCredential] | None = None
         for mechanism in PLAIN_VERIFIERS:
             credential = self._lookup(user, mechanism)

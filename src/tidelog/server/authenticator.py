@@ -39,6 +39,8 @@ class SaslSettings:
     credentials: object  # a tidelog.cluster.credential_store.CredentialStore
     reauth_ms: int = 0
     max_receive_size: int = 524_288
+    #: PLAIN users of the listener's JAAS entry (``user_<name>="<password>"``): user -> password.
+    plain_users: dict[str, str] = field(default_factory=dict)
     #: Seeds the made-up salts shown to unknown users (stable for the broker's lifetime).
     secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
 
@@ -124,7 +126,7 @@ class SaslAuthenticator:
     def _new_server(self, mechanism: str) -> ScramServer | PlainServer:
         creds = self.settings.credentials
         if mechanism == "PLAIN":
-            return PlainServer(creds.get)  # type: ignore[attr-defined]
+            return PlainServer(creds.get, self.settings.plain_users)  # type: ignore[attr-defined]
         assert mechanism in MECHANISMS
         return ScramServer(mechanism, lambda user: creds.get(user, mechanism), self.settings.secret)  # type: ignore[attr-defined]
 

@@ -362,7 +362,8 @@ class Broker:
             self.broker_id, self.store, self.logs, self.replicas, self.group_coordinator, self.transactions,
             traffic, request_times, flush_latency, isr_changes,
             connections=lambda: Counter(c.listener_name for c in self.network.connections),
-            startup_reports=lambda: self.startup_reports)
+            startup_reports=lambda: self.startup_reports,
+            failed_authentications=lambda: self.network.failed_authentications)
         registry = metrics_registry(self.metrics_sources)
         http.add_routes(metrics_routes(registry))
         return registry

@@ -16,7 +16,8 @@ it is read with one ``pread`` and written. A slice keeps its segment file open u
 A write that fails for any other reason than the peer closes the connection with a log line.
 
 Security (docs/security.md): each listener has a :class:`~tidelog.server.tls.ListenerSecurity`. SSL and
-SASL_SSL listeners serve TLS; an SSL client's certificate names its principal. On SASL listeners a
+SASL_SSL listeners serve TLS (:mod:`~tidelog.server.tls_transport`: a refused handshake sends its alert, is
+logged, rate-limited, and counted); an SSL client's certificate names its principal. On SASL listeners a
 :class:`~tidelog.server.authenticator.SaslAuthenticator` gates every request: before authentication only
 ApiVersions, SaslHandshake and SaslAuthenticate (anything else closes the connection), with frames
 limited to ``sasl.server.max.receive.size``; after a SaslHandshake v0, frames are bare SASL tokens.
@@ -29,7 +30,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections import deque
+import weakref
+from collections import Counter, deque
 from dataclasses import dataclass
 
 from tidelog.clock import Clock
@@ -45,8 +47,14 @@ from tidelog.server.connection import Connection
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import CloseConnection, Dispatched, HandlerRegistry
 from tidelog.server.tls import ListenerSecurity
+from tidelog.server.tls_transport import TlsServerProtocol
 
 log = logging.getLogger(__name__)
+
+
+#: At most this many failed authentications are logged per window; the rest are counted in the next line.
+AUTH_LOG_BURST = 10
+AUTH_LOG_WINDOW_MS = 60_000
 
 
 class ListenerError(Exception):
@@ -80,6 +88,11 @@ class SocketServer:
         self._servers: list[asyncio.base_events.Server] = []
         #: Request phase timings (docs/metrics.md), set by the composition root when metrics are on.
         self.request_times: RequestTimes | None = None
+        #: listener name -> connections closed for a failed TLS handshake or SASL authentication
+        #: (Kafka's ``failed-authentication-total``)
+        self.failed_authentications: Counter[str] = Counter()
+        self._auth_log_window = (0, 0, 0)  # (window start ms, lines logged in it, lines not logged)
+        self._handshaking: weakref.WeakSet[TlsServerProtocol] = weakref.WeakSet()
 
     async def bind(self, listeners: tuple[Listener, ...]) -> None:
         """Bind every listener without accepting connections (:meth:`start_serving` does)."""
@@ -89,16 +102,46 @@ class SocketServer:
                              else "uvloop" not in type(loop).__module__)
         for listener in listeners:
             sec = self.security.get(listener.name)
-            tls = {"ssl": sec.ssl_context, "ssl_handshake_timeout": 10.0} if sec and sec.ssl_context else {}
+            factory = (self._tls_factory(listener.name, sec.ssl_context) if sec and sec.ssl_context
+                       else lambda name=listener.name: ClientProtocol(self, name))
             try:
-                server = await loop.create_server(
-                    lambda name=listener.name: ClientProtocol(self, name), listener.host or None, listener.port,
-                    reuse_address=True, start_serving=False, **tls)
+                server = await loop.create_server(factory, listener.host or None, listener.port,
+                                                  reuse_address=True, start_serving=False)
             except OSError as e:
                 self.close()
                 raise ListenerError(f"cannot listen on {listener}: {e.strerror or e}") from None
             self._servers.append(server)
             self.bound[listener.name] = (listener.host, server.sockets[0].getsockname()[1])
+
+    def _tls_factory(self, name: str, context):
+        def refused(peer: str, reason: str) -> None:
+            self.failed_authentication(name, peer, f"SSL handshake failed: {reason}")
+
+        def factory() -> TlsServerProtocol:
+            layer = TlsServerProtocol(context, ClientProtocol(self, name), refused)
+            self._handshaking.add(layer)
+            return layer
+
+        return factory
+
+    def failed_authentication(self, listener: str, peer: str, reason: str | None) -> None:
+        """Count a connection closed for failed authentication; log ``reason`` (None: the caller logs)
+        as Kafka does ("Failed authentication with /IP (...)"), at most AUTH_LOG_BURST lines a minute."""
+        self.failed_authentications[listener] += 1
+        if reason is None:
+            return
+        now_ms = self.clock.monotonic_ms()
+        start, logged, dropped = self._auth_log_window
+        if now_ms - start >= AUTH_LOG_WINDOW_MS:
+            if dropped:
+                log.info("%d more failed authentications were not logged", dropped)
+            start, logged, dropped = now_ms, 0, 0
+        if logged < AUTH_LOG_BURST:
+            log.info("Failed authentication with /%s on listener %s (%s)", peer, listener, reason)
+            logged += 1
+        else:
+            dropped += 1
+        self._auth_log_window = (start, logged, dropped)
 
     async def start_serving(self) -> None:
         for server in self._servers:
@@ -115,6 +158,9 @@ class SocketServer:
         """Stop accepting and close every connection."""
         for server in self._servers:
             server.close()
+        for layer in list(self._handshaking):
+            if layer.app_transport is None and layer.raw is not None:
+                layer.raw.abort()
         for conn in list(self.connections):
             if conn.transport is not None:
                 conn.transport.close()
@@ -179,6 +225,7 @@ class ClientProtocol(asyncio.Protocol):
             try:
                 name = self.security.principal_mapper.name(distinguished_name(cert.get("subject", ())))
             except ValueError as e:
+                self.server.failed_authentication(self.listener_name, self.peer, None)
                 self.close(f"failed authentication (SSL): {e}", logging.INFO)
                 return
             self.tls_principal = KafkaPrincipal(USER_TYPE, name)
@@ -275,6 +322,7 @@ class ClientProtocol(asyncio.Protocol):
             try:
                 reply = auth.raw_token(bytes(frame))
             except AuthenticationError as e:
+                self.server.failed_authentication(self.listener_name, self.peer, None)
                 self.close(f"failed authentication ({auth.mechanism}): {e}", logging.INFO)
                 return False
             self._send([len(reply).to_bytes(4, "big"), reply])
@@ -347,6 +395,7 @@ class ClientProtocol(asyncio.Protocol):
         auth = self.authenticator
         if auth is not None:
             if auth.close_reason is not None:  # the answer is written; close() lets it leave first
+                self.server.failed_authentication(self.listener_name, self.peer, None)
                 self.close(auth.close_reason, logging.INFO)  # failed authentication: a client's mistake
                 return
             if auth.authenticated:

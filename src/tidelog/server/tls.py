@@ -20,6 +20,7 @@ from tidelog.config import BROKER_CONFIGS, BrokerConfig
 from tidelog.errors import ConfigError
 from tidelog.listener import Listener
 from tidelog.security.principal_mapping import PrincipalMapper
+from tidelog.security.sasl_client import LOGIN_MODULES, parse_jaas_config
 from tidelog.server.authenticator import SaslSettings
 
 _TLS_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
@@ -134,11 +135,30 @@ def ignored_listener_keys(config: BrokerConfig, used: set[str] | frozenset[str] 
         name, rest = parts[2], parts[3]
         if name.lower() not in names:
             out.append(f"{key} is ignored: there is no listener {name.upper()}")
+        elif rest == "plain.sasl.jaas.config":
+            continue  # PLAIN users (user_<name>), plain_users()
         elif rest.endswith("sasl.jaas.config"):
-            out.append(f"{key} is ignored: users are SCRAM credentials (tidelog users), not JAAS entries")
+            out.append(f"{key} is ignored: SCRAM users are credentials (tidelog users), not JAAS entries")
         elif rest not in LISTENER_KEYS:
             out.append(f"{key} is ignored: only ssl.* keys and sasl.enabled.mechanisms can be set per listener")
     return out
+
+
+def plain_users(config: BrokerConfig, listener: str) -> dict[str, str]:
+    """The PLAIN users of ``listener``'s JAAS entry, ``listener.name.<l>.plain.sasl.jaas.config``
+    (Kafka's ``PlainLoginModule``: ``user_<name>="<password>"``; ``username``/``password`` are the broker's
+    own, for connections to other brokers). Raises ConfigError, without the passwords."""
+    key = f"listener.name.{listener.lower()}.plain.sasl.jaas.config"
+    text = config.props.get(key)
+    if text is None:
+        return {}
+    try:
+        entry = parse_jaas_config(str(text))
+    except ValueError as e:
+        raise ConfigError(f"{key}: {e}") from None
+    if entry.login_module != LOGIN_MODULES["PLAIN"]:
+        raise ConfigError(f"{key} must use {LOGIN_MODULES['PLAIN']}, not {entry.login_module}")
+    return {k[len("user_"):]: v for k, v in entry.options.items() if k.startswith("user_") and len(k) > 5}
 
 
 def listener_security(config: BrokerConfig, listener: Listener, credentials: object) -> ListenerSecurity:
@@ -151,9 +171,9 @@ def listener_security(config: BrokerConfig, listener: Listener, credentials: obj
     if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
         mechanisms = listener_value(config, listener.name, "sasl.enabled.mechanisms")
         sasl = SaslSettings(mechanisms, credentials, config["connections.max.reauth.ms"],
-                            config["sasl.server.max.receive.size"])
+                            config["sasl.server.max.receive.size"], plain_users(config, listener.name))
     return ListenerSecurity(protocol, ctx, mapper, sasl)
 
 
-__all__ = ["LISTENER_KEYS", "ListenerSecurity", "ignored_listener_keys", "listener_security", "listener_value",
+__all__ = ["LISTENER_KEYS", "ListenerSecurity", "ignored_listener_keys", "listener_security", "listener_value", "plain_users",
            "ssl_context"]

@@ -24,10 +24,11 @@ from tidelog.testing.zookeeper import ZooKeeperProcess
 T = TypeVar("T")
 
 
-def wait_for(predicate: Callable[[], T], timeout: float = 20.0, what: str = "condition",
+def wait_for(predicate: Callable[[], T], timeout: float = 60.0, what: str = "condition",
              interval: float = 0.05) -> T:
     """Poll ``predicate`` until it returns something truthy (and return that); AssertionError after
-    ``timeout`` seconds naming ``what``."""
+    ``timeout`` seconds naming ``what``. The default is generous: a wait ends as soon as it is met, and
+    a loaded 2-core machine running several clusters makes 20 s waits time out."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
@@ -93,7 +94,7 @@ class LocalCluster:
         self.wait_metadata_brokers(range(1, self.count + 1))
         return self
 
-    def wait_metadata_brokers(self, ids: Iterable[int], timeout: float = 20.0) -> None:
+    def wait_metadata_brokers(self, ids: Iterable[int], timeout: float = 60.0) -> None:
         """Wait until each broker's own Metadata lists every broker in ``ids`` (a broker learns of the
         others from ZooKeeper a moment after they registered; until then it refuses, e.g., a
         replication factor above the brokers it knows)."""
@@ -199,7 +200,7 @@ class LocalCluster:
         return self.state(topic, partition)["leader"]
 
     def wait_for_leader(self, topic: str, partition: int = 0, *, not_in: Iterable[int] = (),
-                        timeout: float = 30.0) -> int:
+                        timeout: float = 60.0) -> int:
         """Wait until the partition has a live leader not in ``not_in``; returns its id."""
         excluded = set(not_in)
 
@@ -215,7 +216,7 @@ class LocalCluster:
         return log_batches(self.brokers[broker_id].data_dir, topic, partition)
 
     def wait_replicas_identical(self, topic: str, partition: int = 0, ids: Iterable[int] | None = None,
-                                timeout: float = 20.0) -> list[tuple[int, bytes]]:
+                                timeout: float = 60.0) -> list[tuple[int, bytes]]:
         """Wait until every replica's log holds the same batches, byte for byte; returns them."""
         members = list(ids) if ids is not None else self.assignment(topic)[partition]
 

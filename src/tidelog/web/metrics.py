@@ -105,6 +105,8 @@ class BrokerSources:
     isr_changes: IsrChanges
     connections: Callable[[], Mapping[str, int]]  # listener name -> open connections
     startup_reports: Callable[[], Sequence[StartupReport]]
+    #: listener name -> connections closed for failed authentication (TLS handshake or SASL)
+    failed_authentications: Callable[[], Mapping[str, int]] = dict
 
 
 def _tp(topic: str, partition: int) -> list[str]:
@@ -184,6 +186,12 @@ class BrokerCollector(Collector):
         for listener, n in sorted(self.s.connections().items()):
             family.add_metric([listener], n)
         yield family
+        failed = CounterMetricFamily("tidelog_failed_authentication",
+                                     "Connections closed for a failed TLS handshake or SASL authentication",
+                                     labels=["listener"])
+        for listener, n in sorted(self.s.failed_authentications().items()):
+            failed.add_metric([listener], n)
+        yield failed
 
     # ------------------------------------------------------------------------------------ logs
 

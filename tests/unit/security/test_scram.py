@@ -141,6 +141,16 @@ def test_plain_checks_the_password_against_the_scram_credential():
     assert server.complete and server.user == "alice"
 
 
+def test_plain_users_of_the_jaas_entry_are_checked_against_their_password_first():
+    jaas_users = {"carol": "carol-pw", "alice": "jaas-pw"}  # alice: the JAAS entry wins over her SCRAM credential
+    server = PlainServer(_plain_lookup(), jaas_users)
+    assert server.step(b"\x00carol\x00carol-pw") == b"" and server.user == "carol"
+    assert PlainServer(_plain_lookup(), jaas_users).step(b"\x00alice\x00jaas-pw") == b""
+    for token in (b"\x00carol\x00wrong", b"\x00alice\x00alice-pw"):
+        with pytest.raises(AuthenticationError, match="Invalid username or password"):
+            PlainServer(_plain_lookup(), jaas_users).step(token)
+
+
 @pytest.mark.parametrize(("token", "message"), [
     (b"\x00alice\x00wrong", "Invalid username or password"),
     (b"\x00nobody\x00alice-pw", "Invalid username or password"),

@@ -14,8 +14,20 @@ from tidelog.listener import Listener
 from tidelog.security.principal import ANONYMOUS, KafkaPrincipal
 from tidelog.security.principal_mapping import PrincipalMapper
 from tidelog.server.dispatcher import HandlerRegistry
-from tidelog.server.network import ClientProtocol, ConnectionSettings, SocketServer
-from tidelog.server.tls import ListenerSecurity, ignored_listener_keys, listener_security, listener_value
+from tidelog.server.network import (
+    AUTH_LOG_BURST,
+    AUTH_LOG_WINDOW_MS,
+    ClientProtocol,
+    ConnectionSettings,
+    SocketServer,
+)
+from tidelog.server.tls import (
+    ListenerSecurity,
+    ignored_listener_keys,
+    listener_security,
+    listener_value,
+    plain_users,
+)
 from tidelog.testing import ManualClock
 
 SUBJECT = ((("countryName", "US"),), (("organizationName", "Example"),), (("commonName", "alice"),))
@@ -117,3 +129,46 @@ def test_listener_keys_tidelog_does_not_use_are_reported():
     assert any("ssl.clent.auth" in r and "only ssl.* keys" in r for r in reasons)
     assert any("listener.name.other" in r and "no listener OTHER" in r for r in reasons)
     assert not any(r.startswith("listener.name.sasl_ssl.ssl.client.auth") for r in reasons)
+
+
+def test_failed_authentications_are_counted_and_their_log_lines_rate_limited(caplog):
+    clock = ManualClock()
+    server = SocketServer(HandlerRegistry(), clock, ConnectionSettings())
+    with caplog.at_level("INFO", logger="tidelog.server.network"):
+        for i in range(AUTH_LOG_BURST + 5):
+            server.failed_authentication("SSL", f"10.0.0.{i}", "SSL handshake failed: UNKNOWN_CA")
+        server.failed_authentication("SASL_SSL", "10.0.0.9", None)  # counted; its caller logs
+        assert server.failed_authentications == {"SSL": AUTH_LOG_BURST + 5, "SASL_SSL": 1}
+        lines = [r.getMessage() for r in caplog.records]
+        assert len(lines) == AUTH_LOG_BURST
+        assert lines[0] == "Failed authentication with /10.0.0.0 on listener SSL (SSL handshake failed: UNKNOWN_CA)"
+        clock.advance(AUTH_LOG_WINDOW_MS)
+        server.failed_authentication("SSL", "10.0.0.99", "SSL handshake failed: UNKNOWN_CA")
+        lines = [r.getMessage() for r in caplog.records]
+    assert lines[AUTH_LOG_BURST:] == [
+        "5 more failed authentications were not logged",
+        "Failed authentication with /10.0.0.99 on listener SSL (SSL handshake failed: UNKNOWN_CA)"]
+
+
+JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+        'password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";')
+
+
+def test_the_plain_jaas_entry_of_a_listener_lists_its_plain_users():
+    config = BrokerConfig.from_props({"listeners": "SASL_SSL://:1", "ssl.keystore.location": "/unused",
+                                      "listener.name.sasl_ssl.plain.sasl.jaas.config": JAAS})
+    assert plain_users(config, "SASL_SSL") == {"admin": "admin-secret", "alice": "alice-secret"}
+    assert plain_users(config, "OTHER") == {}
+    assert ignored_listener_keys(config) == []  # used, not reported as ignored
+
+
+@pytest.mark.parametrize(("jaas", "message"), [
+    ('org.apache.kafka.common.security.scram.ScramLoginModule required user_a="hunter2";', "must use"),
+    ('PlainLoginModule user_a="hunter2"', "sasl.jaas.config"),
+])
+def test_a_bad_plain_jaas_entry_is_a_config_error_without_the_passwords(jaas, message):
+    config = BrokerConfig.from_props({"listeners": "SASL_SSL://:1",
+                                      "listener.name.sasl_ssl.plain.sasl.jaas.config": jaas})
+    with pytest.raises(ConfigError, match=message) as e:
+        plain_users(config, "SASL_SSL")
+    assert "hunter2" not in str(e.value)
