@@ -4,7 +4,8 @@ Each :class:`AppendTransactions` client owns a transactional producer and a read
 consumer assigned every partition from offset 0. A transaction first polls what is new (its
 *reads*: per partition, the values in the order returned), then appends 1-3 values to partitions
 it owns (its *writes*: every client writes its own partitions, all of them read them), then commits
-or (``abort_ratio`` of the time, on purpose) aborts. It is recorded as a ``txn`` op like the
+or (``abort_ratio`` of the time, on purpose) aborts -- after flushing, so that aborted
+records are in the log for a read_committed reader to (wrongly) see. It is recorded as a ``txn`` op like the
 :class:`~tests.fault.lab.workload.TransactionalProducer`'s (so the history checker sees its
 writes), with ``reads`` added to the value.
 
@@ -25,7 +26,7 @@ class AppendTransactions(TransactionalProducer):
     """Reads every partition, appends to ``keys`` (see the module docstring)."""
 
     def __init__(self, *args, keys: list[int], abort_ratio: float = 0.2, **kw) -> None:
-        super().__init__(*args, abort_ratio=abort_ratio, **kw)
+        super().__init__(*args, abort_ratio=abort_ratio, flush_before_abort=True, **kw)
         self.keys = keys
 
     def work(self) -> None:
