@@ -41,6 +41,7 @@ from pathlib import Path
 
 from tests.fault.lab.groups import GroupConsumer, check_polls
 from tests.fault.lab.history import History, Verdict, check
+from tests.fault.lab.membership import ClockJump, Membership, faketime_library
 from tests.fault.lab.nemesis import (
     ClusterNetwork,
     Combined,
@@ -71,7 +72,8 @@ OVERRIDES = {
 }
 WORKLOADS = ("register", "group", "append")
 NEMESES = ("none", "kill", "pause", "isolate-drop", "isolate-blackhole", "zk-stop", "zk-kill", "kill+zk-stop",
-           "pause+isolate-drop", "partition-brokers", "partition-clients", "partition-clients-drop")
+           "pause+isolate-drop", "partition-brokers", "partition-clients", "partition-clients-drop", "membership",
+           "clock-jump")
 #: Nemeses that need the client proxies (``fault_cluster(client_proxies=True)``, ``--client-proxies``)
 CLIENT_NEMESES = ("partition-clients", "partition-clients-drop")
 
@@ -97,7 +99,8 @@ def make_nemesis(name: str, cluster: LocalCluster, network: ClusterNetwork, topi
                  rng: random.Random) -> Nemesis:
     """A nemesis by name (see ``NEMESES``; ``+`` combines, ``mixed`` picks one of them each time)."""
     if name == "mixed":
-        names = [n for n in NEMESES if n != "none" and (n not in CLIENT_NEMESES or (network and network.clients))]
+        names = [n for n in NEMESES if n != "none" and (n not in CLIENT_NEMESES or (network and network.clients))
+                 and (n != "clock-jump" or faketime_library())]
         return Mixed(*(make_nemesis(n, cluster, network, topic, rng) for n in names), rng=rng)
     if "+" in name:
         parts = [make_nemesis(n, cluster, network, topic, rng) for n in name.split("+")]
@@ -113,6 +116,12 @@ def make_nemesis(name: str, cluster: LocalCluster, network: ClusterNetwork, topi
         return Pause(cluster, topic=topic, rng=rng)
     if name in ("isolate-drop", "isolate-blackhole"):
         return Isolate(cluster, network, mode=name.split("-")[1], topic=topic, rng=rng)
+    if name == "membership":
+        return Membership(cluster, topic=topic, rng=rng)
+    if name == "clock-jump":
+        if cluster is None:  # the command line's check of the name
+            return Quiet()
+        return ClockJump(cluster, root=cluster.root, topic=topic, rng=rng)
     if name == "partition-brokers":
         return PartitionBrokers(cluster, network, topic=topic, rng=rng)
     if name in CLIENT_NEMESES:

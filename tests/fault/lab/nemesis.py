@@ -298,15 +298,18 @@ class Mixed(Nemesis):
 def run_schedule(nemesis: Nemesis, stop: threading.Event, log: Callable[[str, str], None], *,
                  quiet_s: float = 3.0, fault_s: float = 5.0, rng: random.Random | None = None) -> None:
     """Until ``stop`` is set: quiet for ~``quiet_s``, fault for ~``fault_s`` (each +-30%), heal.
-    ``log(phase, text)`` records each step (phase ``"start"`` or ``"heal"``). Always heals before
-    returning."""
+    ``log(phase, text)`` records each step (phase ``"start"``, ``"heal"``, or ``"error"`` when a
+    fault could not be started). Always heals before returning."""
     rng = rng or random.Random()
     jitter = lambda s: s * rng.uniform(0.7, 1.3)  # noqa: E731
     started = False
     try:
         while not stop.wait(jitter(quiet_s)):
             started = True
-            log("start", nemesis.start())
+            try:
+                log("start", nemesis.start())
+            except Exception as e:  # the fault could not be done (a broker too slow to start ...): heal, go on
+                log("error", f"{nemesis.name} could not start: {e!r}"[:2000])
             stop.wait(jitter(fault_s))
             started = False
             log("heal", nemesis.heal())
