@@ -5,12 +5,14 @@ cluster whose clients also go through proxies (:func:`tests.fault.lab.jepsen.fau
 * consumers that join groups by ``subscribe`` (classic and KIP-848 ``group.protocol=consumer``,
   leaving and joining again) under kill -9 and under a cut between the clients and a broker, checked
   for poll-skip, nonmonotonic polls and lost commits (:mod:`tests.fault.lab.groups`);
-* list-append transactions under a cut between two brokers, checked for G0/G1c cycles, aborted
+* list-append transactions under a cut between two brokers and under membership changes (a broker
+  joins, a partition moves onto it and back, the broker leaves), checked for G0/G1c cycles, aborted
   reads and torn transactions (:mod:`tests.fault.lab.elle`);
+* subscribed consumers while one broker's clocks jump ahead (libfaketime; skipped without it);
 * Bufstream's torn transactions: a Produce and an EndTxn held back in the network past the end of
   their transaction (:mod:`tests.fault.lab.torn`); transaction version 2 must refuse both.
 
-About 2.5 min on 2 cores. Longer: ``TIDELOG_FAULT_SOAK=600 pytest tests/fault/test_jepsen.py -k soak``
+About 3 min on 2 cores. Longer: ``TIDELOG_FAULT_SOAK=600 pytest tests/fault/test_jepsen.py -k soak``
 or ``python -m tests.fault.lab.jepsen --workload group --nemesis mixed --duration 600``.
 """
 
@@ -22,6 +24,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.fault.lab.jepsen import RunResult, fault_cluster, run
+from tests.fault.lab.membership import faketime_library
 from tests.fault.lab.torn import delayed_end_txn, delayed_produce
 from tests.integration.zookeeper import start_zookeeper
 from tidelog.errors import ErrorCode
@@ -64,12 +67,20 @@ def test_subscribed_consumers_neither_skip_nor_go_back(cluster, nemesis):
         assert any(op.f == "commit" and op.type == "ok" and op.process in members for op in result.history.ops)
 
 
-def test_list_append_transactions_have_no_cycle_aborted_read_or_torn_transaction(cluster):
-    result = jepsen_run(cluster, "append", "partition-brokers", "j-append")
+@pytest.mark.parametrize("nemesis", ["partition-brokers", "membership"])
+def test_list_append_transactions_have_no_cycle_aborted_read_or_torn_transaction(cluster, nemesis):
+    result = jepsen_run(cluster, "append", nemesis, f"j-append-{nemesis}")
     txns = [op for op in result.history.ops if op.f == "txn" and op.type == "ok"]
     assert any(op.value["outcome"] == "committed" for op in txns)
     assert any(op.value["outcome"] == "aborted" for op in txns)
     assert any(op.value["reads"] for op in txns), "the transactions never read what others wrote"
+
+
+@pytest.mark.skipif(faketime_library() is None, reason="the clock-jump nemesis needs libfaketime "
+                                                        "(apt-get install faketime)")
+def test_subscribed_consumers_with_a_brokers_clock_jumping_ahead(cluster):
+    result = jepsen_run(cluster, "group", "clock-jump", "j-group-clock")
+    assert any("jumped" in str(op.value) for op in result.history.ops if op.process == "nemesis")
 
 
 @pytest.mark.parametrize("scenario", [delayed_produce, delayed_end_txn], ids=["produce", "end-txn"])
