@@ -166,6 +166,7 @@ def check_polls(history: History, versions: dict[int, list[int]], processes: set
     missing: list[str] = []
     unassigned: list[str] = []
     polled = handovers = 0
+    furthest: dict[int, int] = {}  # partition -> the furthest version index any member polled
     for process in sorted(processes):
         assigned: set[int] = set()
         last: dict[int, int] = {}  # partition -> version index of the last record polled, this assignment
@@ -213,6 +214,7 @@ def check_polls(history: History, versions: dict[int, list[int]], processes: set
                             regressions.append(f"{where}: first poll after assignment, below the acknowledged "
                                                f"commit {lo}")
                     last[p] = i
+                    furthest[p] = max(furthest.get(p, -1), i)
     violations = []
     for name, items in (("poll-skip", skips), ("nonmonotonic-poll", backwards),
                         ("poll-skip across a rebalance", rebalance_skips),
@@ -225,7 +227,8 @@ def check_polls(history: History, versions: dict[int, list[int]], processes: set
     assignments = sum(1 for op in history.ops if op.f == "assign" and op.process in processes)
     stats = {"polled": polled, "assignments": assignments, "handovers": handovers, "commits_acknowledged": commits,
              "poll_skips": len(skips) + len(rebalance_skips), "nonmonotonic_polls": len(backwards),
-             "commit_regressions": len(regressions)}
+             "commit_regressions": len(regressions),
+             "never_polled": sum(len(offsets) - 1 - furthest.get(p, -1) for p, offsets in ordered.items())}
     return PollVerdict(violations, stats)
 
 

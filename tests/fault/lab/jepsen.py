@@ -274,7 +274,8 @@ def _keep(result: RunResult, cluster: LocalCluster, name: str, lines: list[str],
 def run(cluster: LocalCluster, network: ClusterNetwork, nemesis_name: str, *, topic: str,
         workload: str = "register", duration: float = 20.0, partitions: int = 3, producers: int = 2, transactional: int = 1,
         quiet_s: float = 3.0, fault_s: float = 5.0, seed: int | None = None,
-        settle_timeout: float = 60.0, out: Callable[[str], None] = print, live: bool = False) -> RunResult:
+        settle_timeout: float = 60.0, out: Callable[[str], None] = print, live: bool = False,
+        keep: bool = False) -> RunResult:
     """One fault run (see the module docstring); prints the history summary and verdict via ``out``
     (with ``live``, also each nemesis step as it happens)."""
     seed = random.randrange(1 << 30) if seed is None else seed
@@ -292,7 +293,8 @@ def run(cluster: LocalCluster, network: ClusterNetwork, nemesis_name: str, *, to
         return _run(cluster, network, nemesis_name, nemesis, history, client_log, topic=topic, workload=workload,
                     duration=duration,
                     partitions=partitions, producers=producers, transactional=transactional, quiet_s=quiet_s,
-                    fault_s=fault_s, seed=seed, rng=rng, settle_timeout=settle_timeout, out=out, progress=progress)
+                    fault_s=fault_s, seed=seed, rng=rng, settle_timeout=settle_timeout, out=out, progress=progress,
+                    keep=keep)
     finally:
         client_log.__exit__()
 
@@ -300,7 +302,7 @@ def run(cluster: LocalCluster, network: ClusterNetwork, nemesis_name: str, *, to
 def _run(cluster: LocalCluster, network: ClusterNetwork, nemesis_name: str, nemesis: Nemesis, history: History,
          client_log: ClientLog, *, topic: str, workload: str, duration: float, partitions: int, producers: int, transactional: int,
          quiet_s: float, fault_s: float, seed: int, rng: random.Random, settle_timeout: float, out: Callable[[str], None],
-         progress: Callable) -> RunResult:
+         progress: Callable, keep: bool) -> RunResult:
     stop_clients, stop_nemesis = threading.Event(), threading.Event()
     bootstrap = network.client_bootstrap()
     clients = make_clients(workload, (bootstrap, topic, partitions, history, stop_clients), topic=topic,
@@ -355,7 +357,7 @@ def _run(cluster: LocalCluster, network: ClusterNetwork, nemesis_name: str, neme
                         + ", ".join(f"{e} x{n}" for e, n in causes.most_common()) if causes else ""))
     lines += explain_duplicates(history, dict(list(copies.items())[:20]))
     result = RunResult(history, verdict)
-    if not verdict.valid:
+    if keep or not verdict.valid:
         result.artifacts = _keep(result, cluster, f"{nemesis_name}-{topic}", lines, client_log)
         lines.append(f"history and broker logs kept in {result.artifacts}")
     for line in lines:
@@ -390,6 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quiet", type=float, default=4.0, help="seconds between faults (default 4)")
     parser.add_argument("--fault", type=float, default=6.0, help="seconds a fault lasts (default 6)")
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--keep", action="store_true", help="keep the history and logs of a valid run too")
     parser.add_argument("--dir", type=Path, default=None, help="data directory (default: a temporary one)")
     args = parser.parse_args(argv)
     try:
@@ -405,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = run(cluster, network, args.nemesis, topic="jepsen", workload=args.workload, duration=args.duration,
                      partitions=args.partitions, producers=args.producers, transactional=args.transactional,
-                     quiet_s=args.quiet, fault_s=args.fault, seed=args.seed, live=True)
+                     quiet_s=args.quiet, fault_s=args.fault, seed=args.seed, live=True, keep=args.keep)
     finally:
         cluster.stop()
         network.close()
