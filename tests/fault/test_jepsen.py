@@ -93,6 +93,17 @@ def test_a_request_held_back_past_its_transaction_is_refused_with_transaction_ve
     assert outcome.visible[0] == expected, outcome.describe()
 
 
+@pytest.mark.parametrize("tv", [1, 2])
+def test_a_produce_held_back_past_the_abort_is_refused_by_verification(cluster, tv):
+    """KIP-890 part 1: the held-back Produce arrives after its transaction aborted and before the next
+    one began; the leader verifies it with the coordinator, which has no transaction open."""
+    c, network = cluster
+    outcome = delayed_produce(c, network, tv=tv, early=True)
+    assert outcome.delayed_error in (ErrorCode.TRANSACTION_ABORTABLE, ErrorCode.INVALID_TXN_STATE,
+                                     ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.PRODUCER_FENCED), outcome.describe()
+    assert outcome.visible[0] == ["t2-p0"], outcome.describe()
+
+
 @pytest.mark.skipif(not os.environ.get(SOAK_ENV), reason=f"a long soak: set {SOAK_ENV}=SECONDS to run it")
 @pytest.mark.parametrize("workload", ["group", "append"])
 def test_soak_with_every_nemesis_mixed(cluster, workload):

@@ -22,8 +22,9 @@ request goes through a delay of the proxies (:meth:`~tests.fault.lab.tcp_proxy.P
   sent again (a client's retry) which commits it; transaction 2 writes ``t2-p0``; the held-back
   commit arrives; the client aborts transaction 2. Torn if ``t2-p0`` is visible.
 
-``python -m tests.fault.lab.torn`` runs all four (both scenarios, both transaction versions) on a
-fresh cluster and prints what happened.
+``python -m tests.fault.lab.torn`` runs them (the delayed Produce also arriving *before* transaction 2
+begins, which KIP-890 part 1 refuses) with both transaction versions on a fresh cluster and prints
+what happened.
 """
 
 from __future__ import annotations
@@ -174,9 +175,12 @@ def _topic(cluster: LocalCluster, scenario: str, tv: int) -> tuple[str, str]:
     return name, name
 
 
-def delayed_produce(cluster: LocalCluster, network: ClusterNetwork, tv: int, delay: float = 4.0) -> Outcome:
+def delayed_produce(cluster: LocalCluster, network: ClusterNetwork, tv: int, delay: float = 4.0,
+                    early: bool = False) -> Outcome:
+    """``early``: the held-back Produce arrives before transaction 2 begins (between the abort and the
+    next transaction), which KIP-890 part 1's verification refuses with either version."""
     topic, txn_id = _topic(cluster, "produce", tv)
-    out = Outcome("delayed Produce", tv)
+    out = Outcome("delayed Produce" + (", arriving before the next transaction" if early else ""), tv)
     p = _Producer(cluster, network, topic, txn_id, tv)
     steps = out.steps
     steps.append(f"txn 1 (epoch {p.epoch}) begins" + (f"; add [0, 1]: {_name(p.add(0, 1))}" if tv == 1 else ""))
@@ -189,7 +193,9 @@ def delayed_produce(cluster: LocalCluster, network: ClusterNetwork, tv: int, del
         request, version = p.end_request(False)
         steps.append(f"txn 1: EndTxn(abort): {_name(p.ended(p.coord.request(request, version)))} "
                      f"(epoch now {p.epoch})")
-        if tv == 1:
+        if early:
+            pass
+        elif tv == 1:
             steps.append(f"txn 2: add [0, 1]: {_name(p.add(0, 1))}")
         else:
             steps.append(f"txn 2: t2-p1 -> partition 1: {_name(p.produce(l1, 1, 't2-p1'))}")
@@ -199,6 +205,8 @@ def delayed_produce(cluster: LocalCluster, network: ClusterNetwork, tv: int, del
             p.seq[0] = p.seq.get(0, 0) + 1  # the client would learn it was written
         steps.append(f"the held-back t1-p0 arrives ({len(rule.delayed)} request held back): "
                      f"{_name(out.delayed_error)}")
+        if early and tv == 1:
+            steps.append(f"txn 2: add [0, 1]: {_name(p.add(0, 1))}")
         steps.append(f"txn 2: t2-p0 -> partition 0: {_name(p.produce(l0, 0, 't2-p0'))}")
         request, version = p.end_request(True)
         steps.append(f"txn 2: EndTxn(commit): {_name(p.ended(p.coord.request(request, version)))}")
@@ -243,9 +251,9 @@ def main() -> int:
     cluster, network = fault_cluster(root, client_proxies=True)
     outcomes = []
     try:
-        for scenario in (delayed_produce, delayed_end_txn):
-            for tv in (1, 2):
-                outcomes.append(scenario(cluster, network, tv))
+        for tv in (1, 2):
+            for run in (delayed_produce, lambda c, n, tv: delayed_produce(c, n, tv, early=True), delayed_end_txn):
+                outcomes.append(run(cluster, network, tv))
                 print(outcomes[-1].describe(), flush=True)
     finally:
         cluster.stop()
