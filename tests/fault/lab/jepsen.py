@@ -3,19 +3,26 @@ nemesis breaks the cluster; after healing, a checker decides whether any invaria
 
     python -m tests.fault.lab.jepsen --duration 600              # a soak, every nemesis mixed
     python -m tests.fault.lab.jepsen --nemesis kill --duration 60
+    python -m tests.fault.lab.jepsen --workload group --nemesis partition-clients --duration 60
+    python -m tests.fault.lab.jepsen --workload append --nemesis membership --duration 60
 
 :func:`fault_cluster` builds a :class:`~tidelog.testing.cluster.LocalCluster` (three brokers,
 ``min.insync.replicas=2``, a 4 s ZooKeeper session) wired through a
 :class:`~tests.fault.lab.nemesis.ClusterNetwork`. :func:`run` does one run on it:
 
 1. create the topic (RF=3, ``min.insync.replicas=2``, unclean election off);
-2. start the clients (:mod:`tests.fault.lab.workload`): idempotent acks=all producers, a
-   transactional producer committing and aborting, a read_uncommitted and a read_committed reader;
+2. start the workload's clients (:func:`make_clients`): ``register`` (:mod:`tests.fault.lab.workload`:
+   idempotent acks=all producers, a transactional producer committing and aborting, a
+   read_uncommitted and a read_committed reader), ``group`` (:mod:`tests.fault.lab.groups`:
+   subscribed consumers of both group protocols) or ``append`` (:mod:`tests.fault.lab.txn_append`:
+   list-append transactions);
 3. run the nemesis's schedule (quiet, fault, heal, ...) for ``duration`` seconds; heal;
 4. stop the clients; wait until every partition has a leader and its full ISR (liveness), then
    until its replicas are byte-identical on disk; read every partition to its end with both
    isolation levels;
-5. :func:`tests.fault.lab.history.check` the history; print its summary and the verdict. An invalid
+5. :func:`tests.fault.lab.history.check` the history, with the workload's own checker
+   (:func:`workload_checks`: poll-skip and nonmonotonic polls, or G0/G1c/aborted reads); print the
+   summary and the verdict. An invalid
    run writes ``history.jsonl``, ``summary.txt`` and every process's log to a directory under
    ``$TIDELOG_FAULT_ARTIFACTS`` (default ``<tmp>/tidelog-faults``) and names it.
 
