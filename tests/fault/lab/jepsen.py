@@ -394,8 +394,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partitions", type=int, default=3)
     parser.add_argument("--producers", type=int, default=2, help="idempotent producers (default 2)")
     parser.add_argument("--transactional", type=int, default=0,
-                        help="transactional producers (default 0: in cluster mode a transaction over partitions "
-                             "led by other brokers than its coordinator's does not end yet)")
+                        help="register workload: transactional producers (default 0); append workload: "
+                             "list-append transaction clients (at least 2), each writing its own partitions")
     parser.add_argument("--quiet", type=float, default=4.0, help="seconds between faults (default 4)")
     parser.add_argument("--fault", type=float, default=6.0, help="seconds a fault lasts (default 6)")
     parser.add_argument("--seed", type=int, default=None)
