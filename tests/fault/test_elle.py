@@ -85,3 +85,29 @@ def test_a_longer_cycle_is_found_among_many_transactions():
     verdict = check(txns, {0: [f"v{i}" for i in range(50)]})
     assert list(verdict.anomalies) == ["G1c"]
     assert verdict.anomalies["G1c"][0].count("->") == 50
+
+
+def test_a_recorded_history_is_checked_against_its_final_read_committed_read():
+    from tests.fault.lab.history import History
+    from tests.fault.lab.txn_append import check_history, transactions
+
+    h = History()
+    t1 = {"values": [[0, "a-0"]], "intent": "commit", "reads": {}}
+    h.add("a", "invoke", "txn", t1)
+    h.add("a", "ok", "txn", {**t1, "outcome": "committed"})
+    t2 = {"values": [[1, "b-0"]], "intent": "abort", "reads": {"0": ["a-0"]}}
+    h.add("b", "invoke", "txn", t2)
+    h.add("b", "ok", "txn", {**t2, "outcome": "aborted"})
+    t3 = {"values": [[1, "b-1"]], "intent": "commit", "reads": {}}
+    h.add("b", "invoke", "txn", t3)
+    h.add("b", "info", "txn", t3, "timed out")
+    h.add("c", "invoke", "txn", {"values": [[0, "c-0"]], "intent": "commit", "reads": {}})  # never completed
+    h.add("r-committed", "ok", "poll", {"isolation": "read_committed", "records": [[1, 0, "b-0"]]})
+    h.add("final-read_committed", "ok", "read", {"isolation": "read_committed",
+                                                 "records": [[0, 0, "a-0"], [1, 1, "b-1"]]})
+    assert [(t.id, t.status) for t in transactions(h)] == [
+        ("a:0", "committed"), ("b:1", "aborted"), ("b:2", "unknown"), ("c:3", "unknown")]
+    verdict = check_history(h)
+    assert list(verdict.anomalies) == ["G1a"]
+    assert verdict.anomalies["G1a"] == ["r-committed read b-0 (key 1) written by aborted b:1"]
+    assert verdict.stats["wr_edges"] == 1
