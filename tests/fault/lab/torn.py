@@ -54,6 +54,7 @@ from tidelog.testing.cluster import LocalCluster
 
 PRODUCE, END_TXN = 0, 26
 _RETRIABLE = {ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+              ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
               ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.NOT_LEADER_OR_FOLLOWER}
 _names = itertools.count()
 
@@ -82,12 +83,19 @@ class _Producer:
     def __init__(self, cluster: LocalCluster, network: ClusterNetwork, topic: str, txn_id: str, tv: int) -> None:
         self.cluster, self.network, self.topic, self.txn_id, self.tv = cluster, network, topic, txn_id, tv
         with WireClient.connect(network.client_bootstrap().split(",")[0], client_id="jepsen-torn") as c:
-            r = c.request(FindCoordinatorRequest(key=txn_id, key_type=1), 3)
+            found = []  # a first use creates __transaction_state: COORDINATOR_NOT_AVAILABLE meanwhile
+            _retrying(lambda: (found.append(c.request(FindCoordinatorRequest(key=txn_id, key_type=1), 3)),
+                               found[-1].error_code)[1], timeout=60)
+            r = found[-1]
             assert r.error_code == 0, ErrorCode(r.error_code)
-            self.coordinator_id, self.coordinator = r.node_id, f"{r.host}:{r.port}"
+            # the coordinator through its client proxy (the address it advertises, in a cluster)
+            self.coordinator_id, self.coordinator = r.node_id, network.clients[r.node_id].address
         self.coord = self.connect_coordinator()
-        r = self.coord.request(InitProducerIdRequest(transactional_id=txn_id, transaction_timeout_ms=60_000),
-                               5 if tv == 2 else 4)
+        init = InitProducerIdRequest(transactional_id=txn_id, transaction_timeout_ms=60_000)
+        answers = []
+        _retrying(lambda: (answers.append(self.coord.request(init, 5 if tv == 2 else 4)), answers[-1].error_code)[1],
+                  timeout=60)
+        r = answers[-1]
         assert r.error_code == 0, ErrorCode(r.error_code)
         self.pid, self.epoch = r.producer_id, r.producer_epoch
         self.seq: dict[int, int] = {}
@@ -160,8 +168,9 @@ def _read_committed(cluster: LocalCluster, topic: str) -> dict[int, list[str]]:
     history = History()
     final_read(cluster.bootstrap(), topic, 2, "read_committed", history, timeout=30)
     op = history.ops[-1]
-    assert op.type == "ok", op.error
     visible: dict[int, list[str]] = {0: [], 1: []}
+    if op.type != "ok":  # e.g. a transaction left open holds the last stable offset back
+        visible[-1] = [f"read_committed incomplete: {op.error}"]
     for p, _, value in op.value["records"]:
         visible[p].append(value)
     return visible
