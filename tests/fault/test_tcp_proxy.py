@@ -126,3 +126,47 @@ def test_replica_fetcher_peer_reads_the_client_id_of_the_first_request():
 def test_an_unknown_mode_is_refused(network):
     with pytest.raises(ValueError, match="mode must be one of"):
         network.cut("a", "b", "slow")
+
+
+def request_frame(api_key: int, correlation_id: int, body: bytes = b"") -> bytes:
+    payload = struct.pack(">hhih", api_key, 0, correlation_id, -1) + body
+    return struct.pack(">i", len(payload)) + payload
+
+
+def read_exactly(s: socket.socket, n: int, timeout: float) -> bytes:
+    s.settimeout(timeout)
+    got = b""
+    while len(got) < n:
+        chunk = s.recv(n - len(got))
+        if not chunk:
+            raise ConnectionError("closed")
+        got += chunk
+    return got
+
+
+def test_a_delay_holds_back_the_named_request_and_those_after_it_on_its_connection(network, echo):
+    proxy = network.proxy("b1", echo, peer="clients", frames=True)
+    rule = network.delay([26], 1.5, destination="b1", peer="clients", count=1)  # the next EndTxn
+    held, other = connect(proxy.port), connect(proxy.port)
+    produce, end_txn, after = request_frame(0, 1, b"p" * 100), request_frame(26, 2), request_frame(0, 3)
+    # A frame split across writes is still recognised as one request.
+    held.sendall(produce[:7])
+    held.sendall(produce[7:] + end_txn[:5])
+    held.sendall(end_txn[5:] + after)
+    assert read_exactly(held, len(produce), 1.0) == produce  # passes at once
+    with pytest.raises(TimeoutError):
+        read_exactly(held, 1, 0.5)  # the EndTxn (and the Produce after it) are held back
+    assert roundtrip(other, request_frame(26, 9)) == request_frame(26, 9)  # the rule's one delay is used up
+    assert read_exactly(held, len(end_txn) + len(after), 3.0) == end_txn + after  # in order, later
+    assert rule.delayed == [(26, 2)]
+    held.close()
+    other.close()
+
+
+def test_heal_clears_the_delays(network, echo):
+    proxy = network.proxy("b1", echo, peer="clients", frames=True)
+    network.delay([0], 30.0)
+    network.heal()
+    s = connect(proxy.port)
+    assert roundtrip(s, request_frame(0, 1)) == request_frame(0, 1)
+    s.close()

@@ -5,7 +5,10 @@ processes of a :class:`~tidelog.testing.cluster.LocalCluster` before it starts: 
 ZooKeeper through its own proxy (``zookeeper.connect`` per broker), and followers fetch from a
 leader through a proxy in front of the leader's ``REPLICATION`` listener (the inter-broker
 listener, advertised at the proxy's port), while clients keep talking to the brokers' ``PLAINTEXT``
-listeners directly. Nodes are named ``"zk"`` and ``"b<id>"``.
+listeners directly -- or, with ``client_proxies=True``, through a proxy per broker too (the
+``PLAINTEXT`` listener advertised at the proxy's port; every connection through it comes from the
+node ``"clients"``, and its requests can be delayed by API key). Nodes are named ``"zk"``,
+``"b<id>"`` and ``"clients"``.
 
 A :class:`Nemesis` has ``start()`` (do the fault, return what it did) and ``heal()`` (undo it):
 
@@ -13,6 +16,10 @@ A :class:`Nemesis` has ``start()`` (do the fault, return what it did) and ``heal
 * :class:`Pause` -- SIGSTOP a broker, heal: SIGCONT;
 * :class:`Isolate` -- cut a broker off from the other brokers and from ZooKeeper (``drop`` or
   ``blackhole``), heal: remove the cuts;
+* :class:`PartitionClients` -- cut the clients off from a broker (the partition's leader) while
+  the brokers and ZooKeeper still reach it (needs ``client_proxies``);
+* :class:`PartitionBrokers` -- cut two brokers (a leader and a follower) off from each other, each
+  still reaching ZooKeeper and the third broker;
 * :class:`RestartZooKeeper` -- stop ZooKeeper (SIGTERM, or kill -9) and start it again on the same
   port and data directory (heal waits until it serves);
 * :class:`Combined` -- several at once (started in order, healed in reverse).
@@ -26,36 +33,50 @@ import random
 import threading
 from collections.abc import Callable
 
-from tests.fault.lab.tcp_proxy import ProxyNetwork, replica_fetcher_peer
+from tests.fault.lab.tcp_proxy import ProxyNetwork, TcpProxy, replica_fetcher_peer
 from tidelog.testing.cluster import LocalCluster
 from tidelog.testing.zookeeper import free_port
 
 REPLICATION_LISTENER = "REPLICATION"
+#: The node every connection through a client proxy comes from.
+CLIENTS = "clients"
 
 
 class ClusterNetwork:
     """Proxies between ZooKeeper and each broker and between brokers; call before ``cluster.start()``
     (starts ZooKeeper if it is not running: its port must be known)."""
 
-    def __init__(self, cluster: LocalCluster) -> None:
+    def __init__(self, cluster: LocalCluster, *, client_proxies: bool = False) -> None:
         self.cluster = cluster
         self.net = ProxyNetwork()
+        self.clients: dict[int, TcpProxy] = {}
         if not cluster.zookeeper.alive:
             cluster.zookeeper.start()
         for i in range(1, cluster.count + 1):
             zk = self.net.proxy("zk", ("127.0.0.1", cluster.zookeeper.port), peer=node(i))
             replication_port = free_port()
             replication = self.net.proxy(node(i), ("127.0.0.1", replication_port), identify=replica_fetcher_peer)
+            advertised = ""
+            if client_proxies:  # the broker's PLAINTEXT port is known once it started (and kept on restarts)
+                self.clients[i] = self.net.proxy(node(i), lambda i=i: ("127.0.0.1", cluster.brokers[i].port),
+                                                 peer=CLIENTS, frames=True)
+                advertised = f"PLAINTEXT://{self.clients[i].address},"
             cluster.per_broker.setdefault(i, {}).update({
                 "zookeeper.connect": zk.address + cluster.chroot,
                 "listeners": f"PLAINTEXT://127.0.0.1:0,{REPLICATION_LISTENER}://127.0.0.1:{replication_port}",
-                "advertised.listeners": f"{REPLICATION_LISTENER}://127.0.0.1:{replication.port}",
+                "advertised.listeners": f"{advertised}{REPLICATION_LISTENER}://127.0.0.1:{replication.port}",
                 "listener.security.protocol.map": f"PLAINTEXT:PLAINTEXT,{REPLICATION_LISTENER}:PLAINTEXT",
                 "inter.broker.listener.name": REPLICATION_LISTENER,
             })
 
     def nodes(self) -> list[str]:
         return ["zk", *(node(i) for i in range(1, self.cluster.count + 1))]
+
+    def client_bootstrap(self) -> str:
+        """``bootstrap.servers`` through the client proxies (the brokers' own addresses without them)."""
+        if not self.clients:
+            return self.cluster.bootstrap()
+        return ",".join(proxy.address for proxy in self.clients.values())
 
     def isolate(self, broker_id: int, mode: str = "drop") -> None:
         me = node(broker_id)
@@ -175,6 +196,51 @@ class Isolate(_BrokerNemesis):
         return f"healed the network (broker {victim})"
 
 
+class PartitionClients(_BrokerNemesis):
+    """The clients lose a broker (``drop`` or ``blackhole``); the cluster does not."""
+
+    def __init__(self, cluster: LocalCluster, network: ClusterNetwork, *, mode: str = "blackhole", **kw) -> None:
+        super().__init__(cluster, **kw)
+        if not network.clients:
+            raise ValueError("partitioning the clients needs a ClusterNetwork with client_proxies=True")
+        self.network = network
+        self.mode = mode
+        self.name = f"partition-clients-{mode}"
+
+    def start(self) -> str:
+        self.victim = self.choose()
+        self.network.net.cut(CLIENTS, node(self.victim), self.mode)
+        return f"cut the clients off from broker {self.victim} ({self.mode}); the brokers still reach it"
+
+    def heal(self) -> str:
+        self.network.heal()
+        victim, self.victim = self.victim, None
+        return f"healed the clients' path (broker {victim})"
+
+
+class PartitionBrokers(_BrokerNemesis):
+    """A leader and one of its followers lose each other; both keep ZooKeeper and the third broker."""
+
+    def __init__(self, cluster: LocalCluster, network: ClusterNetwork, *, mode: str = "drop", **kw) -> None:
+        super().__init__(cluster, **kw)
+        self.network = network
+        self.mode = mode
+        self.name = f"partition-brokers-{mode}"
+        self.pair: tuple[int, int] | None = None
+
+    def start(self) -> str:
+        a = self.choose()
+        b = self.rng.choice([i for i, br in self.cluster.brokers.items() if br.alive and i != a])
+        self.pair = (a, b)
+        self.network.net.cut(node(a), node(b), self.mode)
+        return f"cut brokers {a} and {b} off from each other ({self.mode}); ZooKeeper reaches both"
+
+    def heal(self) -> str:
+        self.network.heal()
+        pair, self.pair = self.pair, None
+        return f"healed the link between brokers {pair}"
+
+
 class RestartZooKeeper(Nemesis):
     """ZooKeeper goes down (SIGTERM, or kill -9 with ``kill=True``); heal starts it again on the same
     port and data directory."""
@@ -232,15 +298,18 @@ class Mixed(Nemesis):
 def run_schedule(nemesis: Nemesis, stop: threading.Event, log: Callable[[str, str], None], *,
                  quiet_s: float = 3.0, fault_s: float = 5.0, rng: random.Random | None = None) -> None:
     """Until ``stop`` is set: quiet for ~``quiet_s``, fault for ~``fault_s`` (each +-30%), heal.
-    ``log(phase, text)`` records each step (phase ``"start"`` or ``"heal"``). Always heals before
-    returning."""
+    ``log(phase, text)`` records each step (phase ``"start"``, ``"heal"``, or ``"error"`` when a
+    fault could not be started). Always heals before returning."""
     rng = rng or random.Random()
     jitter = lambda s: s * rng.uniform(0.7, 1.3)  # noqa: E731
     started = False
     try:
         while not stop.wait(jitter(quiet_s)):
             started = True
-            log("start", nemesis.start())
+            try:
+                log("start", nemesis.start())
+            except Exception as e:  # the fault could not be done (a broker too slow to start ...): heal, go on
+                log("error", f"{nemesis.name} could not start: {e!r}"[:2000])
             stop.wait(jitter(fault_s))
             started = False
             log("heal", nemesis.heal())
@@ -249,5 +318,6 @@ def run_schedule(nemesis: Nemesis, stop: threading.Event, log: Callable[[str, st
             log("heal", nemesis.heal())
 
 
-__all__ = ["ClusterNetwork", "Combined", "Isolate", "Kill", "Mixed", "Nemesis", "Pause", "Quiet", "RestartZooKeeper",
+__all__ = ["CLIENTS", "ClusterNetwork", "Combined", "Isolate", "Kill", "Mixed", "Nemesis", "PartitionBrokers",
+           "PartitionClients", "Pause", "Quiet", "RestartZooKeeper",
            "node", "run_schedule"]

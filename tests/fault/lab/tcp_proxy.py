@@ -17,6 +17,12 @@ the current cuts: ``cut(a, b, mode)`` stops traffic between nodes ``a`` and ``b`
   the connections that were blackholed (their bytes were lost; TCP would have reset them).
 
 Connections whose peer is unknown (clients, the test's own ZooKeeper client) are never cut.
+
+A proxy built with ``frames=True`` (the proxies on the clients' path) reads the Kafka requests it
+forwards frame by frame, so that ``delay(api_keys, seconds, ...)`` can hold back the next requests
+of given API keys (Produce, EndTxn ...) on their way to a broker: the request and every one after
+it on that connection wait (TCP keeps order), other connections go on. Bufstream's analysis tore
+Kafka transactions with delays like these.
 """
 
 from __future__ import annotations
@@ -32,6 +38,9 @@ from dataclasses import dataclass, field
 MODES = ("drop", "blackhole")
 _REPLICA_CLIENT = re.compile(rb"^tidelog-replica-fetcher-(\d+)$")
 _HEADER = struct.Struct(">ihhih")  # size, api key, api version, correlation id, client id length
+
+#: Where a proxy forwards to: an address, or a function giving it at each connection.
+Upstream = "tuple[str, int] | Callable[[], tuple[str, int]]"
 
 #: The first bytes a connection sent -> the peer node's name, "" if it cannot tell yet, None if unknown.
 Identify = Callable[[bytes], "str | None"]
@@ -52,6 +61,20 @@ def replica_fetcher_peer(head: bytes) -> str | None:
 
 
 @dataclass(eq=False)
+class Delay:
+    """Hold back requests of ``api_keys`` for ``seconds`` (on connections from ``peer`` to
+    ``destination``; None: any), the next ``count`` of them (None: every one until cleared)."""
+
+    api_keys: frozenset[int]
+    seconds: float
+    destination: str | None = None
+    peer: str | None = None
+    count: int | None = None
+    #: (api key, correlation id) of the requests held back so far
+    delayed: list[tuple[int, int]] = field(default_factory=list)
+
+
+@dataclass(eq=False)
 class _Connection:
     peer: str | None
     writers: list[asyncio.StreamWriter] = field(default_factory=list)
@@ -66,9 +89,11 @@ class _Connection:
 class TcpProxy:
     """One listening port forwarding to ``upstream``; built by :meth:`ProxyNetwork.proxy`."""
 
-    def __init__(self, network: ProxyNetwork, destination: str, upstream: tuple[str, int], *,
-                 peer: str | None = None, identify: Identify | None = None, port: int = 0) -> None:
+    def __init__(self, network: ProxyNetwork, destination: str, upstream: Upstream, *,
+                 peer: str | None = None, identify: Identify | None = None, port: int = 0,
+                 frames: bool = False) -> None:
         self.network = network
+        self.frames = frames
         self.destination = destination
         self.upstream = upstream
         self.peer = peer
@@ -112,13 +137,15 @@ class TcpProxy:
                 while await reader.read(65536):  # hold it; nothing passes
                     pass
                 return
-            up_reader, up_writer = await asyncio.open_connection(*self.upstream)
+            upstream = self.upstream() if callable(self.upstream) else self.upstream
+            up_reader, up_writer = await asyncio.open_connection(*upstream)
             conn.writers.append(up_writer)
             if conn.blackholed:  # cut while connecting
                 return
             if head:
                 up_writer.write(head)
-            await asyncio.gather(self._pipe(conn, reader, up_writer), self._pipe(conn, up_reader, writer))
+            upstream = self._pipe_requests(conn, reader, up_writer) if self.frames else self._pipe(conn, reader, up_writer)
+            await asyncio.gather(upstream, self._pipe(conn, up_reader, writer))
         except (OSError, asyncio.IncompleteReadError):
             pass
         finally:
@@ -138,12 +165,42 @@ class TcpProxy:
                 conn.close()
 
 
+    async def _pipe_requests(self, conn: _Connection, reader: asyncio.StreamReader,
+                             writer: asyncio.StreamWriter) -> None:
+        """Forward whole request frames, holding back those a :class:`Delay` names."""
+        buf = bytearray()
+        try:
+            while data := await reader.read(65536):
+                if conn.blackholed:
+                    continue
+                buf += data
+                while len(buf) >= 8:
+                    size = int.from_bytes(buf[:4], "big", signed=True)
+                    if len(buf) < 4 + size:
+                        break
+                    frame = bytes(buf[:4 + size])
+                    del buf[:4 + size]
+                    api_key = int.from_bytes(frame[4:6], "big", signed=True)
+                    seconds = self.network.take_delay(conn.peer, self.destination, api_key,
+                                                      int.from_bytes(frame[8:12], "big", signed=True))
+                    if seconds:
+                        await asyncio.sleep(seconds)
+                    if conn.blackholed:
+                        break
+                    writer.write(frame)
+                    await writer.drain()
+        finally:
+            if not conn.blackholed:
+                conn.close()
+
+
 class ProxyNetwork:
     """Every proxy of a cluster, served by one event-loop thread, and the cuts between nodes."""
 
     def __init__(self) -> None:
         self.proxies: list[TcpProxy] = []
         self._cuts: dict[frozenset[str], str] = {}
+        self._delays: list[Delay] = []
         self._lock = threading.Lock()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="tcp-proxies", daemon=True)
@@ -155,11 +212,11 @@ class ProxyNetwork:
 
         return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout)
 
-    def proxy(self, destination: str, upstream: tuple[str, int], *, peer: str | None = None,
-              identify: Identify | None = None, port: int = 0) -> TcpProxy:
+    def proxy(self, destination: str, upstream: Upstream, *, peer: str | None = None,
+              identify: Identify | None = None, port: int = 0, frames: bool = False) -> TcpProxy:
         """A started proxy to ``upstream`` (the node ``destination``); connections come from ``peer``
-        or from whom ``identify`` says."""
-        proxy = TcpProxy(self, destination, upstream, peer=peer, identify=identify, port=port)
+        or from whom ``identify`` says; ``frames``: it can delay requests (see :meth:`delay`)."""
+        proxy = TcpProxy(self, destination, upstream, peer=peer, identify=identify, port=port, frames=frames)
         self._call(proxy._start)
         self.proxies.append(proxy)
         return proxy
@@ -191,10 +248,35 @@ class ProxyNetwork:
         """Cut ``node`` off from every node in ``others``."""
         self.cut_many([(node, other) for other in others], mode)
 
+    def delay(self, api_keys: Iterable[int], seconds: float, *, destination: str | None = None,
+              peer: str | None = None, count: int | None = None) -> Delay:
+        """Hold back the next requests of ``api_keys`` through the ``frames`` proxies (see :class:`Delay`)."""
+        rule = Delay(frozenset(api_keys), seconds, destination, peer, count)
+        with self._lock:
+            self._delays.append(rule)
+        return rule
+
+    def take_delay(self, peer: str | None, destination: str, api_key: int, correlation_id: int) -> float:
+        """The seconds to hold back this request (0: none); counts it against its rule."""
+        with self._lock:
+            for rule in self._delays:
+                if (api_key in rule.api_keys and rule.destination in (None, destination)
+                        and rule.peer in (None, peer) and (rule.count is None or rule.count > 0)):
+                    if rule.count is not None:
+                        rule.count -= 1
+                    rule.delayed.append((api_key, correlation_id))
+                    return rule.seconds
+        return 0.0
+
+    def clear_delays(self) -> None:
+        with self._lock:
+            self._delays.clear()
+
     def heal(self) -> None:
-        """Remove every cut; blackholed connections are closed (their bytes are gone)."""
+        """Remove every cut and delay; blackholed connections are closed (their bytes are gone)."""
         with self._lock:
             self._cuts.clear()
+            self._delays.clear()
         self._call(self._apply)
 
     async def _apply(self) -> None:
@@ -214,4 +296,4 @@ class ProxyNetwork:
         self._thread.join(5)
 
 
-__all__ = ["MODES", "ProxyNetwork", "TcpProxy", "replica_fetcher_peer"]
+__all__ = ["MODES", "Delay", "ProxyNetwork", "TcpProxy", "replica_fetcher_peer"]
