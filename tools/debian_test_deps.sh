@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Debian packages the test suite drives besides Python: Chromium (the web console's end-to-end tests, with
 # Playwright), promtool (from the prometheus package, checks the /metrics output) and kcat (linked to
-# Debian's librdkafka, older than 2.6.1: tests/oracle/test_scram_clients.py checks such clients' SCRAM). Installed only when a
+# Debian's librdkafka, older than 2.6.1: tests/oracle/test_scram_clients.py checks such clients' SCRAM) and faketime
+# (libfaketime: the fault lab's clock-jump nemesis, tests/fault/test_jepsen.py). Installed only when a
 # command is missing and this runs as root with apt-get (a CI machine); otherwise it says what is missing
 # and carries on: those tests skip locally and fail in CI (tests/toolchain.py).
 set -uo pipefail
-declare -A PACKAGE_OF=([chromium]=chromium [promtool]=prometheus [kcat]=kcat)
+declare -A PACKAGE_OF=([chromium]=chromium [promtool]=prometheus [kcat]=kcat [faketime]=faketime)
 missing=()
 for cmd in "${!PACKAGE_OF[@]}"; do
     command -v "$cmd" >/dev/null 2>&1 || missing+=("${PACKAGE_OF[$cmd]}")

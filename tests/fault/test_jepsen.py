@@ -27,6 +27,7 @@ from tests.fault.lab.jepsen import RunResult, fault_cluster, run
 from tests.fault.lab.membership import faketime_library
 from tests.fault.lab.torn import delayed_end_txn, delayed_produce
 from tests.integration.zookeeper import start_zookeeper
+from tests.toolchain import require
 from tidelog.errors import ErrorCode
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("faults")]
@@ -76,9 +77,8 @@ def test_list_append_transactions_have_no_cycle_aborted_read_or_torn_transaction
     assert any(op.value["reads"] for op in txns), "the transactions never read what others wrote"
 
 
-@pytest.mark.skipif(faketime_library() is None, reason="the clock-jump nemesis needs libfaketime "
-                                                        "(apt-get install faketime)")
 def test_subscribed_consumers_with_a_brokers_clock_jumping_ahead(cluster):
+    require("libfaketime", faketime_library() is not None, "the clock-jump nemesis needs it (apt-get install faketime)")
     result = jepsen_run(cluster, "group", "clock-jump", "j-group-clock")
     assert any("jumped" in str(op.value) for op in result.history.ops if op.process == "nemesis")
 
