@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
+import os
 import signal
 import sys
 from dataclasses import replace
@@ -124,9 +126,36 @@ async def _serve(config: BrokerConfig) -> int:
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    watch = _watch_parent(stop)
     if broker.http is not None:
         print(f"tidelog console: {broker.http.url}", flush=True)
+    # One machine-readable line with every port opened (tools and test fixtures parse it).
+    print(f"tidelog ports: {json.dumps(broker.ports)}", flush=True)
     print(f"tidelog broker {broker.broker_id} listening on {broker.host or '0.0.0.0'}:{broker.port}", flush=True)
     await stop.wait()
+    if watch is not None:
+        watch.cancel()
     await broker.stop()
     return 0
+
+
+#: Set by whoever starts ``tidelog serve`` as a child it owns (tidelog.Broker, the pytest plugin): the
+#: parent's pid. The broker shuts down when that process is gone, so that no broker outlives a test run
+#: that was killed (SIGKILL runs no clean-up in the parent).
+PARENT_PID_ENV = "TIDELOG_PARENT_PID"
+
+
+def _watch_parent(stop: asyncio.Event) -> asyncio.Task | None:
+    text = os.environ.get(PARENT_PID_ENV, "")
+    if not text.isdigit():
+        return None
+    parent = int(text)
+
+    async def watch() -> None:
+        while os.getppid() == parent:
+            await asyncio.sleep(0.5)
+        logging.getLogger(__name__).warning("the process that started this broker (pid %d) is gone: stopping",
+                                            parent)
+        stop.set()
+
+    return asyncio.get_running_loop().create_task(watch())

@@ -420,6 +420,20 @@ class Broker:
         bound = self.network.bound.get(self.listeners[0].name)
         return bound[1] if bound else self.listeners[0].port
 
+    @property
+    def ports(self) -> dict[str, Any]:
+        """Every port this broker opened (once started), as ``tidelog serve`` prints it in its
+        ``tidelog ports: {...}`` line: ``kafka`` (the first listener), ``listeners`` (name -> port),
+        ``http`` (metrics.listener: console, metrics, health) and ``tubemq.master``/``tubemq.broker``
+        when those are configured."""
+        out: dict[str, Any] = {"kafka": self.port,
+                               "listeners": {name: port for name, (_, port) in self.network.bound.items()}}
+        if self.http is not None and self.http.bound is not None:
+            out["http"] = self.http.bound[1]
+        if self.tubemq is not None:
+            out.update({f"tubemq.{name}": port for name, (_, port) in self.tubemq.bound.items()})
+        return out
+
     # ---------------------------------------------------------------------------------- start
 
     async def start(self) -> None:
@@ -442,7 +456,7 @@ class Broker:
                 try:
                     await self.http.start()
                 except OSError as e:
-                    raise ListenerError(str(e)) from e
+                    raise ListenerError(e.strerror or str(e)) from e
             await self._load()
         except BaseException:
             if self.http is not None:
