@@ -119,7 +119,7 @@ _counter = itertools.count(1)
 
 
 def _topic_name(request: pytest.FixtureRequest) -> str:
-    base = re.sub(r"[^a-zA-Z0-9._-]+", "-", request.node.name).strip("-.")[:180] or "topic"
+    base = re.sub(r"[^a-zA-Z0-9-]+", "-", request.node.name).strip("-")[:180] or "topic"
     return f"{base}-{next(_counter)}-{uuid.uuid4().hex[:8]}"
 
 

@@ -45,7 +45,7 @@ def test_session_broker_topics_and_records(pytester: pytest.Pytester) -> None:
 
         def test_topic_factory(kafka_topic, kafka_admin):
             first, second = kafka_topic(), kafka_topic(partitions=3, config={"cleanup.policy": "compact"})
-            assert first != second and "test_topic_factory" in first
+            assert first != second and "test-topic-factory" in first
             topics = kafka_admin.list_topics(timeout=10).topics
             assert len(topics[first].partitions) == 1 and len(topics[second].partitions) == 3
 
@@ -53,7 +53,7 @@ def test_session_broker_topics_and_records(pytester: pytest.Pytester) -> None:
             topic = kafka_topic(partitions=2)
             acked = kafka_produce(topic, [b"v0", ("k1", "v1"), {"key": b"k2", "value": b"v2", "partition": 1,
                                                                  "headers": {"h": "x"}}])
-            assert acked[2] == (1, 0)
+            assert acked[2][0] == 1 and len(set(acked)) == 3
             records = kafka_consume(topic, 3)
             assert sorted(r.value for r in records) == [b"v0", b"v1", b"v2"]
             assert [r.headers for r in records if r.key == b"k2"] == [[("h", b"x")]]
@@ -226,4 +226,4 @@ def test_the_marker_and_options_are_documented_in_pytest_help(pytester: pytest.P
     markers = pytester.runpytest("--markers")
     markers.stdout.fnmatch_lines(["*@pytest.mark.tidelog(*security_protocol*"])
     helptext = pytester.runpytest("--help")
-    helptext.stdout.fnmatch_lines(["*--tidelog-mode*", "*--tidelog-broker-arg*", "*tidelog_broker_args*"])
+    helptext.stdout.fnmatch_lines(["*--tidelog-broker-arg*", "*--tidelog-mode*", "*tidelog_broker_args*"])
