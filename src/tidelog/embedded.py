@@ -58,7 +58,7 @@ class Broker:
                  http: bool = False, security_protocol: str = "PLAINTEXT",
                  users: Mapping[str, str] | None = None, sasl_mechanism: str = "SCRAM-SHA-256",
                  ssl_keystore: str | os.PathLike | None = None, ssl_ca: str | os.PathLike | None = None,
-                 start_timeout: float = 30.0) -> None:
+                 start_timeout: float = 120.0) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         protocol = security_protocol.upper()

@@ -27,7 +27,7 @@ class BrokerProcess(ServerProcess):
     stop_timeout = 30.0
 
     def __init__(self, data_dir: Path, *, overrides: dict[str, str] | None = None, port: int = 0,
-                 event_loop: str = "auto", start_timeout: float = 30.0) -> None:
+                 event_loop: str = "auto", start_timeout: float = 90.0) -> None:
         self.data_dir = Path(data_dir)
         self.overrides = dict(overrides or {})
         # Many test brokers run at once: the HTTP listener takes a free port unless a test names one.
