@@ -1,4 +1,4 @@
-"""docs/testing-with-tidelog.md's Python examples run as written: test files through pytest (with the
+"""docs/testing-with-tidelog.md's Python examples (and the README's plugin example) run as written: test files through pytest (with the
 plugin), scripts with the interpreter. Examples for libraries that are not installed (FastStream,
 Faust) are skipped; the tidelog_cluster example is test_pytest_plugin.py's (it needs java and mvn)."""
 
@@ -14,8 +14,12 @@ import pytest
 
 pytestmark = pytest.mark.integration
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "testing-with-tidelog.md"
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "testing-with-tidelog.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+#: The README's plugin example (its other Python blocks are test_readme.py's).
+BLOCKS += [b for b in re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
+           if "kafka_topic(" in b]
 
 
 def _needs(block: str) -> str | None:
