@@ -439,7 +439,7 @@ class BrokerConfig:
             if d is not None:
                 values[key] = d.parse(written_as[key], raw)
         check_listeners(values)
-        free_http_port(values, normalized)
+        _free_http_port(values, normalized)
         check_tubemq_listeners(values)
         check_inter_broker_listener(values)
         if values["zookeeper.connect"] is not None and "broker.id" not in normalized:
@@ -462,7 +462,7 @@ class BrokerConfig:
         return text
 
 
-def free_http_port(values: dict[str, Any], given: Mapping[str, str]) -> None:
+def _free_http_port(values: dict[str, Any], given: Mapping[str, str]) -> None:
     """A first listener on port 0 (``--port 0``: "any free port") makes the HTTP listener pick a free
     port too, unless ``metrics.listener`` is set: a second broker on one machine must not collide on
     the default 127.0.0.1:9644 (the TubeMQ listeners have no default port: they are always named)."""

@@ -186,3 +186,13 @@ def test_bad_cluster_settings_are_config_errors(props: dict, message: str) -> No
 
 def test_node_id_counts_as_the_broker_id_of_a_cluster() -> None:
     assert BrokerConfig.from_props({"zookeeper.connect": "zk", "node.id": "4"})["broker.id"] == 4
+
+
+def test_a_first_listener_on_port_0_frees_the_http_port_unless_it_is_set() -> None:
+    # --port 0 means "any free port" for every listener: a second broker must not collide on 9644
+    assert BrokerConfig.from_props({"listeners": "PLAINTEXT://127.0.0.1:0"})["metrics.listener"] == ("127.0.0.1", 0)
+    assert BrokerConfig.from_props({})["metrics.listener"] == ("127.0.0.1", 9644)
+    assert BrokerConfig.from_props({"listeners": "PLAINTEXT://:9092"})["metrics.listener"] == ("127.0.0.1", 9644)
+    named = {"listeners": "PLAINTEXT://:0", "metrics.listener": "http://127.0.0.1:9700"}
+    assert BrokerConfig.from_props(named)["metrics.listener"] == ("127.0.0.1", 9700)
+    assert BrokerConfig.from_props({"listeners": "PLAINTEXT://:0", "metrics.listener": ""})["metrics.listener"] is None
