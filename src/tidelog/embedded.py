@@ -277,7 +277,7 @@ class Broker:
     # ------------------------------------------------------------------------- mode="subprocess"
 
     def _start_subprocess(self, props: dict[str, str]) -> None:
-        cmd = [sys.executable, "-m", "tidelog", "serve"]
+        cmd = [sys.executable, "-m", "tidelog.cli.serve"]  # `tidelog serve`, without the client commands
         for key, value in props.items():
             cmd += ["--override", f"{key}={value}"]
         env = dict(os.environ, PYTHONUNBUFFERED="1", TIDELOG_PARENT_PID=str(os.getpid()))

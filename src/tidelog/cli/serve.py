@@ -28,7 +28,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="set any property, overriding the file (repeatable), as kafka-server-start.sh does",
     )
     p.add_argument("--host", help="interface to listen on (default localhost; 0.0.0.0 for all)")
-    p.add_argument("--port", type=_port, help="port to listen on (default 9092; 0 picks a free port)")
+    p.add_argument("--port", type=_port, help="port to listen on (default 9092; 0 picks a free port, and then the HTTP listener takes a "
+                   "free port too unless metrics.listener is set; every port is printed as `tidelog ports: {...}`)")
     p.add_argument("--data-dir", type=Path, help="where the logs and metadata live (log.dirs)")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     p.add_argument(
@@ -159,3 +160,17 @@ def _watch_parent(stop: asyncio.Event) -> asyncio.Task | None:
         stop.set()
 
     return asyncio.get_running_loop().create_task(watch())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tidelog.cli.serve [ARGS]``: ``tidelog serve`` without building the other commands'
+    parsers (which import the Kafka client): how tidelog.Broker(mode="subprocess") starts its broker."""
+    parser = argparse.ArgumentParser(prog="tidelog")
+    add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["serve", *(sys.argv[1:] if argv is None else argv)])
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
