@@ -13,6 +13,8 @@ Each round is a fresh Python process (``bench/startup.py --round MODE``) that im
 * ``thread``: ``tidelog.Broker()``, the broker in that process on its own event loop (the default of the
   fixtures). RSS: the whole process's resident memory after the produce, minus the same process's RSS
   just before ``Broker()`` (interpreter + confluent-kafka): what the broker added.
+  Then a second ``Broker()`` in the same process ("again"): the modules are loaded, so this is what
+  every fixture broker after the first of a test session costs (``tidelog_broker_function``).
 * ``subprocess``: ``tidelog.Broker(mode="subprocess")``, ``tidelog serve`` as a child. RSS: the child's.
 * ``kafka``: tests/oracle/kafka.py's KafkaProcess (KRaft, one node, ``kafka-storage format`` then
   ``kafka.Kafka`` with kafka-server-start.sh's heap), timed from ``start()``; RSS: the JVM's. Needs java
@@ -100,7 +102,14 @@ def run_round(mode: str) -> dict:
             cpu = cpu_seconds(broker.proc.pid)  # type: ignore[union-attr]
         else:  # this process's CPU: the broker's thread, and librdkafka's threads (a few ms)
             rss, cpu = rss_kib() - before, time.process_time() - cpu0
-    return {"seconds": seconds, "rss_kib": rss, "cpu": cpu}
+    result = {"seconds": seconds, "rss_kib": rss, "cpu": cpu}
+    if mode == "thread":  # a second broker in the same process: what every later fixture pays
+        t0, cpu0 = time.perf_counter(), time.process_time()
+        with tidelog.Broker(mode=mode) as again:
+            first_produce(again.bootstrap_servers)
+            result["again"] = {"seconds": time.perf_counter() - t0, "cpu": time.process_time() - cpu0,
+                               "rss_kib": rss}
+    return result
 
 
 def user_env() -> dict[str, str]:
@@ -124,9 +133,13 @@ def measure(mode: str, rounds: int) -> dict | None:
             print(f"{mode}: failed\n{done.stderr[-2000:]}", file=sys.stderr)
             return None
         samples.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    return {"seconds": statistics.median(s["seconds"] for s in samples),
-            "cpu": statistics.median(s["cpu"] for s in samples),
-            "rss_mib": statistics.median(s["rss_kib"] for s in samples) / 1024, "rounds": rounds}
+    out = {"seconds": statistics.median(s["seconds"] for s in samples),
+           "cpu": statistics.median(s["cpu"] for s in samples),
+           "rss_mib": statistics.median(s["rss_kib"] for s in samples) / 1024, "rounds": rounds}
+    if all("again" in s for s in samples):
+        out["again"] = {"seconds": statistics.median(s["again"]["seconds"] for s in samples),
+                        "cpu": statistics.median(s["again"]["cpu"] for s in samples), "rss_mib": out["rss_mib"]}
+    return out
 
 
 def profiled_start() -> None:
@@ -196,6 +209,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     rounds = 1 if args.quick else args.rounds
     results = {mode: measure(mode, rounds) for mode in ("thread", "subprocess")}
+    if results["thread"] and "again" in results["thread"]:
+        results = {"thread": results["thread"], "thread-again": results["thread"].pop("again"),
+                   "subprocess": results["subprocess"]}
     import shutil
 
     if args.quick or args.no_kafka:
@@ -207,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         kafka_note = ""
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; median of {rounds} fresh processes")
     print(f"{'broker':<28} {'to first ack (s)':>16} {'CPU (s)':>8} {'RSS (MiB)':>10}")
-    names = {"thread": "tidelog.Broker() thread", "subprocess": "tidelog.Broker() subprocess",
+    names = {"thread": "tidelog.Broker() thread", "thread-again": "  again, same process",
+             "subprocess": "tidelog.Broker() subprocess",
              "kafka": "Apache Kafka 4.4 (oracle)"}
     for mode, r in results.items():
         if r is not None:
