@@ -10,7 +10,8 @@ from collections import Counter
 
 from tests import toolchain
 
-pytest_plugins = ["tests.oracle.fixtures"]
+# pytester: the pytest plugin's tests (tests/plugin/) run small test files in a pytest of their own.
+pytest_plugins = ["tests.oracle.fixtures", "pytester"]
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:

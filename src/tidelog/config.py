@@ -321,7 +321,8 @@ _BROKER_DEFS = [
     ConfigDef("max.incremental.fetch.session.cache.slots", _int(), 1000, "Fetch sessions kept.", topic=False),
     ConfigDef("metrics.listener", parse_http_endpoint, ("127.0.0.1", 9644),
               "HTTP listener for /metrics (Prometheus), /healthz, /readyz and the web console, as "
-              "http://HOST:PORT (port 0 picks a free port); empty: no HTTP listener.", topic=False),
+              "http://HOST:PORT (port 0 picks a free port; unset, it is 9644, or a free port when the first of "
+              "listeners has port 0); empty: no HTTP listener.", topic=False),
     ConfigDef("console.enable", _parse_bool, True,
               "Serve the web console and its JSON API on the HTTP listener (metrics.listener).", topic=False),
     ConfigDef("console.read.only", _parse_bool, True,
@@ -439,6 +440,7 @@ class BrokerConfig:
             if d is not None:
                 values[key] = d.parse(written_as[key], raw)
         check_listeners(values)
+        _free_http_port(values, normalized)
         check_tubemq_listeners(values)
         check_inter_broker_listener(values)
         if values["zookeeper.connect"] is not None and "broker.id" not in normalized:
@@ -459,6 +461,17 @@ class BrokerConfig:
         if key in self.suggestions:
             text += f"; did you mean {self.suggestions[key]!r}?"
         return text
+
+
+def _free_http_port(values: dict[str, Any], given: Mapping[str, str]) -> None:
+    """A first listener on port 0 (``--port 0``: "any free port") makes the HTTP listener pick a free
+    port too, unless ``metrics.listener`` is set: a second broker on one machine must not collide on
+    the default 127.0.0.1:9644 (the TubeMQ listeners have no default port: they are always named)."""
+    listeners = values["listeners"]
+    if "metrics.listener" in given or not listeners or listeners[0].port != 0:
+        return
+    if values["metrics.listener"] is not None:
+        values["metrics.listener"] = (values["metrics.listener"][0], 0)
 
 
 def _listener_override(key: str) -> bool:

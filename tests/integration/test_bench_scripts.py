@@ -81,3 +81,13 @@ def test_the_cluster_benchmark_runs_its_quick_tidelog_part() -> None:
     assert re.search(r"^tidelog, session 4000 ms +1 +[\d.]+ \([\d.]+-[\d.]+\) +[\d.]+ \([\d.]+-[\d.]+\)$", out, re.M), \
         out[-3000:]
     assert re.search(r"^tidelog +\d +8 +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+$", out, re.M), out[-3000:]
+
+
+def test_the_startup_benchmark_runs_both_modes() -> None:
+    done = subprocess.run([sys.executable, str(BENCH / "startup.py"), "--quick"], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = {line.split("  ")[0].strip(): line.split()[-3:] for line in done.stdout.splitlines()
+            if line.startswith("tidelog.Broker()")}
+    assert set(rows) == {"tidelog.Broker() thread", "tidelog.Broker() subprocess"}, done.stdout
+    assert all(float(seconds) > 0 and float(rss) > 0 for seconds, _cpu, rss in rows.values()), done.stdout

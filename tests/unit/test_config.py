@@ -205,3 +205,13 @@ def test_log_dirs_that_are_not_paths_are_refused(value: str, message: str) -> No
 def test_log_dirs_are_paths_separated_by_commas() -> None:
     config = BrokerConfig.from_props({"log.dir": "/data/a, ./b,/Volumes/My Disk/tidelog,C:\\kafka"})
     assert config["log.dirs"] == ("/data/a", "./b", "/Volumes/My Disk/tidelog", "C:\\kafka")
+
+
+def test_a_first_listener_on_port_0_frees_the_http_port_unless_it_is_set() -> None:
+    # --port 0 means "any free port" for every listener: a second broker must not collide on 9644
+    assert BrokerConfig.from_props({"listeners": "PLAINTEXT://127.0.0.1:0"})["metrics.listener"] == ("127.0.0.1", 0)
+    assert BrokerConfig.from_props({})["metrics.listener"] == ("127.0.0.1", 9644)
+    assert BrokerConfig.from_props({"listeners": "PLAINTEXT://:9092"})["metrics.listener"] == ("127.0.0.1", 9644)
+    named = {"listeners": "PLAINTEXT://:0", "metrics.listener": "http://127.0.0.1:9700"}
+    assert BrokerConfig.from_props(named)["metrics.listener"] == ("127.0.0.1", 9700)
+    assert BrokerConfig.from_props({"listeners": "PLAINTEXT://:0", "metrics.listener": ""})["metrics.listener"] is None

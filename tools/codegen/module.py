@@ -224,6 +224,9 @@ def import_lines(specs: list[MessageSpec], package: str) -> list[str]:
 
 
 def render_init(specs: list[MessageSpec]) -> str:
+    """The package ``__init__``: every class by name, imported on first use (PEP 562), and the registry
+    by API key with each API's versions written out, so that building the registry imports nothing: a
+    broker loads the codecs of the APIs it serves, not all of them (start-up time, bench/startup.py)."""
     by_key: dict[int, dict[str, MessageSpec]] = {}
     for s in specs:
         if s.api_key is None:
@@ -235,15 +238,35 @@ def render_init(specs: list[MessageSpec]) -> str:
             slot[s.type] = s
     lines = [
         BANNER.rstrip("\n"),
-        '"""Every generated message, and the registry by API key: ``API_MESSAGES[key] = (Request, Response)``."""',
+        '"""Every generated message, and the registry by API key: ``API_MESSAGES[key] = (Request, Response)``.',
+        "",
+        "Classes are imported on first use (``from tidelog.protocol.messages import FetchRequest`` loads",
+        "fetch.py only); ``API_VERSIONS[key]`` has each API's names and versions without importing it.\"\"\"",
         "",
         "# ruff: noqa",
         "from __future__ import annotations",
         "",
+        "import enum",
+        "import importlib",
+        "from collections.abc import Iterator, Mapping",
+        "from typing import Any",
+        "",
+        "#: class name -> the module (in this package) that defines it",
+        "_MODULES: dict[str, str] = {",
     ]
-    lines.extend(import_lines(specs, "tidelog.protocol.messages"))
+    for mod, group in by_module(specs).items():
+        for spec in group:
+            lines.append(f"    {spec.name!r}: {mod!r},")
+    lines.append("}")
     lines.append("")
-    lines.append("import enum")
+    lines.append("")
+    lines.append("def __getattr__(name: str) -> Any:")
+    lines.append("    module = _MODULES.get(name)")
+    lines.append("    if module is None:")
+    lines.append('        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")')
+    lines.append('    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)')
+    lines.append("    globals()[name] = value")
+    lines.append("    return value")
     lines.append("")
     lines.append("")
     lines.append("class ApiKey(enum.IntEnum):")
@@ -254,14 +277,36 @@ def render_init(specs: list[MessageSpec]) -> str:
         lines.append(f"    {snake(base).upper()} = {key}")
     lines.append("")
     lines.append("")
-    lines.append("API_MESSAGES: dict[int, tuple[type, type]] = {")
+    lines.append("#: API key -> (request class name, response class name, lowest version, highest version, lowest")
+    lines.append("#: flexible version of the request or None): the classes' MIN/MAX_VERSION and FLEXIBLE_FROM.")
+    lines.append("API_VERSIONS: dict[int, tuple[str, str, int, int, int | None]] = {")
     for key in sorted(by_key):
-        pair = by_key[key]
-        lines.append(f"    {key}: ({pair['request'].name}, {pair['response'].name}),")
+        req, resp = by_key[key]["request"], by_key[key]["response"]
+        flex = req.flexible_versions.intersect(req.valid_versions)
+        low = min(req.valid_versions.lowest, resp.valid_versions.lowest)
+        high = max(req.valid_versions.highest, resp.valid_versions.highest)
+        lines.append(f"    {key}: ({req.name!r}, {resp.name!r}, {low}, {high}, {flex.lowest if flex else None}),")
     lines.append("}")
     lines.append("")
+    lines.append("")
+    lines.append("class _ApiMessages(Mapping):")
+    lines.append('    """``API_MESSAGES[key] = (Request, Response)``, each pair imported when first asked for."""')
+    lines.append("")
+    lines.append("    def __getitem__(self, key: int) -> tuple[type, type]:")
+    lines.append("        request, response = API_VERSIONS[key][:2]")
+    lines.append("        return __getattr__(request), __getattr__(response)")
+    lines.append("")
+    lines.append("    def __iter__(self) -> Iterator[int]:")
+    lines.append("        return iter(API_VERSIONS)")
+    lines.append("")
+    lines.append("    def __len__(self) -> int:")
+    lines.append("        return len(API_VERSIONS)")
+    lines.append("")
+    lines.append("")
+    lines.append("API_MESSAGES: Mapping[int, tuple[type, type]] = _ApiMessages()")
+    lines.append("")
     all_names = sorted(s.name for s in specs)
-    lines.append(f"__all__ = {['API_MESSAGES', 'ApiKey', *all_names]!r}")
+    lines.append(f"__all__ = {['API_MESSAGES', 'API_VERSIONS', 'ApiKey', *all_names]!r}")
     lines.append("")
     return "\n".join(lines)
 

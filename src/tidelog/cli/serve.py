@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
+import os
 import signal
 import sys
 from dataclasses import replace
@@ -26,7 +28,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="set any property, overriding the file (repeatable), as kafka-server-start.sh does",
     )
     p.add_argument("--host", help="interface to listen on (default localhost; 0.0.0.0 for all)")
-    p.add_argument("--port", type=_port, help="port to listen on (default 9092; 0 picks a free port)")
+    p.add_argument("--port", type=_port, help="port to listen on (default 9092; 0 picks a free port, and then the HTTP listener takes a "
+                   "free port too unless metrics.listener is set; every port is printed as `tidelog ports: {...}`)")
     p.add_argument("--data-dir", type=Path, help="where the logs and metadata live (log.dirs)")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     p.add_argument(
@@ -124,9 +127,50 @@ async def _serve(config: BrokerConfig) -> int:
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    watch = _watch_parent(stop)
     if broker.http is not None:
         print(f"tidelog console: {broker.http.url}", flush=True)
     print(f"tidelog broker {broker.broker_id} listening on {broker.host or '0.0.0.0'}:{broker.port}", flush=True)
+    # One machine-readable line with every port opened (tools and test fixtures parse it).
+    print(f"tidelog ports: {json.dumps(broker.ports)}", flush=True)
     await stop.wait()
+    if watch is not None:
+        watch.cancel()
     await broker.stop()
     return 0
+
+
+#: Set by whoever starts ``tidelog serve`` as a child it owns (tidelog.Broker, the pytest plugin): the
+#: parent's pid. The broker shuts down when that process is gone, so that no broker outlives a test run
+#: that was killed (SIGKILL runs no clean-up in the parent).
+PARENT_PID_ENV = "TIDELOG_PARENT_PID"
+
+
+def _watch_parent(stop: asyncio.Event) -> asyncio.Task | None:
+    text = os.environ.get(PARENT_PID_ENV, "")
+    if not text.isdigit():
+        return None
+    parent = int(text)
+
+    async def watch() -> None:
+        while os.getppid() == parent:
+            await asyncio.sleep(0.5)
+        logging.getLogger(__name__).warning("the process that started this broker (pid %d) is gone: stopping",
+                                            parent)
+        stop.set()
+
+    return asyncio.get_running_loop().create_task(watch())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tidelog.cli.serve [ARGS]``: ``tidelog serve`` without building the other commands'
+    parsers (which import the Kafka client): how tidelog.Broker(mode="subprocess") starts its broker."""
+    parser = argparse.ArgumentParser(prog="tidelog")
+    add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["serve", *(sys.argv[1:] if argv is None else argv)])
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+

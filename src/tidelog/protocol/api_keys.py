@@ -8,39 +8,42 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tidelog.protocol import messages
 from tidelog.protocol.exceptions import UnknownApiKeyError
 from tidelog.protocol.message import Message
-from tidelog.protocol.messages import API_MESSAGES, ApiKey
+from tidelog.protocol.messages import API_VERSIONS, ApiKey
 
 
 @dataclass(frozen=True, slots=True)
 class ApiEntry:
+    """One API; its request and response classes are imported on first use (a broker loads the codecs of
+    the APIs it serves and is asked for, not all of them)."""
+
     api_key: int
     name: str
-    request: type[Message]
-    response: type[Message]
+    request_name: str
+    response_name: str
     min_version: int
     max_version: int
     #: Lowest flexible version of the request, or None if the API never became flexible.
     flexible_from: int | None
 
+    @property
+    def request(self) -> type[Message]:
+        return getattr(messages, self.request_name)
+
+    @property
+    def response(self) -> type[Message]:
+        return getattr(messages, self.response_name)
+
     def is_flexible(self, version: int) -> bool:
         return self.flexible_from is not None and version >= self.flexible_from
 
 
-def _entry(key: int, request: type[Message], response: type[Message]) -> ApiEntry:
-    return ApiEntry(
-        api_key=key,
-        name=request.__name__[: -len("Request")],
-        request=request,
-        response=response,
-        min_version=min(request.MIN_VERSION, response.MIN_VERSION),
-        max_version=max(request.MAX_VERSION, response.MAX_VERSION),
-        flexible_from=request.FLEXIBLE_FROM,
-    )
-
-
-API_REGISTRY: dict[int, ApiEntry] = {key: _entry(key, req, resp) for key, (req, resp) in API_MESSAGES.items()}
+API_REGISTRY: dict[int, ApiEntry] = {
+    key: ApiEntry(key, request[: -len("Request")], request, response, low, high, flexible)
+    for key, (request, response, low, high, flexible) in API_VERSIONS.items()
+}
 
 
 def api_entry(api_key: int) -> ApiEntry:

@@ -35,7 +35,7 @@ import socket
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tidelog import __version__
 from tidelog.clock import Clock, SystemClock
@@ -50,8 +50,6 @@ from tidelog.cluster.metadata import BrokerInfo, MetadataImage, TopicMetadata
 from tidelog.cluster.store import EmbeddedStore, MetadataStore
 from tidelog.cluster.topic_config import TopicConfigs
 from tidelog.cluster.tubemq_secret_store import TubeSecretStore
-from tidelog.cluster.zk_producer_id import allocate_producer_id_block
-from tidelog.cluster.zk_store import ZooKeeperSettings, ZooKeeperStore
 from tidelog.config import BrokerConfig
 from tidelog.coordinator.group import OFFSETS_TOPIC, GroupConfig, GroupCoordinator, classic_member, consumer
 from tidelog.coordinator.group.consumer import ConsumerGroupCoordinator
@@ -63,8 +61,6 @@ from tidelog.coordinator.txn.marker_writer import TxnMarkerWriter
 from tidelog.coordinator.txn.producer_ids import ProducerIdManager
 from tidelog.listener import NON_ROUTABLE_HOSTS, Listener
 from tidelog.meter import PartitionTraffic, RequestTimes, SyncHistogram
-from tidelog.protocol.tubemq.notation import BrokerAddress
-from tidelog.protocol.tubemq.rpc import Service
 from tidelog.replica.events import LogEvents
 from tidelog.replica.housekeeping import LogHousekeeping
 from tidelog.replica.hw_checkpoint import HighWatermarkCheckpoints
@@ -109,22 +105,15 @@ from tidelog.server.periodic import PeriodicJobs
 from tidelog.server.quota import ClientQuotaManagers
 from tidelog.server.throttle import RequestThrottler
 from tidelog.server.tls import ListenerSecurity, ignored_listener_keys, listener_security
-from tidelog.server.tubemq import (
-    ConsumerService,
-    MasterService,
-    ProducerService,
-    TubeAuthenticator,
-    TubeBalancer,
-    TubeHandlerRegistry,
-    TubeListener,
-    TubeOffsets,
-    TubeServer,
-)
 from tidelog.server.txn_verification import TransactionVerifier
 from tidelog.storage.log_manager import LogManager
-from tidelog.web.console import Console
-from tidelog.web.metrics import BrokerSources, IsrChanges, metrics_registry, metrics_routes
-from tidelog.web.server import HttpServer
+
+# Imported where they are used, only when configured: a broker without an HTTP listener, TubeMQ or
+# ZooKeeper starts without loading aiohttp, prometheus_client, protobuf or kazoo (bench/startup.py).
+if TYPE_CHECKING:
+    from tidelog.server.tubemq import TubeServer
+    from tidelog.web.console import Console
+    from tidelog.web.server import HttpServer
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +143,8 @@ def _metadata_store(config: BrokerConfig, data_dir: Path, handoff: _LoopHandoff)
     """A single node keeps its metadata in its data dir; a cluster (zookeeper.connect) in ZooKeeper."""
     if config["zookeeper.connect"] is None:
         return EmbeddedStore(data_dir)
+    from tidelog.cluster.zk_store import ZooKeeperSettings, ZooKeeperStore
+
     settings = ZooKeeperSettings(config["zookeeper.connect"], config["zookeeper.session.timeout.ms"],
                                  config["zookeeper.connection.timeout.ms"],
                                  dict(config["listener.security.protocol.map"]))
@@ -162,9 +153,14 @@ def _metadata_store(config: BrokerConfig, data_dir: Path, handoff: _LoopHandoff)
 
 def _credential_store(config: BrokerConfig, store: MetadataStore, data_dir: Path) -> CredentialStore:
     """SCRAM credentials: beside the metadata, in the data dir or in ZooKeeper (``/config/users``)."""
-    if isinstance(store, ZooKeeperStore):
-        return ZooKeeperCredentialStore(lambda: store.client)
+    if _clustered(store):
+        return ZooKeeperCredentialStore(lambda: store.client)  # type: ignore[attr-defined]
     return EmbeddedCredentialStore(data_dir)
+
+
+def _clustered(store: MetadataStore) -> bool:
+    """Cluster mode: the metadata is in ZooKeeper (a ZooKeeperStore), not in the data dir."""
+    return not isinstance(store, EmbeddedStore)
 
 
 def _call_later(delay_ms: float, fn: Callable[[], None]) -> Any:
@@ -197,11 +193,11 @@ class Broker:
         self.housekeeping = LogHousekeeping(logs, clock, events)
         # Cluster mode: high watermarks survive restarts (replication-offset-checkpoint); leadership moves on
         # request (ElectLeaders anywhere, ControlledShutdown at the controller, and this broker's own on SIGTERM).
-        clustered = isinstance(store, ZooKeeperStore)
+        clustered = _clustered(store)
         self.hw_checkpoints = HighWatermarkCheckpoints(logs) if clustered else None
         self.leadership = leadership = LeadershipChanges(
-            store, store.alter_partition_state if isinstance(store, ZooKeeperStore) else None,
-            (lambda: store.is_controller) if isinstance(store, ZooKeeperStore) else (lambda: True))
+            store, store.alter_partition_state if clustered else None,
+            (lambda: store.is_controller) if clustered else (lambda: True))
         store.subscribe(leadership.forget_departed)
         self.controlled_shutdown = (ControlledShutdown(
             self.broker_id, lambda: store.image, leadership,
@@ -224,9 +220,13 @@ class Broker:
                                      classic_member.install],
             topic_exists=lambda name: name in store.image.topics)
         consumer_groups = groups.extension(ConsumerGroupCoordinator)
-        self.producer_ids = ProducerIdManager(
-            functools.partial(allocate_producer_id_block, lambda: store.client, self.broker_id)
-            if isinstance(store, ZooKeeperStore) else controller.allocate_producer_id_block)
+        if clustered:
+            from tidelog.cluster.zk_producer_id import allocate_producer_id_block
+
+            self.producer_ids = ProducerIdManager(
+                functools.partial(allocate_producer_id_block, lambda: store.client, self.broker_id))
+        else:
+            self.producer_ids = ProducerIdManager(controller.allocate_producer_id_block)
         inter_broker = self._inter_broker_client(store, config)
         self.marker_writer = TxnMarkerWriter(replicas, {OFFSETS_TOPIC: groups.complete_transaction}, inter_broker)
         self.transactions = transactions = TransactionCoordinator(
@@ -297,10 +297,16 @@ class Broker:
 
         # The HTTP listener: health checks, and (plugged in here) metrics and the web console.
         http_endpoint = config["metrics.listener"]
-        self.http = HttpServer(*http_endpoint, ready=self._not_ready_reason) if http_endpoint is not None else None
+        self.http: HttpServer | None = None
+        if http_endpoint is not None:
+            from tidelog.web.server import HttpServer
+
+            self.http = HttpServer(*http_endpoint, ready=self._not_ready_reason)
         # The web console and its JSON API: Kafka requests to the handlers above, made in-process (docs/console.md).
         self.console: Console | None = None
         if self.http is not None and config["console.enable"]:
+            from tidelog.web.console import Console
+
             self.console = Console(replicas, InternalClient(handlers).send, clock, groups=groups,
                                    broker_id=self.broker_id,
                                    read_only=config["console.read.only"],
@@ -321,7 +327,7 @@ class Broker:
     def _replication(self, config: BrokerConfig, store: MetadataStore, topic_configs: TopicConfigs) -> dict[str, Any]:
         """Cluster mode: followers fetch from leaders, ISR changes are written to ZooKeeper by the
         leaders, the controller elects leaders (docs/cluster.md). A single node: nothing."""
-        if not isinstance(store, ZooKeeperStore):
+        if not _clustered(store):
             return {}
         store.unclean_election = lambda image, topic: topic_configs.for_topic(image, topic).unclean_leader_election_enable
         listener = inter_broker_listener_name(config, self.listeners)
@@ -352,6 +358,8 @@ class Broker:
     def _metrics(self, http: HttpServer):
         """The hot-path meters, handed to the components that update them, and the broker's own
         Prometheus registry that reads them (docs/metrics.md)."""
+        from tidelog.web.metrics import BrokerSources, IsrChanges, metrics_registry, metrics_routes
+
         traffic = self.replicas.traffic = PartitionTraffic()
         self.events.on_deleted(traffic.forget)
         request_times = self.network.request_times = RequestTimes()
@@ -393,6 +401,20 @@ class Broker:
                           consumer_groups: ConsumerGroupCoordinator, settings: ConnectionSettings) -> TubeServer:
         """TubeMQ's master service (producer metadata; consumers balanced as KIP-848 group members) and
         broker service (send, register, get, commit), each on its own listener and registry."""
+        from tidelog.protocol.tubemq.notation import BrokerAddress
+        from tidelog.protocol.tubemq.rpc import Service
+        from tidelog.server.tubemq import (
+            ConsumerService,
+            MasterService,
+            ProducerService,
+            TubeAuthenticator,
+            TubeBalancer,
+            TubeHandlerRegistry,
+            TubeListener,
+            TubeOffsets,
+            TubeServer,
+        )
+
         def broker_address() -> BrokerAddress:
             assert self.tubemq is not None
             host, port = self.tubemq.advertised("broker", self.config["tubemq.broker.advertised.listener"])
@@ -422,6 +444,20 @@ class Broker:
         bound = self.network.bound.get(self.listeners[0].name)
         return bound[1] if bound else self.listeners[0].port
 
+    @property
+    def ports(self) -> dict[str, Any]:
+        """Every port this broker opened (once started), as ``tidelog serve`` prints it in its
+        ``tidelog ports: {...}`` line: ``kafka`` (the first listener), ``listeners`` (name -> port),
+        ``http`` (metrics.listener: console, metrics, health) and ``tubemq.master``/``tubemq.broker``
+        when those are configured."""
+        out: dict[str, Any] = {"kafka": self.port,
+                               "listeners": {name: port for name, (_, port) in self.network.bound.items()}}
+        if self.http is not None and self.http.bound is not None:
+            out["http"] = self.http.bound[1]
+        if self.tubemq is not None:
+            out.update({f"tubemq.{name}": port for name, (_, port) in self.tubemq.bound.items()})
+        return out
+
     # ---------------------------------------------------------------------------------- start
 
     async def start(self) -> None:
@@ -444,7 +480,7 @@ class Broker:
                 try:
                     await self.http.start()
                 except OSError as e:
-                    raise ListenerError(str(e)) from e
+                    raise ListenerError(e.strerror or str(e)) from e
             await self._load()
         except BaseException:
             if self.http is not None:

@@ -109,7 +109,8 @@ class SocketServer:
                                                   reuse_address=True, start_serving=False)
             except OSError as e:
                 self.close()
-                raise ListenerError(f"cannot listen on {listener}: {e.strerror or e}") from None
+                raise ListenerError(f"cannot listen on {listener}: {e.strerror or e}; change its port in "
+                                    "listeners (tidelog serve --port; 0 picks a free one)") from None
             self._servers.append(server)
             self.bound[listener.name] = (listener.host, server.sockets[0].getsockname()[1])
 

@@ -49,7 +49,8 @@ class BrokerProcess(ServerProcess):
                "--data-dir", str(self.data_dir), "--event-loop", self.event_loop]
         for key, value in self.overrides.items():
             cmd += ["--override", f"{key}={value}"]
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        # TIDELOG_PARENT_PID: the broker stops by itself when this process is gone (a killed test run).
+        env = dict(os.environ, PYTHONUNBUFFERED="1", TIDELOG_PARENT_PID=str(os.getpid()))
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         threading.Thread(target=self._drain_stderr, args=(self.proc,), daemon=True).start()
         deadline = time.monotonic() + self.start_timeout

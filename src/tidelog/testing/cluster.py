@@ -111,6 +111,11 @@ class LocalCluster:
             return set()
 
     def stop(self) -> None:
+        self.stop_brokers()
+        self.zookeeper.stop()
+
+    def stop_brokers(self) -> None:
+        """Stop every broker and the kazoo client, leaving ZooKeeper running (shared by other clusters)."""
         if self.zk is not None:
             self.zk.stop()
             self.zk.close()
@@ -120,7 +125,6 @@ class LocalCluster:
                 broker.proc.send_signal(signal.SIGCONT)
         for broker in self.brokers.values():
             broker.stop()
-        self.zookeeper.stop()
 
     def __enter__(self) -> LocalCluster:
         return self.start()
@@ -129,6 +133,11 @@ class LocalCluster:
         self.stop()
 
     # --- clients' view ---------------------------------------------------------------------------
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``bootstrap.servers`` of every live broker (as :class:`tidelog.Broker` names it)."""
+        return self.bootstrap()
 
     def bootstrap(self, *ids: int) -> str:
         """``bootstrap.servers`` of the given (default: every) live broker."""

@@ -58,7 +58,8 @@ class HttpServer:
         except OSError as e:
             await runner.cleanup()
             raise OSError(e.errno, f"cannot listen on http://{self.host}:{self.port} (metrics.listener): "
-                                   f"{e.strerror}") from e
+                                   f"{e.strerror}; set metrics.listener to another port (http://{self.host}:0 "
+                                   "picks a free one; empty: no HTTP listener)") from e
         self._runner = runner
         server = site._server  # the asyncio server: the only way to learn the port picked for port 0
         sockets = getattr(server, "sockets", None) or ()

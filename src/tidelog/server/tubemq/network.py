@@ -63,7 +63,8 @@ class TubeServer:
             except OSError as e:
                 self.close()
                 raise ListenerError(f"cannot listen on {listener.host}:{listener.port} for the TubeMQ {listener.name}: "
-                                    f"{e.strerror or e}") from None
+                                    f"{e.strerror or e}; change tubemq.{listener.name}.listener (port 0 picks a "
+                                    "free one)") from None
             self._servers.append(server)
             self.bound[listener.name] = (listener.host, server.sockets[0].getsockname()[1])
 
