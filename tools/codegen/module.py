@@ -97,16 +97,24 @@ def detaching_structs(structs: dict[str, StructSpec]) -> set[str]:
 
 def emit_class(cls_name: str, qualname: str, fields: tuple[FieldSpec, ...], ctx: Ctx, base: str, doc: str,
                extra: list[str]) -> list[str]:
+    """A plain slotted class with a generated ``__init__`` (no ``@dataclass``: its processing at import
+    was most of a broker's start-up time); ``__eq__``/``__repr__`` come from the base class, and
+    ``Frozen`` (records) adds immutability and ``__hash__``."""
     valid = ctx.valid
     live = [f for f in fields if f.versions.intersect(valid)]
-    decorator = "@dataclass(slots=True, frozen=True)" if ctx.spec.type == "data" else "@dataclass(slots=True)"
-    out = ["", "", decorator, f"class {cls_name}({base}):"]
+    frozen = ctx.spec.type == "data"
+    attrs = [snake(f.name) for f in live] + ["unknown_tagged_fields"]
+    bases = f"Frozen, {base}" if frozen else base
+    out = ["", "", f"class {cls_name}({bases}):"]
     out.append(f'    """{doc}"""')
     out.append("")
     out.append(f'    __qualname__ = "{qualname}"')
+    out.append(f"    __slots__ = {tuple(attrs)!r}")
+    out.append("    __match_args__ = __slots__")
     out.extend(extra)
-    for f in live:
-        attr = snake(f.name)
+    params: list[str] = []
+    assigns: list[str] = []
+    for f, attr in zip(live, attrs, strict=False):
         dexpr, factory = default_expr(f, ctx)
         versions = str(f.versions.intersect(valid))
         info = f"versions {versions}"
@@ -115,10 +123,27 @@ def emit_class(cls_name: str, qualname: str, fields: tuple[FieldSpec, ...], ctx:
         if f.tagged_versions.intersect(valid):
             info += f", tag {f.tag} in {f.tagged_versions.intersect(valid)}"
         about = " ".join(f.about.split())
+        ptype = py_type(f, ctx)
         out.append(f"    #: {about} ({info})" if about else f"    #: ({info})")
-        default = f"field(default_factory={dexpr})" if factory else dexpr
-        out.append(f"    {attr}: {py_type(f, ctx)} = {default}")
-    out.append("    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)")
+        out.append(f"    {attr}: {ptype}")
+        if factory:
+            params.append(f"{attr}: {ptype} = FACTORY")
+            made = "[]" if dexpr == "list" else f"{dexpr}()"
+            value = f"{made} if {attr} is FACTORY else {attr}"
+        else:
+            params.append(f"{attr}: {ptype} = {dexpr}")
+            value = attr
+        assigns.append(value)
+    out.append("    unknown_tagged_fields: list[tuple[int, bytes]] | None")
+    params.append("unknown_tagged_fields: list[tuple[int, bytes]] | None = None")
+    assigns.append("unknown_tagged_fields")
+    out.append("")
+    out.append(f"    def __init__(self, {', '.join(params)}) -> None:")
+    for attr, value in zip(attrs, assigns, strict=True):
+        if frozen:
+            out.append(f"        object.__setattr__(self, {attr!r}, {value})")
+        else:
+            out.append(f"        self.{attr} = {value}")
     out.append("")
     out.extend(emit_read(cls_name, fields, ctx))
     out.append("")
@@ -195,11 +220,10 @@ def render_module(specs: list[MessageSpec], what: str = "generated Kafka wire co
         "",
         "import struct",
         "import uuid",
-        "from dataclasses import dataclass, field",
         "from typing import Any, ClassVar",
         "",
         "from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError",
-        "from tidelog.protocol.message import FieldInfo, Message, Struct",
+        "from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct",
         "from tidelog.protocol.primitives import *  # noqa: F403",
         "",
     ]

@@ -1,7 +1,10 @@
 """Base classes of the generated message codecs (:mod:`tidelog.protocol.messages`).
 
-Every generated class is a slotted dataclass whose fields are the snake_case of the spec's field
-names. A struct knows how to read itself from ``(buf, pos, version)`` and write itself to a
+Every generated class is a plain slotted class whose fields are the snake_case of the spec's field
+names, with a generated ``__init__`` (keyword or positional arguments, the spec's defaults, a fresh list
+or struct per instance) and the ``__eq__`` / ``__repr__`` / ``__hash__`` (frozen classes) of a dataclass.
+They are not dataclasses: ``@dataclass`` processing of hundreds of classes was most of a broker's
+start-up time (bench/startup.py). :func:`fields` and :func:`replace` stand in for :mod:`dataclasses`'. A struct knows how to read itself from ``(buf, pos, version)`` and write itself to a
 :class:`~tidelog.protocol.primitives.Writer`; a :class:`Message` adds the top-level entry points with
 version checks and the guarantee that decoding hostile bytes raises only
 :class:`~tidelog.protocol.exceptions.ProtocolError`.
@@ -11,7 +14,7 @@ Immutable class-level metadata; instances are plain mutable value objects (not t
 
 from __future__ import annotations
 
-from typing import ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 from tidelog.protocol.exceptions import (
     MalformedMessageError,
@@ -41,11 +44,69 @@ class FieldInfo(NamedTuple):
     struct: type | None  # the generated class of a struct (or struct-array) field
 
 
+#: Default of a generated ``__init__`` argument whose default is a new list or struct per instance.
+FACTORY: Any = object()
+
+
+class FrozenInstanceError(AttributeError):
+    """Assigning to or deleting a field of a frozen generated class (as :mod:`dataclasses`' of the same name)."""
+
+
 class Struct:
-    """A generated struct: a dataclass with ``SCHEMA`` and ``_read`` / ``_write``."""
+    """A generated struct: ``__slots__`` (the fields in spec order, then ``unknown_tagged_fields``),
+    ``SCHEMA`` and ``_read`` / ``_write``. Equality and ``repr`` as a dataclass's."""
 
     __slots__ = ()
     SCHEMA: ClassVar[tuple[FieldInfo, ...]] = ()
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        names = self.__slots__
+        return tuple([getattr(self, n) for n in names]) == tuple([getattr(other, n) for n in names])
+
+    def __repr__(self) -> str:
+        # unknown_tagged_fields (always last) is left out, as the dataclasses' field(repr=False) did.
+        body = ", ".join([f"{n}={getattr(self, n)!r}" for n in self.__slots__[:-1]])
+        return f"{type(self).__qualname__}({body})"
+
+
+class Frozen:
+    """Mixin of the frozen generated classes (internal-topic records): no assignment, hashable by value."""
+
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __hash__(self) -> int:
+        return hash(tuple([getattr(self, n) for n in self.__slots__]))  # type: ignore[attr-defined]
+
+    def __getstate__(self) -> tuple:
+        return tuple([getattr(self, n) for n in self.__slots__])  # type: ignore[attr-defined]
+
+    def __setstate__(self, state: tuple) -> None:
+        for n, v in zip(self.__slots__, state, strict=True):  # type: ignore[attr-defined]
+            object.__setattr__(self, n, v)
+
+
+def fields(obj_or_cls: Any) -> tuple[str, ...]:
+    """The attribute names of a generated class or instance, in ``__init__`` order (the last is
+    ``unknown_tagged_fields``)."""
+    return obj_or_cls.__slots__
+
+
+def replace(obj: Any, **changes: Any) -> Any:
+    """A copy of a generated message or record with ``changes`` (as :func:`dataclasses.replace`)."""
+    kwargs = {n: getattr(obj, n) for n in obj.__slots__}
+    unknown = changes.keys() - kwargs.keys()
+    if unknown:
+        raise TypeError(f"{type(obj).__qualname__} has no field(s) {sorted(unknown)}")
+    kwargs.update(changes)
+    return type(obj)(**kwargs)
 
 
 class Message(Struct):
@@ -117,4 +178,4 @@ def byte_view(data) -> memoryview:
     return memoryview(data)
 
 
-__all__ = ["FieldInfo", "Message", "Struct", "in_ranges"]
+__all__ = ["FACTORY", "FieldInfo", "Frozen", "FrozenInstanceError", "Message", "Struct", "fields", "in_ranges", "replace"]

@@ -33,9 +33,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
-from crc32c import crc32c
-
 from tidelog.records.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, CompressionType, decompress
+from tidelog.records.crc import crc32c
 from tidelog.records.errors import CorruptRecordError, InvalidRecordError
 from tidelog.records.legacy import LegacyMessageView
 from tidelog.records.record import Record, TimestampType, decode_records

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from crc32c import crc32c
-
 from tidelog.records.batch import (
     ATTRIBUTES_OFFSET,
     CONTROL_FLAG_MASK,
@@ -30,6 +28,7 @@ from tidelog.records.batch import (
     TRANSACTIONAL_FLAG_MASK,
 )
 from tidelog.records.compression import CompressionType, compress
+from tidelog.records.crc import crc32c
 from tidelog.records.record import NO_TIMESTAMP, HeaderLike, TimestampType, encode_records
 
 _INT32_MAX = (1 << 31) - 1

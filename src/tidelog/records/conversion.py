@@ -27,8 +27,6 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable
 
-from crc32c import crc32c
-
 from tidelog.records.batch import (
     ATTRIBUTES_OFFSET,
     CRC_OFFSET,
@@ -38,6 +36,7 @@ from tidelog.records.batch import (
 )
 from tidelog.records.builder import RecordBatchBuilder
 from tidelog.records.compression import DEFAULT_MAX_DECOMPRESSED_BYTES, CompressionType
+from tidelog.records.crc import crc32c
 from tidelog.records.errors import InvalidRecordError, UnsupportedCompressionTypeError
 from tidelog.records.legacy import LegacyMessageSetBuilder, LegacyMessageView, encode_message
 from tidelog.records.record import Record, TimestampType

@@ -12,11 +12,10 @@ import struct
 from collections.abc import Iterator
 from pathlib import Path
 
-from crc32c import crc32c
-
 from tidelog.config import INT_MAX, LONG_MAX, TopicConfig
 from tidelog.records import RecordBatchView, rebuild_batch
 from tidelog.records.batch import DELETE_HORIZON_FLAG_MASK, HEADER, MIN_BATCH_LENGTH
+from tidelog.records.crc import crc32c
 from tidelog.storage import files
 from tidelog.storage.compaction_plan import CleanedGroup, CleanerError, CleanerStats, CleanPlan, SourceSegment
 from tidelog.storage.compaction_txn import CleanedTransactions

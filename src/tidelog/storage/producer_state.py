@@ -77,8 +77,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 
-from crc32c import crc32c
-
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.records import (
     NO_PRODUCER_EPOCH,
@@ -87,6 +85,7 @@ from tidelog.records import (
     RecordBatchView,
     decode_control_batch,
 )
+from tidelog.records.crc import crc32c
 from tidelog.storage.checkpoints import write_atomically
 from tidelog.storage.files import SNAPSHOT_SUFFIX, parse_offset_file, snapshot_file
 

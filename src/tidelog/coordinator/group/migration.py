@@ -37,7 +37,6 @@ Pure functions over the group models; loop-only callers.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Protocol
 
 from tidelog.clock import Clock
@@ -68,6 +67,7 @@ from tidelog.coordinator.group.records import CoordinatorRecord, group_metadata_
 from tidelog.coordinator.group.subscription import metadata_hash
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.exceptions import MalformedMessageError
+from tidelog.protocol.message import replace
 from tidelog.protocol.messages import JoinGroupResponse, SyncGroupResponse
 
 

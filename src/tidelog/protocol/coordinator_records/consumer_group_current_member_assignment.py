@@ -8,30 +8,35 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_iib = struct.Struct('>iib')
 
 
-@dataclass(slots=True, frozen=True)
-class ConsumerGroupCurrentMemberAssignmentKey(Message):
+class ConsumerGroupCurrentMemberAssignmentKey(Frozen, Message):
     """ConsumerGroupCurrentMemberAssignmentKey, versions 8, never flexible. Immutable."""
 
     __qualname__ = "ConsumerGroupCurrentMemberAssignmentKey"
+    __slots__ = ('group_id', 'member_id', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = None
     MIN_VERSION: ClassVar[int] = 8
     MAX_VERSION: ClassVar[int] = 8
     FLEXIBLE_FROM: ClassVar[int | None] = None
     #: The group id. (versions 8)
-    group_id: str = ''
+    group_id: str
     #: The member id. (versions 8)
-    member_id: str = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    member_id: str
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group_id: str = '', member_id: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        object.__setattr__(self, 'group_id', group_id)
+        object.__setattr__(self, 'member_id', member_id)
+        object.__setattr__(self, 'unknown_tagged_fields', unknown_tagged_fields)
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -46,16 +51,22 @@ class ConsumerGroupCurrentMemberAssignmentKey(Message):
         write_string(b, self.member_id)
 
 
-@dataclass(slots=True, frozen=True)
-class _ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions(Struct):
+class _ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions(Frozen, Struct):
     """ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions."""
 
     __qualname__ = "ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions"
+    __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic Id. (versions 0)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The partition Ids. (versions 0)
-    partitions: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        object.__setattr__(self, 'topic_id', topic_id)
+        object.__setattr__(self, 'partitions', [] if partitions is FACTORY else partitions)
+        object.__setattr__(self, 'unknown_tagged_fields', unknown_tagged_fields)
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -103,27 +114,36 @@ class _ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions(Struct):
 _D_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions = _ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions()  # default instance, for comparisons only
 
 
-@dataclass(slots=True, frozen=True)
-class ConsumerGroupCurrentMemberAssignmentValue(Message):
+class ConsumerGroupCurrentMemberAssignmentValue(Frozen, Message):
     """ConsumerGroupCurrentMemberAssignmentValue, versions 0, flexible from v0. Immutable."""
 
     __qualname__ = "ConsumerGroupCurrentMemberAssignmentValue"
+    __slots__ = ('member_epoch', 'previous_member_epoch', 'state', 'assigned_partitions', 'partitions_pending_revocation', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = None
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     TopicPartitions: ClassVar[type] = _ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions
     #: The current member epoch that is expected from the member in the heartbeat request. (versions 0)
-    member_epoch: int = 0
+    member_epoch: int
     #: If the last epoch bump is lost before reaching the member, the member will retry with the previous epoch. (versions 0)
-    previous_member_epoch: int = 0
+    previous_member_epoch: int
     #: The member state. See MemberState for the possible values. (versions 0)
-    state: int = 0
+    state: int
     #: The partitions assigned to (or owned by) this member. (versions 0)
-    assigned_partitions: list[_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions] = field(default_factory=list)
+    assigned_partitions: list[_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions]
     #: The partitions that must be revoked by this member. (versions 0)
-    partitions_pending_revocation: list[_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions_pending_revocation: list[_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, member_epoch: int = 0, previous_member_epoch: int = 0, state: int = 0, assigned_partitions: list[_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions] = FACTORY, partitions_pending_revocation: list[_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        object.__setattr__(self, 'member_epoch', member_epoch)
+        object.__setattr__(self, 'previous_member_epoch', previous_member_epoch)
+        object.__setattr__(self, 'state', state)
+        object.__setattr__(self, 'assigned_partitions', [] if assigned_partitions is FACTORY else assigned_partitions)
+        object.__setattr__(self, 'partitions_pending_revocation', [] if partitions_pending_revocation is FACTORY else partitions_pending_revocation)
+        object.__setattr__(self, 'unknown_tagged_fields', unknown_tagged_fields)
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,30 +8,35 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_i = struct.Struct('>i')
 
 
-@dataclass(slots=True, frozen=True)
-class ConsumerGroupMemberMetadataKey(Message):
+class ConsumerGroupMemberMetadataKey(Frozen, Message):
     """ConsumerGroupMemberMetadataKey, versions 5, never flexible. Immutable."""
 
     __qualname__ = "ConsumerGroupMemberMetadataKey"
+    __slots__ = ('group_id', 'member_id', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = None
     MIN_VERSION: ClassVar[int] = 5
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_FROM: ClassVar[int | None] = None
     #: The group id. (versions 5)
-    group_id: str = ''
+    group_id: str
     #: The member id. (versions 5)
-    member_id: str = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    member_id: str
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group_id: str = '', member_id: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        object.__setattr__(self, 'group_id', group_id)
+        object.__setattr__(self, 'member_id', member_id)
+        object.__setattr__(self, 'unknown_tagged_fields', unknown_tagged_fields)
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -46,16 +51,22 @@ class ConsumerGroupMemberMetadataKey(Message):
         write_string(b, self.member_id)
 
 
-@dataclass(slots=True, frozen=True)
-class _ConsumerGroupMemberMetadataValue_ClassicProtocol(Struct):
+class _ConsumerGroupMemberMetadataValue_ClassicProtocol(Frozen, Struct):
     """ConsumerGroupMemberMetadataValue.ClassicProtocol."""
 
     __qualname__ = "ConsumerGroupMemberMetadataValue.ClassicProtocol"
+    __slots__ = ('name', 'metadata', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The protocol name. (versions 0)
-    name: str = ''
+    name: str
     #: The protocol metadata. (versions 0)
-    metadata: bytes = b""
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    metadata: bytes
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', metadata: bytes = b"", unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        object.__setattr__(self, 'name', name)
+        object.__setattr__(self, 'metadata', metadata)
+        object.__setattr__(self, 'unknown_tagged_fields', unknown_tagged_fields)
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -93,16 +104,22 @@ class _ConsumerGroupMemberMetadataValue_ClassicProtocol(Struct):
 _D_ConsumerGroupMemberMetadataValue_ClassicProtocol = _ConsumerGroupMemberMetadataValue_ClassicProtocol()  # default instance, for comparisons only
 
 
-@dataclass(slots=True, frozen=True)
-class _ConsumerGroupMemberMetadataValue_ClassicMemberMetadata(Struct):
+class _ConsumerGroupMemberMetadataValue_ClassicMemberMetadata(Frozen, Struct):
     """ConsumerGroupMemberMetadataValue.ClassicMemberMetadata."""
 
     __qualname__ = "ConsumerGroupMemberMetadataValue.ClassicMemberMetadata"
+    __slots__ = ('session_timeout_ms', 'supported_protocols', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The session timeout if the consumer uses the classic protocol. (versions 0)
-    session_timeout_ms: int = 0
+    session_timeout_ms: int
     #: The list of protocols that the member supports if the consumer uses the classic protocol. (versions 0)
-    supported_protocols: list[_ConsumerGroupMemberMetadataValue_ClassicProtocol] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    supported_protocols: list[_ConsumerGroupMemberMetadataValue_ClassicProtocol]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, session_timeout_ms: int = 0, supported_protocols: list[_ConsumerGroupMemberMetadataValue_ClassicProtocol] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        object.__setattr__(self, 'session_timeout_ms', session_timeout_ms)
+        object.__setattr__(self, 'supported_protocols', [] if supported_protocols is FACTORY else supported_protocols)
+        object.__setattr__(self, 'unknown_tagged_fields', unknown_tagged_fields)
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -155,11 +172,12 @@ class _ConsumerGroupMemberMetadataValue_ClassicMemberMetadata(Struct):
 _D_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata = _ConsumerGroupMemberMetadataValue_ClassicMemberMetadata()  # default instance, for comparisons only
 
 
-@dataclass(slots=True, frozen=True)
-class ConsumerGroupMemberMetadataValue(Message):
+class ConsumerGroupMemberMetadataValue(Frozen, Message):
     """ConsumerGroupMemberMetadataValue, versions 0, flexible from v0. Immutable."""
 
     __qualname__ = "ConsumerGroupMemberMetadataValue"
+    __slots__ = ('instance_id', 'rack_id', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'rebalance_timeout_ms', 'server_assignor', 'classic_member_metadata', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = None
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
@@ -167,24 +185,36 @@ class ConsumerGroupMemberMetadataValue(Message):
     ClassicMemberMetadata: ClassVar[type] = _ConsumerGroupMemberMetadataValue_ClassicMemberMetadata
     ClassicProtocol: ClassVar[type] = _ConsumerGroupMemberMetadataValue_ClassicProtocol
     #: The (optional) instance id. (versions 0, nullable 0)
-    instance_id: str | None = ''
+    instance_id: str | None
     #: The (optional) rack id. (versions 0, nullable 0)
-    rack_id: str | None = ''
+    rack_id: str | None
     #: The client id. (versions 0)
-    client_id: str = ''
+    client_id: str
     #: The client host. (versions 0)
-    client_host: str = ''
+    client_host: str
     #: The list of subscribed topic names. (versions 0)
-    subscribed_topic_names: list[str] = field(default_factory=list)
+    subscribed_topic_names: list[str]
     #: The subscribed topic regular expression. (versions 0, nullable 0)
-    subscribed_topic_regex: str | None = ''
+    subscribed_topic_regex: str | None
     #: The rebalance timeout (versions 0)
-    rebalance_timeout_ms: int = -1
+    rebalance_timeout_ms: int
     #: The server assignor to use; or null if not used. (versions 0, nullable 0)
-    server_assignor: str | None = ''
+    server_assignor: str | None
     #: The classic member metadata which includes the supported protocols of the consumer if it uses the classic protocol. The metadata is null if the consumer uses the consumer protocol. (versions 0, nullable 0, tag 0 in 0)
-    classic_member_metadata: _ConsumerGroupMemberMetadataValue_ClassicMemberMetadata | None = field(default_factory=_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    classic_member_metadata: _ConsumerGroupMemberMetadataValue_ClassicMemberMetadata | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, instance_id: str | None = '', rack_id: str | None = '', client_id: str = '', client_host: str = '', subscribed_topic_names: list[str] = FACTORY, subscribed_topic_regex: str | None = '', rebalance_timeout_ms: int = -1, server_assignor: str | None = '', classic_member_metadata: _ConsumerGroupMemberMetadataValue_ClassicMemberMetadata | None = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        object.__setattr__(self, 'instance_id', instance_id)
+        object.__setattr__(self, 'rack_id', rack_id)
+        object.__setattr__(self, 'client_id', client_id)
+        object.__setattr__(self, 'client_host', client_host)
+        object.__setattr__(self, 'subscribed_topic_names', [] if subscribed_topic_names is FACTORY else subscribed_topic_names)
+        object.__setattr__(self, 'subscribed_topic_regex', subscribed_topic_regex)
+        object.__setattr__(self, 'rebalance_timeout_ms', rebalance_timeout_ms)
+        object.__setattr__(self, 'server_assignor', server_assignor)
+        object.__setattr__(self, 'classic_member_metadata', _ConsumerGroupMemberMetadataValue_ClassicMemberMetadata() if classic_member_metadata is FACTORY else classic_member_metadata)
+        object.__setattr__(self, 'unknown_tagged_fields', unknown_tagged_fields)
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,28 +8,32 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_i = struct.Struct('>i')
 
 
-@dataclass(slots=True, frozen=True)
-class ConsumerGroupMetadataKey(Message):
+class ConsumerGroupMetadataKey(Frozen, Message):
     """ConsumerGroupMetadataKey, versions 3, never flexible. Immutable."""
 
     __qualname__ = "ConsumerGroupMetadataKey"
+    __slots__ = ('group_id', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = None
     MIN_VERSION: ClassVar[int] = 3
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_FROM: ClassVar[int | None] = None
     #: The group id. (versions 3)
-    group_id: str = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    group_id: str
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group_id: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        object.__setattr__(self, 'group_id', group_id)
+        object.__setattr__(self, 'unknown_tagged_fields', unknown_tagged_fields)
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -42,18 +46,23 @@ class ConsumerGroupMetadataKey(Message):
         write_string(b, self.group_id)
 
 
-@dataclass(slots=True, frozen=True)
-class ConsumerGroupMetadataValue(Message):
+class ConsumerGroupMetadataValue(Frozen, Message):
     """ConsumerGroupMetadataValue, versions 0, flexible from v0. Immutable."""
 
     __qualname__ = "ConsumerGroupMetadataValue"
+    __slots__ = ('epoch', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = None
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     #: The group epoch. (versions 0)
-    epoch: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    epoch: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, epoch: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        object.__setattr__(self, 'epoch', epoch)
+        object.__setattr__(self, 'unknown_tagged_fields', unknown_tagged_fields)
 
     @classmethod
     def _read(cls, buf, pos, version):

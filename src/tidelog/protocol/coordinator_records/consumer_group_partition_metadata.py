@@ -8,28 +8,32 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_i = struct.Struct('>i')
 
 
-@dataclass(slots=True, frozen=True)
-class ConsumerGroupPartitionMetadataKey(Message):
+class ConsumerGroupPartitionMetadataKey(Frozen, Message):
     """ConsumerGroupPartitionMetadataKey, versions 4, never flexible. Immutable."""
 
     __qualname__ = "ConsumerGroupPartitionMetadataKey"
+    __slots__ = ('group_id', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = None
     MIN_VERSION: ClassVar[int] = 4
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int | None] = None
     #: The group id. (versions 4)
-    group_id: str = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    group_id: str
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group_id: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        object.__setattr__(self, 'group_id', group_id)
+        object.__setattr__(self, 'unknown_tagged_fields', unknown_tagged_fields)
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -42,16 +46,22 @@ class ConsumerGroupPartitionMetadataKey(Message):
         write_string(b, self.group_id)
 
 
-@dataclass(slots=True, frozen=True)
-class _ConsumerGroupPartitionMetadataValue_PartitionMetadata(Struct):
+class _ConsumerGroupPartitionMetadataValue_PartitionMetadata(Frozen, Struct):
     """ConsumerGroupPartitionMetadataValue.PartitionMetadata."""
 
     __qualname__ = "ConsumerGroupPartitionMetadataValue.PartitionMetadata"
+    __slots__ = ('partition', 'racks', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition number. (versions 0)
-    partition: int = 0
+    partition: int
     #: The set of racks that the partition is mapped to. (versions 0)
-    racks: list[str] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    racks: list[str]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition: int = 0, racks: list[str] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        object.__setattr__(self, 'partition', partition)
+        object.__setattr__(self, 'racks', [] if racks is FACTORY else racks)
+        object.__setattr__(self, 'unknown_tagged_fields', unknown_tagged_fields)
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -103,20 +113,28 @@ class _ConsumerGroupPartitionMetadataValue_PartitionMetadata(Struct):
 _D_ConsumerGroupPartitionMetadataValue_PartitionMetadata = _ConsumerGroupPartitionMetadataValue_PartitionMetadata()  # default instance, for comparisons only
 
 
-@dataclass(slots=True, frozen=True)
-class _ConsumerGroupPartitionMetadataValue_TopicMetadata(Struct):
+class _ConsumerGroupPartitionMetadataValue_TopicMetadata(Frozen, Struct):
     """ConsumerGroupPartitionMetadataValue.TopicMetadata."""
 
     __qualname__ = "ConsumerGroupPartitionMetadataValue.TopicMetadata"
+    __slots__ = ('topic_id', 'topic_name', 'num_partitions', 'partition_metadata', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic id. (versions 0)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The topic name. (versions 0)
-    topic_name: str = ''
+    topic_name: str
     #: The number of partitions of the topic. (versions 0)
-    num_partitions: int = 0
+    num_partitions: int
     #: Deprecated: this field is not used after 4.0. Partitions mapped to a set of racks. If the rack information is unavailable for all the partitions, an empty list is stored (versions 0)
-    partition_metadata: list[_ConsumerGroupPartitionMetadataValue_PartitionMetadata] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partition_metadata: list[_ConsumerGroupPartitionMetadataValue_PartitionMetadata]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, topic_name: str = '', num_partitions: int = 0, partition_metadata: list[_ConsumerGroupPartitionMetadataValue_PartitionMetadata] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        object.__setattr__(self, 'topic_id', topic_id)
+        object.__setattr__(self, 'topic_name', topic_name)
+        object.__setattr__(self, 'num_partitions', num_partitions)
+        object.__setattr__(self, 'partition_metadata', [] if partition_metadata is FACTORY else partition_metadata)
+        object.__setattr__(self, 'unknown_tagged_fields', unknown_tagged_fields)
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -173,11 +191,12 @@ class _ConsumerGroupPartitionMetadataValue_TopicMetadata(Struct):
 _D_ConsumerGroupPartitionMetadataValue_TopicMetadata = _ConsumerGroupPartitionMetadataValue_TopicMetadata()  # default instance, for comparisons only
 
 
-@dataclass(slots=True, frozen=True)
-class ConsumerGroupPartitionMetadataValue(Message):
+class ConsumerGroupPartitionMetadataValue(Frozen, Message):
     """ConsumerGroupPartitionMetadataValue, versions 0, flexible from v0. Immutable."""
 
     __qualname__ = "ConsumerGroupPartitionMetadataValue"
+    __slots__ = ('topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = None
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
@@ -185,8 +204,12 @@ class ConsumerGroupPartitionMetadataValue(Message):
     TopicMetadata: ClassVar[type] = _ConsumerGroupPartitionMetadataValue_TopicMetadata
     PartitionMetadata: ClassVar[type] = _ConsumerGroupPartitionMetadataValue_PartitionMetadata
     #: The list of topic metadata. (versions 0)
-    topics: list[_ConsumerGroupPartitionMetadataValue_TopicMetadata] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_ConsumerGroupPartitionMetadataValue_TopicMetadata]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topics: list[_ConsumerGroupPartitionMetadataValue_TopicMetadata] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        object.__setattr__(self, 'topics', [] if topics is FACTORY else topics)
+        object.__setattr__(self, 'unknown_tagged_fields', unknown_tagged_fields)
 
     @classmethod
     def _read(cls, buf, pos, version):

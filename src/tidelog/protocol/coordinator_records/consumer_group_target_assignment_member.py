@@ -8,29 +8,34 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 
 
-@dataclass(slots=True, frozen=True)
-class ConsumerGroupTargetAssignmentMemberKey(Message):
+class ConsumerGroupTargetAssignmentMemberKey(Frozen, Message):
     """ConsumerGroupTargetAssignmentMemberKey, versions 7, never flexible. Immutable."""
 
     __qualname__ = "ConsumerGroupTargetAssignmentMemberKey"
+    __slots__ = ('group_id', 'member_id', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = None
     MIN_VERSION: ClassVar[int] = 7
     MAX_VERSION: ClassVar[int] = 7
     FLEXIBLE_FROM: ClassVar[int | None] = None
     #: The group id. (versions 7)
-    group_id: str = ''
+    group_id: str
     #: The member id. (versions 7)
-    member_id: str = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    member_id: str
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group_id: str = '', member_id: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        object.__setattr__(self, 'group_id', group_id)
+        object.__setattr__(self, 'member_id', member_id)
+        object.__setattr__(self, 'unknown_tagged_fields', unknown_tagged_fields)
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -45,16 +50,22 @@ class ConsumerGroupTargetAssignmentMemberKey(Message):
         write_string(b, self.member_id)
 
 
-@dataclass(slots=True, frozen=True)
-class _ConsumerGroupTargetAssignmentMemberValue_TopicPartition(Struct):
+class _ConsumerGroupTargetAssignmentMemberValue_TopicPartition(Frozen, Struct):
     """ConsumerGroupTargetAssignmentMemberValue.TopicPartition."""
 
     __qualname__ = "ConsumerGroupTargetAssignmentMemberValue.TopicPartition"
+    __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: (versions 0)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: (versions 0)
-    partitions: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        object.__setattr__(self, 'topic_id', topic_id)
+        object.__setattr__(self, 'partitions', [] if partitions is FACTORY else partitions)
+        object.__setattr__(self, 'unknown_tagged_fields', unknown_tagged_fields)
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -102,19 +113,24 @@ class _ConsumerGroupTargetAssignmentMemberValue_TopicPartition(Struct):
 _D_ConsumerGroupTargetAssignmentMemberValue_TopicPartition = _ConsumerGroupTargetAssignmentMemberValue_TopicPartition()  # default instance, for comparisons only
 
 
-@dataclass(slots=True, frozen=True)
-class ConsumerGroupTargetAssignmentMemberValue(Message):
+class ConsumerGroupTargetAssignmentMemberValue(Frozen, Message):
     """ConsumerGroupTargetAssignmentMemberValue, versions 0, flexible from v0. Immutable."""
 
     __qualname__ = "ConsumerGroupTargetAssignmentMemberValue"
+    __slots__ = ('topic_partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = None
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     TopicPartition: ClassVar[type] = _ConsumerGroupTargetAssignmentMemberValue_TopicPartition
     #: The assigned partitions. (versions 0)
-    topic_partitions: list[_ConsumerGroupTargetAssignmentMemberValue_TopicPartition] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topic_partitions: list[_ConsumerGroupTargetAssignmentMemberValue_TopicPartition]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_partitions: list[_ConsumerGroupTargetAssignmentMemberValue_TopicPartition] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        object.__setattr__(self, 'topic_partitions', [] if topic_partitions is FACTORY else topic_partitions)
+        object.__setattr__(self, 'unknown_tagged_fields', unknown_tagged_fields)
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,28 +8,32 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_i = struct.Struct('>i')
 
 
-@dataclass(slots=True, frozen=True)
-class ConsumerGroupTargetAssignmentMetadataKey(Message):
+class ConsumerGroupTargetAssignmentMetadataKey(Frozen, Message):
     """ConsumerGroupTargetAssignmentMetadataKey, versions 6, never flexible. Immutable."""
 
     __qualname__ = "ConsumerGroupTargetAssignmentMetadataKey"
+    __slots__ = ('group_id', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = None
     MIN_VERSION: ClassVar[int] = 6
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_FROM: ClassVar[int | None] = None
     #: The group id. (versions 6)
-    group_id: str = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    group_id: str
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group_id: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        object.__setattr__(self, 'group_id', group_id)
+        object.__setattr__(self, 'unknown_tagged_fields', unknown_tagged_fields)
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -42,18 +46,23 @@ class ConsumerGroupTargetAssignmentMetadataKey(Message):
         write_string(b, self.group_id)
 
 
-@dataclass(slots=True, frozen=True)
-class ConsumerGroupTargetAssignmentMetadataValue(Message):
+class ConsumerGroupTargetAssignmentMetadataValue(Frozen, Message):
     """ConsumerGroupTargetAssignmentMetadataValue, versions 0, flexible from v0. Immutable."""
 
     __qualname__ = "ConsumerGroupTargetAssignmentMetadataValue"
+    __slots__ = ('assignment_epoch', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = None
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     #: The assignment epoch. (versions 0)
-    assignment_epoch: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    assignment_epoch: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, assignment_epoch: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        object.__setattr__(self, 'assignment_epoch', assignment_epoch)
+        object.__setattr__(self, 'unknown_tagged_fields', unknown_tagged_fields)
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,29 +8,33 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_i = struct.Struct('>i')
 _S_q = struct.Struct('>q')
 
 
-@dataclass(slots=True, frozen=True)
-class GroupMetadataKey(Message):
+class GroupMetadataKey(Frozen, Message):
     """GroupMetadataKey, versions 2, never flexible. Immutable."""
 
     __qualname__ = "GroupMetadataKey"
+    __slots__ = ('group', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = None
     MIN_VERSION: ClassVar[int] = 2
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int | None] = None
     #: (versions 2)
-    group: str = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    group: str
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        object.__setattr__(self, 'group', group)
+        object.__setattr__(self, 'unknown_tagged_fields', unknown_tagged_fields)
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -43,28 +47,40 @@ class GroupMetadataKey(Message):
         write_string(b, self.group)
 
 
-@dataclass(slots=True, frozen=True)
-class _GroupMetadataValue_MemberMetadata(Struct):
+class _GroupMetadataValue_MemberMetadata(Frozen, Struct):
     """GroupMetadataValue.MemberMetadata."""
 
     __qualname__ = "GroupMetadataValue.MemberMetadata"
+    __slots__ = ('member_id', 'group_instance_id', 'client_id', 'client_host', 'rebalance_timeout', 'session_timeout', 'subscription', 'assignment', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: (versions 0-4)
-    member_id: str = ''
+    member_id: str
     #: (versions 3-4, nullable 3-4)
-    group_instance_id: str | None = None
+    group_instance_id: str | None
     #: (versions 0-4)
-    client_id: str = ''
+    client_id: str
     #: (versions 0-4)
-    client_host: str = ''
+    client_host: str
     #: (versions 1-4)
-    rebalance_timeout: int = -1
+    rebalance_timeout: int
     #: (versions 0-4)
-    session_timeout: int = 0
+    session_timeout: int
     #: (versions 0-4)
-    subscription: bytes = b""
+    subscription: bytes
     #: (versions 0-4)
-    assignment: bytes = b""
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    assignment: bytes
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, member_id: str = '', group_instance_id: str | None = None, client_id: str = '', client_host: str = '', rebalance_timeout: int = -1, session_timeout: int = 0, subscription: bytes = b"", assignment: bytes = b"", unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        object.__setattr__(self, 'member_id', member_id)
+        object.__setattr__(self, 'group_instance_id', group_instance_id)
+        object.__setattr__(self, 'client_id', client_id)
+        object.__setattr__(self, 'client_host', client_host)
+        object.__setattr__(self, 'rebalance_timeout', rebalance_timeout)
+        object.__setattr__(self, 'session_timeout', session_timeout)
+        object.__setattr__(self, 'subscription', subscription)
+        object.__setattr__(self, 'assignment', assignment)
+        object.__setattr__(self, 'unknown_tagged_fields', unknown_tagged_fields)
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -128,29 +144,39 @@ class _GroupMetadataValue_MemberMetadata(Struct):
 _D_GroupMetadataValue_MemberMetadata = _GroupMetadataValue_MemberMetadata()  # default instance, for comparisons only
 
 
-@dataclass(slots=True, frozen=True)
-class GroupMetadataValue(Message):
+class GroupMetadataValue(Frozen, Message):
     """GroupMetadataValue, versions 0-4, flexible from v4. Immutable."""
 
     __qualname__ = "GroupMetadataValue"
+    __slots__ = ('protocol_type', 'generation', 'protocol', 'leader', 'current_state_timestamp', 'members', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = None
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int | None] = 4
     MemberMetadata: ClassVar[type] = _GroupMetadataValue_MemberMetadata
     #: (versions 0-4)
-    protocol_type: str = ''
+    protocol_type: str
     #: (versions 0-4)
-    generation: int = 0
+    generation: int
     #: (versions 0-4, nullable 0-4)
-    protocol: str | None = ''
+    protocol: str | None
     #: (versions 0-4, nullable 0-4)
-    leader: str | None = ''
+    leader: str | None
     #: (versions 2-4)
-    current_state_timestamp: int = -1
+    current_state_timestamp: int
     #: (versions 0-4)
-    members: list[_GroupMetadataValue_MemberMetadata] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    members: list[_GroupMetadataValue_MemberMetadata]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, protocol_type: str = '', generation: int = 0, protocol: str | None = '', leader: str | None = '', current_state_timestamp: int = -1, members: list[_GroupMetadataValue_MemberMetadata] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        object.__setattr__(self, 'protocol_type', protocol_type)
+        object.__setattr__(self, 'generation', generation)
+        object.__setattr__(self, 'protocol', protocol)
+        object.__setattr__(self, 'leader', leader)
+        object.__setattr__(self, 'current_state_timestamp', current_state_timestamp)
+        object.__setattr__(self, 'members', [] if members is FACTORY else members)
+        object.__setattr__(self, 'unknown_tagged_fields', unknown_tagged_fields)
 
     @classmethod
     def _read(cls, buf, pos, version):

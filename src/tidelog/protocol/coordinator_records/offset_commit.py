@@ -8,33 +8,39 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_i = struct.Struct('>i')
 _S_q = struct.Struct('>q')
 
 
-@dataclass(slots=True, frozen=True)
-class OffsetCommitKey(Message):
+class OffsetCommitKey(Frozen, Message):
     """OffsetCommitKey, versions 0-1, never flexible. Immutable."""
 
     __qualname__ = "OffsetCommitKey"
+    __slots__ = ('group', 'topic', 'partition', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = None
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int | None] = None
     #: (versions 0-1)
-    group: str = ''
+    group: str
     #: (versions 0-1)
-    topic: str = ''
+    topic: str
     #: (versions 0-1)
-    partition: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partition: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group: str = '', topic: str = '', partition: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        object.__setattr__(self, 'group', group)
+        object.__setattr__(self, 'topic', topic)
+        object.__setattr__(self, 'partition', partition)
+        object.__setattr__(self, 'unknown_tagged_fields', unknown_tagged_fields)
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -52,26 +58,35 @@ class OffsetCommitKey(Message):
         b += _S_i.pack(self.partition)
 
 
-@dataclass(slots=True, frozen=True)
-class OffsetCommitValue(Message):
+class OffsetCommitValue(Frozen, Message):
     """OffsetCommitValue, versions 0-4, flexible from v4. Immutable."""
 
     __qualname__ = "OffsetCommitValue"
+    __slots__ = ('offset', 'leader_epoch', 'metadata', 'commit_timestamp', 'expire_timestamp', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = None
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int | None] = 4
     #: (versions 0-4)
-    offset: int = 0
+    offset: int
     #: (versions 3-4)
-    leader_epoch: int = -1
+    leader_epoch: int
     #: (versions 0-4)
-    metadata: str = ''
+    metadata: str
     #: (versions 0-4)
-    commit_timestamp: int = 0
+    commit_timestamp: int
     #: (versions 1)
-    expire_timestamp: int = -1
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    expire_timestamp: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, offset: int = 0, leader_epoch: int = -1, metadata: str = '', commit_timestamp: int = 0, expire_timestamp: int = -1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        object.__setattr__(self, 'offset', offset)
+        object.__setattr__(self, 'leader_epoch', leader_epoch)
+        object.__setattr__(self, 'metadata', metadata)
+        object.__setattr__(self, 'commit_timestamp', commit_timestamp)
+        object.__setattr__(self, 'expire_timestamp', expire_timestamp)
+        object.__setattr__(self, 'unknown_tagged_fields', unknown_tagged_fields)
 
     @classmethod
     def _read(cls, buf, pos, version):

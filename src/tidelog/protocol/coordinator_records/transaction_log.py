@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_qhib = struct.Struct('>qhib')
@@ -21,18 +20,23 @@ _S_q = struct.Struct('>q')
 _S_h = struct.Struct('>h')
 
 
-@dataclass(slots=True, frozen=True)
-class TransactionLogKey(Message):
+class TransactionLogKey(Frozen, Message):
     """TransactionLogKey, versions 0, never flexible. Immutable."""
 
     __qualname__ = "TransactionLogKey"
+    __slots__ = ('transactional_id', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = None
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = None
     #: (versions 0)
-    transactional_id: str = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    transactional_id: str
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, transactional_id: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        object.__setattr__(self, 'transactional_id', transactional_id)
+        object.__setattr__(self, 'unknown_tagged_fields', unknown_tagged_fields)
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -45,16 +49,22 @@ class TransactionLogKey(Message):
         write_string(b, self.transactional_id)
 
 
-@dataclass(slots=True, frozen=True)
-class _TransactionLogValue_PartitionsSchema(Struct):
+class _TransactionLogValue_PartitionsSchema(Frozen, Struct):
     """TransactionLogValue.PartitionsSchema."""
 
     __qualname__ = "TransactionLogValue.PartitionsSchema"
+    __slots__ = ('topic', 'partition_ids', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: (versions 0-1)
-    topic: str = ''
+    topic: str
     #: (versions 0-1)
-    partition_ids: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partition_ids: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic: str = '', partition_ids: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        object.__setattr__(self, 'topic', topic)
+        object.__setattr__(self, 'partition_ids', [] if partition_ids is FACTORY else partition_ids)
+        object.__setattr__(self, 'unknown_tagged_fields', unknown_tagged_fields)
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -106,37 +116,51 @@ class _TransactionLogValue_PartitionsSchema(Struct):
 _D_TransactionLogValue_PartitionsSchema = _TransactionLogValue_PartitionsSchema()  # default instance, for comparisons only
 
 
-@dataclass(slots=True, frozen=True)
-class TransactionLogValue(Message):
+class TransactionLogValue(Frozen, Message):
     """TransactionLogValue, versions 0-1, flexible from v1. Immutable."""
 
     __qualname__ = "TransactionLogValue"
+    __slots__ = ('producer_id', 'previous_producer_id', 'next_producer_id', 'producer_epoch', 'transaction_timeout_ms', 'transaction_status', 'transaction_partitions', 'transaction_last_update_timestamp_ms', 'transaction_start_timestamp_ms', 'client_transaction_version', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = None
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int | None] = 1
     PartitionsSchema: ClassVar[type] = _TransactionLogValue_PartitionsSchema
     #: Producer id in use by the transactional id (versions 0-1)
-    producer_id: int = 0
+    producer_id: int
     #: Producer id used by the last committed transaction (versions 1, tag 0 in 1)
-    previous_producer_id: int = -1
+    previous_producer_id: int
     #: Latest producer ID sent to the producer for the given transactional ID (versions 1, tag 1 in 1)
-    next_producer_id: int = -1
+    next_producer_id: int
     #: Epoch associated with the producer id (versions 0-1)
-    producer_epoch: int = 0
+    producer_epoch: int
     #: Transaction timeout in milliseconds (versions 0-1)
-    transaction_timeout_ms: int = 0
+    transaction_timeout_ms: int
     #: TransactionState the transaction is in (versions 0-1)
-    transaction_status: int = 0
+    transaction_status: int
     #: Set of partitions involved in the transaction (versions 0-1, nullable 0-1)
-    transaction_partitions: list[_TransactionLogValue_PartitionsSchema] | None = field(default_factory=list)
+    transaction_partitions: list[_TransactionLogValue_PartitionsSchema] | None
     #: Time the transaction was last updated (versions 0-1)
-    transaction_last_update_timestamp_ms: int = 0
+    transaction_last_update_timestamp_ms: int
     #: Time the transaction was started (versions 0-1)
-    transaction_start_timestamp_ms: int = 0
+    transaction_start_timestamp_ms: int
     #: The transaction version used by the client (versions 1, tag 2 in 1)
-    client_transaction_version: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    client_transaction_version: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, producer_id: int = 0, previous_producer_id: int = -1, next_producer_id: int = -1, producer_epoch: int = 0, transaction_timeout_ms: int = 0, transaction_status: int = 0, transaction_partitions: list[_TransactionLogValue_PartitionsSchema] | None = FACTORY, transaction_last_update_timestamp_ms: int = 0, transaction_start_timestamp_ms: int = 0, client_transaction_version: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        object.__setattr__(self, 'producer_id', producer_id)
+        object.__setattr__(self, 'previous_producer_id', previous_producer_id)
+        object.__setattr__(self, 'next_producer_id', next_producer_id)
+        object.__setattr__(self, 'producer_epoch', producer_epoch)
+        object.__setattr__(self, 'transaction_timeout_ms', transaction_timeout_ms)
+        object.__setattr__(self, 'transaction_status', transaction_status)
+        object.__setattr__(self, 'transaction_partitions', [] if transaction_partitions is FACTORY else transaction_partitions)
+        object.__setattr__(self, 'transaction_last_update_timestamp_ms', transaction_last_update_timestamp_ms)
+        object.__setattr__(self, 'transaction_start_timestamp_ms', transaction_start_timestamp_ms)
+        object.__setattr__(self, 'client_transaction_version', client_transaction_version)
+        object.__setattr__(self, 'unknown_tagged_fields', unknown_tagged_fields)
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,35 +8,42 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_qh = struct.Struct('>qh')
 _S_ih = struct.Struct('>ih')
 
 
-@dataclass(slots=True)
 class AddOffsetsToTxnRequest(Message):
     """AddOffsetsToTxnRequest, versions 0-4, flexible from v3."""
 
     __qualname__ = "AddOffsetsToTxnRequest"
+    __slots__ = ('transactional_id', 'producer_id', 'producer_epoch', 'group_id', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 25
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int | None] = 3
     #: The transactional id corresponding to the transaction. (versions 0-4)
-    transactional_id: str = ''
+    transactional_id: str
     #: Current producer id in use by the transactional id. (versions 0-4)
-    producer_id: int = 0
+    producer_id: int
     #: Current epoch associated with the producer id. (versions 0-4)
-    producer_epoch: int = 0
+    producer_epoch: int
     #: The unique group identifier. (versions 0-4)
-    group_id: str = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    group_id: str
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, transactional_id: str = '', producer_id: int = 0, producer_epoch: int = 0, group_id: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.transactional_id = transactional_id
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.group_id = group_id
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -78,20 +85,26 @@ class AddOffsetsToTxnRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class AddOffsetsToTxnResponse(Message):
     """AddOffsetsToTxnResponse, versions 0-4, flexible from v3."""
 
     __qualname__ = "AddOffsetsToTxnResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 25
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int | None] = 3
     #: Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-4)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The response error code, or 0 if there was no error. (versions 0-4)
-    error_code: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_code: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

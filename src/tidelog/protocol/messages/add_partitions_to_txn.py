@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_qho = struct.Struct('>qh?')
@@ -22,16 +21,22 @@ _S_i = struct.Struct('>i')
 _S_h = struct.Struct('>h')
 
 
-@dataclass(slots=True)
 class _AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(Struct):
     """AddPartitionsToTxnRequest.AddPartitionsToTxnTopic."""
 
     __qualname__ = "AddPartitionsToTxnRequest.AddPartitionsToTxnTopic"
+    __slots__ = ('name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The name of the topic. (versions 0-5)
-    name: str = ''
+    name: str
     #: The partition indexes to add to the transaction. (versions 0-5)
-    partitions: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', partitions: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -83,22 +88,31 @@ class _AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(Struct):
 _D_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic = _AddPartitionsToTxnRequest_AddPartitionsToTxnTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction(Struct):
     """AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction."""
 
     __qualname__ = "AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction"
+    __slots__ = ('transactional_id', 'producer_id', 'producer_epoch', 'verify_only', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The transactional id corresponding to the transaction. (versions 4-5)
-    transactional_id: str = ''
+    transactional_id: str
     #: Current producer id in use by the transactional id. (versions 4-5)
-    producer_id: int = 0
+    producer_id: int
     #: Current epoch associated with the producer id. (versions 4-5)
-    producer_epoch: int = 0
+    producer_epoch: int
     #: Boolean to signify if we want to check if the partition is in the transaction rather than add it. (versions 4-5)
-    verify_only: bool = False
+    verify_only: bool
     #: The partitions to add to the transaction. (versions 4-5)
-    topics: list[_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, transactional_id: str = '', producer_id: int = 0, producer_epoch: int = 0, verify_only: bool = False, topics: list[_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.transactional_id = transactional_id
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.verify_only = verify_only
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -184,11 +198,12 @@ class _AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction(Struct):
 _D_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction = _AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class AddPartitionsToTxnRequest(Message):
     """AddPartitionsToTxnRequest, versions 0-5, flexible from v3."""
 
     __qualname__ = "AddPartitionsToTxnRequest"
+    __slots__ = ('transactions', 'v3_and_below_transactional_id', 'v3_and_below_producer_id', 'v3_and_below_producer_epoch', 'v3_and_below_topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 24
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
@@ -196,16 +211,24 @@ class AddPartitionsToTxnRequest(Message):
     AddPartitionsToTxnTransaction: ClassVar[type] = _AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction
     AddPartitionsToTxnTopic: ClassVar[type] = _AddPartitionsToTxnRequest_AddPartitionsToTxnTopic
     #: List of transactions to add partitions to. (versions 4-5)
-    transactions: list[_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction] = field(default_factory=list)
+    transactions: list[_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction]
     #: The transactional id corresponding to the transaction. (versions 0-3)
-    v3_and_below_transactional_id: str = ''
+    v3_and_below_transactional_id: str
     #: Current producer id in use by the transactional id. (versions 0-3)
-    v3_and_below_producer_id: int = 0
+    v3_and_below_producer_id: int
     #: Current epoch associated with the producer id. (versions 0-3)
-    v3_and_below_producer_epoch: int = 0
+    v3_and_below_producer_epoch: int
     #: The partitions to add to the transaction. (versions 0-3)
-    v3_and_below_topics: list[_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    v3_and_below_topics: list[_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, transactions: list[_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction] = FACTORY, v3_and_below_transactional_id: str = '', v3_and_below_producer_id: int = 0, v3_and_below_producer_epoch: int = 0, v3_and_below_topics: list[_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.transactions = [] if transactions is FACTORY else transactions
+        self.v3_and_below_transactional_id = v3_and_below_transactional_id
+        self.v3_and_below_producer_id = v3_and_below_producer_id
+        self.v3_and_below_producer_epoch = v3_and_below_producer_epoch
+        self.v3_and_below_topics = [] if v3_and_below_topics is FACTORY else v3_and_below_topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -308,16 +331,22 @@ class AddPartitionsToTxnRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult(Struct):
     """AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult."""
 
     __qualname__ = "AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult"
+    __slots__ = ('partition_index', 'partition_error_code', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition indexes. (versions 0-5)
-    partition_index: int = 0
+    partition_index: int
     #: The response error code. (versions 0-5)
-    partition_error_code: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partition_error_code: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, partition_error_code: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.partition_error_code = partition_error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -358,16 +387,22 @@ class _AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult(Struct):
 _D_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult = _AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(Struct):
     """AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult."""
 
     __qualname__ = "AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult"
+    __slots__ = ('name', 'results_by_partition', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-5)
-    name: str = ''
+    name: str
     #: The results for each partition. (versions 0-5)
-    results_by_partition: list[_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    results_by_partition: list[_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', results_by_partition: list[_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.results_by_partition = [] if results_by_partition is FACTORY else results_by_partition
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -423,16 +458,22 @@ class _AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(Struct):
 _D_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult = _AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _AddPartitionsToTxnResponse_AddPartitionsToTxnResult(Struct):
     """AddPartitionsToTxnResponse.AddPartitionsToTxnResult."""
 
     __qualname__ = "AddPartitionsToTxnResponse.AddPartitionsToTxnResult"
+    __slots__ = ('transactional_id', 'topic_results', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The transactional id corresponding to the transaction. (versions 4-5)
-    transactional_id: str = ''
+    transactional_id: str
     #: The results for each topic. (versions 4-5)
-    topic_results: list[_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topic_results: list[_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, transactional_id: str = '', topic_results: list[_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.transactional_id = transactional_id
+        self.topic_results = [] if topic_results is FACTORY else topic_results
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -502,11 +543,12 @@ class _AddPartitionsToTxnResponse_AddPartitionsToTxnResult(Struct):
 _D_AddPartitionsToTxnResponse_AddPartitionsToTxnResult = _AddPartitionsToTxnResponse_AddPartitionsToTxnResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class AddPartitionsToTxnResponse(Message):
     """AddPartitionsToTxnResponse, versions 0-5, flexible from v3."""
 
     __qualname__ = "AddPartitionsToTxnResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'results_by_transaction', 'results_by_topic_v3_and_below', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 24
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
@@ -515,14 +557,21 @@ class AddPartitionsToTxnResponse(Message):
     AddPartitionsToTxnTopicResult: ClassVar[type] = _AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult
     AddPartitionsToTxnPartitionResult: ClassVar[type] = _AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult
     #: Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-5)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The response top level error code. (versions 4-5)
-    error_code: int = 0
+    error_code: int
     #: Results categorized by transactional ID. (versions 4-5)
-    results_by_transaction: list[_AddPartitionsToTxnResponse_AddPartitionsToTxnResult] = field(default_factory=list)
+    results_by_transaction: list[_AddPartitionsToTxnResponse_AddPartitionsToTxnResult]
     #: The results for each topic. (versions 0-3)
-    results_by_topic_v3_and_below: list[_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    results_by_topic_v3_and_below: list[_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, results_by_transaction: list[_AddPartitionsToTxnResponse_AddPartitionsToTxnResult] = FACTORY, results_by_topic_v3_and_below: list[_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.results_by_transaction = [] if results_by_transaction is FACTORY else results_by_transaction
+        self.results_by_topic_v3_and_below = [] if results_by_topic_v3_and_below is FACTORY else results_by_topic_v3_and_below
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_H = struct.Struct('>H')
@@ -20,18 +19,25 @@ _S_ii = struct.Struct('>ii')
 _S_ih = struct.Struct('>ih')
 
 
-@dataclass(slots=True)
 class _AddRaftVoterRequest_Listener(Struct):
     """AddRaftVoterRequest.Listener."""
 
     __qualname__ = "AddRaftVoterRequest.Listener"
+    __slots__ = ('name', 'host', 'port', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The name of the endpoint. (versions 0)
-    name: str = ''
+    name: str
     #: The hostname. (versions 0)
-    host: str = ''
+    host: str
     #: The port. (versions 0)
-    port: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    port: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', host: str = '', port: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -72,27 +78,36 @@ class _AddRaftVoterRequest_Listener(Struct):
 _D_AddRaftVoterRequest_Listener = _AddRaftVoterRequest_Listener()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class AddRaftVoterRequest(Message):
     """AddRaftVoterRequest, versions 0, flexible from v0."""
 
     __qualname__ = "AddRaftVoterRequest"
+    __slots__ = ('cluster_id', 'timeout_ms', 'voter_id', 'voter_directory_id', 'listeners', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 80
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     Listener: ClassVar[type] = _AddRaftVoterRequest_Listener
     #: The cluster id. (versions 0, nullable 0)
-    cluster_id: str | None = ''
+    cluster_id: str | None
     #: The maximum time to wait for the request to complete before returning. (versions 0)
-    timeout_ms: int = 0
+    timeout_ms: int
     #: The replica id of the voter getting added to the topic partition. (versions 0)
-    voter_id: int = 0
+    voter_id: int
     #: The directory id of the voter getting added to the topic partition. (versions 0)
-    voter_directory_id: uuid.UUID = ZERO_UUID
+    voter_directory_id: uuid.UUID
     #: The endpoints that can be used to communicate with the voter. (versions 0)
-    listeners: list[_AddRaftVoterRequest_Listener] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    listeners: list[_AddRaftVoterRequest_Listener]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, cluster_id: str | None = '', timeout_ms: int = 0, voter_id: int = 0, voter_directory_id: uuid.UUID = ZERO_UUID, listeners: list[_AddRaftVoterRequest_Listener] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.cluster_id = cluster_id
+        self.timeout_ms = timeout_ms
+        self.voter_id = voter_id
+        self.voter_directory_id = voter_directory_id
+        self.listeners = [] if listeners is FACTORY else listeners
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -146,22 +161,29 @@ class AddRaftVoterRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class AddRaftVoterResponse(Message):
     """AddRaftVoterResponse, versions 0, flexible from v0."""
 
     __qualname__ = "AddRaftVoterResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 80
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The error code, or 0 if there was no error. (versions 0)
-    error_code: int = 0
+    error_code: int
     #: The error message, or null if there was no error. (versions 0, nullable 0)
-    error_message: str | None = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_message: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

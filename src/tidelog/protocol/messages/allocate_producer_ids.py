@@ -8,31 +8,36 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_iq = struct.Struct('>iq')
 _S_ihqi = struct.Struct('>ihqi')
 
 
-@dataclass(slots=True)
 class AllocateProducerIdsRequest(Message):
     """AllocateProducerIdsRequest, versions 0, flexible from v0."""
 
     __qualname__ = "AllocateProducerIdsRequest"
+    __slots__ = ('broker_id', 'broker_epoch', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 67
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     #: The ID of the requesting broker. (versions 0)
-    broker_id: int = 0
+    broker_id: int
     #: The epoch of the requesting broker. (versions 0)
-    broker_epoch: int = -1
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    broker_epoch: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, broker_id: int = 0, broker_epoch: int = -1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -66,24 +71,32 @@ class AllocateProducerIdsRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class AllocateProducerIdsResponse(Message):
     """AllocateProducerIdsResponse, versions 0, flexible from v0."""
 
     __qualname__ = "AllocateProducerIdsResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'producer_id_start', 'producer_id_len', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 67
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The top level response error code. (versions 0)
-    error_code: int = 0
+    error_code: int
     #: The first producer ID in this range, inclusive. (versions 0)
-    producer_id_start: int = 0
+    producer_id_start: int
     #: The number of producer IDs in this range. (versions 0)
-    producer_id_len: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    producer_id_len: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, producer_id_start: int = 0, producer_id_len: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.producer_id_start = producer_id_start
+        self.producer_id_len = producer_id_len
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_do = struct.Struct('>d?')
@@ -21,16 +20,22 @@ _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
 
 
-@dataclass(slots=True)
 class _AlterClientQuotasRequest_EntityData(Struct):
     """AlterClientQuotasRequest.EntityData."""
 
     __qualname__ = "AlterClientQuotasRequest.EntityData"
+    __slots__ = ('entity_type', 'entity_name', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The entity type. (versions 0-1)
-    entity_type: str = ''
+    entity_type: str
     #: The name of the entity, or null if the default. (versions 0-1, nullable 0-1)
-    entity_name: str | None = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    entity_name: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, entity_type: str = '', entity_name: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.entity_type = entity_type
+        self.entity_name = entity_name
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -72,18 +77,25 @@ class _AlterClientQuotasRequest_EntityData(Struct):
 _D_AlterClientQuotasRequest_EntityData = _AlterClientQuotasRequest_EntityData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _AlterClientQuotasRequest_OpData(Struct):
     """AlterClientQuotasRequest.OpData."""
 
     __qualname__ = "AlterClientQuotasRequest.OpData"
+    __slots__ = ('key', 'value', 'remove', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The quota configuration key. (versions 0-1)
-    key: str = ''
+    key: str
     #: The value to set, otherwise ignored if the value is to be removed. (versions 0-1)
-    value: float = 0.0
+    value: float
     #: Whether the quota configuration value should be removed, otherwise set. (versions 0-1)
-    remove: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    remove: bool
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, key: str = '', value: float = 0.0, remove: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.key = key
+        self.value = value
+        self.remove = remove
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -126,16 +138,22 @@ class _AlterClientQuotasRequest_OpData(Struct):
 _D_AlterClientQuotasRequest_OpData = _AlterClientQuotasRequest_OpData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _AlterClientQuotasRequest_EntryData(Struct):
     """AlterClientQuotasRequest.EntryData."""
 
     __qualname__ = "AlterClientQuotasRequest.EntryData"
+    __slots__ = ('entity', 'ops', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The quota entity to alter. (versions 0-1)
-    entity: list[_AlterClientQuotasRequest_EntityData] = field(default_factory=list)
+    entity: list[_AlterClientQuotasRequest_EntityData]
     #: An individual quota configuration entry to alter. (versions 0-1)
-    ops: list[_AlterClientQuotasRequest_OpData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    ops: list[_AlterClientQuotasRequest_OpData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, entity: list[_AlterClientQuotasRequest_EntityData] = FACTORY, ops: list[_AlterClientQuotasRequest_OpData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.entity = [] if entity is FACTORY else entity
+        self.ops = [] if ops is FACTORY else ops
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -205,11 +223,12 @@ class _AlterClientQuotasRequest_EntryData(Struct):
 _D_AlterClientQuotasRequest_EntryData = _AlterClientQuotasRequest_EntryData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class AlterClientQuotasRequest(Message):
     """AlterClientQuotasRequest, versions 0-1, flexible from v1."""
 
     __qualname__ = "AlterClientQuotasRequest"
+    __slots__ = ('entries', 'validate_only', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 49
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
@@ -218,10 +237,15 @@ class AlterClientQuotasRequest(Message):
     EntityData: ClassVar[type] = _AlterClientQuotasRequest_EntityData
     OpData: ClassVar[type] = _AlterClientQuotasRequest_OpData
     #: The quota configuration entries to alter. (versions 0-1)
-    entries: list[_AlterClientQuotasRequest_EntryData] = field(default_factory=list)
+    entries: list[_AlterClientQuotasRequest_EntryData]
     #: Whether the alteration should be validated, but not performed. (versions 0-1)
-    validate_only: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    validate_only: bool
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, entries: list[_AlterClientQuotasRequest_EntryData] = FACTORY, validate_only: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.entries = [] if entries is FACTORY else entries
+        self.validate_only = validate_only
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -275,16 +299,22 @@ class AlterClientQuotasRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _AlterClientQuotasResponse_EntityData(Struct):
     """AlterClientQuotasResponse.EntityData."""
 
     __qualname__ = "AlterClientQuotasResponse.EntityData"
+    __slots__ = ('entity_type', 'entity_name', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The entity type. (versions 0-1)
-    entity_type: str = ''
+    entity_type: str
     #: The name of the entity, or null if the default. (versions 0-1, nullable 0-1)
-    entity_name: str | None = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    entity_name: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, entity_type: str = '', entity_name: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.entity_type = entity_type
+        self.entity_name = entity_name
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -326,18 +356,25 @@ class _AlterClientQuotasResponse_EntityData(Struct):
 _D_AlterClientQuotasResponse_EntityData = _AlterClientQuotasResponse_EntityData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _AlterClientQuotasResponse_EntryData(Struct):
     """AlterClientQuotasResponse.EntryData."""
 
     __qualname__ = "AlterClientQuotasResponse.EntryData"
+    __slots__ = ('error_code', 'error_message', 'entity', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The error code, or `0` if the quota alteration succeeded. (versions 0-1)
-    error_code: int = 0
+    error_code: int
     #: The error message, or `null` if the quota alteration succeeded. (versions 0-1, nullable 0-1)
-    error_message: str | None = ''
+    error_message: str | None
     #: The quota entity to alter. (versions 0-1)
-    entity: list[_AlterClientQuotasResponse_EntityData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    entity: list[_AlterClientQuotasResponse_EntityData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, error_message: str | None = '', entity: list[_AlterClientQuotasResponse_EntityData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.entity = [] if entity is FACTORY else entity
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -396,11 +433,12 @@ class _AlterClientQuotasResponse_EntryData(Struct):
 _D_AlterClientQuotasResponse_EntryData = _AlterClientQuotasResponse_EntryData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class AlterClientQuotasResponse(Message):
     """AlterClientQuotasResponse, versions 0-1, flexible from v1."""
 
     __qualname__ = "AlterClientQuotasResponse"
+    __slots__ = ('throttle_time_ms', 'entries', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 49
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
@@ -408,10 +446,15 @@ class AlterClientQuotasResponse(Message):
     EntryData: ClassVar[type] = _AlterClientQuotasResponse_EntryData
     EntityData: ClassVar[type] = _AlterClientQuotasResponse_EntityData
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-1)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The quota configuration entries to alter. (versions 0-1)
-    entries: list[_AlterClientQuotasResponse_EntryData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    entries: list[_AlterClientQuotasResponse_EntryData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, entries: list[_AlterClientQuotasResponse_EntryData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.entries = [] if entries is FACTORY else entries
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

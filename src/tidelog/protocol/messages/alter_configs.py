@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_b = struct.Struct('>b')
@@ -21,16 +20,22 @@ _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
 
 
-@dataclass(slots=True)
 class _AlterConfigsRequest_AlterableConfig(Struct):
     """AlterConfigsRequest.AlterableConfig."""
 
     __qualname__ = "AlterConfigsRequest.AlterableConfig"
+    __slots__ = ('name', 'value', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The configuration key name. (versions 0-2)
-    name: str = ''
+    name: str
     #: The value to set for the configuration key. (versions 0-2, nullable 0-2)
-    value: str | None = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    value: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', value: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.value = value
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -72,18 +77,25 @@ class _AlterConfigsRequest_AlterableConfig(Struct):
 _D_AlterConfigsRequest_AlterableConfig = _AlterConfigsRequest_AlterableConfig()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _AlterConfigsRequest_AlterConfigsResource(Struct):
     """AlterConfigsRequest.AlterConfigsResource."""
 
     __qualname__ = "AlterConfigsRequest.AlterConfigsResource"
+    __slots__ = ('resource_type', 'resource_name', 'configs', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The resource type. (versions 0-2)
-    resource_type: int = 0
+    resource_type: int
     #: The resource name. (versions 0-2)
-    resource_name: str = ''
+    resource_name: str
     #: The configurations. (versions 0-2)
-    configs: list[_AlterConfigsRequest_AlterableConfig] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    configs: list[_AlterConfigsRequest_AlterableConfig]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, resource_type: int = 0, resource_name: str = '', configs: list[_AlterConfigsRequest_AlterableConfig] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.configs = [] if configs is FACTORY else configs
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -142,11 +154,12 @@ class _AlterConfigsRequest_AlterConfigsResource(Struct):
 _D_AlterConfigsRequest_AlterConfigsResource = _AlterConfigsRequest_AlterConfigsResource()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class AlterConfigsRequest(Message):
     """AlterConfigsRequest, versions 0-2, flexible from v2."""
 
     __qualname__ = "AlterConfigsRequest"
+    __slots__ = ('resources', 'validate_only', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 33
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
@@ -154,10 +167,15 @@ class AlterConfigsRequest(Message):
     AlterConfigsResource: ClassVar[type] = _AlterConfigsRequest_AlterConfigsResource
     AlterableConfig: ClassVar[type] = _AlterConfigsRequest_AlterableConfig
     #: The updates for each resource. (versions 0-2)
-    resources: list[_AlterConfigsRequest_AlterConfigsResource] = field(default_factory=list)
+    resources: list[_AlterConfigsRequest_AlterConfigsResource]
     #: True if we should validate the request, but not change the configurations. (versions 0-2)
-    validate_only: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    validate_only: bool
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, resources: list[_AlterConfigsRequest_AlterConfigsResource] = FACTORY, validate_only: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.resources = [] if resources is FACTORY else resources
+        self.validate_only = validate_only
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -211,20 +229,28 @@ class AlterConfigsRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _AlterConfigsResponse_AlterConfigsResourceResponse(Struct):
     """AlterConfigsResponse.AlterConfigsResourceResponse."""
 
     __qualname__ = "AlterConfigsResponse.AlterConfigsResourceResponse"
+    __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The resource error code. (versions 0-2)
-    error_code: int = 0
+    error_code: int
     #: The resource error message, or null if there was no error. (versions 0-2, nullable 0-2)
-    error_message: str | None = ''
+    error_message: str | None
     #: The resource type. (versions 0-2)
-    resource_type: int = 0
+    resource_type: int
     #: The resource name. (versions 0-2)
-    resource_name: str = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    resource_name: str
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, error_message: str | None = '', resource_type: int = 0, resource_name: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -272,21 +298,27 @@ class _AlterConfigsResponse_AlterConfigsResourceResponse(Struct):
 _D_AlterConfigsResponse_AlterConfigsResourceResponse = _AlterConfigsResponse_AlterConfigsResourceResponse()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class AlterConfigsResponse(Message):
     """AlterConfigsResponse, versions 0-2, flexible from v2."""
 
     __qualname__ = "AlterConfigsResponse"
+    __slots__ = ('throttle_time_ms', 'responses', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 33
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int | None] = 2
     AlterConfigsResourceResponse: ClassVar[type] = _AlterConfigsResponse_AlterConfigsResourceResponse
     #: Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-2)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The responses for each resource. (versions 0-2)
-    responses: list[_AlterConfigsResponse_AlterConfigsResourceResponse] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    responses: list[_AlterConfigsResponse_AlterConfigsResourceResponse]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, responses: list[_AlterConfigsResponse_AlterConfigsResourceResponse] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.responses = [] if responses is FACTORY else responses
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

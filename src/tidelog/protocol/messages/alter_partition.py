@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_iq = struct.Struct('>iq')
@@ -23,16 +22,22 @@ _S_ihii = struct.Struct('>ihii')
 _S_ih = struct.Struct('>ih')
 
 
-@dataclass(slots=True)
 class _AlterPartitionRequest_BrokerState(Struct):
     """AlterPartitionRequest.BrokerState."""
 
     __qualname__ = "AlterPartitionRequest.BrokerState"
+    __slots__ = ('broker_id', 'broker_epoch', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The ID of the broker. (versions 3)
-    broker_id: int = 0
+    broker_id: int
     #: The epoch of the broker. It will be -1 if the epoch check is not supported. (versions 3)
-    broker_epoch: int = -1
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    broker_epoch: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, broker_id: int = 0, broker_epoch: int = -1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -79,24 +84,34 @@ class _AlterPartitionRequest_BrokerState(Struct):
 _D_AlterPartitionRequest_BrokerState = _AlterPartitionRequest_BrokerState()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _AlterPartitionRequest_PartitionData(Struct):
     """AlterPartitionRequest.PartitionData."""
 
     __qualname__ = "AlterPartitionRequest.PartitionData"
+    __slots__ = ('partition_index', 'leader_epoch', 'new_isr', 'new_isr_with_epochs', 'leader_recovery_state', 'partition_epoch', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-3)
-    partition_index: int = 0
+    partition_index: int
     #: The leader epoch of this partition. (versions 0-3)
-    leader_epoch: int = 0
+    leader_epoch: int
     #: The ISR for this partition. Deprecated since version 3. (versions 0-2)
-    new_isr: list[int] = field(default_factory=list)
+    new_isr: list[int]
     #: The ISR for this partition. (versions 3)
-    new_isr_with_epochs: list[_AlterPartitionRequest_BrokerState] = field(default_factory=list)
+    new_isr_with_epochs: list[_AlterPartitionRequest_BrokerState]
     #: 1 if the partition is recovering from an unclean leader election; 0 otherwise. (versions 1-3)
-    leader_recovery_state: int = 0
+    leader_recovery_state: int
     #: The expected epoch of the partition which is being updated. (versions 0-3)
-    partition_epoch: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partition_epoch: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, leader_epoch: int = 0, new_isr: list[int] = FACTORY, new_isr_with_epochs: list[_AlterPartitionRequest_BrokerState] = FACTORY, leader_recovery_state: int = 0, partition_epoch: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.leader_epoch = leader_epoch
+        self.new_isr = [] if new_isr is FACTORY else new_isr
+        self.new_isr_with_epochs = [] if new_isr_with_epochs is FACTORY else new_isr_with_epochs
+        self.leader_recovery_state = leader_recovery_state
+        self.partition_epoch = partition_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -188,18 +203,25 @@ class _AlterPartitionRequest_PartitionData(Struct):
 _D_AlterPartitionRequest_PartitionData = _AlterPartitionRequest_PartitionData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _AlterPartitionRequest_TopicData(Struct):
     """AlterPartitionRequest.TopicData."""
 
     __qualname__ = "AlterPartitionRequest.TopicData"
+    __slots__ = ('topic_id', 'topic_name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The ID of the topic to alter ISRs for. (versions 2-3)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The name of the topic to alter ISRs for (versions 0-1)
-    topic_name: str = ''
+    topic_name: str
     #: The partitions to alter ISRs for. (versions 0-3)
-    partitions: list[_AlterPartitionRequest_PartitionData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_AlterPartitionRequest_PartitionData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, topic_name: str = '', partitions: list[_AlterPartitionRequest_PartitionData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_id = topic_id
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -261,11 +283,12 @@ class _AlterPartitionRequest_TopicData(Struct):
 _D_AlterPartitionRequest_TopicData = _AlterPartitionRequest_TopicData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class AlterPartitionRequest(Message):
     """AlterPartitionRequest, versions 0-3, flexible from v0."""
 
     __qualname__ = "AlterPartitionRequest"
+    __slots__ = ('broker_id', 'broker_epoch', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 56
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
@@ -274,12 +297,18 @@ class AlterPartitionRequest(Message):
     PartitionData: ClassVar[type] = _AlterPartitionRequest_PartitionData
     BrokerState: ClassVar[type] = _AlterPartitionRequest_BrokerState
     #: The ID of the requesting broker. (versions 0-3)
-    broker_id: int = 0
+    broker_id: int
     #: The epoch of the requesting broker. (versions 0-3)
-    broker_epoch: int = -1
+    broker_epoch: int
     #: The topics to alter ISRs for. (versions 0-3)
-    topics: list[_AlterPartitionRequest_TopicData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_AlterPartitionRequest_TopicData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, broker_id: int = 0, broker_epoch: int = -1, topics: list[_AlterPartitionRequest_TopicData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -329,26 +358,37 @@ class AlterPartitionRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class _AlterPartitionResponse_PartitionData(Struct):
     """AlterPartitionResponse.PartitionData."""
 
     __qualname__ = "AlterPartitionResponse.PartitionData"
+    __slots__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch', 'isr', 'leader_recovery_state', 'partition_epoch', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-3)
-    partition_index: int = 0
+    partition_index: int
     #: The partition level error code. (versions 0-3)
-    error_code: int = 0
+    error_code: int
     #: The broker ID of the leader. (versions 0-3)
-    leader_id: int = 0
+    leader_id: int
     #: The leader epoch. (versions 0-3)
-    leader_epoch: int = 0
+    leader_epoch: int
     #: The in-sync replica IDs. (versions 0-3)
-    isr: list[int] = field(default_factory=list)
+    isr: list[int]
     #: 1 if the partition is recovering from an unclean leader election; 0 otherwise. (versions 1-3)
-    leader_recovery_state: int = 0
+    leader_recovery_state: int
     #: The current epoch for the partition for KRaft controllers. (versions 0-3)
-    partition_epoch: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partition_epoch: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, error_code: int = 0, leader_id: int = 0, leader_epoch: int = 0, isr: list[int] = FACTORY, leader_recovery_state: int = 0, partition_epoch: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.isr = [] if isr is FACTORY else isr
+        self.leader_recovery_state = leader_recovery_state
+        self.partition_epoch = partition_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -407,18 +447,25 @@ class _AlterPartitionResponse_PartitionData(Struct):
 _D_AlterPartitionResponse_PartitionData = _AlterPartitionResponse_PartitionData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _AlterPartitionResponse_TopicData(Struct):
     """AlterPartitionResponse.TopicData."""
 
     __qualname__ = "AlterPartitionResponse.TopicData"
+    __slots__ = ('topic_id', 'topic_name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The ID of the topic. (versions 2-3)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The name of the topic (versions 0-1)
-    topic_name: str = ''
+    topic_name: str
     #: The responses for each partition. (versions 0-3)
-    partitions: list[_AlterPartitionResponse_PartitionData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_AlterPartitionResponse_PartitionData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, topic_name: str = '', partitions: list[_AlterPartitionResponse_PartitionData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_id = topic_id
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -480,11 +527,12 @@ class _AlterPartitionResponse_TopicData(Struct):
 _D_AlterPartitionResponse_TopicData = _AlterPartitionResponse_TopicData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class AlterPartitionResponse(Message):
     """AlterPartitionResponse, versions 0-3, flexible from v0."""
 
     __qualname__ = "AlterPartitionResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 56
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
@@ -492,12 +540,18 @@ class AlterPartitionResponse(Message):
     TopicData: ClassVar[type] = _AlterPartitionResponse_TopicData
     PartitionData: ClassVar[type] = _AlterPartitionResponse_PartitionData
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-3)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The top level response error code. (versions 0-3)
-    error_code: int = 0
+    error_code: int
     #: The responses for each topic. (versions 0-3)
-    topics: list[_AlterPartitionResponse_TopicData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_AlterPartitionResponse_TopicData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, topics: list[_AlterPartitionResponse_TopicData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_i = struct.Struct('>i')
@@ -21,16 +20,22 @@ _S_ih = struct.Struct('>ih')
 _S_h = struct.Struct('>h')
 
 
-@dataclass(slots=True)
 class _AlterPartitionReassignmentsRequest_ReassignablePartition(Struct):
     """AlterPartitionReassignmentsRequest.ReassignablePartition."""
 
     __qualname__ = "AlterPartitionReassignmentsRequest.ReassignablePartition"
+    __slots__ = ('partition_index', 'replicas', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-1)
-    partition_index: int = 0
+    partition_index: int
     #: The replicas to place the partitions on, or null to cancel a pending reassignment for this partition. (versions 0-1, nullable 0-1)
-    replicas: list[int] | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    replicas: list[int] | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, replicas: list[int] | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.replicas = replicas
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -79,16 +84,22 @@ class _AlterPartitionReassignmentsRequest_ReassignablePartition(Struct):
 _D_AlterPartitionReassignmentsRequest_ReassignablePartition = _AlterPartitionReassignmentsRequest_ReassignablePartition()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _AlterPartitionReassignmentsRequest_ReassignableTopic(Struct):
     """AlterPartitionReassignmentsRequest.ReassignableTopic."""
 
     __qualname__ = "AlterPartitionReassignmentsRequest.ReassignableTopic"
+    __slots__ = ('name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-1)
-    name: str = ''
+    name: str
     #: The partitions to reassign. (versions 0-1)
-    partitions: list[_AlterPartitionReassignmentsRequest_ReassignablePartition] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_AlterPartitionReassignmentsRequest_ReassignablePartition]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', partitions: list[_AlterPartitionReassignmentsRequest_ReassignablePartition] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -140,11 +151,12 @@ class _AlterPartitionReassignmentsRequest_ReassignableTopic(Struct):
 _D_AlterPartitionReassignmentsRequest_ReassignableTopic = _AlterPartitionReassignmentsRequest_ReassignableTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class AlterPartitionReassignmentsRequest(Message):
     """AlterPartitionReassignmentsRequest, versions 0-1, flexible from v0."""
 
     __qualname__ = "AlterPartitionReassignmentsRequest"
+    __slots__ = ('timeout_ms', 'allow_replication_factor_change', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 45
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
@@ -152,12 +164,18 @@ class AlterPartitionReassignmentsRequest(Message):
     ReassignableTopic: ClassVar[type] = _AlterPartitionReassignmentsRequest_ReassignableTopic
     ReassignablePartition: ClassVar[type] = _AlterPartitionReassignmentsRequest_ReassignablePartition
     #: The time in ms to wait for the request to complete. (versions 0-1)
-    timeout_ms: int = 60000
+    timeout_ms: int
     #: The option indicating whether changing the replication factor of any given partition as part of this request is a valid move. (versions 1)
-    allow_replication_factor_change: bool = True
+    allow_replication_factor_change: bool
     #: The topics to reassign. (versions 0-1)
-    topics: list[_AlterPartitionReassignmentsRequest_ReassignableTopic] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_AlterPartitionReassignmentsRequest_ReassignableTopic]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, timeout_ms: int = 60000, allow_replication_factor_change: bool = True, topics: list[_AlterPartitionReassignmentsRequest_ReassignableTopic] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.timeout_ms = timeout_ms
+        self.allow_replication_factor_change = allow_replication_factor_change
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -217,18 +235,25 @@ class AlterPartitionReassignmentsRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class _AlterPartitionReassignmentsResponse_ReassignablePartitionResponse(Struct):
     """AlterPartitionReassignmentsResponse.ReassignablePartitionResponse."""
 
     __qualname__ = "AlterPartitionReassignmentsResponse.ReassignablePartitionResponse"
+    __slots__ = ('partition_index', 'error_code', 'error_message', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-1)
-    partition_index: int = 0
+    partition_index: int
     #: The error code for this partition, or 0 if there was no error. (versions 0-1)
-    error_code: int = 0
+    error_code: int
     #: The error message for this partition, or null if there was no error. (versions 0-1, nullable 0-1)
-    error_message: str | None = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_message: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, error_code: int = 0, error_message: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -267,16 +292,22 @@ class _AlterPartitionReassignmentsResponse_ReassignablePartitionResponse(Struct)
 _D_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse = _AlterPartitionReassignmentsResponse_ReassignablePartitionResponse()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _AlterPartitionReassignmentsResponse_ReassignableTopicResponse(Struct):
     """AlterPartitionReassignmentsResponse.ReassignableTopicResponse."""
 
     __qualname__ = "AlterPartitionReassignmentsResponse.ReassignableTopicResponse"
+    __slots__ = ('name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-1)
-    name: str = ''
+    name: str
     #: The responses to partitions to reassign. (versions 0-1)
-    partitions: list[_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', partitions: list[_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -328,11 +359,12 @@ class _AlterPartitionReassignmentsResponse_ReassignableTopicResponse(Struct):
 _D_AlterPartitionReassignmentsResponse_ReassignableTopicResponse = _AlterPartitionReassignmentsResponse_ReassignableTopicResponse()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class AlterPartitionReassignmentsResponse(Message):
     """AlterPartitionReassignmentsResponse, versions 0-1, flexible from v0."""
 
     __qualname__ = "AlterPartitionReassignmentsResponse"
+    __slots__ = ('throttle_time_ms', 'allow_replication_factor_change', 'error_code', 'error_message', 'responses', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 45
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
@@ -340,16 +372,24 @@ class AlterPartitionReassignmentsResponse(Message):
     ReassignableTopicResponse: ClassVar[type] = _AlterPartitionReassignmentsResponse_ReassignableTopicResponse
     ReassignablePartitionResponse: ClassVar[type] = _AlterPartitionReassignmentsResponse_ReassignablePartitionResponse
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-1)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The option indicating whether changing the replication factor of any given partition as part of the request was allowed. (versions 1)
-    allow_replication_factor_change: bool = True
+    allow_replication_factor_change: bool
     #: The top-level error code, or 0 if there was no error. (versions 0-1)
-    error_code: int = 0
+    error_code: int
     #: The top-level error message, or null if there was no error. (versions 0-1, nullable 0-1)
-    error_message: str | None = ''
+    error_message: str | None
     #: The responses to topics to reassign. (versions 0-1)
-    responses: list[_AlterPartitionReassignmentsResponse_ReassignableTopicResponse] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    responses: list[_AlterPartitionReassignmentsResponse_ReassignableTopicResponse]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, allow_replication_factor_change: bool = True, error_code: int = 0, error_message: str | None = '', responses: list[_AlterPartitionReassignmentsResponse_ReassignableTopicResponse] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.allow_replication_factor_change = allow_replication_factor_change
+        self.error_code = error_code
+        self.error_message = error_message
+        self.responses = [] if responses is FACTORY else responses
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

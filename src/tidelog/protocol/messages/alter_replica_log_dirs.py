@@ -8,27 +8,32 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_ih = struct.Struct('>ih')
 _S_i = struct.Struct('>i')
 
 
-@dataclass(slots=True)
 class _AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic(Struct):
     """AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic."""
 
     __qualname__ = "AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic"
+    __slots__ = ('name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-2)
-    name: str = ''
+    name: str
     #: The partition indexes. (versions 0-2)
-    partitions: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', partitions: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -80,16 +85,22 @@ class _AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic(Struct):
 _D_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic = _AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _AlterReplicaLogDirsRequest_AlterReplicaLogDir(Struct):
     """AlterReplicaLogDirsRequest.AlterReplicaLogDir."""
 
     __qualname__ = "AlterReplicaLogDirsRequest.AlterReplicaLogDir"
+    __slots__ = ('path', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The absolute directory path. (versions 0-2)
-    path: str = ''
+    path: str
     #: The topics to add to the directory. (versions 0-2)
-    topics: list[_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, path: str = '', topics: list[_AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.path = path
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -145,11 +156,12 @@ class _AlterReplicaLogDirsRequest_AlterReplicaLogDir(Struct):
 _D_AlterReplicaLogDirsRequest_AlterReplicaLogDir = _AlterReplicaLogDirsRequest_AlterReplicaLogDir()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class AlterReplicaLogDirsRequest(Message):
     """AlterReplicaLogDirsRequest, versions 0-2, flexible from v2."""
 
     __qualname__ = "AlterReplicaLogDirsRequest"
+    __slots__ = ('dirs', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 34
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
@@ -157,8 +169,12 @@ class AlterReplicaLogDirsRequest(Message):
     AlterReplicaLogDir: ClassVar[type] = _AlterReplicaLogDirsRequest_AlterReplicaLogDir
     AlterReplicaLogDirTopic: ClassVar[type] = _AlterReplicaLogDirsRequest_AlterReplicaLogDirTopic
     #: The alterations to make for each directory. (versions 0-2)
-    dirs: list[_AlterReplicaLogDirsRequest_AlterReplicaLogDir] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    dirs: list[_AlterReplicaLogDirsRequest_AlterReplicaLogDir]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, dirs: list[_AlterReplicaLogDirsRequest_AlterReplicaLogDir] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.dirs = [] if dirs is FACTORY else dirs
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -209,16 +225,22 @@ class AlterReplicaLogDirsRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult(Struct):
     """AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult."""
 
     __qualname__ = "AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult"
+    __slots__ = ('partition_index', 'error_code', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-2)
-    partition_index: int = 0
+    partition_index: int
     #: The error code, or 0 if there was no error. (versions 0-2)
-    error_code: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_code: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, error_code: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -259,16 +281,22 @@ class _AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult(Struct):
 _D_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult = _AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult(Struct):
     """AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult."""
 
     __qualname__ = "AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult"
+    __slots__ = ('topic_name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The name of the topic. (versions 0-2)
-    topic_name: str = ''
+    topic_name: str
     #: The results for each partition. (versions 0-2)
-    partitions: list[_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_name: str = '', partitions: list[_AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -324,11 +352,12 @@ class _AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult(Struct):
 _D_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult = _AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class AlterReplicaLogDirsResponse(Message):
     """AlterReplicaLogDirsResponse, versions 0-2, flexible from v2."""
 
     __qualname__ = "AlterReplicaLogDirsResponse"
+    __slots__ = ('throttle_time_ms', 'results', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 34
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
@@ -336,10 +365,15 @@ class AlterReplicaLogDirsResponse(Message):
     AlterReplicaLogDirTopicResult: ClassVar[type] = _AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult
     AlterReplicaLogDirPartitionResult: ClassVar[type] = _AlterReplicaLogDirsResponse_AlterReplicaLogDirPartitionResult
     #: Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-2)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The results for each topic. (versions 0-2)
-    results: list[_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    results: list[_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, results: list[_AlterReplicaLogDirsResponse_AlterReplicaLogDirTopicResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is FACTORY else results
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,27 +8,32 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_iq = struct.Struct('>iq')
 _S_ih = struct.Struct('>ih')
 
 
-@dataclass(slots=True)
 class _AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition(Struct):
     """AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition."""
 
     __qualname__ = "AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition"
+    __slots__ = ('partition_index', 'start_offset', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0)
-    partition_index: int = 0
+    partition_index: int
     #: The share-partition start offset. (versions 0)
-    start_offset: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    start_offset: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, start_offset: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.start_offset = start_offset
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -65,16 +70,22 @@ class _AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition(Stru
 _D_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition = _AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic(Struct):
     """AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic."""
 
     __qualname__ = "AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic"
+    __slots__ = ('topic_name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0)
-    topic_name: str = ''
+    topic_name: str
     #: Each partition to alter offsets for. (versions 0)
-    partitions: list[_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_name: str = '', partitions: list[_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -126,11 +137,12 @@ class _AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic(Struct):
 _D_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic = _AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class AlterShareGroupOffsetsRequest(Message):
     """AlterShareGroupOffsetsRequest, versions 0, flexible from v0."""
 
     __qualname__ = "AlterShareGroupOffsetsRequest"
+    __slots__ = ('group_id', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 91
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
@@ -138,10 +150,15 @@ class AlterShareGroupOffsetsRequest(Message):
     AlterShareGroupOffsetsRequestTopic: ClassVar[type] = _AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic
     AlterShareGroupOffsetsRequestPartition: ClassVar[type] = _AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition
     #: The group identifier. (versions 0)
-    group_id: str = ''
+    group_id: str
     #: The topics to alter offsets for. (versions 0)
-    topics: list[_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group_id: str = '', topics: list[_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -190,18 +207,25 @@ class AlterShareGroupOffsetsRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class _AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition(Struct):
     """AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponsePartition."""
 
     __qualname__ = "AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponsePartition"
+    __slots__ = ('partition_index', 'error_code', 'error_message', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0)
-    partition_index: int = 0
+    partition_index: int
     #: The error code, or 0 if there was no error. (versions 0)
-    error_code: int = 0
+    error_code: int
     #: The error message, or null if there was no error. (versions 0, nullable 0)
-    error_message: str | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_message: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, error_code: int = 0, error_message: str | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -240,18 +264,25 @@ class _AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition(St
 _D_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition = _AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic(Struct):
     """AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic."""
 
     __qualname__ = "AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic"
+    __slots__ = ('topic_name', 'topic_id', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0)
-    topic_name: str = ''
+    topic_name: str
     #: The unique topic ID. (versions 0)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: (versions 0)
-    partitions: list[_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_name: str = '', topic_id: uuid.UUID = ZERO_UUID, partitions: list[_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -305,11 +336,12 @@ class _AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic(Struct
 _D_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic = _AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class AlterShareGroupOffsetsResponse(Message):
     """AlterShareGroupOffsetsResponse, versions 0, flexible from v0."""
 
     __qualname__ = "AlterShareGroupOffsetsResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 91
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
@@ -317,14 +349,21 @@ class AlterShareGroupOffsetsResponse(Message):
     AlterShareGroupOffsetsResponseTopic: ClassVar[type] = _AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic
     AlterShareGroupOffsetsResponsePartition: ClassVar[type] = _AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The top-level error code, or 0 if there was no error. (versions 0)
-    error_code: int = 0
+    error_code: int
     #: The top-level error message, or null if there was no error. (versions 0, nullable 0)
-    error_message: str | None = None
+    error_message: str | None
     #: The results for each topic. (versions 0)
-    responses: list[_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    responses: list[_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, responses: list[_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.responses = [] if responses is FACTORY else responses
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_hhh = struct.Struct('>hhh')
@@ -23,20 +22,26 @@ _S_q = struct.Struct('>q')
 _S_o = struct.Struct('>?')
 
 
-@dataclass(slots=True)
 class ApiVersionsRequest(Message):
     """ApiVersionsRequest, versions 0-4, flexible from v3."""
 
     __qualname__ = "ApiVersionsRequest"
+    __slots__ = ('client_software_name', 'client_software_version', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 18
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int | None] = 3
     #: The name of the client. (versions 3-4)
-    client_software_name: str = ''
+    client_software_name: str
     #: The version of the client. (versions 3-4)
-    client_software_version: str = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    client_software_version: str
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, client_software_name: str = '', client_software_version: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.client_software_name = client_software_name
+        self.client_software_version = client_software_version
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -83,18 +88,25 @@ class ApiVersionsRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _ApiVersionsResponse_ApiVersion(Struct):
     """ApiVersionsResponse.ApiVersion."""
 
     __qualname__ = "ApiVersionsResponse.ApiVersion"
+    __slots__ = ('api_key', 'min_version', 'max_version', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The API index. (versions 0-4)
-    api_key: int = 0
+    api_key: int
     #: The minimum supported version, inclusive. (versions 0-4)
-    min_version: int = 0
+    min_version: int
     #: The maximum supported version, inclusive. (versions 0-4)
-    max_version: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    max_version: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, api_key: int = 0, min_version: int = 0, max_version: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.api_key = api_key
+        self.min_version = min_version
+        self.max_version = max_version
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -135,18 +147,25 @@ class _ApiVersionsResponse_ApiVersion(Struct):
 _D_ApiVersionsResponse_ApiVersion = _ApiVersionsResponse_ApiVersion()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ApiVersionsResponse_SupportedFeatureKey(Struct):
     """ApiVersionsResponse.SupportedFeatureKey."""
 
     __qualname__ = "ApiVersionsResponse.SupportedFeatureKey"
+    __slots__ = ('name', 'min_version', 'max_version', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The name of the feature. (versions 3-4)
-    name: str = ''
+    name: str
     #: The minimum supported version for the feature. (versions 3-4)
-    min_version: int = 0
+    min_version: int
     #: The maximum supported version for the feature. (versions 3-4)
-    max_version: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    max_version: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', min_version: int = 0, max_version: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.min_version = min_version
+        self.max_version = max_version
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -206,18 +225,25 @@ class _ApiVersionsResponse_SupportedFeatureKey(Struct):
 _D_ApiVersionsResponse_SupportedFeatureKey = _ApiVersionsResponse_SupportedFeatureKey()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ApiVersionsResponse_FinalizedFeatureKey(Struct):
     """ApiVersionsResponse.FinalizedFeatureKey."""
 
     __qualname__ = "ApiVersionsResponse.FinalizedFeatureKey"
+    __slots__ = ('name', 'max_version_level', 'min_version_level', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The name of the feature. (versions 3-4)
-    name: str = ''
+    name: str
     #: The cluster-wide finalized max version level for the feature. (versions 3-4)
-    max_version_level: int = 0
+    max_version_level: int
     #: The cluster-wide finalized min version level for the feature. (versions 3-4)
-    min_version_level: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    min_version_level: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', max_version_level: int = 0, min_version_level: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.max_version_level = max_version_level
+        self.min_version_level = min_version_level
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -277,11 +303,12 @@ class _ApiVersionsResponse_FinalizedFeatureKey(Struct):
 _D_ApiVersionsResponse_FinalizedFeatureKey = _ApiVersionsResponse_FinalizedFeatureKey()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class ApiVersionsResponse(Message):
     """ApiVersionsResponse, versions 0-4, flexible from v3."""
 
     __qualname__ = "ApiVersionsResponse"
+    __slots__ = ('error_code', 'api_keys', 'throttle_time_ms', 'supported_features', 'finalized_features_epoch', 'finalized_features', 'zk_migration_ready', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 18
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
@@ -290,20 +317,30 @@ class ApiVersionsResponse(Message):
     SupportedFeatureKey: ClassVar[type] = _ApiVersionsResponse_SupportedFeatureKey
     FinalizedFeatureKey: ClassVar[type] = _ApiVersionsResponse_FinalizedFeatureKey
     #: The top-level error code. (versions 0-4)
-    error_code: int = 0
+    error_code: int
     #: The APIs supported by the broker. (versions 0-4)
-    api_keys: list[_ApiVersionsResponse_ApiVersion] = field(default_factory=list)
+    api_keys: list[_ApiVersionsResponse_ApiVersion]
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 1-4)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: Features supported by the broker. Note: in v0-v3, features with MinSupportedVersion = 0 are omitted. (versions 3-4, tag 0 in 3-4)
-    supported_features: list[_ApiVersionsResponse_SupportedFeatureKey] = field(default_factory=list)
+    supported_features: list[_ApiVersionsResponse_SupportedFeatureKey]
     #: The monotonically increasing epoch for the finalized features information. Valid values are >= 0. A value of -1 is special and represents unknown epoch. (versions 3-4, tag 1 in 3-4)
-    finalized_features_epoch: int = -1
+    finalized_features_epoch: int
     #: List of cluster-wide finalized features. The information is valid only if FinalizedFeaturesEpoch >= 0. (versions 3-4, tag 2 in 3-4)
-    finalized_features: list[_ApiVersionsResponse_FinalizedFeatureKey] = field(default_factory=list)
+    finalized_features: list[_ApiVersionsResponse_FinalizedFeatureKey]
     #: Set by a KRaft controller if the required configurations for ZK migration are present. (versions 3-4, tag 3 in 3-4)
-    zk_migration_ready: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    zk_migration_ready: bool
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, api_keys: list[_ApiVersionsResponse_ApiVersion] = FACTORY, throttle_time_ms: int = 0, supported_features: list[_ApiVersionsResponse_SupportedFeatureKey] = FACTORY, finalized_features_epoch: int = -1, finalized_features: list[_ApiVersionsResponse_FinalizedFeatureKey] = FACTORY, zk_migration_ready: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.api_keys = [] if api_keys is FACTORY else api_keys
+        self.throttle_time_ms = throttle_time_ms
+        self.supported_features = [] if supported_features is FACTORY else supported_features
+        self.finalized_features_epoch = finalized_features_epoch
+        self.finalized_features = [] if finalized_features is FACTORY else finalized_features
+        self.zk_migration_ready = zk_migration_ready
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_i = struct.Struct('>i')
@@ -20,14 +19,19 @@ _S_iq = struct.Struct('>iq')
 _S_ih = struct.Struct('>ih')
 
 
-@dataclass(slots=True)
 class _AssignReplicasToDirsRequest_PartitionData(Struct):
     """AssignReplicasToDirsRequest.PartitionData."""
 
     __qualname__ = "AssignReplicasToDirsRequest.PartitionData"
+    __slots__ = ('partition_index', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0)
-    partition_index: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partition_index: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -64,16 +68,22 @@ class _AssignReplicasToDirsRequest_PartitionData(Struct):
 _D_AssignReplicasToDirsRequest_PartitionData = _AssignReplicasToDirsRequest_PartitionData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _AssignReplicasToDirsRequest_TopicData(Struct):
     """AssignReplicasToDirsRequest.TopicData."""
 
     __qualname__ = "AssignReplicasToDirsRequest.TopicData"
+    __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The ID of the assigned topic. (versions 0)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The partitions assigned to the directory. (versions 0)
-    partitions: list[_AssignReplicasToDirsRequest_PartitionData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_AssignReplicasToDirsRequest_PartitionData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[_AssignReplicasToDirsRequest_PartitionData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -125,16 +135,22 @@ class _AssignReplicasToDirsRequest_TopicData(Struct):
 _D_AssignReplicasToDirsRequest_TopicData = _AssignReplicasToDirsRequest_TopicData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _AssignReplicasToDirsRequest_DirectoryData(Struct):
     """AssignReplicasToDirsRequest.DirectoryData."""
 
     __qualname__ = "AssignReplicasToDirsRequest.DirectoryData"
+    __slots__ = ('id', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The ID of the directory. (versions 0)
-    id: uuid.UUID = ZERO_UUID
+    id: uuid.UUID
     #: The topics assigned to the directory. (versions 0)
-    topics: list[_AssignReplicasToDirsRequest_TopicData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_AssignReplicasToDirsRequest_TopicData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, id: uuid.UUID = ZERO_UUID, topics: list[_AssignReplicasToDirsRequest_TopicData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.id = id
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -186,11 +202,12 @@ class _AssignReplicasToDirsRequest_DirectoryData(Struct):
 _D_AssignReplicasToDirsRequest_DirectoryData = _AssignReplicasToDirsRequest_DirectoryData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class AssignReplicasToDirsRequest(Message):
     """AssignReplicasToDirsRequest, versions 0, flexible from v0."""
 
     __qualname__ = "AssignReplicasToDirsRequest"
+    __slots__ = ('broker_id', 'broker_epoch', 'directories', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 73
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
@@ -199,12 +216,18 @@ class AssignReplicasToDirsRequest(Message):
     TopicData: ClassVar[type] = _AssignReplicasToDirsRequest_TopicData
     PartitionData: ClassVar[type] = _AssignReplicasToDirsRequest_PartitionData
     #: The ID of the requesting broker. (versions 0)
-    broker_id: int = 0
+    broker_id: int
     #: The epoch of the requesting broker. (versions 0)
-    broker_epoch: int = -1
+    broker_epoch: int
     #: The directories to which replicas should be assigned. (versions 0)
-    directories: list[_AssignReplicasToDirsRequest_DirectoryData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    directories: list[_AssignReplicasToDirsRequest_DirectoryData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, broker_id: int = 0, broker_epoch: int = -1, directories: list[_AssignReplicasToDirsRequest_DirectoryData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.directories = [] if directories is FACTORY else directories
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -254,16 +277,22 @@ class AssignReplicasToDirsRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class _AssignReplicasToDirsResponse_PartitionData(Struct):
     """AssignReplicasToDirsResponse.PartitionData."""
 
     __qualname__ = "AssignReplicasToDirsResponse.PartitionData"
+    __slots__ = ('partition_index', 'error_code', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0)
-    partition_index: int = 0
+    partition_index: int
     #: The partition level error code. (versions 0)
-    error_code: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_code: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, error_code: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -300,16 +329,22 @@ class _AssignReplicasToDirsResponse_PartitionData(Struct):
 _D_AssignReplicasToDirsResponse_PartitionData = _AssignReplicasToDirsResponse_PartitionData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _AssignReplicasToDirsResponse_TopicData(Struct):
     """AssignReplicasToDirsResponse.TopicData."""
 
     __qualname__ = "AssignReplicasToDirsResponse.TopicData"
+    __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The ID of the assigned topic. (versions 0)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The list of assigned partitions. (versions 0)
-    partitions: list[_AssignReplicasToDirsResponse_PartitionData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_AssignReplicasToDirsResponse_PartitionData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[_AssignReplicasToDirsResponse_PartitionData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -361,16 +396,22 @@ class _AssignReplicasToDirsResponse_TopicData(Struct):
 _D_AssignReplicasToDirsResponse_TopicData = _AssignReplicasToDirsResponse_TopicData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _AssignReplicasToDirsResponse_DirectoryData(Struct):
     """AssignReplicasToDirsResponse.DirectoryData."""
 
     __qualname__ = "AssignReplicasToDirsResponse.DirectoryData"
+    __slots__ = ('id', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The ID of the directory. (versions 0)
-    id: uuid.UUID = ZERO_UUID
+    id: uuid.UUID
     #: The list of topics and their assigned partitions. (versions 0)
-    topics: list[_AssignReplicasToDirsResponse_TopicData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_AssignReplicasToDirsResponse_TopicData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, id: uuid.UUID = ZERO_UUID, topics: list[_AssignReplicasToDirsResponse_TopicData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.id = id
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -422,11 +463,12 @@ class _AssignReplicasToDirsResponse_DirectoryData(Struct):
 _D_AssignReplicasToDirsResponse_DirectoryData = _AssignReplicasToDirsResponse_DirectoryData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class AssignReplicasToDirsResponse(Message):
     """AssignReplicasToDirsResponse, versions 0, flexible from v0."""
 
     __qualname__ = "AssignReplicasToDirsResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'directories', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 73
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
@@ -435,12 +477,18 @@ class AssignReplicasToDirsResponse(Message):
     TopicData: ClassVar[type] = _AssignReplicasToDirsResponse_TopicData
     PartitionData: ClassVar[type] = _AssignReplicasToDirsResponse_PartitionData
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The top level response error code. (versions 0)
-    error_code: int = 0
+    error_code: int
     #: The list of directories and their assigned partitions. (versions 0)
-    directories: list[_AssignReplicasToDirsResponse_DirectoryData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    directories: list[_AssignReplicasToDirsResponse_DirectoryData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, directories: list[_AssignReplicasToDirsResponse_DirectoryData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.directories = [] if directories is FACTORY else directories
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

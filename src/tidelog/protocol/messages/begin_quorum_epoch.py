@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_i = struct.Struct('>i')
@@ -22,20 +21,28 @@ _S_ihii = struct.Struct('>ihii')
 _S_h = struct.Struct('>h')
 
 
-@dataclass(slots=True)
 class _BeginQuorumEpochRequest_PartitionData(Struct):
     """BeginQuorumEpochRequest.PartitionData."""
 
     __qualname__ = "BeginQuorumEpochRequest.PartitionData"
+    __slots__ = ('partition_index', 'voter_directory_id', 'leader_id', 'leader_epoch', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-1)
-    partition_index: int = 0
+    partition_index: int
     #: The directory id of the receiving replica. (versions 1)
-    voter_directory_id: uuid.UUID = ZERO_UUID
+    voter_directory_id: uuid.UUID
     #: The ID of the newly elected leader. (versions 0-1)
-    leader_id: int = 0
+    leader_id: int
     #: The epoch of the newly elected leader. (versions 0-1)
-    leader_epoch: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    leader_epoch: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, voter_directory_id: uuid.UUID = ZERO_UUID, leader_id: int = 0, leader_epoch: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.voter_directory_id = voter_directory_id
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -85,16 +92,22 @@ class _BeginQuorumEpochRequest_PartitionData(Struct):
 _D_BeginQuorumEpochRequest_PartitionData = _BeginQuorumEpochRequest_PartitionData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _BeginQuorumEpochRequest_TopicData(Struct):
     """BeginQuorumEpochRequest.TopicData."""
 
     __qualname__ = "BeginQuorumEpochRequest.TopicData"
+    __slots__ = ('topic_name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-1)
-    topic_name: str = ''
+    topic_name: str
     #: The partitions. (versions 0-1)
-    partitions: list[_BeginQuorumEpochRequest_PartitionData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_BeginQuorumEpochRequest_PartitionData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_name: str = '', partitions: list[_BeginQuorumEpochRequest_PartitionData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -150,18 +163,25 @@ class _BeginQuorumEpochRequest_TopicData(Struct):
 _D_BeginQuorumEpochRequest_TopicData = _BeginQuorumEpochRequest_TopicData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _BeginQuorumEpochRequest_LeaderEndpoint(Struct):
     """BeginQuorumEpochRequest.LeaderEndpoint."""
 
     __qualname__ = "BeginQuorumEpochRequest.LeaderEndpoint"
+    __slots__ = ('name', 'host', 'port', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The name of the endpoint. (versions 1)
-    name: str = ''
+    name: str
     #: The node's hostname. (versions 1)
-    host: str = ''
+    host: str
     #: The node's port. (versions 1)
-    port: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    port: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', host: str = '', port: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -227,11 +247,12 @@ class _BeginQuorumEpochRequest_LeaderEndpoint(Struct):
 _D_BeginQuorumEpochRequest_LeaderEndpoint = _BeginQuorumEpochRequest_LeaderEndpoint()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class BeginQuorumEpochRequest(Message):
     """BeginQuorumEpochRequest, versions 0-1, flexible from v1."""
 
     __qualname__ = "BeginQuorumEpochRequest"
+    __slots__ = ('cluster_id', 'voter_id', 'topics', 'leader_endpoints', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 53
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
@@ -240,14 +261,21 @@ class BeginQuorumEpochRequest(Message):
     PartitionData: ClassVar[type] = _BeginQuorumEpochRequest_PartitionData
     LeaderEndpoint: ClassVar[type] = _BeginQuorumEpochRequest_LeaderEndpoint
     #: The cluster id. (versions 0-1, nullable 0-1)
-    cluster_id: str | None = None
+    cluster_id: str | None
     #: The replica id of the voter receiving the request. (versions 1)
-    voter_id: int = -1
+    voter_id: int
     #: The topics. (versions 0-1)
-    topics: list[_BeginQuorumEpochRequest_TopicData] = field(default_factory=list)
+    topics: list[_BeginQuorumEpochRequest_TopicData]
     #: Endpoints for the leader. (versions 1)
-    leader_endpoints: list[_BeginQuorumEpochRequest_LeaderEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    leader_endpoints: list[_BeginQuorumEpochRequest_LeaderEndpoint]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, cluster_id: str | None = None, voter_id: int = -1, topics: list[_BeginQuorumEpochRequest_TopicData] = FACTORY, leader_endpoints: list[_BeginQuorumEpochRequest_LeaderEndpoint] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.cluster_id = cluster_id
+        self.voter_id = voter_id
+        self.topics = [] if topics is FACTORY else topics
+        self.leader_endpoints = [] if leader_endpoints is FACTORY else leader_endpoints
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -327,20 +355,28 @@ class BeginQuorumEpochRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _BeginQuorumEpochResponse_PartitionData(Struct):
     """BeginQuorumEpochResponse.PartitionData."""
 
     __qualname__ = "BeginQuorumEpochResponse.PartitionData"
+    __slots__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-1)
-    partition_index: int = 0
+    partition_index: int
     #: The error code for this partition. (versions 0-1)
-    error_code: int = 0
+    error_code: int
     #: The ID of the current leader or -1 if the leader is unknown. (versions 0-1)
-    leader_id: int = 0
+    leader_id: int
     #: The latest known leader epoch. (versions 0-1)
-    leader_epoch: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    leader_epoch: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, error_code: int = 0, leader_id: int = 0, leader_epoch: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -381,16 +417,22 @@ class _BeginQuorumEpochResponse_PartitionData(Struct):
 _D_BeginQuorumEpochResponse_PartitionData = _BeginQuorumEpochResponse_PartitionData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _BeginQuorumEpochResponse_TopicData(Struct):
     """BeginQuorumEpochResponse.TopicData."""
 
     __qualname__ = "BeginQuorumEpochResponse.TopicData"
+    __slots__ = ('topic_name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-1)
-    topic_name: str = ''
+    topic_name: str
     #: The partition data. (versions 0-1)
-    partitions: list[_BeginQuorumEpochResponse_PartitionData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_BeginQuorumEpochResponse_PartitionData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_name: str = '', partitions: list[_BeginQuorumEpochResponse_PartitionData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -446,18 +488,25 @@ class _BeginQuorumEpochResponse_TopicData(Struct):
 _D_BeginQuorumEpochResponse_TopicData = _BeginQuorumEpochResponse_TopicData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _BeginQuorumEpochResponse_NodeEndpoint(Struct):
     """BeginQuorumEpochResponse.NodeEndpoint."""
 
     __qualname__ = "BeginQuorumEpochResponse.NodeEndpoint"
+    __slots__ = ('node_id', 'host', 'port', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The ID of the associated node. (versions 1)
-    node_id: int = 0
+    node_id: int
     #: The node's hostname. (versions 1)
-    host: str = ''
+    host: str
     #: The node's port. (versions 1)
-    port: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    port: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, node_id: int = 0, host: str = '', port: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -524,11 +573,12 @@ class _BeginQuorumEpochResponse_NodeEndpoint(Struct):
 _D_BeginQuorumEpochResponse_NodeEndpoint = _BeginQuorumEpochResponse_NodeEndpoint()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class BeginQuorumEpochResponse(Message):
     """BeginQuorumEpochResponse, versions 0-1, flexible from v1."""
 
     __qualname__ = "BeginQuorumEpochResponse"
+    __slots__ = ('error_code', 'topics', 'node_endpoints', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 53
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
@@ -537,12 +587,18 @@ class BeginQuorumEpochResponse(Message):
     PartitionData: ClassVar[type] = _BeginQuorumEpochResponse_PartitionData
     NodeEndpoint: ClassVar[type] = _BeginQuorumEpochResponse_NodeEndpoint
     #: The top level error code. (versions 0-1)
-    error_code: int = 0
+    error_code: int
     #: The topic data. (versions 0-1)
-    topics: list[_BeginQuorumEpochResponse_TopicData] = field(default_factory=list)
+    topics: list[_BeginQuorumEpochResponse_TopicData]
     #: Endpoints for all leaders enumerated in PartitionData. (versions 1, tag 0 in 1)
-    node_endpoints: list[_BeginQuorumEpochResponse_NodeEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    node_endpoints: list[_BeginQuorumEpochResponse_NodeEndpoint]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, topics: list[_BeginQuorumEpochResponse_TopicData] = FACTORY, node_endpoints: list[_BeginQuorumEpochResponse_NodeEndpoint] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.topics = [] if topics is FACTORY else topics
+        self.node_endpoints = [] if node_endpoints is FACTORY else node_endpoints
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

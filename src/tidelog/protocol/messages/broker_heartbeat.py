@@ -8,39 +8,48 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_iqqoo = struct.Struct('>iqq??')
 _S_ihooo = struct.Struct('>ih???')
 
 
-@dataclass(slots=True)
 class BrokerHeartbeatRequest(Message):
     """BrokerHeartbeatRequest, versions 0-1, flexible from v0."""
 
     __qualname__ = "BrokerHeartbeatRequest"
+    __slots__ = ('broker_id', 'broker_epoch', 'current_metadata_offset', 'want_fence', 'want_shut_down', 'offline_log_dirs', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 63
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     #: The broker ID. (versions 0-1)
-    broker_id: int = 0
+    broker_id: int
     #: The broker epoch. (versions 0-1)
-    broker_epoch: int = -1
+    broker_epoch: int
     #: The highest metadata offset which the broker has reached. (versions 0-1)
-    current_metadata_offset: int = 0
+    current_metadata_offset: int
     #: True if the broker wants to be fenced, false otherwise. (versions 0-1)
-    want_fence: bool = False
+    want_fence: bool
     #: True if the broker wants to be shut down, false otherwise. (versions 0-1)
-    want_shut_down: bool = False
+    want_shut_down: bool
     #: Log directories that failed and went offline. (versions 1, tag 0 in 1)
-    offline_log_dirs: list[uuid.UUID] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    offline_log_dirs: list[uuid.UUID]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, broker_id: int = 0, broker_epoch: int = -1, current_metadata_offset: int = 0, want_fence: bool = False, want_shut_down: bool = False, offline_log_dirs: list[uuid.UUID] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.current_metadata_offset = current_metadata_offset
+        self.want_fence = want_fence
+        self.want_shut_down = want_shut_down
+        self.offline_log_dirs = [] if offline_log_dirs is FACTORY else offline_log_dirs
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -98,26 +107,35 @@ class BrokerHeartbeatRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class BrokerHeartbeatResponse(Message):
     """BrokerHeartbeatResponse, versions 0-1, flexible from v0."""
 
     __qualname__ = "BrokerHeartbeatResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'is_caught_up', 'is_fenced', 'should_shut_down', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 63
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     #: Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-1)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The error code, or 0 if there was no error. (versions 0-1)
-    error_code: int = 0
+    error_code: int
     #: True if the broker has approximately caught up with the latest metadata. (versions 0-1)
-    is_caught_up: bool = False
+    is_caught_up: bool
     #: True if the broker is fenced. (versions 0-1)
-    is_fenced: bool = True
+    is_fenced: bool
     #: True if the broker should proceed with its shutdown. (versions 0-1)
-    should_shut_down: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    should_shut_down: bool
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, is_caught_up: bool = False, is_fenced: bool = True, should_shut_down: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.is_caught_up = is_caught_up
+        self.is_fenced = is_fenced
+        self.should_shut_down = should_shut_down
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_Hh = struct.Struct('>Hh')
@@ -23,20 +22,28 @@ _S_q = struct.Struct('>q')
 _S_ihq = struct.Struct('>ihq')
 
 
-@dataclass(slots=True)
 class _BrokerRegistrationRequest_Listener(Struct):
     """BrokerRegistrationRequest.Listener."""
 
     __qualname__ = "BrokerRegistrationRequest.Listener"
+    __slots__ = ('name', 'host', 'port', 'security_protocol', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The name of the endpoint. (versions 0-4)
-    name: str = ''
+    name: str
     #: The hostname. (versions 0-4)
-    host: str = ''
+    host: str
     #: The port. (versions 0-4)
-    port: int = 0
+    port: int
     #: The security protocol. (versions 0-4)
-    security_protocol: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    security_protocol: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', host: str = '', port: int = 0, security_protocol: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.security_protocol = security_protocol
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -77,18 +84,25 @@ class _BrokerRegistrationRequest_Listener(Struct):
 _D_BrokerRegistrationRequest_Listener = _BrokerRegistrationRequest_Listener()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _BrokerRegistrationRequest_Feature(Struct):
     """BrokerRegistrationRequest.Feature."""
 
     __qualname__ = "BrokerRegistrationRequest.Feature"
+    __slots__ = ('name', 'min_supported_version', 'max_supported_version', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The feature name. (versions 0-4)
-    name: str = ''
+    name: str
     #: The minimum supported feature level. (versions 0-4)
-    min_supported_version: int = 0
+    min_supported_version: int
     #: The maximum supported feature level. (versions 0-4)
-    max_supported_version: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    max_supported_version: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', min_supported_version: int = 0, max_supported_version: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.min_supported_version = min_supported_version
+        self.max_supported_version = max_supported_version
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -127,11 +141,12 @@ class _BrokerRegistrationRequest_Feature(Struct):
 _D_BrokerRegistrationRequest_Feature = _BrokerRegistrationRequest_Feature()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class BrokerRegistrationRequest(Message):
     """BrokerRegistrationRequest, versions 0-4, flexible from v0."""
 
     __qualname__ = "BrokerRegistrationRequest"
+    __slots__ = ('broker_id', 'cluster_id', 'incarnation_id', 'listeners', 'features', 'rack', 'is_migrating_zk_broker', 'log_dirs', 'previous_broker_epoch', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 62
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
@@ -139,24 +154,36 @@ class BrokerRegistrationRequest(Message):
     Listener: ClassVar[type] = _BrokerRegistrationRequest_Listener
     Feature: ClassVar[type] = _BrokerRegistrationRequest_Feature
     #: The broker ID. (versions 0-4)
-    broker_id: int = 0
+    broker_id: int
     #: The cluster id of the broker process. (versions 0-4)
-    cluster_id: str = ''
+    cluster_id: str
     #: The incarnation id of the broker process. (versions 0-4)
-    incarnation_id: uuid.UUID = ZERO_UUID
+    incarnation_id: uuid.UUID
     #: The listeners of this broker. (versions 0-4)
-    listeners: list[_BrokerRegistrationRequest_Listener] = field(default_factory=list)
+    listeners: list[_BrokerRegistrationRequest_Listener]
     #: The features on this broker. Note: in v0-v3, features with MinSupportedVersion = 0 are omitted. (versions 0-4)
-    features: list[_BrokerRegistrationRequest_Feature] = field(default_factory=list)
+    features: list[_BrokerRegistrationRequest_Feature]
     #: The rack which this broker is in. (versions 0-4, nullable 0-4)
-    rack: str | None = ''
+    rack: str | None
     #: If the required configurations for ZK migration are present, this value is set to true. (versions 1-4)
-    is_migrating_zk_broker: bool = False
+    is_migrating_zk_broker: bool
     #: Log directories configured in this broker which are available. (versions 2-4)
-    log_dirs: list[uuid.UUID] = field(default_factory=list)
+    log_dirs: list[uuid.UUID]
     #: The epoch before a clean shutdown. (versions 3-4)
-    previous_broker_epoch: int = -1
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    previous_broker_epoch: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, broker_id: int = 0, cluster_id: str = '', incarnation_id: uuid.UUID = ZERO_UUID, listeners: list[_BrokerRegistrationRequest_Listener] = FACTORY, features: list[_BrokerRegistrationRequest_Feature] = FACTORY, rack: str | None = '', is_migrating_zk_broker: bool = False, log_dirs: list[uuid.UUID] = FACTORY, previous_broker_epoch: int = -1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.broker_id = broker_id
+        self.cluster_id = cluster_id
+        self.incarnation_id = incarnation_id
+        self.listeners = [] if listeners is FACTORY else listeners
+        self.features = [] if features is FACTORY else features
+        self.rack = rack
+        self.is_migrating_zk_broker = is_migrating_zk_broker
+        self.log_dirs = [] if log_dirs is FACTORY else log_dirs
+        self.previous_broker_epoch = previous_broker_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -264,22 +291,29 @@ class BrokerRegistrationRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class BrokerRegistrationResponse(Message):
     """BrokerRegistrationResponse, versions 0-4, flexible from v0."""
 
     __qualname__ = "BrokerRegistrationResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'broker_epoch', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 62
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     #: Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-4)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The error code, or 0 if there was no error. (versions 0-4)
-    error_code: int = 0
+    error_code: int
     #: The broker's assigned epoch, or -1 if none was assigned. (versions 0-4)
-    broker_epoch: int = -1
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    broker_epoch: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, broker_epoch: int = -1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.broker_epoch = broker_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

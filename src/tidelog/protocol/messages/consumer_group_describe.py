@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_o = struct.Struct('>?')
@@ -22,20 +21,26 @@ _S_h = struct.Struct('>h')
 _S_ii = struct.Struct('>ii')
 
 
-@dataclass(slots=True)
 class ConsumerGroupDescribeRequest(Message):
     """ConsumerGroupDescribeRequest, versions 0-1, flexible from v0."""
 
     __qualname__ = "ConsumerGroupDescribeRequest"
+    __slots__ = ('group_ids', 'include_authorized_operations', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 69
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     #: The ids of the groups to describe. (versions 0-1)
-    group_ids: list[str] = field(default_factory=list)
+    group_ids: list[str]
     #: Whether to include authorized operations. (versions 0-1)
-    include_authorized_operations: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    include_authorized_operations: bool
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group_ids: list[str] = FACTORY, include_authorized_operations: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_ids = [] if group_ids is FACTORY else group_ids
+        self.include_authorized_operations = include_authorized_operations
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -84,18 +89,25 @@ class ConsumerGroupDescribeRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class _ConsumerGroupDescribeResponse_TopicPartitions(Struct):
     """ConsumerGroupDescribeResponse.TopicPartitions."""
 
     __qualname__ = "ConsumerGroupDescribeResponse.TopicPartitions"
+    __slots__ = ('topic_id', 'topic_name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic ID. (versions 0-1)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The topic name. (versions 0-1)
-    topic_name: str = ''
+    topic_name: str
     #: The partitions. (versions 0-1)
-    partitions: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, topic_name: str = '', partitions: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_id = topic_id
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -145,14 +157,19 @@ class _ConsumerGroupDescribeResponse_TopicPartitions(Struct):
 _D_ConsumerGroupDescribeResponse_TopicPartitions = _ConsumerGroupDescribeResponse_TopicPartitions()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ConsumerGroupDescribeResponse_Assignment(Struct):
     """ConsumerGroupDescribeResponse.Assignment."""
 
     __qualname__ = "ConsumerGroupDescribeResponse.Assignment"
+    __slots__ = ('topic_partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The assigned topic-partitions to the member. (versions 0-1)
-    topic_partitions: list[_ConsumerGroupDescribeResponse_TopicPartitions] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topic_partitions: list[_ConsumerGroupDescribeResponse_TopicPartitions]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_partitions: list[_ConsumerGroupDescribeResponse_TopicPartitions] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_partitions = [] if topic_partitions is FACTORY else topic_partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -202,34 +219,49 @@ class _ConsumerGroupDescribeResponse_Assignment(Struct):
 _D_ConsumerGroupDescribeResponse_Assignment = _ConsumerGroupDescribeResponse_Assignment()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ConsumerGroupDescribeResponse_Member(Struct):
     """ConsumerGroupDescribeResponse.Member."""
 
     __qualname__ = "ConsumerGroupDescribeResponse.Member"
+    __slots__ = ('member_id', 'instance_id', 'rack_id', 'member_epoch', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'assignment', 'target_assignment', 'member_type', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The member ID. (versions 0-1)
-    member_id: str = ''
+    member_id: str
     #: The member instance ID. (versions 0-1, nullable 0-1)
-    instance_id: str | None = None
+    instance_id: str | None
     #: The member rack ID. (versions 0-1, nullable 0-1)
-    rack_id: str | None = None
+    rack_id: str | None
     #: The current member epoch. (versions 0-1)
-    member_epoch: int = 0
+    member_epoch: int
     #: The client ID. (versions 0-1)
-    client_id: str = ''
+    client_id: str
     #: The client host. (versions 0-1)
-    client_host: str = ''
+    client_host: str
     #: The subscribed topic names. (versions 0-1)
-    subscribed_topic_names: list[str] = field(default_factory=list)
+    subscribed_topic_names: list[str]
     #: the subscribed topic regex otherwise or null of not provided. (versions 0-1, nullable 0-1)
-    subscribed_topic_regex: str | None = None
+    subscribed_topic_regex: str | None
     #: The current assignment. (versions 0-1)
-    assignment: _ConsumerGroupDescribeResponse_Assignment = field(default_factory=_ConsumerGroupDescribeResponse_Assignment)
+    assignment: _ConsumerGroupDescribeResponse_Assignment
     #: The target assignment. (versions 0-1)
-    target_assignment: _ConsumerGroupDescribeResponse_Assignment = field(default_factory=_ConsumerGroupDescribeResponse_Assignment)
+    target_assignment: _ConsumerGroupDescribeResponse_Assignment
     #: -1 for unknown. 0 for classic member. +1 for consumer member. (versions 1)
-    member_type: int = -1
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    member_type: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, member_id: str = '', instance_id: str | None = None, rack_id: str | None = None, member_epoch: int = 0, client_id: str = '', client_host: str = '', subscribed_topic_names: list[str] = FACTORY, subscribed_topic_regex: str | None = None, assignment: _ConsumerGroupDescribeResponse_Assignment = FACTORY, target_assignment: _ConsumerGroupDescribeResponse_Assignment = FACTORY, member_type: int = -1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.member_id = member_id
+        self.instance_id = instance_id
+        self.rack_id = rack_id
+        self.member_epoch = member_epoch
+        self.client_id = client_id
+        self.client_host = client_host
+        self.subscribed_topic_names = [] if subscribed_topic_names is FACTORY else subscribed_topic_names
+        self.subscribed_topic_regex = subscribed_topic_regex
+        self.assignment = _ConsumerGroupDescribeResponse_Assignment() if assignment is FACTORY else assignment
+        self.target_assignment = _ConsumerGroupDescribeResponse_Assignment() if target_assignment is FACTORY else target_assignment
+        self.member_type = member_type
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -304,30 +336,43 @@ class _ConsumerGroupDescribeResponse_Member(Struct):
 _D_ConsumerGroupDescribeResponse_Member = _ConsumerGroupDescribeResponse_Member()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ConsumerGroupDescribeResponse_DescribedGroup(Struct):
     """ConsumerGroupDescribeResponse.DescribedGroup."""
 
     __qualname__ = "ConsumerGroupDescribeResponse.DescribedGroup"
+    __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'assignor_name', 'members', 'authorized_operations', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The describe error, or 0 if there was no error. (versions 0-1)
-    error_code: int = 0
+    error_code: int
     #: The top-level error message, or null if there was no error. (versions 0-1, nullable 0-1)
-    error_message: str | None = None
+    error_message: str | None
     #: The group ID string. (versions 0-1)
-    group_id: str = ''
+    group_id: str
     #: The group state string, or the empty string. (versions 0-1)
-    group_state: str = ''
+    group_state: str
     #: The group epoch. (versions 0-1)
-    group_epoch: int = 0
+    group_epoch: int
     #: The assignment epoch. (versions 0-1)
-    assignment_epoch: int = 0
+    assignment_epoch: int
     #: The selected assignor. (versions 0-1)
-    assignor_name: str = ''
+    assignor_name: str
     #: The members. (versions 0-1)
-    members: list[_ConsumerGroupDescribeResponse_Member] = field(default_factory=list)
+    members: list[_ConsumerGroupDescribeResponse_Member]
     #: 32-bit bitfield to represent authorized operations for this group. (versions 0-1)
-    authorized_operations: int = -2147483648
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    authorized_operations: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, error_message: str | None = None, group_id: str = '', group_state: str = '', group_epoch: int = 0, assignment_epoch: int = 0, assignor_name: str = '', members: list[_ConsumerGroupDescribeResponse_Member] = FACTORY, authorized_operations: int = -2147483648, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.group_id = group_id
+        self.group_state = group_state
+        self.group_epoch = group_epoch
+        self.assignment_epoch = assignment_epoch
+        self.assignor_name = assignor_name
+        self.members = [] if members is FACTORY else members
+        self.authorized_operations = authorized_operations
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -394,11 +439,12 @@ class _ConsumerGroupDescribeResponse_DescribedGroup(Struct):
 _D_ConsumerGroupDescribeResponse_DescribedGroup = _ConsumerGroupDescribeResponse_DescribedGroup()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class ConsumerGroupDescribeResponse(Message):
     """ConsumerGroupDescribeResponse, versions 0-1, flexible from v0."""
 
     __qualname__ = "ConsumerGroupDescribeResponse"
+    __slots__ = ('throttle_time_ms', 'groups', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 69
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
@@ -408,10 +454,15 @@ class ConsumerGroupDescribeResponse(Message):
     Assignment: ClassVar[type] = _ConsumerGroupDescribeResponse_Assignment
     TopicPartitions: ClassVar[type] = _ConsumerGroupDescribeResponse_TopicPartitions
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-1)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: Each described group. (versions 0-1)
-    groups: list[_ConsumerGroupDescribeResponse_DescribedGroup] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    groups: list[_ConsumerGroupDescribeResponse_DescribedGroup]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, groups: list[_ConsumerGroupDescribeResponse_DescribedGroup] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.groups = [] if groups is FACTORY else groups
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_i = struct.Struct('>i')
@@ -20,20 +19,26 @@ _S_q = struct.Struct('>q')
 _S_h = struct.Struct('>h')
 
 
-@dataclass(slots=True)
 class ControlledShutdownRequest(Message):
     """ControlledShutdownRequest, versions 0-3, flexible from v3."""
 
     __qualname__ = "ControlledShutdownRequest"
+    __slots__ = ('broker_id', 'broker_epoch', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 7
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_FROM: ClassVar[int | None] = 3
     #: The id of the broker for which controlled shutdown has been requested. (versions 0-3)
-    broker_id: int = 0
+    broker_id: int
     #: The broker epoch. (versions 2-3)
-    broker_epoch: int = -1
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    broker_epoch: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, broker_id: int = 0, broker_epoch: int = -1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -78,16 +83,22 @@ class ControlledShutdownRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _ControlledShutdownResponse_RemainingPartition(Struct):
     """ControlledShutdownResponse.RemainingPartition."""
 
     __qualname__ = "ControlledShutdownResponse.RemainingPartition"
+    __slots__ = ('topic_name', 'partition_index', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The name of the topic. (versions 0-3)
-    topic_name: str = ''
+    topic_name: str
     #: The index of the partition. (versions 0-3)
-    partition_index: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partition_index: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_name: str = '', partition_index: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name
+        self.partition_index = partition_index
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -130,21 +141,27 @@ class _ControlledShutdownResponse_RemainingPartition(Struct):
 _D_ControlledShutdownResponse_RemainingPartition = _ControlledShutdownResponse_RemainingPartition()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class ControlledShutdownResponse(Message):
     """ControlledShutdownResponse, versions 0-3, flexible from v3."""
 
     __qualname__ = "ControlledShutdownResponse"
+    __slots__ = ('error_code', 'remaining_partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 7
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_FROM: ClassVar[int | None] = 3
     RemainingPartition: ClassVar[type] = _ControlledShutdownResponse_RemainingPartition
     #: The top-level error code. (versions 0-3)
-    error_code: int = 0
+    error_code: int
     #: The partitions that the broker still leads. (versions 0-3)
-    remaining_partitions: list[_ControlledShutdownResponse_RemainingPartition] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    remaining_partitions: list[_ControlledShutdownResponse_RemainingPartition]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, remaining_partitions: list[_ControlledShutdownResponse_RemainingPartition] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.remaining_partitions = [] if remaining_partitions is FACTORY else remaining_partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

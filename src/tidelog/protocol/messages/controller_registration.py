@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_Hh = struct.Struct('>Hh')
@@ -22,20 +21,28 @@ _S_o = struct.Struct('>?')
 _S_ih = struct.Struct('>ih')
 
 
-@dataclass(slots=True)
 class _ControllerRegistrationRequest_Listener(Struct):
     """ControllerRegistrationRequest.Listener."""
 
     __qualname__ = "ControllerRegistrationRequest.Listener"
+    __slots__ = ('name', 'host', 'port', 'security_protocol', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The name of the endpoint. (versions 0)
-    name: str = ''
+    name: str
     #: The hostname. (versions 0)
-    host: str = ''
+    host: str
     #: The port. (versions 0)
-    port: int = 0
+    port: int
     #: The security protocol. (versions 0)
-    security_protocol: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    security_protocol: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', host: str = '', port: int = 0, security_protocol: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.security_protocol = security_protocol
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -76,18 +83,25 @@ class _ControllerRegistrationRequest_Listener(Struct):
 _D_ControllerRegistrationRequest_Listener = _ControllerRegistrationRequest_Listener()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ControllerRegistrationRequest_Feature(Struct):
     """ControllerRegistrationRequest.Feature."""
 
     __qualname__ = "ControllerRegistrationRequest.Feature"
+    __slots__ = ('name', 'min_supported_version', 'max_supported_version', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The feature name. (versions 0)
-    name: str = ''
+    name: str
     #: The minimum supported feature level. (versions 0)
-    min_supported_version: int = 0
+    min_supported_version: int
     #: The maximum supported feature level. (versions 0)
-    max_supported_version: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    max_supported_version: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', min_supported_version: int = 0, max_supported_version: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.min_supported_version = min_supported_version
+        self.max_supported_version = max_supported_version
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -126,11 +140,12 @@ class _ControllerRegistrationRequest_Feature(Struct):
 _D_ControllerRegistrationRequest_Feature = _ControllerRegistrationRequest_Feature()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class ControllerRegistrationRequest(Message):
     """ControllerRegistrationRequest, versions 0, flexible from v0."""
 
     __qualname__ = "ControllerRegistrationRequest"
+    __slots__ = ('controller_id', 'incarnation_id', 'zk_migration_ready', 'listeners', 'features', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 70
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
@@ -138,16 +153,24 @@ class ControllerRegistrationRequest(Message):
     Listener: ClassVar[type] = _ControllerRegistrationRequest_Listener
     Feature: ClassVar[type] = _ControllerRegistrationRequest_Feature
     #: The ID of the controller to register. (versions 0)
-    controller_id: int = 0
+    controller_id: int
     #: The controller incarnation ID, which is unique to each process run. (versions 0)
-    incarnation_id: uuid.UUID = ZERO_UUID
+    incarnation_id: uuid.UUID
     #: Set if the required configurations for ZK migration are present. (versions 0)
-    zk_migration_ready: bool = False
+    zk_migration_ready: bool
     #: The listeners of this controller. (versions 0)
-    listeners: list[_ControllerRegistrationRequest_Listener] = field(default_factory=list)
+    listeners: list[_ControllerRegistrationRequest_Listener]
     #: The features on this controller. (versions 0)
-    features: list[_ControllerRegistrationRequest_Feature] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    features: list[_ControllerRegistrationRequest_Feature]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, controller_id: int = 0, incarnation_id: uuid.UUID = ZERO_UUID, zk_migration_ready: bool = False, listeners: list[_ControllerRegistrationRequest_Listener] = FACTORY, features: list[_ControllerRegistrationRequest_Feature] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.controller_id = controller_id
+        self.incarnation_id = incarnation_id
+        self.zk_migration_ready = zk_migration_ready
+        self.listeners = [] if listeners is FACTORY else listeners
+        self.features = [] if features is FACTORY else features
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -218,22 +241,29 @@ class ControllerRegistrationRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class ControllerRegistrationResponse(Message):
     """ControllerRegistrationResponse, versions 0, flexible from v0."""
 
     __qualname__ = "ControllerRegistrationResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 70
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     #: Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The response error code. (versions 0)
-    error_code: int = 0
+    error_code: int
     #: The response error message, or null if there was no error. (versions 0, nullable 0)
-    error_message: str | None = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_message: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_b = struct.Struct('>b')
@@ -21,26 +20,37 @@ _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
 
 
-@dataclass(slots=True)
 class _CreateAclsRequest_AclCreation(Struct):
     """CreateAclsRequest.AclCreation."""
 
     __qualname__ = "CreateAclsRequest.AclCreation"
+    __slots__ = ('resource_type', 'resource_name', 'resource_pattern_type', 'principal', 'host', 'operation', 'permission_type', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The type of the resource. (versions 0-3)
-    resource_type: int = 0
+    resource_type: int
     #: The resource name for the ACL. (versions 0-3)
-    resource_name: str = ''
+    resource_name: str
     #: The pattern type for the ACL. (versions 1-3)
-    resource_pattern_type: int = 3
+    resource_pattern_type: int
     #: The principal for the ACL. (versions 0-3)
-    principal: str = ''
+    principal: str
     #: The host for the ACL. (versions 0-3)
-    host: str = ''
+    host: str
     #: The operation type for the ACL (read, write, etc.). (versions 0-3)
-    operation: int = 0
+    operation: int
     #: The permission type for the ACL (allow, deny, etc.). (versions 0-3)
-    permission_type: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    permission_type: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, resource_type: int = 0, resource_name: str = '', resource_pattern_type: int = 3, principal: str = '', host: str = '', operation: int = 0, permission_type: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.resource_pattern_type = resource_pattern_type
+        self.principal = principal
+        self.host = host
+        self.operation = operation
+        self.permission_type = permission_type
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -100,19 +110,24 @@ class _CreateAclsRequest_AclCreation(Struct):
 _D_CreateAclsRequest_AclCreation = _CreateAclsRequest_AclCreation()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class CreateAclsRequest(Message):
     """CreateAclsRequest, versions 0-3, flexible from v2."""
 
     __qualname__ = "CreateAclsRequest"
+    __slots__ = ('creations', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 30
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_FROM: ClassVar[int | None] = 2
     AclCreation: ClassVar[type] = _CreateAclsRequest_AclCreation
     #: The ACLs that we want to create. (versions 0-3)
-    creations: list[_CreateAclsRequest_AclCreation] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    creations: list[_CreateAclsRequest_AclCreation]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, creations: list[_CreateAclsRequest_AclCreation] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.creations = [] if creations is FACTORY else creations
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -163,16 +178,22 @@ class CreateAclsRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _CreateAclsResponse_AclCreationResult(Struct):
     """CreateAclsResponse.AclCreationResult."""
 
     __qualname__ = "CreateAclsResponse.AclCreationResult"
+    __slots__ = ('error_code', 'error_message', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The result error, or zero if there was no error. (versions 0-3)
-    error_code: int = 0
+    error_code: int
     #: The result message, or null if there was no error. (versions 0-3, nullable 0-3)
-    error_message: str | None = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_message: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, error_message: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -215,21 +236,27 @@ class _CreateAclsResponse_AclCreationResult(Struct):
 _D_CreateAclsResponse_AclCreationResult = _CreateAclsResponse_AclCreationResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class CreateAclsResponse(Message):
     """CreateAclsResponse, versions 0-3, flexible from v2."""
 
     __qualname__ = "CreateAclsResponse"
+    __slots__ = ('throttle_time_ms', 'results', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 30
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_FROM: ClassVar[int | None] = 2
     AclCreationResult: ClassVar[type] = _CreateAclsResponse_AclCreationResult
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-3)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The results for each ACL creation. (versions 0-3)
-    results: list[_CreateAclsResponse_AclCreationResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    results: list[_CreateAclsResponse_AclCreationResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, results: list[_CreateAclsResponse_AclCreationResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is FACTORY else results
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

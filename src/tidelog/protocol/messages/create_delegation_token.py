@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_q = struct.Struct('>q')
@@ -21,16 +20,22 @@ _S_qqq = struct.Struct('>qqq')
 _S_i = struct.Struct('>i')
 
 
-@dataclass(slots=True)
 class _CreateDelegationTokenRequest_CreatableRenewers(Struct):
     """CreateDelegationTokenRequest.CreatableRenewers."""
 
     __qualname__ = "CreateDelegationTokenRequest.CreatableRenewers"
+    __slots__ = ('principal_type', 'principal_name', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The type of the Kafka principal. (versions 0-3)
-    principal_type: str = ''
+    principal_type: str
     #: The name of the Kafka principal. (versions 0-3)
-    principal_name: str = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    principal_name: str
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, principal_type: str = '', principal_name: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.principal_type = principal_type
+        self.principal_name = principal_name
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -72,25 +77,33 @@ class _CreateDelegationTokenRequest_CreatableRenewers(Struct):
 _D_CreateDelegationTokenRequest_CreatableRenewers = _CreateDelegationTokenRequest_CreatableRenewers()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class CreateDelegationTokenRequest(Message):
     """CreateDelegationTokenRequest, versions 0-3, flexible from v2."""
 
     __qualname__ = "CreateDelegationTokenRequest"
+    __slots__ = ('owner_principal_type', 'owner_principal_name', 'renewers', 'max_lifetime_ms', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 38
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_FROM: ClassVar[int | None] = 2
     CreatableRenewers: ClassVar[type] = _CreateDelegationTokenRequest_CreatableRenewers
     #: The principal type of the owner of the token. If it's null it defaults to the token request principal. (versions 3, nullable 3)
-    owner_principal_type: str | None = ''
+    owner_principal_type: str | None
     #: The principal name of the owner of the token. If it's null it defaults to the token request principal. (versions 3, nullable 3)
-    owner_principal_name: str | None = ''
+    owner_principal_name: str | None
     #: A list of those who are allowed to renew this token before it expires. (versions 0-3)
-    renewers: list[_CreateDelegationTokenRequest_CreatableRenewers] = field(default_factory=list)
+    renewers: list[_CreateDelegationTokenRequest_CreatableRenewers]
     #: The maximum lifetime of the token in milliseconds, or -1 to use the server side default. (versions 0-3)
-    max_lifetime_ms: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    max_lifetime_ms: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, owner_principal_type: str | None = '', owner_principal_name: str | None = '', renewers: list[_CreateDelegationTokenRequest_CreatableRenewers] = FACTORY, max_lifetime_ms: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.owner_principal_type = owner_principal_type
+        self.owner_principal_name = owner_principal_name
+        self.renewers = [] if renewers is FACTORY else renewers
+        self.max_lifetime_ms = max_lifetime_ms
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -162,38 +175,53 @@ class CreateDelegationTokenRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class CreateDelegationTokenResponse(Message):
     """CreateDelegationTokenResponse, versions 0-3, flexible from v2."""
 
     __qualname__ = "CreateDelegationTokenResponse"
+    __slots__ = ('error_code', 'principal_type', 'principal_name', 'token_requester_principal_type', 'token_requester_principal_name', 'issue_timestamp_ms', 'expiry_timestamp_ms', 'max_timestamp_ms', 'token_id', 'hmac', 'throttle_time_ms', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 38
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_FROM: ClassVar[int | None] = 2
     #: The top-level error, or zero if there was no error. (versions 0-3)
-    error_code: int = 0
+    error_code: int
     #: The principal type of the token owner. (versions 0-3)
-    principal_type: str = ''
+    principal_type: str
     #: The name of the token owner. (versions 0-3)
-    principal_name: str = ''
+    principal_name: str
     #: The principal type of the requester of the token. (versions 3)
-    token_requester_principal_type: str = ''
+    token_requester_principal_type: str
     #: The principal type of the requester of the token. (versions 3)
-    token_requester_principal_name: str = ''
+    token_requester_principal_name: str
     #: When this token was generated. (versions 0-3)
-    issue_timestamp_ms: int = 0
+    issue_timestamp_ms: int
     #: When this token expires. (versions 0-3)
-    expiry_timestamp_ms: int = 0
+    expiry_timestamp_ms: int
     #: The maximum lifetime of this token. (versions 0-3)
-    max_timestamp_ms: int = 0
+    max_timestamp_ms: int
     #: The token UUID. (versions 0-3)
-    token_id: str = ''
+    token_id: str
     #: HMAC of the delegation token. (versions 0-3)
-    hmac: bytes = b""
+    hmac: bytes
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-3)
-    throttle_time_ms: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    throttle_time_ms: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, principal_type: str = '', principal_name: str = '', token_requester_principal_type: str = '', token_requester_principal_name: str = '', issue_timestamp_ms: int = 0, expiry_timestamp_ms: int = 0, max_timestamp_ms: int = 0, token_id: str = '', hmac: bytes = b"", throttle_time_ms: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.principal_type = principal_type
+        self.principal_name = principal_name
+        self.token_requester_principal_type = token_requester_principal_type
+        self.token_requester_principal_name = token_requester_principal_name
+        self.issue_timestamp_ms = issue_timestamp_ms
+        self.expiry_timestamp_ms = expiry_timestamp_ms
+        self.max_timestamp_ms = max_timestamp_ms
+        self.token_id = token_id
+        self.hmac = hmac
+        self.throttle_time_ms = throttle_time_ms
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

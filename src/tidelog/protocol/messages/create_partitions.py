@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_i = struct.Struct('>i')
@@ -20,14 +19,19 @@ _S_io = struct.Struct('>i?')
 _S_h = struct.Struct('>h')
 
 
-@dataclass(slots=True)
 class _CreatePartitionsRequest_CreatePartitionsAssignment(Struct):
     """CreatePartitionsRequest.CreatePartitionsAssignment."""
 
     __qualname__ = "CreatePartitionsRequest.CreatePartitionsAssignment"
+    __slots__ = ('broker_ids', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The assigned broker IDs. (versions 0-3)
-    broker_ids: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    broker_ids: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, broker_ids: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.broker_ids = [] if broker_ids is FACTORY else broker_ids
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -77,18 +81,25 @@ class _CreatePartitionsRequest_CreatePartitionsAssignment(Struct):
 _D_CreatePartitionsRequest_CreatePartitionsAssignment = _CreatePartitionsRequest_CreatePartitionsAssignment()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _CreatePartitionsRequest_CreatePartitionsTopic(Struct):
     """CreatePartitionsRequest.CreatePartitionsTopic."""
 
     __qualname__ = "CreatePartitionsRequest.CreatePartitionsTopic"
+    __slots__ = ('name', 'count', 'assignments', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-3)
-    name: str = ''
+    name: str
     #: The new partition count. (versions 0-3)
-    count: int = 0
+    count: int
     #: The new partition assignments. (versions 0-3, nullable 0-3)
-    assignments: list[_CreatePartitionsRequest_CreatePartitionsAssignment] | None = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    assignments: list[_CreatePartitionsRequest_CreatePartitionsAssignment] | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', count: int = 0, assignments: list[_CreatePartitionsRequest_CreatePartitionsAssignment] | None = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.count = count
+        self.assignments = [] if assignments is FACTORY else assignments
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -147,11 +158,12 @@ class _CreatePartitionsRequest_CreatePartitionsTopic(Struct):
 _D_CreatePartitionsRequest_CreatePartitionsTopic = _CreatePartitionsRequest_CreatePartitionsTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class CreatePartitionsRequest(Message):
     """CreatePartitionsRequest, versions 0-3, flexible from v2."""
 
     __qualname__ = "CreatePartitionsRequest"
+    __slots__ = ('topics', 'timeout_ms', 'validate_only', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 37
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
@@ -159,12 +171,18 @@ class CreatePartitionsRequest(Message):
     CreatePartitionsTopic: ClassVar[type] = _CreatePartitionsRequest_CreatePartitionsTopic
     CreatePartitionsAssignment: ClassVar[type] = _CreatePartitionsRequest_CreatePartitionsAssignment
     #: Each topic that we want to create new partitions inside. (versions 0-3)
-    topics: list[_CreatePartitionsRequest_CreatePartitionsTopic] = field(default_factory=list)
+    topics: list[_CreatePartitionsRequest_CreatePartitionsTopic]
     #: The time in ms to wait for the partitions to be created. (versions 0-3)
-    timeout_ms: int = 0
+    timeout_ms: int
     #: If true, then validate the request, but don't actually increase the number of partitions. (versions 0-3)
-    validate_only: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    validate_only: bool
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topics: list[_CreatePartitionsRequest_CreatePartitionsTopic] = FACTORY, timeout_ms: int = 0, validate_only: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topics = [] if topics is FACTORY else topics
+        self.timeout_ms = timeout_ms
+        self.validate_only = validate_only
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -218,18 +236,25 @@ class CreatePartitionsRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _CreatePartitionsResponse_CreatePartitionsTopicResult(Struct):
     """CreatePartitionsResponse.CreatePartitionsTopicResult."""
 
     __qualname__ = "CreatePartitionsResponse.CreatePartitionsTopicResult"
+    __slots__ = ('name', 'error_code', 'error_message', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-3)
-    name: str = ''
+    name: str
     #: The result error, or zero if there was no error. (versions 0-3)
-    error_code: int = 0
+    error_code: int
     #: The result message, or null if there was no error. (versions 0-3, nullable 0-3)
-    error_message: str | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_message: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', error_code: int = 0, error_message: str | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -274,21 +299,27 @@ class _CreatePartitionsResponse_CreatePartitionsTopicResult(Struct):
 _D_CreatePartitionsResponse_CreatePartitionsTopicResult = _CreatePartitionsResponse_CreatePartitionsTopicResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class CreatePartitionsResponse(Message):
     """CreatePartitionsResponse, versions 0-3, flexible from v2."""
 
     __qualname__ = "CreatePartitionsResponse"
+    __slots__ = ('throttle_time_ms', 'results', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 37
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_FROM: ClassVar[int | None] = 2
     CreatePartitionsTopicResult: ClassVar[type] = _CreatePartitionsResponse_CreatePartitionsTopicResult
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-3)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The partition creation results for each topic. (versions 0-3)
-    results: list[_CreatePartitionsResponse_CreatePartitionsTopicResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    results: list[_CreatePartitionsResponse_CreatePartitionsTopicResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, results: list[_CreatePartitionsResponse_CreatePartitionsTopicResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is FACTORY else results
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

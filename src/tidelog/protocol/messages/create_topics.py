@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_i = struct.Struct('>i')
@@ -22,16 +21,22 @@ _S_obo = struct.Struct('>?b?')
 _S_h = struct.Struct('>h')
 
 
-@dataclass(slots=True)
 class _CreateTopicsRequest_CreatableReplicaAssignment(Struct):
     """CreateTopicsRequest.CreatableReplicaAssignment."""
 
     __qualname__ = "CreateTopicsRequest.CreatableReplicaAssignment"
+    __slots__ = ('partition_index', 'broker_ids', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-7)
-    partition_index: int = 0
+    partition_index: int
     #: The brokers to place the partition on. (versions 0-7)
-    broker_ids: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    broker_ids: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, broker_ids: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.broker_ids = [] if broker_ids is FACTORY else broker_ids
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -84,16 +89,22 @@ class _CreateTopicsRequest_CreatableReplicaAssignment(Struct):
 _D_CreateTopicsRequest_CreatableReplicaAssignment = _CreateTopicsRequest_CreatableReplicaAssignment()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _CreateTopicsRequest_CreatableTopicConfig(Struct):
     """CreateTopicsRequest.CreatableTopicConfig."""
 
     __qualname__ = "CreateTopicsRequest.CreatableTopicConfig"
+    __slots__ = ('name', 'value', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The configuration name. (versions 0-7)
-    name: str = ''
+    name: str
     #: The configuration value. (versions 0-7, nullable 0-7)
-    value: str | None = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    value: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', value: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.value = value
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -135,22 +146,31 @@ class _CreateTopicsRequest_CreatableTopicConfig(Struct):
 _D_CreateTopicsRequest_CreatableTopicConfig = _CreateTopicsRequest_CreatableTopicConfig()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _CreateTopicsRequest_CreatableTopic(Struct):
     """CreateTopicsRequest.CreatableTopic."""
 
     __qualname__ = "CreateTopicsRequest.CreatableTopic"
+    __slots__ = ('name', 'num_partitions', 'replication_factor', 'assignments', 'configs', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-7)
-    name: str = ''
+    name: str
     #: The number of partitions to create in the topic, or -1 if we are either specifying a manual partition assignment or using the default partitions. (versions 0-7)
-    num_partitions: int = 0
+    num_partitions: int
     #: The number of replicas to create for each partition in the topic, or -1 if we are either specifying a manual partition assignment or using the default replication factor. (versions 0-7)
-    replication_factor: int = 0
+    replication_factor: int
     #: The manual partition assignment, or the empty array if we are using automatic assignment. (versions 0-7)
-    assignments: list[_CreateTopicsRequest_CreatableReplicaAssignment] = field(default_factory=list)
+    assignments: list[_CreateTopicsRequest_CreatableReplicaAssignment]
     #: The custom topic configurations to set. (versions 0-7)
-    configs: list[_CreateTopicsRequest_CreatableTopicConfig] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    configs: list[_CreateTopicsRequest_CreatableTopicConfig]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', num_partitions: int = 0, replication_factor: int = 0, assignments: list[_CreateTopicsRequest_CreatableReplicaAssignment] = FACTORY, configs: list[_CreateTopicsRequest_CreatableTopicConfig] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.num_partitions = num_partitions
+        self.replication_factor = replication_factor
+        self.assignments = [] if assignments is FACTORY else assignments
+        self.configs = [] if configs is FACTORY else configs
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -225,11 +245,12 @@ class _CreateTopicsRequest_CreatableTopic(Struct):
 _D_CreateTopicsRequest_CreatableTopic = _CreateTopicsRequest_CreatableTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class CreateTopicsRequest(Message):
     """CreateTopicsRequest, versions 0-7, flexible from v5."""
 
     __qualname__ = "CreateTopicsRequest"
+    __slots__ = ('topics', 'timeout_ms', 'validate_only', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 19
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 7
@@ -238,12 +259,18 @@ class CreateTopicsRequest(Message):
     CreatableReplicaAssignment: ClassVar[type] = _CreateTopicsRequest_CreatableReplicaAssignment
     CreatableTopicConfig: ClassVar[type] = _CreateTopicsRequest_CreatableTopicConfig
     #: The topics to create. (versions 0-7)
-    topics: list[_CreateTopicsRequest_CreatableTopic] = field(default_factory=list)
+    topics: list[_CreateTopicsRequest_CreatableTopic]
     #: How long to wait in milliseconds before timing out the request. (versions 0-7)
-    timeout_ms: int = 60000
+    timeout_ms: int
     #: If true, check that the topics can be created as specified, but don't create anything. (versions 1-7)
-    validate_only: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    validate_only: bool
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topics: list[_CreateTopicsRequest_CreatableTopic] = FACTORY, timeout_ms: int = 60000, validate_only: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topics = [] if topics is FACTORY else topics
+        self.timeout_ms = timeout_ms
+        self.validate_only = validate_only
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -307,22 +334,31 @@ class CreateTopicsRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _CreateTopicsResponse_CreatableTopicConfigs(Struct):
     """CreateTopicsResponse.CreatableTopicConfigs."""
 
     __qualname__ = "CreateTopicsResponse.CreatableTopicConfigs"
+    __slots__ = ('name', 'value', 'read_only', 'config_source', 'is_sensitive', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The configuration name. (versions 5-7)
-    name: str = ''
+    name: str
     #: The configuration value. (versions 5-7, nullable 5-7)
-    value: str | None = ''
+    value: str | None
     #: True if the configuration is read-only. (versions 5-7)
-    read_only: bool = False
+    read_only: bool
     #: The configuration source. (versions 5-7)
-    config_source: int = -1
+    config_source: int
     #: True if this configuration is sensitive. (versions 5-7)
-    is_sensitive: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    is_sensitive: bool
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', value: str | None = '', read_only: bool = False, config_source: int = -1, is_sensitive: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.value = value
+        self.read_only = read_only
+        self.config_source = config_source
+        self.is_sensitive = is_sensitive
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -392,28 +428,40 @@ class _CreateTopicsResponse_CreatableTopicConfigs(Struct):
 _D_CreateTopicsResponse_CreatableTopicConfigs = _CreateTopicsResponse_CreatableTopicConfigs()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _CreateTopicsResponse_CreatableTopicResult(Struct):
     """CreateTopicsResponse.CreatableTopicResult."""
 
     __qualname__ = "CreateTopicsResponse.CreatableTopicResult"
+    __slots__ = ('name', 'topic_id', 'error_code', 'error_message', 'topic_config_error_code', 'num_partitions', 'replication_factor', 'configs', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-7)
-    name: str = ''
+    name: str
     #: The unique topic ID. (versions 7)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The error code, or 0 if there was no error. (versions 0-7)
-    error_code: int = 0
+    error_code: int
     #: The error message, or null if there was no error. (versions 1-7, nullable 0-7)
-    error_message: str | None = ''
+    error_message: str | None
     #: Optional topic config error returned if configs are not returned in the response. (versions 5-7, tag 0 in 5-7)
-    topic_config_error_code: int = 0
+    topic_config_error_code: int
     #: Number of partitions of the topic. (versions 5-7)
-    num_partitions: int = -1
+    num_partitions: int
     #: Replication factor of the topic. (versions 5-7)
-    replication_factor: int = -1
+    replication_factor: int
     #: Configuration of the topic. (versions 5-7, nullable 5-7)
-    configs: list[_CreateTopicsResponse_CreatableTopicConfigs] | None = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    configs: list[_CreateTopicsResponse_CreatableTopicConfigs] | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', topic_id: uuid.UUID = ZERO_UUID, error_code: int = 0, error_message: str | None = '', topic_config_error_code: int = 0, num_partitions: int = -1, replication_factor: int = -1, configs: list[_CreateTopicsResponse_CreatableTopicConfigs] | None = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.topic_id = topic_id
+        self.error_code = error_code
+        self.error_message = error_message
+        self.topic_config_error_code = topic_config_error_code
+        self.num_partitions = num_partitions
+        self.replication_factor = replication_factor
+        self.configs = [] if configs is FACTORY else configs
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -508,11 +556,12 @@ class _CreateTopicsResponse_CreatableTopicResult(Struct):
 _D_CreateTopicsResponse_CreatableTopicResult = _CreateTopicsResponse_CreatableTopicResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class CreateTopicsResponse(Message):
     """CreateTopicsResponse, versions 0-7, flexible from v5."""
 
     __qualname__ = "CreateTopicsResponse"
+    __slots__ = ('throttle_time_ms', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 19
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 7
@@ -520,10 +569,15 @@ class CreateTopicsResponse(Message):
     CreatableTopicResult: ClassVar[type] = _CreateTopicsResponse_CreatableTopicResult
     CreatableTopicConfigs: ClassVar[type] = _CreateTopicsResponse_CreatableTopicConfigs
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 2-7)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: Results for each topic we tried to create. (versions 0-7)
-    topics: list[_CreateTopicsResponse_CreatableTopicResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_CreateTopicsResponse_CreatableTopicResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[_CreateTopicsResponse_CreatableTopicResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_b = struct.Struct('>b')
@@ -21,26 +20,37 @@ _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
 
 
-@dataclass(slots=True)
 class _DeleteAclsRequest_DeleteAclsFilter(Struct):
     """DeleteAclsRequest.DeleteAclsFilter."""
 
     __qualname__ = "DeleteAclsRequest.DeleteAclsFilter"
+    __slots__ = ('resource_type_filter', 'resource_name_filter', 'pattern_type_filter', 'principal_filter', 'host_filter', 'operation', 'permission_type', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The resource type. (versions 0-3)
-    resource_type_filter: int = 0
+    resource_type_filter: int
     #: The resource name. (versions 0-3, nullable 0-3)
-    resource_name_filter: str | None = ''
+    resource_name_filter: str | None
     #: The pattern type. (versions 1-3)
-    pattern_type_filter: int = 3
+    pattern_type_filter: int
     #: The principal filter, or null to accept all principals. (versions 0-3, nullable 0-3)
-    principal_filter: str | None = ''
+    principal_filter: str | None
     #: The host filter, or null to accept all hosts. (versions 0-3, nullable 0-3)
-    host_filter: str | None = ''
+    host_filter: str | None
     #: The ACL operation. (versions 0-3)
-    operation: int = 0
+    operation: int
     #: The permission type. (versions 0-3)
-    permission_type: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    permission_type: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, resource_type_filter: int = 0, resource_name_filter: str | None = '', pattern_type_filter: int = 3, principal_filter: str | None = '', host_filter: str | None = '', operation: int = 0, permission_type: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.resource_type_filter = resource_type_filter
+        self.resource_name_filter = resource_name_filter
+        self.pattern_type_filter = pattern_type_filter
+        self.principal_filter = principal_filter
+        self.host_filter = host_filter
+        self.operation = operation
+        self.permission_type = permission_type
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -100,19 +110,24 @@ class _DeleteAclsRequest_DeleteAclsFilter(Struct):
 _D_DeleteAclsRequest_DeleteAclsFilter = _DeleteAclsRequest_DeleteAclsFilter()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DeleteAclsRequest(Message):
     """DeleteAclsRequest, versions 0-3, flexible from v2."""
 
     __qualname__ = "DeleteAclsRequest"
+    __slots__ = ('filters', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 31
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_FROM: ClassVar[int | None] = 2
     DeleteAclsFilter: ClassVar[type] = _DeleteAclsRequest_DeleteAclsFilter
     #: The filters to use when deleting ACLs. (versions 0-3)
-    filters: list[_DeleteAclsRequest_DeleteAclsFilter] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    filters: list[_DeleteAclsRequest_DeleteAclsFilter]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, filters: list[_DeleteAclsRequest_DeleteAclsFilter] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.filters = [] if filters is FACTORY else filters
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -163,30 +178,43 @@ class DeleteAclsRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _DeleteAclsResponse_DeleteAclsMatchingAcl(Struct):
     """DeleteAclsResponse.DeleteAclsMatchingAcl."""
 
     __qualname__ = "DeleteAclsResponse.DeleteAclsMatchingAcl"
+    __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'pattern_type', 'principal', 'host', 'operation', 'permission_type', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The deletion error code, or 0 if the deletion succeeded. (versions 0-3)
-    error_code: int = 0
+    error_code: int
     #: The deletion error message, or null if the deletion succeeded. (versions 0-3, nullable 0-3)
-    error_message: str | None = ''
+    error_message: str | None
     #: The ACL resource type. (versions 0-3)
-    resource_type: int = 0
+    resource_type: int
     #: The ACL resource name. (versions 0-3)
-    resource_name: str = ''
+    resource_name: str
     #: The ACL resource pattern type. (versions 1-3)
-    pattern_type: int = 3
+    pattern_type: int
     #: The ACL principal. (versions 0-3)
-    principal: str = ''
+    principal: str
     #: The ACL host. (versions 0-3)
-    host: str = ''
+    host: str
     #: The ACL operation. (versions 0-3)
-    operation: int = 0
+    operation: int
     #: The ACL permission type. (versions 0-3)
-    permission_type: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    permission_type: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, error_message: str | None = '', resource_type: int = 0, resource_name: str = '', pattern_type: int = 3, principal: str = '', host: str = '', operation: int = 0, permission_type: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.pattern_type = pattern_type
+        self.principal = principal
+        self.host = host
+        self.operation = operation
+        self.permission_type = permission_type
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -251,18 +279,25 @@ class _DeleteAclsResponse_DeleteAclsMatchingAcl(Struct):
 _D_DeleteAclsResponse_DeleteAclsMatchingAcl = _DeleteAclsResponse_DeleteAclsMatchingAcl()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _DeleteAclsResponse_DeleteAclsFilterResult(Struct):
     """DeleteAclsResponse.DeleteAclsFilterResult."""
 
     __qualname__ = "DeleteAclsResponse.DeleteAclsFilterResult"
+    __slots__ = ('error_code', 'error_message', 'matching_acls', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The error code, or 0 if the filter succeeded. (versions 0-3)
-    error_code: int = 0
+    error_code: int
     #: The error message, or null if the filter succeeded. (versions 0-3, nullable 0-3)
-    error_message: str | None = ''
+    error_message: str | None
     #: The ACLs which matched this filter. (versions 0-3)
-    matching_acls: list[_DeleteAclsResponse_DeleteAclsMatchingAcl] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    matching_acls: list[_DeleteAclsResponse_DeleteAclsMatchingAcl]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, error_message: str | None = '', matching_acls: list[_DeleteAclsResponse_DeleteAclsMatchingAcl] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.matching_acls = [] if matching_acls is FACTORY else matching_acls
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -321,11 +356,12 @@ class _DeleteAclsResponse_DeleteAclsFilterResult(Struct):
 _D_DeleteAclsResponse_DeleteAclsFilterResult = _DeleteAclsResponse_DeleteAclsFilterResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DeleteAclsResponse(Message):
     """DeleteAclsResponse, versions 0-3, flexible from v2."""
 
     __qualname__ = "DeleteAclsResponse"
+    __slots__ = ('throttle_time_ms', 'filter_results', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 31
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
@@ -333,10 +369,15 @@ class DeleteAclsResponse(Message):
     DeleteAclsFilterResult: ClassVar[type] = _DeleteAclsResponse_DeleteAclsFilterResult
     DeleteAclsMatchingAcl: ClassVar[type] = _DeleteAclsResponse_DeleteAclsMatchingAcl
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-3)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The results for each filter. (versions 0-3)
-    filter_results: list[_DeleteAclsResponse_DeleteAclsFilterResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    filter_results: list[_DeleteAclsResponse_DeleteAclsFilterResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, filter_results: list[_DeleteAclsResponse_DeleteAclsFilterResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.filter_results = [] if filter_results is FACTORY else filter_results
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,29 +8,33 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
 
 
-@dataclass(slots=True)
 class DeleteGroupsRequest(Message):
     """DeleteGroupsRequest, versions 0-2, flexible from v2."""
 
     __qualname__ = "DeleteGroupsRequest"
+    __slots__ = ('groups_names', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 42
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int | None] = 2
     #: The group names to delete. (versions 0-2)
-    groups_names: list[str] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    groups_names: list[str]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, groups_names: list[str] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.groups_names = [] if groups_names is FACTORY else groups_names
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -80,16 +84,22 @@ class DeleteGroupsRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _DeleteGroupsResponse_DeletableGroupResult(Struct):
     """DeleteGroupsResponse.DeletableGroupResult."""
 
     __qualname__ = "DeleteGroupsResponse.DeletableGroupResult"
+    __slots__ = ('group_id', 'error_code', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The group id. (versions 0-2)
-    group_id: str = ''
+    group_id: str
     #: The deletion error, or 0 if the deletion succeeded. (versions 0-2)
-    error_code: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_code: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group_id: str = '', error_code: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_id = group_id
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -132,21 +142,27 @@ class _DeleteGroupsResponse_DeletableGroupResult(Struct):
 _D_DeleteGroupsResponse_DeletableGroupResult = _DeleteGroupsResponse_DeletableGroupResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DeleteGroupsResponse(Message):
     """DeleteGroupsResponse, versions 0-2, flexible from v2."""
 
     __qualname__ = "DeleteGroupsResponse"
+    __slots__ = ('throttle_time_ms', 'results', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 42
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int | None] = 2
     DeletableGroupResult: ClassVar[type] = _DeleteGroupsResponse_DeletableGroupResult
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-2)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The deletion results. (versions 0-2)
-    results: list[_DeleteGroupsResponse_DeletableGroupResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    results: list[_DeleteGroupsResponse_DeletableGroupResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, results: list[_DeleteGroupsResponse_DeletableGroupResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is FACTORY else results
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

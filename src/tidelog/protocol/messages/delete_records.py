@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_iq = struct.Struct('>iq')
@@ -20,16 +19,22 @@ _S_i = struct.Struct('>i')
 _S_iqh = struct.Struct('>iqh')
 
 
-@dataclass(slots=True)
 class _DeleteRecordsRequest_DeleteRecordsPartition(Struct):
     """DeleteRecordsRequest.DeleteRecordsPartition."""
 
     __qualname__ = "DeleteRecordsRequest.DeleteRecordsPartition"
+    __slots__ = ('partition_index', 'offset', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-2)
-    partition_index: int = 0
+    partition_index: int
     #: The deletion offset. (versions 0-2)
-    offset: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    offset: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, offset: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.offset = offset
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -70,16 +75,22 @@ class _DeleteRecordsRequest_DeleteRecordsPartition(Struct):
 _D_DeleteRecordsRequest_DeleteRecordsPartition = _DeleteRecordsRequest_DeleteRecordsPartition()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _DeleteRecordsRequest_DeleteRecordsTopic(Struct):
     """DeleteRecordsRequest.DeleteRecordsTopic."""
 
     __qualname__ = "DeleteRecordsRequest.DeleteRecordsTopic"
+    __slots__ = ('name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-2)
-    name: str = ''
+    name: str
     #: Each partition that we want to delete records from. (versions 0-2)
-    partitions: list[_DeleteRecordsRequest_DeleteRecordsPartition] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_DeleteRecordsRequest_DeleteRecordsPartition]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', partitions: list[_DeleteRecordsRequest_DeleteRecordsPartition] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -135,11 +146,12 @@ class _DeleteRecordsRequest_DeleteRecordsTopic(Struct):
 _D_DeleteRecordsRequest_DeleteRecordsTopic = _DeleteRecordsRequest_DeleteRecordsTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DeleteRecordsRequest(Message):
     """DeleteRecordsRequest, versions 0-2, flexible from v2."""
 
     __qualname__ = "DeleteRecordsRequest"
+    __slots__ = ('topics', 'timeout_ms', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 21
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
@@ -147,10 +159,15 @@ class DeleteRecordsRequest(Message):
     DeleteRecordsTopic: ClassVar[type] = _DeleteRecordsRequest_DeleteRecordsTopic
     DeleteRecordsPartition: ClassVar[type] = _DeleteRecordsRequest_DeleteRecordsPartition
     #: Each topic that we want to delete records from. (versions 0-2)
-    topics: list[_DeleteRecordsRequest_DeleteRecordsTopic] = field(default_factory=list)
+    topics: list[_DeleteRecordsRequest_DeleteRecordsTopic]
     #: How long to wait for the deletion to complete, in milliseconds. (versions 0-2)
-    timeout_ms: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    timeout_ms: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topics: list[_DeleteRecordsRequest_DeleteRecordsTopic] = FACTORY, timeout_ms: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topics = [] if topics is FACTORY else topics
+        self.timeout_ms = timeout_ms
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -204,18 +221,25 @@ class DeleteRecordsRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _DeleteRecordsResponse_DeleteRecordsPartitionResult(Struct):
     """DeleteRecordsResponse.DeleteRecordsPartitionResult."""
 
     __qualname__ = "DeleteRecordsResponse.DeleteRecordsPartitionResult"
+    __slots__ = ('partition_index', 'low_watermark', 'error_code', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-2)
-    partition_index: int = 0
+    partition_index: int
     #: The partition low water mark. (versions 0-2)
-    low_watermark: int = 0
+    low_watermark: int
     #: The deletion error code, or 0 if the deletion succeeded. (versions 0-2)
-    error_code: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_code: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, low_watermark: int = 0, error_code: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.low_watermark = low_watermark
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -256,16 +280,22 @@ class _DeleteRecordsResponse_DeleteRecordsPartitionResult(Struct):
 _D_DeleteRecordsResponse_DeleteRecordsPartitionResult = _DeleteRecordsResponse_DeleteRecordsPartitionResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _DeleteRecordsResponse_DeleteRecordsTopicResult(Struct):
     """DeleteRecordsResponse.DeleteRecordsTopicResult."""
 
     __qualname__ = "DeleteRecordsResponse.DeleteRecordsTopicResult"
+    __slots__ = ('name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-2)
-    name: str = ''
+    name: str
     #: Each partition that we wanted to delete records from. (versions 0-2)
-    partitions: list[_DeleteRecordsResponse_DeleteRecordsPartitionResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_DeleteRecordsResponse_DeleteRecordsPartitionResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', partitions: list[_DeleteRecordsResponse_DeleteRecordsPartitionResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -321,11 +351,12 @@ class _DeleteRecordsResponse_DeleteRecordsTopicResult(Struct):
 _D_DeleteRecordsResponse_DeleteRecordsTopicResult = _DeleteRecordsResponse_DeleteRecordsTopicResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DeleteRecordsResponse(Message):
     """DeleteRecordsResponse, versions 0-2, flexible from v2."""
 
     __qualname__ = "DeleteRecordsResponse"
+    __slots__ = ('throttle_time_ms', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 21
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
@@ -333,10 +364,15 @@ class DeleteRecordsResponse(Message):
     DeleteRecordsTopicResult: ClassVar[type] = _DeleteRecordsResponse_DeleteRecordsTopicResult
     DeleteRecordsPartitionResult: ClassVar[type] = _DeleteRecordsResponse_DeleteRecordsPartitionResult
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-2)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: Each topic that we wanted to delete records from. (versions 0-2)
-    topics: list[_DeleteRecordsResponse_DeleteRecordsTopicResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_DeleteRecordsResponse_DeleteRecordsTopicResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[_DeleteRecordsResponse_DeleteRecordsTopicResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,25 +8,29 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_h = struct.Struct('>h')
 _S_ih = struct.Struct('>ih')
 
 
-@dataclass(slots=True)
 class _DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic(Struct):
     """DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic."""
 
     __qualname__ = "DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic"
+    __slots__ = ('topic_name', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0)
-    topic_name: str = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topic_name: str
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_name: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -62,21 +66,27 @@ class _DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic(Struct
 _D_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic = _DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DeleteShareGroupOffsetsRequest(Message):
     """DeleteShareGroupOffsetsRequest, versions 0, flexible from v0."""
 
     __qualname__ = "DeleteShareGroupOffsetsRequest"
+    __slots__ = ('group_id', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 92
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     DeleteShareGroupOffsetsRequestTopic: ClassVar[type] = _DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic
     #: The group identifier. (versions 0)
-    group_id: str = ''
+    group_id: str
     #: The topics to delete offsets for. (versions 0)
-    topics: list[_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group_id: str = '', topics: list[_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -125,20 +135,28 @@ class DeleteShareGroupOffsetsRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class _DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic(Struct):
     """DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic."""
 
     __qualname__ = "DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic"
+    __slots__ = ('topic_name', 'topic_id', 'error_code', 'error_message', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0)
-    topic_name: str = ''
+    topic_name: str
     #: The unique topic ID. (versions 0)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The topic-level error code, or 0 if there was no error. (versions 0)
-    error_code: int = 0
+    error_code: int
     #: The topic-level error message, or null if there was no error. (versions 0, nullable 0)
-    error_message: str | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_message: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_name: str = '', topic_id: uuid.UUID = ZERO_UUID, error_code: int = 0, error_message: str | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name
+        self.topic_id = topic_id
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -181,25 +199,33 @@ class _DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic(Stru
 _D_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic = _DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DeleteShareGroupOffsetsResponse(Message):
     """DeleteShareGroupOffsetsResponse, versions 0, flexible from v0."""
 
     __qualname__ = "DeleteShareGroupOffsetsResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 92
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     DeleteShareGroupOffsetsResponseTopic: ClassVar[type] = _DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The top-level error code, or 0 if there was no error. (versions 0)
-    error_code: int = 0
+    error_code: int
     #: The top-level error message, or null if there was no error. (versions 0, nullable 0)
-    error_message: str | None = None
+    error_message: str | None
     #: The results for each topic. (versions 0)
-    responses: list[_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    responses: list[_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, responses: list[_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.responses = [] if responses is FACTORY else responses
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,25 +8,29 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_i = struct.Struct('>i')
 _S_ih = struct.Struct('>ih')
 
 
-@dataclass(slots=True)
 class _DeleteShareGroupStateRequest_PartitionData(Struct):
     """DeleteShareGroupStateRequest.PartitionData."""
 
     __qualname__ = "DeleteShareGroupStateRequest.PartitionData"
+    __slots__ = ('partition', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0)
-    partition: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partition: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition = partition
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -63,16 +67,22 @@ class _DeleteShareGroupStateRequest_PartitionData(Struct):
 _D_DeleteShareGroupStateRequest_PartitionData = _DeleteShareGroupStateRequest_PartitionData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _DeleteShareGroupStateRequest_DeleteStateData(Struct):
     """DeleteShareGroupStateRequest.DeleteStateData."""
 
     __qualname__ = "DeleteShareGroupStateRequest.DeleteStateData"
+    __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic identifier. (versions 0)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The data for the partitions. (versions 0)
-    partitions: list[_DeleteShareGroupStateRequest_PartitionData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_DeleteShareGroupStateRequest_PartitionData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[_DeleteShareGroupStateRequest_PartitionData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -124,11 +134,12 @@ class _DeleteShareGroupStateRequest_DeleteStateData(Struct):
 _D_DeleteShareGroupStateRequest_DeleteStateData = _DeleteShareGroupStateRequest_DeleteStateData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DeleteShareGroupStateRequest(Message):
     """DeleteShareGroupStateRequest, versions 0, flexible from v0."""
 
     __qualname__ = "DeleteShareGroupStateRequest"
+    __slots__ = ('group_id', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 86
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
@@ -136,10 +147,15 @@ class DeleteShareGroupStateRequest(Message):
     DeleteStateData: ClassVar[type] = _DeleteShareGroupStateRequest_DeleteStateData
     PartitionData: ClassVar[type] = _DeleteShareGroupStateRequest_PartitionData
     #: The group identifier. (versions 0)
-    group_id: str = ''
+    group_id: str
     #: The data for the topics. (versions 0)
-    topics: list[_DeleteShareGroupStateRequest_DeleteStateData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_DeleteShareGroupStateRequest_DeleteStateData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group_id: str = '', topics: list[_DeleteShareGroupStateRequest_DeleteStateData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -188,18 +204,25 @@ class DeleteShareGroupStateRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class _DeleteShareGroupStateResponse_PartitionResult(Struct):
     """DeleteShareGroupStateResponse.PartitionResult."""
 
     __qualname__ = "DeleteShareGroupStateResponse.PartitionResult"
+    __slots__ = ('partition', 'error_code', 'error_message', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0)
-    partition: int = 0
+    partition: int
     #: The error code, or 0 if there was no error. (versions 0)
-    error_code: int = 0
+    error_code: int
     #: The error message, or null if there was no error. (versions 0, nullable 0)
-    error_message: str | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_message: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition: int = 0, error_code: int = 0, error_message: str | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition = partition
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -238,16 +261,22 @@ class _DeleteShareGroupStateResponse_PartitionResult(Struct):
 _D_DeleteShareGroupStateResponse_PartitionResult = _DeleteShareGroupStateResponse_PartitionResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _DeleteShareGroupStateResponse_DeleteStateResult(Struct):
     """DeleteShareGroupStateResponse.DeleteStateResult."""
 
     __qualname__ = "DeleteShareGroupStateResponse.DeleteStateResult"
+    __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic identifier. (versions 0)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The results for the partitions. (versions 0)
-    partitions: list[_DeleteShareGroupStateResponse_PartitionResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_DeleteShareGroupStateResponse_PartitionResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[_DeleteShareGroupStateResponse_PartitionResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -299,11 +328,12 @@ class _DeleteShareGroupStateResponse_DeleteStateResult(Struct):
 _D_DeleteShareGroupStateResponse_DeleteStateResult = _DeleteShareGroupStateResponse_DeleteStateResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DeleteShareGroupStateResponse(Message):
     """DeleteShareGroupStateResponse, versions 0, flexible from v0."""
 
     __qualname__ = "DeleteShareGroupStateResponse"
+    __slots__ = ('results', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 86
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
@@ -311,8 +341,12 @@ class DeleteShareGroupStateResponse(Message):
     DeleteStateResult: ClassVar[type] = _DeleteShareGroupStateResponse_DeleteStateResult
     PartitionResult: ClassVar[type] = _DeleteShareGroupStateResponse_PartitionResult
     #: The delete results. (versions 0)
-    results: list[_DeleteShareGroupStateResponse_DeleteStateResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    results: list[_DeleteShareGroupStateResponse_DeleteStateResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, results: list[_DeleteShareGroupStateResponse_DeleteStateResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.results = [] if results is FACTORY else results
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

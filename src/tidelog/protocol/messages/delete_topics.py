@@ -8,27 +8,32 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_i = struct.Struct('>i')
 _S_h = struct.Struct('>h')
 
 
-@dataclass(slots=True)
 class _DeleteTopicsRequest_DeleteTopicState(Struct):
     """DeleteTopicsRequest.DeleteTopicState."""
 
     __qualname__ = "DeleteTopicsRequest.DeleteTopicState"
+    __slots__ = ('name', 'topic_id', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 6, nullable 6)
-    name: str | None = None
+    name: str | None
     #: The unique topic ID. (versions 6)
-    topic_id: uuid.UUID = ZERO_UUID
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topic_id: uuid.UUID
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str | None = None, topic_id: uuid.UUID = ZERO_UUID, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.topic_id = topic_id
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -84,23 +89,30 @@ class _DeleteTopicsRequest_DeleteTopicState(Struct):
 _D_DeleteTopicsRequest_DeleteTopicState = _DeleteTopicsRequest_DeleteTopicState()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DeleteTopicsRequest(Message):
     """DeleteTopicsRequest, versions 0-6, flexible from v4."""
 
     __qualname__ = "DeleteTopicsRequest"
+    __slots__ = ('topics', 'topic_names', 'timeout_ms', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 20
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_FROM: ClassVar[int | None] = 4
     DeleteTopicState: ClassVar[type] = _DeleteTopicsRequest_DeleteTopicState
     #: The name or topic ID of the topic. (versions 6)
-    topics: list[_DeleteTopicsRequest_DeleteTopicState] = field(default_factory=list)
+    topics: list[_DeleteTopicsRequest_DeleteTopicState]
     #: The names of the topics to delete. (versions 0-5)
-    topic_names: list[str] = field(default_factory=list)
+    topic_names: list[str]
     #: The length of time in milliseconds to wait for the deletions to complete. (versions 0-6)
-    timeout_ms: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    timeout_ms: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topics: list[_DeleteTopicsRequest_DeleteTopicState] = FACTORY, topic_names: list[str] = FACTORY, timeout_ms: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topics = [] if topics is FACTORY else topics
+        self.topic_names = [] if topic_names is FACTORY else topic_names
+        self.timeout_ms = timeout_ms
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -180,20 +192,28 @@ class DeleteTopicsRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _DeleteTopicsResponse_DeletableTopicResult(Struct):
     """DeleteTopicsResponse.DeletableTopicResult."""
 
     __qualname__ = "DeleteTopicsResponse.DeletableTopicResult"
+    __slots__ = ('name', 'topic_id', 'error_code', 'error_message', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-6, nullable 6)
-    name: str | None = ''
+    name: str | None
     #: The unique topic ID. (versions 6)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The deletion error, or 0 if the deletion succeeded. (versions 0-6)
-    error_code: int = 0
+    error_code: int
     #: The error message, or null if there was no error. (versions 5-6, nullable 5-6)
-    error_message: str | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_message: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str | None = '', topic_id: uuid.UUID = ZERO_UUID, error_code: int = 0, error_message: str | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.topic_id = topic_id
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -248,21 +268,27 @@ class _DeleteTopicsResponse_DeletableTopicResult(Struct):
 _D_DeleteTopicsResponse_DeletableTopicResult = _DeleteTopicsResponse_DeletableTopicResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DeleteTopicsResponse(Message):
     """DeleteTopicsResponse, versions 0-6, flexible from v4."""
 
     __qualname__ = "DeleteTopicsResponse"
+    __slots__ = ('throttle_time_ms', 'responses', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 20
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_FROM: ClassVar[int | None] = 4
     DeletableTopicResult: ClassVar[type] = _DeleteTopicsResponse_DeletableTopicResult
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 1-6)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The results for each topic we tried to delete. (versions 0-6)
-    responses: list[_DeleteTopicsResponse_DeletableTopicResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    responses: list[_DeleteTopicsResponse_DeletableTopicResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, responses: list[_DeleteTopicsResponse_DeletableTopicResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.responses = [] if responses is FACTORY else responses
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

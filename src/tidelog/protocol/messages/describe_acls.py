@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_b = struct.Struct('>b')
@@ -20,30 +19,41 @@ _S_bb = struct.Struct('>bb')
 _S_ih = struct.Struct('>ih')
 
 
-@dataclass(slots=True)
 class DescribeAclsRequest(Message):
     """DescribeAclsRequest, versions 0-3, flexible from v2."""
 
     __qualname__ = "DescribeAclsRequest"
+    __slots__ = ('resource_type_filter', 'resource_name_filter', 'pattern_type_filter', 'principal_filter', 'host_filter', 'operation', 'permission_type', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 29
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_FROM: ClassVar[int | None] = 2
     #: The resource type. (versions 0-3)
-    resource_type_filter: int = 0
+    resource_type_filter: int
     #: The resource name, or null to match any resource name. (versions 0-3, nullable 0-3)
-    resource_name_filter: str | None = ''
+    resource_name_filter: str | None
     #: The resource pattern to match. (versions 1-3)
-    pattern_type_filter: int = 3
+    pattern_type_filter: int
     #: The principal to match, or null to match any principal. (versions 0-3, nullable 0-3)
-    principal_filter: str | None = ''
+    principal_filter: str | None
     #: The host to match, or null to match any host. (versions 0-3, nullable 0-3)
-    host_filter: str | None = ''
+    host_filter: str | None
     #: The operation to match. (versions 0-3)
-    operation: int = 0
+    operation: int
     #: The permission type to match. (versions 0-3)
-    permission_type: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    permission_type: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, resource_type_filter: int = 0, resource_name_filter: str | None = '', pattern_type_filter: int = 3, principal_filter: str | None = '', host_filter: str | None = '', operation: int = 0, permission_type: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.resource_type_filter = resource_type_filter
+        self.resource_name_filter = resource_name_filter
+        self.pattern_type_filter = pattern_type_filter
+        self.principal_filter = principal_filter
+        self.host_filter = host_filter
+        self.operation = operation
+        self.permission_type = permission_type
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -100,20 +110,28 @@ class DescribeAclsRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _DescribeAclsResponse_AclDescription(Struct):
     """DescribeAclsResponse.AclDescription."""
 
     __qualname__ = "DescribeAclsResponse.AclDescription"
+    __slots__ = ('principal', 'host', 'operation', 'permission_type', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The ACL principal. (versions 0-3)
-    principal: str = ''
+    principal: str
     #: The ACL host. (versions 0-3)
-    host: str = ''
+    host: str
     #: The ACL operation. (versions 0-3)
-    operation: int = 0
+    operation: int
     #: The ACL permission type. (versions 0-3)
-    permission_type: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    permission_type: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, principal: str = '', host: str = '', operation: int = 0, permission_type: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.principal = principal
+        self.host = host
+        self.operation = operation
+        self.permission_type = permission_type
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -158,20 +176,28 @@ class _DescribeAclsResponse_AclDescription(Struct):
 _D_DescribeAclsResponse_AclDescription = _DescribeAclsResponse_AclDescription()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _DescribeAclsResponse_DescribeAclsResource(Struct):
     """DescribeAclsResponse.DescribeAclsResource."""
 
     __qualname__ = "DescribeAclsResponse.DescribeAclsResource"
+    __slots__ = ('resource_type', 'resource_name', 'pattern_type', 'acls', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The resource type. (versions 0-3)
-    resource_type: int = 0
+    resource_type: int
     #: The resource name. (versions 0-3)
-    resource_name: str = ''
+    resource_name: str
     #: The resource pattern type. (versions 1-3)
-    pattern_type: int = 3
+    pattern_type: int
     #: The ACLs. (versions 0-3)
-    acls: list[_DescribeAclsResponse_AclDescription] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    acls: list[_DescribeAclsResponse_AclDescription]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, resource_type: int = 0, resource_name: str = '', pattern_type: int = 3, acls: list[_DescribeAclsResponse_AclDescription] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.pattern_type = pattern_type
+        self.acls = [] if acls is FACTORY else acls
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -240,11 +266,12 @@ class _DescribeAclsResponse_DescribeAclsResource(Struct):
 _D_DescribeAclsResponse_DescribeAclsResource = _DescribeAclsResponse_DescribeAclsResource()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DescribeAclsResponse(Message):
     """DescribeAclsResponse, versions 0-3, flexible from v2."""
 
     __qualname__ = "DescribeAclsResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'resources', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 29
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
@@ -252,14 +279,21 @@ class DescribeAclsResponse(Message):
     DescribeAclsResource: ClassVar[type] = _DescribeAclsResponse_DescribeAclsResource
     AclDescription: ClassVar[type] = _DescribeAclsResponse_AclDescription
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-3)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The error code, or 0 if there was no error. (versions 0-3)
-    error_code: int = 0
+    error_code: int
     #: The error message, or null if there was no error. (versions 0-3, nullable 0-3)
-    error_message: str | None = ''
+    error_message: str | None
     #: Each Resource that is referenced in an ACL. (versions 0-3)
-    resources: list[_DescribeAclsResponse_DescribeAclsResource] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    resources: list[_DescribeAclsResponse_DescribeAclsResource]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', resources: list[_DescribeAclsResponse_DescribeAclsResource] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.resources = [] if resources is FACTORY else resources
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

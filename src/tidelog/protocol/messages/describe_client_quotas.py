@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_b = struct.Struct('>b')
@@ -21,18 +20,25 @@ _S_d = struct.Struct('>d')
 _S_ih = struct.Struct('>ih')
 
 
-@dataclass(slots=True)
 class _DescribeClientQuotasRequest_ComponentData(Struct):
     """DescribeClientQuotasRequest.ComponentData."""
 
     __qualname__ = "DescribeClientQuotasRequest.ComponentData"
+    __slots__ = ('entity_type', 'match_type', 'match', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The entity type that the filter component applies to. (versions 0-1)
-    entity_type: str = ''
+    entity_type: str
     #: How to match the entity {0 = exact name, 1 = default name, 2 = any specified name}. (versions 0-1)
-    match_type: int = 0
+    match_type: int
     #: The string to match against, or null if unused for the match type. (versions 0-1, nullable 0-1)
-    match: str | None = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    match: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, entity_type: str = '', match_type: int = 0, match: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.entity_type = entity_type
+        self.match_type = match_type
+        self.match = match
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -77,21 +83,27 @@ class _DescribeClientQuotasRequest_ComponentData(Struct):
 _D_DescribeClientQuotasRequest_ComponentData = _DescribeClientQuotasRequest_ComponentData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DescribeClientQuotasRequest(Message):
     """DescribeClientQuotasRequest, versions 0-1, flexible from v1."""
 
     __qualname__ = "DescribeClientQuotasRequest"
+    __slots__ = ('components', 'strict', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 48
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int | None] = 1
     ComponentData: ClassVar[type] = _DescribeClientQuotasRequest_ComponentData
     #: Filter components to apply to quota entities. (versions 0-1)
-    components: list[_DescribeClientQuotasRequest_ComponentData] = field(default_factory=list)
+    components: list[_DescribeClientQuotasRequest_ComponentData]
     #: Whether the match is strict, i.e. should exclude entities with unspecified entity types. (versions 0-1)
-    strict: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    strict: bool
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, components: list[_DescribeClientQuotasRequest_ComponentData] = FACTORY, strict: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.components = [] if components is FACTORY else components
+        self.strict = strict
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -145,16 +157,22 @@ class DescribeClientQuotasRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _DescribeClientQuotasResponse_EntityData(Struct):
     """DescribeClientQuotasResponse.EntityData."""
 
     __qualname__ = "DescribeClientQuotasResponse.EntityData"
+    __slots__ = ('entity_type', 'entity_name', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The entity type. (versions 0-1)
-    entity_type: str = ''
+    entity_type: str
     #: The entity name, or null if the default. (versions 0-1, nullable 0-1)
-    entity_name: str | None = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    entity_name: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, entity_type: str = '', entity_name: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.entity_type = entity_type
+        self.entity_name = entity_name
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -196,16 +214,22 @@ class _DescribeClientQuotasResponse_EntityData(Struct):
 _D_DescribeClientQuotasResponse_EntityData = _DescribeClientQuotasResponse_EntityData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _DescribeClientQuotasResponse_ValueData(Struct):
     """DescribeClientQuotasResponse.ValueData."""
 
     __qualname__ = "DescribeClientQuotasResponse.ValueData"
+    __slots__ = ('key', 'value', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The quota configuration key. (versions 0-1)
-    key: str = ''
+    key: str
     #: The quota configuration value. (versions 0-1)
-    value: float = 0.0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    value: float
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, key: str = '', value: float = 0.0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.key = key
+        self.value = value
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -248,16 +272,22 @@ class _DescribeClientQuotasResponse_ValueData(Struct):
 _D_DescribeClientQuotasResponse_ValueData = _DescribeClientQuotasResponse_ValueData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _DescribeClientQuotasResponse_EntryData(Struct):
     """DescribeClientQuotasResponse.EntryData."""
 
     __qualname__ = "DescribeClientQuotasResponse.EntryData"
+    __slots__ = ('entity', 'values', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The quota entity description. (versions 0-1)
-    entity: list[_DescribeClientQuotasResponse_EntityData] = field(default_factory=list)
+    entity: list[_DescribeClientQuotasResponse_EntityData]
     #: The quota values for the entity. (versions 0-1)
-    values: list[_DescribeClientQuotasResponse_ValueData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    values: list[_DescribeClientQuotasResponse_ValueData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, entity: list[_DescribeClientQuotasResponse_EntityData] = FACTORY, values: list[_DescribeClientQuotasResponse_ValueData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.entity = [] if entity is FACTORY else entity
+        self.values = [] if values is FACTORY else values
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -327,11 +357,12 @@ class _DescribeClientQuotasResponse_EntryData(Struct):
 _D_DescribeClientQuotasResponse_EntryData = _DescribeClientQuotasResponse_EntryData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DescribeClientQuotasResponse(Message):
     """DescribeClientQuotasResponse, versions 0-1, flexible from v1."""
 
     __qualname__ = "DescribeClientQuotasResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'entries', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 48
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
@@ -340,14 +371,21 @@ class DescribeClientQuotasResponse(Message):
     EntityData: ClassVar[type] = _DescribeClientQuotasResponse_EntityData
     ValueData: ClassVar[type] = _DescribeClientQuotasResponse_ValueData
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-1)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The error code, or `0` if the quota description succeeded. (versions 0-1)
-    error_code: int = 0
+    error_code: int
     #: The error message, or `null` if the quota description succeeded. (versions 0-1, nullable 0-1)
-    error_message: str | None = ''
+    error_message: str | None
     #: A result entry. (versions 0-1, nullable 0-1)
-    entries: list[_DescribeClientQuotasResponse_EntryData] | None = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    entries: list[_DescribeClientQuotasResponse_EntryData] | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', entries: list[_DescribeClientQuotasResponse_EntryData] | None = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.entries = [] if entries is FACTORY else entries
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

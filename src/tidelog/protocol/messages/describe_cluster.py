@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_o = struct.Struct('>?')
@@ -21,22 +20,29 @@ _S_i = struct.Struct('>i')
 _S_ih = struct.Struct('>ih')
 
 
-@dataclass(slots=True)
 class DescribeClusterRequest(Message):
     """DescribeClusterRequest, versions 0-2, flexible from v0."""
 
     __qualname__ = "DescribeClusterRequest"
+    __slots__ = ('include_cluster_authorized_operations', 'endpoint_type', 'include_fenced_brokers', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 60
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     #: Whether to include cluster authorized operations. (versions 0-2)
-    include_cluster_authorized_operations: bool = False
+    include_cluster_authorized_operations: bool
     #: The endpoint type to describe. 1=brokers, 2=controllers. (versions 1-2)
-    endpoint_type: int = 1
+    endpoint_type: int
     #: Whether to include fenced brokers when listing brokers. (versions 2)
-    include_fenced_brokers: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    include_fenced_brokers: bool
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, include_cluster_authorized_operations: bool = False, endpoint_type: int = 1, include_fenced_brokers: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.include_cluster_authorized_operations = include_cluster_authorized_operations
+        self.endpoint_type = endpoint_type
+        self.include_fenced_brokers = include_fenced_brokers
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -90,22 +96,31 @@ class DescribeClusterRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class _DescribeClusterResponse_DescribeClusterBroker(Struct):
     """DescribeClusterResponse.DescribeClusterBroker."""
 
     __qualname__ = "DescribeClusterResponse.DescribeClusterBroker"
+    __slots__ = ('broker_id', 'host', 'port', 'rack', 'is_fenced', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The broker ID. (versions 0-2)
-    broker_id: int = 0
+    broker_id: int
     #: The broker hostname. (versions 0-2)
-    host: str = ''
+    host: str
     #: The broker port. (versions 0-2)
-    port: int = 0
+    port: int
     #: The rack of the broker, or null if it has not been assigned to a rack. (versions 0-2, nullable 0-2)
-    rack: str | None = None
+    rack: str | None
     #: Whether the broker is fenced (versions 2)
-    is_fenced: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    is_fenced: bool
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, broker_id: int = 0, host: str = '', port: int = 0, rack: str | None = None, is_fenced: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.broker_id = broker_id
+        self.host = host
+        self.port = port
+        self.rack = rack
+        self.is_fenced = is_fenced
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -159,33 +174,45 @@ class _DescribeClusterResponse_DescribeClusterBroker(Struct):
 _D_DescribeClusterResponse_DescribeClusterBroker = _DescribeClusterResponse_DescribeClusterBroker()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DescribeClusterResponse(Message):
     """DescribeClusterResponse, versions 0-2, flexible from v0."""
 
     __qualname__ = "DescribeClusterResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'endpoint_type', 'cluster_id', 'controller_id', 'brokers', 'cluster_authorized_operations', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 60
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     DescribeClusterBroker: ClassVar[type] = _DescribeClusterResponse_DescribeClusterBroker
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-2)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The top-level error code, or 0 if there was no error. (versions 0-2)
-    error_code: int = 0
+    error_code: int
     #: The top-level error message, or null if there was no error. (versions 0-2, nullable 0-2)
-    error_message: str | None = None
+    error_message: str | None
     #: The endpoint type that was described. 1=brokers, 2=controllers. (versions 1-2)
-    endpoint_type: int = 1
+    endpoint_type: int
     #: The cluster ID that responding broker belongs to. (versions 0-2)
-    cluster_id: str = ''
+    cluster_id: str
     #: The ID of the controller broker. (versions 0-2)
-    controller_id: int = -1
+    controller_id: int
     #: Each broker in the response. (versions 0-2)
-    brokers: list[_DescribeClusterResponse_DescribeClusterBroker] = field(default_factory=list)
+    brokers: list[_DescribeClusterResponse_DescribeClusterBroker]
     #: 32-bit bitfield to represent authorized operations for this cluster. (versions 0-2)
-    cluster_authorized_operations: int = -2147483648
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    cluster_authorized_operations: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, endpoint_type: int = 1, cluster_id: str = '', controller_id: int = -1, brokers: list[_DescribeClusterResponse_DescribeClusterBroker] = FACTORY, cluster_authorized_operations: int = -2147483648, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.endpoint_type = endpoint_type
+        self.cluster_id = cluster_id
+        self.controller_id = controller_id
+        self.brokers = [] if brokers is FACTORY else brokers
+        self.cluster_authorized_operations = cluster_authorized_operations
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

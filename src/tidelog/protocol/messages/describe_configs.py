@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_b = struct.Struct('>b')
@@ -21,18 +20,25 @@ _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
 
 
-@dataclass(slots=True)
 class _DescribeConfigsRequest_DescribeConfigsResource(Struct):
     """DescribeConfigsRequest.DescribeConfigsResource."""
 
     __qualname__ = "DescribeConfigsRequest.DescribeConfigsResource"
+    __slots__ = ('resource_type', 'resource_name', 'configuration_keys', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The resource type. (versions 0-4)
-    resource_type: int = 0
+    resource_type: int
     #: The resource name. (versions 0-4)
-    resource_name: str = ''
+    resource_name: str
     #: The configuration keys to list, or null to list all configuration keys. (versions 0-4, nullable 0-4)
-    configuration_keys: list[str] | None = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    configuration_keys: list[str] | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, resource_type: int = 0, resource_name: str = '', configuration_keys: list[str] | None = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.configuration_keys = [] if configuration_keys is FACTORY else configuration_keys
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -90,23 +96,30 @@ class _DescribeConfigsRequest_DescribeConfigsResource(Struct):
 _D_DescribeConfigsRequest_DescribeConfigsResource = _DescribeConfigsRequest_DescribeConfigsResource()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DescribeConfigsRequest(Message):
     """DescribeConfigsRequest, versions 0-4, flexible from v4."""
 
     __qualname__ = "DescribeConfigsRequest"
+    __slots__ = ('resources', 'include_synonyms', 'include_documentation', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 32
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int | None] = 4
     DescribeConfigsResource: ClassVar[type] = _DescribeConfigsRequest_DescribeConfigsResource
     #: The resources whose configurations we want to describe. (versions 0-4)
-    resources: list[_DescribeConfigsRequest_DescribeConfigsResource] = field(default_factory=list)
+    resources: list[_DescribeConfigsRequest_DescribeConfigsResource]
     #: True if we should include all synonyms. (versions 1-4)
-    include_synonyms: bool = False
+    include_synonyms: bool
     #: True if we should include configuration documentation. (versions 3-4)
-    include_documentation: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    include_documentation: bool
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, resources: list[_DescribeConfigsRequest_DescribeConfigsResource] = FACTORY, include_synonyms: bool = False, include_documentation: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.resources = [] if resources is FACTORY else resources
+        self.include_synonyms = include_synonyms
+        self.include_documentation = include_documentation
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -177,18 +190,25 @@ class DescribeConfigsRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _DescribeConfigsResponse_DescribeConfigsSynonym(Struct):
     """DescribeConfigsResponse.DescribeConfigsSynonym."""
 
     __qualname__ = "DescribeConfigsResponse.DescribeConfigsSynonym"
+    __slots__ = ('name', 'value', 'source', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The synonym name. (versions 1-4)
-    name: str = ''
+    name: str
     #: The synonym value. (versions 1-4, nullable 1-4)
-    value: str | None = ''
+    value: str | None
     #: The synonym source. (versions 1-4)
-    source: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    source: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', value: str | None = '', source: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.value = value
+        self.source = source
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -254,30 +274,43 @@ class _DescribeConfigsResponse_DescribeConfigsSynonym(Struct):
 _D_DescribeConfigsResponse_DescribeConfigsSynonym = _DescribeConfigsResponse_DescribeConfigsSynonym()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _DescribeConfigsResponse_DescribeConfigsResourceResult(Struct):
     """DescribeConfigsResponse.DescribeConfigsResourceResult."""
 
     __qualname__ = "DescribeConfigsResponse.DescribeConfigsResourceResult"
+    __slots__ = ('name', 'value', 'read_only', 'config_source', 'is_default', 'is_sensitive', 'synonyms', 'config_type', 'documentation', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The configuration name. (versions 0-4)
-    name: str = ''
+    name: str
     #: The configuration value. (versions 0-4, nullable 0-4)
-    value: str | None = ''
+    value: str | None
     #: True if the configuration is read-only. (versions 0-4)
-    read_only: bool = False
+    read_only: bool
     #: The configuration source. (versions 1-4)
-    config_source: int = -1
+    config_source: int
     #: True if the configuration is not set. (versions 0)
-    is_default: bool = False
+    is_default: bool
     #: True if this configuration is sensitive. (versions 0-4)
-    is_sensitive: bool = False
+    is_sensitive: bool
     #: The synonyms for this configuration key. (versions 1-4)
-    synonyms: list[_DescribeConfigsResponse_DescribeConfigsSynonym] = field(default_factory=list)
+    synonyms: list[_DescribeConfigsResponse_DescribeConfigsSynonym]
     #: The configuration data type. Type can be one of the following values - BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, CLASS, PASSWORD. (versions 3-4)
-    config_type: int = 0
+    config_type: int
     #: The configuration documentation. (versions 3-4, nullable 1-4)
-    documentation: str | None = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    documentation: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', value: str | None = '', read_only: bool = False, config_source: int = -1, is_default: bool = False, is_sensitive: bool = False, synonyms: list[_DescribeConfigsResponse_DescribeConfigsSynonym] = FACTORY, config_type: int = 0, documentation: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.value = value
+        self.read_only = read_only
+        self.config_source = config_source
+        self.is_default = is_default
+        self.is_sensitive = is_sensitive
+        self.synonyms = [] if synonyms is FACTORY else synonyms
+        self.config_type = config_type
+        self.documentation = documentation
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -375,22 +408,31 @@ class _DescribeConfigsResponse_DescribeConfigsResourceResult(Struct):
 _D_DescribeConfigsResponse_DescribeConfigsResourceResult = _DescribeConfigsResponse_DescribeConfigsResourceResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _DescribeConfigsResponse_DescribeConfigsResult(Struct):
     """DescribeConfigsResponse.DescribeConfigsResult."""
 
     __qualname__ = "DescribeConfigsResponse.DescribeConfigsResult"
+    __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'configs', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The error code, or 0 if we were able to successfully describe the configurations. (versions 0-4)
-    error_code: int = 0
+    error_code: int
     #: The error message, or null if we were able to successfully describe the configurations. (versions 0-4, nullable 0-4)
-    error_message: str | None = ''
+    error_message: str | None
     #: The resource type. (versions 0-4)
-    resource_type: int = 0
+    resource_type: int
     #: The resource name. (versions 0-4)
-    resource_name: str = ''
+    resource_name: str
     #: Each listed configuration. (versions 0-4)
-    configs: list[_DescribeConfigsResponse_DescribeConfigsResourceResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    configs: list[_DescribeConfigsResponse_DescribeConfigsResourceResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, error_message: str | None = '', resource_type: int = 0, resource_name: str = '', configs: list[_DescribeConfigsResponse_DescribeConfigsResourceResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.configs = [] if configs is FACTORY else configs
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -454,11 +496,12 @@ class _DescribeConfigsResponse_DescribeConfigsResult(Struct):
 _D_DescribeConfigsResponse_DescribeConfigsResult = _DescribeConfigsResponse_DescribeConfigsResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DescribeConfigsResponse(Message):
     """DescribeConfigsResponse, versions 0-4, flexible from v4."""
 
     __qualname__ = "DescribeConfigsResponse"
+    __slots__ = ('throttle_time_ms', 'results', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 32
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
@@ -467,10 +510,15 @@ class DescribeConfigsResponse(Message):
     DescribeConfigsResourceResult: ClassVar[type] = _DescribeConfigsResponse_DescribeConfigsResourceResult
     DescribeConfigsSynonym: ClassVar[type] = _DescribeConfigsResponse_DescribeConfigsSynonym
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-4)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The results for each resource. (versions 0-4)
-    results: list[_DescribeConfigsResponse_DescribeConfigsResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    results: list[_DescribeConfigsResponse_DescribeConfigsResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, results: list[_DescribeConfigsResponse_DescribeConfigsResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is FACTORY else results
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_qqq = struct.Struct('>qqq')
@@ -20,16 +19,22 @@ _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
 
 
-@dataclass(slots=True)
 class _DescribeDelegationTokenRequest_DescribeDelegationTokenOwner(Struct):
     """DescribeDelegationTokenRequest.DescribeDelegationTokenOwner."""
 
     __qualname__ = "DescribeDelegationTokenRequest.DescribeDelegationTokenOwner"
+    __slots__ = ('principal_type', 'principal_name', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The owner principal type. (versions 0-3)
-    principal_type: str = ''
+    principal_type: str
     #: The owner principal name. (versions 0-3)
-    principal_name: str = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    principal_name: str
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, principal_type: str = '', principal_name: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.principal_type = principal_type
+        self.principal_name = principal_name
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -71,19 +76,24 @@ class _DescribeDelegationTokenRequest_DescribeDelegationTokenOwner(Struct):
 _D_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner = _DescribeDelegationTokenRequest_DescribeDelegationTokenOwner()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DescribeDelegationTokenRequest(Message):
     """DescribeDelegationTokenRequest, versions 0-3, flexible from v2."""
 
     __qualname__ = "DescribeDelegationTokenRequest"
+    __slots__ = ('owners', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 41
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
     FLEXIBLE_FROM: ClassVar[int | None] = 2
     DescribeDelegationTokenOwner: ClassVar[type] = _DescribeDelegationTokenRequest_DescribeDelegationTokenOwner
     #: Each owner that we want to describe delegation tokens for, or null to describe all tokens. (versions 0-3, nullable 0-3)
-    owners: list[_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner] | None = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    owners: list[_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner] | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, owners: list[_DescribeDelegationTokenRequest_DescribeDelegationTokenOwner] | None = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.owners = [] if owners is FACTORY else owners
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -134,16 +144,22 @@ class DescribeDelegationTokenRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer(Struct):
     """DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer."""
 
     __qualname__ = "DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer"
+    __slots__ = ('principal_type', 'principal_name', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The renewer principal type. (versions 0-3)
-    principal_type: str = ''
+    principal_type: str
     #: The renewer principal name. (versions 0-3)
-    principal_name: str = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    principal_name: str
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, principal_type: str = '', principal_name: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.principal_type = principal_type
+        self.principal_name = principal_name
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -185,32 +201,46 @@ class _DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer(Struct):
 _D_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer = _DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _DescribeDelegationTokenResponse_DescribedDelegationToken(Struct):
     """DescribeDelegationTokenResponse.DescribedDelegationToken."""
 
     __qualname__ = "DescribeDelegationTokenResponse.DescribedDelegationToken"
+    __slots__ = ('principal_type', 'principal_name', 'token_requester_principal_type', 'token_requester_principal_name', 'issue_timestamp', 'expiry_timestamp', 'max_timestamp', 'token_id', 'hmac', 'renewers', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The token principal type. (versions 0-3)
-    principal_type: str = ''
+    principal_type: str
     #: The token principal name. (versions 0-3)
-    principal_name: str = ''
+    principal_name: str
     #: The principal type of the requester of the token. (versions 3)
-    token_requester_principal_type: str = ''
+    token_requester_principal_type: str
     #: The principal type of the requester of the token. (versions 3)
-    token_requester_principal_name: str = ''
+    token_requester_principal_name: str
     #: The token issue timestamp in milliseconds. (versions 0-3)
-    issue_timestamp: int = 0
+    issue_timestamp: int
     #: The token expiry timestamp in milliseconds. (versions 0-3)
-    expiry_timestamp: int = 0
+    expiry_timestamp: int
     #: The token maximum timestamp length in milliseconds. (versions 0-3)
-    max_timestamp: int = 0
+    max_timestamp: int
     #: The token ID. (versions 0-3)
-    token_id: str = ''
+    token_id: str
     #: The token HMAC. (versions 0-3)
-    hmac: bytes = b""
+    hmac: bytes
     #: Those who are able to renew this token before it expires. (versions 0-3)
-    renewers: list[_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    renewers: list[_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, principal_type: str = '', principal_name: str = '', token_requester_principal_type: str = '', token_requester_principal_name: str = '', issue_timestamp: int = 0, expiry_timestamp: int = 0, max_timestamp: int = 0, token_id: str = '', hmac: bytes = b"", renewers: list[_DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.principal_type = principal_type
+        self.principal_name = principal_name
+        self.token_requester_principal_type = token_requester_principal_type
+        self.token_requester_principal_name = token_requester_principal_name
+        self.issue_timestamp = issue_timestamp
+        self.expiry_timestamp = expiry_timestamp
+        self.max_timestamp = max_timestamp
+        self.token_id = token_id
+        self.hmac = hmac
+        self.renewers = [] if renewers is FACTORY else renewers
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -293,11 +323,12 @@ class _DescribeDelegationTokenResponse_DescribedDelegationToken(Struct):
 _D_DescribeDelegationTokenResponse_DescribedDelegationToken = _DescribeDelegationTokenResponse_DescribedDelegationToken()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DescribeDelegationTokenResponse(Message):
     """DescribeDelegationTokenResponse, versions 0-3, flexible from v2."""
 
     __qualname__ = "DescribeDelegationTokenResponse"
+    __slots__ = ('error_code', 'tokens', 'throttle_time_ms', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 41
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 3
@@ -305,12 +336,18 @@ class DescribeDelegationTokenResponse(Message):
     DescribedDelegationToken: ClassVar[type] = _DescribeDelegationTokenResponse_DescribedDelegationToken
     DescribedDelegationTokenRenewer: ClassVar[type] = _DescribeDelegationTokenResponse_DescribedDelegationTokenRenewer
     #: The error code, or 0 if there was no error. (versions 0-3)
-    error_code: int = 0
+    error_code: int
     #: The tokens. (versions 0-3)
-    tokens: list[_DescribeDelegationTokenResponse_DescribedDelegationToken] = field(default_factory=list)
+    tokens: list[_DescribeDelegationTokenResponse_DescribedDelegationToken]
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-3)
-    throttle_time_ms: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    throttle_time_ms: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, tokens: list[_DescribeDelegationTokenResponse_DescribedDelegationToken] = FACTORY, throttle_time_ms: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.tokens = [] if tokens is FACTORY else tokens
+        self.throttle_time_ms = throttle_time_ms
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

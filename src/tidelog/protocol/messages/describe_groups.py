@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_o = struct.Struct('>?')
@@ -20,20 +19,26 @@ _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
 
 
-@dataclass(slots=True)
 class DescribeGroupsRequest(Message):
     """DescribeGroupsRequest, versions 0-6, flexible from v5."""
 
     __qualname__ = "DescribeGroupsRequest"
+    __slots__ = ('groups', 'include_authorized_operations', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 15
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_FROM: ClassVar[int | None] = 5
     #: The names of the groups to describe. (versions 0-6)
-    groups: list[str] = field(default_factory=list)
+    groups: list[str]
     #: Whether to include authorized operations. (versions 3-6)
-    include_authorized_operations: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    include_authorized_operations: bool
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, groups: list[str] = FACTORY, include_authorized_operations: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.groups = [] if groups is FACTORY else groups
+        self.include_authorized_operations = include_authorized_operations
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -93,24 +98,34 @@ class DescribeGroupsRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _DescribeGroupsResponse_DescribedGroupMember(Struct):
     """DescribeGroupsResponse.DescribedGroupMember."""
 
     __qualname__ = "DescribeGroupsResponse.DescribedGroupMember"
+    __slots__ = ('member_id', 'group_instance_id', 'client_id', 'client_host', 'member_metadata', 'member_assignment', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The member id. (versions 0-6)
-    member_id: str = ''
+    member_id: str
     #: The unique identifier of the consumer instance provided by end user. (versions 4-6, nullable 4-6)
-    group_instance_id: str | None = None
+    group_instance_id: str | None
     #: The client ID used in the member's latest join group request. (versions 0-6)
-    client_id: str = ''
+    client_id: str
     #: The client host. (versions 0-6)
-    client_host: str = ''
+    client_host: str
     #: The metadata corresponding to the current group protocol in use. (versions 0-6)
-    member_metadata: bytes = b""
+    member_metadata: bytes
     #: The current assignment provided by the group leader. (versions 0-6)
-    member_assignment: bytes = b""
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    member_assignment: bytes
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, member_id: str = '', group_instance_id: str | None = None, client_id: str = '', client_host: str = '', member_metadata: bytes = b"", member_assignment: bytes = b"", unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.client_id = client_id
+        self.client_host = client_host
+        self.member_metadata = member_metadata
+        self.member_assignment = member_assignment
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -164,28 +179,40 @@ class _DescribeGroupsResponse_DescribedGroupMember(Struct):
 _D_DescribeGroupsResponse_DescribedGroupMember = _DescribeGroupsResponse_DescribedGroupMember()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _DescribeGroupsResponse_DescribedGroup(Struct):
     """DescribeGroupsResponse.DescribedGroup."""
 
     __qualname__ = "DescribeGroupsResponse.DescribedGroup"
+    __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'protocol_type', 'protocol_data', 'members', 'authorized_operations', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The describe error, or 0 if there was no error. (versions 0-6)
-    error_code: int = 0
+    error_code: int
     #: The describe error message, or null if there was no error. (versions 6, nullable 6)
-    error_message: str | None = None
+    error_message: str | None
     #: The group ID string. (versions 0-6)
-    group_id: str = ''
+    group_id: str
     #: The group state string, or the empty string. (versions 0-6)
-    group_state: str = ''
+    group_state: str
     #: The group protocol type, or the empty string. (versions 0-6)
-    protocol_type: str = ''
+    protocol_type: str
     #: The group protocol data, or the empty string. (versions 0-6)
-    protocol_data: str = ''
+    protocol_data: str
     #: The group members. (versions 0-6)
-    members: list[_DescribeGroupsResponse_DescribedGroupMember] = field(default_factory=list)
+    members: list[_DescribeGroupsResponse_DescribedGroupMember]
     #: 32-bit bitfield to represent authorized operations for this group. (versions 3-6)
-    authorized_operations: int = -2147483648
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    authorized_operations: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, error_message: str | None = None, group_id: str = '', group_state: str = '', protocol_type: str = '', protocol_data: str = '', members: list[_DescribeGroupsResponse_DescribedGroupMember] = FACTORY, authorized_operations: int = -2147483648, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.group_id = group_id
+        self.group_state = group_state
+        self.protocol_type = protocol_type
+        self.protocol_data = protocol_data
+        self.members = [] if members is FACTORY else members
+        self.authorized_operations = authorized_operations
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -269,11 +296,12 @@ class _DescribeGroupsResponse_DescribedGroup(Struct):
 _D_DescribeGroupsResponse_DescribedGroup = _DescribeGroupsResponse_DescribedGroup()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DescribeGroupsResponse(Message):
     """DescribeGroupsResponse, versions 0-6, flexible from v5."""
 
     __qualname__ = "DescribeGroupsResponse"
+    __slots__ = ('throttle_time_ms', 'groups', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 15
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6
@@ -281,10 +309,15 @@ class DescribeGroupsResponse(Message):
     DescribedGroup: ClassVar[type] = _DescribeGroupsResponse_DescribedGroup
     DescribedGroupMember: ClassVar[type] = _DescribeGroupsResponse_DescribedGroupMember
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 1-6)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: Each described group. (versions 0-6)
-    groups: list[_DescribeGroupsResponse_DescribedGroup] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    groups: list[_DescribeGroupsResponse_DescribedGroup]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, groups: list[_DescribeGroupsResponse_DescribedGroup] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.groups = [] if groups is FACTORY else groups
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_iqqo = struct.Struct('>iqq?')
@@ -21,16 +20,22 @@ _S_qq = struct.Struct('>qq')
 _S_i = struct.Struct('>i')
 
 
-@dataclass(slots=True)
 class _DescribeLogDirsRequest_DescribableLogDirTopic(Struct):
     """DescribeLogDirsRequest.DescribableLogDirTopic."""
 
     __qualname__ = "DescribeLogDirsRequest.DescribableLogDirTopic"
+    __slots__ = ('topic', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-4)
-    topic: str = ''
+    topic: str
     #: The partition indexes. (versions 0-4)
-    partitions: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic: str = '', partitions: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic = topic
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -82,19 +87,24 @@ class _DescribeLogDirsRequest_DescribableLogDirTopic(Struct):
 _D_DescribeLogDirsRequest_DescribableLogDirTopic = _DescribeLogDirsRequest_DescribableLogDirTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DescribeLogDirsRequest(Message):
     """DescribeLogDirsRequest, versions 0-4, flexible from v2."""
 
     __qualname__ = "DescribeLogDirsRequest"
+    __slots__ = ('topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 35
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int | None] = 2
     DescribableLogDirTopic: ClassVar[type] = _DescribeLogDirsRequest_DescribableLogDirTopic
     #: Each topic that we want to describe log directories for, or null for all topics. (versions 0-4, nullable 0-4)
-    topics: list[_DescribeLogDirsRequest_DescribableLogDirTopic] | None = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_DescribeLogDirsRequest_DescribableLogDirTopic] | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topics: list[_DescribeLogDirsRequest_DescribableLogDirTopic] | None = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -145,20 +155,28 @@ class DescribeLogDirsRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _DescribeLogDirsResponse_DescribeLogDirsPartition(Struct):
     """DescribeLogDirsResponse.DescribeLogDirsPartition."""
 
     __qualname__ = "DescribeLogDirsResponse.DescribeLogDirsPartition"
+    __slots__ = ('partition_index', 'partition_size', 'offset_lag', 'is_future_key', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-4)
-    partition_index: int = 0
+    partition_index: int
     #: The size of the log segments in this partition in bytes. (versions 0-4)
-    partition_size: int = 0
+    partition_size: int
     #: The lag of the log's LEO w.r.t. partition's HW (if it is the current log for the partition) or current replica's LEO (if it is the future log for the partition). (versions 0-4)
-    offset_lag: int = 0
+    offset_lag: int
     #: True if this log is created by AlterReplicaLogDirsRequest and will replace the current log of the replica in the future. (versions 0-4)
-    is_future_key: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    is_future_key: bool
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, partition_size: int = 0, offset_lag: int = 0, is_future_key: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.partition_size = partition_size
+        self.offset_lag = offset_lag
+        self.is_future_key = is_future_key
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -199,16 +217,22 @@ class _DescribeLogDirsResponse_DescribeLogDirsPartition(Struct):
 _D_DescribeLogDirsResponse_DescribeLogDirsPartition = _DescribeLogDirsResponse_DescribeLogDirsPartition()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _DescribeLogDirsResponse_DescribeLogDirsTopic(Struct):
     """DescribeLogDirsResponse.DescribeLogDirsTopic."""
 
     __qualname__ = "DescribeLogDirsResponse.DescribeLogDirsTopic"
+    __slots__ = ('name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-4)
-    name: str = ''
+    name: str
     #: The partitions. (versions 0-4)
-    partitions: list[_DescribeLogDirsResponse_DescribeLogDirsPartition] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_DescribeLogDirsResponse_DescribeLogDirsPartition]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', partitions: list[_DescribeLogDirsResponse_DescribeLogDirsPartition] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -264,22 +288,31 @@ class _DescribeLogDirsResponse_DescribeLogDirsTopic(Struct):
 _D_DescribeLogDirsResponse_DescribeLogDirsTopic = _DescribeLogDirsResponse_DescribeLogDirsTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _DescribeLogDirsResponse_DescribeLogDirsResult(Struct):
     """DescribeLogDirsResponse.DescribeLogDirsResult."""
 
     __qualname__ = "DescribeLogDirsResponse.DescribeLogDirsResult"
+    __slots__ = ('error_code', 'log_dir', 'topics', 'total_bytes', 'usable_bytes', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The error code, or 0 if there was no error. (versions 0-4)
-    error_code: int = 0
+    error_code: int
     #: The absolute log directory path. (versions 0-4)
-    log_dir: str = ''
+    log_dir: str
     #: The topics. (versions 0-4)
-    topics: list[_DescribeLogDirsResponse_DescribeLogDirsTopic] = field(default_factory=list)
+    topics: list[_DescribeLogDirsResponse_DescribeLogDirsTopic]
     #: The total size in bytes of the volume the log directory is in. (versions 4)
-    total_bytes: int = -1
+    total_bytes: int
     #: The usable size in bytes of the volume the log directory is in. (versions 4)
-    usable_bytes: int = -1
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    usable_bytes: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, log_dir: str = '', topics: list[_DescribeLogDirsResponse_DescribeLogDirsTopic] = FACTORY, total_bytes: int = -1, usable_bytes: int = -1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.log_dir = log_dir
+        self.topics = [] if topics is FACTORY else topics
+        self.total_bytes = total_bytes
+        self.usable_bytes = usable_bytes
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -346,11 +379,12 @@ class _DescribeLogDirsResponse_DescribeLogDirsResult(Struct):
 _D_DescribeLogDirsResponse_DescribeLogDirsResult = _DescribeLogDirsResponse_DescribeLogDirsResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DescribeLogDirsResponse(Message):
     """DescribeLogDirsResponse, versions 0-4, flexible from v2."""
 
     __qualname__ = "DescribeLogDirsResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'results', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 35
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
@@ -359,12 +393,18 @@ class DescribeLogDirsResponse(Message):
     DescribeLogDirsTopic: ClassVar[type] = _DescribeLogDirsResponse_DescribeLogDirsTopic
     DescribeLogDirsPartition: ClassVar[type] = _DescribeLogDirsResponse_DescribeLogDirsPartition
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-4)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The error code, or 0 if there was no error. (versions 3-4)
-    error_code: int = 0
+    error_code: int
     #: The log directories. (versions 0-4)
-    results: list[_DescribeLogDirsResponse_DescribeLogDirsResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    results: list[_DescribeLogDirsResponse_DescribeLogDirsResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, results: list[_DescribeLogDirsResponse_DescribeLogDirsResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.results = [] if results is FACTORY else results
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_qiiqiq = struct.Struct('>qiiqiq')
@@ -20,16 +19,22 @@ _S_ih = struct.Struct('>ih')
 _S_i = struct.Struct('>i')
 
 
-@dataclass(slots=True)
 class _DescribeProducersRequest_TopicRequest(Struct):
     """DescribeProducersRequest.TopicRequest."""
 
     __qualname__ = "DescribeProducersRequest.TopicRequest"
+    __slots__ = ('name', 'partition_indexes', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0)
-    name: str = ''
+    name: str
     #: The indexes of the partitions to list producers for. (versions 0)
-    partition_indexes: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partition_indexes: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', partition_indexes: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.partition_indexes = [] if partition_indexes is FACTORY else partition_indexes
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -77,19 +82,24 @@ class _DescribeProducersRequest_TopicRequest(Struct):
 _D_DescribeProducersRequest_TopicRequest = _DescribeProducersRequest_TopicRequest()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DescribeProducersRequest(Message):
     """DescribeProducersRequest, versions 0, flexible from v0."""
 
     __qualname__ = "DescribeProducersRequest"
+    __slots__ = ('topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 61
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     TopicRequest: ClassVar[type] = _DescribeProducersRequest_TopicRequest
     #: The topics to list producers for. (versions 0)
-    topics: list[_DescribeProducersRequest_TopicRequest] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_DescribeProducersRequest_TopicRequest]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topics: list[_DescribeProducersRequest_TopicRequest] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -136,24 +146,34 @@ class DescribeProducersRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class _DescribeProducersResponse_ProducerState(Struct):
     """DescribeProducersResponse.ProducerState."""
 
     __qualname__ = "DescribeProducersResponse.ProducerState"
+    __slots__ = ('producer_id', 'producer_epoch', 'last_sequence', 'last_timestamp', 'coordinator_epoch', 'current_txn_start_offset', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The producer id. (versions 0)
-    producer_id: int = 0
+    producer_id: int
     #: The producer epoch. (versions 0)
-    producer_epoch: int = 0
+    producer_epoch: int
     #: The last sequence number sent by the producer. (versions 0)
-    last_sequence: int = -1
+    last_sequence: int
     #: The last timestamp sent by the producer. (versions 0)
-    last_timestamp: int = -1
+    last_timestamp: int
     #: The current epoch of the producer group. (versions 0)
-    coordinator_epoch: int = 0
+    coordinator_epoch: int
     #: The current transaction start offset of the producer. (versions 0)
-    current_txn_start_offset: int = -1
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    current_txn_start_offset: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, producer_id: int = 0, producer_epoch: int = 0, last_sequence: int = -1, last_timestamp: int = -1, coordinator_epoch: int = 0, current_txn_start_offset: int = -1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.last_sequence = last_sequence
+        self.last_timestamp = last_timestamp
+        self.coordinator_epoch = coordinator_epoch
+        self.current_txn_start_offset = current_txn_start_offset
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -190,20 +210,28 @@ class _DescribeProducersResponse_ProducerState(Struct):
 _D_DescribeProducersResponse_ProducerState = _DescribeProducersResponse_ProducerState()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _DescribeProducersResponse_PartitionResponse(Struct):
     """DescribeProducersResponse.PartitionResponse."""
 
     __qualname__ = "DescribeProducersResponse.PartitionResponse"
+    __slots__ = ('partition_index', 'error_code', 'error_message', 'active_producers', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0)
-    partition_index: int = 0
+    partition_index: int
     #: The partition error code, or 0 if there was no error. (versions 0)
-    error_code: int = 0
+    error_code: int
     #: The partition error message, which may be null if no additional details are available. (versions 0, nullable 0)
-    error_message: str | None = None
+    error_message: str | None
     #: The active producers for the partition. (versions 0)
-    active_producers: list[_DescribeProducersResponse_ProducerState] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    active_producers: list[_DescribeProducersResponse_ProducerState]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, error_code: int = 0, error_message: str | None = None, active_producers: list[_DescribeProducersResponse_ProducerState] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.error_message = error_message
+        self.active_producers = [] if active_producers is FACTORY else active_producers
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -258,16 +286,22 @@ class _DescribeProducersResponse_PartitionResponse(Struct):
 _D_DescribeProducersResponse_PartitionResponse = _DescribeProducersResponse_PartitionResponse()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _DescribeProducersResponse_TopicResponse(Struct):
     """DescribeProducersResponse.TopicResponse."""
 
     __qualname__ = "DescribeProducersResponse.TopicResponse"
+    __slots__ = ('name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0)
-    name: str = ''
+    name: str
     #: Each partition in the response. (versions 0)
-    partitions: list[_DescribeProducersResponse_PartitionResponse] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_DescribeProducersResponse_PartitionResponse]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', partitions: list[_DescribeProducersResponse_PartitionResponse] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -319,11 +353,12 @@ class _DescribeProducersResponse_TopicResponse(Struct):
 _D_DescribeProducersResponse_TopicResponse = _DescribeProducersResponse_TopicResponse()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DescribeProducersResponse(Message):
     """DescribeProducersResponse, versions 0, flexible from v0."""
 
     __qualname__ = "DescribeProducersResponse"
+    __slots__ = ('throttle_time_ms', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 61
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
@@ -332,10 +367,15 @@ class DescribeProducersResponse(Message):
     PartitionResponse: ClassVar[type] = _DescribeProducersResponse_PartitionResponse
     ProducerState: ClassVar[type] = _DescribeProducersResponse_ProducerState
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: Each topic in the response. (versions 0)
-    topics: list[_DescribeProducersResponse_TopicResponse] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_DescribeProducersResponse_TopicResponse]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[_DescribeProducersResponse_TopicResponse] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

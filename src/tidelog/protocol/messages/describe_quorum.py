@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_i = struct.Struct('>i')
@@ -24,14 +23,19 @@ _S_H = struct.Struct('>H')
 _S_h = struct.Struct('>h')
 
 
-@dataclass(slots=True)
 class _DescribeQuorumRequest_PartitionData(Struct):
     """DescribeQuorumRequest.PartitionData."""
 
     __qualname__ = "DescribeQuorumRequest.PartitionData"
+    __slots__ = ('partition_index', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-2)
-    partition_index: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partition_index: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -68,16 +72,22 @@ class _DescribeQuorumRequest_PartitionData(Struct):
 _D_DescribeQuorumRequest_PartitionData = _DescribeQuorumRequest_PartitionData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _DescribeQuorumRequest_TopicData(Struct):
     """DescribeQuorumRequest.TopicData."""
 
     __qualname__ = "DescribeQuorumRequest.TopicData"
+    __slots__ = ('topic_name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-2)
-    topic_name: str = ''
+    topic_name: str
     #: The partitions to describe. (versions 0-2)
-    partitions: list[_DescribeQuorumRequest_PartitionData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_DescribeQuorumRequest_PartitionData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_name: str = '', partitions: list[_DescribeQuorumRequest_PartitionData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -129,11 +139,12 @@ class _DescribeQuorumRequest_TopicData(Struct):
 _D_DescribeQuorumRequest_TopicData = _DescribeQuorumRequest_TopicData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DescribeQuorumRequest(Message):
     """DescribeQuorumRequest, versions 0-2, flexible from v0."""
 
     __qualname__ = "DescribeQuorumRequest"
+    __slots__ = ('topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 55
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
@@ -141,8 +152,12 @@ class DescribeQuorumRequest(Message):
     TopicData: ClassVar[type] = _DescribeQuorumRequest_TopicData
     PartitionData: ClassVar[type] = _DescribeQuorumRequest_PartitionData
     #: The topics to describe. (versions 0-2)
-    topics: list[_DescribeQuorumRequest_TopicData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_DescribeQuorumRequest_TopicData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topics: list[_DescribeQuorumRequest_TopicData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -189,22 +204,31 @@ class DescribeQuorumRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class _DescribeQuorumResponse_ReplicaState(Struct):
     """DescribeQuorumResponse.ReplicaState."""
 
     __qualname__ = "DescribeQuorumResponse.ReplicaState"
+    __slots__ = ('replica_id', 'replica_directory_id', 'log_end_offset', 'last_fetch_timestamp', 'last_caught_up_timestamp', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The ID of the replica. (versions 0-2)
-    replica_id: int = 0
+    replica_id: int
     #: The replica directory ID of the replica. (versions 2)
-    replica_directory_id: uuid.UUID = ZERO_UUID
+    replica_directory_id: uuid.UUID
     #: The last known log end offset of the follower or -1 if it is unknown. (versions 0-2)
-    log_end_offset: int = 0
+    log_end_offset: int
     #: The last known leader wall clock time time when a follower fetched from the leader. This is reported as -1 both for the current leader or if it is unknown for a voter. (versions 1-2)
-    last_fetch_timestamp: int = -1
+    last_fetch_timestamp: int
     #: The leader wall clock append time of the offset for which the follower made the most recent fetch request. This is reported as the current time for the leader and -1 if unknown for a voter. (versions 1-2)
-    last_caught_up_timestamp: int = -1
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    last_caught_up_timestamp: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, replica_id: int = 0, replica_directory_id: uuid.UUID = ZERO_UUID, log_end_offset: int = 0, last_fetch_timestamp: int = -1, last_caught_up_timestamp: int = -1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.replica_id = replica_id
+        self.replica_directory_id = replica_directory_id
+        self.log_end_offset = log_end_offset
+        self.last_fetch_timestamp = last_fetch_timestamp
+        self.last_caught_up_timestamp = last_caught_up_timestamp
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -261,28 +285,40 @@ class _DescribeQuorumResponse_ReplicaState(Struct):
 _D_DescribeQuorumResponse_ReplicaState = _DescribeQuorumResponse_ReplicaState()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _DescribeQuorumResponse_PartitionData(Struct):
     """DescribeQuorumResponse.PartitionData."""
 
     __qualname__ = "DescribeQuorumResponse.PartitionData"
+    __slots__ = ('partition_index', 'error_code', 'error_message', 'leader_id', 'leader_epoch', 'high_watermark', 'current_voters', 'observers', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-2)
-    partition_index: int = 0
+    partition_index: int
     #: The partition error code. (versions 0-2)
-    error_code: int = 0
+    error_code: int
     #: The error message, or null if there was no error. (versions 2, nullable 2)
-    error_message: str | None = ''
+    error_message: str | None
     #: The ID of the current leader or -1 if the leader is unknown. (versions 0-2)
-    leader_id: int = 0
+    leader_id: int
     #: The latest known leader epoch. (versions 0-2)
-    leader_epoch: int = 0
+    leader_epoch: int
     #: The high water mark. (versions 0-2)
-    high_watermark: int = 0
+    high_watermark: int
     #: The current voters of the partition. (versions 0-2)
-    current_voters: list[_DescribeQuorumResponse_ReplicaState] = field(default_factory=list)
+    current_voters: list[_DescribeQuorumResponse_ReplicaState]
     #: The observers of the partition. (versions 0-2)
-    observers: list[_DescribeQuorumResponse_ReplicaState] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    observers: list[_DescribeQuorumResponse_ReplicaState]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, error_code: int = 0, error_message: str | None = '', leader_id: int = 0, leader_epoch: int = 0, high_watermark: int = 0, current_voters: list[_DescribeQuorumResponse_ReplicaState] = FACTORY, observers: list[_DescribeQuorumResponse_ReplicaState] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.error_message = error_message
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.high_watermark = high_watermark
+        self.current_voters = [] if current_voters is FACTORY else current_voters
+        self.observers = [] if observers is FACTORY else observers
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -360,16 +396,22 @@ class _DescribeQuorumResponse_PartitionData(Struct):
 _D_DescribeQuorumResponse_PartitionData = _DescribeQuorumResponse_PartitionData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _DescribeQuorumResponse_TopicData(Struct):
     """DescribeQuorumResponse.TopicData."""
 
     __qualname__ = "DescribeQuorumResponse.TopicData"
+    __slots__ = ('topic_name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-2)
-    topic_name: str = ''
+    topic_name: str
     #: The partition data. (versions 0-2)
-    partitions: list[_DescribeQuorumResponse_PartitionData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_DescribeQuorumResponse_PartitionData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_name: str = '', partitions: list[_DescribeQuorumResponse_PartitionData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -421,18 +463,25 @@ class _DescribeQuorumResponse_TopicData(Struct):
 _D_DescribeQuorumResponse_TopicData = _DescribeQuorumResponse_TopicData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _DescribeQuorumResponse_Listener(Struct):
     """DescribeQuorumResponse.Listener."""
 
     __qualname__ = "DescribeQuorumResponse.Listener"
+    __slots__ = ('name', 'host', 'port', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The name of the endpoint. (versions 2)
-    name: str = ''
+    name: str
     #: The hostname. (versions 2)
-    host: str = ''
+    host: str
     #: The port. (versions 2)
-    port: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    port: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', host: str = '', port: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -494,16 +543,22 @@ class _DescribeQuorumResponse_Listener(Struct):
 _D_DescribeQuorumResponse_Listener = _DescribeQuorumResponse_Listener()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _DescribeQuorumResponse_Node(Struct):
     """DescribeQuorumResponse.Node."""
 
     __qualname__ = "DescribeQuorumResponse.Node"
+    __slots__ = ('node_id', 'listeners', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The ID of the associated node. (versions 2)
-    node_id: int = 0
+    node_id: int
     #: The listeners of this controller. (versions 2)
-    listeners: list[_DescribeQuorumResponse_Listener] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    listeners: list[_DescribeQuorumResponse_Listener]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, node_id: int = 0, listeners: list[_DescribeQuorumResponse_Listener] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.node_id = node_id
+        self.listeners = [] if listeners is FACTORY else listeners
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -570,11 +625,12 @@ class _DescribeQuorumResponse_Node(Struct):
 _D_DescribeQuorumResponse_Node = _DescribeQuorumResponse_Node()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DescribeQuorumResponse(Message):
     """DescribeQuorumResponse, versions 0-2, flexible from v0."""
 
     __qualname__ = "DescribeQuorumResponse"
+    __slots__ = ('error_code', 'error_message', 'topics', 'nodes', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 55
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
@@ -585,14 +641,21 @@ class DescribeQuorumResponse(Message):
     Node: ClassVar[type] = _DescribeQuorumResponse_Node
     Listener: ClassVar[type] = _DescribeQuorumResponse_Listener
     #: The top level error code. (versions 0-2)
-    error_code: int = 0
+    error_code: int
     #: The error message, or null if there was no error. (versions 2, nullable 2)
-    error_message: str | None = ''
+    error_message: str | None
     #: The response from the describe quorum API. (versions 0-2)
-    topics: list[_DescribeQuorumResponse_TopicData] = field(default_factory=list)
+    topics: list[_DescribeQuorumResponse_TopicData]
     #: The nodes in the quorum. (versions 2)
-    nodes: list[_DescribeQuorumResponse_Node] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    nodes: list[_DescribeQuorumResponse_Node]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, error_message: str | None = '', topics: list[_DescribeQuorumResponse_TopicData] = FACTORY, nodes: list[_DescribeQuorumResponse_Node] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.topics = [] if topics is FACTORY else topics
+        self.nodes = [] if nodes is FACTORY else nodes
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_iqih = struct.Struct('>iqih')
@@ -20,16 +19,22 @@ _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
 
 
-@dataclass(slots=True)
 class _DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic(Struct):
     """DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestTopic."""
 
     __qualname__ = "DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestTopic"
+    __slots__ = ('topic_name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0)
-    topic_name: str = ''
+    topic_name: str
     #: The partitions. (versions 0)
-    partitions: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_name: str = '', partitions: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -77,16 +82,22 @@ class _DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic(St
 _D_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic = _DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup(Struct):
     """DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup."""
 
     __qualname__ = "DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup"
+    __slots__ = ('group_id', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The group identifier. (versions 0)
-    group_id: str = ''
+    group_id: str
     #: The topics to describe offsets for, or null for all topic-partitions. (versions 0, nullable 0)
-    topics: list[_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic] | None = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic] | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group_id: str = '', topics: list[_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic] | None = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -138,11 +149,12 @@ class _DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup(St
 _D_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup = _DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DescribeShareGroupOffsetsRequest(Message):
     """DescribeShareGroupOffsetsRequest, versions 0, flexible from v0."""
 
     __qualname__ = "DescribeShareGroupOffsetsRequest"
+    __slots__ = ('groups', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 90
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
@@ -150,8 +162,12 @@ class DescribeShareGroupOffsetsRequest(Message):
     DescribeShareGroupOffsetsRequestGroup: ClassVar[type] = _DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup
     DescribeShareGroupOffsetsRequestTopic: ClassVar[type] = _DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic
     #: The groups to describe offsets for. (versions 0)
-    groups: list[_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    groups: list[_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, groups: list[_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.groups = [] if groups is FACTORY else groups
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -198,22 +214,31 @@ class DescribeShareGroupOffsetsRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class _DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition(Struct):
     """DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition."""
 
     __qualname__ = "DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition"
+    __slots__ = ('partition_index', 'start_offset', 'leader_epoch', 'error_code', 'error_message', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0)
-    partition_index: int = 0
+    partition_index: int
     #: The share-partition start offset. (versions 0)
-    start_offset: int = 0
+    start_offset: int
     #: The leader epoch of the partition. (versions 0)
-    leader_epoch: int = 0
+    leader_epoch: int
     #: The partition-level error code, or 0 if there was no error. (versions 0)
-    error_code: int = 0
+    error_code: int
     #: The partition-level error message, or null if there was no error. (versions 0, nullable 0)
-    error_message: str | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_message: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, start_offset: int = 0, leader_epoch: int = 0, error_code: int = 0, error_message: str | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.start_offset = start_offset
+        self.leader_epoch = leader_epoch
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -252,18 +277,25 @@ class _DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartit
 _D_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition = _DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic(Struct):
     """DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseTopic."""
 
     __qualname__ = "DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseTopic"
+    __slots__ = ('topic_name', 'topic_id', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0)
-    topic_name: str = ''
+    topic_name: str
     #: The unique topic ID. (versions 0)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: (versions 0)
-    partitions: list[_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_name: str = '', topic_id: uuid.UUID = ZERO_UUID, partitions: list[_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -317,20 +349,28 @@ class _DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic(
 _D_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic = _DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup(Struct):
     """DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup."""
 
     __qualname__ = "DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup"
+    __slots__ = ('group_id', 'topics', 'error_code', 'error_message', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The group identifier. (versions 0)
-    group_id: str = ''
+    group_id: str
     #: The results for each topic. (versions 0)
-    topics: list[_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic] = field(default_factory=list)
+    topics: list[_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic]
     #: The group-level error code, or 0 if there was no error. (versions 0)
-    error_code: int = 0
+    error_code: int
     #: The group-level error message, or null if there was no error. (versions 0, nullable 0)
-    error_message: str | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_message: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group_id: str = '', topics: list[_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic] = FACTORY, error_code: int = 0, error_message: str | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is FACTORY else topics
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -387,11 +427,12 @@ class _DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup(
 _D_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup = _DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DescribeShareGroupOffsetsResponse(Message):
     """DescribeShareGroupOffsetsResponse, versions 0, flexible from v0."""
 
     __qualname__ = "DescribeShareGroupOffsetsResponse"
+    __slots__ = ('throttle_time_ms', 'groups', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 90
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
@@ -400,10 +441,15 @@ class DescribeShareGroupOffsetsResponse(Message):
     DescribeShareGroupOffsetsResponseTopic: ClassVar[type] = _DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic
     DescribeShareGroupOffsetsResponsePartition: ClassVar[type] = _DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The results for each group. (versions 0)
-    groups: list[_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    groups: list[_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, groups: list[_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.groups = [] if groups is FACTORY else groups
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

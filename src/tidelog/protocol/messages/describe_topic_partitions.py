@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_i = struct.Struct('>i')
@@ -21,14 +20,19 @@ _S_h = struct.Struct('>h')
 _S_o = struct.Struct('>?')
 
 
-@dataclass(slots=True)
 class _DescribeTopicPartitionsRequest_TopicRequest(Struct):
     """DescribeTopicPartitionsRequest.TopicRequest."""
 
     __qualname__ = "DescribeTopicPartitionsRequest.TopicRequest"
+    __slots__ = ('name', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0)
-    name: str = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    name: str
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -64,16 +68,22 @@ class _DescribeTopicPartitionsRequest_TopicRequest(Struct):
 _D_DescribeTopicPartitionsRequest_TopicRequest = _DescribeTopicPartitionsRequest_TopicRequest()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _DescribeTopicPartitionsRequest_Cursor(Struct):
     """DescribeTopicPartitionsRequest.Cursor."""
 
     __qualname__ = "DescribeTopicPartitionsRequest.Cursor"
+    __slots__ = ('topic_name', 'partition_index', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The name for the first topic to process. (versions 0)
-    topic_name: str = ''
+    topic_name: str
     #: The partition index to start with. (versions 0)
-    partition_index: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partition_index: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_name: str = '', partition_index: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name
+        self.partition_index = partition_index
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -112,11 +122,12 @@ class _DescribeTopicPartitionsRequest_Cursor(Struct):
 _D_DescribeTopicPartitionsRequest_Cursor = _DescribeTopicPartitionsRequest_Cursor()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DescribeTopicPartitionsRequest(Message):
     """DescribeTopicPartitionsRequest, versions 0, flexible from v0."""
 
     __qualname__ = "DescribeTopicPartitionsRequest"
+    __slots__ = ('topics', 'response_partition_limit', 'cursor', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 75
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
@@ -124,12 +135,18 @@ class DescribeTopicPartitionsRequest(Message):
     TopicRequest: ClassVar[type] = _DescribeTopicPartitionsRequest_TopicRequest
     Cursor: ClassVar[type] = _DescribeTopicPartitionsRequest_Cursor
     #: The topics to fetch details for. (versions 0)
-    topics: list[_DescribeTopicPartitionsRequest_TopicRequest] = field(default_factory=list)
+    topics: list[_DescribeTopicPartitionsRequest_TopicRequest]
     #: The maximum number of partitions included in the response. (versions 0)
-    response_partition_limit: int = 2000
+    response_partition_limit: int
     #: The first topic and partition index to fetch details for. (versions 0, nullable 0)
-    cursor: _DescribeTopicPartitionsRequest_Cursor | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    cursor: _DescribeTopicPartitionsRequest_Cursor | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topics: list[_DescribeTopicPartitionsRequest_TopicRequest] = FACTORY, response_partition_limit: int = 2000, cursor: _DescribeTopicPartitionsRequest_Cursor | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topics = [] if topics is FACTORY else topics
+        self.response_partition_limit = response_partition_limit
+        self.cursor = cursor
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -189,30 +206,43 @@ class DescribeTopicPartitionsRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class _DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition(Struct):
     """DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition."""
 
     __qualname__ = "DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition"
+    __slots__ = ('error_code', 'partition_index', 'leader_id', 'leader_epoch', 'replica_nodes', 'isr_nodes', 'eligible_leader_replicas', 'last_known_elr', 'offline_replicas', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition error, or 0 if there was no error. (versions 0)
-    error_code: int = 0
+    error_code: int
     #: The partition index. (versions 0)
-    partition_index: int = 0
+    partition_index: int
     #: The ID of the leader broker. (versions 0)
-    leader_id: int = 0
+    leader_id: int
     #: The leader epoch of this partition. (versions 0)
-    leader_epoch: int = -1
+    leader_epoch: int
     #: The set of all nodes that host this partition. (versions 0)
-    replica_nodes: list[int] = field(default_factory=list)
+    replica_nodes: list[int]
     #: The set of nodes that are in sync with the leader for this partition. (versions 0)
-    isr_nodes: list[int] = field(default_factory=list)
+    isr_nodes: list[int]
     #: The new eligible leader replicas otherwise. (versions 0, nullable 0)
-    eligible_leader_replicas: list[int] | None = None
+    eligible_leader_replicas: list[int] | None
     #: The last known ELR. (versions 0, nullable 0)
-    last_known_elr: list[int] | None = None
+    last_known_elr: list[int] | None
     #: The set of offline replicas of this partition. (versions 0)
-    offline_replicas: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    offline_replicas: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, partition_index: int = 0, leader_id: int = 0, leader_epoch: int = -1, replica_nodes: list[int] = FACTORY, isr_nodes: list[int] = FACTORY, eligible_leader_replicas: list[int] | None = None, last_known_elr: list[int] | None = None, offline_replicas: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.partition_index = partition_index
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.replica_nodes = [] if replica_nodes is FACTORY else replica_nodes
+        self.isr_nodes = [] if isr_nodes is FACTORY else isr_nodes
+        self.eligible_leader_replicas = eligible_leader_replicas
+        self.last_known_elr = last_known_elr
+        self.offline_replicas = [] if offline_replicas is FACTORY else offline_replicas
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -309,24 +339,34 @@ class _DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition(
 _D_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition = _DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic(Struct):
     """DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic."""
 
     __qualname__ = "DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic"
+    __slots__ = ('error_code', 'name', 'topic_id', 'is_internal', 'partitions', 'topic_authorized_operations', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic error, or 0 if there was no error. (versions 0)
-    error_code: int = 0
+    error_code: int
     #: The topic name. (versions 0, nullable 0)
-    name: str | None = ''
+    name: str | None
     #: The topic id. (versions 0)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: True if the topic is internal. (versions 0)
-    is_internal: bool = False
+    is_internal: bool
     #: Each partition in the topic. (versions 0)
-    partitions: list[_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition] = field(default_factory=list)
+    partitions: list[_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition]
     #: 32-bit bitfield to represent authorized operations for this topic. (versions 0)
-    topic_authorized_operations: int = -2147483648
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topic_authorized_operations: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, name: str | None = '', topic_id: uuid.UUID = ZERO_UUID, is_internal: bool = False, partitions: list[_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition] = FACTORY, topic_authorized_operations: int = -2147483648, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.name = name
+        self.topic_id = topic_id
+        self.is_internal = is_internal
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.topic_authorized_operations = topic_authorized_operations
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -389,16 +429,22 @@ class _DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic(Stru
 _D_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic = _DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _DescribeTopicPartitionsResponse_Cursor(Struct):
     """DescribeTopicPartitionsResponse.Cursor."""
 
     __qualname__ = "DescribeTopicPartitionsResponse.Cursor"
+    __slots__ = ('topic_name', 'partition_index', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The name for the first topic to process. (versions 0)
-    topic_name: str = ''
+    topic_name: str
     #: The partition index to start with. (versions 0)
-    partition_index: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partition_index: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_name: str = '', partition_index: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name
+        self.partition_index = partition_index
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -437,11 +483,12 @@ class _DescribeTopicPartitionsResponse_Cursor(Struct):
 _D_DescribeTopicPartitionsResponse_Cursor = _DescribeTopicPartitionsResponse_Cursor()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DescribeTopicPartitionsResponse(Message):
     """DescribeTopicPartitionsResponse, versions 0, flexible from v0."""
 
     __qualname__ = "DescribeTopicPartitionsResponse"
+    __slots__ = ('throttle_time_ms', 'topics', 'next_cursor', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 75
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
@@ -450,12 +497,18 @@ class DescribeTopicPartitionsResponse(Message):
     DescribeTopicPartitionsResponsePartition: ClassVar[type] = _DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition
     Cursor: ClassVar[type] = _DescribeTopicPartitionsResponse_Cursor
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: Each topic in the response. (versions 0)
-    topics: list[_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic] = field(default_factory=list)
+    topics: list[_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic]
     #: The next topic and partition index to fetch details for. (versions 0, nullable 0)
-    next_cursor: _DescribeTopicPartitionsResponse_Cursor | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    next_cursor: _DescribeTopicPartitionsResponse_Cursor | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic] = FACTORY, next_cursor: _DescribeTopicPartitionsResponse_Cursor | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is FACTORY else topics
+        self.next_cursor = next_cursor
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_h = struct.Struct('>h')
@@ -20,18 +19,23 @@ _S_iqqh = struct.Struct('>iqqh')
 _S_i = struct.Struct('>i')
 
 
-@dataclass(slots=True)
 class DescribeTransactionsRequest(Message):
     """DescribeTransactionsRequest, versions 0, flexible from v0."""
 
     __qualname__ = "DescribeTransactionsRequest"
+    __slots__ = ('transactional_ids', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 65
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     #: Array of transactionalIds to include in describe results. If empty, then no results will be returned. (versions 0)
-    transactional_ids: list[str] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    transactional_ids: list[str]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, transactional_ids: list[str] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.transactional_ids = [] if transactional_ids is FACTORY else transactional_ids
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -77,16 +81,22 @@ class DescribeTransactionsRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class _DescribeTransactionsResponse_TopicData(Struct):
     """DescribeTransactionsResponse.TopicData."""
 
     __qualname__ = "DescribeTransactionsResponse.TopicData"
+    __slots__ = ('topic', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0)
-    topic: str = ''
+    topic: str
     #: The partition ids included in the current transaction. (versions 0)
-    partitions: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic: str = '', partitions: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic = topic
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -134,28 +144,40 @@ class _DescribeTransactionsResponse_TopicData(Struct):
 _D_DescribeTransactionsResponse_TopicData = _DescribeTransactionsResponse_TopicData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _DescribeTransactionsResponse_TransactionState(Struct):
     """DescribeTransactionsResponse.TransactionState."""
 
     __qualname__ = "DescribeTransactionsResponse.TransactionState"
+    __slots__ = ('error_code', 'transactional_id', 'transaction_state', 'transaction_timeout_ms', 'transaction_start_time_ms', 'producer_id', 'producer_epoch', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The error code. (versions 0)
-    error_code: int = 0
+    error_code: int
     #: The transactional id. (versions 0)
-    transactional_id: str = ''
+    transactional_id: str
     #: The current transaction state of the producer. (versions 0)
-    transaction_state: str = ''
+    transaction_state: str
     #: The timeout in milliseconds for the transaction. (versions 0)
-    transaction_timeout_ms: int = 0
+    transaction_timeout_ms: int
     #: The start time of the transaction in milliseconds. (versions 0)
-    transaction_start_time_ms: int = 0
+    transaction_start_time_ms: int
     #: The current producer id associated with the transaction. (versions 0)
-    producer_id: int = 0
+    producer_id: int
     #: The current epoch associated with the producer id. (versions 0)
-    producer_epoch: int = 0
+    producer_epoch: int
     #: The set of partitions included in the current transaction (if active). When a transaction is preparing to commit or abort, this will include only partitions which do not have markers. (versions 0)
-    topics: list[_DescribeTransactionsResponse_TopicData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_DescribeTransactionsResponse_TopicData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, transactional_id: str = '', transaction_state: str = '', transaction_timeout_ms: int = 0, transaction_start_time_ms: int = 0, producer_id: int = 0, producer_epoch: int = 0, topics: list[_DescribeTransactionsResponse_TopicData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.transactional_id = transactional_id
+        self.transaction_state = transaction_state
+        self.transaction_timeout_ms = transaction_timeout_ms
+        self.transaction_start_time_ms = transaction_start_time_ms
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -215,11 +237,12 @@ class _DescribeTransactionsResponse_TransactionState(Struct):
 _D_DescribeTransactionsResponse_TransactionState = _DescribeTransactionsResponse_TransactionState()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DescribeTransactionsResponse(Message):
     """DescribeTransactionsResponse, versions 0, flexible from v0."""
 
     __qualname__ = "DescribeTransactionsResponse"
+    __slots__ = ('throttle_time_ms', 'transaction_states', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 65
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
@@ -227,10 +250,15 @@ class DescribeTransactionsResponse(Message):
     TransactionState: ClassVar[type] = _DescribeTransactionsResponse_TransactionState
     TopicData: ClassVar[type] = _DescribeTransactionsResponse_TopicData
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The current state of the transaction. (versions 0)
-    transaction_states: list[_DescribeTransactionsResponse_TransactionState] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    transaction_states: list[_DescribeTransactionsResponse_TransactionState]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, transaction_states: list[_DescribeTransactionsResponse_TransactionState] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.transaction_states = [] if transaction_states is FACTORY else transaction_states
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_bi = struct.Struct('>bi')
@@ -20,14 +19,19 @@ _S_h = struct.Struct('>h')
 _S_ih = struct.Struct('>ih')
 
 
-@dataclass(slots=True)
 class _DescribeUserScramCredentialsRequest_UserName(Struct):
     """DescribeUserScramCredentialsRequest.UserName."""
 
     __qualname__ = "DescribeUserScramCredentialsRequest.UserName"
+    __slots__ = ('name', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The user name. (versions 0)
-    name: str = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    name: str
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -63,19 +67,24 @@ class _DescribeUserScramCredentialsRequest_UserName(Struct):
 _D_DescribeUserScramCredentialsRequest_UserName = _DescribeUserScramCredentialsRequest_UserName()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DescribeUserScramCredentialsRequest(Message):
     """DescribeUserScramCredentialsRequest, versions 0, flexible from v0."""
 
     __qualname__ = "DescribeUserScramCredentialsRequest"
+    __slots__ = ('users', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 50
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     UserName: ClassVar[type] = _DescribeUserScramCredentialsRequest_UserName
     #: The users to describe, or null/empty to describe all users. (versions 0, nullable 0)
-    users: list[_DescribeUserScramCredentialsRequest_UserName] | None = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    users: list[_DescribeUserScramCredentialsRequest_UserName] | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, users: list[_DescribeUserScramCredentialsRequest_UserName] | None = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.users = [] if users is FACTORY else users
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -122,16 +131,22 @@ class DescribeUserScramCredentialsRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class _DescribeUserScramCredentialsResponse_CredentialInfo(Struct):
     """DescribeUserScramCredentialsResponse.CredentialInfo."""
 
     __qualname__ = "DescribeUserScramCredentialsResponse.CredentialInfo"
+    __slots__ = ('mechanism', 'iterations', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The SCRAM mechanism. (versions 0)
-    mechanism: int = 0
+    mechanism: int
     #: The number of iterations used in the SCRAM credential. (versions 0)
-    iterations: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    iterations: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, mechanism: int = 0, iterations: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.mechanism = mechanism
+        self.iterations = iterations
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -168,20 +183,28 @@ class _DescribeUserScramCredentialsResponse_CredentialInfo(Struct):
 _D_DescribeUserScramCredentialsResponse_CredentialInfo = _DescribeUserScramCredentialsResponse_CredentialInfo()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult(Struct):
     """DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult."""
 
     __qualname__ = "DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult"
+    __slots__ = ('user', 'error_code', 'error_message', 'credential_infos', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The user name. (versions 0)
-    user: str = ''
+    user: str
     #: The user-level error code. (versions 0)
-    error_code: int = 0
+    error_code: int
     #: The user-level error message, if any. (versions 0, nullable 0)
-    error_message: str | None = ''
+    error_message: str | None
     #: The mechanism and related information associated with the user's SCRAM credentials. (versions 0)
-    credential_infos: list[_DescribeUserScramCredentialsResponse_CredentialInfo] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    credential_infos: list[_DescribeUserScramCredentialsResponse_CredentialInfo]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, user: str = '', error_code: int = 0, error_message: str | None = '', credential_infos: list[_DescribeUserScramCredentialsResponse_CredentialInfo] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.user = user
+        self.error_code = error_code
+        self.error_message = error_message
+        self.credential_infos = [] if credential_infos is FACTORY else credential_infos
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -238,11 +261,12 @@ class _DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult(S
 _D_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult = _DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class DescribeUserScramCredentialsResponse(Message):
     """DescribeUserScramCredentialsResponse, versions 0, flexible from v0."""
 
     __qualname__ = "DescribeUserScramCredentialsResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'results', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 50
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
@@ -250,14 +274,21 @@ class DescribeUserScramCredentialsResponse(Message):
     DescribeUserScramCredentialsResult: ClassVar[type] = _DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult
     CredentialInfo: ClassVar[type] = _DescribeUserScramCredentialsResponse_CredentialInfo
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The message-level error code, 0 except for user authorization or infrastructure issues. (versions 0)
-    error_code: int = 0
+    error_code: int
     #: The message-level error message, if any. (versions 0, nullable 0)
-    error_message: str | None = ''
+    error_message: str | None
     #: The results for descriptions, one per user. (versions 0)
-    results: list[_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    results: list[_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', results: list[_DescribeUserScramCredentialsResponse_DescribeUserScramCredentialsResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.results = [] if results is FACTORY else results
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_b = struct.Struct('>b')
@@ -21,16 +20,22 @@ _S_ih = struct.Struct('>ih')
 _S_h = struct.Struct('>h')
 
 
-@dataclass(slots=True)
 class _ElectLeadersRequest_TopicPartitions(Struct):
     """ElectLeadersRequest.TopicPartitions."""
 
     __qualname__ = "ElectLeadersRequest.TopicPartitions"
+    __slots__ = ('topic', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The name of a topic. (versions 0-2)
-    topic: str = ''
+    topic: str
     #: The partitions of this topic whose leader should be elected. (versions 0-2)
-    partitions: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic: str = '', partitions: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic = topic
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -82,23 +87,30 @@ class _ElectLeadersRequest_TopicPartitions(Struct):
 _D_ElectLeadersRequest_TopicPartitions = _ElectLeadersRequest_TopicPartitions()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class ElectLeadersRequest(Message):
     """ElectLeadersRequest, versions 0-2, flexible from v2."""
 
     __qualname__ = "ElectLeadersRequest"
+    __slots__ = ('election_type', 'topic_partitions', 'timeout_ms', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 43
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int | None] = 2
     TopicPartitions: ClassVar[type] = _ElectLeadersRequest_TopicPartitions
     #: Type of elections to conduct for the partition. A value of '0' elects the preferred replica. A value of '1' elects the first live replica if there are no in-sync replica. (versions 1-2)
-    election_type: int = 0
+    election_type: int
     #: The topic partitions to elect leaders. (versions 0-2, nullable 0-2)
-    topic_partitions: list[_ElectLeadersRequest_TopicPartitions] | None = field(default_factory=list)
+    topic_partitions: list[_ElectLeadersRequest_TopicPartitions] | None
     #: The time in ms to wait for the election to complete. (versions 0-2)
-    timeout_ms: int = 60000
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    timeout_ms: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, election_type: int = 0, topic_partitions: list[_ElectLeadersRequest_TopicPartitions] | None = FACTORY, timeout_ms: int = 60000, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.election_type = election_type
+        self.topic_partitions = [] if topic_partitions is FACTORY else topic_partitions
+        self.timeout_ms = timeout_ms
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -162,18 +174,25 @@ class ElectLeadersRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _ElectLeadersResponse_PartitionResult(Struct):
     """ElectLeadersResponse.PartitionResult."""
 
     __qualname__ = "ElectLeadersResponse.PartitionResult"
+    __slots__ = ('partition_id', 'error_code', 'error_message', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition id. (versions 0-2)
-    partition_id: int = 0
+    partition_id: int
     #: The result error, or zero if there was no error. (versions 0-2)
-    error_code: int = 0
+    error_code: int
     #: The result message, or null if there was no error. (versions 0-2, nullable 0-2)
-    error_message: str | None = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_message: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_id: int = 0, error_code: int = 0, error_message: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_id = partition_id
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -216,16 +235,22 @@ class _ElectLeadersResponse_PartitionResult(Struct):
 _D_ElectLeadersResponse_PartitionResult = _ElectLeadersResponse_PartitionResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ElectLeadersResponse_ReplicaElectionResult(Struct):
     """ElectLeadersResponse.ReplicaElectionResult."""
 
     __qualname__ = "ElectLeadersResponse.ReplicaElectionResult"
+    __slots__ = ('topic', 'partition_result', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-2)
-    topic: str = ''
+    topic: str
     #: The results for each partition. (versions 0-2)
-    partition_result: list[_ElectLeadersResponse_PartitionResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partition_result: list[_ElectLeadersResponse_PartitionResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic: str = '', partition_result: list[_ElectLeadersResponse_PartitionResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic = topic
+        self.partition_result = [] if partition_result is FACTORY else partition_result
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -281,11 +306,12 @@ class _ElectLeadersResponse_ReplicaElectionResult(Struct):
 _D_ElectLeadersResponse_ReplicaElectionResult = _ElectLeadersResponse_ReplicaElectionResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class ElectLeadersResponse(Message):
     """ElectLeadersResponse, versions 0-2, flexible from v2."""
 
     __qualname__ = "ElectLeadersResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'replica_election_results', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 43
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
@@ -293,12 +319,18 @@ class ElectLeadersResponse(Message):
     ReplicaElectionResult: ClassVar[type] = _ElectLeadersResponse_ReplicaElectionResult
     PartitionResult: ClassVar[type] = _ElectLeadersResponse_PartitionResult
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-2)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The top level response error code. (versions 1-2)
-    error_code: int = 0
+    error_code: int
     #: The election results, or an empty array if the requester did not have permission and the request asks for all partitions. (versions 0-2)
-    replica_election_results: list[_ElectLeadersResponse_ReplicaElectionResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    replica_election_results: list[_ElectLeadersResponse_ReplicaElectionResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, replica_election_results: list[_ElectLeadersResponse_ReplicaElectionResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.replica_election_results = [] if replica_election_results is FACTORY else replica_election_results
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_i = struct.Struct('>i')
@@ -22,16 +21,22 @@ _S_ihii = struct.Struct('>ihii')
 _S_h = struct.Struct('>h')
 
 
-@dataclass(slots=True)
 class _EndQuorumEpochRequest_ReplicaInfo(Struct):
     """EndQuorumEpochRequest.ReplicaInfo."""
 
     __qualname__ = "EndQuorumEpochRequest.ReplicaInfo"
+    __slots__ = ('candidate_id', 'candidate_directory_id', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The ID of the candidate replica. (versions 1)
-    candidate_id: int = 0
+    candidate_id: int
     #: The directory ID of the candidate replica. (versions 1)
-    candidate_directory_id: uuid.UUID = ZERO_UUID
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    candidate_directory_id: uuid.UUID
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, candidate_id: int = 0, candidate_directory_id: uuid.UUID = ZERO_UUID, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.candidate_id = candidate_id
+        self.candidate_directory_id = candidate_directory_id
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -88,22 +93,31 @@ class _EndQuorumEpochRequest_ReplicaInfo(Struct):
 _D_EndQuorumEpochRequest_ReplicaInfo = _EndQuorumEpochRequest_ReplicaInfo()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _EndQuorumEpochRequest_PartitionData(Struct):
     """EndQuorumEpochRequest.PartitionData."""
 
     __qualname__ = "EndQuorumEpochRequest.PartitionData"
+    __slots__ = ('partition_index', 'leader_id', 'leader_epoch', 'preferred_successors', 'preferred_candidates', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-1)
-    partition_index: int = 0
+    partition_index: int
     #: The current leader ID that is resigning. (versions 0-1)
-    leader_id: int = 0
+    leader_id: int
     #: The current epoch. (versions 0-1)
-    leader_epoch: int = 0
+    leader_epoch: int
     #: A sorted list of preferred successors to start the election. (versions 0)
-    preferred_successors: list[int] = field(default_factory=list)
+    preferred_successors: list[int]
     #: A sorted list of preferred candidates to start the election. (versions 1)
-    preferred_candidates: list[_EndQuorumEpochRequest_ReplicaInfo] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    preferred_candidates: list[_EndQuorumEpochRequest_ReplicaInfo]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, leader_id: int = 0, leader_epoch: int = 0, preferred_successors: list[int] = FACTORY, preferred_candidates: list[_EndQuorumEpochRequest_ReplicaInfo] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.preferred_successors = [] if preferred_successors is FACTORY else preferred_successors
+        self.preferred_candidates = [] if preferred_candidates is FACTORY else preferred_candidates
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -180,16 +194,22 @@ class _EndQuorumEpochRequest_PartitionData(Struct):
 _D_EndQuorumEpochRequest_PartitionData = _EndQuorumEpochRequest_PartitionData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _EndQuorumEpochRequest_TopicData(Struct):
     """EndQuorumEpochRequest.TopicData."""
 
     __qualname__ = "EndQuorumEpochRequest.TopicData"
+    __slots__ = ('topic_name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-1)
-    topic_name: str = ''
+    topic_name: str
     #: The partitions. (versions 0-1)
-    partitions: list[_EndQuorumEpochRequest_PartitionData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_EndQuorumEpochRequest_PartitionData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_name: str = '', partitions: list[_EndQuorumEpochRequest_PartitionData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -245,18 +265,25 @@ class _EndQuorumEpochRequest_TopicData(Struct):
 _D_EndQuorumEpochRequest_TopicData = _EndQuorumEpochRequest_TopicData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _EndQuorumEpochRequest_LeaderEndpoint(Struct):
     """EndQuorumEpochRequest.LeaderEndpoint."""
 
     __qualname__ = "EndQuorumEpochRequest.LeaderEndpoint"
+    __slots__ = ('name', 'host', 'port', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The name of the endpoint. (versions 1)
-    name: str = ''
+    name: str
     #: The node's hostname. (versions 1)
-    host: str = ''
+    host: str
     #: The node's port. (versions 1)
-    port: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    port: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', host: str = '', port: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -322,11 +349,12 @@ class _EndQuorumEpochRequest_LeaderEndpoint(Struct):
 _D_EndQuorumEpochRequest_LeaderEndpoint = _EndQuorumEpochRequest_LeaderEndpoint()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class EndQuorumEpochRequest(Message):
     """EndQuorumEpochRequest, versions 0-1, flexible from v1."""
 
     __qualname__ = "EndQuorumEpochRequest"
+    __slots__ = ('cluster_id', 'topics', 'leader_endpoints', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 54
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
@@ -336,12 +364,18 @@ class EndQuorumEpochRequest(Message):
     ReplicaInfo: ClassVar[type] = _EndQuorumEpochRequest_ReplicaInfo
     LeaderEndpoint: ClassVar[type] = _EndQuorumEpochRequest_LeaderEndpoint
     #: The cluster id. (versions 0-1, nullable 0-1)
-    cluster_id: str | None = None
+    cluster_id: str | None
     #: The topics. (versions 0-1)
-    topics: list[_EndQuorumEpochRequest_TopicData] = field(default_factory=list)
+    topics: list[_EndQuorumEpochRequest_TopicData]
     #: Endpoints for the leader. (versions 1)
-    leader_endpoints: list[_EndQuorumEpochRequest_LeaderEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    leader_endpoints: list[_EndQuorumEpochRequest_LeaderEndpoint]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, cluster_id: str | None = None, topics: list[_EndQuorumEpochRequest_TopicData] = FACTORY, leader_endpoints: list[_EndQuorumEpochRequest_LeaderEndpoint] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.cluster_id = cluster_id
+        self.topics = [] if topics is FACTORY else topics
+        self.leader_endpoints = [] if leader_endpoints is FACTORY else leader_endpoints
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -414,20 +448,28 @@ class EndQuorumEpochRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _EndQuorumEpochResponse_PartitionData(Struct):
     """EndQuorumEpochResponse.PartitionData."""
 
     __qualname__ = "EndQuorumEpochResponse.PartitionData"
+    __slots__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-1)
-    partition_index: int = 0
+    partition_index: int
     #: The partition level error code. (versions 0-1)
-    error_code: int = 0
+    error_code: int
     #: The ID of the current leader or -1 if the leader is unknown. (versions 0-1)
-    leader_id: int = 0
+    leader_id: int
     #: The latest known leader epoch. (versions 0-1)
-    leader_epoch: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    leader_epoch: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, error_code: int = 0, leader_id: int = 0, leader_epoch: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -468,16 +510,22 @@ class _EndQuorumEpochResponse_PartitionData(Struct):
 _D_EndQuorumEpochResponse_PartitionData = _EndQuorumEpochResponse_PartitionData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _EndQuorumEpochResponse_TopicData(Struct):
     """EndQuorumEpochResponse.TopicData."""
 
     __qualname__ = "EndQuorumEpochResponse.TopicData"
+    __slots__ = ('topic_name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-1)
-    topic_name: str = ''
+    topic_name: str
     #: The partition data. (versions 0-1)
-    partitions: list[_EndQuorumEpochResponse_PartitionData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_EndQuorumEpochResponse_PartitionData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_name: str = '', partitions: list[_EndQuorumEpochResponse_PartitionData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -533,18 +581,25 @@ class _EndQuorumEpochResponse_TopicData(Struct):
 _D_EndQuorumEpochResponse_TopicData = _EndQuorumEpochResponse_TopicData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _EndQuorumEpochResponse_NodeEndpoint(Struct):
     """EndQuorumEpochResponse.NodeEndpoint."""
 
     __qualname__ = "EndQuorumEpochResponse.NodeEndpoint"
+    __slots__ = ('node_id', 'host', 'port', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The ID of the associated node. (versions 1)
-    node_id: int = 0
+    node_id: int
     #: The node's hostname. (versions 1)
-    host: str = ''
+    host: str
     #: The node's port. (versions 1)
-    port: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    port: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, node_id: int = 0, host: str = '', port: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -611,11 +666,12 @@ class _EndQuorumEpochResponse_NodeEndpoint(Struct):
 _D_EndQuorumEpochResponse_NodeEndpoint = _EndQuorumEpochResponse_NodeEndpoint()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class EndQuorumEpochResponse(Message):
     """EndQuorumEpochResponse, versions 0-1, flexible from v1."""
 
     __qualname__ = "EndQuorumEpochResponse"
+    __slots__ = ('error_code', 'topics', 'node_endpoints', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 54
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
@@ -624,12 +680,18 @@ class EndQuorumEpochResponse(Message):
     PartitionData: ClassVar[type] = _EndQuorumEpochResponse_PartitionData
     NodeEndpoint: ClassVar[type] = _EndQuorumEpochResponse_NodeEndpoint
     #: The top level error code. (versions 0-1)
-    error_code: int = 0
+    error_code: int
     #: The topic data. (versions 0-1)
-    topics: list[_EndQuorumEpochResponse_TopicData] = field(default_factory=list)
+    topics: list[_EndQuorumEpochResponse_TopicData]
     #: Endpoints for all leaders enumerated in PartitionData. (versions 1, tag 0 in 1)
-    node_endpoints: list[_EndQuorumEpochResponse_NodeEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    node_endpoints: list[_EndQuorumEpochResponse_NodeEndpoint]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, topics: list[_EndQuorumEpochResponse_TopicData] = FACTORY, node_endpoints: list[_EndQuorumEpochResponse_NodeEndpoint] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.topics = [] if topics is FACTORY else topics
+        self.node_endpoints = [] if node_endpoints is FACTORY else node_endpoints
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_qho = struct.Struct('>qh?')
@@ -20,24 +19,32 @@ _S_ih = struct.Struct('>ih')
 _S_qh = struct.Struct('>qh')
 
 
-@dataclass(slots=True)
 class EndTxnRequest(Message):
     """EndTxnRequest, versions 0-5, flexible from v3."""
 
     __qualname__ = "EndTxnRequest"
+    __slots__ = ('transactional_id', 'producer_id', 'producer_epoch', 'committed', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 26
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_FROM: ClassVar[int | None] = 3
     #: The ID of the transaction to end. (versions 0-5)
-    transactional_id: str = ''
+    transactional_id: str
     #: The producer ID. (versions 0-5)
-    producer_id: int = 0
+    producer_id: int
     #: The current epoch associated with the producer. (versions 0-5)
-    producer_epoch: int = 0
+    producer_epoch: int
     #: True if the transaction was committed, false if it was aborted. (versions 0-5)
-    committed: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    committed: bool
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, transactional_id: str = '', producer_id: int = 0, producer_epoch: int = 0, committed: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.transactional_id = transactional_id
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.committed = committed
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -77,24 +84,32 @@ class EndTxnRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class EndTxnResponse(Message):
     """EndTxnResponse, versions 0-5, flexible from v3."""
 
     __qualname__ = "EndTxnResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'producer_id', 'producer_epoch', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 26
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_FROM: ClassVar[int | None] = 3
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-5)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The error code, or 0 if there was no error. (versions 0-5)
-    error_code: int = 0
+    error_code: int
     #: The producer ID. (versions 5)
-    producer_id: int = -1
+    producer_id: int
     #: The current epoch associated with the producer. (versions 5)
-    producer_epoch: int = -1
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    producer_epoch: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, producer_id: int = -1, producer_epoch: int = -1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,32 +8,38 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_h = struct.Struct('>h')
 
 
-@dataclass(slots=True)
 class EnvelopeRequest(Message):
     """EnvelopeRequest, versions 0, flexible from v0."""
 
     __qualname__ = "EnvelopeRequest"
+    __slots__ = ('request_data', 'request_principal', 'client_host_address', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 58
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     #: The embedded request header and data. (versions 0)
-    request_data: bytes = b""
+    request_data: bytes
     #: Value of the initial client principal when the request is redirected by a broker. (versions 0, nullable 0)
-    request_principal: bytes | None = b""
+    request_principal: bytes | None
     #: The original client's address in bytes. (versions 0)
-    client_host_address: bytes = b""
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    client_host_address: bytes
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, request_data: bytes = b"", request_principal: bytes | None = b"", client_host_address: bytes = b"", unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.request_data = request_data
+        self.request_principal = request_principal
+        self.client_host_address = client_host_address
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -70,20 +76,26 @@ class EnvelopeRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class EnvelopeResponse(Message):
     """EnvelopeResponse, versions 0, flexible from v0."""
 
     __qualname__ = "EnvelopeResponse"
+    __slots__ = ('response_data', 'error_code', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 58
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     #: The embedded response header and data. (versions 0, nullable 0)
-    response_data: bytes | None = None
+    response_data: bytes | None
     #: The error code, or 0 if there was no error. (versions 0)
-    error_code: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_code: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, response_data: bytes | None = None, error_code: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.response_data = response_data
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,31 +8,36 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_q = struct.Struct('>q')
 _S_hqi = struct.Struct('>hqi')
 
 
-@dataclass(slots=True)
 class ExpireDelegationTokenRequest(Message):
     """ExpireDelegationTokenRequest, versions 0-2, flexible from v2."""
 
     __qualname__ = "ExpireDelegationTokenRequest"
+    __slots__ = ('hmac', 'expiry_time_period_ms', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 40
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int | None] = 2
     #: The HMAC of the delegation token to be expired. (versions 0-2)
-    hmac: bytes = b""
+    hmac: bytes
     #: The expiry time period in milliseconds. (versions 0-2)
-    expiry_time_period_ms: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    expiry_time_period_ms: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, hmac: bytes = b"", expiry_time_period_ms: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.hmac = hmac
+        self.expiry_time_period_ms = expiry_time_period_ms
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -72,22 +77,29 @@ class ExpireDelegationTokenRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class ExpireDelegationTokenResponse(Message):
     """ExpireDelegationTokenResponse, versions 0-2, flexible from v2."""
 
     __qualname__ = "ExpireDelegationTokenResponse"
+    __slots__ = ('error_code', 'expiry_timestamp_ms', 'throttle_time_ms', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 40
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int | None] = 2
     #: The error code, or 0 if there was no error. (versions 0-2)
-    error_code: int = 0
+    error_code: int
     #: The timestamp in milliseconds at which this token expires. (versions 0-2)
-    expiry_timestamp_ms: int = 0
+    expiry_timestamp_ms: int
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-2)
-    throttle_time_ms: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    throttle_time_ms: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, expiry_timestamp_ms: int = 0, throttle_time_ms: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.expiry_timestamp_ms = expiry_timestamp_ms
+        self.throttle_time_ms = throttle_time_ms
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

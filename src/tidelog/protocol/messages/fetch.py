@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_iq = struct.Struct('>iq')
@@ -26,16 +25,22 @@ _S_ihq = struct.Struct('>ihq')
 _S_hi = struct.Struct('>hi')
 
 
-@dataclass(slots=True)
 class _FetchRequest_ReplicaState(Struct):
     """FetchRequest.ReplicaState."""
 
     __qualname__ = "FetchRequest.ReplicaState"
+    __slots__ = ('replica_id', 'replica_epoch', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The replica ID of the follower, or -1 if this request is from a consumer. (versions 15-18)
-    replica_id: int = -1
+    replica_id: int
     #: The epoch of this follower, or -1 if not available. (versions 15-18)
-    replica_epoch: int = -1
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    replica_epoch: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, replica_id: int = -1, replica_epoch: int = -1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.replica_id = replica_id
+        self.replica_epoch = replica_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -86,28 +91,40 @@ class _FetchRequest_ReplicaState(Struct):
 _D_FetchRequest_ReplicaState = _FetchRequest_ReplicaState()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _FetchRequest_FetchPartition(Struct):
     """FetchRequest.FetchPartition."""
 
     __qualname__ = "FetchRequest.FetchPartition"
+    __slots__ = ('partition', 'current_leader_epoch', 'fetch_offset', 'last_fetched_epoch', 'log_start_offset', 'partition_max_bytes', 'replica_directory_id', 'high_watermark', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-18)
-    partition: int = 0
+    partition: int
     #: The current leader epoch of the partition. (versions 9-18)
-    current_leader_epoch: int = -1
+    current_leader_epoch: int
     #: The message offset. (versions 0-18)
-    fetch_offset: int = 0
+    fetch_offset: int
     #: The epoch of the last fetched record or -1 if there is none. (versions 12-18)
-    last_fetched_epoch: int = -1
+    last_fetched_epoch: int
     #: The earliest available offset of the follower replica. The field is only used when the request is sent by the follower. (versions 5-18)
-    log_start_offset: int = -1
+    log_start_offset: int
     #: The maximum bytes to fetch from this partition. See KIP-74 for cases where this limit may not be honored. (versions 0-18)
-    partition_max_bytes: int = 0
+    partition_max_bytes: int
     #: The directory id of the follower fetching. (versions 17-18, tag 0 in 17-18)
-    replica_directory_id: uuid.UUID = ZERO_UUID
+    replica_directory_id: uuid.UUID
     #: The high-watermark known by the replica. -1 if the high-watermark is not known and 9223372036854775807 if the feature is not supported. (versions 18, tag 1 in 18)
-    high_watermark: int = 9223372036854775807
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    high_watermark: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition: int = 0, current_leader_epoch: int = -1, fetch_offset: int = 0, last_fetched_epoch: int = -1, log_start_offset: int = -1, partition_max_bytes: int = 0, replica_directory_id: uuid.UUID = ZERO_UUID, high_watermark: int = 9223372036854775807, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition = partition
+        self.current_leader_epoch = current_leader_epoch
+        self.fetch_offset = fetch_offset
+        self.last_fetched_epoch = last_fetched_epoch
+        self.log_start_offset = log_start_offset
+        self.partition_max_bytes = partition_max_bytes
+        self.replica_directory_id = replica_directory_id
+        self.high_watermark = high_watermark
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -200,18 +217,25 @@ class _FetchRequest_FetchPartition(Struct):
 _D_FetchRequest_FetchPartition = _FetchRequest_FetchPartition()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _FetchRequest_FetchTopic(Struct):
     """FetchRequest.FetchTopic."""
 
     __qualname__ = "FetchRequest.FetchTopic"
+    __slots__ = ('topic', 'topic_id', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The name of the topic to fetch. (versions 0-12)
-    topic: str = ''
+    topic: str
     #: The unique topic ID. (versions 13-18)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The partitions to fetch. (versions 0-18)
-    partitions: list[_FetchRequest_FetchPartition] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_FetchRequest_FetchPartition]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic: str = '', topic_id: uuid.UUID = ZERO_UUID, partitions: list[_FetchRequest_FetchPartition] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic = topic
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -277,18 +301,25 @@ class _FetchRequest_FetchTopic(Struct):
 _D_FetchRequest_FetchTopic = _FetchRequest_FetchTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _FetchRequest_ForgottenTopic(Struct):
     """FetchRequest.ForgottenTopic."""
 
     __qualname__ = "FetchRequest.ForgottenTopic"
+    __slots__ = ('topic', 'topic_id', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 7-12)
-    topic: str = ''
+    topic: str
     #: The unique topic ID. (versions 13-18)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The partitions indexes to forget. (versions 7-18)
-    partitions: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic: str = '', topic_id: uuid.UUID = ZERO_UUID, partitions: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic = topic
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -357,11 +388,12 @@ class _FetchRequest_ForgottenTopic(Struct):
 _D_FetchRequest_ForgottenTopic = _FetchRequest_ForgottenTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class FetchRequest(Message):
     """FetchRequest, versions 0-18, flexible from v12."""
 
     __qualname__ = "FetchRequest"
+    __slots__ = ('cluster_id', 'replica_id', 'replica_state', 'max_wait_ms', 'min_bytes', 'max_bytes', 'isolation_level', 'session_id', 'session_epoch', 'topics', 'forgotten_topics_data', 'rack_id', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 1
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 18
@@ -371,30 +403,45 @@ class FetchRequest(Message):
     FetchPartition: ClassVar[type] = _FetchRequest_FetchPartition
     ForgottenTopic: ClassVar[type] = _FetchRequest_ForgottenTopic
     #: The clusterId if known. This is used to validate metadata fetches prior to broker registration. (versions 12-18, nullable 12-18, tag 0 in 12-18)
-    cluster_id: str | None = None
+    cluster_id: str | None
     #: The broker ID of the follower, of -1 if this request is from a consumer. (versions 0-14)
-    replica_id: int = -1
+    replica_id: int
     #: The state of the replica in the follower. (versions 15-18, tag 1 in 15-18)
-    replica_state: _FetchRequest_ReplicaState = field(default_factory=_FetchRequest_ReplicaState)
+    replica_state: _FetchRequest_ReplicaState
     #: The maximum time in milliseconds to wait for the response. (versions 0-18)
-    max_wait_ms: int = 0
+    max_wait_ms: int
     #: The minimum bytes to accumulate in the response. (versions 0-18)
-    min_bytes: int = 0
+    min_bytes: int
     #: The maximum bytes to fetch. See KIP-74 for cases where this limit may not be honored. (versions 3-18)
-    max_bytes: int = 2147483647
+    max_bytes: int
     #: This setting controls the visibility of transactional records. Using READ_UNCOMMITTED (isolation_level = 0) makes all records visible. With READ_COMMITTED (isolation_level = 1), non-transactional and COMMITTED transactional records are visible. To be more concrete, READ_COMMITTED returns all data from offsets smaller than the current LSO (last stable offset), and enables the inclusion of the list of aborted transactions in the result, which allows consumers to discard ABORTED transactional records. (versions 4-18)
-    isolation_level: int = 0
+    isolation_level: int
     #: The fetch session ID. (versions 7-18)
-    session_id: int = 0
+    session_id: int
     #: The fetch session epoch, which is used for ordering requests in a session. (versions 7-18)
-    session_epoch: int = -1
+    session_epoch: int
     #: The topics to fetch. (versions 0-18)
-    topics: list[_FetchRequest_FetchTopic] = field(default_factory=list)
+    topics: list[_FetchRequest_FetchTopic]
     #: In an incremental fetch request, the partitions to remove. (versions 7-18)
-    forgotten_topics_data: list[_FetchRequest_ForgottenTopic] = field(default_factory=list)
+    forgotten_topics_data: list[_FetchRequest_ForgottenTopic]
     #: Rack ID of the consumer making this request. (versions 11-18)
-    rack_id: str = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    rack_id: str
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, cluster_id: str | None = None, replica_id: int = -1, replica_state: _FetchRequest_ReplicaState = FACTORY, max_wait_ms: int = 0, min_bytes: int = 0, max_bytes: int = 2147483647, isolation_level: int = 0, session_id: int = 0, session_epoch: int = -1, topics: list[_FetchRequest_FetchTopic] = FACTORY, forgotten_topics_data: list[_FetchRequest_ForgottenTopic] = FACTORY, rack_id: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.cluster_id = cluster_id
+        self.replica_id = replica_id
+        self.replica_state = _FetchRequest_ReplicaState() if replica_state is FACTORY else replica_state
+        self.max_wait_ms = max_wait_ms
+        self.min_bytes = min_bytes
+        self.max_bytes = max_bytes
+        self.isolation_level = isolation_level
+        self.session_id = session_id
+        self.session_epoch = session_epoch
+        self.topics = [] if topics is FACTORY else topics
+        self.forgotten_topics_data = [] if forgotten_topics_data is FACTORY else forgotten_topics_data
+        self.rack_id = rack_id
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -530,16 +577,22 @@ class FetchRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _FetchResponse_EpochEndOffset(Struct):
     """FetchResponse.EpochEndOffset."""
 
     __qualname__ = "FetchResponse.EpochEndOffset"
+    __slots__ = ('epoch', 'end_offset', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The largest epoch. (versions 12-18)
-    epoch: int = -1
+    epoch: int
     #: The end offset of the epoch. (versions 12-18)
-    end_offset: int = -1
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    end_offset: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, epoch: int = -1, end_offset: int = -1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.epoch = epoch
+        self.end_offset = end_offset
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -590,16 +643,22 @@ class _FetchResponse_EpochEndOffset(Struct):
 _D_FetchResponse_EpochEndOffset = _FetchResponse_EpochEndOffset()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _FetchResponse_LeaderIdAndEpoch(Struct):
     """FetchResponse.LeaderIdAndEpoch."""
 
     __qualname__ = "FetchResponse.LeaderIdAndEpoch"
+    __slots__ = ('leader_id', 'leader_epoch', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The ID of the current leader or -1 if the leader is unknown. (versions 12-18)
-    leader_id: int = -1
+    leader_id: int
     #: The latest known leader epoch. (versions 12-18)
-    leader_epoch: int = -1
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    leader_epoch: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, leader_id: int = -1, leader_epoch: int = -1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -650,16 +709,22 @@ class _FetchResponse_LeaderIdAndEpoch(Struct):
 _D_FetchResponse_LeaderIdAndEpoch = _FetchResponse_LeaderIdAndEpoch()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _FetchResponse_SnapshotId(Struct):
     """FetchResponse.SnapshotId."""
 
     __qualname__ = "FetchResponse.SnapshotId"
+    __slots__ = ('end_offset', 'epoch', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The end offset of the epoch. (versions 4-18)
-    end_offset: int = -1
+    end_offset: int
     #: The largest epoch. (versions 4-18)
-    epoch: int = -1
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    epoch: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, end_offset: int = -1, epoch: int = -1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.end_offset = end_offset
+        self.epoch = epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -710,16 +775,22 @@ class _FetchResponse_SnapshotId(Struct):
 _D_FetchResponse_SnapshotId = _FetchResponse_SnapshotId()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _FetchResponse_AbortedTransaction(Struct):
     """FetchResponse.AbortedTransaction."""
 
     __qualname__ = "FetchResponse.AbortedTransaction"
+    __slots__ = ('producer_id', 'first_offset', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The producer id associated with the aborted transaction. (versions 4-18)
-    producer_id: int = 0
+    producer_id: int
     #: The first offset in the aborted transaction. (versions 4-18)
-    first_offset: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    first_offset: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, producer_id: int = 0, first_offset: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.producer_id = producer_id
+        self.first_offset = first_offset
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -770,34 +841,49 @@ class _FetchResponse_AbortedTransaction(Struct):
 _D_FetchResponse_AbortedTransaction = _FetchResponse_AbortedTransaction()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _FetchResponse_PartitionData(Struct):
     """FetchResponse.PartitionData."""
 
     __qualname__ = "FetchResponse.PartitionData"
+    __slots__ = ('partition_index', 'error_code', 'high_watermark', 'last_stable_offset', 'log_start_offset', 'diverging_epoch', 'current_leader', 'snapshot_id', 'aborted_transactions', 'preferred_read_replica', 'records', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-18)
-    partition_index: int = 0
+    partition_index: int
     #: The error code, or 0 if there was no fetch error. (versions 0-18)
-    error_code: int = 0
+    error_code: int
     #: The current high water mark. (versions 0-18)
-    high_watermark: int = 0
+    high_watermark: int
     #: The last stable offset (or LSO) of the partition. This is the last offset such that the state of all transactional records prior to this offset have been decided (ABORTED or COMMITTED). (versions 4-18)
-    last_stable_offset: int = -1
+    last_stable_offset: int
     #: The current log start offset. (versions 5-18)
-    log_start_offset: int = -1
+    log_start_offset: int
     #: In case divergence is detected based on the `LastFetchedEpoch` and `FetchOffset` in the request, this field indicates the largest epoch and its end offset such that subsequent records are known to diverge. (versions 12-18, tag 0 in 12-18)
-    diverging_epoch: _FetchResponse_EpochEndOffset = field(default_factory=_FetchResponse_EpochEndOffset)
+    diverging_epoch: _FetchResponse_EpochEndOffset
     #: The current leader of the partition. (versions 12-18, tag 1 in 12-18)
-    current_leader: _FetchResponse_LeaderIdAndEpoch = field(default_factory=_FetchResponse_LeaderIdAndEpoch)
+    current_leader: _FetchResponse_LeaderIdAndEpoch
     #: In the case of fetching an offset less than the LogStartOffset, this is the end offset and epoch that should be used in the FetchSnapshot request. (versions 12-18, tag 2 in 12-18)
-    snapshot_id: _FetchResponse_SnapshotId = field(default_factory=_FetchResponse_SnapshotId)
+    snapshot_id: _FetchResponse_SnapshotId
     #: The aborted transactions. (versions 4-18, nullable 4-18)
-    aborted_transactions: list[_FetchResponse_AbortedTransaction] | None = field(default_factory=list)
+    aborted_transactions: list[_FetchResponse_AbortedTransaction] | None
     #: The preferred read replica for the consumer to use on its next fetch request. (versions 11-18)
-    preferred_read_replica: int = -1
+    preferred_read_replica: int
     #: The record data. (versions 0-18, nullable 0-18)
-    records: Any | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    records: Any | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, error_code: int = 0, high_watermark: int = 0, last_stable_offset: int = -1, log_start_offset: int = -1, diverging_epoch: _FetchResponse_EpochEndOffset = FACTORY, current_leader: _FetchResponse_LeaderIdAndEpoch = FACTORY, snapshot_id: _FetchResponse_SnapshotId = FACTORY, aborted_transactions: list[_FetchResponse_AbortedTransaction] | None = FACTORY, preferred_read_replica: int = -1, records: Any | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.high_watermark = high_watermark
+        self.last_stable_offset = last_stable_offset
+        self.log_start_offset = log_start_offset
+        self.diverging_epoch = _FetchResponse_EpochEndOffset() if diverging_epoch is FACTORY else diverging_epoch
+        self.current_leader = _FetchResponse_LeaderIdAndEpoch() if current_leader is FACTORY else current_leader
+        self.snapshot_id = _FetchResponse_SnapshotId() if snapshot_id is FACTORY else snapshot_id
+        self.aborted_transactions = [] if aborted_transactions is FACTORY else aborted_transactions
+        self.preferred_read_replica = preferred_read_replica
+        self.records = records
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -916,18 +1002,25 @@ class _FetchResponse_PartitionData(Struct):
 _D_FetchResponse_PartitionData = _FetchResponse_PartitionData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _FetchResponse_FetchableTopicResponse(Struct):
     """FetchResponse.FetchableTopicResponse."""
 
     __qualname__ = "FetchResponse.FetchableTopicResponse"
+    __slots__ = ('topic', 'topic_id', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-12)
-    topic: str = ''
+    topic: str
     #: The unique topic ID. (versions 13-18)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The topic partitions. (versions 0-18)
-    partitions: list[_FetchResponse_PartitionData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_FetchResponse_PartitionData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic: str = '', topic_id: uuid.UUID = ZERO_UUID, partitions: list[_FetchResponse_PartitionData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic = topic
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -994,20 +1087,28 @@ class _FetchResponse_FetchableTopicResponse(Struct):
 _D_FetchResponse_FetchableTopicResponse = _FetchResponse_FetchableTopicResponse()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _FetchResponse_NodeEndpoint(Struct):
     """FetchResponse.NodeEndpoint."""
 
     __qualname__ = "FetchResponse.NodeEndpoint"
+    __slots__ = ('node_id', 'host', 'port', 'rack', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The ID of the associated node. (versions 16-18)
-    node_id: int = 0
+    node_id: int
     #: The node's hostname. (versions 16-18)
-    host: str = ''
+    host: str
     #: The node's port. (versions 16-18)
-    port: int = 0
+    port: int
     #: The rack of the node, or null if it has not been assigned to a rack. (versions 16-18, nullable 16-18)
-    rack: str | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    rack: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, node_id: int = 0, host: str = '', port: int = 0, rack: str | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.rack = rack
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -1083,11 +1184,12 @@ class _FetchResponse_NodeEndpoint(Struct):
 _D_FetchResponse_NodeEndpoint = _FetchResponse_NodeEndpoint()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class FetchResponse(Message):
     """FetchResponse, versions 0-18, flexible from v12."""
 
     __qualname__ = "FetchResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'session_id', 'responses', 'node_endpoints', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 1
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 18
@@ -1100,16 +1202,24 @@ class FetchResponse(Message):
     AbortedTransaction: ClassVar[type] = _FetchResponse_AbortedTransaction
     NodeEndpoint: ClassVar[type] = _FetchResponse_NodeEndpoint
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 1-18)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The top level response error code. (versions 7-18)
-    error_code: int = 0
+    error_code: int
     #: The fetch session ID, or 0 if this is not part of a fetch session. (versions 7-18)
-    session_id: int = 0
+    session_id: int
     #: The response topics. (versions 0-18)
-    responses: list[_FetchResponse_FetchableTopicResponse] = field(default_factory=list)
+    responses: list[_FetchResponse_FetchableTopicResponse]
     #: Endpoints for all current-leaders enumerated in PartitionData, with errors NOT_LEADER_OR_FOLLOWER & FENCED_LEADER_EPOCH. (versions 16-18, tag 0 in 16-18)
-    node_endpoints: list[_FetchResponse_NodeEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    node_endpoints: list[_FetchResponse_NodeEndpoint]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, session_id: int = 0, responses: list[_FetchResponse_FetchableTopicResponse] = FACTORY, node_endpoints: list[_FetchResponse_NodeEndpoint] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.session_id = session_id
+        self.responses = [] if responses is FACTORY else responses
+        self.node_endpoints = [] if node_endpoints is FACTORY else node_endpoints
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

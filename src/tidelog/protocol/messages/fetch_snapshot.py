@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_qi = struct.Struct('>qi')
@@ -24,16 +23,22 @@ _S_i = struct.Struct('>i')
 _S_H = struct.Struct('>H')
 
 
-@dataclass(slots=True)
 class _FetchSnapshotRequest_SnapshotId(Struct):
     """FetchSnapshotRequest.SnapshotId."""
 
     __qualname__ = "FetchSnapshotRequest.SnapshotId"
+    __slots__ = ('end_offset', 'epoch', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The end offset of the snapshot. (versions 0-1)
-    end_offset: int = 0
+    end_offset: int
     #: The epoch of the snapshot. (versions 0-1)
-    epoch: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    epoch: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, end_offset: int = 0, epoch: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.end_offset = end_offset
+        self.epoch = epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -70,22 +75,31 @@ class _FetchSnapshotRequest_SnapshotId(Struct):
 _D_FetchSnapshotRequest_SnapshotId = _FetchSnapshotRequest_SnapshotId()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _FetchSnapshotRequest_PartitionSnapshot(Struct):
     """FetchSnapshotRequest.PartitionSnapshot."""
 
     __qualname__ = "FetchSnapshotRequest.PartitionSnapshot"
+    __slots__ = ('partition', 'current_leader_epoch', 'snapshot_id', 'position', 'replica_directory_id', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-1)
-    partition: int = 0
+    partition: int
     #: The current leader epoch of the partition, -1 for unknown leader epoch. (versions 0-1)
-    current_leader_epoch: int = 0
+    current_leader_epoch: int
     #: The snapshot endOffset and epoch to fetch. (versions 0-1)
-    snapshot_id: _FetchSnapshotRequest_SnapshotId = field(default_factory=_FetchSnapshotRequest_SnapshotId)
+    snapshot_id: _FetchSnapshotRequest_SnapshotId
     #: The byte position within the snapshot to start fetching from. (versions 0-1)
-    position: int = 0
+    position: int
     #: The directory id of the follower fetching. (versions 1, tag 0 in 1)
-    replica_directory_id: uuid.UUID = ZERO_UUID
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    replica_directory_id: uuid.UUID
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition: int = 0, current_leader_epoch: int = 0, snapshot_id: _FetchSnapshotRequest_SnapshotId = FACTORY, position: int = 0, replica_directory_id: uuid.UUID = ZERO_UUID, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition = partition
+        self.current_leader_epoch = current_leader_epoch
+        self.snapshot_id = _FetchSnapshotRequest_SnapshotId() if snapshot_id is FACTORY else snapshot_id
+        self.position = position
+        self.replica_directory_id = replica_directory_id
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -138,16 +152,22 @@ class _FetchSnapshotRequest_PartitionSnapshot(Struct):
 _D_FetchSnapshotRequest_PartitionSnapshot = _FetchSnapshotRequest_PartitionSnapshot()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _FetchSnapshotRequest_TopicSnapshot(Struct):
     """FetchSnapshotRequest.TopicSnapshot."""
 
     __qualname__ = "FetchSnapshotRequest.TopicSnapshot"
+    __slots__ = ('name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The name of the topic to fetch. (versions 0-1)
-    name: str = ''
+    name: str
     #: The partitions to fetch. (versions 0-1)
-    partitions: list[_FetchSnapshotRequest_PartitionSnapshot] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_FetchSnapshotRequest_PartitionSnapshot]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', partitions: list[_FetchSnapshotRequest_PartitionSnapshot] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -199,11 +219,12 @@ class _FetchSnapshotRequest_TopicSnapshot(Struct):
 _D_FetchSnapshotRequest_TopicSnapshot = _FetchSnapshotRequest_TopicSnapshot()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class FetchSnapshotRequest(Message):
     """FetchSnapshotRequest, versions 0-1, flexible from v0."""
 
     __qualname__ = "FetchSnapshotRequest"
+    __slots__ = ('cluster_id', 'replica_id', 'max_bytes', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 59
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
@@ -212,14 +233,21 @@ class FetchSnapshotRequest(Message):
     PartitionSnapshot: ClassVar[type] = _FetchSnapshotRequest_PartitionSnapshot
     SnapshotId: ClassVar[type] = _FetchSnapshotRequest_SnapshotId
     #: The clusterId if known, this is used to validate metadata fetches prior to broker registration. (versions 0-1, nullable 0-1, tag 0 in 0-1)
-    cluster_id: str | None = None
+    cluster_id: str | None
     #: The broker ID of the follower. (versions 0-1)
-    replica_id: int = -1
+    replica_id: int
     #: The maximum bytes to fetch from all of the snapshots. (versions 0-1)
-    max_bytes: int = 2147483647
+    max_bytes: int
     #: The topics to fetch. (versions 0-1)
-    topics: list[_FetchSnapshotRequest_TopicSnapshot] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_FetchSnapshotRequest_TopicSnapshot]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, cluster_id: str | None = None, replica_id: int = -1, max_bytes: int = 2147483647, topics: list[_FetchSnapshotRequest_TopicSnapshot] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.cluster_id = cluster_id
+        self.replica_id = replica_id
+        self.max_bytes = max_bytes
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -280,16 +308,22 @@ class FetchSnapshotRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class _FetchSnapshotResponse_SnapshotId(Struct):
     """FetchSnapshotResponse.SnapshotId."""
 
     __qualname__ = "FetchSnapshotResponse.SnapshotId"
+    __slots__ = ('end_offset', 'epoch', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The snapshot end offset. (versions 0-1)
-    end_offset: int = 0
+    end_offset: int
     #: The snapshot epoch. (versions 0-1)
-    epoch: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    epoch: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, end_offset: int = 0, epoch: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.end_offset = end_offset
+        self.epoch = epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -326,16 +360,22 @@ class _FetchSnapshotResponse_SnapshotId(Struct):
 _D_FetchSnapshotResponse_SnapshotId = _FetchSnapshotResponse_SnapshotId()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _FetchSnapshotResponse_LeaderIdAndEpoch(Struct):
     """FetchSnapshotResponse.LeaderIdAndEpoch."""
 
     __qualname__ = "FetchSnapshotResponse.LeaderIdAndEpoch"
+    __slots__ = ('leader_id', 'leader_epoch', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The ID of the current leader or -1 if the leader is unknown. (versions 0-1)
-    leader_id: int = 0
+    leader_id: int
     #: The latest known leader epoch. (versions 0-1)
-    leader_epoch: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    leader_epoch: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, leader_id: int = 0, leader_epoch: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -372,26 +412,37 @@ class _FetchSnapshotResponse_LeaderIdAndEpoch(Struct):
 _D_FetchSnapshotResponse_LeaderIdAndEpoch = _FetchSnapshotResponse_LeaderIdAndEpoch()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _FetchSnapshotResponse_PartitionSnapshot(Struct):
     """FetchSnapshotResponse.PartitionSnapshot."""
 
     __qualname__ = "FetchSnapshotResponse.PartitionSnapshot"
+    __slots__ = ('index', 'error_code', 'snapshot_id', 'current_leader', 'size', 'position', 'unaligned_records', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-1)
-    index: int = 0
+    index: int
     #: The error code, or 0 if there was no fetch error. (versions 0-1)
-    error_code: int = 0
+    error_code: int
     #: The snapshot endOffset and epoch fetched. (versions 0-1)
-    snapshot_id: _FetchSnapshotResponse_SnapshotId = field(default_factory=_FetchSnapshotResponse_SnapshotId)
+    snapshot_id: _FetchSnapshotResponse_SnapshotId
     #: The leader of the partition at the time of the snapshot. (versions 0-1, tag 0 in 0-1)
-    current_leader: _FetchSnapshotResponse_LeaderIdAndEpoch = field(default_factory=_FetchSnapshotResponse_LeaderIdAndEpoch)
+    current_leader: _FetchSnapshotResponse_LeaderIdAndEpoch
     #: The total size of the snapshot. (versions 0-1)
-    size: int = 0
+    size: int
     #: The starting byte position within the snapshot included in the Bytes field. (versions 0-1)
-    position: int = 0
+    position: int
     #: Snapshot data in records format which may not be aligned on an offset boundary. (versions 0-1)
-    unaligned_records: Any | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    unaligned_records: Any | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, index: int = 0, error_code: int = 0, snapshot_id: _FetchSnapshotResponse_SnapshotId = FACTORY, current_leader: _FetchSnapshotResponse_LeaderIdAndEpoch = FACTORY, size: int = 0, position: int = 0, unaligned_records: Any | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.index = index
+        self.error_code = error_code
+        self.snapshot_id = _FetchSnapshotResponse_SnapshotId() if snapshot_id is FACTORY else snapshot_id
+        self.current_leader = _FetchSnapshotResponse_LeaderIdAndEpoch() if current_leader is FACTORY else current_leader
+        self.size = size
+        self.position = position
+        self.unaligned_records = unaligned_records
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -447,16 +498,22 @@ class _FetchSnapshotResponse_PartitionSnapshot(Struct):
 _D_FetchSnapshotResponse_PartitionSnapshot = _FetchSnapshotResponse_PartitionSnapshot()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _FetchSnapshotResponse_TopicSnapshot(Struct):
     """FetchSnapshotResponse.TopicSnapshot."""
 
     __qualname__ = "FetchSnapshotResponse.TopicSnapshot"
+    __slots__ = ('name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The name of the topic to fetch. (versions 0-1)
-    name: str = ''
+    name: str
     #: The partitions to fetch. (versions 0-1)
-    partitions: list[_FetchSnapshotResponse_PartitionSnapshot] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_FetchSnapshotResponse_PartitionSnapshot]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', partitions: list[_FetchSnapshotResponse_PartitionSnapshot] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -509,18 +566,25 @@ class _FetchSnapshotResponse_TopicSnapshot(Struct):
 _D_FetchSnapshotResponse_TopicSnapshot = _FetchSnapshotResponse_TopicSnapshot()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _FetchSnapshotResponse_NodeEndpoint(Struct):
     """FetchSnapshotResponse.NodeEndpoint."""
 
     __qualname__ = "FetchSnapshotResponse.NodeEndpoint"
+    __slots__ = ('node_id', 'host', 'port', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The ID of the associated node. (versions 1)
-    node_id: int = 0
+    node_id: int
     #: The node's hostname. (versions 1)
-    host: str = ''
+    host: str
     #: The node's port. (versions 1)
-    port: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    port: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, node_id: int = 0, host: str = '', port: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -583,11 +647,12 @@ class _FetchSnapshotResponse_NodeEndpoint(Struct):
 _D_FetchSnapshotResponse_NodeEndpoint = _FetchSnapshotResponse_NodeEndpoint()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class FetchSnapshotResponse(Message):
     """FetchSnapshotResponse, versions 0-1, flexible from v0."""
 
     __qualname__ = "FetchSnapshotResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'topics', 'node_endpoints', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 59
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
@@ -598,14 +663,21 @@ class FetchSnapshotResponse(Message):
     LeaderIdAndEpoch: ClassVar[type] = _FetchSnapshotResponse_LeaderIdAndEpoch
     NodeEndpoint: ClassVar[type] = _FetchSnapshotResponse_NodeEndpoint
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-1)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The top level response error code. (versions 0-1)
-    error_code: int = 0
+    error_code: int
     #: The topics to fetch. (versions 0-1)
-    topics: list[_FetchSnapshotResponse_TopicSnapshot] = field(default_factory=list)
+    topics: list[_FetchSnapshotResponse_TopicSnapshot]
     #: Endpoints for all current-leaders enumerated in PartitionSnapshot. (versions 1, tag 0 in 1)
-    node_endpoints: list[_FetchSnapshotResponse_NodeEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    node_endpoints: list[_FetchSnapshotResponse_NodeEndpoint]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, topics: list[_FetchSnapshotResponse_TopicSnapshot] = FACTORY, node_endpoints: list[_FetchSnapshotResponse_NodeEndpoint] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.topics = [] if topics is FACTORY else topics
+        self.node_endpoints = [] if node_endpoints is FACTORY else node_endpoints
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_b = struct.Struct('>b')
@@ -21,22 +20,29 @@ _S_ih = struct.Struct('>ih')
 _S_h = struct.Struct('>h')
 
 
-@dataclass(slots=True)
 class FindCoordinatorRequest(Message):
     """FindCoordinatorRequest, versions 0-6, flexible from v3."""
 
     __qualname__ = "FindCoordinatorRequest"
+    __slots__ = ('key', 'key_type', 'coordinator_keys', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 10
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_FROM: ClassVar[int | None] = 3
     #: The coordinator key. (versions 0-3)
-    key: str = ''
+    key: str
     #: The coordinator key type. (group, transaction, share). (versions 1-6)
-    key_type: int = 0
+    key_type: int
     #: The coordinator keys. (versions 4-6)
-    coordinator_keys: list[str] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    coordinator_keys: list[str]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, key: str = '', key_type: int = 0, coordinator_keys: list[str] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.key = key
+        self.key_type = key_type
+        self.coordinator_keys = [] if coordinator_keys is FACTORY else coordinator_keys
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -112,24 +118,34 @@ class FindCoordinatorRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _FindCoordinatorResponse_Coordinator(Struct):
     """FindCoordinatorResponse.Coordinator."""
 
     __qualname__ = "FindCoordinatorResponse.Coordinator"
+    __slots__ = ('key', 'node_id', 'host', 'port', 'error_code', 'error_message', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The coordinator key. (versions 4-6)
-    key: str = ''
+    key: str
     #: The node id. (versions 4-6)
-    node_id: int = 0
+    node_id: int
     #: The host name. (versions 4-6)
-    host: str = ''
+    host: str
     #: The port. (versions 4-6)
-    port: int = 0
+    port: int
     #: The error code, or 0 if there was no error. (versions 4-6)
-    error_code: int = 0
+    error_code: int
     #: The error message, or null if there was no error. (versions 4-6, nullable 4-6)
-    error_message: str | None = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_message: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, key: str = '', node_id: int = 0, host: str = '', port: int = 0, error_code: int = 0, error_message: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.key = key
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -214,31 +230,42 @@ class _FindCoordinatorResponse_Coordinator(Struct):
 _D_FindCoordinatorResponse_Coordinator = _FindCoordinatorResponse_Coordinator()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class FindCoordinatorResponse(Message):
     """FindCoordinatorResponse, versions 0-6, flexible from v3."""
 
     __qualname__ = "FindCoordinatorResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'node_id', 'host', 'port', 'coordinators', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 10
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_FROM: ClassVar[int | None] = 3
     Coordinator: ClassVar[type] = _FindCoordinatorResponse_Coordinator
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 1-6)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The error code, or 0 if there was no error. (versions 0-3)
-    error_code: int = 0
+    error_code: int
     #: The error message, or null if there was no error. (versions 1-3, nullable 1-3)
-    error_message: str | None = ''
+    error_message: str | None
     #: The node id. (versions 0-3)
-    node_id: int = 0
+    node_id: int
     #: The host name. (versions 0-3)
-    host: str = ''
+    host: str
     #: The port. (versions 0-3)
-    port: int = 0
+    port: int
     #: Each coordinator result in the response. (versions 4-6)
-    coordinators: list[_FindCoordinatorResponse_Coordinator] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    coordinators: list[_FindCoordinatorResponse_Coordinator]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', node_id: int = 0, host: str = '', port: int = 0, coordinators: list[_FindCoordinatorResponse_Coordinator] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.coordinators = [] if coordinators is FACTORY else coordinators
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

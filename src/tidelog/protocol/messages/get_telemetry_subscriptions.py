@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_ih = struct.Struct('>ih')
@@ -20,18 +19,23 @@ _S_i = struct.Struct('>i')
 _S_iio = struct.Struct('>ii?')
 
 
-@dataclass(slots=True)
 class GetTelemetrySubscriptionsRequest(Message):
     """GetTelemetrySubscriptionsRequest, versions 0, flexible from v0."""
 
     __qualname__ = "GetTelemetrySubscriptionsRequest"
+    __slots__ = ('client_instance_id', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 71
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     #: Unique id for this client instance, must be set to 0 on the first request. (versions 0)
-    client_instance_id: uuid.UUID = ZERO_UUID
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    client_instance_id: uuid.UUID
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, client_instance_id: uuid.UUID = ZERO_UUID, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.client_instance_id = client_instance_id
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -64,34 +68,47 @@ class GetTelemetrySubscriptionsRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class GetTelemetrySubscriptionsResponse(Message):
     """GetTelemetrySubscriptionsResponse, versions 0, flexible from v0."""
 
     __qualname__ = "GetTelemetrySubscriptionsResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'client_instance_id', 'subscription_id', 'accepted_compression_types', 'push_interval_ms', 'telemetry_max_bytes', 'delta_temporality', 'requested_metrics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 71
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The error code, or 0 if there was no error. (versions 0)
-    error_code: int = 0
+    error_code: int
     #: Assigned client instance id if ClientInstanceId was 0 in the request, else 0. (versions 0)
-    client_instance_id: uuid.UUID = ZERO_UUID
+    client_instance_id: uuid.UUID
     #: Unique identifier for the current subscription set for this client instance. (versions 0)
-    subscription_id: int = 0
+    subscription_id: int
     #: Compression types that broker accepts for the PushTelemetryRequest. (versions 0)
-    accepted_compression_types: list[int] = field(default_factory=list)
+    accepted_compression_types: list[int]
     #: Configured push interval, which is the lowest configured interval in the current subscription set. (versions 0)
-    push_interval_ms: int = 0
+    push_interval_ms: int
     #: The maximum bytes of binary data the broker accepts in PushTelemetryRequest. (versions 0)
-    telemetry_max_bytes: int = 0
+    telemetry_max_bytes: int
     #: Flag to indicate monotonic/counter metrics are to be emitted as deltas or cumulative values. (versions 0)
-    delta_temporality: bool = False
+    delta_temporality: bool
     #: Requested metrics prefix string match. Empty array: No metrics subscribed, Array[0] empty string: All metrics subscribed. (versions 0)
-    requested_metrics: list[str] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    requested_metrics: list[str]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, client_instance_id: uuid.UUID = ZERO_UUID, subscription_id: int = 0, accepted_compression_types: list[int] = FACTORY, push_interval_ms: int = 0, telemetry_max_bytes: int = 0, delta_temporality: bool = False, requested_metrics: list[str] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.client_instance_id = client_instance_id
+        self.subscription_id = subscription_id
+        self.accepted_compression_types = [] if accepted_compression_types is FACTORY else accepted_compression_types
+        self.push_interval_ms = push_interval_ms
+        self.telemetry_max_bytes = telemetry_max_bytes
+        self.delta_temporality = delta_temporality
+        self.requested_metrics = [] if requested_metrics is FACTORY else requested_metrics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

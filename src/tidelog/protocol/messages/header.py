@@ -8,35 +8,42 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_hhi = struct.Struct('>hhi')
 _S_i = struct.Struct('>i')
 
 
-@dataclass(slots=True)
 class RequestHeader(Message):
     """RequestHeader, versions 0-2, flexible from v2."""
 
     __qualname__ = "RequestHeader"
+    __slots__ = ('request_api_key', 'request_api_version', 'correlation_id', 'client_id', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = None
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int | None] = 2
     #: The API key of this request. (versions 0-2)
-    request_api_key: int = 0
+    request_api_key: int
     #: The API version of this request. (versions 0-2)
-    request_api_version: int = 0
+    request_api_version: int
     #: The correlation ID of this request. (versions 0-2)
-    correlation_id: int = 0
+    correlation_id: int
     #: The client ID string. (versions 1-2, nullable 1-2)
-    client_id: str | None = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    client_id: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, request_api_key: int = 0, request_api_version: int = 0, correlation_id: int = 0, client_id: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.request_api_key = request_api_key
+        self.request_api_version = request_api_version
+        self.correlation_id = correlation_id
+        self.client_id = client_id
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -83,18 +90,23 @@ class RequestHeader(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class ResponseHeader(Message):
     """ResponseHeader, versions 0-1, flexible from v1."""
 
     __qualname__ = "ResponseHeader"
+    __slots__ = ('correlation_id', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = None
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int | None] = 1
     #: The correlation ID of this response. (versions 0-1)
-    correlation_id: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    correlation_id: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, correlation_id: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.correlation_id = correlation_id
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

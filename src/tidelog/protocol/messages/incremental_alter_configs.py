@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_b = struct.Struct('>b')
@@ -21,18 +20,25 @@ _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
 
 
-@dataclass(slots=True)
 class _IncrementalAlterConfigsRequest_AlterableConfig(Struct):
     """IncrementalAlterConfigsRequest.AlterableConfig."""
 
     __qualname__ = "IncrementalAlterConfigsRequest.AlterableConfig"
+    __slots__ = ('name', 'config_operation', 'value', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The configuration key name. (versions 0-1)
-    name: str = ''
+    name: str
     #: The type (Set, Delete, Append, Subtract) of operation. (versions 0-1)
-    config_operation: int = 0
+    config_operation: int
     #: The value to set for the configuration key. (versions 0-1, nullable 0-1)
-    value: str | None = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    value: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', config_operation: int = 0, value: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.config_operation = config_operation
+        self.value = value
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -77,18 +83,25 @@ class _IncrementalAlterConfigsRequest_AlterableConfig(Struct):
 _D_IncrementalAlterConfigsRequest_AlterableConfig = _IncrementalAlterConfigsRequest_AlterableConfig()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _IncrementalAlterConfigsRequest_AlterConfigsResource(Struct):
     """IncrementalAlterConfigsRequest.AlterConfigsResource."""
 
     __qualname__ = "IncrementalAlterConfigsRequest.AlterConfigsResource"
+    __slots__ = ('resource_type', 'resource_name', 'configs', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The resource type. (versions 0-1)
-    resource_type: int = 0
+    resource_type: int
     #: The resource name. (versions 0-1)
-    resource_name: str = ''
+    resource_name: str
     #: The configurations. (versions 0-1)
-    configs: list[_IncrementalAlterConfigsRequest_AlterableConfig] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    configs: list[_IncrementalAlterConfigsRequest_AlterableConfig]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, resource_type: int = 0, resource_name: str = '', configs: list[_IncrementalAlterConfigsRequest_AlterableConfig] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.configs = [] if configs is FACTORY else configs
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -147,11 +160,12 @@ class _IncrementalAlterConfigsRequest_AlterConfigsResource(Struct):
 _D_IncrementalAlterConfigsRequest_AlterConfigsResource = _IncrementalAlterConfigsRequest_AlterConfigsResource()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class IncrementalAlterConfigsRequest(Message):
     """IncrementalAlterConfigsRequest, versions 0-1, flexible from v1."""
 
     __qualname__ = "IncrementalAlterConfigsRequest"
+    __slots__ = ('resources', 'validate_only', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 44
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
@@ -159,10 +173,15 @@ class IncrementalAlterConfigsRequest(Message):
     AlterConfigsResource: ClassVar[type] = _IncrementalAlterConfigsRequest_AlterConfigsResource
     AlterableConfig: ClassVar[type] = _IncrementalAlterConfigsRequest_AlterableConfig
     #: The incremental updates for each resource. (versions 0-1)
-    resources: list[_IncrementalAlterConfigsRequest_AlterConfigsResource] = field(default_factory=list)
+    resources: list[_IncrementalAlterConfigsRequest_AlterConfigsResource]
     #: True if we should validate the request, but not change the configurations. (versions 0-1)
-    validate_only: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    validate_only: bool
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, resources: list[_IncrementalAlterConfigsRequest_AlterConfigsResource] = FACTORY, validate_only: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.resources = [] if resources is FACTORY else resources
+        self.validate_only = validate_only
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -216,20 +235,28 @@ class IncrementalAlterConfigsRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _IncrementalAlterConfigsResponse_AlterConfigsResourceResponse(Struct):
     """IncrementalAlterConfigsResponse.AlterConfigsResourceResponse."""
 
     __qualname__ = "IncrementalAlterConfigsResponse.AlterConfigsResourceResponse"
+    __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The resource error code. (versions 0-1)
-    error_code: int = 0
+    error_code: int
     #: The resource error message, or null if there was no error. (versions 0-1, nullable 0-1)
-    error_message: str | None = ''
+    error_message: str | None
     #: The resource type. (versions 0-1)
-    resource_type: int = 0
+    resource_type: int
     #: The resource name. (versions 0-1)
-    resource_name: str = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    resource_name: str
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, error_message: str | None = '', resource_type: int = 0, resource_name: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -277,21 +304,27 @@ class _IncrementalAlterConfigsResponse_AlterConfigsResourceResponse(Struct):
 _D_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse = _IncrementalAlterConfigsResponse_AlterConfigsResourceResponse()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class IncrementalAlterConfigsResponse(Message):
     """IncrementalAlterConfigsResponse, versions 0-1, flexible from v1."""
 
     __qualname__ = "IncrementalAlterConfigsResponse"
+    __slots__ = ('throttle_time_ms', 'responses', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 44
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int | None] = 1
     AlterConfigsResourceResponse: ClassVar[type] = _IncrementalAlterConfigsResponse_AlterConfigsResourceResponse
     #: Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-1)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The responses for each resource. (versions 0-1)
-    responses: list[_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    responses: list[_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, responses: list[_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.responses = [] if responses is FACTORY else responses
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

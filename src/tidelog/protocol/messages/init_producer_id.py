@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_i = struct.Struct('>i')
@@ -21,28 +20,38 @@ _S_oo = struct.Struct('>??')
 _S_ihqh = struct.Struct('>ihqh')
 
 
-@dataclass(slots=True)
 class InitProducerIdRequest(Message):
     """InitProducerIdRequest, versions 0-6, flexible from v2. The highest version is unstable in Kafka and not advertised by default."""
 
     __qualname__ = "InitProducerIdRequest"
+    __slots__ = ('transactional_id', 'transaction_timeout_ms', 'producer_id', 'producer_epoch', 'enable2_pc', 'keep_prepared_txn', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 22
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_FROM: ClassVar[int | None] = 2
     #: The transactional id, or null if the producer is not transactional. (versions 0-6, nullable 0-6)
-    transactional_id: str | None = ''
+    transactional_id: str | None
     #: The time in ms to wait before aborting idle transactions sent by this producer. This is only relevant if a TransactionalId has been defined. (versions 0-6)
-    transaction_timeout_ms: int = 0
+    transaction_timeout_ms: int
     #: The producer id. This is used to disambiguate requests if a transactional id is reused following its expiration. (versions 3-6)
-    producer_id: int = -1
+    producer_id: int
     #: The producer's current epoch. This will be checked against the producer epoch on the broker, and the request will return an error if they do not match. (versions 3-6)
-    producer_epoch: int = -1
+    producer_epoch: int
     #: True if the client wants to enable two-phase commit (2PC) protocol for transactions. (versions 6)
-    enable2_pc: bool = False
+    enable2_pc: bool
     #: True if the client wants to keep the currently ongoing transaction instead of aborting it. (versions 6)
-    keep_prepared_txn: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    keep_prepared_txn: bool
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, transactional_id: str | None = '', transaction_timeout_ms: int = 0, producer_id: int = -1, producer_epoch: int = -1, enable2_pc: bool = False, keep_prepared_txn: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.transactional_id = transactional_id
+        self.transaction_timeout_ms = transaction_timeout_ms
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.enable2_pc = enable2_pc
+        self.keep_prepared_txn = keep_prepared_txn
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -108,28 +117,38 @@ class InitProducerIdRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class InitProducerIdResponse(Message):
     """InitProducerIdResponse, versions 0-6, flexible from v2."""
 
     __qualname__ = "InitProducerIdResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'producer_id', 'producer_epoch', 'ongoing_txn_producer_id', 'ongoing_txn_producer_epoch', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 22
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 6
     FLEXIBLE_FROM: ClassVar[int | None] = 2
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-6)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The error code, or 0 if there was no error. (versions 0-6)
-    error_code: int = 0
+    error_code: int
     #: The current producer id. (versions 0-6)
-    producer_id: int = -1
+    producer_id: int
     #: The current epoch associated with the producer id. (versions 0-6)
-    producer_epoch: int = 0
+    producer_epoch: int
     #: The producer id for ongoing transaction when KeepPreparedTxn is used, -1 if there is no transaction ongoing. (versions 6)
-    ongoing_txn_producer_id: int = -1
+    ongoing_txn_producer_id: int
     #: The epoch associated with the producer id for ongoing transaction when KeepPreparedTxn is used, -1 if there is no transaction ongoing. (versions 6)
-    ongoing_txn_producer_epoch: int = -1
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    ongoing_txn_producer_epoch: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, producer_id: int = -1, producer_epoch: int = 0, ongoing_txn_producer_id: int = -1, ongoing_txn_producer_epoch: int = -1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.ongoing_txn_producer_id = ongoing_txn_producer_id
+        self.ongoing_txn_producer_epoch = ongoing_txn_producer_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

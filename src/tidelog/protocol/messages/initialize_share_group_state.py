@@ -8,29 +8,35 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_iiq = struct.Struct('>iiq')
 _S_ih = struct.Struct('>ih')
 
 
-@dataclass(slots=True)
 class _InitializeShareGroupStateRequest_PartitionData(Struct):
     """InitializeShareGroupStateRequest.PartitionData."""
 
     __qualname__ = "InitializeShareGroupStateRequest.PartitionData"
+    __slots__ = ('partition', 'state_epoch', 'start_offset', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0)
-    partition: int = 0
+    partition: int
     #: The state epoch for this share-partition. (versions 0)
-    state_epoch: int = 0
+    state_epoch: int
     #: The share-partition start offset, or -1 if the start offset is not being initialized. (versions 0)
-    start_offset: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    start_offset: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition: int = 0, state_epoch: int = 0, start_offset: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition = partition
+        self.state_epoch = state_epoch
+        self.start_offset = start_offset
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -67,16 +73,22 @@ class _InitializeShareGroupStateRequest_PartitionData(Struct):
 _D_InitializeShareGroupStateRequest_PartitionData = _InitializeShareGroupStateRequest_PartitionData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _InitializeShareGroupStateRequest_InitializeStateData(Struct):
     """InitializeShareGroupStateRequest.InitializeStateData."""
 
     __qualname__ = "InitializeShareGroupStateRequest.InitializeStateData"
+    __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic identifier. (versions 0)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The data for the partitions. (versions 0)
-    partitions: list[_InitializeShareGroupStateRequest_PartitionData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_InitializeShareGroupStateRequest_PartitionData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[_InitializeShareGroupStateRequest_PartitionData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -128,11 +140,12 @@ class _InitializeShareGroupStateRequest_InitializeStateData(Struct):
 _D_InitializeShareGroupStateRequest_InitializeStateData = _InitializeShareGroupStateRequest_InitializeStateData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class InitializeShareGroupStateRequest(Message):
     """InitializeShareGroupStateRequest, versions 0, flexible from v0."""
 
     __qualname__ = "InitializeShareGroupStateRequest"
+    __slots__ = ('group_id', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 83
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
@@ -140,10 +153,15 @@ class InitializeShareGroupStateRequest(Message):
     InitializeStateData: ClassVar[type] = _InitializeShareGroupStateRequest_InitializeStateData
     PartitionData: ClassVar[type] = _InitializeShareGroupStateRequest_PartitionData
     #: The group identifier. (versions 0)
-    group_id: str = ''
+    group_id: str
     #: The data for the topics. (versions 0)
-    topics: list[_InitializeShareGroupStateRequest_InitializeStateData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_InitializeShareGroupStateRequest_InitializeStateData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group_id: str = '', topics: list[_InitializeShareGroupStateRequest_InitializeStateData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -192,18 +210,25 @@ class InitializeShareGroupStateRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class _InitializeShareGroupStateResponse_PartitionResult(Struct):
     """InitializeShareGroupStateResponse.PartitionResult."""
 
     __qualname__ = "InitializeShareGroupStateResponse.PartitionResult"
+    __slots__ = ('partition', 'error_code', 'error_message', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0)
-    partition: int = 0
+    partition: int
     #: The error code, or 0 if there was no error. (versions 0)
-    error_code: int = 0
+    error_code: int
     #: The error message, or null if there was no error. (versions 0, nullable 0)
-    error_message: str | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_message: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition: int = 0, error_code: int = 0, error_message: str | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition = partition
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -242,16 +267,22 @@ class _InitializeShareGroupStateResponse_PartitionResult(Struct):
 _D_InitializeShareGroupStateResponse_PartitionResult = _InitializeShareGroupStateResponse_PartitionResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _InitializeShareGroupStateResponse_InitializeStateResult(Struct):
     """InitializeShareGroupStateResponse.InitializeStateResult."""
 
     __qualname__ = "InitializeShareGroupStateResponse.InitializeStateResult"
+    __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic identifier. (versions 0)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The results for the partitions. (versions 0)
-    partitions: list[_InitializeShareGroupStateResponse_PartitionResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_InitializeShareGroupStateResponse_PartitionResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[_InitializeShareGroupStateResponse_PartitionResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -303,11 +334,12 @@ class _InitializeShareGroupStateResponse_InitializeStateResult(Struct):
 _D_InitializeShareGroupStateResponse_InitializeStateResult = _InitializeShareGroupStateResponse_InitializeStateResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class InitializeShareGroupStateResponse(Message):
     """InitializeShareGroupStateResponse, versions 0, flexible from v0."""
 
     __qualname__ = "InitializeShareGroupStateResponse"
+    __slots__ = ('results', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 83
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
@@ -315,8 +347,12 @@ class InitializeShareGroupStateResponse(Message):
     InitializeStateResult: ClassVar[type] = _InitializeShareGroupStateResponse_InitializeStateResult
     PartitionResult: ClassVar[type] = _InitializeShareGroupStateResponse_PartitionResult
     #: The initialization results. (versions 0)
-    results: list[_InitializeShareGroupStateResponse_InitializeStateResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    results: list[_InitializeShareGroupStateResponse_InitializeStateResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, results: list[_InitializeShareGroupStateResponse_InitializeStateResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.results = [] if results is FACTORY else results
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_i = struct.Struct('>i')
@@ -20,16 +19,22 @@ _S_hi = struct.Struct('>hi')
 _S_o = struct.Struct('>?')
 
 
-@dataclass(slots=True)
 class _JoinGroupRequest_JoinGroupRequestProtocol(Struct):
     """JoinGroupRequest.JoinGroupRequestProtocol."""
 
     __qualname__ = "JoinGroupRequest.JoinGroupRequestProtocol"
+    __slots__ = ('name', 'metadata', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The protocol name. (versions 0-9)
-    name: str = ''
+    name: str
     #: The protocol metadata. (versions 0-9)
-    metadata: bytes = b""
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    metadata: bytes
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', metadata: bytes = b"", unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.metadata = metadata
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -71,33 +76,45 @@ class _JoinGroupRequest_JoinGroupRequestProtocol(Struct):
 _D_JoinGroupRequest_JoinGroupRequestProtocol = _JoinGroupRequest_JoinGroupRequestProtocol()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class JoinGroupRequest(Message):
     """JoinGroupRequest, versions 0-9, flexible from v6."""
 
     __qualname__ = "JoinGroupRequest"
+    __slots__ = ('group_id', 'session_timeout_ms', 'rebalance_timeout_ms', 'member_id', 'group_instance_id', 'protocol_type', 'protocols', 'reason', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 11
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 9
     FLEXIBLE_FROM: ClassVar[int | None] = 6
     JoinGroupRequestProtocol: ClassVar[type] = _JoinGroupRequest_JoinGroupRequestProtocol
     #: The group identifier. (versions 0-9)
-    group_id: str = ''
+    group_id: str
     #: The coordinator considers the consumer dead if it receives no heartbeat after this timeout in milliseconds. (versions 0-9)
-    session_timeout_ms: int = 0
+    session_timeout_ms: int
     #: The maximum time in milliseconds that the coordinator will wait for each member to rejoin when rebalancing the group. (versions 1-9)
-    rebalance_timeout_ms: int = -1
+    rebalance_timeout_ms: int
     #: The member id assigned by the group coordinator. (versions 0-9)
-    member_id: str = ''
+    member_id: str
     #: The unique identifier of the consumer instance provided by end user. (versions 5-9, nullable 5-9)
-    group_instance_id: str | None = None
+    group_instance_id: str | None
     #: The unique name the for class of protocols implemented by the group we want to join. (versions 0-9)
-    protocol_type: str = ''
+    protocol_type: str
     #: The list of protocols that the member supports. (versions 0-9)
-    protocols: list[_JoinGroupRequest_JoinGroupRequestProtocol] = field(default_factory=list)
+    protocols: list[_JoinGroupRequest_JoinGroupRequestProtocol]
     #: The reason why the member (re-)joins the group. (versions 8-9, nullable 8-9)
-    reason: str | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    reason: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group_id: str = '', session_timeout_ms: int = 0, rebalance_timeout_ms: int = -1, member_id: str = '', group_instance_id: str | None = None, protocol_type: str = '', protocols: list[_JoinGroupRequest_JoinGroupRequestProtocol] = FACTORY, reason: str | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_id = group_id
+        self.session_timeout_ms = session_timeout_ms
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.protocol_type = protocol_type
+        self.protocols = [] if protocols is FACTORY else protocols
+        self.reason = reason
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -179,18 +196,25 @@ class JoinGroupRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _JoinGroupResponse_JoinGroupResponseMember(Struct):
     """JoinGroupResponse.JoinGroupResponseMember."""
 
     __qualname__ = "JoinGroupResponse.JoinGroupResponseMember"
+    __slots__ = ('member_id', 'group_instance_id', 'metadata', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The group member ID. (versions 0-9)
-    member_id: str = ''
+    member_id: str
     #: The unique identifier of the consumer instance provided by end user. (versions 5-9, nullable 5-9)
-    group_instance_id: str | None = None
+    group_instance_id: str | None
     #: The group member metadata. (versions 0-9)
-    metadata: bytes = b""
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    metadata: bytes
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, member_id: str = '', group_instance_id: str | None = None, metadata: bytes = b"", unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.metadata = metadata
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -238,35 +262,48 @@ class _JoinGroupResponse_JoinGroupResponseMember(Struct):
 _D_JoinGroupResponse_JoinGroupResponseMember = _JoinGroupResponse_JoinGroupResponseMember()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class JoinGroupResponse(Message):
     """JoinGroupResponse, versions 0-9, flexible from v6."""
 
     __qualname__ = "JoinGroupResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'generation_id', 'protocol_type', 'protocol_name', 'leader', 'skip_assignment', 'member_id', 'members', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 11
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 9
     FLEXIBLE_FROM: ClassVar[int | None] = 6
     JoinGroupResponseMember: ClassVar[type] = _JoinGroupResponse_JoinGroupResponseMember
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 2-9)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The error code, or 0 if there was no error. (versions 0-9)
-    error_code: int = 0
+    error_code: int
     #: The generation ID of the group. (versions 0-9)
-    generation_id: int = -1
+    generation_id: int
     #: The group protocol name. (versions 7-9, nullable 7-9)
-    protocol_type: str | None = None
+    protocol_type: str | None
     #: The group protocol selected by the coordinator. (versions 0-9, nullable 7-9)
-    protocol_name: str | None = ''
+    protocol_name: str | None
     #: The leader of the group. (versions 0-9)
-    leader: str = ''
+    leader: str
     #: True if the leader must skip running the assignment. (versions 9)
-    skip_assignment: bool = False
+    skip_assignment: bool
     #: The member ID assigned by the group coordinator. (versions 0-9)
-    member_id: str = ''
+    member_id: str
     #: The group members. (versions 0-9)
-    members: list[_JoinGroupResponse_JoinGroupResponseMember] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    members: list[_JoinGroupResponse_JoinGroupResponseMember]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, generation_id: int = -1, protocol_type: str | None = None, protocol_name: str | None = '', leader: str = '', skip_assignment: bool = False, member_id: str = '', members: list[_JoinGroupResponse_JoinGroupResponseMember] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.generation_id = generation_id
+        self.protocol_type = protocol_type
+        self.protocol_name = protocol_name
+        self.leader = leader
+        self.skip_assignment = skip_assignment
+        self.member_id = member_id
+        self.members = [] if members is FACTORY else members
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

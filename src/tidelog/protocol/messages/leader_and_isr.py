@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_iiii = struct.Struct('>iiii')
@@ -24,36 +23,52 @@ _S_ih = struct.Struct('>ih')
 _S_h = struct.Struct('>h')
 
 
-@dataclass(slots=True)
 class _LeaderAndIsrRequest_LeaderAndIsrPartitionState(Struct):
     """LeaderAndIsrRequest.LeaderAndIsrPartitionState."""
 
     __qualname__ = "LeaderAndIsrRequest.LeaderAndIsrPartitionState"
+    __slots__ = ('topic_name', 'partition_index', 'controller_epoch', 'leader', 'leader_epoch', 'isr', 'partition_epoch', 'replicas', 'adding_replicas', 'removing_replicas', 'is_new', 'leader_recovery_state', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. This is only present in v0 or v1. (versions 0-1)
-    topic_name: str = ''
+    topic_name: str
     #: The partition index. (versions 0-7)
-    partition_index: int = 0
+    partition_index: int
     #: The controller epoch. (versions 0-7)
-    controller_epoch: int = 0
+    controller_epoch: int
     #: The broker ID of the leader. (versions 0-7)
-    leader: int = 0
+    leader: int
     #: The leader epoch. (versions 0-7)
-    leader_epoch: int = 0
+    leader_epoch: int
     #: The in-sync replica IDs. (versions 0-7)
-    isr: list[int] = field(default_factory=list)
+    isr: list[int]
     #: The current epoch for the partition. The epoch is a monotonically increasing value which is incremented after every partition change. (Since the LeaderAndIsr request is only used by the legacy controller, this corresponds to the zkVersion) (versions 0-7)
-    partition_epoch: int = 0
+    partition_epoch: int
     #: The replica IDs. (versions 0-7)
-    replicas: list[int] = field(default_factory=list)
+    replicas: list[int]
     #: The replica IDs that we are adding this partition to, or null if no replicas are being added. (versions 3-7)
-    adding_replicas: list[int] = field(default_factory=list)
+    adding_replicas: list[int]
     #: The replica IDs that we are removing this partition from, or null if no replicas are being removed. (versions 3-7)
-    removing_replicas: list[int] = field(default_factory=list)
+    removing_replicas: list[int]
     #: Whether the replica should have existed on the broker or not. (versions 1-7)
-    is_new: bool = False
+    is_new: bool
     #: 1 if the partition is recovering from an unclean leader election; 0 otherwise. (versions 6-7)
-    leader_recovery_state: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    leader_recovery_state: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_name: str = '', partition_index: int = 0, controller_epoch: int = 0, leader: int = 0, leader_epoch: int = 0, isr: list[int] = FACTORY, partition_epoch: int = 0, replicas: list[int] = FACTORY, adding_replicas: list[int] = FACTORY, removing_replicas: list[int] = FACTORY, is_new: bool = False, leader_recovery_state: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name
+        self.partition_index = partition_index
+        self.controller_epoch = controller_epoch
+        self.leader = leader
+        self.leader_epoch = leader_epoch
+        self.isr = [] if isr is FACTORY else isr
+        self.partition_epoch = partition_epoch
+        self.replicas = [] if replicas is FACTORY else replicas
+        self.adding_replicas = [] if adding_replicas is FACTORY else adding_replicas
+        self.removing_replicas = [] if removing_replicas is FACTORY else removing_replicas
+        self.is_new = is_new
+        self.leader_recovery_state = leader_recovery_state
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -176,18 +191,25 @@ class _LeaderAndIsrRequest_LeaderAndIsrPartitionState(Struct):
 _D_LeaderAndIsrRequest_LeaderAndIsrPartitionState = _LeaderAndIsrRequest_LeaderAndIsrPartitionState()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _LeaderAndIsrRequest_LeaderAndIsrTopicState(Struct):
     """LeaderAndIsrRequest.LeaderAndIsrTopicState."""
 
     __qualname__ = "LeaderAndIsrRequest.LeaderAndIsrTopicState"
+    __slots__ = ('topic_name', 'topic_id', 'partition_states', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 2-7)
-    topic_name: str = ''
+    topic_name: str
     #: The unique topic ID. (versions 5-7)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The state of each partition (versions 2-7)
-    partition_states: list[_LeaderAndIsrRequest_LeaderAndIsrPartitionState] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partition_states: list[_LeaderAndIsrRequest_LeaderAndIsrPartitionState]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_name: str = '', topic_id: uuid.UUID = ZERO_UUID, partition_states: list[_LeaderAndIsrRequest_LeaderAndIsrPartitionState] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name
+        self.topic_id = topic_id
+        self.partition_states = [] if partition_states is FACTORY else partition_states
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -263,18 +285,25 @@ class _LeaderAndIsrRequest_LeaderAndIsrTopicState(Struct):
 _D_LeaderAndIsrRequest_LeaderAndIsrTopicState = _LeaderAndIsrRequest_LeaderAndIsrTopicState()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _LeaderAndIsrRequest_LeaderAndIsrLiveLeader(Struct):
     """LeaderAndIsrRequest.LeaderAndIsrLiveLeader."""
 
     __qualname__ = "LeaderAndIsrRequest.LeaderAndIsrLiveLeader"
+    __slots__ = ('broker_id', 'host_name', 'port', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The leader's broker ID. (versions 0-7)
-    broker_id: int = 0
+    broker_id: int
     #: The leader's hostname. (versions 0-7)
-    host_name: str = ''
+    host_name: str
     #: The leader's port. (versions 0-7)
-    port: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    port: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, broker_id: int = 0, host_name: str = '', port: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.broker_id = broker_id
+        self.host_name = host_name
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -320,11 +349,12 @@ class _LeaderAndIsrRequest_LeaderAndIsrLiveLeader(Struct):
 _D_LeaderAndIsrRequest_LeaderAndIsrLiveLeader = _LeaderAndIsrRequest_LeaderAndIsrLiveLeader()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class LeaderAndIsrRequest(Message):
     """LeaderAndIsrRequest, versions 0-7, flexible from v4."""
 
     __qualname__ = "LeaderAndIsrRequest"
+    __slots__ = ('controller_id', 'is_k_raft_controller', 'controller_epoch', 'broker_epoch', 'type', 'ungrouped_partition_states', 'topic_states', 'live_leaders', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 4
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 7
@@ -333,22 +363,33 @@ class LeaderAndIsrRequest(Message):
     LeaderAndIsrTopicState: ClassVar[type] = _LeaderAndIsrRequest_LeaderAndIsrTopicState
     LeaderAndIsrLiveLeader: ClassVar[type] = _LeaderAndIsrRequest_LeaderAndIsrLiveLeader
     #: The current controller ID. (versions 0-7)
-    controller_id: int = 0
+    controller_id: int
     #: If KRaft controller id is used during migration. See KIP-866 (versions 7)
-    is_k_raft_controller: bool = False
+    is_k_raft_controller: bool
     #: The current controller epoch. (versions 0-7)
-    controller_epoch: int = 0
+    controller_epoch: int
     #: The current broker epoch. (versions 2-7)
-    broker_epoch: int = -1
+    broker_epoch: int
     #: The type that indicates whether all topics are included in the request (versions 5-7)
-    type: int = 0
+    type: int
     #: The state of each partition, in a v0 or v1 message. (versions 0-1)
-    ungrouped_partition_states: list[_LeaderAndIsrRequest_LeaderAndIsrPartitionState] = field(default_factory=list)
+    ungrouped_partition_states: list[_LeaderAndIsrRequest_LeaderAndIsrPartitionState]
     #: Each topic. (versions 2-7)
-    topic_states: list[_LeaderAndIsrRequest_LeaderAndIsrTopicState] = field(default_factory=list)
+    topic_states: list[_LeaderAndIsrRequest_LeaderAndIsrTopicState]
     #: The current live leaders. (versions 0-7)
-    live_leaders: list[_LeaderAndIsrRequest_LeaderAndIsrLiveLeader] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    live_leaders: list[_LeaderAndIsrRequest_LeaderAndIsrLiveLeader]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, controller_id: int = 0, is_k_raft_controller: bool = False, controller_epoch: int = 0, broker_epoch: int = -1, type: int = 0, ungrouped_partition_states: list[_LeaderAndIsrRequest_LeaderAndIsrPartitionState] = FACTORY, topic_states: list[_LeaderAndIsrRequest_LeaderAndIsrTopicState] = FACTORY, live_leaders: list[_LeaderAndIsrRequest_LeaderAndIsrLiveLeader] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.controller_id = controller_id
+        self.is_k_raft_controller = is_k_raft_controller
+        self.controller_epoch = controller_epoch
+        self.broker_epoch = broker_epoch
+        self.type = type
+        self.ungrouped_partition_states = [] if ungrouped_partition_states is FACTORY else ungrouped_partition_states
+        self.topic_states = [] if topic_states is FACTORY else topic_states
+        self.live_leaders = [] if live_leaders is FACTORY else live_leaders
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -478,18 +519,25 @@ class LeaderAndIsrRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _LeaderAndIsrResponse_LeaderAndIsrPartitionError(Struct):
     """LeaderAndIsrResponse.LeaderAndIsrPartitionError."""
 
     __qualname__ = "LeaderAndIsrResponse.LeaderAndIsrPartitionError"
+    __slots__ = ('topic_name', 'partition_index', 'error_code', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-4)
-    topic_name: str = ''
+    topic_name: str
     #: The partition index. (versions 0-7)
-    partition_index: int = 0
+    partition_index: int
     #: The partition error code, or 0 if there was no error. (versions 0-7)
-    error_code: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_code: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_name: str = '', partition_index: int = 0, error_code: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -536,16 +584,22 @@ class _LeaderAndIsrResponse_LeaderAndIsrPartitionError(Struct):
 _D_LeaderAndIsrResponse_LeaderAndIsrPartitionError = _LeaderAndIsrResponse_LeaderAndIsrPartitionError()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _LeaderAndIsrResponse_LeaderAndIsrTopicError(Struct):
     """LeaderAndIsrResponse.LeaderAndIsrTopicError."""
 
     __qualname__ = "LeaderAndIsrResponse.LeaderAndIsrTopicError"
+    __slots__ = ('topic_id', 'partition_errors', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The unique topic ID (versions 5-7)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: Each partition. (versions 5-7)
-    partition_errors: list[_LeaderAndIsrResponse_LeaderAndIsrPartitionError] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partition_errors: list[_LeaderAndIsrResponse_LeaderAndIsrPartitionError]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partition_errors: list[_LeaderAndIsrResponse_LeaderAndIsrPartitionError] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_id = topic_id
+        self.partition_errors = [] if partition_errors is FACTORY else partition_errors
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -615,11 +669,12 @@ class _LeaderAndIsrResponse_LeaderAndIsrTopicError(Struct):
 _D_LeaderAndIsrResponse_LeaderAndIsrTopicError = _LeaderAndIsrResponse_LeaderAndIsrTopicError()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class LeaderAndIsrResponse(Message):
     """LeaderAndIsrResponse, versions 0-7, flexible from v4."""
 
     __qualname__ = "LeaderAndIsrResponse"
+    __slots__ = ('error_code', 'partition_errors', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 4
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 7
@@ -627,12 +682,18 @@ class LeaderAndIsrResponse(Message):
     LeaderAndIsrPartitionError: ClassVar[type] = _LeaderAndIsrResponse_LeaderAndIsrPartitionError
     LeaderAndIsrTopicError: ClassVar[type] = _LeaderAndIsrResponse_LeaderAndIsrTopicError
     #: The error code, or 0 if there was no error. (versions 0-7)
-    error_code: int = 0
+    error_code: int
     #: Each partition in v0 to v4 message. (versions 0-4)
-    partition_errors: list[_LeaderAndIsrResponse_LeaderAndIsrPartitionError] = field(default_factory=list)
+    partition_errors: list[_LeaderAndIsrResponse_LeaderAndIsrPartitionError]
     #: Each topic (versions 5-7)
-    topics: list[_LeaderAndIsrResponse_LeaderAndIsrTopicError] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_LeaderAndIsrResponse_LeaderAndIsrTopicError]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, partition_errors: list[_LeaderAndIsrResponse_LeaderAndIsrPartitionError] = FACTORY, topics: list[_LeaderAndIsrResponse_LeaderAndIsrTopicError] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.partition_errors = [] if partition_errors is FACTORY else partition_errors
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,29 +8,35 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_h = struct.Struct('>h')
 _S_i = struct.Struct('>i')
 
 
-@dataclass(slots=True)
 class _LeaveGroupRequest_MemberIdentity(Struct):
     """LeaveGroupRequest.MemberIdentity."""
 
     __qualname__ = "LeaveGroupRequest.MemberIdentity"
+    __slots__ = ('member_id', 'group_instance_id', 'reason', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The member ID to remove from the group. (versions 3-5)
-    member_id: str = ''
+    member_id: str
     #: The group instance ID to remove from the group. (versions 3-5, nullable 3-5)
-    group_instance_id: str | None = None
+    group_instance_id: str | None
     #: The reason why the member left the group. (versions 5, nullable 5)
-    reason: str | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    reason: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, member_id: str = '', group_instance_id: str | None = None, reason: str | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.reason = reason
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -92,23 +98,30 @@ class _LeaveGroupRequest_MemberIdentity(Struct):
 _D_LeaveGroupRequest_MemberIdentity = _LeaveGroupRequest_MemberIdentity()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class LeaveGroupRequest(Message):
     """LeaveGroupRequest, versions 0-5, flexible from v4."""
 
     __qualname__ = "LeaveGroupRequest"
+    __slots__ = ('group_id', 'member_id', 'members', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 13
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_FROM: ClassVar[int | None] = 4
     MemberIdentity: ClassVar[type] = _LeaveGroupRequest_MemberIdentity
     #: The ID of the group to leave. (versions 0-5)
-    group_id: str = ''
+    group_id: str
     #: The member ID to remove from the group. (versions 0-2)
-    member_id: str = ''
+    member_id: str
     #: List of leaving member identities. (versions 3-5)
-    members: list[_LeaveGroupRequest_MemberIdentity] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    members: list[_LeaveGroupRequest_MemberIdentity]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group_id: str = '', member_id: str = '', members: list[_LeaveGroupRequest_MemberIdentity] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.members = [] if members is FACTORY else members
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -177,18 +190,25 @@ class LeaveGroupRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _LeaveGroupResponse_MemberResponse(Struct):
     """LeaveGroupResponse.MemberResponse."""
 
     __qualname__ = "LeaveGroupResponse.MemberResponse"
+    __slots__ = ('member_id', 'group_instance_id', 'error_code', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The member ID to remove from the group. (versions 3-5)
-    member_id: str = ''
+    member_id: str
     #: The group instance ID to remove from the group. (versions 3-5, nullable 3-5)
-    group_instance_id: str | None = ''
+    group_instance_id: str | None
     #: The error code, or 0 if there was no error. (versions 3-5)
-    error_code: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_code: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, member_id: str = '', group_instance_id: str | None = '', error_code: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -254,23 +274,30 @@ class _LeaveGroupResponse_MemberResponse(Struct):
 _D_LeaveGroupResponse_MemberResponse = _LeaveGroupResponse_MemberResponse()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class LeaveGroupResponse(Message):
     """LeaveGroupResponse, versions 0-5, flexible from v4."""
 
     __qualname__ = "LeaveGroupResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'members', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 13
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_FROM: ClassVar[int | None] = 4
     MemberResponse: ClassVar[type] = _LeaveGroupResponse_MemberResponse
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 1-5)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The error code, or 0 if there was no error. (versions 0-5)
-    error_code: int = 0
+    error_code: int
     #: List of leaving member responses. (versions 3-5)
-    members: list[_LeaveGroupResponse_MemberResponse] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    members: list[_LeaveGroupResponse_MemberResponse]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, members: list[_LeaveGroupResponse_MemberResponse] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.members = [] if members is FACTORY else members
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

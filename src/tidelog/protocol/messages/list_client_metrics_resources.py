@@ -8,26 +8,29 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_ih = struct.Struct('>ih')
 
 
-@dataclass(slots=True)
 class ListClientMetricsResourcesRequest(Message):
     """ListClientMetricsResourcesRequest, versions 0, flexible from v0."""
 
     __qualname__ = "ListClientMetricsResourcesRequest"
+    __slots__ = ('unknown_tagged_fields',)
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 74
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -58,14 +61,19 @@ class ListClientMetricsResourcesRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class _ListClientMetricsResourcesResponse_ClientMetricsResource(Struct):
     """ListClientMetricsResourcesResponse.ClientMetricsResource."""
 
     __qualname__ = "ListClientMetricsResourcesResponse.ClientMetricsResource"
+    __slots__ = ('name', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The resource name. (versions 0)
-    name: str = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    name: str
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -101,23 +109,30 @@ class _ListClientMetricsResourcesResponse_ClientMetricsResource(Struct):
 _D_ListClientMetricsResourcesResponse_ClientMetricsResource = _ListClientMetricsResourcesResponse_ClientMetricsResource()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class ListClientMetricsResourcesResponse(Message):
     """ListClientMetricsResourcesResponse, versions 0, flexible from v0."""
 
     __qualname__ = "ListClientMetricsResourcesResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'client_metrics_resources', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 74
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     ClientMetricsResource: ClassVar[type] = _ListClientMetricsResourcesResponse_ClientMetricsResource
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The error code, or 0 if there was no error. (versions 0)
-    error_code: int = 0
+    error_code: int
     #: Each client metrics resource in the response. (versions 0)
-    client_metrics_resources: list[_ListClientMetricsResourcesResponse_ClientMetricsResource] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    client_metrics_resources: list[_ListClientMetricsResourcesResponse_ClientMetricsResource]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, client_metrics_resources: list[_ListClientMetricsResourcesResponse_ClientMetricsResource] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.client_metrics_resources = [] if client_metrics_resources is FACTORY else client_metrics_resources
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,29 +8,33 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_b = struct.Struct('>b')
 _S_ih = struct.Struct('>ih')
 
 
-@dataclass(slots=True)
 class ListConfigResourcesRequest(Message):
     """ListConfigResourcesRequest, versions 0-1, flexible from v0."""
 
     __qualname__ = "ListConfigResourcesRequest"
+    __slots__ = ('resource_types', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 74
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     #: The list of resource type. If the list is empty, it uses default supported config resource types. (versions 1)
-    resource_types: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    resource_types: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, resource_types: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.resource_types = [] if resource_types is FACTORY else resource_types
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -80,16 +84,22 @@ class ListConfigResourcesRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class _ListConfigResourcesResponse_ConfigResource(Struct):
     """ListConfigResourcesResponse.ConfigResource."""
 
     __qualname__ = "ListConfigResourcesResponse.ConfigResource"
+    __slots__ = ('resource_name', 'resource_type', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The resource name. (versions 0-1)
-    resource_name: str = ''
+    resource_name: str
     #: The resource type. (versions 1)
-    resource_type: int = 16
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    resource_type: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, resource_name: str = '', resource_type: int = 16, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.resource_name = resource_name
+        self.resource_type = resource_type
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -132,23 +142,30 @@ class _ListConfigResourcesResponse_ConfigResource(Struct):
 _D_ListConfigResourcesResponse_ConfigResource = _ListConfigResourcesResponse_ConfigResource()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class ListConfigResourcesResponse(Message):
     """ListConfigResourcesResponse, versions 0-1, flexible from v0."""
 
     __qualname__ = "ListConfigResourcesResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'config_resources', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 74
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     ConfigResource: ClassVar[type] = _ListConfigResourcesResponse_ConfigResource
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-1)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The error code, or 0 if there was no error. (versions 0-1)
-    error_code: int = 0
+    error_code: int
     #: Each config resource in the response. (versions 0-1)
-    config_resources: list[_ListConfigResourcesResponse_ConfigResource] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    config_resources: list[_ListConfigResourcesResponse_ConfigResource]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, config_resources: list[_ListConfigResourcesResponse_ConfigResource] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.config_resources = [] if config_resources is FACTORY else config_resources
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

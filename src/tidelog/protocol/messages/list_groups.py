@@ -8,31 +8,36 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_i = struct.Struct('>i')
 _S_h = struct.Struct('>h')
 
 
-@dataclass(slots=True)
 class ListGroupsRequest(Message):
     """ListGroupsRequest, versions 0-5, flexible from v3."""
 
     __qualname__ = "ListGroupsRequest"
+    __slots__ = ('states_filter', 'types_filter', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 16
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_FROM: ClassVar[int | None] = 3
     #: The states of the groups we want to list. If empty, all groups are returned with their state. (versions 4-5)
-    states_filter: list[str] = field(default_factory=list)
+    states_filter: list[str]
     #: The types of the groups we want to list. If empty, all groups are returned with their type. (versions 5)
-    types_filter: list[str] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    types_filter: list[str]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, states_filter: list[str] = FACTORY, types_filter: list[str] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.states_filter = [] if states_filter is FACTORY else states_filter
+        self.types_filter = [] if types_filter is FACTORY else types_filter
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -111,20 +116,28 @@ class ListGroupsRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _ListGroupsResponse_ListedGroup(Struct):
     """ListGroupsResponse.ListedGroup."""
 
     __qualname__ = "ListGroupsResponse.ListedGroup"
+    __slots__ = ('group_id', 'protocol_type', 'group_state', 'group_type', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The group ID. (versions 0-5)
-    group_id: str = ''
+    group_id: str
     #: The group protocol type. (versions 0-5)
-    protocol_type: str = ''
+    protocol_type: str
     #: The group state name. (versions 4-5)
-    group_state: str = ''
+    group_state: str
     #: The group type name. (versions 5)
-    group_type: str = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    group_type: str
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group_id: str = '', protocol_type: str = '', group_state: str = '', group_type: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_id = group_id
+        self.protocol_type = protocol_type
+        self.group_state = group_state
+        self.group_type = group_type
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -178,23 +191,30 @@ class _ListGroupsResponse_ListedGroup(Struct):
 _D_ListGroupsResponse_ListedGroup = _ListGroupsResponse_ListedGroup()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class ListGroupsResponse(Message):
     """ListGroupsResponse, versions 0-5, flexible from v3."""
 
     __qualname__ = "ListGroupsResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'groups', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 16
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_FROM: ClassVar[int | None] = 3
     ListedGroup: ClassVar[type] = _ListGroupsResponse_ListedGroup
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 1-5)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The error code, or 0 if there was no error. (versions 0-5)
-    error_code: int = 0
+    error_code: int
     #: Each group in the response. (versions 0-5)
-    groups: list[_ListGroupsResponse_ListedGroup] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    groups: list[_ListGroupsResponse_ListedGroup]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, groups: list[_ListGroupsResponse_ListedGroup] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.groups = [] if groups is FACTORY else groups
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

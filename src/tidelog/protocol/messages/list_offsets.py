@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_i = struct.Struct('>i')
@@ -22,20 +21,28 @@ _S_ih = struct.Struct('>ih')
 _S_qq = struct.Struct('>qq')
 
 
-@dataclass(slots=True)
 class _ListOffsetsRequest_ListOffsetsPartition(Struct):
     """ListOffsetsRequest.ListOffsetsPartition."""
 
     __qualname__ = "ListOffsetsRequest.ListOffsetsPartition"
+    __slots__ = ('partition_index', 'current_leader_epoch', 'timestamp', 'max_num_offsets', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-10)
-    partition_index: int = 0
+    partition_index: int
     #: The current leader epoch. (versions 4-10)
-    current_leader_epoch: int = -1
+    current_leader_epoch: int
     #: The current timestamp. (versions 0-10)
-    timestamp: int = 0
+    timestamp: int
     #: The maximum number of offsets to report. (versions 0)
-    max_num_offsets: int = 1
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    max_num_offsets: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, current_leader_epoch: int = -1, timestamp: int = 0, max_num_offsets: int = 1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.current_leader_epoch = current_leader_epoch
+        self.timestamp = timestamp
+        self.max_num_offsets = max_num_offsets
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -96,16 +103,22 @@ class _ListOffsetsRequest_ListOffsetsPartition(Struct):
 _D_ListOffsetsRequest_ListOffsetsPartition = _ListOffsetsRequest_ListOffsetsPartition()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ListOffsetsRequest_ListOffsetsTopic(Struct):
     """ListOffsetsRequest.ListOffsetsTopic."""
 
     __qualname__ = "ListOffsetsRequest.ListOffsetsTopic"
+    __slots__ = ('name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-10)
-    name: str = ''
+    name: str
     #: Each partition in the request. (versions 0-10)
-    partitions: list[_ListOffsetsRequest_ListOffsetsPartition] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_ListOffsetsRequest_ListOffsetsPartition]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', partitions: list[_ListOffsetsRequest_ListOffsetsPartition] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -161,11 +174,12 @@ class _ListOffsetsRequest_ListOffsetsTopic(Struct):
 _D_ListOffsetsRequest_ListOffsetsTopic = _ListOffsetsRequest_ListOffsetsTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class ListOffsetsRequest(Message):
     """ListOffsetsRequest, versions 0-10, flexible from v6."""
 
     __qualname__ = "ListOffsetsRequest"
+    __slots__ = ('replica_id', 'isolation_level', 'topics', 'timeout_ms', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 2
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 10
@@ -173,14 +187,21 @@ class ListOffsetsRequest(Message):
     ListOffsetsTopic: ClassVar[type] = _ListOffsetsRequest_ListOffsetsTopic
     ListOffsetsPartition: ClassVar[type] = _ListOffsetsRequest_ListOffsetsPartition
     #: The broker ID of the requester, or -1 if this request is being made by a normal consumer. (versions 0-10)
-    replica_id: int = 0
+    replica_id: int
     #: This setting controls the visibility of transactional records. Using READ_UNCOMMITTED (isolation_level = 0) makes all records visible. With READ_COMMITTED (isolation_level = 1), non-transactional and COMMITTED transactional records are visible. To be more concrete, READ_COMMITTED returns all data from offsets smaller than the current LSO (last stable offset), and enables the inclusion of the list of aborted transactions in the result, which allows consumers to discard ABORTED transactional records. (versions 2-10)
-    isolation_level: int = 0
+    isolation_level: int
     #: Each topic in the request. (versions 0-10)
-    topics: list[_ListOffsetsRequest_ListOffsetsTopic] = field(default_factory=list)
+    topics: list[_ListOffsetsRequest_ListOffsetsTopic]
     #: The timeout to await a response in milliseconds for requests that require reading from remote storage for topics enabled with tiered storage. (versions 10)
-    timeout_ms: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    timeout_ms: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, replica_id: int = 0, isolation_level: int = 0, topics: list[_ListOffsetsRequest_ListOffsetsTopic] = FACTORY, timeout_ms: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.replica_id = replica_id
+        self.isolation_level = isolation_level
+        self.topics = [] if topics is FACTORY else topics
+        self.timeout_ms = timeout_ms
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -251,24 +272,34 @@ class ListOffsetsRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _ListOffsetsResponse_ListOffsetsPartitionResponse(Struct):
     """ListOffsetsResponse.ListOffsetsPartitionResponse."""
 
     __qualname__ = "ListOffsetsResponse.ListOffsetsPartitionResponse"
+    __slots__ = ('partition_index', 'error_code', 'timestamp', 'offset', 'leader_epoch', 'old_style_offsets', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-10)
-    partition_index: int = 0
+    partition_index: int
     #: The partition error code, or 0 if there was no error. (versions 0-10)
-    error_code: int = 0
+    error_code: int
     #: The timestamp associated with the returned offset. (versions 1-10)
-    timestamp: int = -1
+    timestamp: int
     #: The returned offset. (versions 1-10)
-    offset: int = -1
+    offset: int
     #: The leader epoch associated with the returned offset. (versions 4-10)
-    leader_epoch: int = -1
+    leader_epoch: int
     #: The result offsets. (versions 0)
-    old_style_offsets: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    old_style_offsets: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, error_code: int = 0, timestamp: int = -1, offset: int = -1, leader_epoch: int = -1, old_style_offsets: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.timestamp = timestamp
+        self.offset = offset
+        self.leader_epoch = leader_epoch
+        self.old_style_offsets = [] if old_style_offsets is FACTORY else old_style_offsets
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -351,16 +382,22 @@ class _ListOffsetsResponse_ListOffsetsPartitionResponse(Struct):
 _D_ListOffsetsResponse_ListOffsetsPartitionResponse = _ListOffsetsResponse_ListOffsetsPartitionResponse()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ListOffsetsResponse_ListOffsetsTopicResponse(Struct):
     """ListOffsetsResponse.ListOffsetsTopicResponse."""
 
     __qualname__ = "ListOffsetsResponse.ListOffsetsTopicResponse"
+    __slots__ = ('name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-10)
-    name: str = ''
+    name: str
     #: Each partition in the response. (versions 0-10)
-    partitions: list[_ListOffsetsResponse_ListOffsetsPartitionResponse] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_ListOffsetsResponse_ListOffsetsPartitionResponse]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', partitions: list[_ListOffsetsResponse_ListOffsetsPartitionResponse] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -416,11 +453,12 @@ class _ListOffsetsResponse_ListOffsetsTopicResponse(Struct):
 _D_ListOffsetsResponse_ListOffsetsTopicResponse = _ListOffsetsResponse_ListOffsetsTopicResponse()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class ListOffsetsResponse(Message):
     """ListOffsetsResponse, versions 0-10, flexible from v6."""
 
     __qualname__ = "ListOffsetsResponse"
+    __slots__ = ('throttle_time_ms', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 2
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 10
@@ -428,10 +466,15 @@ class ListOffsetsResponse(Message):
     ListOffsetsTopicResponse: ClassVar[type] = _ListOffsetsResponse_ListOffsetsTopicResponse
     ListOffsetsPartitionResponse: ClassVar[type] = _ListOffsetsResponse_ListOffsetsPartitionResponse
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 2-10)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: Each topic in the response. (versions 0-10)
-    topics: list[_ListOffsetsResponse_ListOffsetsTopicResponse] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_ListOffsetsResponse_ListOffsetsTopicResponse]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[_ListOffsetsResponse_ListOffsetsTopicResponse] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,27 +8,32 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_i = struct.Struct('>i')
 _S_ih = struct.Struct('>ih')
 
 
-@dataclass(slots=True)
 class _ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics(Struct):
     """ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics."""
 
     __qualname__ = "ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics"
+    __slots__ = ('name', 'partition_indexes', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0)
-    name: str = ''
+    name: str
     #: The partitions to list partition reassignments for. (versions 0)
-    partition_indexes: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partition_indexes: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', partition_indexes: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.partition_indexes = [] if partition_indexes is FACTORY else partition_indexes
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -76,21 +81,27 @@ class _ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics(Struct
 _D_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics = _ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class ListPartitionReassignmentsRequest(Message):
     """ListPartitionReassignmentsRequest, versions 0, flexible from v0."""
 
     __qualname__ = "ListPartitionReassignmentsRequest"
+    __slots__ = ('timeout_ms', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 46
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     ListPartitionReassignmentsTopics: ClassVar[type] = _ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics
     #: The time in ms to wait for the request to complete. (versions 0)
-    timeout_ms: int = 60000
+    timeout_ms: int
     #: The topics to list partition reassignments for, or null to list everything. (versions 0, nullable 0)
-    topics: list[_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics] | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics] | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, timeout_ms: int = 60000, topics: list[_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics] | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.timeout_ms = timeout_ms
+        self.topics = topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -140,20 +151,28 @@ class ListPartitionReassignmentsRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class _ListPartitionReassignmentsResponse_OngoingPartitionReassignment(Struct):
     """ListPartitionReassignmentsResponse.OngoingPartitionReassignment."""
 
     __qualname__ = "ListPartitionReassignmentsResponse.OngoingPartitionReassignment"
+    __slots__ = ('partition_index', 'replicas', 'adding_replicas', 'removing_replicas', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The index of the partition. (versions 0)
-    partition_index: int = 0
+    partition_index: int
     #: The current replica set. (versions 0)
-    replicas: list[int] = field(default_factory=list)
+    replicas: list[int]
     #: The set of replicas we are currently adding. (versions 0)
-    adding_replicas: list[int] = field(default_factory=list)
+    adding_replicas: list[int]
     #: The set of replicas we are currently removing. (versions 0)
-    removing_replicas: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    removing_replicas: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, replicas: list[int] = FACTORY, adding_replicas: list[int] = FACTORY, removing_replicas: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.replicas = [] if replicas is FACTORY else replicas
+        self.adding_replicas = [] if adding_replicas is FACTORY else adding_replicas
+        self.removing_replicas = [] if removing_replicas is FACTORY else removing_replicas
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -226,16 +245,22 @@ class _ListPartitionReassignmentsResponse_OngoingPartitionReassignment(Struct):
 _D_ListPartitionReassignmentsResponse_OngoingPartitionReassignment = _ListPartitionReassignmentsResponse_OngoingPartitionReassignment()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ListPartitionReassignmentsResponse_OngoingTopicReassignment(Struct):
     """ListPartitionReassignmentsResponse.OngoingTopicReassignment."""
 
     __qualname__ = "ListPartitionReassignmentsResponse.OngoingTopicReassignment"
+    __slots__ = ('name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0)
-    name: str = ''
+    name: str
     #: The ongoing reassignments for each partition. (versions 0)
-    partitions: list[_ListPartitionReassignmentsResponse_OngoingPartitionReassignment] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_ListPartitionReassignmentsResponse_OngoingPartitionReassignment]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', partitions: list[_ListPartitionReassignmentsResponse_OngoingPartitionReassignment] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -287,11 +312,12 @@ class _ListPartitionReassignmentsResponse_OngoingTopicReassignment(Struct):
 _D_ListPartitionReassignmentsResponse_OngoingTopicReassignment = _ListPartitionReassignmentsResponse_OngoingTopicReassignment()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class ListPartitionReassignmentsResponse(Message):
     """ListPartitionReassignmentsResponse, versions 0, flexible from v0."""
 
     __qualname__ = "ListPartitionReassignmentsResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 46
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
@@ -299,14 +325,21 @@ class ListPartitionReassignmentsResponse(Message):
     OngoingTopicReassignment: ClassVar[type] = _ListPartitionReassignmentsResponse_OngoingTopicReassignment
     OngoingPartitionReassignment: ClassVar[type] = _ListPartitionReassignmentsResponse_OngoingPartitionReassignment
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The top-level error code, or 0 if there was no error. (versions 0)
-    error_code: int = 0
+    error_code: int
     #: The top-level error message, or null if there was no error. (versions 0, nullable 0)
-    error_message: str | None = ''
+    error_message: str | None
     #: The ongoing reassignments for each topic. (versions 0)
-    topics: list[_ListPartitionReassignmentsResponse_OngoingTopicReassignment] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_ListPartitionReassignmentsResponse_OngoingTopicReassignment]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', topics: list[_ListPartitionReassignmentsResponse_OngoingTopicReassignment] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

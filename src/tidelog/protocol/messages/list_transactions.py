@@ -8,35 +8,42 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_q = struct.Struct('>q')
 _S_ih = struct.Struct('>ih')
 
 
-@dataclass(slots=True)
 class ListTransactionsRequest(Message):
     """ListTransactionsRequest, versions 0-2, flexible from v0."""
 
     __qualname__ = "ListTransactionsRequest"
+    __slots__ = ('state_filters', 'producer_id_filters', 'duration_filter', 'transactional_id_pattern', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 66
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     #: The transaction states to filter by: if empty, all transactions are returned; if non-empty, then only transactions matching one of the filtered states will be returned. (versions 0-2)
-    state_filters: list[str] = field(default_factory=list)
+    state_filters: list[str]
     #: The producerIds to filter by: if empty, all transactions will be returned; if non-empty, only transactions which match one of the filtered producerIds will be returned. (versions 0-2)
-    producer_id_filters: list[int] = field(default_factory=list)
+    producer_id_filters: list[int]
     #: Duration (in millis) to filter by: if < 0, all transactions will be returned; otherwise, only transactions running longer than this duration will be returned. (versions 1-2)
-    duration_filter: int = -1
+    duration_filter: int
     #: The transactional ID regular expression pattern to filter by: if it is empty or null, all transactions are returned; Otherwise then only the transactions matching the given regular expression will be returned. (versions 2, nullable 2)
-    transactional_id_pattern: str | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    transactional_id_pattern: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, state_filters: list[str] = FACTORY, producer_id_filters: list[int] = FACTORY, duration_filter: int = -1, transactional_id_pattern: str | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.state_filters = [] if state_filters is FACTORY else state_filters
+        self.producer_id_filters = [] if producer_id_filters is FACTORY else producer_id_filters
+        self.duration_filter = duration_filter
+        self.transactional_id_pattern = transactional_id_pattern
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -113,18 +120,25 @@ class ListTransactionsRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class _ListTransactionsResponse_TransactionState(Struct):
     """ListTransactionsResponse.TransactionState."""
 
     __qualname__ = "ListTransactionsResponse.TransactionState"
+    __slots__ = ('transactional_id', 'producer_id', 'transaction_state', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The transactional id. (versions 0-2)
-    transactional_id: str = ''
+    transactional_id: str
     #: The producer id. (versions 0-2)
-    producer_id: int = 0
+    producer_id: int
     #: The current transaction state of the producer. (versions 0-2)
-    transaction_state: str = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    transaction_state: str
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, transactional_id: str = '', producer_id: int = 0, transaction_state: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.transactional_id = transactional_id
+        self.producer_id = producer_id
+        self.transaction_state = transaction_state
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -165,25 +179,33 @@ class _ListTransactionsResponse_TransactionState(Struct):
 _D_ListTransactionsResponse_TransactionState = _ListTransactionsResponse_TransactionState()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class ListTransactionsResponse(Message):
     """ListTransactionsResponse, versions 0-2, flexible from v0."""
 
     __qualname__ = "ListTransactionsResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'unknown_state_filters', 'transaction_states', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 66
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     TransactionState: ClassVar[type] = _ListTransactionsResponse_TransactionState
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-2)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The error code, or 0 if there was no error. (versions 0-2)
-    error_code: int = 0
+    error_code: int
     #: Set of state filters provided in the request which were unknown to the transaction coordinator. (versions 0-2)
-    unknown_state_filters: list[str] = field(default_factory=list)
+    unknown_state_filters: list[str]
     #: The current state of the transaction for the transactional id. (versions 0-2)
-    transaction_states: list[_ListTransactionsResponse_TransactionState] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    transaction_states: list[_ListTransactionsResponse_TransactionState]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, unknown_state_filters: list[str] = FACTORY, transaction_states: list[_ListTransactionsResponse_TransactionState] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.unknown_state_filters = [] if unknown_state_filters is FACTORY else unknown_state_filters
+        self.transaction_states = [] if transaction_states is FACTORY else transaction_states
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_o = struct.Struct('>?')
@@ -21,16 +20,22 @@ _S_hii = struct.Struct('>hii')
 _S_h = struct.Struct('>h')
 
 
-@dataclass(slots=True)
 class _MetadataRequest_MetadataRequestTopic(Struct):
     """MetadataRequest.MetadataRequestTopic."""
 
     __qualname__ = "MetadataRequest.MetadataRequestTopic"
+    __slots__ = ('topic_id', 'name', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic id. (versions 10-13)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The topic name. (versions 0-13, nullable 10-13)
-    name: str | None = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    name: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, name: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_id = topic_id
+        self.name = name
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -76,25 +81,33 @@ class _MetadataRequest_MetadataRequestTopic(Struct):
 _D_MetadataRequest_MetadataRequestTopic = _MetadataRequest_MetadataRequestTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class MetadataRequest(Message):
     """MetadataRequest, versions 0-13, flexible from v9."""
 
     __qualname__ = "MetadataRequest"
+    __slots__ = ('topics', 'allow_auto_topic_creation', 'include_cluster_authorized_operations', 'include_topic_authorized_operations', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 3
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 13
     FLEXIBLE_FROM: ClassVar[int | None] = 9
     MetadataRequestTopic: ClassVar[type] = _MetadataRequest_MetadataRequestTopic
     #: The topics to fetch metadata for. (versions 0-13, nullable 1-13)
-    topics: list[_MetadataRequest_MetadataRequestTopic] | None = field(default_factory=list)
+    topics: list[_MetadataRequest_MetadataRequestTopic] | None
     #: If this is true, the broker may auto-create topics that we requested which do not already exist, if it is configured to do so. (versions 4-13)
-    allow_auto_topic_creation: bool = True
+    allow_auto_topic_creation: bool
     #: Whether to include cluster authorized operations. (versions 8-10)
-    include_cluster_authorized_operations: bool = False
+    include_cluster_authorized_operations: bool
     #: Whether to include topic authorized operations. (versions 8-13)
-    include_topic_authorized_operations: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    include_topic_authorized_operations: bool
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topics: list[_MetadataRequest_MetadataRequestTopic] | None = FACTORY, allow_auto_topic_creation: bool = True, include_cluster_authorized_operations: bool = False, include_topic_authorized_operations: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topics = [] if topics is FACTORY else topics
+        self.allow_auto_topic_creation = allow_auto_topic_creation
+        self.include_cluster_authorized_operations = include_cluster_authorized_operations
+        self.include_topic_authorized_operations = include_topic_authorized_operations
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -179,20 +192,28 @@ class MetadataRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _MetadataResponse_MetadataResponseBroker(Struct):
     """MetadataResponse.MetadataResponseBroker."""
 
     __qualname__ = "MetadataResponse.MetadataResponseBroker"
+    __slots__ = ('node_id', 'host', 'port', 'rack', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The broker ID. (versions 0-13)
-    node_id: int = 0
+    node_id: int
     #: The broker hostname. (versions 0-13)
-    host: str = ''
+    host: str
     #: The broker port. (versions 0-13)
-    port: int = 0
+    port: int
     #: The rack of the broker, or null if it has not been assigned to a rack. (versions 1-13, nullable 1-13)
-    rack: str | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    rack: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, node_id: int = 0, host: str = '', port: int = 0, rack: str | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.rack = rack
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -244,26 +265,37 @@ class _MetadataResponse_MetadataResponseBroker(Struct):
 _D_MetadataResponse_MetadataResponseBroker = _MetadataResponse_MetadataResponseBroker()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _MetadataResponse_MetadataResponsePartition(Struct):
     """MetadataResponse.MetadataResponsePartition."""
 
     __qualname__ = "MetadataResponse.MetadataResponsePartition"
+    __slots__ = ('error_code', 'partition_index', 'leader_id', 'leader_epoch', 'replica_nodes', 'isr_nodes', 'offline_replicas', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition error, or 0 if there was no error. (versions 0-13)
-    error_code: int = 0
+    error_code: int
     #: The partition index. (versions 0-13)
-    partition_index: int = 0
+    partition_index: int
     #: The ID of the leader broker. (versions 0-13)
-    leader_id: int = 0
+    leader_id: int
     #: The leader epoch of this partition. (versions 7-13)
-    leader_epoch: int = -1
+    leader_epoch: int
     #: The set of all nodes that host this partition. (versions 0-13)
-    replica_nodes: list[int] = field(default_factory=list)
+    replica_nodes: list[int]
     #: The set of nodes that are in sync with the leader for this partition. (versions 0-13)
-    isr_nodes: list[int] = field(default_factory=list)
+    isr_nodes: list[int]
     #: The set of offline replicas of this partition. (versions 5-13)
-    offline_replicas: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    offline_replicas: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, partition_index: int = 0, leader_id: int = 0, leader_epoch: int = -1, replica_nodes: list[int] = FACTORY, isr_nodes: list[int] = FACTORY, offline_replicas: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.partition_index = partition_index
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.replica_nodes = [] if replica_nodes is FACTORY else replica_nodes
+        self.isr_nodes = [] if isr_nodes is FACTORY else isr_nodes
+        self.offline_replicas = [] if offline_replicas is FACTORY else offline_replicas
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -351,24 +383,34 @@ class _MetadataResponse_MetadataResponsePartition(Struct):
 _D_MetadataResponse_MetadataResponsePartition = _MetadataResponse_MetadataResponsePartition()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _MetadataResponse_MetadataResponseTopic(Struct):
     """MetadataResponse.MetadataResponseTopic."""
 
     __qualname__ = "MetadataResponse.MetadataResponseTopic"
+    __slots__ = ('error_code', 'name', 'topic_id', 'is_internal', 'partitions', 'topic_authorized_operations', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic error, or 0 if there was no error. (versions 0-13)
-    error_code: int = 0
+    error_code: int
     #: The topic name. Null for non-existing topics queried by ID. This is never null when ErrorCode is zero. One of Name and TopicId is always populated. (versions 0-13, nullable 12-13)
-    name: str | None = ''
+    name: str | None
     #: The topic id. Zero for non-existing topics queried by name. This is never zero when ErrorCode is zero. One of Name and TopicId is always populated. (versions 10-13)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: True if the topic is internal. (versions 1-13)
-    is_internal: bool = False
+    is_internal: bool
     #: Each partition in the topic. (versions 0-13)
-    partitions: list[_MetadataResponse_MetadataResponsePartition] = field(default_factory=list)
+    partitions: list[_MetadataResponse_MetadataResponsePartition]
     #: 32-bit bitfield to represent authorized operations for this topic. (versions 8-13)
-    topic_authorized_operations: int = -2147483648
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topic_authorized_operations: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, name: str | None = '', topic_id: uuid.UUID = ZERO_UUID, is_internal: bool = False, partitions: list[_MetadataResponse_MetadataResponsePartition] = FACTORY, topic_authorized_operations: int = -2147483648, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.name = name
+        self.topic_id = topic_id
+        self.is_internal = is_internal
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.topic_authorized_operations = topic_authorized_operations
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -450,11 +492,12 @@ class _MetadataResponse_MetadataResponseTopic(Struct):
 _D_MetadataResponse_MetadataResponseTopic = _MetadataResponse_MetadataResponseTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class MetadataResponse(Message):
     """MetadataResponse, versions 0-13, flexible from v9."""
 
     __qualname__ = "MetadataResponse"
+    __slots__ = ('throttle_time_ms', 'brokers', 'cluster_id', 'controller_id', 'topics', 'cluster_authorized_operations', 'error_code', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 3
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 13
@@ -463,20 +506,30 @@ class MetadataResponse(Message):
     MetadataResponseTopic: ClassVar[type] = _MetadataResponse_MetadataResponseTopic
     MetadataResponsePartition: ClassVar[type] = _MetadataResponse_MetadataResponsePartition
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 3-13)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: A list of brokers present in the cluster. (versions 0-13)
-    brokers: list[_MetadataResponse_MetadataResponseBroker] = field(default_factory=list)
+    brokers: list[_MetadataResponse_MetadataResponseBroker]
     #: The cluster ID that responding broker belongs to. (versions 2-13, nullable 2-13)
-    cluster_id: str | None = None
+    cluster_id: str | None
     #: The ID of the controller broker. (versions 1-13)
-    controller_id: int = -1
+    controller_id: int
     #: Each topic in the response. (versions 0-13)
-    topics: list[_MetadataResponse_MetadataResponseTopic] = field(default_factory=list)
+    topics: list[_MetadataResponse_MetadataResponseTopic]
     #: 32-bit bitfield to represent authorized operations for this cluster. (versions 8-10)
-    cluster_authorized_operations: int = -2147483648
+    cluster_authorized_operations: int
     #: The top-level error code, or 0 if there was no error. (versions 13)
-    error_code: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_code: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, brokers: list[_MetadataResponse_MetadataResponseBroker] = FACTORY, cluster_id: str | None = None, controller_id: int = -1, topics: list[_MetadataResponse_MetadataResponseTopic] = FACTORY, cluster_authorized_operations: int = -2147483648, error_code: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.brokers = [] if brokers is FACTORY else brokers
+        self.cluster_id = cluster_id
+        self.controller_id = controller_id
+        self.topics = [] if topics is FACTORY else topics
+        self.cluster_authorized_operations = cluster_authorized_operations
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_iq = struct.Struct('>iq')
@@ -21,22 +20,31 @@ _S_q = struct.Struct('>q')
 _S_ih = struct.Struct('>ih')
 
 
-@dataclass(slots=True)
 class _OffsetCommitRequest_OffsetCommitRequestPartition(Struct):
     """OffsetCommitRequest.OffsetCommitRequestPartition."""
 
     __qualname__ = "OffsetCommitRequest.OffsetCommitRequestPartition"
+    __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'commit_timestamp', 'committed_metadata', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-10)
-    partition_index: int = 0
+    partition_index: int
     #: The message offset to be committed. (versions 0-10)
-    committed_offset: int = 0
+    committed_offset: int
     #: The leader epoch of this partition. (versions 6-10)
-    committed_leader_epoch: int = -1
+    committed_leader_epoch: int
     #: The timestamp of the commit. (versions 1)
-    commit_timestamp: int = -1
+    commit_timestamp: int
     #: Any associated metadata the client wants to keep. (versions 0-10, nullable 0-10)
-    committed_metadata: str | None = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    committed_metadata: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, committed_offset: int = 0, committed_leader_epoch: int = -1, commit_timestamp: int = -1, committed_metadata: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.committed_offset = committed_offset
+        self.committed_leader_epoch = committed_leader_epoch
+        self.commit_timestamp = commit_timestamp
+        self.committed_metadata = committed_metadata
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -96,18 +104,25 @@ class _OffsetCommitRequest_OffsetCommitRequestPartition(Struct):
 _D_OffsetCommitRequest_OffsetCommitRequestPartition = _OffsetCommitRequest_OffsetCommitRequestPartition()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _OffsetCommitRequest_OffsetCommitRequestTopic(Struct):
     """OffsetCommitRequest.OffsetCommitRequestTopic."""
 
     __qualname__ = "OffsetCommitRequest.OffsetCommitRequestTopic"
+    __slots__ = ('name', 'topic_id', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-9)
-    name: str = ''
+    name: str
     #: The topic ID. (versions 10)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: Each partition to commit offsets for. (versions 0-10)
-    partitions: list[_OffsetCommitRequest_OffsetCommitRequestPartition] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_OffsetCommitRequest_OffsetCommitRequestPartition]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', topic_id: uuid.UUID = ZERO_UUID, partitions: list[_OffsetCommitRequest_OffsetCommitRequestPartition] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -173,11 +188,12 @@ class _OffsetCommitRequest_OffsetCommitRequestTopic(Struct):
 _D_OffsetCommitRequest_OffsetCommitRequestTopic = _OffsetCommitRequest_OffsetCommitRequestTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class OffsetCommitRequest(Message):
     """OffsetCommitRequest, versions 0-10, flexible from v8. The highest version is unstable in Kafka and not advertised by default."""
 
     __qualname__ = "OffsetCommitRequest"
+    __slots__ = ('group_id', 'generation_id_or_member_epoch', 'member_id', 'group_instance_id', 'retention_time_ms', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 8
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 10
@@ -185,18 +201,27 @@ class OffsetCommitRequest(Message):
     OffsetCommitRequestTopic: ClassVar[type] = _OffsetCommitRequest_OffsetCommitRequestTopic
     OffsetCommitRequestPartition: ClassVar[type] = _OffsetCommitRequest_OffsetCommitRequestPartition
     #: The unique group identifier. (versions 0-10)
-    group_id: str = ''
+    group_id: str
     #: The generation of the group if using the classic group protocol or the member epoch if using the consumer protocol. (versions 1-10)
-    generation_id_or_member_epoch: int = -1
+    generation_id_or_member_epoch: int
     #: The member ID assigned by the group coordinator. (versions 1-10)
-    member_id: str = ''
+    member_id: str
     #: The unique identifier of the consumer instance provided by end user. (versions 7-10, nullable 7-10)
-    group_instance_id: str | None = None
+    group_instance_id: str | None
     #: The time period in ms to retain the offset. (versions 2-4)
-    retention_time_ms: int = -1
+    retention_time_ms: int
     #: The topics to commit offsets for. (versions 0-10)
-    topics: list[_OffsetCommitRequest_OffsetCommitRequestTopic] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_OffsetCommitRequest_OffsetCommitRequestTopic]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group_id: str = '', generation_id_or_member_epoch: int = -1, member_id: str = '', group_instance_id: str | None = None, retention_time_ms: int = -1, topics: list[_OffsetCommitRequest_OffsetCommitRequestTopic] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_id = group_id
+        self.generation_id_or_member_epoch = generation_id_or_member_epoch
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.retention_time_ms = retention_time_ms
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -278,16 +303,22 @@ class OffsetCommitRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _OffsetCommitResponse_OffsetCommitResponsePartition(Struct):
     """OffsetCommitResponse.OffsetCommitResponsePartition."""
 
     __qualname__ = "OffsetCommitResponse.OffsetCommitResponsePartition"
+    __slots__ = ('partition_index', 'error_code', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-10)
-    partition_index: int = 0
+    partition_index: int
     #: The error code, or 0 if there was no error. (versions 0-10)
-    error_code: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_code: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, error_code: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -328,18 +359,25 @@ class _OffsetCommitResponse_OffsetCommitResponsePartition(Struct):
 _D_OffsetCommitResponse_OffsetCommitResponsePartition = _OffsetCommitResponse_OffsetCommitResponsePartition()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _OffsetCommitResponse_OffsetCommitResponseTopic(Struct):
     """OffsetCommitResponse.OffsetCommitResponseTopic."""
 
     __qualname__ = "OffsetCommitResponse.OffsetCommitResponseTopic"
+    __slots__ = ('name', 'topic_id', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-9)
-    name: str = ''
+    name: str
     #: The topic ID. (versions 10)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The responses for each partition in the topic. (versions 0-10)
-    partitions: list[_OffsetCommitResponse_OffsetCommitResponsePartition] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_OffsetCommitResponse_OffsetCommitResponsePartition]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', topic_id: uuid.UUID = ZERO_UUID, partitions: list[_OffsetCommitResponse_OffsetCommitResponsePartition] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -405,11 +443,12 @@ class _OffsetCommitResponse_OffsetCommitResponseTopic(Struct):
 _D_OffsetCommitResponse_OffsetCommitResponseTopic = _OffsetCommitResponse_OffsetCommitResponseTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class OffsetCommitResponse(Message):
     """OffsetCommitResponse, versions 0-10, flexible from v8."""
 
     __qualname__ = "OffsetCommitResponse"
+    __slots__ = ('throttle_time_ms', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 8
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 10
@@ -417,10 +456,15 @@ class OffsetCommitResponse(Message):
     OffsetCommitResponseTopic: ClassVar[type] = _OffsetCommitResponse_OffsetCommitResponseTopic
     OffsetCommitResponsePartition: ClassVar[type] = _OffsetCommitResponse_OffsetCommitResponsePartition
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 3-10)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The responses for each topic. (versions 0-10)
-    topics: list[_OffsetCommitResponse_OffsetCommitResponseTopic] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_OffsetCommitResponse_OffsetCommitResponseTopic]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[_OffsetCommitResponse_OffsetCommitResponseTopic] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

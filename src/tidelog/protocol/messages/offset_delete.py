@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_i = struct.Struct('>i')
@@ -20,14 +19,19 @@ _S_ih = struct.Struct('>ih')
 _S_hi = struct.Struct('>hi')
 
 
-@dataclass(slots=True)
 class _OffsetDeleteRequest_OffsetDeleteRequestPartition(Struct):
     """OffsetDeleteRequest.OffsetDeleteRequestPartition."""
 
     __qualname__ = "OffsetDeleteRequest.OffsetDeleteRequestPartition"
+    __slots__ = ('partition_index', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0)
-    partition_index: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partition_index: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -44,16 +48,22 @@ class _OffsetDeleteRequest_OffsetDeleteRequestPartition(Struct):
 _D_OffsetDeleteRequest_OffsetDeleteRequestPartition = _OffsetDeleteRequest_OffsetDeleteRequestPartition()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _OffsetDeleteRequest_OffsetDeleteRequestTopic(Struct):
     """OffsetDeleteRequest.OffsetDeleteRequestTopic."""
 
     __qualname__ = "OffsetDeleteRequest.OffsetDeleteRequestTopic"
+    __slots__ = ('name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0)
-    name: str = ''
+    name: str
     #: Each partition to delete offsets for. (versions 0)
-    partitions: list[_OffsetDeleteRequest_OffsetDeleteRequestPartition] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_OffsetDeleteRequest_OffsetDeleteRequestPartition]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', partitions: list[_OffsetDeleteRequest_OffsetDeleteRequestPartition] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -85,11 +95,12 @@ class _OffsetDeleteRequest_OffsetDeleteRequestTopic(Struct):
 _D_OffsetDeleteRequest_OffsetDeleteRequestTopic = _OffsetDeleteRequest_OffsetDeleteRequestTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class OffsetDeleteRequest(Message):
     """OffsetDeleteRequest, versions 0, never flexible."""
 
     __qualname__ = "OffsetDeleteRequest"
+    __slots__ = ('group_id', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 47
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
@@ -97,10 +108,15 @@ class OffsetDeleteRequest(Message):
     OffsetDeleteRequestTopic: ClassVar[type] = _OffsetDeleteRequest_OffsetDeleteRequestTopic
     OffsetDeleteRequestPartition: ClassVar[type] = _OffsetDeleteRequest_OffsetDeleteRequestPartition
     #: The unique group identifier. (versions 0)
-    group_id: str = ''
+    group_id: str
     #: The topics to delete offsets for. (versions 0)
-    topics: list[_OffsetDeleteRequest_OffsetDeleteRequestTopic] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_OffsetDeleteRequest_OffsetDeleteRequestTopic]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group_id: str = '', topics: list[_OffsetDeleteRequest_OffsetDeleteRequestTopic] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -129,16 +145,22 @@ class OffsetDeleteRequest(Message):
                 item._write(w, version)
 
 
-@dataclass(slots=True)
 class _OffsetDeleteResponse_OffsetDeleteResponsePartition(Struct):
     """OffsetDeleteResponse.OffsetDeleteResponsePartition."""
 
     __qualname__ = "OffsetDeleteResponse.OffsetDeleteResponsePartition"
+    __slots__ = ('partition_index', 'error_code', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0)
-    partition_index: int = 0
+    partition_index: int
     #: The error code, or 0 if there was no error. (versions 0)
-    error_code: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_code: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, error_code: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -155,16 +177,22 @@ class _OffsetDeleteResponse_OffsetDeleteResponsePartition(Struct):
 _D_OffsetDeleteResponse_OffsetDeleteResponsePartition = _OffsetDeleteResponse_OffsetDeleteResponsePartition()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _OffsetDeleteResponse_OffsetDeleteResponseTopic(Struct):
     """OffsetDeleteResponse.OffsetDeleteResponseTopic."""
 
     __qualname__ = "OffsetDeleteResponse.OffsetDeleteResponseTopic"
+    __slots__ = ('name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0)
-    name: str = ''
+    name: str
     #: The responses for each partition in the topic. (versions 0)
-    partitions: list[_OffsetDeleteResponse_OffsetDeleteResponsePartition] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_OffsetDeleteResponse_OffsetDeleteResponsePartition]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', partitions: list[_OffsetDeleteResponse_OffsetDeleteResponsePartition] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -196,11 +224,12 @@ class _OffsetDeleteResponse_OffsetDeleteResponseTopic(Struct):
 _D_OffsetDeleteResponse_OffsetDeleteResponseTopic = _OffsetDeleteResponse_OffsetDeleteResponseTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class OffsetDeleteResponse(Message):
     """OffsetDeleteResponse, versions 0, never flexible."""
 
     __qualname__ = "OffsetDeleteResponse"
+    __slots__ = ('error_code', 'throttle_time_ms', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 47
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
@@ -208,12 +237,18 @@ class OffsetDeleteResponse(Message):
     OffsetDeleteResponseTopic: ClassVar[type] = _OffsetDeleteResponse_OffsetDeleteResponseTopic
     OffsetDeleteResponsePartition: ClassVar[type] = _OffsetDeleteResponse_OffsetDeleteResponsePartition
     #: The top-level error code, or 0 if there was no error. (versions 0)
-    error_code: int = 0
+    error_code: int
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The responses for each topic. (versions 0)
-    topics: list[_OffsetDeleteResponse_OffsetDeleteResponseTopic] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_OffsetDeleteResponse_OffsetDeleteResponseTopic]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, throttle_time_ms: int = 0, topics: list[_OffsetDeleteResponse_OffsetDeleteResponseTopic] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

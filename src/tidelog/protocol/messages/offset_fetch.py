@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_i = struct.Struct('>i')
@@ -22,16 +21,22 @@ _S_h = struct.Struct('>h')
 _S_iqi = struct.Struct('>iqi')
 
 
-@dataclass(slots=True)
 class _OffsetFetchRequest_OffsetFetchRequestTopic(Struct):
     """OffsetFetchRequest.OffsetFetchRequestTopic."""
 
     __qualname__ = "OffsetFetchRequest.OffsetFetchRequestTopic"
+    __slots__ = ('name', 'partition_indexes', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-7)
-    name: str = ''
+    name: str
     #: The partition indexes we would like to fetch offsets for. (versions 0-7)
-    partition_indexes: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partition_indexes: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', partition_indexes: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.partition_indexes = [] if partition_indexes is FACTORY else partition_indexes
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -97,18 +102,25 @@ class _OffsetFetchRequest_OffsetFetchRequestTopic(Struct):
 _D_OffsetFetchRequest_OffsetFetchRequestTopic = _OffsetFetchRequest_OffsetFetchRequestTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _OffsetFetchRequest_OffsetFetchRequestTopics(Struct):
     """OffsetFetchRequest.OffsetFetchRequestTopics."""
 
     __qualname__ = "OffsetFetchRequest.OffsetFetchRequestTopics"
+    __slots__ = ('name', 'topic_id', 'partition_indexes', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 8-9)
-    name: str = ''
+    name: str
     #: The topic ID. (versions 10)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The partition indexes we would like to fetch offsets for. (versions 8-10)
-    partition_indexes: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partition_indexes: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', topic_id: uuid.UUID = ZERO_UUID, partition_indexes: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.topic_id = topic_id
+        self.partition_indexes = [] if partition_indexes is FACTORY else partition_indexes
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -177,20 +189,28 @@ class _OffsetFetchRequest_OffsetFetchRequestTopics(Struct):
 _D_OffsetFetchRequest_OffsetFetchRequestTopics = _OffsetFetchRequest_OffsetFetchRequestTopics()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _OffsetFetchRequest_OffsetFetchRequestGroup(Struct):
     """OffsetFetchRequest.OffsetFetchRequestGroup."""
 
     __qualname__ = "OffsetFetchRequest.OffsetFetchRequestGroup"
+    __slots__ = ('group_id', 'member_id', 'member_epoch', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The group ID. (versions 8-10)
-    group_id: str = ''
+    group_id: str
     #: The member id. (versions 9-10, nullable 9-10)
-    member_id: str | None = None
+    member_id: str | None
     #: The member epoch if using the new consumer protocol (KIP-848). (versions 9-10)
-    member_epoch: int = -1
+    member_epoch: int
     #: Each topic we would like to fetch offsets for, or null to fetch offsets for all topics. (versions 8-10, nullable 8-10)
-    topics: list[_OffsetFetchRequest_OffsetFetchRequestTopics] | None = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_OffsetFetchRequest_OffsetFetchRequestTopics] | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group_id: str = '', member_id: str | None = None, member_epoch: int = -1, topics: list[_OffsetFetchRequest_OffsetFetchRequestTopics] | None = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.member_epoch = member_epoch
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -273,11 +293,12 @@ class _OffsetFetchRequest_OffsetFetchRequestGroup(Struct):
 _D_OffsetFetchRequest_OffsetFetchRequestGroup = _OffsetFetchRequest_OffsetFetchRequestGroup()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class OffsetFetchRequest(Message):
     """OffsetFetchRequest, versions 0-10, flexible from v6. The highest version is unstable in Kafka and not advertised by default."""
 
     __qualname__ = "OffsetFetchRequest"
+    __slots__ = ('group_id', 'topics', 'groups', 'require_stable', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 9
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 10
@@ -286,14 +307,21 @@ class OffsetFetchRequest(Message):
     OffsetFetchRequestGroup: ClassVar[type] = _OffsetFetchRequest_OffsetFetchRequestGroup
     OffsetFetchRequestTopics: ClassVar[type] = _OffsetFetchRequest_OffsetFetchRequestTopics
     #: The group to fetch offsets for. (versions 0-7)
-    group_id: str = ''
+    group_id: str
     #: Each topic we would like to fetch offsets for, or null to fetch offsets for all topics. (versions 0-7, nullable 2-7)
-    topics: list[_OffsetFetchRequest_OffsetFetchRequestTopic] | None = field(default_factory=list)
+    topics: list[_OffsetFetchRequest_OffsetFetchRequestTopic] | None
     #: Each group we would like to fetch offsets for. (versions 8-10)
-    groups: list[_OffsetFetchRequest_OffsetFetchRequestGroup] = field(default_factory=list)
+    groups: list[_OffsetFetchRequest_OffsetFetchRequestGroup]
     #: Whether broker should hold on returning unstable offsets but set a retriable error code for the partitions. (versions 7-10)
-    require_stable: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    require_stable: bool
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group_id: str = '', topics: list[_OffsetFetchRequest_OffsetFetchRequestTopic] | None = FACTORY, groups: list[_OffsetFetchRequest_OffsetFetchRequestGroup] = FACTORY, require_stable: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is FACTORY else topics
+        self.groups = [] if groups is FACTORY else groups
+        self.require_stable = require_stable
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -397,22 +425,31 @@ class OffsetFetchRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _OffsetFetchResponse_OffsetFetchResponsePartition(Struct):
     """OffsetFetchResponse.OffsetFetchResponsePartition."""
 
     __qualname__ = "OffsetFetchResponse.OffsetFetchResponsePartition"
+    __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'metadata', 'error_code', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-7)
-    partition_index: int = 0
+    partition_index: int
     #: The committed message offset. (versions 0-7)
-    committed_offset: int = 0
+    committed_offset: int
     #: The leader epoch. (versions 5-7)
-    committed_leader_epoch: int = -1
+    committed_leader_epoch: int
     #: The partition metadata. (versions 0-7, nullable 0-7)
-    metadata: str | None = ''
+    metadata: str | None
     #: The error code, or 0 if there was no error. (versions 0-7)
-    error_code: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_code: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, committed_offset: int = 0, committed_leader_epoch: int = -1, metadata: str | None = '', error_code: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.committed_offset = committed_offset
+        self.committed_leader_epoch = committed_leader_epoch
+        self.metadata = metadata
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -489,16 +526,22 @@ class _OffsetFetchResponse_OffsetFetchResponsePartition(Struct):
 _D_OffsetFetchResponse_OffsetFetchResponsePartition = _OffsetFetchResponse_OffsetFetchResponsePartition()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _OffsetFetchResponse_OffsetFetchResponseTopic(Struct):
     """OffsetFetchResponse.OffsetFetchResponseTopic."""
 
     __qualname__ = "OffsetFetchResponse.OffsetFetchResponseTopic"
+    __slots__ = ('name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-7)
-    name: str = ''
+    name: str
     #: The responses per partition. (versions 0-7)
-    partitions: list[_OffsetFetchResponse_OffsetFetchResponsePartition] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_OffsetFetchResponse_OffsetFetchResponsePartition]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', partitions: list[_OffsetFetchResponse_OffsetFetchResponsePartition] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -568,22 +611,31 @@ class _OffsetFetchResponse_OffsetFetchResponseTopic(Struct):
 _D_OffsetFetchResponse_OffsetFetchResponseTopic = _OffsetFetchResponse_OffsetFetchResponseTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _OffsetFetchResponse_OffsetFetchResponsePartitions(Struct):
     """OffsetFetchResponse.OffsetFetchResponsePartitions."""
 
     __qualname__ = "OffsetFetchResponse.OffsetFetchResponsePartitions"
+    __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'metadata', 'error_code', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 8-10)
-    partition_index: int = 0
+    partition_index: int
     #: The committed message offset. (versions 8-10)
-    committed_offset: int = 0
+    committed_offset: int
     #: The leader epoch. (versions 8-10)
-    committed_leader_epoch: int = -1
+    committed_leader_epoch: int
     #: The partition metadata. (versions 8-10, nullable 8-10)
-    metadata: str | None = ''
+    metadata: str | None
     #: The partition-level error code, or 0 if there was no error. (versions 8-10)
-    error_code: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_code: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, committed_offset: int = 0, committed_leader_epoch: int = -1, metadata: str | None = '', error_code: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.committed_offset = committed_offset
+        self.committed_leader_epoch = committed_leader_epoch
+        self.metadata = metadata
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -654,18 +706,25 @@ class _OffsetFetchResponse_OffsetFetchResponsePartitions(Struct):
 _D_OffsetFetchResponse_OffsetFetchResponsePartitions = _OffsetFetchResponse_OffsetFetchResponsePartitions()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _OffsetFetchResponse_OffsetFetchResponseTopics(Struct):
     """OffsetFetchResponse.OffsetFetchResponseTopics."""
 
     __qualname__ = "OffsetFetchResponse.OffsetFetchResponseTopics"
+    __slots__ = ('name', 'topic_id', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 8-9)
-    name: str = ''
+    name: str
     #: The topic ID. (versions 10)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The responses per partition. (versions 8-10)
-    partitions: list[_OffsetFetchResponse_OffsetFetchResponsePartitions] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_OffsetFetchResponse_OffsetFetchResponsePartitions]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', topic_id: uuid.UUID = ZERO_UUID, partitions: list[_OffsetFetchResponse_OffsetFetchResponsePartitions] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -738,18 +797,25 @@ class _OffsetFetchResponse_OffsetFetchResponseTopics(Struct):
 _D_OffsetFetchResponse_OffsetFetchResponseTopics = _OffsetFetchResponse_OffsetFetchResponseTopics()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _OffsetFetchResponse_OffsetFetchResponseGroup(Struct):
     """OffsetFetchResponse.OffsetFetchResponseGroup."""
 
     __qualname__ = "OffsetFetchResponse.OffsetFetchResponseGroup"
+    __slots__ = ('group_id', 'topics', 'error_code', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The group ID. (versions 8-10)
-    group_id: str = ''
+    group_id: str
     #: The responses per topic. (versions 8-10)
-    topics: list[_OffsetFetchResponse_OffsetFetchResponseTopics] = field(default_factory=list)
+    topics: list[_OffsetFetchResponse_OffsetFetchResponseTopics]
     #: The group-level error code, or 0 if there was no error. (versions 8-10)
-    error_code: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_code: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group_id: str = '', topics: list[_OffsetFetchResponse_OffsetFetchResponseTopics] = FACTORY, error_code: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is FACTORY else topics
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -829,11 +895,12 @@ class _OffsetFetchResponse_OffsetFetchResponseGroup(Struct):
 _D_OffsetFetchResponse_OffsetFetchResponseGroup = _OffsetFetchResponse_OffsetFetchResponseGroup()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class OffsetFetchResponse(Message):
     """OffsetFetchResponse, versions 0-10, flexible from v6."""
 
     __qualname__ = "OffsetFetchResponse"
+    __slots__ = ('throttle_time_ms', 'topics', 'error_code', 'groups', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 9
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 10
@@ -844,14 +911,21 @@ class OffsetFetchResponse(Message):
     OffsetFetchResponseTopics: ClassVar[type] = _OffsetFetchResponse_OffsetFetchResponseTopics
     OffsetFetchResponsePartitions: ClassVar[type] = _OffsetFetchResponse_OffsetFetchResponsePartitions
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 3-10)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The responses per topic. (versions 0-7)
-    topics: list[_OffsetFetchResponse_OffsetFetchResponseTopic] = field(default_factory=list)
+    topics: list[_OffsetFetchResponse_OffsetFetchResponseTopic]
     #: The top-level error code, or 0 if there was no error. (versions 2-7)
-    error_code: int = 0
+    error_code: int
     #: The responses per group id. (versions 8-10)
-    groups: list[_OffsetFetchResponse_OffsetFetchResponseGroup] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    groups: list[_OffsetFetchResponse_OffsetFetchResponseGroup]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[_OffsetFetchResponse_OffsetFetchResponseTopic] = FACTORY, error_code: int = 0, groups: list[_OffsetFetchResponse_OffsetFetchResponseGroup] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is FACTORY else topics
+        self.error_code = error_code
+        self.groups = [] if groups is FACTORY else groups
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_i = struct.Struct('>i')
@@ -20,18 +19,25 @@ _S_hi = struct.Struct('>hi')
 _S_q = struct.Struct('>q')
 
 
-@dataclass(slots=True)
 class _OffsetForLeaderEpochRequest_OffsetForLeaderPartition(Struct):
     """OffsetForLeaderEpochRequest.OffsetForLeaderPartition."""
 
     __qualname__ = "OffsetForLeaderEpochRequest.OffsetForLeaderPartition"
+    __slots__ = ('partition', 'current_leader_epoch', 'leader_epoch', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-4)
-    partition: int = 0
+    partition: int
     #: An epoch used to fence consumers/replicas with old metadata. If the epoch provided by the client is larger than the current epoch known to the broker, then the UNKNOWN_LEADER_EPOCH error code will be returned. If the provided epoch is smaller, then the FENCED_LEADER_EPOCH error code will be returned. (versions 2-4)
-    current_leader_epoch: int = -1
+    current_leader_epoch: int
     #: The epoch to look up an offset for. (versions 0-4)
-    leader_epoch: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    leader_epoch: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition: int = 0, current_leader_epoch: int = -1, leader_epoch: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition = partition
+        self.current_leader_epoch = current_leader_epoch
+        self.leader_epoch = leader_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -82,16 +88,22 @@ class _OffsetForLeaderEpochRequest_OffsetForLeaderPartition(Struct):
 _D_OffsetForLeaderEpochRequest_OffsetForLeaderPartition = _OffsetForLeaderEpochRequest_OffsetForLeaderPartition()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _OffsetForLeaderEpochRequest_OffsetForLeaderTopic(Struct):
     """OffsetForLeaderEpochRequest.OffsetForLeaderTopic."""
 
     __qualname__ = "OffsetForLeaderEpochRequest.OffsetForLeaderTopic"
+    __slots__ = ('topic', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-4)
-    topic: str = ''
+    topic: str
     #: Each partition to get offsets for. (versions 0-4)
-    partitions: list[_OffsetForLeaderEpochRequest_OffsetForLeaderPartition] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_OffsetForLeaderEpochRequest_OffsetForLeaderPartition]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic: str = '', partitions: list[_OffsetForLeaderEpochRequest_OffsetForLeaderPartition] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic = topic
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -147,11 +159,12 @@ class _OffsetForLeaderEpochRequest_OffsetForLeaderTopic(Struct):
 _D_OffsetForLeaderEpochRequest_OffsetForLeaderTopic = _OffsetForLeaderEpochRequest_OffsetForLeaderTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class OffsetForLeaderEpochRequest(Message):
     """OffsetForLeaderEpochRequest, versions 0-4, flexible from v4."""
 
     __qualname__ = "OffsetForLeaderEpochRequest"
+    __slots__ = ('replica_id', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 23
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
@@ -159,10 +172,15 @@ class OffsetForLeaderEpochRequest(Message):
     OffsetForLeaderTopic: ClassVar[type] = _OffsetForLeaderEpochRequest_OffsetForLeaderTopic
     OffsetForLeaderPartition: ClassVar[type] = _OffsetForLeaderEpochRequest_OffsetForLeaderPartition
     #: The broker ID of the follower, of -1 if this request is from a consumer. (versions 3-4)
-    replica_id: int = -2
+    replica_id: int
     #: Each topic to get offsets for. (versions 0-4)
-    topics: list[_OffsetForLeaderEpochRequest_OffsetForLeaderTopic] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_OffsetForLeaderEpochRequest_OffsetForLeaderTopic]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, replica_id: int = -2, topics: list[_OffsetForLeaderEpochRequest_OffsetForLeaderTopic] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.replica_id = replica_id
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -220,20 +238,28 @@ class OffsetForLeaderEpochRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _OffsetForLeaderEpochResponse_EpochEndOffset(Struct):
     """OffsetForLeaderEpochResponse.EpochEndOffset."""
 
     __qualname__ = "OffsetForLeaderEpochResponse.EpochEndOffset"
+    __slots__ = ('error_code', 'partition', 'leader_epoch', 'end_offset', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The error code 0, or if there was no error. (versions 0-4)
-    error_code: int = 0
+    error_code: int
     #: The partition index. (versions 0-4)
-    partition: int = 0
+    partition: int
     #: The leader epoch of the partition. (versions 1-4)
-    leader_epoch: int = -1
+    leader_epoch: int
     #: The end offset of the epoch. (versions 0-4)
-    end_offset: int = -1
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    end_offset: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, partition: int = 0, leader_epoch: int = -1, end_offset: int = -1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.partition = partition
+        self.leader_epoch = leader_epoch
+        self.end_offset = end_offset
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -284,16 +310,22 @@ class _OffsetForLeaderEpochResponse_EpochEndOffset(Struct):
 _D_OffsetForLeaderEpochResponse_EpochEndOffset = _OffsetForLeaderEpochResponse_EpochEndOffset()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult(Struct):
     """OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult."""
 
     __qualname__ = "OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult"
+    __slots__ = ('topic', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-4)
-    topic: str = ''
+    topic: str
     #: Each partition in the topic we fetched offsets for. (versions 0-4)
-    partitions: list[_OffsetForLeaderEpochResponse_EpochEndOffset] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_OffsetForLeaderEpochResponse_EpochEndOffset]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic: str = '', partitions: list[_OffsetForLeaderEpochResponse_EpochEndOffset] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic = topic
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -349,11 +381,12 @@ class _OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult(Struct):
 _D_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult = _OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class OffsetForLeaderEpochResponse(Message):
     """OffsetForLeaderEpochResponse, versions 0-4, flexible from v4."""
 
     __qualname__ = "OffsetForLeaderEpochResponse"
+    __slots__ = ('throttle_time_ms', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 23
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
@@ -361,10 +394,15 @@ class OffsetForLeaderEpochResponse(Message):
     OffsetForLeaderTopicResult: ClassVar[type] = _OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult
     EpochEndOffset: ClassVar[type] = _OffsetForLeaderEpochResponse_EpochEndOffset
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 2-4)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: Each topic we fetched offsets for. (versions 0-4)
-    topics: list[_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[_OffsetForLeaderEpochResponse_OffsetForLeaderTopicResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_i = struct.Struct('>i')
@@ -22,16 +21,22 @@ _S_ihq = struct.Struct('>ihq')
 _S_q = struct.Struct('>q')
 
 
-@dataclass(slots=True)
 class _ProduceRequest_PartitionProduceData(Struct):
     """ProduceRequest.PartitionProduceData."""
 
     __qualname__ = "ProduceRequest.PartitionProduceData"
+    __slots__ = ('index', 'records', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-13)
-    index: int = 0
+    index: int
     #: The record data to be produced. (versions 0-13, nullable 0-13)
-    records: Any | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    records: Any | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, index: int = 0, records: Any | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.index = index
+        self.records = records
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -75,18 +80,25 @@ class _ProduceRequest_PartitionProduceData(Struct):
 _D_ProduceRequest_PartitionProduceData = _ProduceRequest_PartitionProduceData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ProduceRequest_TopicProduceData(Struct):
     """ProduceRequest.TopicProduceData."""
 
     __qualname__ = "ProduceRequest.TopicProduceData"
+    __slots__ = ('name', 'topic_id', 'partition_data', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-12)
-    name: str = ''
+    name: str
     #: The unique topic ID (versions 13)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: Each partition to produce to. (versions 0-13)
-    partition_data: list[_ProduceRequest_PartitionProduceData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partition_data: list[_ProduceRequest_PartitionProduceData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', topic_id: uuid.UUID = ZERO_UUID, partition_data: list[_ProduceRequest_PartitionProduceData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.topic_id = topic_id
+        self.partition_data = [] if partition_data is FACTORY else partition_data
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -153,11 +165,12 @@ class _ProduceRequest_TopicProduceData(Struct):
 _D_ProduceRequest_TopicProduceData = _ProduceRequest_TopicProduceData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class ProduceRequest(Message):
     """ProduceRequest, versions 0-13, flexible from v9."""
 
     __qualname__ = "ProduceRequest"
+    __slots__ = ('transactional_id', 'acks', 'timeout_ms', 'topic_data', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 0
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 13
@@ -165,14 +178,21 @@ class ProduceRequest(Message):
     TopicProduceData: ClassVar[type] = _ProduceRequest_TopicProduceData
     PartitionProduceData: ClassVar[type] = _ProduceRequest_PartitionProduceData
     #: The transactional ID, or null if the producer is not transactional. (versions 3-13, nullable 3-13)
-    transactional_id: str | None = None
+    transactional_id: str | None
     #: The number of acknowledgments the producer requires the leader to have received before considering a request complete. Allowed values: 0 for no acknowledgments, 1 for only the leader and -1 for the full ISR. (versions 0-13)
-    acks: int = 0
+    acks: int
     #: The timeout to await a response in milliseconds. (versions 0-13)
-    timeout_ms: int = 0
+    timeout_ms: int
     #: Each topic to produce to. (versions 0-13)
-    topic_data: list[_ProduceRequest_TopicProduceData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topic_data: list[_ProduceRequest_TopicProduceData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, transactional_id: str | None = None, acks: int = 0, timeout_ms: int = 0, topic_data: list[_ProduceRequest_TopicProduceData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.transactional_id = transactional_id
+        self.acks = acks
+        self.timeout_ms = timeout_ms
+        self.topic_data = [] if topic_data is FACTORY else topic_data
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -236,16 +256,22 @@ class ProduceRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _ProduceResponse_BatchIndexAndErrorMessage(Struct):
     """ProduceResponse.BatchIndexAndErrorMessage."""
 
     __qualname__ = "ProduceResponse.BatchIndexAndErrorMessage"
+    __slots__ = ('batch_index', 'batch_index_error_message', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The batch index of the record that caused the batch to be dropped. (versions 8-13)
-    batch_index: int = 0
+    batch_index: int
     #: The error message of the record that caused the batch to be dropped. (versions 8-13, nullable 8-13)
-    batch_index_error_message: str | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    batch_index_error_message: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, batch_index: int = 0, batch_index_error_message: str | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.batch_index = batch_index
+        self.batch_index_error_message = batch_index_error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -302,16 +328,22 @@ class _ProduceResponse_BatchIndexAndErrorMessage(Struct):
 _D_ProduceResponse_BatchIndexAndErrorMessage = _ProduceResponse_BatchIndexAndErrorMessage()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ProduceResponse_LeaderIdAndEpoch(Struct):
     """ProduceResponse.LeaderIdAndEpoch."""
 
     __qualname__ = "ProduceResponse.LeaderIdAndEpoch"
+    __slots__ = ('leader_id', 'leader_epoch', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The ID of the current leader or -1 if the leader is unknown. (versions 10-13)
-    leader_id: int = -1
+    leader_id: int
     #: The latest known leader epoch. (versions 10-13)
-    leader_epoch: int = -1
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    leader_epoch: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, leader_id: int = -1, leader_epoch: int = -1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -362,28 +394,40 @@ class _ProduceResponse_LeaderIdAndEpoch(Struct):
 _D_ProduceResponse_LeaderIdAndEpoch = _ProduceResponse_LeaderIdAndEpoch()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ProduceResponse_PartitionProduceResponse(Struct):
     """ProduceResponse.PartitionProduceResponse."""
 
     __qualname__ = "ProduceResponse.PartitionProduceResponse"
+    __slots__ = ('index', 'error_code', 'base_offset', 'log_append_time_ms', 'log_start_offset', 'record_errors', 'error_message', 'current_leader', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-13)
-    index: int = 0
+    index: int
     #: The error code, or 0 if there was no error. (versions 0-13)
-    error_code: int = 0
+    error_code: int
     #: The base offset. (versions 0-13)
-    base_offset: int = 0
+    base_offset: int
     #: The timestamp returned by broker after appending the messages. If CreateTime is used for the topic, the timestamp will be -1. If LogAppendTime is used for the topic, the timestamp will be the broker local time when the messages are appended. (versions 2-13)
-    log_append_time_ms: int = -1
+    log_append_time_ms: int
     #: The log start offset. (versions 5-13)
-    log_start_offset: int = -1
+    log_start_offset: int
     #: The batch indices of records that caused the batch to be dropped. (versions 8-13)
-    record_errors: list[_ProduceResponse_BatchIndexAndErrorMessage] = field(default_factory=list)
+    record_errors: list[_ProduceResponse_BatchIndexAndErrorMessage]
     #: The global error message summarizing the common root cause of the records that caused the batch to be dropped. (versions 8-13, nullable 8-13)
-    error_message: str | None = None
+    error_message: str | None
     #: The leader broker that the producer should use for future requests. (versions 10-13, tag 0 in 10-13)
-    current_leader: _ProduceResponse_LeaderIdAndEpoch = field(default_factory=_ProduceResponse_LeaderIdAndEpoch)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    current_leader: _ProduceResponse_LeaderIdAndEpoch
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, index: int = 0, error_code: int = 0, base_offset: int = 0, log_append_time_ms: int = -1, log_start_offset: int = -1, record_errors: list[_ProduceResponse_BatchIndexAndErrorMessage] = FACTORY, error_message: str | None = None, current_leader: _ProduceResponse_LeaderIdAndEpoch = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.index = index
+        self.error_code = error_code
+        self.base_offset = base_offset
+        self.log_append_time_ms = log_append_time_ms
+        self.log_start_offset = log_start_offset
+        self.record_errors = [] if record_errors is FACTORY else record_errors
+        self.error_message = error_message
+        self.current_leader = _ProduceResponse_LeaderIdAndEpoch() if current_leader is FACTORY else current_leader
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -475,18 +519,25 @@ class _ProduceResponse_PartitionProduceResponse(Struct):
 _D_ProduceResponse_PartitionProduceResponse = _ProduceResponse_PartitionProduceResponse()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ProduceResponse_TopicProduceResponse(Struct):
     """ProduceResponse.TopicProduceResponse."""
 
     __qualname__ = "ProduceResponse.TopicProduceResponse"
+    __slots__ = ('name', 'topic_id', 'partition_responses', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-12)
-    name: str = ''
+    name: str
     #: The unique topic ID (versions 13)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: Each partition that we produced to within the topic. (versions 0-13)
-    partition_responses: list[_ProduceResponse_PartitionProduceResponse] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partition_responses: list[_ProduceResponse_PartitionProduceResponse]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', topic_id: uuid.UUID = ZERO_UUID, partition_responses: list[_ProduceResponse_PartitionProduceResponse] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.topic_id = topic_id
+        self.partition_responses = [] if partition_responses is FACTORY else partition_responses
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -552,20 +603,28 @@ class _ProduceResponse_TopicProduceResponse(Struct):
 _D_ProduceResponse_TopicProduceResponse = _ProduceResponse_TopicProduceResponse()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ProduceResponse_NodeEndpoint(Struct):
     """ProduceResponse.NodeEndpoint."""
 
     __qualname__ = "ProduceResponse.NodeEndpoint"
+    __slots__ = ('node_id', 'host', 'port', 'rack', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The ID of the associated node. (versions 10-13)
-    node_id: int = 0
+    node_id: int
     #: The node's hostname. (versions 10-13)
-    host: str = ''
+    host: str
     #: The node's port. (versions 10-13)
-    port: int = 0
+    port: int
     #: The rack of the node, or null if it has not been assigned to a rack. (versions 10-13, nullable 10-13)
-    rack: str | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    rack: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, node_id: int = 0, host: str = '', port: int = 0, rack: str | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.rack = rack
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -641,11 +700,12 @@ class _ProduceResponse_NodeEndpoint(Struct):
 _D_ProduceResponse_NodeEndpoint = _ProduceResponse_NodeEndpoint()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class ProduceResponse(Message):
     """ProduceResponse, versions 0-13, flexible from v9."""
 
     __qualname__ = "ProduceResponse"
+    __slots__ = ('responses', 'throttle_time_ms', 'node_endpoints', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 0
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 13
@@ -656,12 +716,18 @@ class ProduceResponse(Message):
     LeaderIdAndEpoch: ClassVar[type] = _ProduceResponse_LeaderIdAndEpoch
     NodeEndpoint: ClassVar[type] = _ProduceResponse_NodeEndpoint
     #: Each produce response. (versions 0-13)
-    responses: list[_ProduceResponse_TopicProduceResponse] = field(default_factory=list)
+    responses: list[_ProduceResponse_TopicProduceResponse]
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 1-13)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: Endpoints for all current-leaders enumerated in PartitionProduceResponses, with errors NOT_LEADER_OR_FOLLOWER. (versions 10-13, tag 0 in 10-13)
-    node_endpoints: list[_ProduceResponse_NodeEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    node_endpoints: list[_ProduceResponse_NodeEndpoint]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, responses: list[_ProduceResponse_TopicProduceResponse] = FACTORY, throttle_time_ms: int = 0, node_endpoints: list[_ProduceResponse_NodeEndpoint] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.responses = [] if responses is FACTORY else responses
+        self.throttle_time_ms = throttle_time_ms
+        self.node_endpoints = [] if node_endpoints is FACTORY else node_endpoints
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,37 +8,45 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_iob = struct.Struct('>i?b')
 _S_ih = struct.Struct('>ih')
 
 
-@dataclass(slots=True)
 class PushTelemetryRequest(Message):
     """PushTelemetryRequest, versions 0, flexible from v0."""
 
     __qualname__ = "PushTelemetryRequest"
+    __slots__ = ('client_instance_id', 'subscription_id', 'terminating', 'compression_type', 'metrics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 72
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     #: Unique id for this client instance. (versions 0)
-    client_instance_id: uuid.UUID = ZERO_UUID
+    client_instance_id: uuid.UUID
     #: Unique identifier for the current subscription. (versions 0)
-    subscription_id: int = 0
+    subscription_id: int
     #: Client is terminating the connection. (versions 0)
-    terminating: bool = False
+    terminating: bool
     #: Compression codec used to compress the metrics. (versions 0)
-    compression_type: int = 0
+    compression_type: int
     #: Metrics encoded in OpenTelemetry MetricsData v1 protobuf format. (versions 0)
-    metrics: bytes = b""
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    metrics: bytes
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, client_instance_id: uuid.UUID = ZERO_UUID, subscription_id: int = 0, terminating: bool = False, compression_type: int = 0, metrics: bytes = b"", unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.client_instance_id = client_instance_id
+        self.subscription_id = subscription_id
+        self.terminating = terminating
+        self.compression_type = compression_type
+        self.metrics = metrics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -76,20 +84,26 @@ class PushTelemetryRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class PushTelemetryResponse(Message):
     """PushTelemetryResponse, versions 0, flexible from v0."""
 
     __qualname__ = "PushTelemetryResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 72
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The error code, or 0 if there was no error. (versions 0)
-    error_code: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_code: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_ii = struct.Struct('>ii')
@@ -21,16 +20,22 @@ _S_ih = struct.Struct('>ih')
 _S_iq = struct.Struct('>iq')
 
 
-@dataclass(slots=True)
 class _ReadShareGroupStateRequest_PartitionData(Struct):
     """ReadShareGroupStateRequest.PartitionData."""
 
     __qualname__ = "ReadShareGroupStateRequest.PartitionData"
+    __slots__ = ('partition', 'leader_epoch', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0)
-    partition: int = 0
+    partition: int
     #: The leader epoch of the share-partition. (versions 0)
-    leader_epoch: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    leader_epoch: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition: int = 0, leader_epoch: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition = partition
+        self.leader_epoch = leader_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -67,16 +72,22 @@ class _ReadShareGroupStateRequest_PartitionData(Struct):
 _D_ReadShareGroupStateRequest_PartitionData = _ReadShareGroupStateRequest_PartitionData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ReadShareGroupStateRequest_ReadStateData(Struct):
     """ReadShareGroupStateRequest.ReadStateData."""
 
     __qualname__ = "ReadShareGroupStateRequest.ReadStateData"
+    __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic identifier. (versions 0)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The data for the partitions. (versions 0)
-    partitions: list[_ReadShareGroupStateRequest_PartitionData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_ReadShareGroupStateRequest_PartitionData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[_ReadShareGroupStateRequest_PartitionData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -128,11 +139,12 @@ class _ReadShareGroupStateRequest_ReadStateData(Struct):
 _D_ReadShareGroupStateRequest_ReadStateData = _ReadShareGroupStateRequest_ReadStateData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class ReadShareGroupStateRequest(Message):
     """ReadShareGroupStateRequest, versions 0, flexible from v0."""
 
     __qualname__ = "ReadShareGroupStateRequest"
+    __slots__ = ('group_id', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 84
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
@@ -140,10 +152,15 @@ class ReadShareGroupStateRequest(Message):
     ReadStateData: ClassVar[type] = _ReadShareGroupStateRequest_ReadStateData
     PartitionData: ClassVar[type] = _ReadShareGroupStateRequest_PartitionData
     #: The group identifier. (versions 0)
-    group_id: str = ''
+    group_id: str
     #: The data for the topics. (versions 0)
-    topics: list[_ReadShareGroupStateRequest_ReadStateData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_ReadShareGroupStateRequest_ReadStateData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group_id: str = '', topics: list[_ReadShareGroupStateRequest_ReadStateData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -192,20 +209,28 @@ class ReadShareGroupStateRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class _ReadShareGroupStateResponse_StateBatch(Struct):
     """ReadShareGroupStateResponse.StateBatch."""
 
     __qualname__ = "ReadShareGroupStateResponse.StateBatch"
+    __slots__ = ('first_offset', 'last_offset', 'delivery_state', 'delivery_count', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The first offset of this state batch. (versions 0)
-    first_offset: int = 0
+    first_offset: int
     #: The last offset of this state batch. (versions 0)
-    last_offset: int = 0
+    last_offset: int
     #: The delivery state - 0:Available,2:Acked,4:Archived. (versions 0)
-    delivery_state: int = 0
+    delivery_state: int
     #: The delivery count. (versions 0)
-    delivery_count: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    delivery_count: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, first_offset: int = 0, last_offset: int = 0, delivery_state: int = 0, delivery_count: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.delivery_state = delivery_state
+        self.delivery_count = delivery_count
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -242,24 +267,34 @@ class _ReadShareGroupStateResponse_StateBatch(Struct):
 _D_ReadShareGroupStateResponse_StateBatch = _ReadShareGroupStateResponse_StateBatch()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ReadShareGroupStateResponse_PartitionResult(Struct):
     """ReadShareGroupStateResponse.PartitionResult."""
 
     __qualname__ = "ReadShareGroupStateResponse.PartitionResult"
+    __slots__ = ('partition', 'error_code', 'error_message', 'state_epoch', 'start_offset', 'state_batches', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0)
-    partition: int = 0
+    partition: int
     #: The error code, or 0 if there was no error. (versions 0)
-    error_code: int = 0
+    error_code: int
     #: The error message, or null if there was no error. (versions 0, nullable 0)
-    error_message: str | None = None
+    error_message: str | None
     #: The state epoch of the share-partition. (versions 0)
-    state_epoch: int = 0
+    state_epoch: int
     #: The share-partition start offset, which can be -1 if it is not yet initialized. (versions 0)
-    start_offset: int = 0
+    start_offset: int
     #: The state batches for this share-partition. (versions 0)
-    state_batches: list[_ReadShareGroupStateResponse_StateBatch] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    state_batches: list[_ReadShareGroupStateResponse_StateBatch]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition: int = 0, error_code: int = 0, error_message: str | None = None, state_epoch: int = 0, start_offset: int = 0, state_batches: list[_ReadShareGroupStateResponse_StateBatch] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition = partition
+        self.error_code = error_code
+        self.error_message = error_message
+        self.state_epoch = state_epoch
+        self.start_offset = start_offset
+        self.state_batches = [] if state_batches is FACTORY else state_batches
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -317,16 +352,22 @@ class _ReadShareGroupStateResponse_PartitionResult(Struct):
 _D_ReadShareGroupStateResponse_PartitionResult = _ReadShareGroupStateResponse_PartitionResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ReadShareGroupStateResponse_ReadStateResult(Struct):
     """ReadShareGroupStateResponse.ReadStateResult."""
 
     __qualname__ = "ReadShareGroupStateResponse.ReadStateResult"
+    __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic identifier. (versions 0)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The results for the partitions. (versions 0)
-    partitions: list[_ReadShareGroupStateResponse_PartitionResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_ReadShareGroupStateResponse_PartitionResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[_ReadShareGroupStateResponse_PartitionResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -378,11 +419,12 @@ class _ReadShareGroupStateResponse_ReadStateResult(Struct):
 _D_ReadShareGroupStateResponse_ReadStateResult = _ReadShareGroupStateResponse_ReadStateResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class ReadShareGroupStateResponse(Message):
     """ReadShareGroupStateResponse, versions 0, flexible from v0."""
 
     __qualname__ = "ReadShareGroupStateResponse"
+    __slots__ = ('results', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 84
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
@@ -391,8 +433,12 @@ class ReadShareGroupStateResponse(Message):
     PartitionResult: ClassVar[type] = _ReadShareGroupStateResponse_PartitionResult
     StateBatch: ClassVar[type] = _ReadShareGroupStateResponse_StateBatch
     #: The read results. (versions 0)
-    results: list[_ReadShareGroupStateResponse_ReadStateResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    results: list[_ReadShareGroupStateResponse_ReadStateResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, results: list[_ReadShareGroupStateResponse_ReadStateResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.results = [] if results is FACTORY else results
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

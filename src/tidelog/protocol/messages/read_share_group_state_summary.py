@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_ii = struct.Struct('>ii')
@@ -20,16 +19,22 @@ _S_ih = struct.Struct('>ih')
 _S_iiq = struct.Struct('>iiq')
 
 
-@dataclass(slots=True)
 class _ReadShareGroupStateSummaryRequest_PartitionData(Struct):
     """ReadShareGroupStateSummaryRequest.PartitionData."""
 
     __qualname__ = "ReadShareGroupStateSummaryRequest.PartitionData"
+    __slots__ = ('partition', 'leader_epoch', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0)
-    partition: int = 0
+    partition: int
     #: The leader epoch of the share-partition. (versions 0)
-    leader_epoch: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    leader_epoch: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition: int = 0, leader_epoch: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition = partition
+        self.leader_epoch = leader_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -66,16 +71,22 @@ class _ReadShareGroupStateSummaryRequest_PartitionData(Struct):
 _D_ReadShareGroupStateSummaryRequest_PartitionData = _ReadShareGroupStateSummaryRequest_PartitionData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ReadShareGroupStateSummaryRequest_ReadStateSummaryData(Struct):
     """ReadShareGroupStateSummaryRequest.ReadStateSummaryData."""
 
     __qualname__ = "ReadShareGroupStateSummaryRequest.ReadStateSummaryData"
+    __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic identifier. (versions 0)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The data for the partitions. (versions 0)
-    partitions: list[_ReadShareGroupStateSummaryRequest_PartitionData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_ReadShareGroupStateSummaryRequest_PartitionData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[_ReadShareGroupStateSummaryRequest_PartitionData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -127,11 +138,12 @@ class _ReadShareGroupStateSummaryRequest_ReadStateSummaryData(Struct):
 _D_ReadShareGroupStateSummaryRequest_ReadStateSummaryData = _ReadShareGroupStateSummaryRequest_ReadStateSummaryData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class ReadShareGroupStateSummaryRequest(Message):
     """ReadShareGroupStateSummaryRequest, versions 0, flexible from v0."""
 
     __qualname__ = "ReadShareGroupStateSummaryRequest"
+    __slots__ = ('group_id', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 87
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
@@ -139,10 +151,15 @@ class ReadShareGroupStateSummaryRequest(Message):
     ReadStateSummaryData: ClassVar[type] = _ReadShareGroupStateSummaryRequest_ReadStateSummaryData
     PartitionData: ClassVar[type] = _ReadShareGroupStateSummaryRequest_PartitionData
     #: The group identifier. (versions 0)
-    group_id: str = ''
+    group_id: str
     #: The data for the topics. (versions 0)
-    topics: list[_ReadShareGroupStateSummaryRequest_ReadStateSummaryData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_ReadShareGroupStateSummaryRequest_ReadStateSummaryData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group_id: str = '', topics: list[_ReadShareGroupStateSummaryRequest_ReadStateSummaryData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -191,24 +208,34 @@ class ReadShareGroupStateSummaryRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class _ReadShareGroupStateSummaryResponse_PartitionResult(Struct):
     """ReadShareGroupStateSummaryResponse.PartitionResult."""
 
     __qualname__ = "ReadShareGroupStateSummaryResponse.PartitionResult"
+    __slots__ = ('partition', 'error_code', 'error_message', 'state_epoch', 'leader_epoch', 'start_offset', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0)
-    partition: int = 0
+    partition: int
     #: The error code, or 0 if there was no error. (versions 0)
-    error_code: int = 0
+    error_code: int
     #: The error message, or null if there was no error. (versions 0, nullable 0)
-    error_message: str | None = None
+    error_message: str | None
     #: The state epoch of the share-partition. (versions 0)
-    state_epoch: int = 0
+    state_epoch: int
     #: The leader epoch of the share-partition. (versions 0)
-    leader_epoch: int = 0
+    leader_epoch: int
     #: The share-partition start offset. (versions 0)
-    start_offset: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    start_offset: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition: int = 0, error_code: int = 0, error_message: str | None = None, state_epoch: int = 0, leader_epoch: int = 0, start_offset: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition = partition
+        self.error_code = error_code
+        self.error_message = error_message
+        self.state_epoch = state_epoch
+        self.leader_epoch = leader_epoch
+        self.start_offset = start_offset
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -250,16 +277,22 @@ class _ReadShareGroupStateSummaryResponse_PartitionResult(Struct):
 _D_ReadShareGroupStateSummaryResponse_PartitionResult = _ReadShareGroupStateSummaryResponse_PartitionResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ReadShareGroupStateSummaryResponse_ReadStateSummaryResult(Struct):
     """ReadShareGroupStateSummaryResponse.ReadStateSummaryResult."""
 
     __qualname__ = "ReadShareGroupStateSummaryResponse.ReadStateSummaryResult"
+    __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic identifier. (versions 0)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The results for the partitions. (versions 0)
-    partitions: list[_ReadShareGroupStateSummaryResponse_PartitionResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_ReadShareGroupStateSummaryResponse_PartitionResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[_ReadShareGroupStateSummaryResponse_PartitionResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -311,11 +344,12 @@ class _ReadShareGroupStateSummaryResponse_ReadStateSummaryResult(Struct):
 _D_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult = _ReadShareGroupStateSummaryResponse_ReadStateSummaryResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class ReadShareGroupStateSummaryResponse(Message):
     """ReadShareGroupStateSummaryResponse, versions 0, flexible from v0."""
 
     __qualname__ = "ReadShareGroupStateSummaryResponse"
+    __slots__ = ('results', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 87
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
@@ -323,8 +357,12 @@ class ReadShareGroupStateSummaryResponse(Message):
     ReadStateSummaryResult: ClassVar[type] = _ReadShareGroupStateSummaryResponse_ReadStateSummaryResult
     PartitionResult: ClassVar[type] = _ReadShareGroupStateSummaryResponse_PartitionResult
     #: The read results. (versions 0)
-    results: list[_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    results: list[_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, results: list[_ReadShareGroupStateSummaryResponse_ReadStateSummaryResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.results = [] if results is FACTORY else results
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

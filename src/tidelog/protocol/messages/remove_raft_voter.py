@@ -8,33 +8,39 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_i = struct.Struct('>i')
 _S_ih = struct.Struct('>ih')
 
 
-@dataclass(slots=True)
 class RemoveRaftVoterRequest(Message):
     """RemoveRaftVoterRequest, versions 0, flexible from v0."""
 
     __qualname__ = "RemoveRaftVoterRequest"
+    __slots__ = ('cluster_id', 'voter_id', 'voter_directory_id', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 81
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     #: The cluster id of the request. (versions 0, nullable 0)
-    cluster_id: str | None = ''
+    cluster_id: str | None
     #: The replica id of the voter getting removed from the topic partition. (versions 0)
-    voter_id: int = 0
+    voter_id: int
     #: The directory id of the voter getting removed from the topic partition. (versions 0)
-    voter_directory_id: uuid.UUID = ZERO_UUID
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    voter_directory_id: uuid.UUID
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, cluster_id: str | None = '', voter_id: int = 0, voter_directory_id: uuid.UUID = ZERO_UUID, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.cluster_id = cluster_id
+        self.voter_id = voter_id
+        self.voter_directory_id = voter_directory_id
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -72,22 +78,29 @@ class RemoveRaftVoterRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class RemoveRaftVoterResponse(Message):
     """RemoveRaftVoterResponse, versions 0, flexible from v0."""
 
     __qualname__ = "RemoveRaftVoterResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 81
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The error code, or 0 if there was no error. (versions 0)
-    error_code: int = 0
+    error_code: int
     #: The error message, or null if there was no error. (versions 0, nullable 0)
-    error_message: str | None = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_message: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

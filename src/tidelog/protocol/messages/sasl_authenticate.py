@@ -8,29 +8,33 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_h = struct.Struct('>h')
 _S_q = struct.Struct('>q')
 
 
-@dataclass(slots=True)
 class SaslAuthenticateRequest(Message):
     """SaslAuthenticateRequest, versions 0-2, flexible from v2."""
 
     __qualname__ = "SaslAuthenticateRequest"
+    __slots__ = ('auth_bytes', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 36
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int | None] = 2
     #: The SASL authentication bytes from the client, as defined by the SASL mechanism. (versions 0-2)
-    auth_bytes: bytes = b""
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    auth_bytes: bytes
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, auth_bytes: bytes = b"", unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.auth_bytes = auth_bytes
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -67,24 +71,32 @@ class SaslAuthenticateRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class SaslAuthenticateResponse(Message):
     """SaslAuthenticateResponse, versions 0-2, flexible from v2."""
 
     __qualname__ = "SaslAuthenticateResponse"
+    __slots__ = ('error_code', 'error_message', 'auth_bytes', 'session_lifetime_ms', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 36
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int | None] = 2
     #: The error code, or 0 if there was no error. (versions 0-2)
-    error_code: int = 0
+    error_code: int
     #: The error message, or null if there was no error. (versions 0-2, nullable 0-2)
-    error_message: str | None = ''
+    error_message: str | None
     #: The SASL authentication bytes from the server, as defined by the SASL mechanism. (versions 0-2)
-    auth_bytes: bytes = b""
+    auth_bytes: bytes
     #: Number of milliseconds after which only re-authentication over the existing connection to create a new session can occur. (versions 1-2)
-    session_lifetime_ms: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    session_lifetime_ms: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, error_message: str | None = '', auth_bytes: bytes = b"", session_lifetime_ms: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.auth_bytes = auth_bytes
+        self.session_lifetime_ms = session_lifetime_ms
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,28 +8,32 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_h = struct.Struct('>h')
 
 
-@dataclass(slots=True)
 class SaslHandshakeRequest(Message):
     """SaslHandshakeRequest, versions 0-1, never flexible."""
 
     __qualname__ = "SaslHandshakeRequest"
+    __slots__ = ('mechanism', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 17
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int | None] = None
     #: The SASL mechanism chosen by the client. (versions 0-1)
-    mechanism: str = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    mechanism: str
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, mechanism: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.mechanism = mechanism
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -42,20 +46,26 @@ class SaslHandshakeRequest(Message):
         write_string(b, self.mechanism)
 
 
-@dataclass(slots=True)
 class SaslHandshakeResponse(Message):
     """SaslHandshakeResponse, versions 0-1, never flexible."""
 
     __qualname__ = "SaslHandshakeResponse"
+    __slots__ = ('error_code', 'mechanisms', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 17
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
     FLEXIBLE_FROM: ClassVar[int | None] = None
     #: The error code, or 0 if there was no error. (versions 0-1)
-    error_code: int = 0
+    error_code: int
     #: The mechanisms enabled in the server. (versions 0-1)
-    mechanisms: list[str] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    mechanisms: list[str]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, mechanisms: list[str] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.mechanisms = [] if mechanisms is FACTORY else mechanisms
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

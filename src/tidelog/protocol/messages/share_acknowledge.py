@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_qq = struct.Struct('>qq')
@@ -21,18 +20,25 @@ _S_ii = struct.Struct('>ii')
 _S_ih = struct.Struct('>ih')
 
 
-@dataclass(slots=True)
 class _ShareAcknowledgeRequest_AcknowledgementBatch(Struct):
     """ShareAcknowledgeRequest.AcknowledgementBatch."""
 
     __qualname__ = "ShareAcknowledgeRequest.AcknowledgementBatch"
+    __slots__ = ('first_offset', 'last_offset', 'acknowledge_types', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: First offset of batch of records to acknowledge. (versions 0-1)
-    first_offset: int = 0
+    first_offset: int
     #: Last offset (inclusive) of batch of records to acknowledge. (versions 0-1)
-    last_offset: int = 0
+    last_offset: int
     #: Array of acknowledge types - 0:Gap,1:Accept,2:Release,3:Reject. (versions 0-1)
-    acknowledge_types: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    acknowledge_types: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, first_offset: int = 0, last_offset: int = 0, acknowledge_types: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.acknowledge_types = [] if acknowledge_types is FACTORY else acknowledge_types
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -81,16 +87,22 @@ class _ShareAcknowledgeRequest_AcknowledgementBatch(Struct):
 _D_ShareAcknowledgeRequest_AcknowledgementBatch = _ShareAcknowledgeRequest_AcknowledgementBatch()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ShareAcknowledgeRequest_AcknowledgePartition(Struct):
     """ShareAcknowledgeRequest.AcknowledgePartition."""
 
     __qualname__ = "ShareAcknowledgeRequest.AcknowledgePartition"
+    __slots__ = ('partition_index', 'acknowledgement_batches', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-1)
-    partition_index: int = 0
+    partition_index: int
     #: Record batches to acknowledge. (versions 0-1)
-    acknowledgement_batches: list[_ShareAcknowledgeRequest_AcknowledgementBatch] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    acknowledgement_batches: list[_ShareAcknowledgeRequest_AcknowledgementBatch]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, acknowledgement_batches: list[_ShareAcknowledgeRequest_AcknowledgementBatch] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.acknowledgement_batches = [] if acknowledgement_batches is FACTORY else acknowledgement_batches
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -143,16 +155,22 @@ class _ShareAcknowledgeRequest_AcknowledgePartition(Struct):
 _D_ShareAcknowledgeRequest_AcknowledgePartition = _ShareAcknowledgeRequest_AcknowledgePartition()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ShareAcknowledgeRequest_AcknowledgeTopic(Struct):
     """ShareAcknowledgeRequest.AcknowledgeTopic."""
 
     __qualname__ = "ShareAcknowledgeRequest.AcknowledgeTopic"
+    __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The unique topic ID. (versions 0-1)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The partitions containing records to acknowledge. (versions 0-1)
-    partitions: list[_ShareAcknowledgeRequest_AcknowledgePartition] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_ShareAcknowledgeRequest_AcknowledgePartition]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[_ShareAcknowledgeRequest_AcknowledgePartition] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -204,11 +222,12 @@ class _ShareAcknowledgeRequest_AcknowledgeTopic(Struct):
 _D_ShareAcknowledgeRequest_AcknowledgeTopic = _ShareAcknowledgeRequest_AcknowledgeTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class ShareAcknowledgeRequest(Message):
     """ShareAcknowledgeRequest, versions 0-1, flexible from v0."""
 
     __qualname__ = "ShareAcknowledgeRequest"
+    __slots__ = ('group_id', 'member_id', 'share_session_epoch', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 79
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
@@ -217,14 +236,21 @@ class ShareAcknowledgeRequest(Message):
     AcknowledgePartition: ClassVar[type] = _ShareAcknowledgeRequest_AcknowledgePartition
     AcknowledgementBatch: ClassVar[type] = _ShareAcknowledgeRequest_AcknowledgementBatch
     #: The group identifier. (versions 0-1, nullable 0-1)
-    group_id: str | None = None
+    group_id: str | None
     #: The member ID. (versions 0-1, nullable 0-1)
-    member_id: str | None = ''
+    member_id: str | None
     #: The current share session epoch: 0 to open a share session; -1 to close it; otherwise increments for consecutive requests. (versions 0-1)
-    share_session_epoch: int = 0
+    share_session_epoch: int
     #: The topics containing records to acknowledge. (versions 0-1)
-    topics: list[_ShareAcknowledgeRequest_AcknowledgeTopic] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_ShareAcknowledgeRequest_AcknowledgeTopic]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group_id: str | None = None, member_id: str | None = '', share_session_epoch: int = 0, topics: list[_ShareAcknowledgeRequest_AcknowledgeTopic] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.share_session_epoch = share_session_epoch
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -278,16 +304,22 @@ class ShareAcknowledgeRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class _ShareAcknowledgeResponse_LeaderIdAndEpoch(Struct):
     """ShareAcknowledgeResponse.LeaderIdAndEpoch."""
 
     __qualname__ = "ShareAcknowledgeResponse.LeaderIdAndEpoch"
+    __slots__ = ('leader_id', 'leader_epoch', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The ID of the current leader or -1 if the leader is unknown. (versions 0-1)
-    leader_id: int = 0
+    leader_id: int
     #: The latest known leader epoch. (versions 0-1)
-    leader_epoch: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    leader_epoch: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, leader_id: int = 0, leader_epoch: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -324,20 +356,28 @@ class _ShareAcknowledgeResponse_LeaderIdAndEpoch(Struct):
 _D_ShareAcknowledgeResponse_LeaderIdAndEpoch = _ShareAcknowledgeResponse_LeaderIdAndEpoch()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ShareAcknowledgeResponse_PartitionData(Struct):
     """ShareAcknowledgeResponse.PartitionData."""
 
     __qualname__ = "ShareAcknowledgeResponse.PartitionData"
+    __slots__ = ('partition_index', 'error_code', 'error_message', 'current_leader', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-1)
-    partition_index: int = 0
+    partition_index: int
     #: The error code, or 0 if there was no error. (versions 0-1)
-    error_code: int = 0
+    error_code: int
     #: The error message, or null if there was no error. (versions 0-1, nullable 0-1)
-    error_message: str | None = None
+    error_message: str | None
     #: The current leader of the partition. (versions 0-1)
-    current_leader: _ShareAcknowledgeResponse_LeaderIdAndEpoch = field(default_factory=_ShareAcknowledgeResponse_LeaderIdAndEpoch)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    current_leader: _ShareAcknowledgeResponse_LeaderIdAndEpoch
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, error_code: int = 0, error_message: str | None = None, current_leader: _ShareAcknowledgeResponse_LeaderIdAndEpoch = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.error_message = error_message
+        self.current_leader = _ShareAcknowledgeResponse_LeaderIdAndEpoch() if current_leader is FACTORY else current_leader
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -378,16 +418,22 @@ class _ShareAcknowledgeResponse_PartitionData(Struct):
 _D_ShareAcknowledgeResponse_PartitionData = _ShareAcknowledgeResponse_PartitionData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse(Struct):
     """ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse."""
 
     __qualname__ = "ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse"
+    __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The unique topic ID. (versions 0-1)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The topic partitions. (versions 0-1)
-    partitions: list[_ShareAcknowledgeResponse_PartitionData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_ShareAcknowledgeResponse_PartitionData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[_ShareAcknowledgeResponse_PartitionData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -439,20 +485,28 @@ class _ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse(Struct):
 _D_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse = _ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ShareAcknowledgeResponse_NodeEndpoint(Struct):
     """ShareAcknowledgeResponse.NodeEndpoint."""
 
     __qualname__ = "ShareAcknowledgeResponse.NodeEndpoint"
+    __slots__ = ('node_id', 'host', 'port', 'rack', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The ID of the associated node. (versions 0-1)
-    node_id: int = 0
+    node_id: int
     #: The node's hostname. (versions 0-1)
-    host: str = ''
+    host: str
     #: The node's port. (versions 0-1)
-    port: int = 0
+    port: int
     #: The rack of the node, or null if it has not been assigned to a rack. (versions 0-1, nullable 0-1)
-    rack: str | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    rack: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, node_id: int = 0, host: str = '', port: int = 0, rack: str | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.rack = rack
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -496,11 +550,12 @@ class _ShareAcknowledgeResponse_NodeEndpoint(Struct):
 _D_ShareAcknowledgeResponse_NodeEndpoint = _ShareAcknowledgeResponse_NodeEndpoint()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class ShareAcknowledgeResponse(Message):
     """ShareAcknowledgeResponse, versions 0-1, flexible from v0."""
 
     __qualname__ = "ShareAcknowledgeResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'responses', 'node_endpoints', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 79
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
@@ -510,16 +565,24 @@ class ShareAcknowledgeResponse(Message):
     LeaderIdAndEpoch: ClassVar[type] = _ShareAcknowledgeResponse_LeaderIdAndEpoch
     NodeEndpoint: ClassVar[type] = _ShareAcknowledgeResponse_NodeEndpoint
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-1)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The top level response error code. (versions 0-1)
-    error_code: int = 0
+    error_code: int
     #: The top-level error message, or null if there was no error. (versions 0-1, nullable 0-1)
-    error_message: str | None = None
+    error_message: str | None
     #: The response topics. (versions 0-1)
-    responses: list[_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse] = field(default_factory=list)
+    responses: list[_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse]
     #: Endpoints for all current leaders enumerated in PartitionData with error NOT_LEADER_OR_FOLLOWER. (versions 0-1)
-    node_endpoints: list[_ShareAcknowledgeResponse_NodeEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    node_endpoints: list[_ShareAcknowledgeResponse_NodeEndpoint]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, responses: list[_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse] = FACTORY, node_endpoints: list[_ShareAcknowledgeResponse_NodeEndpoint] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.responses = [] if responses is FACTORY else responses
+        self.node_endpoints = [] if node_endpoints is FACTORY else node_endpoints
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_qq = struct.Struct('>qq')
@@ -24,18 +23,25 @@ _S_ih = struct.Struct('>ih')
 _S_h = struct.Struct('>h')
 
 
-@dataclass(slots=True)
 class _ShareFetchRequest_AcknowledgementBatch(Struct):
     """ShareFetchRequest.AcknowledgementBatch."""
 
     __qualname__ = "ShareFetchRequest.AcknowledgementBatch"
+    __slots__ = ('first_offset', 'last_offset', 'acknowledge_types', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: First offset of batch of records to acknowledge. (versions 0-1)
-    first_offset: int = 0
+    first_offset: int
     #: Last offset (inclusive) of batch of records to acknowledge. (versions 0-1)
-    last_offset: int = 0
+    last_offset: int
     #: Array of acknowledge types - 0:Gap,1:Accept,2:Release,3:Reject. (versions 0-1)
-    acknowledge_types: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    acknowledge_types: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, first_offset: int = 0, last_offset: int = 0, acknowledge_types: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.acknowledge_types = [] if acknowledge_types is FACTORY else acknowledge_types
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -84,18 +90,25 @@ class _ShareFetchRequest_AcknowledgementBatch(Struct):
 _D_ShareFetchRequest_AcknowledgementBatch = _ShareFetchRequest_AcknowledgementBatch()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ShareFetchRequest_FetchPartition(Struct):
     """ShareFetchRequest.FetchPartition."""
 
     __qualname__ = "ShareFetchRequest.FetchPartition"
+    __slots__ = ('partition_index', 'partition_max_bytes', 'acknowledgement_batches', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-1)
-    partition_index: int = 0
+    partition_index: int
     #: The maximum bytes to fetch from this partition. 0 when only acknowledgement with no fetching is required. See KIP-74 for cases where this limit may not be honored. (versions 0)
-    partition_max_bytes: int = 0
+    partition_max_bytes: int
     #: Record batches to acknowledge. (versions 0-1)
-    acknowledgement_batches: list[_ShareFetchRequest_AcknowledgementBatch] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    acknowledgement_batches: list[_ShareFetchRequest_AcknowledgementBatch]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, partition_max_bytes: int = 0, acknowledgement_batches: list[_ShareFetchRequest_AcknowledgementBatch] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.partition_max_bytes = partition_max_bytes
+        self.acknowledgement_batches = [] if acknowledgement_batches is FACTORY else acknowledgement_batches
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -158,16 +171,22 @@ class _ShareFetchRequest_FetchPartition(Struct):
 _D_ShareFetchRequest_FetchPartition = _ShareFetchRequest_FetchPartition()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ShareFetchRequest_FetchTopic(Struct):
     """ShareFetchRequest.FetchTopic."""
 
     __qualname__ = "ShareFetchRequest.FetchTopic"
+    __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The unique topic ID. (versions 0-1)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The partitions to fetch. (versions 0-1)
-    partitions: list[_ShareFetchRequest_FetchPartition] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_ShareFetchRequest_FetchPartition]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[_ShareFetchRequest_FetchPartition] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -219,16 +238,22 @@ class _ShareFetchRequest_FetchTopic(Struct):
 _D_ShareFetchRequest_FetchTopic = _ShareFetchRequest_FetchTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ShareFetchRequest_ForgottenTopic(Struct):
     """ShareFetchRequest.ForgottenTopic."""
 
     __qualname__ = "ShareFetchRequest.ForgottenTopic"
+    __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The unique topic ID. (versions 0-1)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The partitions indexes to forget. (versions 0-1)
-    partitions: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -276,11 +301,12 @@ class _ShareFetchRequest_ForgottenTopic(Struct):
 _D_ShareFetchRequest_ForgottenTopic = _ShareFetchRequest_ForgottenTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class ShareFetchRequest(Message):
     """ShareFetchRequest, versions 0-1, flexible from v0."""
 
     __qualname__ = "ShareFetchRequest"
+    __slots__ = ('group_id', 'member_id', 'share_session_epoch', 'max_wait_ms', 'min_bytes', 'max_bytes', 'max_records', 'batch_size', 'topics', 'forgotten_topics_data', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 78
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
@@ -290,26 +316,39 @@ class ShareFetchRequest(Message):
     AcknowledgementBatch: ClassVar[type] = _ShareFetchRequest_AcknowledgementBatch
     ForgottenTopic: ClassVar[type] = _ShareFetchRequest_ForgottenTopic
     #: The group identifier. (versions 0-1, nullable 0-1)
-    group_id: str | None = None
+    group_id: str | None
     #: The member ID. (versions 0-1, nullable 0-1)
-    member_id: str | None = ''
+    member_id: str | None
     #: The current share session epoch: 0 to open a share session; -1 to close it; otherwise increments for consecutive requests. (versions 0-1)
-    share_session_epoch: int = 0
+    share_session_epoch: int
     #: The maximum time in milliseconds to wait for the response. (versions 0-1)
-    max_wait_ms: int = 0
+    max_wait_ms: int
     #: The minimum bytes to accumulate in the response. (versions 0-1)
-    min_bytes: int = 0
+    min_bytes: int
     #: The maximum bytes to fetch. See KIP-74 for cases where this limit may not be honored. (versions 0-1)
-    max_bytes: int = 2147483647
+    max_bytes: int
     #: The maximum number of records to fetch. This limit can be exceeded for alignment of batch boundaries. (versions 1)
-    max_records: int = 0
+    max_records: int
     #: The optimal number of records for batches of acquired records and acknowledgements. (versions 1)
-    batch_size: int = 0
+    batch_size: int
     #: The topics to fetch. (versions 0-1)
-    topics: list[_ShareFetchRequest_FetchTopic] = field(default_factory=list)
+    topics: list[_ShareFetchRequest_FetchTopic]
     #: The partitions to remove from this share session. (versions 0-1)
-    forgotten_topics_data: list[_ShareFetchRequest_ForgottenTopic] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    forgotten_topics_data: list[_ShareFetchRequest_ForgottenTopic]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group_id: str | None = None, member_id: str | None = '', share_session_epoch: int = 0, max_wait_ms: int = 0, min_bytes: int = 0, max_bytes: int = 2147483647, max_records: int = 0, batch_size: int = 0, topics: list[_ShareFetchRequest_FetchTopic] = FACTORY, forgotten_topics_data: list[_ShareFetchRequest_ForgottenTopic] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.share_session_epoch = share_session_epoch
+        self.max_wait_ms = max_wait_ms
+        self.min_bytes = min_bytes
+        self.max_bytes = max_bytes
+        self.max_records = max_records
+        self.batch_size = batch_size
+        self.topics = [] if topics is FACTORY else topics
+        self.forgotten_topics_data = [] if forgotten_topics_data is FACTORY else forgotten_topics_data
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -392,16 +431,22 @@ class ShareFetchRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class _ShareFetchResponse_LeaderIdAndEpoch(Struct):
     """ShareFetchResponse.LeaderIdAndEpoch."""
 
     __qualname__ = "ShareFetchResponse.LeaderIdAndEpoch"
+    __slots__ = ('leader_id', 'leader_epoch', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The ID of the current leader or -1 if the leader is unknown. (versions 0-1)
-    leader_id: int = 0
+    leader_id: int
     #: The latest known leader epoch. (versions 0-1)
-    leader_epoch: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    leader_epoch: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, leader_id: int = 0, leader_epoch: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -438,18 +483,25 @@ class _ShareFetchResponse_LeaderIdAndEpoch(Struct):
 _D_ShareFetchResponse_LeaderIdAndEpoch = _ShareFetchResponse_LeaderIdAndEpoch()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ShareFetchResponse_AcquiredRecords(Struct):
     """ShareFetchResponse.AcquiredRecords."""
 
     __qualname__ = "ShareFetchResponse.AcquiredRecords"
+    __slots__ = ('first_offset', 'last_offset', 'delivery_count', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The earliest offset in this batch of acquired records. (versions 0-1)
-    first_offset: int = 0
+    first_offset: int
     #: The last offset of this batch of acquired records. (versions 0-1)
-    last_offset: int = 0
+    last_offset: int
     #: The delivery count of this batch of acquired records. (versions 0-1)
-    delivery_count: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    delivery_count: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, first_offset: int = 0, last_offset: int = 0, delivery_count: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.delivery_count = delivery_count
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -486,28 +538,40 @@ class _ShareFetchResponse_AcquiredRecords(Struct):
 _D_ShareFetchResponse_AcquiredRecords = _ShareFetchResponse_AcquiredRecords()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ShareFetchResponse_PartitionData(Struct):
     """ShareFetchResponse.PartitionData."""
 
     __qualname__ = "ShareFetchResponse.PartitionData"
+    __slots__ = ('partition_index', 'error_code', 'error_message', 'acknowledge_error_code', 'acknowledge_error_message', 'current_leader', 'records', 'acquired_records', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-1)
-    partition_index: int = 0
+    partition_index: int
     #: The fetch error code, or 0 if there was no fetch error. (versions 0-1)
-    error_code: int = 0
+    error_code: int
     #: The fetch error message, or null if there was no fetch error. (versions 0-1, nullable 0-1)
-    error_message: str | None = None
+    error_message: str | None
     #: The acknowledge error code, or 0 if there was no acknowledge error. (versions 0-1)
-    acknowledge_error_code: int = 0
+    acknowledge_error_code: int
     #: The acknowledge error message, or null if there was no acknowledge error. (versions 0-1, nullable 0-1)
-    acknowledge_error_message: str | None = None
+    acknowledge_error_message: str | None
     #: The current leader of the partition. (versions 0-1)
-    current_leader: _ShareFetchResponse_LeaderIdAndEpoch = field(default_factory=_ShareFetchResponse_LeaderIdAndEpoch)
+    current_leader: _ShareFetchResponse_LeaderIdAndEpoch
     #: The record data. (versions 0-1, nullable 0)
-    records: Any | None = None
+    records: Any | None
     #: The acquired records. (versions 0-1)
-    acquired_records: list[_ShareFetchResponse_AcquiredRecords] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    acquired_records: list[_ShareFetchResponse_AcquiredRecords]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, error_code: int = 0, error_message: str | None = None, acknowledge_error_code: int = 0, acknowledge_error_message: str | None = None, current_leader: _ShareFetchResponse_LeaderIdAndEpoch = FACTORY, records: Any | None = None, acquired_records: list[_ShareFetchResponse_AcquiredRecords] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.error_message = error_message
+        self.acknowledge_error_code = acknowledge_error_code
+        self.acknowledge_error_message = acknowledge_error_message
+        self.current_leader = _ShareFetchResponse_LeaderIdAndEpoch() if current_leader is FACTORY else current_leader
+        self.records = records
+        self.acquired_records = [] if acquired_records is FACTORY else acquired_records
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -572,16 +636,22 @@ class _ShareFetchResponse_PartitionData(Struct):
 _D_ShareFetchResponse_PartitionData = _ShareFetchResponse_PartitionData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ShareFetchResponse_ShareFetchableTopicResponse(Struct):
     """ShareFetchResponse.ShareFetchableTopicResponse."""
 
     __qualname__ = "ShareFetchResponse.ShareFetchableTopicResponse"
+    __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The unique topic ID. (versions 0-1)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The topic partitions. (versions 0-1)
-    partitions: list[_ShareFetchResponse_PartitionData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_ShareFetchResponse_PartitionData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[_ShareFetchResponse_PartitionData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -634,20 +704,28 @@ class _ShareFetchResponse_ShareFetchableTopicResponse(Struct):
 _D_ShareFetchResponse_ShareFetchableTopicResponse = _ShareFetchResponse_ShareFetchableTopicResponse()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _ShareFetchResponse_NodeEndpoint(Struct):
     """ShareFetchResponse.NodeEndpoint."""
 
     __qualname__ = "ShareFetchResponse.NodeEndpoint"
+    __slots__ = ('node_id', 'host', 'port', 'rack', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The ID of the associated node. (versions 0-1)
-    node_id: int = 0
+    node_id: int
     #: The node's hostname. (versions 0-1)
-    host: str = ''
+    host: str
     #: The node's port. (versions 0-1)
-    port: int = 0
+    port: int
     #: The rack of the node, or null if it has not been assigned to a rack. (versions 0-1, nullable 0-1)
-    rack: str | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    rack: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, node_id: int = 0, host: str = '', port: int = 0, rack: str | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.rack = rack
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -691,11 +769,12 @@ class _ShareFetchResponse_NodeEndpoint(Struct):
 _D_ShareFetchResponse_NodeEndpoint = _ShareFetchResponse_NodeEndpoint()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class ShareFetchResponse(Message):
     """ShareFetchResponse, versions 0-1, flexible from v0."""
 
     __qualname__ = "ShareFetchResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'acquisition_lock_timeout_ms', 'responses', 'node_endpoints', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 78
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
@@ -706,18 +785,27 @@ class ShareFetchResponse(Message):
     AcquiredRecords: ClassVar[type] = _ShareFetchResponse_AcquiredRecords
     NodeEndpoint: ClassVar[type] = _ShareFetchResponse_NodeEndpoint
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-1)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The top-level response error code. (versions 0-1)
-    error_code: int = 0
+    error_code: int
     #: The top-level error message, or null if there was no error. (versions 0-1, nullable 0-1)
-    error_message: str | None = None
+    error_message: str | None
     #: The time in milliseconds for which the acquired records are locked. (versions 1)
-    acquisition_lock_timeout_ms: int = 0
+    acquisition_lock_timeout_ms: int
     #: The response topics. (versions 0-1)
-    responses: list[_ShareFetchResponse_ShareFetchableTopicResponse] = field(default_factory=list)
+    responses: list[_ShareFetchResponse_ShareFetchableTopicResponse]
     #: Endpoints for all current leaders enumerated in PartitionData with error NOT_LEADER_OR_FOLLOWER. (versions 0-1)
-    node_endpoints: list[_ShareFetchResponse_NodeEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    node_endpoints: list[_ShareFetchResponse_NodeEndpoint]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, acquisition_lock_timeout_ms: int = 0, responses: list[_ShareFetchResponse_ShareFetchableTopicResponse] = FACTORY, node_endpoints: list[_ShareFetchResponse_NodeEndpoint] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.acquisition_lock_timeout_ms = acquisition_lock_timeout_ms
+        self.responses = [] if responses is FACTORY else responses
+        self.node_endpoints = [] if node_endpoints is FACTORY else node_endpoints
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

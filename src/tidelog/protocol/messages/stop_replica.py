@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_i = struct.Struct('>i')
@@ -23,16 +22,22 @@ _S_ih = struct.Struct('>ih')
 _S_h = struct.Struct('>h')
 
 
-@dataclass(slots=True)
 class _StopReplicaRequest_StopReplicaPartitionV0(Struct):
     """StopReplicaRequest.StopReplicaPartitionV0."""
 
     __qualname__ = "StopReplicaRequest.StopReplicaPartitionV0"
+    __slots__ = ('topic_name', 'partition_index', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0)
-    topic_name: str = ''
+    topic_name: str
     #: The partition index. (versions 0)
-    partition_index: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partition_index: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_name: str = '', partition_index: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name
+        self.partition_index = partition_index
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -89,16 +94,22 @@ class _StopReplicaRequest_StopReplicaPartitionV0(Struct):
 _D_StopReplicaRequest_StopReplicaPartitionV0 = _StopReplicaRequest_StopReplicaPartitionV0()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _StopReplicaRequest_StopReplicaTopicV1(Struct):
     """StopReplicaRequest.StopReplicaTopicV1."""
 
     __qualname__ = "StopReplicaRequest.StopReplicaTopicV1"
+    __slots__ = ('name', 'partition_indexes', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 1-2)
-    name: str = ''
+    name: str
     #: The partition indexes. (versions 1-2)
-    partition_indexes: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partition_indexes: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', partition_indexes: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.partition_indexes = [] if partition_indexes is FACTORY else partition_indexes
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -164,18 +175,25 @@ class _StopReplicaRequest_StopReplicaTopicV1(Struct):
 _D_StopReplicaRequest_StopReplicaTopicV1 = _StopReplicaRequest_StopReplicaTopicV1()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _StopReplicaRequest_StopReplicaPartitionState(Struct):
     """StopReplicaRequest.StopReplicaPartitionState."""
 
     __qualname__ = "StopReplicaRequest.StopReplicaPartitionState"
+    __slots__ = ('partition_index', 'leader_epoch', 'delete_partition', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 3-4)
-    partition_index: int = 0
+    partition_index: int
     #: The leader epoch. (versions 3-4)
-    leader_epoch: int = -1
+    leader_epoch: int
     #: Whether this partition should be deleted. (versions 3-4)
-    delete_partition: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    delete_partition: bool
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, leader_epoch: int = -1, delete_partition: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.leader_epoch = leader_epoch
+        self.delete_partition = delete_partition
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -229,16 +247,22 @@ class _StopReplicaRequest_StopReplicaPartitionState(Struct):
 _D_StopReplicaRequest_StopReplicaPartitionState = _StopReplicaRequest_StopReplicaPartitionState()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _StopReplicaRequest_StopReplicaTopicState(Struct):
     """StopReplicaRequest.StopReplicaTopicState."""
 
     __qualname__ = "StopReplicaRequest.StopReplicaTopicState"
+    __slots__ = ('topic_name', 'partition_states', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 3-4)
-    topic_name: str = ''
+    topic_name: str
     #: The state of each partition (versions 3-4)
-    partition_states: list[_StopReplicaRequest_StopReplicaPartitionState] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partition_states: list[_StopReplicaRequest_StopReplicaPartitionState]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_name: str = '', partition_states: list[_StopReplicaRequest_StopReplicaPartitionState] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name
+        self.partition_states = [] if partition_states is FACTORY else partition_states
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -308,11 +332,12 @@ class _StopReplicaRequest_StopReplicaTopicState(Struct):
 _D_StopReplicaRequest_StopReplicaTopicState = _StopReplicaRequest_StopReplicaTopicState()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class StopReplicaRequest(Message):
     """StopReplicaRequest, versions 0-4, flexible from v2."""
 
     __qualname__ = "StopReplicaRequest"
+    __slots__ = ('controller_id', 'is_k_raft_controller', 'controller_epoch', 'broker_epoch', 'delete_partitions', 'ungrouped_partitions', 'topics', 'topic_states', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 5
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
@@ -322,22 +347,33 @@ class StopReplicaRequest(Message):
     StopReplicaTopicState: ClassVar[type] = _StopReplicaRequest_StopReplicaTopicState
     StopReplicaPartitionState: ClassVar[type] = _StopReplicaRequest_StopReplicaPartitionState
     #: The controller id. (versions 0-4)
-    controller_id: int = 0
+    controller_id: int
     #: If KRaft controller id is used during migration. See KIP-866 (versions 4)
-    is_k_raft_controller: bool = False
+    is_k_raft_controller: bool
     #: The controller epoch. (versions 0-4)
-    controller_epoch: int = 0
+    controller_epoch: int
     #: The broker epoch. (versions 1-4)
-    broker_epoch: int = -1
+    broker_epoch: int
     #: Whether these partitions should be deleted. (versions 0-2)
-    delete_partitions: bool = False
+    delete_partitions: bool
     #: The partitions to stop. (versions 0)
-    ungrouped_partitions: list[_StopReplicaRequest_StopReplicaPartitionV0] = field(default_factory=list)
+    ungrouped_partitions: list[_StopReplicaRequest_StopReplicaPartitionV0]
     #: The topics to stop. (versions 1-2)
-    topics: list[_StopReplicaRequest_StopReplicaTopicV1] = field(default_factory=list)
+    topics: list[_StopReplicaRequest_StopReplicaTopicV1]
     #: Each topic. (versions 3-4)
-    topic_states: list[_StopReplicaRequest_StopReplicaTopicState] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topic_states: list[_StopReplicaRequest_StopReplicaTopicState]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, controller_id: int = 0, is_k_raft_controller: bool = False, controller_epoch: int = 0, broker_epoch: int = -1, delete_partitions: bool = False, ungrouped_partitions: list[_StopReplicaRequest_StopReplicaPartitionV0] = FACTORY, topics: list[_StopReplicaRequest_StopReplicaTopicV1] = FACTORY, topic_states: list[_StopReplicaRequest_StopReplicaTopicState] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.controller_id = controller_id
+        self.is_k_raft_controller = is_k_raft_controller
+        self.controller_epoch = controller_epoch
+        self.broker_epoch = broker_epoch
+        self.delete_partitions = delete_partitions
+        self.ungrouped_partitions = [] if ungrouped_partitions is FACTORY else ungrouped_partitions
+        self.topics = [] if topics is FACTORY else topics
+        self.topic_states = [] if topic_states is FACTORY else topic_states
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -474,18 +510,25 @@ class StopReplicaRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _StopReplicaResponse_StopReplicaPartitionError(Struct):
     """StopReplicaResponse.StopReplicaPartitionError."""
 
     __qualname__ = "StopReplicaResponse.StopReplicaPartitionError"
+    __slots__ = ('topic_name', 'partition_index', 'error_code', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-4)
-    topic_name: str = ''
+    topic_name: str
     #: The partition index. (versions 0-4)
-    partition_index: int = 0
+    partition_index: int
     #: The partition error code, or 0 if there was no partition error. (versions 0-4)
-    error_code: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_code: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_name: str = '', partition_index: int = 0, error_code: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -528,21 +571,27 @@ class _StopReplicaResponse_StopReplicaPartitionError(Struct):
 _D_StopReplicaResponse_StopReplicaPartitionError = _StopReplicaResponse_StopReplicaPartitionError()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class StopReplicaResponse(Message):
     """StopReplicaResponse, versions 0-4, flexible from v2."""
 
     __qualname__ = "StopReplicaResponse"
+    __slots__ = ('error_code', 'partition_errors', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 5
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 4
     FLEXIBLE_FROM: ClassVar[int | None] = 2
     StopReplicaPartitionError: ClassVar[type] = _StopReplicaResponse_StopReplicaPartitionError
     #: The top-level error code, or 0 if there was no top-level error. (versions 0-4)
-    error_code: int = 0
+    error_code: int
     #: The responses for each partition. (versions 0-4)
-    partition_errors: list[_StopReplicaResponse_StopReplicaPartitionError] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partition_errors: list[_StopReplicaResponse_StopReplicaPartitionError]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, partition_errors: list[_StopReplicaResponse_StopReplicaPartitionError] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.partition_errors = [] if partition_errors is FACTORY else partition_errors
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

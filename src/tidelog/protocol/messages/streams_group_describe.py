@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_o = struct.Struct('>?')
@@ -24,20 +23,26 @@ _S_h = struct.Struct('>h')
 _S_ii = struct.Struct('>ii')
 
 
-@dataclass(slots=True)
 class StreamsGroupDescribeRequest(Message):
     """StreamsGroupDescribeRequest, versions 0, flexible from v0. The highest version is unstable in Kafka and not advertised by default."""
 
     __qualname__ = "StreamsGroupDescribeRequest"
+    __slots__ = ('group_ids', 'include_authorized_operations', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 89
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     #: The ids of the groups to describe (versions 0)
-    group_ids: list[str] = field(default_factory=list)
+    group_ids: list[str]
     #: Whether to include authorized operations. (versions 0)
-    include_authorized_operations: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    include_authorized_operations: bool
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group_ids: list[str] = FACTORY, include_authorized_operations: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_ids = [] if group_ids is FACTORY else group_ids
+        self.include_authorized_operations = include_authorized_operations
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -86,16 +91,22 @@ class StreamsGroupDescribeRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class _StreamsGroupDescribeResponse_KeyValue(Struct):
     """StreamsGroupDescribeResponse.KeyValue."""
 
     __qualname__ = "StreamsGroupDescribeResponse.KeyValue"
+    __slots__ = ('key', 'value', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: key of the config (versions 0)
-    key: str = ''
+    key: str
     #: value of the config (versions 0)
-    value: str = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    value: str
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, key: str = '', value: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.key = key
+        self.value = value
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -133,20 +144,28 @@ class _StreamsGroupDescribeResponse_KeyValue(Struct):
 _D_StreamsGroupDescribeResponse_KeyValue = _StreamsGroupDescribeResponse_KeyValue()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _StreamsGroupDescribeResponse_TopicInfo(Struct):
     """StreamsGroupDescribeResponse.TopicInfo."""
 
     __qualname__ = "StreamsGroupDescribeResponse.TopicInfo"
+    __slots__ = ('name', 'partitions', 'replication_factor', 'topic_configs', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The name of the topic. (versions 0)
-    name: str = ''
+    name: str
     #: The number of partitions in the topic. Can be 0 if no specific number of partitions is enforced. Always 0 for changelog topics. (versions 0)
-    partitions: int = 0
+    partitions: int
     #: The replication factor of the topic. Can be 0 if the default replication factor should be used. (versions 0)
-    replication_factor: int = 0
+    replication_factor: int
     #: Topic-level configurations as key-value pairs. (versions 0)
-    topic_configs: list[_StreamsGroupDescribeResponse_KeyValue] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topic_configs: list[_StreamsGroupDescribeResponse_KeyValue]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', partitions: int = 0, replication_factor: int = 0, topic_configs: list[_StreamsGroupDescribeResponse_KeyValue] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.partitions = partitions
+        self.replication_factor = replication_factor
+        self.topic_configs = [] if topic_configs is FACTORY else topic_configs
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -201,22 +220,31 @@ class _StreamsGroupDescribeResponse_TopicInfo(Struct):
 _D_StreamsGroupDescribeResponse_TopicInfo = _StreamsGroupDescribeResponse_TopicInfo()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _StreamsGroupDescribeResponse_Subtopology(Struct):
     """StreamsGroupDescribeResponse.Subtopology."""
 
     __qualname__ = "StreamsGroupDescribeResponse.Subtopology"
+    __slots__ = ('subtopology_id', 'source_topics', 'repartition_sink_topics', 'state_changelog_topics', 'repartition_source_topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: String to uniquely identify the subtopology. (versions 0)
-    subtopology_id: str = ''
+    subtopology_id: str
     #: The topics the subtopology reads from. (versions 0)
-    source_topics: list[str] = field(default_factory=list)
+    source_topics: list[str]
     #: The repartition topics the subtopology writes to. (versions 0)
-    repartition_sink_topics: list[str] = field(default_factory=list)
+    repartition_sink_topics: list[str]
     #: The set of state changelog topics associated with this subtopology. Created automatically. (versions 0)
-    state_changelog_topics: list[_StreamsGroupDescribeResponse_TopicInfo] = field(default_factory=list)
+    state_changelog_topics: list[_StreamsGroupDescribeResponse_TopicInfo]
     #: The set of source topics that are internally created repartition topics. Created automatically. (versions 0)
-    repartition_source_topics: list[_StreamsGroupDescribeResponse_TopicInfo] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    repartition_source_topics: list[_StreamsGroupDescribeResponse_TopicInfo]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, subtopology_id: str = '', source_topics: list[str] = FACTORY, repartition_sink_topics: list[str] = FACTORY, state_changelog_topics: list[_StreamsGroupDescribeResponse_TopicInfo] = FACTORY, repartition_source_topics: list[_StreamsGroupDescribeResponse_TopicInfo] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.subtopology_id = subtopology_id
+        self.source_topics = [] if source_topics is FACTORY else source_topics
+        self.repartition_sink_topics = [] if repartition_sink_topics is FACTORY else repartition_sink_topics
+        self.state_changelog_topics = [] if state_changelog_topics is FACTORY else state_changelog_topics
+        self.repartition_source_topics = [] if repartition_source_topics is FACTORY else repartition_source_topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -314,16 +342,22 @@ class _StreamsGroupDescribeResponse_Subtopology(Struct):
 _D_StreamsGroupDescribeResponse_Subtopology = _StreamsGroupDescribeResponse_Subtopology()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _StreamsGroupDescribeResponse_Topology(Struct):
     """StreamsGroupDescribeResponse.Topology."""
 
     __qualname__ = "StreamsGroupDescribeResponse.Topology"
+    __slots__ = ('epoch', 'subtopologies', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The epoch of the currently initialized topology for this group. (versions 0)
-    epoch: int = 0
+    epoch: int
     #: The subtopologies of the streams application. This contains the configured subtopologies, where the number of partitions are set and any regular expressions are resolved to actual topics. Null if the group is uninitialized, source topics are missing or incorrectly partitioned. (versions 0, nullable 0)
-    subtopologies: list[_StreamsGroupDescribeResponse_Subtopology] | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    subtopologies: list[_StreamsGroupDescribeResponse_Subtopology] | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, epoch: int = 0, subtopologies: list[_StreamsGroupDescribeResponse_Subtopology] | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.epoch = epoch
+        self.subtopologies = subtopologies
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -376,16 +410,22 @@ class _StreamsGroupDescribeResponse_Topology(Struct):
 _D_StreamsGroupDescribeResponse_Topology = _StreamsGroupDescribeResponse_Topology()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _StreamsGroupDescribeResponse_Endpoint(Struct):
     """StreamsGroupDescribeResponse.Endpoint."""
 
     __qualname__ = "StreamsGroupDescribeResponse.Endpoint"
+    __slots__ = ('host', 'port', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: host of the endpoint (versions 0)
-    host: str = ''
+    host: str
     #: port of the endpoint (versions 0)
-    port: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    port: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, host: str = '', port: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -424,18 +464,25 @@ class _StreamsGroupDescribeResponse_Endpoint(Struct):
 _D_StreamsGroupDescribeResponse_Endpoint = _StreamsGroupDescribeResponse_Endpoint()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _StreamsGroupDescribeResponse_TaskOffset(Struct):
     """StreamsGroupDescribeResponse.TaskOffset."""
 
     __qualname__ = "StreamsGroupDescribeResponse.TaskOffset"
+    __slots__ = ('subtopology_id', 'partition', 'offset', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The subtopology identifier. (versions 0)
-    subtopology_id: str = ''
+    subtopology_id: str
     #: The partition. (versions 0)
-    partition: int = 0
+    partition: int
     #: The offset. (versions 0)
-    offset: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    offset: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, subtopology_id: str = '', partition: int = 0, offset: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.subtopology_id = subtopology_id
+        self.partition = partition
+        self.offset = offset
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -474,16 +521,22 @@ class _StreamsGroupDescribeResponse_TaskOffset(Struct):
 _D_StreamsGroupDescribeResponse_TaskOffset = _StreamsGroupDescribeResponse_TaskOffset()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _StreamsGroupDescribeResponse_TaskIds(Struct):
     """StreamsGroupDescribeResponse.TaskIds."""
 
     __qualname__ = "StreamsGroupDescribeResponse.TaskIds"
+    __slots__ = ('subtopology_id', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The subtopology identifier. (versions 0)
-    subtopology_id: str = ''
+    subtopology_id: str
     #: The partitions of the input topics processed by this member. (versions 0)
-    partitions: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, subtopology_id: str = '', partitions: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.subtopology_id = subtopology_id
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -531,18 +584,25 @@ class _StreamsGroupDescribeResponse_TaskIds(Struct):
 _D_StreamsGroupDescribeResponse_TaskIds = _StreamsGroupDescribeResponse_TaskIds()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _StreamsGroupDescribeResponse_Assignment(Struct):
     """StreamsGroupDescribeResponse.Assignment."""
 
     __qualname__ = "StreamsGroupDescribeResponse.Assignment"
+    __slots__ = ('active_tasks', 'standby_tasks', 'warmup_tasks', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: Active tasks for this client. (versions 0)
-    active_tasks: list[_StreamsGroupDescribeResponse_TaskIds] = field(default_factory=list)
+    active_tasks: list[_StreamsGroupDescribeResponse_TaskIds]
     #: Standby tasks for this client. (versions 0)
-    standby_tasks: list[_StreamsGroupDescribeResponse_TaskIds] = field(default_factory=list)
+    standby_tasks: list[_StreamsGroupDescribeResponse_TaskIds]
     #: Warm-up tasks for this client. (versions 0)
-    warmup_tasks: list[_StreamsGroupDescribeResponse_TaskIds] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    warmup_tasks: list[_StreamsGroupDescribeResponse_TaskIds]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, active_tasks: list[_StreamsGroupDescribeResponse_TaskIds] = FACTORY, standby_tasks: list[_StreamsGroupDescribeResponse_TaskIds] = FACTORY, warmup_tasks: list[_StreamsGroupDescribeResponse_TaskIds] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.active_tasks = [] if active_tasks is FACTORY else active_tasks
+        self.standby_tasks = [] if standby_tasks is FACTORY else standby_tasks
+        self.warmup_tasks = [] if warmup_tasks is FACTORY else warmup_tasks
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -624,42 +684,61 @@ class _StreamsGroupDescribeResponse_Assignment(Struct):
 _D_StreamsGroupDescribeResponse_Assignment = _StreamsGroupDescribeResponse_Assignment()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _StreamsGroupDescribeResponse_Member(Struct):
     """StreamsGroupDescribeResponse.Member."""
 
     __qualname__ = "StreamsGroupDescribeResponse.Member"
+    __slots__ = ('member_id', 'member_epoch', 'instance_id', 'rack_id', 'client_id', 'client_host', 'topology_epoch', 'process_id', 'user_endpoint', 'client_tags', 'task_offsets', 'task_end_offsets', 'assignment', 'target_assignment', 'is_classic', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The member ID. (versions 0)
-    member_id: str = ''
+    member_id: str
     #: The member epoch. (versions 0)
-    member_epoch: int = 0
+    member_epoch: int
     #: The member instance ID for static membership. (versions 0, nullable 0)
-    instance_id: str | None = None
+    instance_id: str | None
     #: The rack ID. (versions 0, nullable 0)
-    rack_id: str | None = None
+    rack_id: str | None
     #: The client ID. (versions 0)
-    client_id: str = ''
+    client_id: str
     #: The client host. (versions 0)
-    client_host: str = ''
+    client_host: str
     #: The epoch of the topology on the client. (versions 0)
-    topology_epoch: int = 0
+    topology_epoch: int
     #: Identity of the streams instance that may have multiple clients. (versions 0)
-    process_id: str = ''
+    process_id: str
     #: User-defined endpoint for Interactive Queries. Null if not defined for this client. (versions 0, nullable 0)
-    user_endpoint: _StreamsGroupDescribeResponse_Endpoint | None = None
+    user_endpoint: _StreamsGroupDescribeResponse_Endpoint | None
     #: Used for rack-aware assignment algorithm. (versions 0)
-    client_tags: list[_StreamsGroupDescribeResponse_KeyValue] = field(default_factory=list)
+    client_tags: list[_StreamsGroupDescribeResponse_KeyValue]
     #: Cumulative changelog offsets for tasks. (versions 0)
-    task_offsets: list[_StreamsGroupDescribeResponse_TaskOffset] = field(default_factory=list)
+    task_offsets: list[_StreamsGroupDescribeResponse_TaskOffset]
     #: Cumulative changelog end offsets for tasks. (versions 0)
-    task_end_offsets: list[_StreamsGroupDescribeResponse_TaskOffset] = field(default_factory=list)
+    task_end_offsets: list[_StreamsGroupDescribeResponse_TaskOffset]
     #: The current assignment. (versions 0)
-    assignment: _StreamsGroupDescribeResponse_Assignment = field(default_factory=_StreamsGroupDescribeResponse_Assignment)
+    assignment: _StreamsGroupDescribeResponse_Assignment
     #: The target assignment. (versions 0)
-    target_assignment: _StreamsGroupDescribeResponse_Assignment = field(default_factory=_StreamsGroupDescribeResponse_Assignment)
+    target_assignment: _StreamsGroupDescribeResponse_Assignment
     #: True for classic members that have not been upgraded yet. (versions 0)
-    is_classic: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    is_classic: bool
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, member_id: str = '', member_epoch: int = 0, instance_id: str | None = None, rack_id: str | None = None, client_id: str = '', client_host: str = '', topology_epoch: int = 0, process_id: str = '', user_endpoint: _StreamsGroupDescribeResponse_Endpoint | None = None, client_tags: list[_StreamsGroupDescribeResponse_KeyValue] = FACTORY, task_offsets: list[_StreamsGroupDescribeResponse_TaskOffset] = FACTORY, task_end_offsets: list[_StreamsGroupDescribeResponse_TaskOffset] = FACTORY, assignment: _StreamsGroupDescribeResponse_Assignment = FACTORY, target_assignment: _StreamsGroupDescribeResponse_Assignment = FACTORY, is_classic: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.member_id = member_id
+        self.member_epoch = member_epoch
+        self.instance_id = instance_id
+        self.rack_id = rack_id
+        self.client_id = client_id
+        self.client_host = client_host
+        self.topology_epoch = topology_epoch
+        self.process_id = process_id
+        self.user_endpoint = user_endpoint
+        self.client_tags = [] if client_tags is FACTORY else client_tags
+        self.task_offsets = [] if task_offsets is FACTORY else task_offsets
+        self.task_end_offsets = [] if task_end_offsets is FACTORY else task_end_offsets
+        self.assignment = _StreamsGroupDescribeResponse_Assignment() if assignment is FACTORY else assignment
+        self.target_assignment = _StreamsGroupDescribeResponse_Assignment() if target_assignment is FACTORY else target_assignment
+        self.is_classic = is_classic
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -776,30 +855,43 @@ class _StreamsGroupDescribeResponse_Member(Struct):
 _D_StreamsGroupDescribeResponse_Member = _StreamsGroupDescribeResponse_Member()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _StreamsGroupDescribeResponse_DescribedGroup(Struct):
     """StreamsGroupDescribeResponse.DescribedGroup."""
 
     __qualname__ = "StreamsGroupDescribeResponse.DescribedGroup"
+    __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'topology', 'members', 'authorized_operations', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The describe error, or 0 if there was no error. (versions 0)
-    error_code: int = 0
+    error_code: int
     #: The top-level error message, or null if there was no error. (versions 0, nullable 0)
-    error_message: str | None = None
+    error_message: str | None
     #: The group ID string. (versions 0)
-    group_id: str = ''
+    group_id: str
     #: The group state string, or the empty string. (versions 0)
-    group_state: str = ''
+    group_state: str
     #: The group epoch. (versions 0)
-    group_epoch: int = 0
+    group_epoch: int
     #: The assignment epoch. (versions 0)
-    assignment_epoch: int = 0
+    assignment_epoch: int
     #: The topology metadata currently initialized for the streams application. Can be null in case of a describe error. (versions 0, nullable 0)
-    topology: _StreamsGroupDescribeResponse_Topology | None = None
+    topology: _StreamsGroupDescribeResponse_Topology | None
     #: The members. (versions 0)
-    members: list[_StreamsGroupDescribeResponse_Member] = field(default_factory=list)
+    members: list[_StreamsGroupDescribeResponse_Member]
     #: 32-bit bitfield to represent authorized operations for this group. (versions 0)
-    authorized_operations: int = -2147483648
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    authorized_operations: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, error_message: str | None = None, group_id: str = '', group_state: str = '', group_epoch: int = 0, assignment_epoch: int = 0, topology: _StreamsGroupDescribeResponse_Topology | None = None, members: list[_StreamsGroupDescribeResponse_Member] = FACTORY, authorized_operations: int = -2147483648, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.group_id = group_id
+        self.group_state = group_state
+        self.group_epoch = group_epoch
+        self.assignment_epoch = assignment_epoch
+        self.topology = topology
+        self.members = [] if members is FACTORY else members
+        self.authorized_operations = authorized_operations
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -874,18 +966,25 @@ class _StreamsGroupDescribeResponse_DescribedGroup(Struct):
 _D_StreamsGroupDescribeResponse_DescribedGroup = _StreamsGroupDescribeResponse_DescribedGroup()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _StreamsGroupDescribeResponse_TopicPartitions(Struct):
     """StreamsGroupDescribeResponse.TopicPartitions."""
 
     __qualname__ = "StreamsGroupDescribeResponse.TopicPartitions"
+    __slots__ = ('topic_id', 'topic_name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic ID. (versions 0)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The topic name. (versions 0)
-    topic_name: str = ''
+    topic_name: str
     #: The partitions. (versions 0)
-    partitions: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, topic_name: str = '', partitions: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_id = topic_id
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -935,11 +1034,12 @@ class _StreamsGroupDescribeResponse_TopicPartitions(Struct):
 _D_StreamsGroupDescribeResponse_TopicPartitions = _StreamsGroupDescribeResponse_TopicPartitions()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class StreamsGroupDescribeResponse(Message):
     """StreamsGroupDescribeResponse, versions 0, flexible from v0."""
 
     __qualname__ = "StreamsGroupDescribeResponse"
+    __slots__ = ('throttle_time_ms', 'groups', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 89
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
@@ -956,10 +1056,15 @@ class StreamsGroupDescribeResponse(Message):
     TaskIds: ClassVar[type] = _StreamsGroupDescribeResponse_TaskIds
     TopicPartitions: ClassVar[type] = _StreamsGroupDescribeResponse_TopicPartitions
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: Each described group. (versions 0)
-    groups: list[_StreamsGroupDescribeResponse_DescribedGroup] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    groups: list[_StreamsGroupDescribeResponse_DescribedGroup]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, groups: list[_StreamsGroupDescribeResponse_DescribedGroup] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.groups = [] if groups is FACTORY else groups
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

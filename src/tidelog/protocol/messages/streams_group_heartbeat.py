@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_ih = struct.Struct('>ih')
@@ -25,16 +24,22 @@ _S_b = struct.Struct('>b')
 _S_iiii = struct.Struct('>iiii')
 
 
-@dataclass(slots=True)
 class _StreamsGroupHeartbeatRequest_KeyValue(Struct):
     """StreamsGroupHeartbeatRequest.KeyValue."""
 
     __qualname__ = "StreamsGroupHeartbeatRequest.KeyValue"
+    __slots__ = ('key', 'value', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: key of the config (versions 0)
-    key: str = ''
+    key: str
     #: value of the config (versions 0)
-    value: str = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    value: str
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, key: str = '', value: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.key = key
+        self.value = value
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -72,20 +77,28 @@ class _StreamsGroupHeartbeatRequest_KeyValue(Struct):
 _D_StreamsGroupHeartbeatRequest_KeyValue = _StreamsGroupHeartbeatRequest_KeyValue()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _StreamsGroupHeartbeatRequest_TopicInfo(Struct):
     """StreamsGroupHeartbeatRequest.TopicInfo."""
 
     __qualname__ = "StreamsGroupHeartbeatRequest.TopicInfo"
+    __slots__ = ('name', 'partitions', 'replication_factor', 'topic_configs', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The name of the topic. (versions 0)
-    name: str = ''
+    name: str
     #: The number of partitions in the topic. Can be 0 if no specific number of partitions is enforced. Always 0 for changelog topics. (versions 0)
-    partitions: int = 0
+    partitions: int
     #: The replication factor of the topic. Can be 0 if the default replication factor should be used. (versions 0)
-    replication_factor: int = 0
+    replication_factor: int
     #: Topic-level configurations as key-value pairs. (versions 0)
-    topic_configs: list[_StreamsGroupHeartbeatRequest_KeyValue] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topic_configs: list[_StreamsGroupHeartbeatRequest_KeyValue]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', partitions: int = 0, replication_factor: int = 0, topic_configs: list[_StreamsGroupHeartbeatRequest_KeyValue] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.partitions = partitions
+        self.replication_factor = replication_factor
+        self.topic_configs = [] if topic_configs is FACTORY else topic_configs
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -140,18 +153,25 @@ class _StreamsGroupHeartbeatRequest_TopicInfo(Struct):
 _D_StreamsGroupHeartbeatRequest_TopicInfo = _StreamsGroupHeartbeatRequest_TopicInfo()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _StreamsGroupHeartbeatRequest_CopartitionGroup(Struct):
     """StreamsGroupHeartbeatRequest.CopartitionGroup."""
 
     __qualname__ = "StreamsGroupHeartbeatRequest.CopartitionGroup"
+    __slots__ = ('source_topics', 'source_topic_regex', 'repartition_source_topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topics the topology reads from. Index into the array on the subtopology level. (versions 0)
-    source_topics: list[int] = field(default_factory=list)
+    source_topics: list[int]
     #: Regular expressions identifying topics the subtopology reads from. Index into the array on the subtopology level. (versions 0)
-    source_topic_regex: list[int] = field(default_factory=list)
+    source_topic_regex: list[int]
     #: The set of source topics that are internally created repartition topics. Index into the array on the subtopology level. (versions 0)
-    repartition_source_topics: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    repartition_source_topics: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, source_topics: list[int] = FACTORY, source_topic_regex: list[int] = FACTORY, repartition_source_topics: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.source_topics = [] if source_topics is FACTORY else source_topics
+        self.source_topic_regex = [] if source_topic_regex is FACTORY else source_topic_regex
+        self.repartition_source_topics = [] if repartition_source_topics is FACTORY else repartition_source_topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -221,26 +241,37 @@ class _StreamsGroupHeartbeatRequest_CopartitionGroup(Struct):
 _D_StreamsGroupHeartbeatRequest_CopartitionGroup = _StreamsGroupHeartbeatRequest_CopartitionGroup()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _StreamsGroupHeartbeatRequest_Subtopology(Struct):
     """StreamsGroupHeartbeatRequest.Subtopology."""
 
     __qualname__ = "StreamsGroupHeartbeatRequest.Subtopology"
+    __slots__ = ('subtopology_id', 'source_topics', 'source_topic_regex', 'state_changelog_topics', 'repartition_sink_topics', 'repartition_source_topics', 'copartition_groups', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: String to uniquely identify the subtopology. Deterministically generated from the topology (versions 0)
-    subtopology_id: str = ''
+    subtopology_id: str
     #: The topics the topology reads from. (versions 0)
-    source_topics: list[str] = field(default_factory=list)
+    source_topics: list[str]
     #: The regular expressions identifying topics the subtopology reads from. (versions 0)
-    source_topic_regex: list[str] = field(default_factory=list)
+    source_topic_regex: list[str]
     #: The set of state changelog topics associated with this subtopology. Created automatically. (versions 0)
-    state_changelog_topics: list[_StreamsGroupHeartbeatRequest_TopicInfo] = field(default_factory=list)
+    state_changelog_topics: list[_StreamsGroupHeartbeatRequest_TopicInfo]
     #: The repartition topics the subtopology writes to. (versions 0)
-    repartition_sink_topics: list[str] = field(default_factory=list)
+    repartition_sink_topics: list[str]
     #: The set of source topics that are internally created repartition topics. Created automatically. (versions 0)
-    repartition_source_topics: list[_StreamsGroupHeartbeatRequest_TopicInfo] = field(default_factory=list)
+    repartition_source_topics: list[_StreamsGroupHeartbeatRequest_TopicInfo]
     #: A subset of source topics that must be copartitioned. (versions 0)
-    copartition_groups: list[_StreamsGroupHeartbeatRequest_CopartitionGroup] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    copartition_groups: list[_StreamsGroupHeartbeatRequest_CopartitionGroup]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, subtopology_id: str = '', source_topics: list[str] = FACTORY, source_topic_regex: list[str] = FACTORY, state_changelog_topics: list[_StreamsGroupHeartbeatRequest_TopicInfo] = FACTORY, repartition_sink_topics: list[str] = FACTORY, repartition_source_topics: list[_StreamsGroupHeartbeatRequest_TopicInfo] = FACTORY, copartition_groups: list[_StreamsGroupHeartbeatRequest_CopartitionGroup] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.subtopology_id = subtopology_id
+        self.source_topics = [] if source_topics is FACTORY else source_topics
+        self.source_topic_regex = [] if source_topic_regex is FACTORY else source_topic_regex
+        self.state_changelog_topics = [] if state_changelog_topics is FACTORY else state_changelog_topics
+        self.repartition_sink_topics = [] if repartition_sink_topics is FACTORY else repartition_sink_topics
+        self.repartition_source_topics = [] if repartition_source_topics is FACTORY else repartition_source_topics
+        self.copartition_groups = [] if copartition_groups is FACTORY else copartition_groups
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -369,16 +400,22 @@ class _StreamsGroupHeartbeatRequest_Subtopology(Struct):
 _D_StreamsGroupHeartbeatRequest_Subtopology = _StreamsGroupHeartbeatRequest_Subtopology()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _StreamsGroupHeartbeatRequest_Topology(Struct):
     """StreamsGroupHeartbeatRequest.Topology."""
 
     __qualname__ = "StreamsGroupHeartbeatRequest.Topology"
+    __slots__ = ('epoch', 'subtopologies', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The epoch of the topology. Used to check if the topology corresponds to the topology initialized on the brokers. (versions 0)
-    epoch: int = 0
+    epoch: int
     #: The sub-topologies of the streams application. (versions 0)
-    subtopologies: list[_StreamsGroupHeartbeatRequest_Subtopology] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    subtopologies: list[_StreamsGroupHeartbeatRequest_Subtopology]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, epoch: int = 0, subtopologies: list[_StreamsGroupHeartbeatRequest_Subtopology] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.epoch = epoch
+        self.subtopologies = [] if subtopologies is FACTORY else subtopologies
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -431,16 +468,22 @@ class _StreamsGroupHeartbeatRequest_Topology(Struct):
 _D_StreamsGroupHeartbeatRequest_Topology = _StreamsGroupHeartbeatRequest_Topology()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _StreamsGroupHeartbeatRequest_TaskIds(Struct):
     """StreamsGroupHeartbeatRequest.TaskIds."""
 
     __qualname__ = "StreamsGroupHeartbeatRequest.TaskIds"
+    __slots__ = ('subtopology_id', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The subtopology identifier. (versions 0)
-    subtopology_id: str = ''
+    subtopology_id: str
     #: The partitions of the input topics processed by this member. (versions 0)
-    partitions: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, subtopology_id: str = '', partitions: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.subtopology_id = subtopology_id
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -488,16 +531,22 @@ class _StreamsGroupHeartbeatRequest_TaskIds(Struct):
 _D_StreamsGroupHeartbeatRequest_TaskIds = _StreamsGroupHeartbeatRequest_TaskIds()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _StreamsGroupHeartbeatRequest_Endpoint(Struct):
     """StreamsGroupHeartbeatRequest.Endpoint."""
 
     __qualname__ = "StreamsGroupHeartbeatRequest.Endpoint"
+    __slots__ = ('host', 'port', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: host of the endpoint (versions 0)
-    host: str = ''
+    host: str
     #: port of the endpoint (versions 0)
-    port: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    port: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, host: str = '', port: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -536,18 +585,25 @@ class _StreamsGroupHeartbeatRequest_Endpoint(Struct):
 _D_StreamsGroupHeartbeatRequest_Endpoint = _StreamsGroupHeartbeatRequest_Endpoint()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _StreamsGroupHeartbeatRequest_TaskOffset(Struct):
     """StreamsGroupHeartbeatRequest.TaskOffset."""
 
     __qualname__ = "StreamsGroupHeartbeatRequest.TaskOffset"
+    __slots__ = ('subtopology_id', 'partition', 'offset', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The subtopology identifier. (versions 0)
-    subtopology_id: str = ''
+    subtopology_id: str
     #: The partition. (versions 0)
-    partition: int = 0
+    partition: int
     #: The offset. (versions 0)
-    offset: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    offset: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, subtopology_id: str = '', partition: int = 0, offset: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.subtopology_id = subtopology_id
+        self.partition = partition
+        self.offset = offset
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -586,11 +642,12 @@ class _StreamsGroupHeartbeatRequest_TaskOffset(Struct):
 _D_StreamsGroupHeartbeatRequest_TaskOffset = _StreamsGroupHeartbeatRequest_TaskOffset()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class StreamsGroupHeartbeatRequest(Message):
     """StreamsGroupHeartbeatRequest, versions 0, flexible from v0. The highest version is unstable in Kafka and not advertised by default."""
 
     __qualname__ = "StreamsGroupHeartbeatRequest"
+    __slots__ = ('group_id', 'member_id', 'member_epoch', 'endpoint_information_epoch', 'instance_id', 'rack_id', 'rebalance_timeout_ms', 'topology', 'active_tasks', 'standby_tasks', 'warmup_tasks', 'process_id', 'user_endpoint', 'client_tags', 'task_offsets', 'task_end_offsets', 'shutdown_application', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 88
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
@@ -604,40 +661,60 @@ class StreamsGroupHeartbeatRequest(Message):
     Endpoint: ClassVar[type] = _StreamsGroupHeartbeatRequest_Endpoint
     TaskOffset: ClassVar[type] = _StreamsGroupHeartbeatRequest_TaskOffset
     #: The group identifier. (versions 0)
-    group_id: str = ''
+    group_id: str
     #: The member ID generated by the streams consumer. The member ID must be kept during the entire lifetime of the streams consumer process. (versions 0)
-    member_id: str = ''
+    member_id: str
     #: The current member epoch; 0 to join the group; -1 to leave the group; -2 to indicate that the static member will rejoin. (versions 0)
-    member_epoch: int = 0
+    member_epoch: int
     #: The current endpoint epoch of this client, represents the latest endpoint epoch this client received (versions 0)
-    endpoint_information_epoch: int = 0
+    endpoint_information_epoch: int
     #: null if not provided or if it didn't change since the last heartbeat; the instance ID for static membership otherwise. (versions 0, nullable 0)
-    instance_id: str | None = None
+    instance_id: str | None
     #: null if not provided or if it didn't change since the last heartbeat; the rack ID of the member otherwise. (versions 0, nullable 0)
-    rack_id: str | None = None
+    rack_id: str | None
     #: -1 if it didn't change since the last heartbeat; the maximum time in milliseconds that the coordinator will wait on the member to revoke its tasks otherwise. (versions 0)
-    rebalance_timeout_ms: int = -1
+    rebalance_timeout_ms: int
     #: The topology metadata of the streams application. Used to initialize the topology of the group and to check if the topology corresponds to the topology initialized for the group. Only sent when memberEpoch = 0, must be non-empty. Null otherwise. (versions 0, nullable 0)
-    topology: _StreamsGroupHeartbeatRequest_Topology | None = None
+    topology: _StreamsGroupHeartbeatRequest_Topology | None
     #: Currently owned active tasks for this client. Null if unchanged since last heartbeat. (versions 0, nullable 0)
-    active_tasks: list[_StreamsGroupHeartbeatRequest_TaskIds] | None = None
+    active_tasks: list[_StreamsGroupHeartbeatRequest_TaskIds] | None
     #: Currently owned standby tasks for this client. Null if unchanged since last heartbeat. (versions 0, nullable 0)
-    standby_tasks: list[_StreamsGroupHeartbeatRequest_TaskIds] | None = None
+    standby_tasks: list[_StreamsGroupHeartbeatRequest_TaskIds] | None
     #: Currently owned warm-up tasks for this client. Null if unchanged since last heartbeat. (versions 0, nullable 0)
-    warmup_tasks: list[_StreamsGroupHeartbeatRequest_TaskIds] | None = None
+    warmup_tasks: list[_StreamsGroupHeartbeatRequest_TaskIds] | None
     #: Identity of the streams instance that may have multiple consumers. Null if unchanged since last heartbeat. (versions 0, nullable 0)
-    process_id: str | None = None
+    process_id: str | None
     #: User-defined endpoint for Interactive Queries. Null if unchanged since last heartbeat, or if not defined on the client. (versions 0, nullable 0)
-    user_endpoint: _StreamsGroupHeartbeatRequest_Endpoint | None = None
+    user_endpoint: _StreamsGroupHeartbeatRequest_Endpoint | None
     #: Used for rack-aware assignment algorithm. Null if unchanged since last heartbeat. (versions 0, nullable 0)
-    client_tags: list[_StreamsGroupHeartbeatRequest_KeyValue] | None = None
+    client_tags: list[_StreamsGroupHeartbeatRequest_KeyValue] | None
     #: Cumulative changelog offsets for tasks. Only updated when a warm-up task has caught up, and according to the task offset interval. Null if unchanged since last heartbeat. (versions 0, nullable 0)
-    task_offsets: list[_StreamsGroupHeartbeatRequest_TaskOffset] | None = None
+    task_offsets: list[_StreamsGroupHeartbeatRequest_TaskOffset] | None
     #: Cumulative changelog end-offsets for tasks. Only updated when a warm-up task has caught up, and according to the task offset interval. Null if unchanged since last heartbeat. (versions 0, nullable 0)
-    task_end_offsets: list[_StreamsGroupHeartbeatRequest_TaskOffset] | None = None
+    task_end_offsets: list[_StreamsGroupHeartbeatRequest_TaskOffset] | None
     #: Whether all Streams clients in the group should shut down. (versions 0)
-    shutdown_application: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    shutdown_application: bool
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group_id: str = '', member_id: str = '', member_epoch: int = 0, endpoint_information_epoch: int = 0, instance_id: str | None = None, rack_id: str | None = None, rebalance_timeout_ms: int = -1, topology: _StreamsGroupHeartbeatRequest_Topology | None = None, active_tasks: list[_StreamsGroupHeartbeatRequest_TaskIds] | None = None, standby_tasks: list[_StreamsGroupHeartbeatRequest_TaskIds] | None = None, warmup_tasks: list[_StreamsGroupHeartbeatRequest_TaskIds] | None = None, process_id: str | None = None, user_endpoint: _StreamsGroupHeartbeatRequest_Endpoint | None = None, client_tags: list[_StreamsGroupHeartbeatRequest_KeyValue] | None = None, task_offsets: list[_StreamsGroupHeartbeatRequest_TaskOffset] | None = None, task_end_offsets: list[_StreamsGroupHeartbeatRequest_TaskOffset] | None = None, shutdown_application: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.member_epoch = member_epoch
+        self.endpoint_information_epoch = endpoint_information_epoch
+        self.instance_id = instance_id
+        self.rack_id = rack_id
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.topology = topology
+        self.active_tasks = active_tasks
+        self.standby_tasks = standby_tasks
+        self.warmup_tasks = warmup_tasks
+        self.process_id = process_id
+        self.user_endpoint = user_endpoint
+        self.client_tags = client_tags
+        self.task_offsets = task_offsets
+        self.task_end_offsets = task_end_offsets
+        self.shutdown_application = shutdown_application
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -803,16 +880,22 @@ class StreamsGroupHeartbeatRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class _StreamsGroupHeartbeatResponse_Status(Struct):
     """StreamsGroupHeartbeatResponse.Status."""
 
     __qualname__ = "StreamsGroupHeartbeatResponse.Status"
+    __slots__ = ('status_code', 'status_detail', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: A code to indicate that a particular status is active for the group membership (versions 0)
-    status_code: int = 0
+    status_code: int
     #: A string representation of the status. (versions 0)
-    status_detail: str = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    status_detail: str
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, status_code: int = 0, status_detail: str = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.status_code = status_code
+        self.status_detail = status_detail
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -851,16 +934,22 @@ class _StreamsGroupHeartbeatResponse_Status(Struct):
 _D_StreamsGroupHeartbeatResponse_Status = _StreamsGroupHeartbeatResponse_Status()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _StreamsGroupHeartbeatResponse_TaskIds(Struct):
     """StreamsGroupHeartbeatResponse.TaskIds."""
 
     __qualname__ = "StreamsGroupHeartbeatResponse.TaskIds"
+    __slots__ = ('subtopology_id', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The subtopology identifier. (versions 0)
-    subtopology_id: str = ''
+    subtopology_id: str
     #: The partitions of the input topics processed by this member. (versions 0)
-    partitions: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, subtopology_id: str = '', partitions: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.subtopology_id = subtopology_id
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -908,16 +997,22 @@ class _StreamsGroupHeartbeatResponse_TaskIds(Struct):
 _D_StreamsGroupHeartbeatResponse_TaskIds = _StreamsGroupHeartbeatResponse_TaskIds()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _StreamsGroupHeartbeatResponse_Endpoint(Struct):
     """StreamsGroupHeartbeatResponse.Endpoint."""
 
     __qualname__ = "StreamsGroupHeartbeatResponse.Endpoint"
+    __slots__ = ('host', 'port', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: host of the endpoint (versions 0)
-    host: str = ''
+    host: str
     #: port of the endpoint (versions 0)
-    port: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    port: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, host: str = '', port: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -956,16 +1051,22 @@ class _StreamsGroupHeartbeatResponse_Endpoint(Struct):
 _D_StreamsGroupHeartbeatResponse_Endpoint = _StreamsGroupHeartbeatResponse_Endpoint()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _StreamsGroupHeartbeatResponse_TopicPartition(Struct):
     """StreamsGroupHeartbeatResponse.TopicPartition."""
 
     __qualname__ = "StreamsGroupHeartbeatResponse.TopicPartition"
+    __slots__ = ('topic', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: topic name (versions 0)
-    topic: str = ''
+    topic: str
     #: partitions (versions 0)
-    partitions: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic: str = '', partitions: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic = topic
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -1013,18 +1114,25 @@ class _StreamsGroupHeartbeatResponse_TopicPartition(Struct):
 _D_StreamsGroupHeartbeatResponse_TopicPartition = _StreamsGroupHeartbeatResponse_TopicPartition()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _StreamsGroupHeartbeatResponse_EndpointToPartitions(Struct):
     """StreamsGroupHeartbeatResponse.EndpointToPartitions."""
 
     __qualname__ = "StreamsGroupHeartbeatResponse.EndpointToPartitions"
+    __slots__ = ('user_endpoint', 'active_partitions', 'standby_partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: User-defined endpoint to connect to the node (versions 0)
-    user_endpoint: _StreamsGroupHeartbeatResponse_Endpoint = field(default_factory=_StreamsGroupHeartbeatResponse_Endpoint)
+    user_endpoint: _StreamsGroupHeartbeatResponse_Endpoint
     #: All topic partitions materialized by active tasks on the node (versions 0)
-    active_partitions: list[_StreamsGroupHeartbeatResponse_TopicPartition] = field(default_factory=list)
+    active_partitions: list[_StreamsGroupHeartbeatResponse_TopicPartition]
     #: All topic partitions materialized by standby tasks on the node (versions 0)
-    standby_partitions: list[_StreamsGroupHeartbeatResponse_TopicPartition] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    standby_partitions: list[_StreamsGroupHeartbeatResponse_TopicPartition]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, user_endpoint: _StreamsGroupHeartbeatResponse_Endpoint = FACTORY, active_partitions: list[_StreamsGroupHeartbeatResponse_TopicPartition] = FACTORY, standby_partitions: list[_StreamsGroupHeartbeatResponse_TopicPartition] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.user_endpoint = _StreamsGroupHeartbeatResponse_Endpoint() if user_endpoint is FACTORY else user_endpoint
+        self.active_partitions = [] if active_partitions is FACTORY else active_partitions
+        self.standby_partitions = [] if standby_partitions is FACTORY else standby_partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -1092,11 +1200,12 @@ class _StreamsGroupHeartbeatResponse_EndpointToPartitions(Struct):
 _D_StreamsGroupHeartbeatResponse_EndpointToPartitions = _StreamsGroupHeartbeatResponse_EndpointToPartitions()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class StreamsGroupHeartbeatResponse(Message):
     """StreamsGroupHeartbeatResponse, versions 0, flexible from v0."""
 
     __qualname__ = "StreamsGroupHeartbeatResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'member_id', 'member_epoch', 'heartbeat_interval_ms', 'acceptable_recovery_lag', 'task_offset_interval_ms', 'status', 'active_tasks', 'standby_tasks', 'warmup_tasks', 'endpoint_information_epoch', 'partitions_by_user_endpoint', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 88
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
@@ -1107,34 +1216,51 @@ class StreamsGroupHeartbeatResponse(Message):
     Endpoint: ClassVar[type] = _StreamsGroupHeartbeatResponse_Endpoint
     TopicPartition: ClassVar[type] = _StreamsGroupHeartbeatResponse_TopicPartition
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The top-level error code, or 0 if there was no error (versions 0)
-    error_code: int = 0
+    error_code: int
     #: The top-level error message, or null if there was no error. (versions 0, nullable 0)
-    error_message: str | None = None
+    error_message: str | None
     #: The member id is always generated by the streams consumer. (versions 0)
-    member_id: str = ''
+    member_id: str
     #: The member epoch. (versions 0)
-    member_epoch: int = 0
+    member_epoch: int
     #: The heartbeat interval in milliseconds. (versions 0)
-    heartbeat_interval_ms: int = 0
+    heartbeat_interval_ms: int
     #: The maximal lag a warm-up task can have to be considered caught-up. (versions 0)
-    acceptable_recovery_lag: int = 0
+    acceptable_recovery_lag: int
     #: The interval in which the task changelog offsets on a client are updated on the broker. The offsets are sent with the next heartbeat after this time has passed. (versions 0)
-    task_offset_interval_ms: int = 0
+    task_offset_interval_ms: int
     #: Indicate zero or more status for the group. Null if unchanged since last heartbeat. (versions 0, nullable 0)
-    status: list[_StreamsGroupHeartbeatResponse_Status] | None = None
+    status: list[_StreamsGroupHeartbeatResponse_Status] | None
     #: Assigned active tasks for this client. Null if unchanged since last heartbeat. (versions 0, nullable 0)
-    active_tasks: list[_StreamsGroupHeartbeatResponse_TaskIds] | None = None
+    active_tasks: list[_StreamsGroupHeartbeatResponse_TaskIds] | None
     #: Assigned standby tasks for this client. Null if unchanged since last heartbeat. (versions 0, nullable 0)
-    standby_tasks: list[_StreamsGroupHeartbeatResponse_TaskIds] | None = None
+    standby_tasks: list[_StreamsGroupHeartbeatResponse_TaskIds] | None
     #: Assigned warm-up tasks for this client. Null if unchanged since last heartbeat. (versions 0, nullable 0)
-    warmup_tasks: list[_StreamsGroupHeartbeatResponse_TaskIds] | None = None
+    warmup_tasks: list[_StreamsGroupHeartbeatResponse_TaskIds] | None
     #: The endpoint epoch set in the response (versions 0)
-    endpoint_information_epoch: int = 0
+    endpoint_information_epoch: int
     #: Global assignment information used for IQ. Null if unchanged since last heartbeat. (versions 0, nullable 0)
-    partitions_by_user_endpoint: list[_StreamsGroupHeartbeatResponse_EndpointToPartitions] | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions_by_user_endpoint: list[_StreamsGroupHeartbeatResponse_EndpointToPartitions] | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = None, member_id: str = '', member_epoch: int = 0, heartbeat_interval_ms: int = 0, acceptable_recovery_lag: int = 0, task_offset_interval_ms: int = 0, status: list[_StreamsGroupHeartbeatResponse_Status] | None = None, active_tasks: list[_StreamsGroupHeartbeatResponse_TaskIds] | None = None, standby_tasks: list[_StreamsGroupHeartbeatResponse_TaskIds] | None = None, warmup_tasks: list[_StreamsGroupHeartbeatResponse_TaskIds] | None = None, endpoint_information_epoch: int = 0, partitions_by_user_endpoint: list[_StreamsGroupHeartbeatResponse_EndpointToPartitions] | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.member_id = member_id
+        self.member_epoch = member_epoch
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.acceptable_recovery_lag = acceptable_recovery_lag
+        self.task_offset_interval_ms = task_offset_interval_ms
+        self.status = status
+        self.active_tasks = active_tasks
+        self.standby_tasks = standby_tasks
+        self.warmup_tasks = warmup_tasks
+        self.endpoint_information_epoch = endpoint_information_epoch
+        self.partitions_by_user_endpoint = partitions_by_user_endpoint
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,27 +8,32 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_i = struct.Struct('>i')
 _S_h = struct.Struct('>h')
 
 
-@dataclass(slots=True)
 class _SyncGroupRequest_SyncGroupRequestAssignment(Struct):
     """SyncGroupRequest.SyncGroupRequestAssignment."""
 
     __qualname__ = "SyncGroupRequest.SyncGroupRequestAssignment"
+    __slots__ = ('member_id', 'assignment', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The ID of the member to assign. (versions 0-5)
-    member_id: str = ''
+    member_id: str
     #: The member assignment. (versions 0-5)
-    assignment: bytes = b""
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    assignment: bytes
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, member_id: str = '', assignment: bytes = b"", unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.member_id = member_id
+        self.assignment = assignment
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -70,31 +75,42 @@ class _SyncGroupRequest_SyncGroupRequestAssignment(Struct):
 _D_SyncGroupRequest_SyncGroupRequestAssignment = _SyncGroupRequest_SyncGroupRequestAssignment()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class SyncGroupRequest(Message):
     """SyncGroupRequest, versions 0-5, flexible from v4."""
 
     __qualname__ = "SyncGroupRequest"
+    __slots__ = ('group_id', 'generation_id', 'member_id', 'group_instance_id', 'protocol_type', 'protocol_name', 'assignments', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 14
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_FROM: ClassVar[int | None] = 4
     SyncGroupRequestAssignment: ClassVar[type] = _SyncGroupRequest_SyncGroupRequestAssignment
     #: The unique group identifier. (versions 0-5)
-    group_id: str = ''
+    group_id: str
     #: The generation of the group. (versions 0-5)
-    generation_id: int = 0
+    generation_id: int
     #: The member ID assigned by the group. (versions 0-5)
-    member_id: str = ''
+    member_id: str
     #: The unique identifier of the consumer instance provided by end user. (versions 3-5, nullable 3-5)
-    group_instance_id: str | None = None
+    group_instance_id: str | None
     #: The group protocol type. (versions 5, nullable 5)
-    protocol_type: str | None = None
+    protocol_type: str | None
     #: The group protocol name. (versions 5, nullable 5)
-    protocol_name: str | None = None
+    protocol_name: str | None
     #: Each assignment. (versions 0-5)
-    assignments: list[_SyncGroupRequest_SyncGroupRequestAssignment] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    assignments: list[_SyncGroupRequest_SyncGroupRequestAssignment]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group_id: str = '', generation_id: int = 0, member_id: str = '', group_instance_id: str | None = None, protocol_type: str | None = None, protocol_name: str | None = None, assignments: list[_SyncGroupRequest_SyncGroupRequestAssignment] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_id = group_id
+        self.generation_id = generation_id
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.protocol_type = protocol_type
+        self.protocol_name = protocol_name
+        self.assignments = [] if assignments is FACTORY else assignments
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -173,26 +189,35 @@ class SyncGroupRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class SyncGroupResponse(Message):
     """SyncGroupResponse, versions 0-5, flexible from v4."""
 
     __qualname__ = "SyncGroupResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'protocol_type', 'protocol_name', 'assignment', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 14
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
     FLEXIBLE_FROM: ClassVar[int | None] = 4
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 1-5)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The error code, or 0 if there was no error. (versions 0-5)
-    error_code: int = 0
+    error_code: int
     #: The group protocol type. (versions 5, nullable 5)
-    protocol_type: str | None = None
+    protocol_type: str | None
     #: The group protocol name. (versions 5, nullable 5)
-    protocol_name: str | None = None
+    protocol_name: str | None
     #: The member assignment. (versions 0-5)
-    assignment: bytes = b""
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    assignment: bytes
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, protocol_type: str | None = None, protocol_name: str | None = None, assignment: bytes = b"", unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.protocol_type = protocol_type
+        self.protocol_name = protocol_name
+        self.assignment = assignment
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

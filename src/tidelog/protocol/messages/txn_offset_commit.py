@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_iq = struct.Struct('>iq')
@@ -21,20 +20,28 @@ _S_qh = struct.Struct('>qh')
 _S_ih = struct.Struct('>ih')
 
 
-@dataclass(slots=True)
 class _TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(Struct):
     """TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition."""
 
     __qualname__ = "TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition"
+    __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'committed_metadata', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The index of the partition within the topic. (versions 0-5)
-    partition_index: int = 0
+    partition_index: int
     #: The message offset to be committed. (versions 0-5)
-    committed_offset: int = 0
+    committed_offset: int
     #: The leader epoch of the last consumed record. (versions 2-5)
-    committed_leader_epoch: int = -1
+    committed_leader_epoch: int
     #: Any associated metadata the client wants to keep. (versions 0-5, nullable 0-5)
-    committed_metadata: str | None = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    committed_metadata: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, committed_offset: int = 0, committed_leader_epoch: int = -1, committed_metadata: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.committed_offset = committed_offset
+        self.committed_leader_epoch = committed_leader_epoch
+        self.committed_metadata = committed_metadata
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -84,16 +91,22 @@ class _TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(Struct):
 _D_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition = _TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(Struct):
     """TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic."""
 
     __qualname__ = "TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic"
+    __slots__ = ('name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-5)
-    name: str = ''
+    name: str
     #: The partitions inside the topic that we want to commit offsets for. (versions 0-5)
-    partitions: list[_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', partitions: list[_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -149,11 +162,12 @@ class _TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(Struct):
 _D_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic = _TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class TxnOffsetCommitRequest(Message):
     """TxnOffsetCommitRequest, versions 0-5, flexible from v3."""
 
     __qualname__ = "TxnOffsetCommitRequest"
+    __slots__ = ('transactional_id', 'group_id', 'producer_id', 'producer_epoch', 'generation_id', 'member_id', 'group_instance_id', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 28
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
@@ -161,22 +175,33 @@ class TxnOffsetCommitRequest(Message):
     TxnOffsetCommitRequestTopic: ClassVar[type] = _TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic
     TxnOffsetCommitRequestPartition: ClassVar[type] = _TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition
     #: The ID of the transaction. (versions 0-5)
-    transactional_id: str = ''
+    transactional_id: str
     #: The ID of the group. (versions 0-5)
-    group_id: str = ''
+    group_id: str
     #: The current producer ID in use by the transactional ID. (versions 0-5)
-    producer_id: int = 0
+    producer_id: int
     #: The current epoch associated with the producer ID. (versions 0-5)
-    producer_epoch: int = 0
+    producer_epoch: int
     #: The generation of the consumer. (versions 3-5)
-    generation_id: int = -1
+    generation_id: int
     #: The member ID assigned by the group coordinator. (versions 3-5)
-    member_id: str = ''
+    member_id: str
     #: The unique identifier of the consumer instance provided by end user. (versions 3-5, nullable 3-5)
-    group_instance_id: str | None = None
+    group_instance_id: str | None
     #: Each topic that we want to commit offsets for. (versions 0-5)
-    topics: list[_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, transactional_id: str = '', group_id: str = '', producer_id: int = 0, producer_epoch: int = 0, generation_id: int = -1, member_id: str = '', group_instance_id: str | None = None, topics: list[_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.transactional_id = transactional_id
+        self.group_id = group_id
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.generation_id = generation_id
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -262,16 +287,22 @@ class TxnOffsetCommitRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition(Struct):
     """TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition."""
 
     __qualname__ = "TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition"
+    __slots__ = ('partition_index', 'error_code', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-5)
-    partition_index: int = 0
+    partition_index: int
     #: The error code, or 0 if there was no error. (versions 0-5)
-    error_code: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_code: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, error_code: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -312,16 +343,22 @@ class _TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition(Struct):
 _D_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition = _TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic(Struct):
     """TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic."""
 
     __qualname__ = "TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic"
+    __slots__ = ('name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-5)
-    name: str = ''
+    name: str
     #: The responses for each partition in the topic. (versions 0-5)
-    partitions: list[_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', partitions: list[_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -377,11 +414,12 @@ class _TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic(Struct):
 _D_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic = _TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class TxnOffsetCommitResponse(Message):
     """TxnOffsetCommitResponse, versions 0-5, flexible from v3."""
 
     __qualname__ = "TxnOffsetCommitResponse"
+    __slots__ = ('throttle_time_ms', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 28
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 5
@@ -389,10 +427,15 @@ class TxnOffsetCommitResponse(Message):
     TxnOffsetCommitResponseTopic: ClassVar[type] = _TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic
     TxnOffsetCommitResponsePartition: ClassVar[type] = _TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-5)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The responses for each topic. (versions 0-5)
-    topics: list[_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, topics: list[_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

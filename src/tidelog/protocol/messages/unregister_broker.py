@@ -8,29 +8,33 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_i = struct.Struct('>i')
 _S_ih = struct.Struct('>ih')
 
 
-@dataclass(slots=True)
 class UnregisterBrokerRequest(Message):
     """UnregisterBrokerRequest, versions 0, flexible from v0."""
 
     __qualname__ = "UnregisterBrokerRequest"
+    __slots__ = ('broker_id', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 64
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     #: The broker ID to unregister. (versions 0)
-    broker_id: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    broker_id: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, broker_id: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.broker_id = broker_id
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -64,22 +68,29 @@ class UnregisterBrokerRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class UnregisterBrokerResponse(Message):
     """UnregisterBrokerResponse, versions 0, flexible from v0."""
 
     __qualname__ = "UnregisterBrokerResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 64
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     #: Duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The error code, or 0 if there was no error. (versions 0)
-    error_code: int = 0
+    error_code: int
     #: The top-level error message, or `null` if there was no top-level error. (versions 0, nullable 0)
-    error_message: str | None = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_message: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

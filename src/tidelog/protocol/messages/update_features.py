@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_h = struct.Struct('>h')
@@ -22,20 +21,28 @@ _S_i = struct.Struct('>i')
 _S_ih = struct.Struct('>ih')
 
 
-@dataclass(slots=True)
 class _UpdateFeaturesRequest_FeatureUpdateKey(Struct):
     """UpdateFeaturesRequest.FeatureUpdateKey."""
 
     __qualname__ = "UpdateFeaturesRequest.FeatureUpdateKey"
+    __slots__ = ('feature', 'max_version_level', 'allow_downgrade', 'upgrade_type', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The name of the finalized feature to be updated. (versions 0-2)
-    feature: str = ''
+    feature: str
     #: The new maximum version level for the finalized feature. A value >= 1 is valid. A value < 1, is special, and can be used to request the deletion of the finalized feature. (versions 0-2)
-    max_version_level: int = 0
+    max_version_level: int
     #: DEPRECATED in version 1 (see DowngradeType). When set to true, the finalized feature version level is allowed to be downgraded/deleted. The downgrade request will fail if the new maximum version level is a value that's not lower than the existing maximum finalized version level. (versions 0)
-    allow_downgrade: bool = False
+    allow_downgrade: bool
     #: Determine which type of upgrade will be performed: 1 will perform an upgrade only (default), 2 is safe downgrades only (lossless), 3 is unsafe downgrades (lossy). (versions 1-2)
-    upgrade_type: int = 1
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    upgrade_type: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, feature: str = '', max_version_level: int = 0, allow_downgrade: bool = False, upgrade_type: int = 1, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.feature = feature
+        self.max_version_level = max_version_level
+        self.allow_downgrade = allow_downgrade
+        self.upgrade_type = upgrade_type
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -94,23 +101,30 @@ class _UpdateFeaturesRequest_FeatureUpdateKey(Struct):
 _D_UpdateFeaturesRequest_FeatureUpdateKey = _UpdateFeaturesRequest_FeatureUpdateKey()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class UpdateFeaturesRequest(Message):
     """UpdateFeaturesRequest, versions 0-2, flexible from v0."""
 
     __qualname__ = "UpdateFeaturesRequest"
+    __slots__ = ('timeout_ms', 'feature_updates', 'validate_only', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 57
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     FeatureUpdateKey: ClassVar[type] = _UpdateFeaturesRequest_FeatureUpdateKey
     #: How long to wait in milliseconds before timing out the request. (versions 0-2)
-    timeout_ms: int = 60000
+    timeout_ms: int
     #: The list of updates to finalized features. (versions 0-2)
-    feature_updates: list[_UpdateFeaturesRequest_FeatureUpdateKey] = field(default_factory=list)
+    feature_updates: list[_UpdateFeaturesRequest_FeatureUpdateKey]
     #: True if we should validate the request, but not perform the upgrade or downgrade. (versions 1-2)
-    validate_only: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    validate_only: bool
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, timeout_ms: int = 60000, feature_updates: list[_UpdateFeaturesRequest_FeatureUpdateKey] = FACTORY, validate_only: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.timeout_ms = timeout_ms
+        self.feature_updates = [] if feature_updates is FACTORY else feature_updates
+        self.validate_only = validate_only
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -170,18 +184,25 @@ class UpdateFeaturesRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class _UpdateFeaturesResponse_UpdatableFeatureResult(Struct):
     """UpdateFeaturesResponse.UpdatableFeatureResult."""
 
     __qualname__ = "UpdateFeaturesResponse.UpdatableFeatureResult"
+    __slots__ = ('feature', 'error_code', 'error_message', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The name of the finalized feature. (versions 0-2)
-    feature: str = ''
+    feature: str
     #: The feature update error code or `0` if the feature update succeeded. (versions 0-2)
-    error_code: int = 0
+    error_code: int
     #: The feature update error, or `null` if the feature update succeeded. (versions 0-2, nullable 0-2)
-    error_message: str | None = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_message: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, feature: str = '', error_code: int = 0, error_message: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.feature = feature
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -222,25 +243,33 @@ class _UpdateFeaturesResponse_UpdatableFeatureResult(Struct):
 _D_UpdateFeaturesResponse_UpdatableFeatureResult = _UpdateFeaturesResponse_UpdatableFeatureResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class UpdateFeaturesResponse(Message):
     """UpdateFeaturesResponse, versions 0-2, flexible from v0."""
 
     __qualname__ = "UpdateFeaturesResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'error_message', 'results', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 57
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     UpdatableFeatureResult: ClassVar[type] = _UpdateFeaturesResponse_UpdatableFeatureResult
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0-2)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The top-level error code, or `0` if there was no top-level error. (versions 0-2)
-    error_code: int = 0
+    error_code: int
     #: The top-level error message, or `null` if there was no top-level error. (versions 0-2, nullable 0-2)
-    error_message: str | None = ''
+    error_message: str | None
     #: Results for each feature update. (versions 0-1)
-    results: list[_UpdateFeaturesResponse_UpdatableFeatureResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    results: list[_UpdateFeaturesResponse_UpdatableFeatureResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, error_message: str | None = '', results: list[_UpdateFeaturesResponse_UpdatableFeatureResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.results = [] if results is FACTORY else results
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_iiii = struct.Struct('>iiii')
@@ -23,30 +22,43 @@ _S_q = struct.Struct('>q')
 _S_b = struct.Struct('>b')
 
 
-@dataclass(slots=True)
 class _UpdateMetadataRequest_UpdateMetadataPartitionState(Struct):
     """UpdateMetadataRequest.UpdateMetadataPartitionState."""
 
     __qualname__ = "UpdateMetadataRequest.UpdateMetadataPartitionState"
+    __slots__ = ('topic_name', 'partition_index', 'controller_epoch', 'leader', 'leader_epoch', 'isr', 'zk_version', 'replicas', 'offline_replicas', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: In older versions of this RPC, the topic name. (versions 0-4)
-    topic_name: str = ''
+    topic_name: str
     #: The partition index. (versions 0-8)
-    partition_index: int = 0
+    partition_index: int
     #: The controller epoch. (versions 0-8)
-    controller_epoch: int = 0
+    controller_epoch: int
     #: The ID of the broker which is the current partition leader. (versions 0-8)
-    leader: int = 0
+    leader: int
     #: The leader epoch of this partition. (versions 0-8)
-    leader_epoch: int = 0
+    leader_epoch: int
     #: The brokers which are in the ISR for this partition. (versions 0-8)
-    isr: list[int] = field(default_factory=list)
+    isr: list[int]
     #: The Zookeeper version. (versions 0-8)
-    zk_version: int = 0
+    zk_version: int
     #: All the replicas of this partition. (versions 0-8)
-    replicas: list[int] = field(default_factory=list)
+    replicas: list[int]
     #: The replicas of this partition which are offline. (versions 4-8)
-    offline_replicas: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    offline_replicas: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_name: str = '', partition_index: int = 0, controller_epoch: int = 0, leader: int = 0, leader_epoch: int = 0, isr: list[int] = FACTORY, zk_version: int = 0, replicas: list[int] = FACTORY, offline_replicas: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name
+        self.partition_index = partition_index
+        self.controller_epoch = controller_epoch
+        self.leader = leader
+        self.leader_epoch = leader_epoch
+        self.isr = [] if isr is FACTORY else isr
+        self.zk_version = zk_version
+        self.replicas = [] if replicas is FACTORY else replicas
+        self.offline_replicas = [] if offline_replicas is FACTORY else offline_replicas
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -136,18 +148,25 @@ class _UpdateMetadataRequest_UpdateMetadataPartitionState(Struct):
 _D_UpdateMetadataRequest_UpdateMetadataPartitionState = _UpdateMetadataRequest_UpdateMetadataPartitionState()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _UpdateMetadataRequest_UpdateMetadataTopicState(Struct):
     """UpdateMetadataRequest.UpdateMetadataTopicState."""
 
     __qualname__ = "UpdateMetadataRequest.UpdateMetadataTopicState"
+    __slots__ = ('topic_name', 'topic_id', 'partition_states', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 5-8)
-    topic_name: str = ''
+    topic_name: str
     #: The topic id. (versions 7-8)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The partition that we would like to update. (versions 5-8)
-    partition_states: list[_UpdateMetadataRequest_UpdateMetadataPartitionState] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partition_states: list[_UpdateMetadataRequest_UpdateMetadataPartitionState]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_name: str = '', topic_id: uuid.UUID = ZERO_UUID, partition_states: list[_UpdateMetadataRequest_UpdateMetadataPartitionState] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name
+        self.topic_id = topic_id
+        self.partition_states = [] if partition_states is FACTORY else partition_states
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -223,20 +242,28 @@ class _UpdateMetadataRequest_UpdateMetadataTopicState(Struct):
 _D_UpdateMetadataRequest_UpdateMetadataTopicState = _UpdateMetadataRequest_UpdateMetadataTopicState()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _UpdateMetadataRequest_UpdateMetadataEndpoint(Struct):
     """UpdateMetadataRequest.UpdateMetadataEndpoint."""
 
     __qualname__ = "UpdateMetadataRequest.UpdateMetadataEndpoint"
+    __slots__ = ('port', 'host', 'listener', 'security_protocol', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The port of this endpoint (versions 1-8)
-    port: int = 0
+    port: int
     #: The hostname of this endpoint (versions 1-8)
-    host: str = ''
+    host: str
     #: The listener name. (versions 3-8)
-    listener: str = ''
+    listener: str
     #: The security protocol type. (versions 1-8)
-    security_protocol: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    security_protocol: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, port: int = 0, host: str = '', listener: str = '', security_protocol: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.port = port
+        self.host = host
+        self.listener = listener
+        self.security_protocol = security_protocol
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -309,22 +336,31 @@ class _UpdateMetadataRequest_UpdateMetadataEndpoint(Struct):
 _D_UpdateMetadataRequest_UpdateMetadataEndpoint = _UpdateMetadataRequest_UpdateMetadataEndpoint()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _UpdateMetadataRequest_UpdateMetadataBroker(Struct):
     """UpdateMetadataRequest.UpdateMetadataBroker."""
 
     __qualname__ = "UpdateMetadataRequest.UpdateMetadataBroker"
+    __slots__ = ('id', 'v0_host', 'v0_port', 'endpoints', 'rack', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The broker id. (versions 0-8)
-    id: int = 0
+    id: int
     #: The broker hostname. (versions 0)
-    v0_host: str = ''
+    v0_host: str
     #: The broker port. (versions 0)
-    v0_port: int = 0
+    v0_port: int
     #: The broker endpoints. (versions 1-8)
-    endpoints: list[_UpdateMetadataRequest_UpdateMetadataEndpoint] = field(default_factory=list)
+    endpoints: list[_UpdateMetadataRequest_UpdateMetadataEndpoint]
     #: The rack which this broker belongs to. (versions 2-8, nullable 0-8)
-    rack: str | None = ''
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    rack: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, id: int = 0, v0_host: str = '', v0_port: int = 0, endpoints: list[_UpdateMetadataRequest_UpdateMetadataEndpoint] = FACTORY, rack: str | None = '', unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.id = id
+        self.v0_host = v0_host
+        self.v0_port = v0_port
+        self.endpoints = [] if endpoints is FACTORY else endpoints
+        self.rack = rack
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -404,11 +440,12 @@ class _UpdateMetadataRequest_UpdateMetadataBroker(Struct):
 _D_UpdateMetadataRequest_UpdateMetadataBroker = _UpdateMetadataRequest_UpdateMetadataBroker()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class UpdateMetadataRequest(Message):
     """UpdateMetadataRequest, versions 0-8, flexible from v6."""
 
     __qualname__ = "UpdateMetadataRequest"
+    __slots__ = ('controller_id', 'is_k_raft_controller', 'type', 'controller_epoch', 'broker_epoch', 'ungrouped_partition_states', 'topic_states', 'live_brokers', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 6
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 8
@@ -418,22 +455,33 @@ class UpdateMetadataRequest(Message):
     UpdateMetadataBroker: ClassVar[type] = _UpdateMetadataRequest_UpdateMetadataBroker
     UpdateMetadataEndpoint: ClassVar[type] = _UpdateMetadataRequest_UpdateMetadataEndpoint
     #: The controller id. (versions 0-8)
-    controller_id: int = 0
+    controller_id: int
     #: If KRaft controller id is used during migration. See KIP-866 (versions 8)
-    is_k_raft_controller: bool = False
+    is_k_raft_controller: bool
     #: Indicates if this request is a Full metadata snapshot (2), Incremental (1), or Unknown (0). Using during ZK migration, see KIP-866 (versions 8, tag 0 in 8)
-    type: int = 0
+    type: int
     #: The controller epoch. (versions 0-8)
-    controller_epoch: int = 0
+    controller_epoch: int
     #: The broker epoch. (versions 5-8)
-    broker_epoch: int = -1
+    broker_epoch: int
     #: In older versions of this RPC, each partition that we would like to update. (versions 0-4)
-    ungrouped_partition_states: list[_UpdateMetadataRequest_UpdateMetadataPartitionState] = field(default_factory=list)
+    ungrouped_partition_states: list[_UpdateMetadataRequest_UpdateMetadataPartitionState]
     #: In newer versions of this RPC, each topic that we would like to update. (versions 5-8)
-    topic_states: list[_UpdateMetadataRequest_UpdateMetadataTopicState] = field(default_factory=list)
+    topic_states: list[_UpdateMetadataRequest_UpdateMetadataTopicState]
     #: (versions 0-8)
-    live_brokers: list[_UpdateMetadataRequest_UpdateMetadataBroker] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    live_brokers: list[_UpdateMetadataRequest_UpdateMetadataBroker]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, controller_id: int = 0, is_k_raft_controller: bool = False, type: int = 0, controller_epoch: int = 0, broker_epoch: int = -1, ungrouped_partition_states: list[_UpdateMetadataRequest_UpdateMetadataPartitionState] = FACTORY, topic_states: list[_UpdateMetadataRequest_UpdateMetadataTopicState] = FACTORY, live_brokers: list[_UpdateMetadataRequest_UpdateMetadataBroker] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.controller_id = controller_id
+        self.is_k_raft_controller = is_k_raft_controller
+        self.type = type
+        self.controller_epoch = controller_epoch
+        self.broker_epoch = broker_epoch
+        self.ungrouped_partition_states = [] if ungrouped_partition_states is FACTORY else ungrouped_partition_states
+        self.topic_states = [] if topic_states is FACTORY else topic_states
+        self.live_brokers = [] if live_brokers is FACTORY else live_brokers
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -565,18 +613,23 @@ class UpdateMetadataRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class UpdateMetadataResponse(Message):
     """UpdateMetadataResponse, versions 0-8, flexible from v6."""
 
     __qualname__ = "UpdateMetadataResponse"
+    __slots__ = ('error_code', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 6
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 8
     FLEXIBLE_FROM: ClassVar[int | None] = 6
     #: The error code, or 0 if there was no error. (versions 0-8)
-    error_code: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_code: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

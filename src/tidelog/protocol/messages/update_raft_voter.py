@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_H = struct.Struct('>H')
@@ -22,18 +21,25 @@ _S_i = struct.Struct('>i')
 _S_ih = struct.Struct('>ih')
 
 
-@dataclass(slots=True)
 class _UpdateRaftVoterRequest_Listener(Struct):
     """UpdateRaftVoterRequest.Listener."""
 
     __qualname__ = "UpdateRaftVoterRequest.Listener"
+    __slots__ = ('name', 'host', 'port', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The name of the endpoint. (versions 0)
-    name: str = ''
+    name: str
     #: The hostname. (versions 0)
-    host: str = ''
+    host: str
     #: The port. (versions 0)
-    port: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    port: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', host: str = '', port: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -74,16 +80,22 @@ class _UpdateRaftVoterRequest_Listener(Struct):
 _D_UpdateRaftVoterRequest_Listener = _UpdateRaftVoterRequest_Listener()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _UpdateRaftVoterRequest_KRaftVersionFeature(Struct):
     """UpdateRaftVoterRequest.KRaftVersionFeature."""
 
     __qualname__ = "UpdateRaftVoterRequest.KRaftVersionFeature"
+    __slots__ = ('min_supported_version', 'max_supported_version', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The minimum supported KRaft protocol version. (versions 0)
-    min_supported_version: int = 0
+    min_supported_version: int
     #: The maximum supported KRaft protocol version. (versions 0)
-    max_supported_version: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    max_supported_version: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, min_supported_version: int = 0, max_supported_version: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.min_supported_version = min_supported_version
+        self.max_supported_version = max_supported_version
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -120,11 +132,12 @@ class _UpdateRaftVoterRequest_KRaftVersionFeature(Struct):
 _D_UpdateRaftVoterRequest_KRaftVersionFeature = _UpdateRaftVoterRequest_KRaftVersionFeature()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class UpdateRaftVoterRequest(Message):
     """UpdateRaftVoterRequest, versions 0, flexible from v0."""
 
     __qualname__ = "UpdateRaftVoterRequest"
+    __slots__ = ('cluster_id', 'current_leader_epoch', 'voter_id', 'voter_directory_id', 'listeners', 'k_raft_version_feature', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 82
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
@@ -132,18 +145,27 @@ class UpdateRaftVoterRequest(Message):
     Listener: ClassVar[type] = _UpdateRaftVoterRequest_Listener
     KRaftVersionFeature: ClassVar[type] = _UpdateRaftVoterRequest_KRaftVersionFeature
     #: The cluster id. (versions 0, nullable 0)
-    cluster_id: str | None = ''
+    cluster_id: str | None
     #: The current leader epoch of the partition, -1 for unknown leader epoch. (versions 0)
-    current_leader_epoch: int = 0
+    current_leader_epoch: int
     #: The replica id of the voter getting updated in the topic partition. (versions 0)
-    voter_id: int = 0
+    voter_id: int
     #: The directory id of the voter getting updated in the topic partition. (versions 0)
-    voter_directory_id: uuid.UUID = ZERO_UUID
+    voter_directory_id: uuid.UUID
     #: The endpoint that can be used to communicate with the leader. (versions 0)
-    listeners: list[_UpdateRaftVoterRequest_Listener] = field(default_factory=list)
+    listeners: list[_UpdateRaftVoterRequest_Listener]
     #: The range of versions of the protocol that the replica supports. (versions 0)
-    k_raft_version_feature: _UpdateRaftVoterRequest_KRaftVersionFeature = field(default_factory=_UpdateRaftVoterRequest_KRaftVersionFeature)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    k_raft_version_feature: _UpdateRaftVoterRequest_KRaftVersionFeature
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, cluster_id: str | None = '', current_leader_epoch: int = 0, voter_id: int = 0, voter_directory_id: uuid.UUID = ZERO_UUID, listeners: list[_UpdateRaftVoterRequest_Listener] = FACTORY, k_raft_version_feature: _UpdateRaftVoterRequest_KRaftVersionFeature = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.cluster_id = cluster_id
+        self.current_leader_epoch = current_leader_epoch
+        self.voter_id = voter_id
+        self.voter_directory_id = voter_directory_id
+        self.listeners = [] if listeners is FACTORY else listeners
+        self.k_raft_version_feature = _UpdateRaftVoterRequest_KRaftVersionFeature() if k_raft_version_feature is FACTORY else k_raft_version_feature
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -199,20 +221,28 @@ class UpdateRaftVoterRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class _UpdateRaftVoterResponse_CurrentLeader(Struct):
     """UpdateRaftVoterResponse.CurrentLeader."""
 
     __qualname__ = "UpdateRaftVoterResponse.CurrentLeader"
+    __slots__ = ('leader_id', 'leader_epoch', 'host', 'port', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The replica id of the current leader or -1 if the leader is unknown. (versions 0)
-    leader_id: int = -1
+    leader_id: int
     #: The latest known leader epoch. (versions 0)
-    leader_epoch: int = -1
+    leader_epoch: int
     #: The node's hostname. (versions 0)
-    host: str = ''
+    host: str
     #: The node's port. (versions 0)
-    port: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    port: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, leader_id: int = -1, leader_epoch: int = -1, host: str = '', port: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -254,23 +284,30 @@ class _UpdateRaftVoterResponse_CurrentLeader(Struct):
 _D_UpdateRaftVoterResponse_CurrentLeader = _UpdateRaftVoterResponse_CurrentLeader()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class UpdateRaftVoterResponse(Message):
     """UpdateRaftVoterResponse, versions 0, flexible from v0."""
 
     __qualname__ = "UpdateRaftVoterResponse"
+    __slots__ = ('throttle_time_ms', 'error_code', 'current_leader', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 82
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
     CurrentLeader: ClassVar[type] = _UpdateRaftVoterResponse_CurrentLeader
     #: The duration in milliseconds for which the request was throttled due to a quota violation, or zero if the request did not violate any quota. (versions 0)
-    throttle_time_ms: int = 0
+    throttle_time_ms: int
     #: The error code, or 0 if there was no error. (versions 0)
-    error_code: int = 0
+    error_code: int
     #: Details of the current Raft cluster leader. (versions 0, tag 0 in 0)
-    current_leader: _UpdateRaftVoterResponse_CurrentLeader = field(default_factory=_UpdateRaftVoterResponse_CurrentLeader)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    current_leader: _UpdateRaftVoterResponse_CurrentLeader
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, throttle_time_ms: int = 0, error_code: int = 0, current_leader: _UpdateRaftVoterResponse_CurrentLeader = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.current_leader = _UpdateRaftVoterResponse_CurrentLeader() if current_leader is FACTORY else current_leader
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

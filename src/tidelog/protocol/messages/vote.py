@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_iii = struct.Struct('>iii')
@@ -24,28 +23,40 @@ _S_H = struct.Struct('>H')
 _S_h = struct.Struct('>h')
 
 
-@dataclass(slots=True)
 class _VoteRequest_PartitionData(Struct):
     """VoteRequest.PartitionData."""
 
     __qualname__ = "VoteRequest.PartitionData"
+    __slots__ = ('partition_index', 'replica_epoch', 'replica_id', 'replica_directory_id', 'voter_directory_id', 'last_offset_epoch', 'last_offset', 'pre_vote', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-2)
-    partition_index: int = 0
+    partition_index: int
     #: The epoch of the voter sending the request (versions 0-2)
-    replica_epoch: int = 0
+    replica_epoch: int
     #: The replica id of the voter sending the request (versions 0-2)
-    replica_id: int = 0
+    replica_id: int
     #: The directory id of the voter sending the request (versions 1-2)
-    replica_directory_id: uuid.UUID = ZERO_UUID
+    replica_directory_id: uuid.UUID
     #: The directory id of the voter receiving the request (versions 1-2)
-    voter_directory_id: uuid.UUID = ZERO_UUID
+    voter_directory_id: uuid.UUID
     #: The epoch of the last record written to the metadata log. (versions 0-2)
-    last_offset_epoch: int = 0
+    last_offset_epoch: int
     #: The log end offset of the metadata log of the voter sending the request. (versions 0-2)
-    last_offset: int = 0
+    last_offset: int
     #: Whether the request is a PreVote request (not persisted) or not. (versions 2)
-    pre_vote: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    pre_vote: bool
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, replica_epoch: int = 0, replica_id: int = 0, replica_directory_id: uuid.UUID = ZERO_UUID, voter_directory_id: uuid.UUID = ZERO_UUID, last_offset_epoch: int = 0, last_offset: int = 0, pre_vote: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.replica_epoch = replica_epoch
+        self.replica_id = replica_id
+        self.replica_directory_id = replica_directory_id
+        self.voter_directory_id = voter_directory_id
+        self.last_offset_epoch = last_offset_epoch
+        self.last_offset = last_offset
+        self.pre_vote = pre_vote
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -107,16 +118,22 @@ class _VoteRequest_PartitionData(Struct):
 _D_VoteRequest_PartitionData = _VoteRequest_PartitionData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _VoteRequest_TopicData(Struct):
     """VoteRequest.TopicData."""
 
     __qualname__ = "VoteRequest.TopicData"
+    __slots__ = ('topic_name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-2)
-    topic_name: str = ''
+    topic_name: str
     #: The partition data. (versions 0-2)
-    partitions: list[_VoteRequest_PartitionData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_VoteRequest_PartitionData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_name: str = '', partitions: list[_VoteRequest_PartitionData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -168,11 +185,12 @@ class _VoteRequest_TopicData(Struct):
 _D_VoteRequest_TopicData = _VoteRequest_TopicData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class VoteRequest(Message):
     """VoteRequest, versions 0-2, flexible from v0."""
 
     __qualname__ = "VoteRequest"
+    __slots__ = ('cluster_id', 'voter_id', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 52
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
@@ -180,12 +198,18 @@ class VoteRequest(Message):
     TopicData: ClassVar[type] = _VoteRequest_TopicData
     PartitionData: ClassVar[type] = _VoteRequest_PartitionData
     #: The cluster id. (versions 0-2, nullable 0-2)
-    cluster_id: str | None = None
+    cluster_id: str | None
     #: The replica id of the voter receiving the request. (versions 1-2)
-    voter_id: int = -1
+    voter_id: int
     #: The topic data. (versions 0-2)
-    topics: list[_VoteRequest_TopicData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_VoteRequest_TopicData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, cluster_id: str | None = None, voter_id: int = -1, topics: list[_VoteRequest_TopicData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.cluster_id = cluster_id
+        self.voter_id = voter_id
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -241,22 +265,31 @@ class VoteRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class _VoteResponse_PartitionData(Struct):
     """VoteResponse.PartitionData."""
 
     __qualname__ = "VoteResponse.PartitionData"
+    __slots__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch', 'vote_granted', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-2)
-    partition_index: int = 0
+    partition_index: int
     #: The partition level error code. (versions 0-2)
-    error_code: int = 0
+    error_code: int
     #: The ID of the current leader or -1 if the leader is unknown. (versions 0-2)
-    leader_id: int = 0
+    leader_id: int
     #: The latest known leader epoch. (versions 0-2)
-    leader_epoch: int = 0
+    leader_epoch: int
     #: True if the vote was granted and false otherwise. (versions 0-2)
-    vote_granted: bool = False
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    vote_granted: bool
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, error_code: int = 0, leader_id: int = 0, leader_epoch: int = 0, vote_granted: bool = False, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.vote_granted = vote_granted
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -293,16 +326,22 @@ class _VoteResponse_PartitionData(Struct):
 _D_VoteResponse_PartitionData = _VoteResponse_PartitionData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _VoteResponse_TopicData(Struct):
     """VoteResponse.TopicData."""
 
     __qualname__ = "VoteResponse.TopicData"
+    __slots__ = ('topic_name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-2)
-    topic_name: str = ''
+    topic_name: str
     #: The results for each partition. (versions 0-2)
-    partitions: list[_VoteResponse_PartitionData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_VoteResponse_PartitionData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_name: str = '', partitions: list[_VoteResponse_PartitionData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -354,18 +393,25 @@ class _VoteResponse_TopicData(Struct):
 _D_VoteResponse_TopicData = _VoteResponse_TopicData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _VoteResponse_NodeEndpoint(Struct):
     """VoteResponse.NodeEndpoint."""
 
     __qualname__ = "VoteResponse.NodeEndpoint"
+    __slots__ = ('node_id', 'host', 'port', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The ID of the associated node. (versions 1-2)
-    node_id: int = 0
+    node_id: int
     #: The node's hostname. (versions 1-2)
-    host: str = ''
+    host: str
     #: The node's port. (versions 1-2)
-    port: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    port: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, node_id: int = 0, host: str = '', port: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -428,11 +474,12 @@ class _VoteResponse_NodeEndpoint(Struct):
 _D_VoteResponse_NodeEndpoint = _VoteResponse_NodeEndpoint()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class VoteResponse(Message):
     """VoteResponse, versions 0-2, flexible from v0."""
 
     __qualname__ = "VoteResponse"
+    __slots__ = ('error_code', 'topics', 'node_endpoints', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 52
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 2
@@ -441,12 +488,18 @@ class VoteResponse(Message):
     PartitionData: ClassVar[type] = _VoteResponse_PartitionData
     NodeEndpoint: ClassVar[type] = _VoteResponse_NodeEndpoint
     #: The top level error code. (versions 0-2)
-    error_code: int = 0
+    error_code: int
     #: The results for each topic. (versions 0-2)
-    topics: list[_VoteResponse_TopicData] = field(default_factory=list)
+    topics: list[_VoteResponse_TopicData]
     #: Endpoints for all current-leaders enumerated in PartitionData. (versions 1-2, tag 0 in 1-2)
-    node_endpoints: list[_VoteResponse_NodeEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    node_endpoints: list[_VoteResponse_NodeEndpoint]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, error_code: int = 0, topics: list[_VoteResponse_TopicData] = FACTORY, node_endpoints: list[_VoteResponse_NodeEndpoint] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.error_code = error_code
+        self.topics = [] if topics is FACTORY else topics
+        self.node_endpoints = [] if node_endpoints is FACTORY else node_endpoints
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_qqbh = struct.Struct('>qqbh')
@@ -20,20 +19,28 @@ _S_iiiq = struct.Struct('>iiiq')
 _S_ih = struct.Struct('>ih')
 
 
-@dataclass(slots=True)
 class _WriteShareGroupStateRequest_StateBatch(Struct):
     """WriteShareGroupStateRequest.StateBatch."""
 
     __qualname__ = "WriteShareGroupStateRequest.StateBatch"
+    __slots__ = ('first_offset', 'last_offset', 'delivery_state', 'delivery_count', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The first offset of this state batch. (versions 0)
-    first_offset: int = 0
+    first_offset: int
     #: The last offset of this state batch. (versions 0)
-    last_offset: int = 0
+    last_offset: int
     #: The delivery state - 0:Available,2:Acked,4:Archived. (versions 0)
-    delivery_state: int = 0
+    delivery_state: int
     #: The delivery count. (versions 0)
-    delivery_count: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    delivery_count: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, first_offset: int = 0, last_offset: int = 0, delivery_state: int = 0, delivery_count: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.delivery_state = delivery_state
+        self.delivery_count = delivery_count
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -70,22 +77,31 @@ class _WriteShareGroupStateRequest_StateBatch(Struct):
 _D_WriteShareGroupStateRequest_StateBatch = _WriteShareGroupStateRequest_StateBatch()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _WriteShareGroupStateRequest_PartitionData(Struct):
     """WriteShareGroupStateRequest.PartitionData."""
 
     __qualname__ = "WriteShareGroupStateRequest.PartitionData"
+    __slots__ = ('partition', 'state_epoch', 'leader_epoch', 'start_offset', 'state_batches', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0)
-    partition: int = 0
+    partition: int
     #: The state epoch of the share-partition. (versions 0)
-    state_epoch: int = 0
+    state_epoch: int
     #: The leader epoch of the share-partition. (versions 0)
-    leader_epoch: int = 0
+    leader_epoch: int
     #: The share-partition start offset, or -1 if the start offset is not being written. (versions 0)
-    start_offset: int = 0
+    start_offset: int
     #: The state batches for the share-partition. (versions 0)
-    state_batches: list[_WriteShareGroupStateRequest_StateBatch] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    state_batches: list[_WriteShareGroupStateRequest_StateBatch]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition: int = 0, state_epoch: int = 0, leader_epoch: int = 0, start_offset: int = 0, state_batches: list[_WriteShareGroupStateRequest_StateBatch] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition = partition
+        self.state_epoch = state_epoch
+        self.leader_epoch = leader_epoch
+        self.start_offset = start_offset
+        self.state_batches = [] if state_batches is FACTORY else state_batches
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -138,16 +154,22 @@ class _WriteShareGroupStateRequest_PartitionData(Struct):
 _D_WriteShareGroupStateRequest_PartitionData = _WriteShareGroupStateRequest_PartitionData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _WriteShareGroupStateRequest_WriteStateData(Struct):
     """WriteShareGroupStateRequest.WriteStateData."""
 
     __qualname__ = "WriteShareGroupStateRequest.WriteStateData"
+    __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic identifier. (versions 0)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The data for the partitions. (versions 0)
-    partitions: list[_WriteShareGroupStateRequest_PartitionData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_WriteShareGroupStateRequest_PartitionData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[_WriteShareGroupStateRequest_PartitionData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -199,11 +221,12 @@ class _WriteShareGroupStateRequest_WriteStateData(Struct):
 _D_WriteShareGroupStateRequest_WriteStateData = _WriteShareGroupStateRequest_WriteStateData()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class WriteShareGroupStateRequest(Message):
     """WriteShareGroupStateRequest, versions 0, flexible from v0."""
 
     __qualname__ = "WriteShareGroupStateRequest"
+    __slots__ = ('group_id', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 85
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
@@ -212,10 +235,15 @@ class WriteShareGroupStateRequest(Message):
     PartitionData: ClassVar[type] = _WriteShareGroupStateRequest_PartitionData
     StateBatch: ClassVar[type] = _WriteShareGroupStateRequest_StateBatch
     #: The group identifier. (versions 0)
-    group_id: str = ''
+    group_id: str
     #: The data for the topics. (versions 0)
-    topics: list[_WriteShareGroupStateRequest_WriteStateData] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_WriteShareGroupStateRequest_WriteStateData]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, group_id: str = '', topics: list[_WriteShareGroupStateRequest_WriteStateData] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -264,18 +292,25 @@ class WriteShareGroupStateRequest(Message):
             b.append(0)
 
 
-@dataclass(slots=True)
 class _WriteShareGroupStateResponse_PartitionResult(Struct):
     """WriteShareGroupStateResponse.PartitionResult."""
 
     __qualname__ = "WriteShareGroupStateResponse.PartitionResult"
+    __slots__ = ('partition', 'error_code', 'error_message', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0)
-    partition: int = 0
+    partition: int
     #: The error code, or 0 if there was no error. (versions 0)
-    error_code: int = 0
+    error_code: int
     #: The error message, or null if there was no error. (versions 0, nullable 0)
-    error_message: str | None = None
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_message: str | None
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition: int = 0, error_code: int = 0, error_message: str | None = None, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition = partition
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -314,16 +349,22 @@ class _WriteShareGroupStateResponse_PartitionResult(Struct):
 _D_WriteShareGroupStateResponse_PartitionResult = _WriteShareGroupStateResponse_PartitionResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _WriteShareGroupStateResponse_WriteStateResult(Struct):
     """WriteShareGroupStateResponse.WriteStateResult."""
 
     __qualname__ = "WriteShareGroupStateResponse.WriteStateResult"
+    __slots__ = ('topic_id', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic identifier. (versions 0)
-    topic_id: uuid.UUID = ZERO_UUID
+    topic_id: uuid.UUID
     #: The results for the partitions. (versions 0)
-    partitions: list[_WriteShareGroupStateResponse_PartitionResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_WriteShareGroupStateResponse_PartitionResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, topic_id: uuid.UUID = ZERO_UUID, partitions: list[_WriteShareGroupStateResponse_PartitionResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -375,11 +416,12 @@ class _WriteShareGroupStateResponse_WriteStateResult(Struct):
 _D_WriteShareGroupStateResponse_WriteStateResult = _WriteShareGroupStateResponse_WriteStateResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class WriteShareGroupStateResponse(Message):
     """WriteShareGroupStateResponse, versions 0, flexible from v0."""
 
     __qualname__ = "WriteShareGroupStateResponse"
+    __slots__ = ('results', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 85
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
@@ -387,8 +429,12 @@ class WriteShareGroupStateResponse(Message):
     WriteStateResult: ClassVar[type] = _WriteShareGroupStateResponse_WriteStateResult
     PartitionResult: ClassVar[type] = _WriteShareGroupStateResponse_PartitionResult
     #: The write results. (versions 0)
-    results: list[_WriteShareGroupStateResponse_WriteStateResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    results: list[_WriteShareGroupStateResponse_WriteStateResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, results: list[_WriteShareGroupStateResponse_WriteStateResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.results = [] if results is FACTORY else results
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolEncodeError
-from tidelog.protocol.message import FieldInfo, Message, Struct
+from tidelog.protocol.message import FACTORY, FieldInfo, Frozen, Message, Struct
 from tidelog.protocol.primitives import *  # noqa: F403
 
 _S_qho = struct.Struct('>qh?')
@@ -21,16 +20,22 @@ _S_ih = struct.Struct('>ih')
 _S_q = struct.Struct('>q')
 
 
-@dataclass(slots=True)
 class _WriteTxnMarkersRequest_WritableTxnMarkerTopic(Struct):
     """WriteTxnMarkersRequest.WritableTxnMarkerTopic."""
 
     __qualname__ = "WriteTxnMarkersRequest.WritableTxnMarkerTopic"
+    __slots__ = ('name', 'partition_indexes', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-1)
-    name: str = ''
+    name: str
     #: The indexes of the partitions to write transaction markers for. (versions 0-1)
-    partition_indexes: list[int] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partition_indexes: list[int]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', partition_indexes: list[int] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.partition_indexes = [] if partition_indexes is FACTORY else partition_indexes
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -82,22 +87,31 @@ class _WriteTxnMarkersRequest_WritableTxnMarkerTopic(Struct):
 _D_WriteTxnMarkersRequest_WritableTxnMarkerTopic = _WriteTxnMarkersRequest_WritableTxnMarkerTopic()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _WriteTxnMarkersRequest_WritableTxnMarker(Struct):
     """WriteTxnMarkersRequest.WritableTxnMarker."""
 
     __qualname__ = "WriteTxnMarkersRequest.WritableTxnMarker"
+    __slots__ = ('producer_id', 'producer_epoch', 'transaction_result', 'topics', 'coordinator_epoch', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The current producer ID. (versions 0-1)
-    producer_id: int = 0
+    producer_id: int
     #: The current epoch associated with the producer ID. (versions 0-1)
-    producer_epoch: int = 0
+    producer_epoch: int
     #: The result of the transaction to write to the partitions (false = ABORT, true = COMMIT). (versions 0-1)
-    transaction_result: bool = False
+    transaction_result: bool
     #: Each topic that we want to write transaction marker(s) for. (versions 0-1)
-    topics: list[_WriteTxnMarkersRequest_WritableTxnMarkerTopic] = field(default_factory=list)
+    topics: list[_WriteTxnMarkersRequest_WritableTxnMarkerTopic]
     #: Epoch associated with the transaction state partition hosted by this transaction coordinator. (versions 0-1)
-    coordinator_epoch: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    coordinator_epoch: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, producer_id: int = 0, producer_epoch: int = 0, transaction_result: bool = False, topics: list[_WriteTxnMarkersRequest_WritableTxnMarkerTopic] = FACTORY, coordinator_epoch: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.transaction_result = transaction_result
+        self.topics = [] if topics is FACTORY else topics
+        self.coordinator_epoch = coordinator_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -157,11 +171,12 @@ class _WriteTxnMarkersRequest_WritableTxnMarker(Struct):
 _D_WriteTxnMarkersRequest_WritableTxnMarker = _WriteTxnMarkersRequest_WritableTxnMarker()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class WriteTxnMarkersRequest(Message):
     """WriteTxnMarkersRequest, versions 0-1, flexible from v1."""
 
     __qualname__ = "WriteTxnMarkersRequest"
+    __slots__ = ('markers', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 27
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
@@ -169,8 +184,12 @@ class WriteTxnMarkersRequest(Message):
     WritableTxnMarker: ClassVar[type] = _WriteTxnMarkersRequest_WritableTxnMarker
     WritableTxnMarkerTopic: ClassVar[type] = _WriteTxnMarkersRequest_WritableTxnMarkerTopic
     #: The transaction markers to be written. (versions 0-1)
-    markers: list[_WriteTxnMarkersRequest_WritableTxnMarker] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    markers: list[_WriteTxnMarkersRequest_WritableTxnMarker]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, markers: list[_WriteTxnMarkersRequest_WritableTxnMarker] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.markers = [] if markers is FACTORY else markers
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -221,16 +240,22 @@ class WriteTxnMarkersRequest(Message):
                 b.append(0)
 
 
-@dataclass(slots=True)
 class _WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult(Struct):
     """WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult."""
 
     __qualname__ = "WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult"
+    __slots__ = ('partition_index', 'error_code', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The partition index. (versions 0-1)
-    partition_index: int = 0
+    partition_index: int
     #: The error code, or 0 if there was no error. (versions 0-1)
-    error_code: int = 0
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    error_code: int
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, partition_index: int = 0, error_code: int = 0, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -271,16 +296,22 @@ class _WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult(Struct):
 _D_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult = _WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _WriteTxnMarkersResponse_WritableTxnMarkerTopicResult(Struct):
     """WriteTxnMarkersResponse.WritableTxnMarkerTopicResult."""
 
     __qualname__ = "WriteTxnMarkersResponse.WritableTxnMarkerTopicResult"
+    __slots__ = ('name', 'partitions', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The topic name. (versions 0-1)
-    name: str = ''
+    name: str
     #: The results by partition. (versions 0-1)
-    partitions: list[_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    partitions: list[_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, name: str = '', partitions: list[_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FACTORY else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -336,16 +367,22 @@ class _WriteTxnMarkersResponse_WritableTxnMarkerTopicResult(Struct):
 _D_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult = _WriteTxnMarkersResponse_WritableTxnMarkerTopicResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class _WriteTxnMarkersResponse_WritableTxnMarkerResult(Struct):
     """WriteTxnMarkersResponse.WritableTxnMarkerResult."""
 
     __qualname__ = "WriteTxnMarkersResponse.WritableTxnMarkerResult"
+    __slots__ = ('producer_id', 'topics', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     #: The current producer ID in use by the transactional ID. (versions 0-1)
-    producer_id: int = 0
+    producer_id: int
     #: The results by topic. (versions 0-1)
-    topics: list[_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    topics: list[_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, producer_id: int = 0, topics: list[_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.producer_id = producer_id
+        self.topics = [] if topics is FACTORY else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
@@ -402,11 +439,12 @@ class _WriteTxnMarkersResponse_WritableTxnMarkerResult(Struct):
 _D_WriteTxnMarkersResponse_WritableTxnMarkerResult = _WriteTxnMarkersResponse_WritableTxnMarkerResult()  # default instance, for comparisons only
 
 
-@dataclass(slots=True)
 class WriteTxnMarkersResponse(Message):
     """WriteTxnMarkersResponse, versions 0-1, flexible from v1."""
 
     __qualname__ = "WriteTxnMarkersResponse"
+    __slots__ = ('markers', 'unknown_tagged_fields')
+    __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = 27
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 1
@@ -415,8 +453,12 @@ class WriteTxnMarkersResponse(Message):
     WritableTxnMarkerTopicResult: ClassVar[type] = _WriteTxnMarkersResponse_WritableTxnMarkerTopicResult
     WritableTxnMarkerPartitionResult: ClassVar[type] = _WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult
     #: The results for writing makers. (versions 0-1)
-    markers: list[_WriteTxnMarkersResponse_WritableTxnMarkerResult] = field(default_factory=list)
-    unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, repr=False)
+    markers: list[_WriteTxnMarkersResponse_WritableTxnMarkerResult]
+    unknown_tagged_fields: list[tuple[int, bytes]] | None
+
+    def __init__(self, markers: list[_WriteTxnMarkersResponse_WritableTxnMarkerResult] = FACTORY, unknown_tagged_fields: list[tuple[int, bytes]] | None = None) -> None:
+        self.markers = [] if markers is FACTORY else markers
+        self.unknown_tagged_fields = unknown_tagged_fields
 
     @classmethod
     def _read(cls, buf, pos, version):
