@@ -38,13 +38,16 @@ import tempfile
 import threading
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.fault.lab.groups import check_polls
 from tests.fault.lab.history import History, Verdict, _limit, check
 from tests.fault.lab.nemesis import Mixed, Nemesis, run_schedule
-from tests.fault.lab.workload import final_read
+from tests.fault.lab.workload import CLIENT_LOG, final_read
 from tidelog.protocol.tubemq.generated import broker_service_pb2 as broker_pb
 from tidelog.protocol.tubemq.generated import master_service_pb2 as master_pb
 from tidelog.protocol.tubemq.message import checksum
@@ -365,7 +368,9 @@ def check_tubemq(history: History, consumers: set[str]) -> TubeVerdict:
     sends = Counter(op.type for op in history.ops if op.f == "send" and op.type != "invoke")
     stats = {"operations": sum(1 for op in history.ops if op.type != "invoke" and op.process != "nemesis"),
              "faults": faults, "sends_ok": sends["ok"], "sends_unknown": sends["info"], "sends_failed": sends["fail"],
-             "retried_duplicates": len(explained), **verdict.stats, **polls.stats,
+             "retried_duplicates": len(explained),
+             **{k: v for k, v in verdict.stats.items() if k in ("acknowledged", "read", "offsets_seen")},
+             **polls.stats,
              "resumes": sum(1 for op in history.ops if op.f == "resume")}
     return TubeVerdict(verdict, violations, stats)
 
@@ -384,12 +389,11 @@ class TubeRun:
 def run(broker: BrokerProcess, endpoints: tuple[str, str], *, topic: str, nemesis: str = "mixed",
         duration: float = 30.0, partitions: int = 2, producers: int = 2, consumers: int = 2,
         quiet_s: float = 3.0, fault_s: float = 3.0, seed: int | None = None,
-        log=print) -> TubeRun:  # noqa: ANN001
-    from confluent_kafka.admin import AdminClient, NewTopic
-
+        log: Callable[[str], None] = print) -> TubeRun:
     rng = random.Random(seed)
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap, "logger": CLIENT_LOG})
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+    del admin  # its librdkafka threads would reconnect (and log) through every fault
     history = History()
     stop = threading.Event()
     args = (endpoints, topic, partitions, history, stop)
