@@ -45,6 +45,10 @@ OVERRIDES = {
 }
 
 
+#: Every AdminClient made, kept referenced until the process ends.
+_ADMINS: list = []
+
+
 @dataclass
 class Round:
     victim: int
@@ -83,6 +87,7 @@ def coordinator(cluster: LocalCluster) -> int:
 
 def one_round(cluster: LocalCluster, endpoints: dict, n: int, *, batches: int = 10, batch: int = 20) -> Round:
     admin = cluster.admin()
+    _ADMINS.append(admin)
     admin.list_topics(timeout=20)
     c = coordinator(cluster)
     topic, group = f"tc-{n}", f"tc-group-{n}"
@@ -93,10 +98,12 @@ def one_round(cluster: LocalCluster, endpoints: dict, n: int, *, batches: int = 
     master_address, broker_address = endpoints[c]
     acknowledged = 0
     with TubeWireClient.connect(master_address) as master, TubeWireClient.connect(broker_address) as broker:
-        registered = master.request(Service.MASTER, Method.CONSUMER_REGISTER_C2M, master_pb.RegisterRequestC2M(
-            clientId="tc-consumer", groupName=group, hostName="h", topicList=[topic], defFlowCheckId=-2,
-            groupFlowCheckId=-2))
-        assert registered.success, registered
+        def registered() -> bool:  # 431 until this broker's metadata has the new topic
+            return master.request(Service.MASTER, Method.CONSUMER_REGISTER_C2M, master_pb.RegisterRequestC2M(
+                clientId="tc-consumer", groupName=group, hostName="h", topicList=[topic], defFlowCheckId=-2,
+                groupFlowCheckId=-2)).success
+
+        wait_for(registered, 30, what=f"the consumer registered for {topic}")
 
         def connected() -> bool:
             beat = master.request(Service.MASTER, Method.CONSUMER_HEARTBEAT_C2M, master_pb.HeartRequestC2M(
@@ -131,18 +138,25 @@ def one_round(cluster: LocalCluster, endpoints: dict, n: int, *, batches: int = 
                 acknowledged = committed.currOffset // INDEX_BYTES
         cluster.kill(c)  # right after the last acknowledged commit
     wait_for(lambda: coordinator(cluster) not in (c, -1), 60, what="a new group coordinator")
-    survivor = cluster.admin(*others)
+
+    errors: list[str] = []
 
     def committed_offset() -> int | None:
         request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0)])
+        survivor = cluster.admin(*others)  # a fresh client: no cached coordinator
+        _ADMINS.append(survivor)  # never collected mid-request (librdkafka crashed the process once)
         try:
             result = survivor.list_consumer_group_offsets([request])[group].result(10)
-        except (KafkaException, TimeoutError):
+        except (KafkaException, TimeoutError) as e:
+            errors.append(repr(e))
             return -2  # the coordinator is still loading: ask again
         offset = result.topic_partitions[0].offset
         return None if offset < 0 else offset
 
-    survived = wait_for(lambda: (o := committed_offset()) != -2 and [o], 60, what="the group's offsets")[0]
+    try:
+        survived = wait_for(lambda: (o := committed_offset()) != -2 and [o], 60, what="the group's offsets")[0]
+    except AssertionError as e:
+        raise AssertionError(f"{e}: {errors[-3:]}") from None
     cluster.restart(c)
     wait_for(lambda: len(cluster.live_ids()) == 3, 60, what="every broker registered again")
     wait_for(lambda: len(cluster.state("__consumer_offsets")["isr"]) == 3, 60, what="the offsets topic's full ISR")
