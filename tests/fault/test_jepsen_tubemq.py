@@ -5,7 +5,7 @@ broker or pauses it (SIGSTOP / SIGCONT). The checker asserts: no acknowledged me
 duplicate beyond what a retry after an unknown outcome explains, no consumer resuming below the
 group's last acknowledged commit (nor above every commit), no poll-skip or nonmonotonic poll.
 
-In CI: one ~45 s mixed schedule (about 70 s with the broker's restarts and the final reads).
+In CI: one ~45 s schedule of kills and pauses in turn (about 70 s with the broker's restarts and the final reads).
 Longer: ``TIDELOG_FAULT_SOAK=600 pytest tests/fault/test_jepsen_tubemq.py -k soak`` or
 ``python -m tests.fault.lab.tubemq_workload --duration 600``.
 """

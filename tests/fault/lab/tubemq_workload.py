@@ -116,14 +116,36 @@ class PauseBroker(Nemesis):
         return "SIGCONT the broker"
 
 
+class Alternate(Nemesis):
+    """Each of ``parts`` in turn."""
+
+    name = "mixed"
+
+    def __init__(self, *parts: Nemesis) -> None:
+        self.parts = parts
+        self.turn = 0
+        self.current: Nemesis | None = None
+
+    def start(self) -> str:
+        self.current = self.parts[self.turn % len(self.parts)]
+        self.turn += 1
+        return f"[{self.current.name}] {self.current.start()}"
+
+    def heal(self) -> str:
+        current, self.current = self.current, None
+        return current.heal() if current is not None else "nothing to heal"
+
+
 def make_nemesis(name: str, broker: BrokerProcess, rng: random.Random) -> Nemesis:
     if name == "kill":
         return KillBroker(broker)
     if name == "pause":
         return PauseBroker(broker)
-    if name == "mixed":
+    if name == "mixed":  # kill, pause, kill ... (a kill first, so that even a short run has one)
+        return Alternate(KillBroker(broker), PauseBroker(broker))
+    if name == "random":
         return Mixed(KillBroker(broker), PauseBroker(broker), rng=rng)
-    raise ValueError(f"unknown nemesis {name!r} (kill, pause, mixed)")
+    raise ValueError(f"unknown nemesis {name!r} (kill, pause, mixed, random)")
 
 
 class _TubeClient(threading.Thread):
@@ -427,7 +449,7 @@ def run(broker: BrokerProcess, endpoints: tuple[str, str], *, topic: str, nemesi
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=float, default=60.0)
-    parser.add_argument("--nemesis", default="mixed", choices=["kill", "pause", "mixed"])
+    parser.add_argument("--nemesis", default="mixed", choices=["kill", "pause", "mixed", "random"])
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--history", type=Path, default=None, help="write the history (JSON lines) here")
