@@ -267,7 +267,7 @@ def test_cli_alter_and_describe(tmp_path):
         refused = tidelog(broker, "alter", "--user", "bob", "--add-config", "producer_byte_rate=1.5")
         assert refused.returncode == 1
         assert refused.stderr.strip() == ("tidelog quotas alter: quotas not changed: "
-                                          "producer_byte_rate cannot be a fractional value.")
+                                          "producer_byte_rate cannot be a fractional value. (INVALID_REQUEST)")
         usage = tidelog(broker, "alter", "--add-config", "producer_byte_rate=1")
         assert usage.returncode == 2 and "name an entity" in usage.stderr
         bad = tidelog(broker, "alter", "--user", "bob", "--add-config", "producer_byte_rate")

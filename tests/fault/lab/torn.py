@@ -50,7 +50,7 @@ from tidelog.protocol.messages import (
 )
 from tidelog.records import RecordBatchBuilder
 from tidelog.testing.client import WireClient
-from tidelog.testing.cluster import LocalCluster
+from tidelog.testing.cluster import LocalCluster, wait_for
 
 PRODUCE, END_TXN = 0, 26
 _RETRIABLE = {ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
@@ -181,6 +181,9 @@ def _topic(cluster: LocalCluster, scenario: str, tv: int) -> tuple[str, str]:
     cluster.create_topic(name, 2, 3, {"min.insync.replicas": "2"})
     for p in range(2):
         cluster.wait_for_leader(name, p)
+        # every replica in the ISR first: a scenario that meets NOT_ENOUGH_REPLICAS tells nothing about
+        # transactions (a broker of the shared cluster may still be catching up after an earlier test)
+        wait_for(lambda p=p: len(cluster.state(name, p)["isr"]) == 3, what=f"the full ISR of {name}-{p}")
     return name, name
 
 
