@@ -79,8 +79,10 @@ class KP:
     def __init__(self, broker: BrokerProcess, group: str, client_id: str, assignor, topics: list[str]) -> None:
         self.consumer = KafkaConsumer(
             bootstrap_servers=broker.bootstrap, group_id=group, client_id=client_id,
-            partition_assignment_strategy=[assignor], session_timeout_ms=3000, heartbeat_interval_ms=300,
-            max_poll_interval_ms=10_000, auto_offset_reset="earliest", enable_auto_commit=False)
+            # Kafka's defaults for the session (a 3 s session expired members of a loaded 2-core machine's
+            # CI run again and again, and the group never settled in 60 s); heartbeats every second
+            partition_assignment_strategy=[assignor], session_timeout_ms=10_000, heartbeat_interval_ms=1000,
+            max_poll_interval_ms=30_000, auto_offset_reset="earliest", enable_auto_commit=False)
         # Subscribed, then the topics' partitions known before the first join (the first poll): a
         # kafka-python 3.0 leader that assigns before its metadata has them hands out nothing, and
         # can lose the rejoin it makes when they appear (see test_cluster_coordinators'
