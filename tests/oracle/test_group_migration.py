@@ -23,7 +23,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.oracle.fixtures import SHARED_OVERRIDES
-from tidelog.coordinator.group.consumer_protocol import (
+from tidelog.coordinator.group.classic.consumer_protocol import (
     decode_assignment,
     encode_assignment,
     encode_subscription,

@@ -51,8 +51,10 @@ from tidelog.cluster.store import EmbeddedStore, MetadataStore
 from tidelog.cluster.topic_config import TopicConfigs
 from tidelog.cluster.tubemq_secret_store import TubeSecretStore
 from tidelog.config import BrokerConfig
-from tidelog.coordinator.group import OFFSETS_TOPIC, GroupConfig, GroupCoordinator, classic_member, consumer
-from tidelog.coordinator.group.consumer import ConsumerGroupCoordinator
+from tidelog.coordinator.group import OFFSETS_TOPIC, GroupConfig, GroupCoordinator
+from tidelog.coordinator.group.modern.consumer import classic_member
+from tidelog.coordinator.group.modern.consumer import manager as consumer
+from tidelog.coordinator.group.modern.consumer.manager import ConsumerGroupCoordinator
 from tidelog.coordinator.leadership import follow_leadership
 from tidelog.coordinator.runtime import ReplicaWriter
 from tidelog.coordinator.txn import TRANSACTION_STATE_TOPIC, TransactionCoordinator, TxnConfig

@@ -14,7 +14,7 @@ import pytest
 
 from tidelog.config import TopicConfig
 from tidelog.coordinator.group import GroupConfig, GroupCoordinator, RequestInfo
-from tidelog.coordinator.group.consumer_protocol import encode_subscription
+from tidelog.coordinator.group.classic.consumer_protocol import encode_subscription
 from tidelog.coordinator.runtime import LogWriter
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.messages import JoinGroupRequest, SyncGroupRequest

@@ -12,14 +12,16 @@ from typing import Any
 from tests.unit.coordinator.conftest import Box
 from tidelog.cluster.metadata import MetadataImage, PartitionMetadata, TopicMetadata
 from tidelog.config import TopicConfig
-from tidelog.coordinator.group import GroupConfig, GroupCoordinator, RequestInfo, classic_member, consumer
-from tidelog.coordinator.group.consumer import ConsumerGroupCoordinator
-from tidelog.coordinator.group.consumer_group import ConsumerGroup
-from tidelog.coordinator.group.consumer_protocol import (
+from tidelog.coordinator.group import GroupConfig, GroupCoordinator, RequestInfo
+from tidelog.coordinator.group.classic.consumer_protocol import (
     decode_assignment,
     encode_assignment,
     encode_subscription,
 )
+from tidelog.coordinator.group.modern.consumer import classic_member
+from tidelog.coordinator.group.modern.consumer import manager as consumer
+from tidelog.coordinator.group.modern.consumer.group import ConsumerGroup
+from tidelog.coordinator.group.modern.consumer.manager import ConsumerGroupCoordinator
 from tidelog.coordinator.runtime import LogWriter
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.messages import (

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tidelog.coordinator.group.assignors import (
+from tidelog.coordinator.group.modern.assignors import (
     ASSIGNORS,
     AssignorError,
     MemberSpec,

@@ -3,8 +3,8 @@ changes, stale generations, unknown members, rebalances in progress, protocol vo
 
 from __future__ import annotations
 
-from tidelog.coordinator.group.classic import NEW_MEMBER_JOIN_TIMEOUT_MS
-from tidelog.coordinator.group.classic_group import ClassicGroup, ClassicGroupState
+from tidelog.coordinator.group.classic.group import ClassicGroup, ClassicGroupState
+from tidelog.coordinator.group.classic.manager import NEW_MEMBER_JOIN_TIMEOUT_MS
 from tidelog.errors import ErrorCode
 
 from .conftest import Harness, subscription

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from tidelog.coordinator.group.classic_group import (
+from tidelog.coordinator.group.classic.group import (
     VALID_PREVIOUS_STATES,
     ClassicGroup,
     ClassicGroupState,

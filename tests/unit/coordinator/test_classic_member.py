@@ -19,9 +19,10 @@ from tests.unit.coordinator.mixed_harness import (
     snapshot,
 )
 from tidelog.coordinator.group import PartitionCommit, RequestInfo
-from tidelog.coordinator.group.classic_group import ClassicGroup
-from tidelog.coordinator.group.consumer_group import ConsumerGroup, MemberState
-from tidelog.coordinator.group.consumer_protocol import protocol_version
+from tidelog.coordinator.group.classic.consumer_protocol import protocol_version
+from tidelog.coordinator.group.classic.group import ClassicGroup
+from tidelog.coordinator.group.modern.consumer.group import ConsumerGroup
+from tidelog.coordinator.group.modern.member import MemberState
 from tidelog.errors import ErrorCode, KafkaError
 
 

@@ -15,10 +15,10 @@ import pytest
 from tidelog.cluster.metadata import MetadataImage, PartitionMetadata, TopicMetadata
 from tidelog.config import TopicConfig
 from tidelog.coordinator.group import GroupConfig, GroupCoordinator, PartitionCommit, RequestInfo
-from tidelog.coordinator.group.consumer import ConsumerGroupCoordinator, install
-from tidelog.coordinator.group.consumer_config import ConsumerGroupConfig
-from tidelog.coordinator.group.consumer_group import ConsumerGroup, ConsumerGroupState, MemberState
-from tidelog.coordinator.group.consumer_records import (
+from tidelog.coordinator.group.modern.consumer.config import ConsumerGroupConfig
+from tidelog.coordinator.group.modern.consumer.group import ConsumerGroup, ConsumerGroupState
+from tidelog.coordinator.group.modern.consumer.manager import ConsumerGroupCoordinator, install
+from tidelog.coordinator.group.modern.consumer.records import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataKey,
@@ -32,6 +32,7 @@ from tidelog.coordinator.group.consumer_records import (
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
 )
+from tidelog.coordinator.group.modern.member import MemberState
 from tidelog.coordinator.group.records import CoordinatorRecord, deserialize, serialize
 from tidelog.coordinator.runtime import LogWriter, Result
 from tidelog.errors import ErrorCode, KafkaError

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tidelog.coordinator.group.consumer_protocol import (
+from tidelog.coordinator.group.classic.consumer_protocol import (
     decode_assignment,
     decode_subscription,
     encode_assignment,

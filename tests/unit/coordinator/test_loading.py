@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 
 from tidelog.coordinator.group import GroupCoordinator, RequestInfo
-from tidelog.coordinator.group.classic_group import ClassicGroup
+from tidelog.coordinator.group.classic.group import ClassicGroup
 from tidelog.coordinator.group.offsets import PartitionCommit
 from tidelog.coordinator.runtime import Result, partition_for
 from tidelog.errors import ErrorCode, KafkaError

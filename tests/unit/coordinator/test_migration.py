@@ -20,11 +20,12 @@ from tests.unit.coordinator.mixed_harness import (
     topic_id,
 )
 from tidelog.coordinator.group import PartitionCommit, RequestInfo
-from tidelog.coordinator.group.classic_group import ClassicGroup, ClassicGroupState
-from tidelog.coordinator.group.consumer_config import ConsumerGroupConfig, ConsumerGroupMigrationPolicy
-from tidelog.coordinator.group.consumer_group import ConsumerGroup, MemberState
-from tidelog.coordinator.group.consumer_protocol import decode_assignment
-from tidelog.coordinator.group.consumer_records import ConsumerGroupMetadataKey
+from tidelog.coordinator.group.classic.consumer_protocol import decode_assignment
+from tidelog.coordinator.group.classic.group import ClassicGroup, ClassicGroupState
+from tidelog.coordinator.group.modern.consumer.config import ConsumerGroupConfig, ConsumerGroupMigrationPolicy
+from tidelog.coordinator.group.modern.consumer.group import ConsumerGroup
+from tidelog.coordinator.group.modern.consumer.records import ConsumerGroupMetadataKey
+from tidelog.coordinator.group.modern.member import MemberState
 from tidelog.coordinator.group.records import GroupMetadataKey, deserialize
 from tidelog.errors import ErrorCode, KafkaError
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tidelog.coordinator.group.classic_group import ClassicGroup, ClassicGroupState
+from tidelog.coordinator.group.classic.group import ClassicGroup, ClassicGroupState
 from tidelog.coordinator.group.group import RequestInfo
 from tidelog.coordinator.group.offsets import PartitionCommit, java_length
 from tidelog.errors import ErrorCode, KafkaError

@@ -12,7 +12,7 @@ from tidelog.cluster.metadata import BrokerInfo
 from tidelog.cluster.store import EmbeddedStore
 from tidelog.config import TopicConfig
 from tidelog.coordinator.group import GroupConfig, GroupCoordinator, RequestInfo
-from tidelog.coordinator.group.consumer import ConsumerGroupCoordinator, install
+from tidelog.coordinator.group.modern.consumer.manager import ConsumerGroupCoordinator, install
 from tidelog.coordinator.group.offsets import PartitionCommit
 from tidelog.coordinator.runtime import LogWriter, partition_for
 from tidelog.errors import ErrorCode, KafkaError

@@ -1,7 +1,7 @@
 """The group coordinator: classic groups (and other group types through its hooks), committed
 offsets, and their records in ``__consumer_offsets``. See :mod:`tidelog.coordinator.group.coordinator`."""
 
-from tidelog.coordinator.group.classic_group import ClassicGroup, ClassicGroupState
+from tidelog.coordinator.group.classic.group import ClassicGroup, ClassicGroupState
 from tidelog.coordinator.group.coordinator import (
     OFFSETS_TOPIC,
     ExtensionFactory,

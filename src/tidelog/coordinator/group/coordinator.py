@@ -10,7 +10,7 @@ Public API (what handlers, the CLI and other group types use)::
     coordinator.groups                    # group id -> Group (ClassicGroup, or another registered type)
     coordinator.offsets                   # OffsetStore: committed offsets, by group/topic/partition
     coordinator.runtime                   # CoordinatorRuntime: run/write results, timers, clock
-    join_group / sync_group / heartbeat / leave_group          the classic protocol (classic.py)
+    join_group / sync_group / heartbeat / leave_group          the classic protocol (classic/manager.py)
     commit_offsets / fetch_offsets / delete_offsets            offsets (any group type)
     commit_transactional_offsets / complete_transaction        TxnOffsetCommit and its marker (offsets.py rule 5)
     list_groups / describe_groups / delete_groups              admin
@@ -50,7 +50,7 @@ Hooks for other group types (KIP-848 ``consumer`` groups live in ``consumer.py``
 
 Rules: durable state (offsets, groups' existence and persisted metadata) changes only in
 :meth:`replay`, which the runtime calls for written records and at load; classic rebalance
-bookkeeping is soft state that the classic operations change directly (see classic.py). Records are
+bookkeeping is soft state that the classic operations change directly (see classic/manager.py). Records are
 appended before any response that depends on them is sent.
 
 Concurrency: loop-only, not thread-safe.
@@ -66,8 +66,8 @@ from typing import Any, Protocol
 from tidelog.clock import Clock
 from tidelog.config import INT_MAX, BrokerConfig
 from tidelog.coordinator.group import expiry
-from tidelog.coordinator.group.classic import ClassicGroupManager, join_error
-from tidelog.coordinator.group.classic_group import ClassicGroup
+from tidelog.coordinator.group.classic.group import ClassicGroup
+from tidelog.coordinator.group.classic.manager import ClassicGroupManager, join_error
 from tidelog.coordinator.group.group import CLASSIC, CONSUMER, Group, RequestInfo
 from tidelog.coordinator.group.offsets import INVALID_OFFSET, NO_METADATA, OffsetStore, PartitionCommit
 from tidelog.coordinator.group.records import (

@@ -1,5 +1,5 @@
 """The contract every group type fulfils for the group coordinator (classic groups here, KIP-848
-``consumer`` groups in :mod:`tidelog.coordinator.group.consumer_group`), and who sent a group request.
+``consumer`` groups in :mod:`tidelog.coordinator.group.modern.consumer.group`), and who sent a group request.
 
 Loop-only, not thread-safe.
 """

@@ -19,7 +19,7 @@ both). Kafka 3.x/4.x write exactly these versions (``MetadataVersion.offsetCommi
 ``groupMetadataValueVersion``: the highest non-flexible version), so a Kafka tool can read our log.
 
 The embedded formats of the classic ``consumer`` protocol (member metadata and assignments) are
-:mod:`tidelog.coordinator.group.consumer_protocol`'s.
+:mod:`tidelog.coordinator.group.classic.consumer_protocol`'s.
 
 Decoding hostile bytes raises :class:`~tidelog.protocol.exceptions.MalformedMessageError` only.
 Pure functions and immutable values: safe from any thread.

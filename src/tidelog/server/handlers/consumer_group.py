@@ -1,7 +1,7 @@
 """The consumer group protocol (KIP-848): ConsumerGroupHeartbeat (v0-1) and ConsumerGroupDescribe (v0-1).
 
 Thin: the group coordinator's consumer group extension
-(:class:`~tidelog.coordinator.group.consumer.ConsumerGroupCoordinator`, which the composition root
+(:class:`~tidelog.coordinator.group.modern.consumer.manager.ConsumerGroupCoordinator`, which the composition root
 installs) owns every rule; a heartbeat runs as one coordinator operation on the group's
 ``__consumer_offsets`` partition, so its records are written before it is answered. Assignments
 travel as topic ids (clients resolve them with Metadata v12+).
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from tidelog.cluster.store import MetadataStore
 from tidelog.coordinator.group import GroupCoordinator
-from tidelog.coordinator.group.consumer import ConsumerGroupCoordinator
+from tidelog.coordinator.group.modern.consumer.manager import ConsumerGroupCoordinator
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import (

@@ -42,8 +42,8 @@ from enum import IntEnum
 from tidelog.clock import Clock
 from tidelog.cluster.store import MetadataStore
 from tidelog.coordinator.group import GroupCoordinator
-from tidelog.coordinator.group.consumer import ConsumerGroupCoordinator
-from tidelog.coordinator.group.consumer_group import ConsumerGroupMember
+from tidelog.coordinator.group.modern.consumer.group import ConsumerGroupMember
+from tidelog.coordinator.group.modern.consumer.manager import ConsumerGroupCoordinator
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.messages import ConsumerGroupHeartbeatRequest
 from tidelog.protocol.tubemq.error_code import TubeError, TubeErrorCode

@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tidelog.coordinator.group.consumer_protocol import decode_assignment
+from tidelog.coordinator.group.classic.consumer_protocol import decode_assignment
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.replica.manager import ReplicaManager
 from tidelog.web.console.admin import ConsoleAdmin

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 
 from tests.oracle.wire.program import Program, Session
-from tidelog.coordinator.group.consumer_protocol import encode_assignment, encode_subscription
+from tidelog.coordinator.group.classic.consumer_protocol import encode_assignment, encode_subscription
 from tidelog.protocol.messages import (
     DeleteGroupsRequest,
     DescribeGroupsRequest,

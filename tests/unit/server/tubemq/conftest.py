@@ -14,7 +14,7 @@ from tidelog.cluster.metadata import BrokerInfo, MetadataImage, PartitionMetadat
 from tidelog.cluster.store import EmbeddedStore
 from tidelog.config import TopicConfig
 from tidelog.coordinator.group import GroupConfig, GroupCoordinator
-from tidelog.coordinator.group.consumer import ConsumerGroupCoordinator, install
+from tidelog.coordinator.group.modern.consumer.manager import ConsumerGroupCoordinator, install
 from tidelog.coordinator.runtime import LogWriter
 from tidelog.protocol.messages import ConsumerGroupHeartbeatRequest
 from tidelog.protocol.tubemq.generated import master_service_pb2 as master_pb

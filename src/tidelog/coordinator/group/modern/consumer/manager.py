@@ -45,11 +45,11 @@ Rules (Kafka's GroupMetadataManager, ConsumerGroup and CurrentAssignmentBuilder,
    is checked the same way. Offsets expire ``offsets.retention.minutes`` after their commit, and only
    for topics the group no longer subscribes to (Kafka's ConsumerGroup rules).
 10. **Both protocols in one group.** Members that use the classic protocol (JoinGroup/SyncGroup) go
-   through the same rules 1-3 when they join (:mod:`~tidelog.coordinator.group.classic_member`); a
+   through the same rules 1-3 when they join (:mod:`~tidelog.coordinator.group.modern.consumer.classic_member`); a
    classic member's generation id is its member epoch (ILLEGAL_GENERATION instead of
    STALE_MEMBER_EPOCH, any OffsetCommit version). A non-empty classic group becomes a consumer group
    when a consumer-protocol member joins it, and back when the last one leaves
-   (:mod:`~tidelog.coordinator.group.migration`, ``group.consumer.migration.policy``).
+   (:mod:`~tidelog.coordinator.group.modern.consumer.migration`, ``group.consumer.migration.policy``).
 """
 
 from __future__ import annotations
@@ -63,35 +63,15 @@ from typing import Any
 
 from tidelog.clock import Clock
 from tidelog.cluster.metadata import MetadataImage
-from tidelog.coordinator.group.assignors import (
+from tidelog.coordinator.group.classic.group import ClassicGroup
+from tidelog.coordinator.group.group import Group
+from tidelog.coordinator.group.modern.assignors import (
     TopicPartitions,
 )
-from tidelog.coordinator.group.classic_group import ClassicGroup
-from tidelog.coordinator.group.consumer_config import ConsumerGroupConfig
-from tidelog.coordinator.group.consumer_group import (
-    EMPTY,
-    LEAVE_GROUP_MEMBER_EPOCH,
-    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-    ConsumerGroup,
-    ConsumerGroupMember,
-    MemberState,
-    ResolvedRegex,
-    new_member_id,
-)
-from tidelog.coordinator.group.consumer_heartbeat import member_from_heartbeat, validate_heartbeat
-from tidelog.coordinator.group.consumer_records import (
-    KEY_TYPES,
-    ConsumerGroupCurrentMemberAssignmentKey,
-    ConsumerGroupMemberMetadataKey,
-    ConsumerGroupMetadataKey,
-    ConsumerGroupMetadataValue,
-    ConsumerGroupRegularExpressionKey,
-    ConsumerGroupTargetAssignmentMemberKey,
-    ConsumerGroupTargetAssignmentMemberValue,
-)
-from tidelog.coordinator.group.consumer_timer import ConsumerGroupTimers, MemberTimers, RuntimeTimers
-from tidelog.coordinator.group.group import Group
-from tidelog.coordinator.group.migration import (
+from tidelog.coordinator.group.modern.consumer.config import ConsumerGroupConfig
+from tidelog.coordinator.group.modern.consumer.group import ConsumerGroup, ConsumerGroupMember
+from tidelog.coordinator.group.modern.consumer.heartbeat import member_from_heartbeat, validate_heartbeat
+from tidelog.coordinator.group.modern.consumer.migration import (
     ClassicGroupHost,
     can_downgrade_after_leaving,
     check_upgrade,
@@ -101,16 +81,35 @@ from tidelog.coordinator.group.migration import (
     downgrade_records,
     stop_classic_group,
 )
-from tidelog.coordinator.group.reconciliation import check_member_epoch, reconcile, tp_map
-from tidelog.coordinator.group.records import CoordinatorRecord
-from tidelog.coordinator.group.regex_resolution import RegexResolution
-from tidelog.coordinator.group.subscription import (
+from tidelog.coordinator.group.modern.consumer.records import (
+    KEY_TYPES,
+    ConsumerGroupCurrentMemberAssignmentKey,
+    ConsumerGroupMemberMetadataKey,
+    ConsumerGroupMetadataKey,
+    ConsumerGroupMetadataValue,
+    ConsumerGroupRegularExpressionKey,
+    ConsumerGroupTargetAssignmentMemberKey,
+    ConsumerGroupTargetAssignmentMemberValue,
+)
+from tidelog.coordinator.group.modern.consumer.regex_resolution import RegexResolution
+from tidelog.coordinator.group.modern.consumer.target_assignment import assignor_for, update_target
+from tidelog.coordinator.group.modern.member import (
+    EMPTY,
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    MemberState,
+    new_member_id,
+)
+from tidelog.coordinator.group.modern.member_timers import ConsumerGroupTimers, MemberTimers, RuntimeTimers
+from tidelog.coordinator.group.modern.reconciliation import check_member_epoch, reconcile, tp_map
+from tidelog.coordinator.group.modern.subscription import (
+    ResolvedRegex,
     metadata_hash,
     regex_subscribers,
     subscribed_names,
     topic_ids,
 )
-from tidelog.coordinator.group.target_assignment import assignor_for, update_target
+from tidelog.coordinator.group.records import CoordinatorRecord
 from tidelog.coordinator.runtime import Result
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.messages import (
@@ -555,7 +554,7 @@ def install(coordinator: Any, image: Callable[[], MetadataImage] | None = None) 
     map, runtime and timers, with their records replayed here (hook 2). ``coordinator`` is a
     :class:`~tidelog.coordinator.group.coordinator.GroupCoordinator`; ``image()`` the current metadata
     image (the composition root passes the metadata store's, with ``functools.partial``). Classic
-    members and downgrades come with :func:`tidelog.coordinator.group.classic_member.install`."""
+    members and downgrades come with :func:`tidelog.coordinator.group.modern.consumer.classic_member.install`."""
     config = ConsumerGroupConfig.from_broker_config(coordinator.config)
     consumer_groups = ConsumerGroupCoordinator(coordinator.clock, config, RuntimeTimers(coordinator),
                                                coordinator.groups, image_source=image)

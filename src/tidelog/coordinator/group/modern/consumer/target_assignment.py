@@ -1,4 +1,4 @@
-"""The target assignment of a consumer group (rule 2 of :mod:`tidelog.coordinator.group.consumer`;
+"""The target assignment of a consumer group (rule 2 of :mod:`tidelog.coordinator.group.modern.consumer.manager`;
 Kafka's TargetAssignmentBuilder): when the group epoch moves past the assignment epoch, the group's
 assignor (the one most members ask for in ``ServerAssignor``, else the first of
 ``group.consumer.assignors``) computes every member's target from the members' subscriptions; records
@@ -11,16 +11,17 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 
 from tidelog.cluster.metadata import MetadataImage
-from tidelog.coordinator.group.assignors import ASSIGNORS, AssignorError, MemberSpec, TopicPartitions
-from tidelog.coordinator.group.consumer_group import EMPTY, ConsumerGroup, ConsumerGroupMember, ResolvedRegex
-from tidelog.coordinator.group.consumer_records import (
+from tidelog.coordinator.group.modern.assignors import ASSIGNORS, AssignorError, MemberSpec, TopicPartitions
+from tidelog.coordinator.group.modern.consumer.group import ConsumerGroup, ConsumerGroupMember
+from tidelog.coordinator.group.modern.consumer.records import (
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
 )
+from tidelog.coordinator.group.modern.member import EMPTY
+from tidelog.coordinator.group.modern.subscription import ResolvedRegex, subscribed_names, topic_ids
 from tidelog.coordinator.group.records import CoordinatorRecord
-from tidelog.coordinator.group.subscription import subscribed_names, topic_ids
 from tidelog.errors import ErrorCode, KafkaError
 
 

@@ -12,7 +12,7 @@ The broker assigns; the classic member never leads. Rules:
    replaces the instance's member whatever protocol that one uses (and when that was the last
    consumer-protocol member, the group becomes a classic group: migration rule 2). The member's
    subscription (topics, owned partitions, rack) is read from its first protocol's embedded
-   ConsumerProtocolSubscription; then rules 1-3 of :mod:`~tidelog.coordinator.group.consumer` run for it
+   ConsumerProtocolSubscription; then rules 1-3 of :mod:`~tidelog.coordinator.group.modern.consumer.manager` run for it
    exactly as for a consumer heartbeat, and it is answered once the records are written: generation id =
    its member epoch, protocol type ``consumer``, protocol name = its first protocol, no leader, no
    members. Its session (its own session timeout) and a sync timeout (its rebalance timeout) start.
@@ -42,23 +42,19 @@ from dataclasses import replace
 from typing import Any
 
 from tidelog.cluster.metadata import MetadataImage
-from tidelog.coordinator.group.classic import MEMBER_ID_REQUIRED_FROM_VERSION, ClassicGroupManager
-from tidelog.coordinator.group.classic_group import ClassicGroup
-from tidelog.coordinator.group.consumer import ConsumerGroupCoordinator
-from tidelog.coordinator.group.consumer_group import (
-    ConsumerGroup,
-    ConsumerGroupMember,
-    MemberState,
-    new_member_id,
-)
-from tidelog.coordinator.group.consumer_protocol import (
+from tidelog.coordinator.group.classic.consumer_protocol import (
     decode_subscription,
     encode_assignment,
     protocol_version,
 )
-from tidelog.coordinator.group.consumer_records import ClassicMemberMetadata
+from tidelog.coordinator.group.classic.group import ClassicGroup
+from tidelog.coordinator.group.classic.manager import MEMBER_ID_REQUIRED_FROM_VERSION, ClassicGroupManager
 from tidelog.coordinator.group.group import CONSUMER, CONSUMER_PROTOCOL_TYPE, UNKNOWN_MEMBER_ID, RequestInfo
-from tidelog.coordinator.group.migration import can_downgrade_after_replacing
+from tidelog.coordinator.group.modern.consumer.group import ConsumerGroup, ConsumerGroupMember
+from tidelog.coordinator.group.modern.consumer.manager import ConsumerGroupCoordinator
+from tidelog.coordinator.group.modern.consumer.migration import can_downgrade_after_replacing
+from tidelog.coordinator.group.modern.consumer.records import ClassicMemberMetadata
+from tidelog.coordinator.group.modern.member import MemberState, new_member_id
 from tidelog.coordinator.group.records import CoordinatorRecord
 from tidelog.coordinator.runtime import CoordinatorRuntime, Result
 from tidelog.errors import ErrorCode, KafkaError
@@ -345,7 +341,7 @@ def _topic_ids(partitions: Mapping[str, Any], image: MetadataImage) -> dict[uuid
 
 
 class ClassicGroupAdopter:
-    """:class:`~tidelog.coordinator.group.migration.ClassicGroupHost` over the classic manager: a
+    """:class:`~tidelog.coordinator.group.modern.consumer.migration.ClassicGroupHost` over the classic manager: a
     downgraded group's members get their sessions, then the group rebalances."""
 
     def __init__(self, groups: dict[str, Any], classic: ClassicGroupManager, runtime: CoordinatorRuntime,
@@ -366,7 +362,7 @@ class ClassicGroupAdopter:
 def install(coordinator: Any) -> ClassicMembers:
     """The group coordinator extension that serves classic members of consumer groups and lets consumer
     groups downgrade into classic groups; install it after
-    :func:`tidelog.coordinator.group.consumer.install`. ``coordinator`` is the GroupCoordinator."""
+    :func:`tidelog.coordinator.group.modern.consumer.manager.install`. ``coordinator`` is the GroupCoordinator."""
     consumer_groups = coordinator.extension(ConsumerGroupCoordinator)
     if consumer_groups is None:
         raise ValueError("classic members need the consumer groups: install consumer.install first")

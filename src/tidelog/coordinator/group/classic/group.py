@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tidelog.clock import Clock
-from tidelog.coordinator.group.consumer_protocol import subscription_topics
+from tidelog.coordinator.group.classic.consumer_protocol import subscription_topics
 from tidelog.coordinator.group.group import (
     CLASSIC,
     CONSUMER_PROTOCOL_TYPE,

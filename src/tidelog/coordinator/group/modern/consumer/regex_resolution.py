@@ -1,5 +1,5 @@
 """Regular-expression subscriptions of consumer groups, resolved off the heartbeat (rule 8 of
-:mod:`tidelog.coordinator.group.consumer`, as Kafka's coordinator resolves them in the background): a
+:mod:`tidelog.coordinator.group.modern.consumer.manager`, as Kafka's coordinator resolves them in the background): a
 heartbeat only checks a new regex's syntax and, when a regex in use is unresolved or was resolved
 against an older metadata image, schedules a refresh; the refresh (a zero-delay timer on the group's
 partition) resolves every regex of the group against the latest image, writes a
@@ -13,22 +13,23 @@ from collections.abc import Callable, Mapping
 
 from tidelog.clock import Clock
 from tidelog.cluster.metadata import MetadataImage
-from tidelog.coordinator.group.consumer_group import ConsumerGroup, ConsumerGroupMember, ResolvedRegex
-from tidelog.coordinator.group.consumer_records import (
+from tidelog.coordinator.group.modern.consumer.group import ConsumerGroup, ConsumerGroupMember
+from tidelog.coordinator.group.modern.consumer.records import (
     ConsumerGroupMetadataKey,
     ConsumerGroupMetadataValue,
     ConsumerGroupRegularExpressionKey,
     ConsumerGroupRegularExpressionValue,
 )
-from tidelog.coordinator.group.consumer_timer import ConsumerGroupTimers
-from tidelog.coordinator.group.records import CoordinatorRecord
-from tidelog.coordinator.group.subscription import (
+from tidelog.coordinator.group.modern.member_timers import ConsumerGroupTimers
+from tidelog.coordinator.group.modern.subscription import (
+    ResolvedRegex,
     compile_regex,
     metadata_hash,
     regex_subscribers,
     resolve_regex,
     subscribed_names,
 )
+from tidelog.coordinator.group.records import CoordinatorRecord
 from tidelog.coordinator.runtime import Result
 from tidelog.errors import KafkaError
 

@@ -8,12 +8,11 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from tidelog.coordinator.group.consumer_group import (
+from tidelog.coordinator.group.modern.consumer.group import (
     CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION,
-    LEAVE_GROUP_MEMBER_EPOCH,
-    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     ConsumerGroupMember,
 )
+from tidelog.coordinator.group.modern.member import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.messages import ConsumerGroupHeartbeatRequest
 

@@ -1,17 +1,17 @@
 """The consumer group model of the KIP-848 protocol: members, their assignments, the group's epochs
 and state, as replaying ``ConsumerGroup*`` records builds them (rules in
-:mod:`tidelog.coordinator.group.consumer`). Loop-only, not thread-safe."""
+:mod:`tidelog.coordinator.group.modern.consumer.manager`). Loop-only, not thread-safe."""
 
 from __future__ import annotations
 
-import base64
 import uuid
 from dataclasses import dataclass, field, replace
-from enum import Enum, IntEnum
+from enum import Enum
 from typing import Any, ClassVar
 
-from tidelog.coordinator.group.assignors import TopicPartitions
-from tidelog.coordinator.group.consumer_records import (
+from tidelog.coordinator.group.group import CONSUMER, CONSUMER_PROTOCOL_TYPE, Group
+from tidelog.coordinator.group.modern.assignors import TopicPartitions
+from tidelog.coordinator.group.modern.consumer.records import (
     ClassicMemberMetadata,
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
@@ -22,24 +22,18 @@ from tidelog.coordinator.group.consumer_records import (
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMetadataKey,
 )
-from tidelog.coordinator.group.group import CONSUMER, CONSUMER_PROTOCOL_TYPE, Group
+from tidelog.coordinator.group.modern.member import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    MemberState,
+    frozen_partitions,
+    member_state,
+)
+from tidelog.coordinator.group.modern.subscription import ResolvedRegex
 from tidelog.coordinator.group.records import CoordinatorRecord
 from tidelog.errors import ErrorCode, KafkaError
 
-LEAVE_GROUP_MEMBER_EPOCH = -1
-LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 #: ConsumerGroupHeartbeat v1+: the client generates the member id (KIP-1082).
 CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
-EMPTY: TopicPartitions = {}
-
-
-class MemberState(IntEnum):
-    """A member's reconciliation state; the values are Kafka's (persisted in the current assignment)."""
-
-    STABLE = 0
-    UNREVOKED_PARTITIONS = 1
-    UNRELEASED_PARTITIONS = 2
-    UNKNOWN = 127
 
 
 class ConsumerGroupState(Enum):
@@ -100,13 +94,6 @@ class ConsumerGroupMember:
 
     def is_reconciled_to(self, assignment_epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == assignment_epoch
-
-
-@dataclass(frozen=True, slots=True)
-class ResolvedRegex:
-    topics: frozenset[str]
-    version: int  # the metadata image version it was resolved against
-    timestamp: int
 
 
 class ConsumerGroup(Group):
@@ -312,7 +299,6 @@ class ConsumerGroup(Group):
                         del self._partition_epochs[(topic_id, p)]
 
 
-
 def check_same_epoch(epoch: int, member: ConsumerGroupMember) -> None:
     """A commit or fetch must carry the member's epoch: STALE_MEMBER_EPOCH, or ILLEGAL_GENERATION for a
     classic member (its generation id is its member epoch)."""
@@ -325,42 +311,10 @@ def check_same_epoch(epoch: int, member: ConsumerGroupMember) -> None:
                      f"expected member epoch {member.member_epoch}.")
 
 
-
-def frozen_partitions(tps: TopicPartitions) -> dict[uuid.UUID, frozenset[int]]:
-    return {t: frozenset(ps) for t, ps in tps.items() if ps}
-
-
-def member_state(value: int) -> MemberState:
-    try:
-        return MemberState(value)
-    except ValueError:
-        return MemberState.UNKNOWN
-
-
-
-
-
-def new_member_id() -> str:
-    """A member id as Kafka's coordinator makes one for consumer groups (``Uuid.randomUuid()``: 16 random
-    bytes, URL-safe base64 without padding, never starting with a dash)."""
-    while True:
-        member_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        if not member_id.startswith("-"):
-            return member_id
-
-
 __all__ = [
     "CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION",
-    "EMPTY",
-    "LEAVE_GROUP_MEMBER_EPOCH",
-    "LEAVE_GROUP_STATIC_MEMBER_EPOCH",
     "ConsumerGroup",
     "ConsumerGroupMember",
     "ConsumerGroupState",
-    "MemberState",
-    "ResolvedRegex",
     "check_same_epoch",
-    "frozen_partitions",
-    "member_state",
-    "new_member_id",
 ]

@@ -1,6 +1,6 @@
 """What consumer group members subscribe to: topic names and regular expressions resolved against the
 metadata image, and the metadata hash that tells when the subscribed topics changed (rules 1 and 8 of
-:mod:`tidelog.coordinator.group.consumer`). Pure functions."""
+:mod:`tidelog.coordinator.group.modern.consumer.manager`). Pure functions."""
 
 from __future__ import annotations
 
@@ -8,13 +8,21 @@ import hashlib
 import re
 import uuid
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from tidelog.cluster.metadata import MetadataImage
-from tidelog.coordinator.group.consumer_group import ConsumerGroupMember, ResolvedRegex
+from tidelog.coordinator.group.modern.member import ModernGroupMember
 from tidelog.errors import ErrorCode, KafkaError
 
 
-def regex_subscribers(members: Iterable[ConsumerGroupMember]) -> dict[str, int]:
+@dataclass(frozen=True, slots=True)
+class ResolvedRegex:
+    topics: frozenset[str]
+    version: int  # the metadata image version it was resolved against
+    timestamp: int
+
+
+def regex_subscribers(members: Iterable[ModernGroupMember]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for m in members:
         if m.regex is not None:
@@ -22,7 +30,7 @@ def regex_subscribers(members: Iterable[ConsumerGroupMember]) -> dict[str, int]:
     return counts
 
 
-def subscribed_names(member: ConsumerGroupMember, regexes: Mapping[str, ResolvedRegex]) -> set[str]:
+def subscribed_names(member: ModernGroupMember, regexes: Mapping[str, ResolvedRegex]) -> set[str]:
     names = set(member.subscribed_topic_names)
     if member.regex is not None and member.regex in regexes:
         names |= regexes[member.regex].topics

@@ -41,17 +41,18 @@ from typing import Protocol
 
 from tidelog.clock import Clock
 from tidelog.cluster.metadata import MetadataImage
-from tidelog.coordinator.group.assignors import TopicPartitions
-from tidelog.coordinator.group.classic_group import ClassicGroup, ClassicGroupState, ClassicMember
-from tidelog.coordinator.group.consumer_config import ConsumerGroupConfig
-from tidelog.coordinator.group.consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState
-from tidelog.coordinator.group.consumer_protocol import (
+from tidelog.coordinator.group.classic.consumer_protocol import (
     assignment_with_user_data,
     decode_subscription,
     encode_assignment,
     protocol_version,
 )
-from tidelog.coordinator.group.consumer_records import (
+from tidelog.coordinator.group.classic.group import ClassicGroup, ClassicGroupState, ClassicMember
+from tidelog.coordinator.group.group import CONSUMER_PROTOCOL_TYPE
+from tidelog.coordinator.group.modern.assignors import TopicPartitions
+from tidelog.coordinator.group.modern.consumer.config import ConsumerGroupConfig
+from tidelog.coordinator.group.modern.consumer.group import ConsumerGroup, ConsumerGroupMember
+from tidelog.coordinator.group.modern.consumer.records import (
     ClassicMemberMetadata,
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupMemberMetadataKey,
@@ -62,9 +63,9 @@ from tidelog.coordinator.group.consumer_records import (
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
 )
-from tidelog.coordinator.group.group import CONSUMER_PROTOCOL_TYPE
+from tidelog.coordinator.group.modern.member import MemberState
+from tidelog.coordinator.group.modern.subscription import metadata_hash
 from tidelog.coordinator.group.records import CoordinatorRecord, group_metadata_record
-from tidelog.coordinator.group.subscription import metadata_hash
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.exceptions import MalformedMessageError
 from tidelog.protocol.message import replace

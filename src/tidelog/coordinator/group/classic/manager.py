@@ -19,7 +19,7 @@ The flow, as Kafka's group coordinator runs it:
   join/sync answer, or offset commit while Stable or PreparingRebalance); it is then removed and the
   group rebalances. New members waiting for their first join answer time out after 5 minutes.
 * **Leave.** Removes members (by member id, or by instance id alone for static members) and
-  rebalances (:mod:`~tidelog.coordinator.group.classic_leave`).
+  rebalances (:mod:`~tidelog.coordinator.group.classic.leave`).
 
 Classic-group metadata records are written with ``replay=False``: the operation changes the in-memory
 group itself (as Kafka does; rebalance bookkeeping is soft state) and the record persists the outcome.
@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from tidelog.clock import Clock
-from tidelog.coordinator.group.classic_group import (
+from tidelog.coordinator.group.classic.group import (
     ClassicGroup,
     ClassicGroupState,
     ClassicMember,
@@ -47,7 +47,7 @@ from tidelog.coordinator.group.classic_group import (
     join_key,
     sync_key,
 )
-from tidelog.coordinator.group.classic_leave import ClassicLeave
+from tidelog.coordinator.group.classic.leave import ClassicLeave
 from tidelog.coordinator.group.group import UNKNOWN_MEMBER_ID, RequestInfo
 from tidelog.coordinator.group.records import GroupMetadataKey, GroupMetadataValue, group_metadata_record
 from tidelog.coordinator.runtime import CoordinatorRuntime, Result

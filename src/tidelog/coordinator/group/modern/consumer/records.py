@@ -39,7 +39,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from tidelog.coordinator.group.assignors import TopicPartitions
+from tidelog.coordinator.group.modern.assignors import TopicPartitions
 from tidelog.coordinator.group.records import (
     RecordType,
     register_record_type,

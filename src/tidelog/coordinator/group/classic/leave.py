@@ -1,6 +1,6 @@
 """LeaveGroup for classic groups: removes members by member id, or by instance id alone for static
 members (admin removal: ``kafka-consumer-groups --delete-members``), then rebalances what is left.
-Part of :class:`~tidelog.coordinator.group.classic.ClassicGroupManager` (a mixin: it uses the
+Part of :class:`~tidelog.coordinator.group.classic.manager.ClassicGroupManager` (a mixin: it uses the
 manager's ``group``, ``runtime`` and rebalance steps).
 
 Loop-only, not thread-safe.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from tidelog.coordinator.group.classic_group import ClassicGroup, ClassicGroupState, heartbeat_key, join_error
+from tidelog.coordinator.group.classic.group import ClassicGroup, ClassicGroupState, heartbeat_key, join_error
 from tidelog.coordinator.group.group import UNKNOWN_MEMBER_ID
 from tidelog.coordinator.runtime import Result
 from tidelog.errors import ErrorCode, KafkaError

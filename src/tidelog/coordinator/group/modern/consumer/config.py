@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from tidelog.coordinator.group.assignors import ASSIGNORS, RANGE_ASSIGNOR_NAME, UNIFORM_ASSIGNOR_NAME
+from tidelog.coordinator.group.modern.assignors import ASSIGNORS, RANGE_ASSIGNOR_NAME, UNIFORM_ASSIGNOR_NAME
 
 _INT32_MAX = 2**31 - 1
 

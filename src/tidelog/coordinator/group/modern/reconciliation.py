@@ -1,5 +1,5 @@
 """Reconciliation of a consumer group member towards its target assignment, revoke before assign, and
-the member-epoch checks of a heartbeat (rules 3 and 4 of :mod:`tidelog.coordinator.group.consumer`;
+the member-epoch checks of a heartbeat (rules 3 and 4 of :mod:`tidelog.coordinator.group.modern.consumer.manager`;
 Kafka's CurrentAssignmentBuilder). Pure functions."""
 
 from __future__ import annotations
@@ -7,16 +7,18 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
-from tidelog.coordinator.group.assignors import TopicPartitions
-from tidelog.coordinator.group.consumer_group import ConsumerGroupMember, MemberState
+from tidelog.coordinator.group.modern.assignors import TopicPartitions
+from tidelog.coordinator.group.modern.member import MemberState, ModernGroupMember
 from tidelog.errors import ErrorCode, KafkaError
 
+M = TypeVar("M", bound=ModernGroupMember)
 
-def check_member_epoch(member: ConsumerGroupMember, epoch: int,
+
+def check_member_epoch(member: M, epoch: int,
                         owned: Mapping[uuid.UUID, frozenset[int]] | None) -> None:
-    """Rule 4 (Kafka's throwIfConsumerGroupMemberEpochIsInvalid)."""
+    """Rule 4 (Kafka's throwIfMEpochIsInvalid)."""
     if epoch > member.member_epoch:
         raise KafkaError(ErrorCode.FENCED_MEMBER_EPOCH, f"The consumer group member has a greater member epoch "
                          f"({epoch}) than the one known by the group coordinator ({member.member_epoch}). "
@@ -50,9 +52,9 @@ def is_subset(owned: Mapping[uuid.UUID, frozenset[int]] | None, target: TopicPar
     return all(ps <= target.get(t, frozenset()) for t, ps in owned.items() if ps)
 
 
-def reconcile(member: ConsumerGroupMember, assignment_epoch: int, target: TopicPartitions,
+def reconcile(member: M, assignment_epoch: int, target: TopicPartitions,
               partition_epoch: Callable[[uuid.UUID, int], int], owned: Mapping[uuid.UUID, frozenset[int]] | None,
-              subscribed_topic_ids: frozenset[uuid.UUID]) -> ConsumerGroupMember:
+              subscribed_topic_ids: frozenset[uuid.UUID]) -> M:
     """Kafka's CurrentAssignmentBuilder: the member's next step towards ``target`` (rule 3).
 
     ``partition_epoch(topic id, partition)`` is the owner's epoch, -1 when free; ``owned`` the
