@@ -58,6 +58,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.oracle: the Kafka nodes
 
+from perf.target import baseline_source
 from perf.workload import CONSUMER_CONF, PRODUCER_CONF, consume, warm_up_consumer
 
 from tidelog.testing.cluster import LocalCluster, wait_for
@@ -110,13 +111,20 @@ class Target:
 class TidelogTarget(Target):
     name = "tidelog"
 
-    def __init__(self, root: Path, session_ms: int) -> None:
+    def __init__(self, root: Path, session_ms: int, src: str | None = None) -> None:
+        # tidelog-baseline: every broker it starts or restarts imports tidelog from ``src`` first, until close().
+        self._source = baseline_source(src)
+        self._source.__enter__()
         # ZooKeeper's own default tick (2 s; the test harness's 500 ms caps sessions at 20 ticks = 10 s,
         # which would cut the default 18 s session short).
         zookeeper = ZooKeeperProcess(root / "zk", tick_time_ms=2000)
-        self.cluster = LocalCluster(root, brokers=len(NODES), session_ms=session_ms, overrides=COMMON,
-                                    zookeeper=zookeeper).start()
-        self.describe = f"tidelog, zookeeper.session.timeout.ms={session_ms}"
+        try:
+            self.cluster = LocalCluster(root, brokers=len(NODES), session_ms=session_ms, overrides=COMMON,
+                                        zookeeper=zookeeper).start()
+        except BaseException:
+            self._source.__exit__(None, None, None)
+            raise
+        self.describe = f"tidelog, zookeeper.session.timeout.ms={session_ms}" + (f", from {src}" if src else "")
 
     def bootstrap(self, *ids: int) -> str:
         return self.cluster.bootstrap(*ids)
@@ -134,7 +142,10 @@ class TidelogTarget(Target):
         return self.cluster.brokers[node].alive
 
     def close(self) -> None:
-        self.cluster.stop()
+        try:
+            self.cluster.stop()
+        finally:
+            self._source.__exit__(None, None, None)
 
 
 class KafkaTarget(Target):
@@ -398,37 +409,39 @@ def print_report(args: argparse.Namespace, throughput: dict[str, dict[str, Rates
     if throughput:
         print(f"\nThroughput: {args.records:,} records of {args.record_size} B over {args.partitions} partitions, "
               f"best of {args.repeats} round(s) (median in brackets); records/s and MB/s")
-        print(f"{'workload':<15}{'target':<9}{'produce rec/s':>24}{'MB/s':>8}{'consume rec/s':>25}{'MB/s':>8}")
+        print(f"{'workload':<15}{'target':<17}{'produce rec/s':>24}{'MB/s':>8}{'consume rec/s':>25}{'MB/s':>8}")
         for name, _, _ in WORKLOADS:
             for target, rows in throughput.items():
                 r = rows[name]
                 p_mb = f"{max(r.produce) * mb:>8.1f}" if r.produce else f"{'-':>8}"
                 c_mb = f"{max(r.consume) * mb:>8.1f}" if r.consume else f"{'-':>8}"
-                print(f"{name:<15}{target:<9}{best_median(r.produce)}{p_mb} {best_median(r.consume)}{c_mb}"
+                print(f"{name:<15}{target:<17}{best_median(r.produce)}{p_mb} {best_median(r.consume)}{c_mb}"
                       + (f"  {r.error}" if r.error else ""))
-        if {"tidelog", "kafka"} <= set(throughput):
-            print("\ntidelog / kafka (best rounds; above 1 favours Tidelog)")
-            for name, _, _ in WORKLOADS:
-                t, k = throughput["tidelog"][name], throughput["kafka"][name]
-                print(f"{name:<15} produce {ratio(t.produce, k.produce):>5}   consume {ratio(t.consume, k.consume):>5}")
+        for other in ("kafka", "tidelog-baseline"):
+            if {"tidelog", other} <= set(throughput):
+                print(f"\ntidelog / {other} (best rounds; above 1 favours this tree's Tidelog)")
+                for name, _, _ in WORKLOADS:
+                    t, k = throughput["tidelog"][name], throughput[other][name]
+                    print(f"{name:<15} produce {ratio(t.produce, k.produce):>5}   "
+                          f"consume {ratio(t.consume, k.consume):>5}")
     if failovers:
         print("\nFailover: kill -9 of the leader of a one-partition RF=3 topic (min.insync.replicas=2) under an "
               "acks=all producer; seconds from the kill to ...")
-        print(f"{'target':<40}{'runs':>5}  {'new leader in metadata: median (min-max)':<42}"
+        print(f"{'target':<48}{'runs':>5}  {'new leader in metadata: median (min-max)':<42}"
               f"{'first ack after the kill: median (min-max)'}")
         for target, label, f in failovers:
             def span(v: list[float]) -> str:
                 return f"{statistics.median(v):.2f} ({min(v):.2f}-{max(v):.2f})" if v else "-"
-            print(f"{target + ', ' + label:<40}{len(f.acked):>5}  {span(f.elected):<42}{span(f.acked)}"
+            print(f"{target + ', ' + label:<48}{len(f.acked):>5}  {span(f.elected):<42}{span(f.acked)}"
                   + (f"  {f.error}" if f.error else ""))
     if recoveries:
         print("\nRecovery: a broker stopped (SIGTERM), bytes produced with acks=all meanwhile, the broker started "
               "again; seconds from its process start")
-        print(f"{'target':<9}{'broker':>7}{'missed MiB':>11}{'produce MB/s':>13}{'serving s':>10}{'in ISR s':>9}"
+        print(f"{'target':<17}{'broker':>7}{'missed MiB':>11}{'produce MB/s':>13}{'serving s':>10}{'in ISR s':>9}"
               f"{'catch-up MB/s':>14}")
         for target, r in recoveries.items():
             rate = f"{r.bytes / r.in_isr_s / 1e6:>14.1f}" if r.in_isr_s else f"{'-':>14}"
-            print(f"{target:<9}{r.node:>7}{r.bytes / 2**20:>11,.0f}{r.produce_mb_s:>13.1f}{r.listening_s:>10.2f}"
+            print(f"{target:<17}{r.node:>7}{r.bytes / 2**20:>11,.0f}{r.produce_mb_s:>13.1f}{r.listening_s:>10.2f}"
                   f"{r.in_isr_s:>9.2f}{rate}" + (f"  {r.error}" if r.error else ""))
 
 
@@ -448,7 +461,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true",
                     help="a smoke run: fewer records, one round, one failover run with the short session only, "
                          "32 MiB to catch up")
-    ap.add_argument("--targets", default="tidelog,kafka", help="tidelog, kafka or both (default)")
+    ap.add_argument("--targets", default="tidelog,kafka",
+                    help="tidelog, kafka, tidelog-baseline, comma-separated (default tidelog,kafka)")
+    ap.add_argument("--baseline", metavar="SRC",
+                    help="also measure tidelog-baseline: the brokers run from this source tree (a checkout's src/), "
+                         "e.g. the commit before a change, side by side with this tree's")
     ap.add_argument("--phases", default="throughput,failover,recovery",
                     help="comma-separated: throughput, failover, recovery (default: all)")
     ap.add_argument("--records", type=int, help="records per throughput round (default 200,000; --quick 20,000)")
@@ -475,9 +492,13 @@ def main(argv: list[str] | None = None) -> int:
     sessions = [int(s) for s in (args.sessions or ("4000" if q else "18000,4000")).split(",") if s.strip()]
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     phases = {p.strip() for p in args.phases.split(",") if p.strip()}
+    if args.baseline and "tidelog-baseline" not in targets:
+        targets.append("tidelog-baseline")
     for t in targets:
-        if t not in ("tidelog", "kafka"):
+        if t not in ("tidelog", "kafka", "tidelog-baseline"):
             ap.error(f"unknown target {t!r}")
+    if "tidelog-baseline" in targets and not args.baseline:
+        ap.error("the tidelog-baseline target needs --baseline SRC")
     if not phases or phases - {"throughput", "failover", "recovery"}:
         ap.error(f"unknown phase(s) {sorted(phases - {'throughput', 'failover', 'recovery'})}")
     if not sessions:
@@ -494,10 +515,11 @@ def main(argv: list[str] | None = None) -> int:
             # Tidelog: the first cluster runs with the last (short) session and does every phase; each other
             # session gets a fresh cluster for its failover runs.
             plans: list[tuple[Callable[[], Target], set[str], str]]
-            if name == "tidelog":
-                plans = [(lambda s=sessions[-1]: TidelogTarget(root / f"tidelog-{s}", s), phases,
+            if name in ("tidelog", "tidelog-baseline"):
+                src = str(Path(args.baseline).resolve()) if name == "tidelog-baseline" else None
+                plans = [(lambda s=sessions[-1], src=src, name=name: TidelogTarget(root / f"{name}-{s}", s, src), phases,
                           f"session {sessions[-1]} ms")]
-                plans += [(lambda s=s: TidelogTarget(root / f"tidelog-{s}", s), phases & {"failover"},
+                plans += [(lambda s=s, src=src, name=name: TidelogTarget(root / f"{name}-{s}", s, src), phases & {"failover"},
                            f"session {s} ms") for s in sessions[:-1]]
             else:
                 plans = [(lambda: KafkaTarget(root / "kafka", args.kafka_heap), phases, "KRaft defaults")]

@@ -88,7 +88,7 @@ from perf.report import (
 )
 from perf.saturation import BROKER_CORE, CLIENT_CORE, Saturation, pin_broker, run_saturation
 from perf.summary import build, print_summary
-from perf.target import ALL_TARGETS, SECURE_TARGETS, Endpoint, open_target, oracle
+from perf.target import ALL_TARGETS, BASELINE_ENV, SECURE_TARGETS, Endpoint, open_target, oracle
 from perf.workload import (
     BIG_PRODUCER_CONF,
     BIG_VALUE_BYTES,
@@ -162,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="200,000 records and 64 MiB of 1 MiB batches per round, 2 rounds, 3-second latency runs, "
                          "256 MiB before the kill -9, shorter broker-bound phases")
     ap.add_argument("--value-bytes", type=int, default=100)
-    ap.add_argument("--targets", default=",".join(ALL_TARGETS), help=f"comma-separated, from {','.join(ALL_TARGETS)}")
+    ap.add_argument("--targets", default=",".join(t for t in ALL_TARGETS if t != "tidelog-baseline"),
+                    help=f"comma-separated, from {','.join(ALL_TARGETS)} (tidelog-baseline: see --baseline)")
     ap.add_argument("--big-mib", type=int, default=None, help="MiB per round of the 1 MiB-batch workload (512)")
     ap.add_argument("--no-big", action="store_true", help="skip the 1 MiB-batch workload")
     ap.add_argument("--latency-rate", type=int, default=100_000, help="records/s of the latency runs")
@@ -179,6 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bound-clients", type=int, default=3, help="producer and consumer processes (3)")
     ap.add_argument("--bound-seconds", type=float, default=None, help="seconds each producer sends (10)")
     ap.add_argument("--bound-mib", type=int, default=None, help="at most this many MiB per producing phase (2,048)")
+    ap.add_argument("--baseline", metavar="SRC",
+                    help="also measure tidelog-baseline: tidelog serve from this source tree (a checkout's src/), "
+                         "e.g. the commit before a change, side by side with this tree's")
     ap.add_argument("--profile", type=Path, help="only the Tidelog targets, under cProfile; .prof files go here")
     ap.add_argument("--top", type=int, default=25, help="profile entries to print")
     args = ap.parse_args(argv)
@@ -191,6 +195,10 @@ def main(argv: list[str] | None = None) -> int:
     bound_mib = args.bound_mib or (512 if args.quick else 2048)
     tool_records = args.tool_records or (200_000 if args.quick else 1_000_000)
     args.targets = [t.strip() for t in args.targets.split(",") if t.strip()]
+    if args.baseline:
+        os.environ[BASELINE_ENV] = str(Path(args.baseline).resolve())
+        if "tidelog-baseline" not in args.targets:
+            args.targets.append("tidelog-baseline")
     unknown = set(args.targets) - set(ALL_TARGETS)
     if unknown:
         ap.error(f"unknown targets: {', '.join(sorted(unknown))}")

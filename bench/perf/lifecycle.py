@@ -19,7 +19,7 @@ from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from perf.measurement import high_watermark, rss_bytes
-from perf.target import Endpoint, open_target, wait_for_topic
+from perf.target import Endpoint, baseline_source, open_target, wait_for_topic
 from perf.workload import BIG_PRODUCER_CONF, BIG_VALUE_BYTES, produce
 
 #: librdkafka backs off reconnecting up to 10 s by default, which would be counted as the broker's time.
@@ -96,7 +96,8 @@ def recover(result: Lifecycle, ep: Endpoint, recovery_bytes: int) -> None:
     produce(ep.bootstrap, topic, records, os.urandom(BIG_VALUE_BYTES), conf=BIG_PRODUCER_CONF)
     ep.broker.kill()
     began = time.monotonic()
-    ep.broker.start()
+    with baseline_source(ep.source):
+        ep.broker.start()
     result.recovery_s = first_produce(ep.bootstrap, topic) - began
     try:
         kept = high_watermark(ep.bootstrap, topic)

@@ -30,7 +30,10 @@ from tidelog.testing import BrokerProcess
 
 BENCH_DIR = Path(__file__).resolve().parent.parent
 ALL_TARGETS = ("tidelog", "tidelog-asyncio", "null", "mock", "tansu", "kafka", "tidelog-ssl", "tidelog-sasl-ssl",
-               "kafka-ssl", "kafka-sasl-ssl")
+               "kafka-ssl", "kafka-sasl-ssl", "tidelog-baseline")
+#: ``tidelog-baseline``: ``tidelog serve`` as ``tidelog``, but from another source tree (a checkout's
+#: ``src`` directory, put first on the broker's PYTHONPATH): before/after figures of a change in one run.
+BASELINE_ENV = "TIDELOG_BASELINE_SRC"
 #: Targets whose clients need security settings (``Endpoint.client_conf``): measured in the throughput
 #: rounds only (not the lifecycle, latency, perf-tool or broker-bound phases).
 SECURE_TARGETS = ("tidelog-ssl", "tidelog-sasl-ssl", "kafka-ssl", "kafka-sasl-ssl")
@@ -49,6 +52,7 @@ class Endpoint:
     broker: Any = None  # what kill() and start() again (BrokerProcess, KafkaProcess), if the data survives
     classpath: str | None = None  # the oracle's java classpath (Kafka's tools), for the kafka target
     client_conf: dict = field(default_factory=dict)  # security.protocol, SASL and TLS settings of its clients
+    source: str | None = None  # tidelog-baseline: the source tree its broker imports (for a restart)
 
 
 class Subprocess:
@@ -143,18 +147,39 @@ def auto_create(bootstrap: str, conf: dict | None = None) -> Callable[[str, int]
 
 
 @contextlib.contextmanager
-def tidelog_target(tmp: Path, event_loop: str, profile: Path | None = None) -> Iterator[Endpoint]:
-    data = tmp / f"tidelog-{event_loop}"
+def baseline_source(src: str | None) -> Iterator[None]:
+    """Processes started inside import tidelog from ``src`` first (PYTHONPATH); nothing when None."""
+    if src is None:
+        yield
+        return
+    if not (Path(src) / "tidelog" / "__init__.py").is_file():
+        raise ValueError(f"{BASELINE_ENV}={src} is not a source tree (no tidelog/__init__.py under it)")
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = src + (os.pathsep + before if before else "")
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = before
+
+
+@contextlib.contextmanager
+def tidelog_target(tmp: Path, event_loop: str, profile: Path | None = None, src: str | None = None) -> Iterator[Endpoint]:
+    data = tmp / f"tidelog-{event_loop}" if src is None else tmp / "tidelog-baseline"
     overrides = {"num.partitions": "1", "auto.create.topics.enable": "true"}
     if profile is None:
         broker = BrokerProcess(data, overrides=overrides, event_loop=event_loop, start_timeout=600)
         launched = time.monotonic()
-        broker.start()
+        with baseline_source(src):
+            broker.start()
         try:
             assert broker.proc is not None
+            where = "" if src is None else f" from {src}"
             yield Endpoint(broker.bootstrap, auto_create(broker.bootstrap),
-                           f"tidelog serve --event-loop {event_loop}", pids=[broker.proc.pid], launched=launched,
-                           broker=broker)
+                           f"tidelog serve --event-loop {event_loop}{where}", pids=[broker.proc.pid],
+                           launched=launched, broker=broker, source=src)
         finally:
             broker.stop()
         return
@@ -432,6 +457,11 @@ def open_target(name: str, tmp: Path, profile: Path | None = None):
         return tidelog_target(tmp, "auto", profile)
     if name == "tidelog-asyncio":
         return tidelog_target(tmp, "asyncio", profile)
+    if name == "tidelog-baseline":
+        src = os.environ.get(BASELINE_ENV)
+        if not src:
+            raise ValueError(f"the tidelog-baseline target needs {BASELINE_ENV} (or --baseline): a source tree")
+        return tidelog_target(tmp, "auto", profile, src=src)
     if name == "null":
         return null_target(tmp)
     if name == "mock":
