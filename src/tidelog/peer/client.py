@@ -104,6 +104,11 @@ class PeerClient:
             self._drop(broker_id, connection)
             raise
 
+    def connection(self, broker_id: int) -> PeerConnection | None:
+        """The open connection to ``broker_id``, if any."""
+        node = self._nodes.get(broker_id)
+        return None if node is None or node.connection is None or node.connection.closed else node.connection
+
     def ready(self, broker_id: int) -> bool:
         """Whether a request to ``broker_id`` goes out at once (connected, or not backing off)."""
         node = self._nodes.get(broker_id)
