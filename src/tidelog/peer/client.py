@@ -136,6 +136,7 @@ class PeerClient:
             if 0 < wait <= self.settings.reconnect_backoff_max_ms:  # (longer: the clock went back)
                 raise PeerUnavailable(f"broker {broker_id} at {address[0]}:{address[1]}: reconnecting in {wait} ms")
             node.opening = asyncio.ensure_future(self._open(broker_id, node, address, timeout_s))
+            node.opening.add_done_callback(_retrieved)  # its failure is raised to the waiters, if any are left
         return await asyncio.shield(node.opening)
 
     async def _open(self, broker_id: int, node: _Node, address: tuple[str, int], timeout_s: float) -> PeerConnection:
@@ -187,6 +188,11 @@ class PeerClient:
         self.closed = True
         for broker_id in list(self._nodes):
             self.disconnect(broker_id)
+
+
+def _retrieved(future: asyncio.Future) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 __all__ = ["RECONNECT_BACKOFF_MAX_MS", "RECONNECT_BACKOFF_MS", "PeerClient", "PeerSettings", "PeerUnavailable"]

@@ -120,10 +120,14 @@ class PeerConnection:
         corr, data = self._conversation.request(body, version)
         waiter: asyncio.Future = asyncio.get_running_loop().create_future()
         self._waiting[corr] = waiter
-        try:
+
+        async def exchange() -> Any:
             self._writer.write(data)
-            await asyncio.wait_for(self._writer.drain(), timeout_s)
-            return await asyncio.wait_for(asyncio.shield(waiter), timeout_s)
+            await self._writer.drain()
+            return await waiter
+
+        try:
+            return await asyncio.wait_for(exchange(), timeout_s)
         except TimeoutError:
             self._fail(TimeoutError(f"request {corr} to {self.address} timed out"))
             raise TimeoutError(f"{self.address} did not answer within {timeout_s:g} s") from None
