@@ -9,8 +9,8 @@ When the broker's address changes (it re-registered elsewhere) the old connectio
 
 Failures raise, and the caller decides what to retry (Kafka's senders do the same):
 
-* :class:`PeerUnavailable`: no address for the broker, it cannot be reached, or the client is
-  backing off after a failed connection: after each failure the next attempt to that broker waits
+* :class:`PeerUnavailable`: no address for the broker (:class:`PeerUnknown`), it cannot be reached,
+  or the client is backing off after a failed connection (:class:`PeerBackingOff`): after each failure the next attempt to that broker waits
   ``reconnect.backoff.ms`` (50 ms), doubling up to ``reconnect.backoff.max.ms`` (1 s), on the
   injected clock; a connection that opens resets it;
 * :class:`~tidelog.peer.connection.PeerRefusedError`: TLS or SASL refused (backed off as well);
@@ -46,6 +46,14 @@ Address = Callable[[int], tuple[str, int] | None]
 
 class PeerUnavailable(ConnectionError):
     """The broker cannot be sent to now (no address, unreachable, or in reconnect backoff)."""
+
+
+class PeerUnknown(PeerUnavailable):
+    """The broker has no address (it is not registered)."""
+
+
+class PeerBackingOff(PeerUnavailable):
+    """The last connection to the broker failed; the next attempt waits out the reconnect backoff."""
 
 
 class PeerSettings:
@@ -125,7 +133,7 @@ class PeerClient:
         node = self._nodes.setdefault(broker_id, _Node())
         address = self.settings.address(broker_id)
         if address is None:
-            raise PeerUnavailable(f"broker {broker_id} has no address (not registered)")
+            raise PeerUnknown(f"broker {broker_id} has no address (not registered)")
         if node.address != address:
             self._disconnect(node)
             node.address = address
@@ -134,7 +142,7 @@ class PeerClient:
         if node.opening is None:
             wait = node.retry_at_ms - self.settings.clock.monotonic_ms()
             if 0 < wait <= self.settings.reconnect_backoff_max_ms:  # (longer: the clock went back)
-                raise PeerUnavailable(f"broker {broker_id} at {address[0]}:{address[1]}: reconnecting in {wait} ms")
+                raise PeerBackingOff(f"broker {broker_id} at {address[0]}:{address[1]}: reconnecting in {wait} ms")
             node.opening = asyncio.ensure_future(self._open(broker_id, node, address, timeout_s))
             node.opening.add_done_callback(_retrieved)  # its failure is raised to the waiters, if any are left
         return await asyncio.shield(node.opening)
@@ -195,4 +203,5 @@ def _retrieved(future: asyncio.Future) -> None:
         future.exception()
 
 
-__all__ = ["RECONNECT_BACKOFF_MAX_MS", "RECONNECT_BACKOFF_MS", "PeerClient", "PeerSettings", "PeerUnavailable"]
+__all__ = ["RECONNECT_BACKOFF_MAX_MS", "RECONNECT_BACKOFF_MS", "PeerBackingOff", "PeerClient", "PeerSettings",
+           "PeerUnavailable", "PeerUnknown"]

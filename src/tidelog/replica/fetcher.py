@@ -21,7 +21,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 
-from tidelog.peer.client import PeerClient
+from tidelog.peer.client import PeerBackingOff, PeerClient, PeerUnknown
 from tidelog.peer.connection import PeerRefusedError
 from tidelog.protocol.messages import FetchRequest, FetchResponse
 
@@ -89,6 +89,11 @@ class ReplicaFetcher:
                     "broker %d: leader %d refused this broker's connection: %s; retrying every %g s",
                     self.broker_id, self.leader_id, e, self.backoff_s)
                 self._refusal = str(e)
+                await asyncio.sleep(self.backoff_s)
+                continue
+            except (PeerUnknown, PeerBackingOff) as e:  # not registered (yet), or reconnecting: said before
+                log.debug("broker %d: leader %d: %s; retrying in %g s", self.broker_id, self.leader_id, e,
+                          self.backoff_s)
                 await asyncio.sleep(self.backoff_s)
                 continue
             except (TimeoutError, OSError, asyncio.IncompleteReadError, ConnectionError) as e:
