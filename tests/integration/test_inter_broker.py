@@ -1,4 +1,4 @@
-"""The inter-broker connector (server/inter_broker.py) against a real broker: mutual TLS gives the
+"""The inter-broker security (server/inter_broker.py) of the peer client (tidelog.peer) against a real broker: mutual TLS gives the
 connecting broker its certificate principal (a super user may fetch as a replica, another certificate
 may not), an untrusted leader certificate is refused with the reason; and the start-up checks of its
 settings (SASL between brokers: tests/integration/test_cluster_security.py). One broker; about 10 s."""
@@ -14,9 +14,11 @@ import trustme
 
 from tidelog.config import BrokerConfig
 from tidelog.errors import ConfigError, ErrorCode
+from tidelog.peer.client import PeerClient, PeerSettings
+from tidelog.peer.connection import PeerRefusedError
+from tidelog.peer.wire import Security
 from tidelog.protocol.messages import CreateTopicsRequest, FetchRequest
-from tidelog.replica.fetcher import BrokerChannel, LeaderRefusedError
-from tidelog.server.inter_broker import InterBrokerConnector, inter_broker_security
+from tidelog.server.inter_broker import inter_broker_security
 from tidelog.testing import BrokerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("inter_broker")]
@@ -61,13 +63,13 @@ def _config(**props: str) -> BrokerConfig:
                                     "inter.broker.listener.name": "INTERNAL", **props})
 
 
-def _request(connector: InterBrokerConnector, port: int, body, version: int):
+def _request(security: Security, port: int, body, version: int):
     async def go():
-        channel = BrokerChannel("127.0.0.1", port, "test-broker", 10, connector.open)
+        client = PeerClient(PeerSettings(lambda broker_id: ("127.0.0.1", port), lambda: security), "test-broker")
         try:
-            return await channel.request(body, version)
+            return await client.send(1, body, version, timeout_ms=10_000)
         finally:
-            channel.close()
+            client.close()
     return asyncio.run(go())
 
 
@@ -76,10 +78,10 @@ def _replica_fetch(topic: str) -> FetchRequest:
         topic=topic, partitions=[FetchRequest.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1024)])])
 
 
-def _ssl_connector(keystore: Path, truststore: Path) -> InterBrokerConnector:
+def _ssl_connector(keystore: Path, truststore: Path) -> Security:
     config = _config(**{"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SSL",
                         "ssl.keystore.location": str(keystore), "ssl.truststore.location": str(truststore)})
-    return InterBrokerConnector(config, "INTERNAL", "test-broker")
+    return inter_broker_security(config, "INTERNAL")
 
 
 def test_mutual_tls_gives_the_broker_its_certificate_principal(broker: BrokerProcess, certs: Certs) -> None:
@@ -95,7 +97,7 @@ def test_mutual_tls_gives_the_broker_its_certificate_principal(broker: BrokerPro
 
 
 def test_an_untrusted_leader_certificate_is_refused_with_the_reason(broker: BrokerProcess, certs: Certs) -> None:
-    with pytest.raises(LeaderRefusedError, match="TLS handshake with 127.0.0.1:.* failed: CERTIFICATE_VERIFY_FAILED"):
+    with pytest.raises(PeerRefusedError, match="TLS handshake with 127.0.0.1:.* failed: CERTIFICATE_VERIFY_FAILED"):
         _request(_ssl_connector(certs.broker, certs.foreign_ca), broker.listener_port("SSL"), _replica_fetch("ib"), 12)
 
 

@@ -4,8 +4,9 @@ client quotas, reassignments, transactions, and the refusals confluent-kafka hid
 DescribeUserScramCredentials).
 
 Requests and responses go through Tidelog's own wire codec (:mod:`tidelog.protocol`, pure and
-broker-independent), so this speaks to any Kafka-compatible broker. One blocking socket per broker,
-one request in flight, a timeout on every read. The client properties of ``--command-config`` choose the
+broker-independent) and the conversation the broker-to-broker client has too (:mod:`tidelog.peer.wire`:
+framing, correlation ids, the SASL exchange), so this speaks to any Kafka-compatible broker. One
+blocking socket per broker, one request in flight, a timeout on every read. The client properties of ``--command-config`` choose the
 transport as they do for the confluent-kafka clients (librdkafka's names): ``security.protocol``
 (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), ``sasl.mechanism`` (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) with
 ``sasl.username`` / ``sasl.password``, ``ssl.ca.location``, ``ssl.certificate.location``,
@@ -20,7 +21,6 @@ or none) and ``enable.ssl.certificate.verification``. Every failure is a
 
 from __future__ import annotations
 
-import itertools
 import os
 import socket
 import ssl
@@ -31,22 +31,15 @@ from typing import Any
 from tidelog import __version__
 from tidelog.cli.client import REQUEST_TIMEOUT_S, CliError
 from tidelog.errors import ErrorCode
-from tidelog.protocol import ProtocolError, api_entry, decode_response, encode_request, frame
+from tidelog.peer.wire import Conversation, SaslRefused, UnexpectedResponse, sasl_exchange
+from tidelog.protocol import ProtocolError, api_entry, decode_response
 from tidelog.protocol.message import Message
-from tidelog.protocol.messages import (
-    ApiKey,
-    ApiVersionsRequest,
-    ApiVersionsResponse,
-    SaslAuthenticateRequest,
-    SaslHandshakeRequest,
-)
-from tidelog.security.sasl_client import CLIENT_MECHANISMS, jaas_credentials, sasl_client
-from tidelog.security.scram import AuthenticationError
+from tidelog.protocol.messages import ApiKey, ApiVersionsRequest, ApiVersionsResponse
+from tidelog.security.sasl_client import CLIENT_MECHANISMS, jaas_credentials
 
 CLIENT_ID = "tidelog-cli"
 #: ApiVersions v3+ carries the client's name and version (KIP-511); v0 is the fallback every broker answers.
 _API_VERSIONS_FIRST = 3
-_MAX_RESPONSE_BYTES = 256 * 1024 * 1024
 _SIZE = struct.Struct(">i")
 
 
@@ -123,7 +116,7 @@ class BrokerConnection:
         self.sock = sock
         self.address = address
         self.versions: dict[int, tuple[int, int]] = {}
-        self._correlation_ids = itertools.count(1)
+        self._conversation = Conversation(CLIENT_ID)
 
     @classmethod
     def open(cls, address: str, properties: dict[str, Any] | None = None,
@@ -204,41 +197,47 @@ class BrokerConnection:
     def authenticate(self, security: ClientSecurity) -> None:
         """SaslHandshake and SaslAuthenticate with ``security``'s mechanism and credentials."""
         assert security.mechanism is not None and security.username is not None and security.password is not None
-        mechanism = security.mechanism
-        handshake = self.request(SaslHandshakeRequest(mechanism=mechanism))
-        if handshake.error_code:
-            raise CliError(f"the broker at {self.address} refused SASL {mechanism}: "
-                           f"{_error_name(handshake.error_code)} (enabled: {', '.join(handshake.mechanisms) or 'none'})")
-        client = sasl_client(mechanism, security.username, security.password)
-        reply = b""
+        mechanism, user = security.mechanism, security.username
+        exchange = sasl_exchange(mechanism, user, security.password)
         try:
-            while (token := client.step(reply)) is not None:
-                response = self.request(SaslAuthenticateRequest(auth_bytes=token))
-                if response.error_code:
-                    raise CliError(f"SASL authentication as {security.username} failed: {response.error_message} "
-                                   f"({_error_name(response.error_code)})")
-                reply = response.auth_bytes
-        except AuthenticationError as e:
-            raise CliError(f"SASL authentication as {security.username} failed: {e}") from None
+            request = next(exchange)
+            while True:
+                request = exchange.send(self.request(request))
+        except StopIteration:
+            return
+        except SaslRefused as e:
+            if e.stage == "handshake":
+                raise CliError(f"the broker at {self.address} refused SASL {mechanism}: "
+                               f"{_error_name(e.error_code)} (enabled: {', '.join(e.enabled) or 'none'})") from None
+            if e.stage == "authenticate":
+                raise CliError(f"SASL authentication as {user} failed: {e.message} "
+                               f"({_error_name(e.error_code)})") from None
+            raise CliError(f"SASL authentication as {user} failed: {e.message}") from None
 
     # ------------------------------------------------------------------------------------------ the wire
 
     def _exchange(self, body: Message, version: int) -> bytes:
-        correlation_id = next(self._correlation_ids)
+        correlation_id, data = self._conversation.request(body, version)
         try:
-            self.sock.sendall(frame(encode_request(body, version, correlation_id, CLIENT_ID)))
-            (size,) = _SIZE.unpack(self._read(4))
-            if not 0 <= size <= _MAX_RESPONSE_BYTES:
-                raise CliError(f"the broker at {self.address} sent a response of {size} bytes")
+            self.sock.sendall(data)
+            prefix = self._read(4)
+            try:
+                size = self._conversation.frame_size(prefix)
+            except ConnectionError:
+                raise CliError(f"the broker at {self.address} sent a response of {_SIZE.unpack(prefix)[0]} bytes") \
+                    from None
             payload = self._read(size)
         except TimeoutError:
             raise CliError(f"the broker at {self.address} did not answer within {self.sock.gettimeout():.0f} s") \
                 from None
         except OSError as e:
             raise CliError(f"lost the connection to the broker at {self.address}: {e.strerror or e}") from None
-        (answered,) = _SIZE.unpack_from(payload, 0) if len(payload) >= 4 else (None,)
-        if answered != correlation_id:
-            raise CliError(f"the broker at {self.address} answered request {correlation_id} with {answered}")
+        try:
+            self._conversation.answered(payload)
+        except UnexpectedResponse:
+            (answered,) = _SIZE.unpack_from(payload, 0) if len(payload) >= 4 else (None,)
+            raise CliError(f"the broker at {self.address} answered request {correlation_id} with {answered}") \
+                from None
         return payload
 
     def _read(self, n: int) -> bytes:

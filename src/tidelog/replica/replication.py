@@ -39,11 +39,12 @@ from dataclasses import dataclass
 from tidelog.clock import Clock
 from tidelog.cluster.metadata import MetadataImage, PartitionMetadata
 from tidelog.errors import ErrorCode, KafkaError
+from tidelog.peer.client import PeerClient, PeerSettings
 from tidelog.protocol.messages import FetchRequest, FetchResponse
 from tidelog.replica.divergence import diverging_epoch, truncation_offset
 from tidelog.replica.events import LogEvents
 from tidelog.replica.fetch import PartitionFetch, PartitionRead
-from tidelog.replica.fetcher import Connect, ReplicaFetcher
+from tidelog.replica.fetcher import ReplicaFetcher
 from tidelog.replica.isr import LeaderPartitionState
 from tidelog.replica.purgatory import DelayedOperation, Purgatory
 from tidelog.storage.log import PartitionLog
@@ -68,8 +69,9 @@ class ReplicationSettings:
     fetch_response_max_bytes: int = 10_485_760
     fetch_backoff_ms: int = 1000
     socket_timeout_ms: int = 30_000
-    #: how followers open a connection to a leader (the inter-broker listener's TLS/SASL; None: plain TCP)
-    connect: Connect | None = None
+    #: where leaders are and how followers connect to them (the inter-broker listener's TLS/SASL; None:
+    #: plain TCP to ``listener_name`` of the metadata's brokers)
+    peers: PeerSettings | None = None
 
 
 class Replication:
@@ -86,6 +88,9 @@ class Replication:
         self.leaders: dict[Key, LeaderPartitionState] = {}
         self.following: dict[Key, tuple[int, int]] = {}  # key -> (leader id, leader epoch)
         self.fetchers: dict[int, ReplicaFetcher] = {}
+        #: the followers' connections to their leaders (one per leader broker)
+        self.peers = PeerClient(settings.peers or PeerSettings(self._address, clock=clock),
+                                f"tidelog-replica-fetcher-{broker_id}")
         self._isr_task: asyncio.Task | None = None
         self._background: set[asyncio.Future] = set()  # ISR writes and fetcher stops in flight
         self._closed = False
@@ -161,9 +166,8 @@ class Replication:
             if fetcher is None:
                 s = self.settings
                 fetcher = self.fetchers[leader_id] = ReplicaFetcher(
-                    self.broker_id, leader_id, self._address, self.build_request, self.handle_response,
-                    backoff_ms=s.fetch_backoff_ms, timeout_ms=s.socket_timeout_ms + s.fetch_wait_max_ms,
-                    connect=s.connect)
+                    self.broker_id, leader_id, self.peers, self.build_request, self.handle_response,
+                    backoff_ms=s.fetch_backoff_ms, timeout_ms=s.socket_timeout_ms + s.fetch_wait_max_ms)
                 fetcher.start()
             fetcher.wake()
 
@@ -178,6 +182,7 @@ class Replication:
         for fetcher in list(self.fetchers.values()):
             await fetcher.stop()
         self.fetchers.clear()
+        self.peers.close()
 
     # ------------------------------------------------------------------- high watermark (leader)
 

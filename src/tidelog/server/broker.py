@@ -63,6 +63,7 @@ from tidelog.coordinator.txn.marker_writer import TxnMarkerWriter
 from tidelog.coordinator.txn.producer_ids import ProducerIdManager
 from tidelog.listener import NON_ROUTABLE_HOSTS, Listener
 from tidelog.meter import PartitionTraffic, RequestTimes, SyncHistogram
+from tidelog.peer.client import PeerClient, PeerSettings
 from tidelog.replica.events import LogEvents
 from tidelog.replica.housekeeping import LogHousekeeping
 from tidelog.replica.hw_checkpoint import HighWatermarkCheckpoints
@@ -99,7 +100,7 @@ from tidelog.server.handlers.leadership import ControlledShutdownHandler, ElectL
 from tidelog.server.handlers.reassignment import ReassignmentHandlers
 from tidelog.server.handlers.sasl import SaslHandlers
 from tidelog.server.handlers.scram_credentials import ScramCredentialHandlers
-from tidelog.server.inter_broker import InterBrokerConnector, inter_broker_listener_name, jaas_key
+from tidelog.server.inter_broker import inter_broker_listener_name, jaas_key, peer_settings
 from tidelog.server.internal_client import InternalClient
 from tidelog.server.leadership import LeadershipChanges
 from tidelog.server.network import ConnectionSettings, ListenerError, SocketServer
@@ -181,7 +182,7 @@ class Broker:
         # Metadata and storage.
         self._handoff = _LoopHandoff()
         self.store = store = _metadata_store(config, self.log_dirs[0], self._handoff)
-        self.inter_broker: InterBrokerConnector | None = None  # cluster mode: set by _replication
+        self.peers: PeerSettings | None = None  # cluster mode (how to reach the other brokers): set by _replication
         self.topic_configs = topic_configs = TopicConfigs(config.topic_defaults)
         self.logs = logs = LogManager(
             self.log_dirs, clock, topic_config=lambda topic: topic_configs.for_topic(store.image, topic),
@@ -203,7 +204,7 @@ class Broker:
         store.subscribe(leadership.forget_departed)
         self.controlled_shutdown = (ControlledShutdown(
             self.broker_id, lambda: store.image, leadership,
-            replicas.replication.settings.listener_name if replicas.replication is not None else None,
+            PeerClient(self.peers, f"broker-{self.broker_id}-controlled-shutdown") if self.peers is not None else None,
             max_retries=config["controlled.shutdown.max.retries"],
             backoff_ms=config["controlled.shutdown.retry.backoff.ms"],
             timeout_ms=config["replica.socket.timeout.ms"])
@@ -229,7 +230,7 @@ class Broker:
                 functools.partial(allocate_producer_id_block, lambda: store.client, self.broker_id))
         else:
             self.producer_ids = ProducerIdManager(controller.allocate_producer_id_block)
-        inter_broker = self._inter_broker_client(store, config)
+        inter_broker = self._inter_broker_client()
         self.marker_writer = TxnMarkerWriter(replicas, {OFFSETS_TOPIC: groups.complete_transaction}, inter_broker)
         self.transactions = transactions = TransactionCoordinator(
             TxnConfig.from_broker_config(config), clock,
@@ -334,28 +335,18 @@ class Broker:
         store.unclean_election = lambda image, topic: topic_configs.for_topic(image, topic).unclean_leader_election_enable
         listener = inter_broker_listener_name(config, self.listeners)
         # Connections to other brokers use the inter-broker listener's TLS/SASL (server/inter_broker.py).
-        self.inter_broker = InterBrokerConnector(config, listener, f"tidelog-broker-{self.broker_id}")
+        self.peers = peer_settings(config, listener, lambda: store.image, self.clock)
         settings = ReplicationSettings(
             listener, config["replica.lag.time.max.ms"],
             config["replica.fetch.wait.max.ms"], config["replica.fetch.max.bytes"],
             config["replica.fetch.response.max.bytes"], config["replica.fetch.backoff.ms"],
-            config["replica.socket.timeout.ms"], connect=self.inter_broker.open)
+            config["replica.socket.timeout.ms"], peers=self.peers)
         return {"replication": settings, "alter_isr": store.alter_partition_state, "may_lead": store.may_lead}
 
-    def _inter_broker_client(self, store: MetadataStore, config: BrokerConfig) -> InterBrokerClient | None:
+    def _inter_broker_client(self) -> InterBrokerClient | None:
         """Cluster mode: the transaction coordinator's requests to other brokers (markers, KIP-890
         verification), sent to their inter-broker listener, as followers' fetches are."""
-        replication = self.replicas.replication
-        if replication is None:
-            return None
-        listener = replication.settings.listener_name
-
-        def address(broker_id: int) -> tuple[str, int] | None:
-            broker = store.image.brokers.get(broker_id)
-            return None if broker is None else broker.endpoint(listener)
-
-        return InterBrokerClient(self.broker_id, address, config["replica.socket.timeout.ms"],
-                                 connect=replication.settings.connect)
+        return None if self.peers is None else InterBrokerClient(self.broker_id, self.peers)
 
     def _metrics(self, http: HttpServer):
         """The hot-path meters, handed to the components that update them, and the broker's own
@@ -465,7 +456,7 @@ class Broker:
     async def start(self) -> None:
         for key in self.config.unknown:
             log.warning("%s", self.config.describe_unknown(key))
-        inter_broker = self.inter_broker.prepare() if self.inter_broker is not None else None  # reads PEM files
+        inter_broker = self.peers.prepare() if self.peers is not None else None  # reads PEM files
         used = {jaas_key(inter_broker.listener, inter_broker.mechanism)} if inter_broker and inter_broker.mechanism else set()
         for reason in ignored_listener_keys(self.config, used):
             log.warning("%s", reason)

@@ -2,7 +2,7 @@
 the ZooKeeper era), run on SIGTERM before anything else stops, so clients are still served meanwhile.
 
 Up to ``controlled.shutdown.max.retries`` times: find the controller in the metadata, send it
-ControlledShutdown (v3, over its inter-broker listener; to itself in-process when this broker is the
+ControlledShutdown (v3, through the peer client to its inter-broker listener; to itself in-process when this broker is the
 controller), and stop asking once the answer has no remaining partitions. An error, an unreachable
 controller or remaining partitions mean a pause of ``controlled.shutdown.retry.backoff.ms`` and
 another attempt. Then the broker stops as before (its ZooKeeper session closes, and the controller
@@ -18,8 +18,8 @@ from collections.abc import Callable
 
 from tidelog.cluster.metadata import MetadataImage
 from tidelog.errors import ErrorCode
+from tidelog.peer.client import PeerClient
 from tidelog.protocol.messages import ControlledShutdownRequest, ControlledShutdownResponse
-from tidelog.replica.fetcher import BrokerChannel
 from tidelog.server.leadership import LeadershipChanges
 
 log = logging.getLogger(__name__)
@@ -29,17 +29,25 @@ VERSION = 3
 
 class ControlledShutdown:
     def __init__(self, broker_id: int, image: Callable[[], MetadataImage], leadership: LeadershipChanges,
-                 listener_name: str | None, *, max_retries: int, backoff_ms: int, timeout_ms: int) -> None:
+                 peers: PeerClient | None, *, max_retries: int, backoff_ms: int, timeout_ms: int) -> None:
+        """``peers``: the client that reaches the controller (None: this broker only asks itself)."""
         self.broker_id = broker_id
         self._image = image
         self.leadership = leadership
-        self.listener_name = listener_name
+        self.peers = peers
         self.max_retries = max_retries
         self.backoff_ms = backoff_ms
         self.timeout_ms = timeout_ms
 
     async def run(self) -> bool:
         """True once the controller reports nothing remaining."""
+        try:
+            return await self._run()
+        finally:
+            if self.peers is not None:
+                self.peers.close()
+
+    async def _run(self) -> bool:
         started = time.monotonic()
         for attempt in range(1, self.max_retries + 1):
             try:
@@ -62,16 +70,11 @@ class ControlledShutdown:
         controller = image.controller_id
         if controller == self.broker_id:
             return await self.leadership.controlled_shutdown(self.broker_id, self.timeout_ms)
-        broker = image.brokers.get(controller)
-        if broker is None:
+        if controller not in image.brokers or self.peers is None:
             return ErrorCode.NOT_CONTROLLER, []
-        host, port = broker.endpoint(self.listener_name)
-        channel = BrokerChannel(host, port, f"broker-{self.broker_id}-controlled-shutdown", self.timeout_ms / 1000)
-        try:
-            response: ControlledShutdownResponse = await channel.request(
-                ControlledShutdownRequest(broker_id=self.broker_id, broker_epoch=-1), VERSION)
-        finally:
-            channel.close()
+        response: ControlledShutdownResponse = await self.peers.send(
+            controller, ControlledShutdownRequest(broker_id=self.broker_id, broker_epoch=-1), VERSION,
+            timeout_ms=self.timeout_ms)
         return (ErrorCode(response.error_code),
                 [(r.topic_name, r.partition_index) for r in response.remaining_partitions])
 

@@ -12,36 +12,29 @@ request): over the inter-broker listener, with that listener's security, as Kafk
   of the JAAS entry in ``listener.name.<listener>.<mechanism>.sasl.jaas.config`` (Kafka's key), e.g.
   ``org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="...";``.
 
-:meth:`InterBrokerConnector.prepare` reads the PEM files and checks the settings (at start-up; a
-ConfigError stops the broker); the connector is then the ``connect`` of a
-:class:`~tidelog.replica.fetcher.BrokerChannel`: it opens the connection, does the TLS handshake and
-the SASL exchange (SaslHandshake v1, SaslAuthenticate v2), and raises
-:class:`~tidelog.replica.fetcher.LeaderRefusedError` with the reason when the other broker refuses.
-Secrets never appear in its errors. Loop-only.
+:func:`inter_broker_security` reads the PEM files and checks the settings (at start-up, through
+:meth:`~tidelog.peer.client.PeerSettings.prepare`; a ConfigError stops the broker) and returns the
+:class:`~tidelog.peer.wire.Security` with which the peer clients (:mod:`tidelog.peer`) open their
+connections; :func:`peer_settings` puts it together with the addresses of the other brokers'
+inter-broker listeners. Secrets never appear in errors. Loop-only.
 """
 
 from __future__ import annotations
 
-import asyncio
-import itertools
+import functools
 import ssl
-import struct
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
+from tidelog.clock import Clock
+from tidelog.cluster.metadata import MetadataImage
 from tidelog.config import BrokerConfig
-from tidelog.errors import ConfigError, ErrorCode
+from tidelog.errors import ConfigError
 from tidelog.listener import Listener
-from tidelog.protocol import decode_response, encode_request
-from tidelog.protocol.messages import SaslAuthenticateRequest, SaslHandshakeRequest
-from tidelog.replica.fetcher import LeaderRefusedError
-from tidelog.security.sasl_client import CLIENT_MECHANISMS, jaas_credentials, sasl_client
-from tidelog.security.scram import AuthenticationError
+from tidelog.peer.client import PeerSettings
+from tidelog.peer.wire import Security
+from tidelog.security.sasl_client import CLIENT_MECHANISMS, jaas_credentials
 from tidelog.server.tls import _TLS_VERSIONS, _load_key_store, _load_trust_store, listener_value
-
-_SIZE = struct.Struct(">i")
-_HANDSHAKE_VERSION = 1
-_AUTHENTICATE_VERSION = 2
 
 
 def inter_broker_listener_name(config: BrokerConfig, listeners: tuple[Listener, ...]) -> str:
@@ -79,119 +72,39 @@ def client_ssl_context(config: BrokerConfig, listener: str) -> ssl.SSLContext:
     return ctx
 
 
-@dataclass(slots=True)
-class InterBrokerSecurity:
-    listener: str
-    protocol: str
-    ssl_context: ssl.SSLContext | None = None
-    mechanism: str | None = None
-    username: str | None = None
-    password: str | None = field(default=None, repr=False)
-
-    def describe(self) -> str:
-        """For the log (no secrets)."""
-        text = f"inter-broker listener {self.listener} ({self.protocol}"
-        if self.mechanism:
-            text += f", SASL {self.mechanism} as {self.username}"
-        return text + ")"
-
-
-def inter_broker_security(config: BrokerConfig, listener: str) -> InterBrokerSecurity:
+def inter_broker_security(config: BrokerConfig, listener: str) -> Security:
     """The settings of connections to other brokers' ``listener``. Raises ConfigError."""
     protocol = config["listener.security.protocol.map"].get(listener, listener)
-    security = InterBrokerSecurity(listener, protocol)
-    if protocol in ("SSL", "SASL_SSL"):
-        security.ssl_context = client_ssl_context(config, listener)
-    if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
-        mechanism = config["sasl.mechanism.inter.broker.protocol"]
-        if mechanism not in CLIENT_MECHANISMS:
-            raise ConfigError(f"sasl.mechanism.inter.broker.protocol={mechanism} is not supported: the inter-broker "
-                              f"listener {listener} is {protocol}; use one of {', '.join(CLIENT_MECHANISMS)}")
-        key = jaas_key(listener, mechanism)
-        text = config.props.get(key)
-        if not text:
-            raise ConfigError(f"the inter-broker listener {listener} is {protocol}: set {key} with this broker's "
-                              "username and password (Kafka's JAAS syntax)")
-        try:
-            security.username, security.password = jaas_credentials(str(text), mechanism)
-        except ValueError as e:
-            raise ConfigError(f"{key}: {e}") from None
-        security.mechanism = mechanism
-    return security
-
-
-class InterBrokerConnector:
-    """Opens connections to other brokers with the inter-broker listener's security (see the module)."""
-
-    def __init__(self, config: BrokerConfig, listener: str, client_id: str) -> None:
-        self.config = config
-        self.listener = listener
-        self.client_id = client_id
-        self.security: InterBrokerSecurity | None = None  # set by prepare()
-        self._ids = itertools.count(1)
-
-    def prepare(self) -> InterBrokerSecurity:
-        self.security = inter_broker_security(self.config, self.listener)
-        return self.security
-
-    async def open(self, host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        security = self.security or self.prepare()
-        try:
-            reader, writer = await asyncio.open_connection(
-                host, port, ssl=security.ssl_context, server_hostname=host if security.ssl_context else None)
-        except ssl.SSLError as e:
-            raise LeaderRefusedError(f"TLS handshake with {host}:{port} (listener {security.listener}) failed: "
-                                     f"{e.reason or e}") from None
-        if security.mechanism is not None:
-            try:
-                await self._authenticate(reader, writer, security)
-            except BaseException:
-                writer.close()
-                raise
-        return reader, writer
-
-    async def _exchange(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, body: Any,
-                        version: int) -> Any:
-        corr = -next(self._ids)  # negative: never one a BrokerChannel uses on the same connection
-        payload = encode_request(body, version, corr, self.client_id)
-        writer.write(_SIZE.pack(len(payload)) + payload)
-        await writer.drain()
-        (size,) = _SIZE.unpack(await reader.readexactly(4))
-        got, response = decode_response(await reader.readexactly(size), body.API_KEY, version)
-        if got != corr:
-            raise ConnectionError(f"correlation id {got}, expected {corr}")
-        return response
-
-    async def _authenticate(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                            security: InterBrokerSecurity) -> None:
-        assert security.mechanism is not None and security.username is not None and security.password is not None
-        mechanism, user = security.mechanism, security.username
-        handshake = await self._exchange(reader, writer, SaslHandshakeRequest(mechanism=mechanism), _HANDSHAKE_VERSION)
-        if handshake.error_code:
-            raise LeaderRefusedError(
-                f"SaslHandshake for {mechanism} on listener {security.listener} answered "
-                f"{_error_name(handshake.error_code)} (enabled there: {', '.join(handshake.mechanisms) or 'none'})")
-        client = sasl_client(mechanism, user, security.password)
-        reply = b""
-        try:
-            while (token := client.step(reply)) is not None:
-                response = await self._exchange(reader, writer, SaslAuthenticateRequest(auth_bytes=token),
-                                                _AUTHENTICATE_VERSION)
-                if response.error_code:
-                    raise LeaderRefusedError(
-                        f"SASL {mechanism} authentication as {user} on listener {security.listener} failed: "
-                        f"{_error_name(response.error_code)}: {response.error_message}")
-                reply = response.auth_bytes
-        except AuthenticationError as e:
-            raise LeaderRefusedError(f"SASL {mechanism} authentication as {user} failed: {e}") from None
-
-
-def _error_name(code: int) -> str:
+    ssl_context = client_ssl_context(config, listener) if protocol in ("SSL", "SASL_SSL") else None
+    if protocol not in ("SASL_PLAINTEXT", "SASL_SSL"):
+        return Security(protocol, ssl_context, listener=listener)
+    mechanism = config["sasl.mechanism.inter.broker.protocol"]
+    if mechanism not in CLIENT_MECHANISMS:
+        raise ConfigError(f"sasl.mechanism.inter.broker.protocol={mechanism} is not supported: the inter-broker "
+                          f"listener {listener} is {protocol}; use one of {', '.join(CLIENT_MECHANISMS)}")
+    key = jaas_key(listener, mechanism)
+    text = config.props.get(key)
+    if not text:
+        raise ConfigError(f"the inter-broker listener {listener} is {protocol}: set {key} with this broker's "
+                          "username and password (Kafka's JAAS syntax)")
     try:
-        return ErrorCode(code).name
-    except ValueError:
-        return f"error {code}"
+        username, password = jaas_credentials(str(text), mechanism)
+    except ValueError as e:
+        raise ConfigError(f"{key}: {e}") from None
+    return Security(protocol, ssl_context, mechanism, username, password, listener)
 
 
-__all__ = ["InterBrokerConnector", "InterBrokerSecurity", "client_ssl_context", "inter_broker_listener_name",
-           "inter_broker_security", "jaas_key"]
+def peer_settings(config: BrokerConfig, listener: str, image: Callable[[], MetadataImage],
+                  clock: Clock | None = None) -> PeerSettings:
+    """How this broker's peer clients reach the others: each one's ``listener`` endpoint in the
+    metadata, with that listener's security (built at :meth:`~tidelog.peer.client.PeerSettings.prepare`),
+    ``replica.socket.timeout.ms`` per request."""
+    def address(broker_id: int) -> tuple[str, int] | None:
+        broker = image().brokers.get(broker_id)
+        return None if broker is None else broker.endpoint(listener)
+
+    return PeerSettings(address, functools.partial(inter_broker_security, config, listener),
+                        request_timeout_ms=config["replica.socket.timeout.ms"], clock=clock)
+
+
+__all__ = ["client_ssl_context", "inter_broker_listener_name", "inter_broker_security", "jaas_key", "peer_settings"]

@@ -1,7 +1,8 @@
 """A small blocking Kafka wire client on Tidelog's own codec, for tests that need exact versions.
 
 Real clients choose their own request versions; this one sends the body you build, in the version
-you name, and decodes the answer with :func:`tidelog.protocol.decode_response`::
+you name, and decodes the answer with :func:`tidelog.protocol.decode_response` (framing and correlation
+ids are :class:`tidelog.peer.wire.Conversation`'s, as in every Tidelog client)::
 
     with WireClient.connect(broker.bootstrap) as client:
         response = client.request(ApiVersionsRequest(), 0)
@@ -12,14 +13,13 @@ Blocking sockets with a timeout; one thread at a time (not thread-safe).
 
 from __future__ import annotations
 
-import itertools
 import socket
 import struct
 
-from tidelog.protocol import decode_response, encode_request
+from tidelog.peer.wire import SIZE as _SIZE
+from tidelog.peer.wire import Conversation, UnexpectedResponse
+from tidelog.protocol import decode_response
 from tidelog.protocol.message import Message
-
-_SIZE = struct.Struct(">i")
 
 
 class ConnectionClosed(Exception):
@@ -30,8 +30,7 @@ class WireClient:
     def __init__(self, sock: socket.socket, client_id: str | None = "tidelog-test") -> None:
         self.sock = sock
         self.client_id = client_id
-        self._correlation_ids = itertools.count(1)
-        self._pending: dict[int, tuple[int, int]] = {}  # correlation id -> (api_key, api_version)
+        self._conversation = Conversation(client_id)
 
     @classmethod
     def connect(cls, bootstrap: str, *, timeout: float = 10.0, client_id: str | None = "tidelog-test",
@@ -48,11 +47,8 @@ class WireClient:
 
     def send(self, body: Message, version: int, *, correlation_id: int | None = None) -> int:
         """Send one request; returns its correlation id (the response is read with :meth:`receive`)."""
-        corr = next(self._correlation_ids) if correlation_id is None else correlation_id
-        payload = encode_request(body, version, corr, self.client_id)
-        self.send_raw(_SIZE.pack(len(payload)) + payload)
-        assert body.API_KEY is not None
-        self._pending[corr] = (body.API_KEY, version)
+        corr, data = self._conversation.request(body, version, correlation_id)
+        self.send_raw(data)
         return corr
 
     def send_raw(self, data: bytes) -> None:
@@ -87,13 +83,15 @@ class WireClient:
         with that correlation id unless given (the broker answers in order, so they can be)."""
         frame = self.receive_frame()
         (corr,) = struct.unpack_from(">i", frame, 0)
-        expected = self._pending.pop(corr, None)
-        if api_key is None or version is None:
-            if expected is None:
-                raise AssertionError(f"response with unexpected correlation id {corr}")
-            api_key, version = expected
-        got_corr, body = decode_response(frame, api_key, version)
-        return got_corr, body
+        try:
+            _, expected_key, expected_version = self._conversation.answered(frame)
+        except UnexpectedResponse:
+            if api_key is None or version is None:
+                raise AssertionError(f"response with unexpected correlation id {corr}") from None
+        else:
+            if api_key is None or version is None:
+                api_key, version = expected_key, expected_version
+        return decode_response(frame, api_key, version)
 
     def request(self, body: Message, version: int) -> Message:
         """Send and wait for the answer; checks the correlation id."""

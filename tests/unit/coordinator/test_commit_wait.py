@@ -253,23 +253,37 @@ def test_a_transaction_completes_only_once_its_markers_are_committed(tmp_path: P
     from tidelog.coordinator.txn import TransactionCoordinator
     from tidelog.coordinator.txn.state import TransactionState
 
+    loop = asyncio.new_event_loop()
+
+    def settle() -> None:  # the done callbacks of resolved confirmations run
+        loop.run_until_complete(asyncio.sleep(0))
+
     h = TxnHarness(tmp_path)
-    states: dict[tuple[str, int], list] = {("t", 0): [None, None, ErrorCode.NONE],  # committed on the 3rd look
-                                           ("t", 1): [ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NONE]}
+    t0 = loop.create_future()  # committed when the test says so
+    lost = loop.create_future()
+    lost.set_result(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    states: dict[tuple[str, int], list] = {("t", 0): [t0],
+                                           ("t", 1): [lost, ErrorCode.NONE]}  # lost with its leader, then committed
     h.coordinator.close()
     h.coordinator = c = TransactionCoordinator(h.config, h.clock, h.writer, lambda: next(h.ids), h.data.write,
                                                confirm_marker=lambda t, p, pid: states[(t, p)].pop(0))
-    c.load(range(len(h.state_logs)))
-    pid, epoch = h.init("a")
-    h.begin("a", pid, epoch)
-    assert c.end_txn("a", pid, epoch, True).error == ErrorCode.NONE
-    assert c.metadata("a").state is TransactionState.PREPARE_COMMIT  # markers written, not yet committed
-    h.advance(20)
-    assert c.metadata("a").state is TransactionState.PREPARE_COMMIT
-    h.advance(200)  # t-1's marker was lost with its leader: written again after the backoff, confirmed
-    assert c.metadata("a").state is TransactionState.PREPARE_COMMIT  # t-0: still not committed
-    h.advance(20)
-    assert c.metadata("a").state is TransactionState.COMPLETE_COMMIT
-    assert h.markers("t", 0) == [(pid, epoch, True)]
-    assert h.markers("t", 1) == [(pid, epoch, True)] * 2
-    assert states == {("t", 0): [], ("t", 1): []}
+    try:
+        c.load(range(len(h.state_logs)))
+        pid, epoch = h.init("a")
+        h.begin("a", pid, epoch)
+        assert c.end_txn("a", pid, epoch, True).error == ErrorCode.NONE
+        assert c.metadata("a").state is TransactionState.PREPARE_COMMIT  # markers written, not yet committed
+        h.advance(20)
+        assert c.metadata("a").state is TransactionState.PREPARE_COMMIT
+        h.advance(200)  # t-1's marker was lost with its leader: written again after the backoff, confirmed
+        settle()
+        assert c.metadata("a").state is TransactionState.PREPARE_COMMIT  # t-0: still not committed
+        assert "txn-markers:a" not in c.runtime.timers  # nothing polls the confirmation
+        t0.set_result(ErrorCode.NONE)  # t-0's marker is committed: the transaction completes, nothing polled
+        settle()
+        assert c.metadata("a").state is TransactionState.COMPLETE_COMMIT
+        assert h.markers("t", 0) == [(pid, epoch, True)]
+        assert h.markers("t", 1) == [(pid, epoch, True)] * 2
+        assert states == {("t", 0): [], ("t", 1): []}
+    finally:
+        loop.close()

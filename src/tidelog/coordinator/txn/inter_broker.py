@@ -7,25 +7,26 @@
   to the broker coordinating a transactional id: ``verify_only`` for KIP-890 verification, or adding
   the partitions (transaction version 2).
 
-One connection per broker (:class:`~tidelog.replica.fetcher.BrokerChannel`, the followers' kind), to
-its inter-broker listener (with that listener's TLS/SASL, as followers connect), one request at a time; a failed connection is dropped and the request
-answers NETWORK_EXCEPTION (the callers retry). Loop-only.
+Both go through peer clients (:class:`~tidelog.peer.client.PeerClient`: a connection per broker, to its
+inter-broker listener, with that listener's TLS/SASL, requests pipelined and each awaited), one for the
+markers and one for the verification (Kafka's two senders), so a marker waiting for its ISR never
+delays a produce's verification. A request that cannot be sent or answered answers
+NETWORK_EXCEPTION (the callers retry). Loop-only.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from tidelog.errors import ErrorCode
+from tidelog.peer.client import PeerClient, PeerSettings
 from tidelog.protocol.messages import (
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
     WriteTxnMarkersRequest,
     WriteTxnMarkersResponse,
 )
-from tidelog.replica.fetcher import BrokerChannel, Connect
 
 log = logging.getLogger(__name__)
 
@@ -34,36 +35,20 @@ ADD_PARTITIONS_TO_TXN_VERSION = 5
 
 
 class InterBrokerClient:
-    """``address(broker_id)`` is the broker's inter-broker (host, port), or None if unknown."""
+    """``peers``: where the other brokers are and how to connect to them."""
 
-    def __init__(self, broker_id: int, address: Callable[[int], tuple[str, int] | None],
-                 timeout_ms: int = 30_000, connect: Connect | None = None) -> None:
-        """``connect``: opens a connection with the inter-broker listener's TLS/SASL (None: plain TCP)."""
+    def __init__(self, broker_id: int, peers: PeerSettings) -> None:
         self.broker_id = broker_id
-        self.connect = connect
-        self.address = address
-        self.timeout_s = timeout_ms / 1000
-        self._channels: dict[int, tuple[tuple[str, int], BrokerChannel, asyncio.Lock]] = {}
+        self.markers = PeerClient(peers, f"tidelog-txn-markers-{broker_id}")
+        self.verification = PeerClient(peers, f"tidelog-txn-verification-{broker_id}")
 
-    async def _send(self, broker_id: int, body, version: int):
-        address = self.address(broker_id)
-        if address is None:
+    @staticmethod
+    async def _send(client: PeerClient, broker_id: int, body, version: int):
+        try:
+            return await client.send(broker_id, body, version)
+        except (TimeoutError, OSError, EOFError, ConnectionError) as e:
+            log.info("request to broker %d failed: %r", broker_id, e)
             return None
-        entry = self._channels.get(broker_id)
-        if entry is None or entry[0] != address:
-            if entry is not None:
-                entry[1].close()
-            entry = self._channels[broker_id] = (address, BrokerChannel(*address, f"tidelog-txn-{self.broker_id}",
-                                                                          self.timeout_s, self.connect),
-                                                            asyncio.Lock())
-        _, channel, lock = entry
-        async with lock:
-            try:
-                return await channel.request(body, version)
-            except (TimeoutError, OSError, EOFError, ConnectionError, asyncio.IncompleteReadError) as e:
-                log.info("request to broker %d failed: %r", broker_id, e)
-                channel.close()
-                return None
 
     async def write_marker(self, broker_id: int, topic: str, partition: int, producer_id: int, producer_epoch: int,
                            coordinator_epoch: int, commit: bool) -> ErrorCode:
@@ -71,7 +56,8 @@ class InterBrokerClient:
             producer_id=producer_id, producer_epoch=producer_epoch, transaction_result=commit,
             coordinator_epoch=coordinator_epoch,
             topics=[WriteTxnMarkersRequest.WritableTxnMarkerTopic(name=topic, partition_indexes=[partition])])])
-        response: WriteTxnMarkersResponse | None = await self._send(broker_id, request, WRITE_TXN_MARKERS_VERSION)
+        response: WriteTxnMarkersResponse | None = await self._send(self.markers, broker_id, request,
+                                                                     WRITE_TXN_MARKERS_VERSION)
         if response is None:
             return ErrorCode.NETWORK_EXCEPTION
         for marker in response.markers:
@@ -92,7 +78,7 @@ class InterBrokerClient:
             verify_only=verify_only,
             topics=[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=t, partitions=ps)
                     for t, ps in topics.items()])])
-        response: AddPartitionsToTxnResponse | None = await self._send(broker_id, request,
+        response: AddPartitionsToTxnResponse | None = await self._send(self.verification, broker_id, request,
                                                                        ADD_PARTITIONS_TO_TXN_VERSION)
         if response is None:
             return dict.fromkeys(parts, ErrorCode.NETWORK_EXCEPTION)
@@ -107,9 +93,8 @@ class InterBrokerClient:
         return out
 
     def close(self) -> None:
-        for _, channel, _ in self._channels.values():
-            channel.close()
-        self._channels.clear()
+        self.markers.close()
+        self.verification.close()
 
 
 __all__ = ["InterBrokerClient"]

@@ -7,7 +7,8 @@ that coordinator once it is in the log, so that its state follows the log exactl
 (Kafka's new group coordinator writes these markers itself for the same reason).
 
 In a cluster a marker is written as an acks=all write is (leadership and ``min.insync.replicas``
-checked) and :meth:`TxnMarkerWriter.confirm` tells the transaction coordinator when the ISR has it.
+checked) and :meth:`TxnMarkerWriter.confirm` hands the transaction coordinator a future of the moment
+the ISR has it (a marker sent to another broker: the future of that broker's answer).
 
 Loop-only, not thread-safe.
 """
@@ -16,7 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
+from typing import Any
 
 from tidelog.coordinator.runtime import MarkerFn
 from tidelog.coordinator.txn.inter_broker import InterBrokerClient
@@ -24,6 +26,10 @@ from tidelog.errors import ErrorCode, KafkaError
 from tidelog.replica.manager import ReplicaManager
 
 log = logging.getLogger(__name__)
+
+#: how long a marker written here may take to be committed before it is written again (Kafka's
+#: request.timeout.ms, the timeout of its acks=all marker writes)
+MARKER_TIMEOUT_MS = 30_000
 
 
 class TxnMarkerWriter:
@@ -35,15 +41,15 @@ class TxnMarkerWriter:
         self.listeners = dict(listeners or {})
         self.remote = remote
         self._written: dict[tuple[str, int], int] = {}  # (topic, partition) -> end of the last marker there
-        #: (topic, partition, producer id) -> the answer of a WriteTxnMarkers sent to its leader (None: in flight)
-        self._remote: dict[tuple[str, int, int], ErrorCode | None] = {}
+        #: (topic, partition, producer id) -> the answer of a WriteTxnMarkers sent to its leader
+        self._remote: dict[tuple[str, int, int], asyncio.Future] = {}
         self._in_flight: set[asyncio.Future] = set()
 
     def send(self, topic: str, partition: int, producer_id: int, producer_epoch: int, coordinator_epoch: int,
              commit: bool) -> ErrorCode:
         """The transaction coordinator's way to write a marker: :meth:`write` when this broker leads
         the partition; otherwise WriteTxnMarkers to its leader (cluster mode), NONE at once, and
-        :meth:`confirm` tells the outcome once the leader answered."""
+        :meth:`confirm` hands out the future of the leader's answer."""
         if self.remote is None or self.replicas.replication is None:
             return self.write(topic, partition, producer_id, producer_epoch, coordinator_epoch, commit)
         try:
@@ -54,20 +60,15 @@ class TxnMarkerWriter:
             return self.write(topic, partition, producer_id, producer_epoch, coordinator_epoch, commit)
         if leader < 0:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        key = (topic, partition, producer_id)
-        self._remote[key] = None
-        task = asyncio.ensure_future(self.remote.write_marker(leader, topic, partition, producer_id, producer_epoch,
-                                                              coordinator_epoch, commit))
-        self._in_flight.add(task)
-
-        def done(t: asyncio.Future) -> None:
-            self._in_flight.discard(t)
-            if key in self._remote and self._remote[key] is None:
-                self._remote[key] = (t.result() if not t.cancelled() and t.exception() is None
-                                     else ErrorCode.NETWORK_EXCEPTION)
-
-        task.add_done_callback(done)
+        self._remote[(topic, partition, producer_id)] = self._track(self.remote.write_marker(
+            leader, topic, partition, producer_id, producer_epoch, coordinator_epoch, commit))
         return ErrorCode.NONE
+
+    def _track(self, coro: Coroutine[Any, Any, ErrorCode]) -> asyncio.Future:
+        task = asyncio.ensure_future(coro)
+        self._in_flight.add(task)
+        task.add_done_callback(self._in_flight.discard)
+        return task
 
     def write(self, topic: str, partition: int, producer_id: int, producer_epoch: int, coordinator_epoch: int,
               commit: bool) -> ErrorCode:
@@ -88,31 +89,24 @@ class TxnMarkerWriter:
                 return ErrorCode.UNKNOWN_SERVER_ERROR
         return ErrorCode.NONE
 
-    def confirm(self, topic: str, partition: int, producer_id: int) -> ErrorCode | None:
+    def confirm(self, topic: str, partition: int, producer_id: int) -> ErrorCode | asyncio.Future:
         """Whether the last marker written to the partition is committed (the high watermark passed
-        it): NONE, None (not yet), NOT_LEADER_OR_FOLLOWER (no longer led here: it may be lost). A
-        single node commits on append. A marker sent to another broker: its answer (that broker
-        answers once the marker is committed there), None while it is in flight."""
-        remote = (topic, partition, producer_id)
-        if remote in self._remote:
-            code = self._remote[remote]
-            if code is not None:
-                del self._remote[remote]
-            return code
+        it): NONE at once on a single node (it commits on append), else a future of NONE, or of
+        NOT_LEADER_OR_FOLLOWER / REQUEST_TIMED_OUT when it may be lost (no longer led here, or not
+        committed within the marker timeout). A marker sent to another broker: the future of that
+        broker's answer (it answers once the marker is committed there)."""
+        remote = self._remote.pop((topic, partition, producer_id), None)
+        if remote is not None:
+            return remote
         key = (topic, partition)
-        end = self._written.get(key)
+        end = self._written.pop(key, None)
         replication = self.replicas.replication
         if end is None or replication is None:
-            self._written.pop(key, None)
             return ErrorCode.NONE
-        plog = self.replicas.logs.get_log(topic, partition)
-        if key not in replication.leaders or plog is None:
-            del self._written[key]
+        if key not in replication.leaders or self.replicas.logs.get_log(topic, partition) is None:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        if plog.high_watermark >= end:
-            del self._written[key]
-            return ErrorCode.NONE
-        return None
+        # min.insync.replicas is the append's check, not this one's (1): the marker counts once the ISR has it
+        return self._track(replication.wait_for_acks(topic, partition, end, MARKER_TIMEOUT_MS, 1))
 
     async def committed(self, topic: str, partition: int, timeout_ms: int) -> ErrorCode:
         """WriteTxnMarkers from another broker's coordinator: wait until the marker just written to

@@ -20,10 +20,12 @@ FENCED                                               stops and the transaction i
 Completion is written through ``complete(pending)``; COORDINATOR_NOT_AVAILABLE retries it, any other
 error drops it (the coordinator lost the partition; whoever loads it completes the transaction).
 In a cluster a marker counts once it is committed (Kafka writes markers with acks=all): with a
-``confirm(topic, partition)`` function the channel writes CompleteCommit/CompleteAbort only after
-every marker it wrote is confirmed (NONE); ``None`` (not yet) checks again after
-``CONFIRM_POLL_MS``, any error (the partition's leadership moved: the marker may be lost) writes
-that marker again after ``retry_backoff_ms``.
+``confirm(topic, partition, producer id)`` function the channel writes CompleteCommit/CompleteAbort
+only after every marker it wrote is confirmed (NONE). ``confirm`` answers at once (an error code) or
+with a future of one (the high watermark passing the marker, or the answer of the broker it was sent
+to); the channel goes on when the last future is done, nothing polls. An error (the partition's
+leadership moved, no answer: the marker may be lost) writes that marker again after
+``retry_backoff_ms``.
 A coordinator restarted in PrepareCommit/PrepareAbort hands the transaction back to this channel
 after loading, which writes every marker again (a second marker for a transaction a partition has
 already ended changes nothing there) and completes it. On a single node every marker is written
@@ -34,6 +36,7 @@ Loop-only, not thread-safe.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,10 +49,9 @@ log = logging.getLogger(__name__)
 
 #: (topic, partition, producer id, producer epoch, coordinator epoch, commit) -> error code
 MarkerWriteFn = Callable[[str, int, int, int, int, bool], ErrorCode]
-#: (topic, partition, producer id) -> NONE (the last marker written there is committed), None (not
-#: yet), or an error
-MarkerConfirmFn = Callable[[str, int, int], ErrorCode | None]
-CONFIRM_POLL_MS = 20
+#: (topic, partition, producer id) -> NONE (the last marker written there is committed), an error, or
+#: a future of either (an asyncio future: done callbacks run on the loop; cancelled: the writer closed)
+MarkerConfirmFn = Callable[[str, int, int], "ErrorCode | asyncio.Future[ErrorCode]"]
 
 _DONE_WITHOUT_MARKER = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT,
                                   ErrorCode.UNSUPPORTED_VERSION})
@@ -67,8 +69,8 @@ class PendingCompletion:
     commit: bool
     metadata: TransactionMetadata
     complete: TxnTransitMetadata
-    #: partitions whose marker is written but not yet confirmed
-    unconfirmed: set[tuple[str, int]] = field(default_factory=set)
+    #: partitions whose marker is written but not yet confirmed -> the confirmation
+    unconfirmed: dict[tuple[str, int], ErrorCode | asyncio.Future[ErrorCode]] = field(default_factory=dict)
 
 
 class TxnMarkerChannel:
@@ -112,7 +114,7 @@ class TxnMarkerChannel:
                              code.name)
                 md.remove_partition((topic, partition))
                 if code == ErrorCode.NONE and self.confirm is not None:
-                    pending.unconfirmed.add((topic, partition))
+                    pending.unconfirmed[(topic, partition)] = self._confirmation(pending, topic, partition)
             elif code in _FENCED:
                 log.info("%s: the marker for %s-%d failed with %s: no more markers are sent",
                          pending.transactional_id, topic, partition, code.name)
@@ -123,12 +125,12 @@ class TxnMarkerChannel:
                          partition, code.name)
                 retry = True
         waiting = False
-        for tp in sorted(pending.unconfirmed):
-            state = self.confirm(*tp, md.producer_id) if self.confirm is not None else ErrorCode.NONE
+        for tp, confirmation in sorted(pending.unconfirmed.items()):
+            state = _outcome(confirmation)
             if state is None:
                 waiting = True
                 continue
-            pending.unconfirmed.discard(tp)
+            del pending.unconfirmed[tp]
             if state in _DONE_WITHOUT_MARKER:
                 continue
             if state in _FENCED:
@@ -143,10 +145,25 @@ class TxnMarkerChannel:
                 retry = True
         if retry:
             self._retry_later(pending)
-        elif waiting:
-            self.timers.schedule(_timer_key(pending.transactional_id), CONFIRM_POLL_MS, lambda: self._send(pending))
-        else:
+        elif not waiting:
             self._write_completion(pending)
+        # else: the last confirmation to arrive sends again (_confirmed)
+
+    def _confirmation(self, pending: PendingCompletion, topic: str,
+                      partition: int) -> ErrorCode | asyncio.Future[ErrorCode]:
+        assert self.confirm is not None
+        confirmation = self.confirm(topic, partition, pending.metadata.producer_id)
+        if isinstance(confirmation, asyncio.Future) and not confirmation.done():
+            confirmation.add_done_callback(lambda f: self._confirmed(pending, f))
+        return confirmation
+
+    def _confirmed(self, pending: PendingCompletion, confirmation: asyncio.Future) -> None:
+        if confirmation.cancelled() or self.pending.get(pending.transactional_id) is not pending:
+            return  # the writer closed, or the transaction was replaced or removed meanwhile
+        if _timer_key(pending.transactional_id) in self.timers:
+            return  # a retry is due: it looks at every confirmation
+        if all(_outcome(c) is not None for c in pending.unconfirmed.values()):
+            self._send(pending)
 
     def _write_completion(self, pending: PendingCompletion) -> None:
         code = self._complete(pending)
@@ -162,8 +179,19 @@ class TxnMarkerChannel:
         self.timers.schedule(_timer_key(pending.transactional_id), self.retry_backoff_ms, lambda: self._send(pending))
 
 
+def _outcome(confirmation: ErrorCode | asyncio.Future[ErrorCode]) -> ErrorCode | None:
+    """A confirmation's error code, None while it is not done (a failed future: NETWORK_EXCEPTION)."""
+    if not isinstance(confirmation, asyncio.Future):
+        return confirmation
+    if not confirmation.done():
+        return None
+    if confirmation.cancelled() or confirmation.exception() is not None:
+        return ErrorCode.NETWORK_EXCEPTION
+    return confirmation.result()
+
+
 def _timer_key(transactional_id: str) -> str:
     return f"txn-markers:{transactional_id}"
 
 
-__all__ = ["CONFIRM_POLL_MS", "DEFAULT_RETRY_BACKOFF_MS", "MarkerConfirmFn", "MarkerWriteFn", "PendingCompletion", "TxnMarkerChannel"]
+__all__ = ["DEFAULT_RETRY_BACKOFF_MS", "MarkerConfirmFn", "MarkerWriteFn", "PendingCompletion", "TxnMarkerChannel"]

@@ -9,6 +9,7 @@ import struct
 
 from tidelog.coordinator.txn.inter_broker import InterBrokerClient
 from tidelog.errors import ErrorCode
+from tidelog.peer.client import PeerSettings
 from tidelog.protocol.headers import decode_request, encode_response
 from tidelog.protocol.messages import (
     AddPartitionsToTxnResponse,
@@ -59,7 +60,8 @@ def test_markers_and_verification_go_to_the_other_broker() -> None:
     async def run():
         server, seen = await _fake_broker(answer)
         port = server.sockets[0].getsockname()[1]
-        client = InterBrokerClient(1, lambda broker_id: ("127.0.0.1", port) if broker_id == 2 else None, 5000)
+        client = InterBrokerClient(1, PeerSettings(lambda broker_id: ("127.0.0.1", port) if broker_id == 2 else None,
+                                                   request_timeout_ms=5000))
         try:
             marker = await client.write_marker(2, "t", 3, 1000, 4, 7, True)
             added = await client.add_partitions(2, "tx", 1000, 4, [("t", 0), ("t", 1)], verify_only=True)
@@ -88,7 +90,7 @@ def test_a_broker_that_went_away_answers_network_exception() -> None:
         port = server.sockets[0].getsockname()[1]
         server.close()
         await server.wait_closed()
-        client = InterBrokerClient(1, lambda broker_id: ("127.0.0.1", port), 2000)
+        client = InterBrokerClient(1, PeerSettings(lambda broker_id: ("127.0.0.1", port), request_timeout_ms=2000))
         try:
             return (await client.write_marker(2, "t", 0, 1, 0, 0, False),
                     await client.add_partitions(2, "tx", 1, 0, [("t", 0)], verify_only=False))
