@@ -134,6 +134,10 @@ class PartitionLog:
     def size(self) -> int:
         return sum(s.size for s in self.segments)
 
+    @property
+    def segment_count(self) -> int:
+        return len(self.segments)
+
     def update_high_watermark(self, offset: int) -> None:
         self.high_watermark = max(self.log_start_offset, min(offset, self.log_end_offset))
 
@@ -421,6 +425,18 @@ class PartitionLog:
             if found is not None and found[1] < self.high_watermark:
                 return found
         return None
+
+    def legacy_offsets_before(self, timestamp: int, max_num_offsets: int) -> list[int]:
+        """ListOffsets v0 (Kafka's ``legacyFetchOffsetsBefore``): LATEST lists the high watermark and
+        then every segment's base offset, newest first, up to ``max_num_offsets``; otherwise the one
+        offset :meth:`offset_for_timestamp` finds (the high watermark when none qualifies). Kafka used
+        segment file times; record times are better."""
+        limit = max(1, max_num_offsets)
+        if timestamp == LATEST_TIMESTAMP:
+            points = {self.high_watermark} | {max(seg.base_offset, self.log_start_offset) for seg in self.segments}
+            return sorted(points, reverse=True)[:limit]
+        found = self.offset_for_timestamp(timestamp)
+        return [self.high_watermark if found is None else found[1]]
 
     def _max_timestamp_and_offset(self) -> tuple[int, int] | None:
         """The largest timestamp and the offset of the first record that carries it (Kafka 3.7+,
