@@ -367,9 +367,8 @@ class ReplicaManager:
         cluster mode; a single node commits every append at once, so True)."""
         if self.replication is None:
             return True
-        offsets = self.local_logs.offsets(topic, partition)
-        return ((topic, partition) in self.replication.leaders and offsets is not None
-                and offsets.high_watermark >= offset)
+        plog = self.logs.get_log(topic, partition)
+        return (topic, partition) in self.replication.leaders and plog is not None and plog.high_watermark >= offset
 
     def delete_records(self, topic: str, partition: int, offset: int) -> int:
         """DeleteRecords on the leader (Kafka's ``deleteRecordsOnLeader``); returns the new low
