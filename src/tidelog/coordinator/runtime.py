@@ -182,8 +182,7 @@ class ReplicaWriter:
                                             from_client=False).first_offset
 
     def batches(self, partition: int, start_offset: int = -1) -> Iterator[RecordBatchView]:
-        plog = self.replicas.leader_log(self.topic, partition)
-        yield from plog.batches(max(start_offset, plog.log_start_offset))
+        yield from self.replicas.batches(self.topic, partition, start_offset)
 
     def owns(self, partition: int) -> bool:
         topic = self.replicas.image.topics.get(self.topic)
@@ -194,12 +193,7 @@ class ReplicaWriter:
         return topic.partitions[partition].leader == self.replicas.broker_id and self.replicas.may_lead()
 
     def is_committed(self, partition: int, offset: int) -> bool:
-        replication = self.replicas.replication
-        if replication is None:
-            return True  # a single node: the high watermark is the log end
-        plog = self.replicas.logs.get_log(self.topic, partition)
-        return ((self.topic, partition) in replication.leaders and plog is not None
-                and plog.high_watermark >= offset)
+        return self.replicas.is_committed(self.topic, partition, offset)
 
     async def wait_committed(self, partition: int, offset: int, timeout_ms: int) -> ErrorCode:
         if self.replicas.replication is None:

@@ -15,6 +15,11 @@ DeleteRecords, the coordinators' internal topics):
    applying; coordinators' own batches are appended with ``from_client=False``.
 3. **Reads** follow :mod:`tidelog.replica.fetch` (response budget, KIP-74, high watermark or last
    stable offset), and a fetch that finds too little parks in the purgatory (:class:`DelayedFetch`).
+   Readers never get the log itself: records come as read results (:meth:`read_partitions`,
+   :meth:`batches`), offsets as :class:`~tidelog.replica.local_logs.LogOffsets`
+   (:meth:`leader_offsets`, :meth:`offset_for_timestamp`, :meth:`legacy_offsets`), sizes as
+   :class:`~tidelog.replica.local_logs.LogSummary` (:meth:`leader_summary`); the figures of every
+   local replica, leader or follower, are :attr:`local_logs`' (metrics, the console).
 4. **Metadata changes** arrive from the metadata store (:meth:`apply_metadata`, a store subscriber):
    logs are created for new partitions this broker hosts, reconfigured when a topic's or the
    broker's configs change, and deleted with their topic (``deleted`` fires for each partition, so
@@ -27,17 +32,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from tidelog.clock import Clock
 from tidelog.cluster.metadata import MetadataImage, PartitionMetadata, TopicMetadata
 from tidelog.cluster.store import MetadataStore
 from tidelog.cluster.topic_config import TopicConfigs
+from tidelog.config import TopicConfig
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.meter import PartitionTraffic
+from tidelog.records import RecordBatchView
 from tidelog.replica.events import LogEvents
 from tidelog.replica.fetch import READ_COMMITTED, DelayedFetch, PartitionFetch, PartitionRead, readable_end
+from tidelog.replica.local_logs import LocalLogs, LogOffsets, LogSummary
 from tidelog.replica.purgatory import DelayedOperation, Purgatory
 from tidelog.replica.replication import AlterIsr, Replication, ReplicationSettings
 from tidelog.storage.log import LATEST_TIMESTAMP, AppendResult, PartitionLog
@@ -55,7 +63,10 @@ class ReplicaManager:
                  events: LogEvents | None = None, *, replication: ReplicationSettings | None = None,
                  alter_isr: AlterIsr | None = None, may_lead: Callable[[], bool] | None = None) -> None:
         self.broker_id = broker_id
+        #: The logs themselves: for the replica layer and the composition root, never for readers.
         self.logs = logs
+        #: The figures of every log on this broker (leader or follower), for metrics and the console.
+        self.local_logs = LocalLogs(logs)
         self.store = store
         self.topic_configs = topic_configs
         self.clock = clock
@@ -91,7 +102,7 @@ class ReplicaManager:
         t = self.image.topics.get(topic)
         return t is not None and 0 <= partition < len(t.partitions)
 
-    def leader_log(self, topic: str, partition: int) -> PartitionLog:
+    def _leader_log(self, topic: str, partition: int) -> PartitionLog:
         """The log of ``topic``-``partition`` if this broker leads it; KafkaError otherwise."""
         p = self.partition(topic, partition)
         if p.leader != self.broker_id or not self.may_lead():
@@ -148,7 +159,7 @@ class ReplicaManager:
         return result
 
     def _writable_log(self, topic: str, partition: int, acks: int) -> tuple[PartitionLog, PartitionMetadata]:
-        plog = self.leader_log(topic, partition)
+        plog = self._leader_log(topic, partition)
         meta = self.partition(topic, partition)
         if acks == -1 and len(meta.isr) < plog.config.min_insync_replicas:
             raise KafkaError(
@@ -161,13 +172,13 @@ class ReplicaManager:
 
     def producer_states(self, topic: str, partition: int) -> list[ProducerStateEntry]:
         """The active producers of a partition this broker leads (DescribeProducers), by producer id."""
-        plog = self.leader_log(topic, partition)
+        plog = self._leader_log(topic, partition)
         return sorted(plog.producer_state.active_producers.values(), key=lambda e: e.producer_id)
 
     def has_ongoing_transaction(self, topic: str, partition: int, producer_id: int, producer_epoch: int) -> bool:
         """Whether the partition's log has an open transaction of this producer in this epoch: its
         later batches need no verification with the transaction coordinator (KIP-890)."""
-        entry = self.leader_log(topic, partition).producer_state.last_entry(producer_id)
+        entry = self._leader_log(topic, partition).producer_state.last_entry(producer_id)
         return (entry is not None and entry.current_txn_first_offset is not None
                 and entry.producer_epoch == producer_epoch)
 
@@ -194,7 +205,7 @@ class ReplicaManager:
         if pf.topic is None:
             return PartitionRead(ErrorCode.UNKNOWN_TOPIC_ID)
         try:
-            plog = self.leader_log(pf.topic, pf.partition)
+            plog = self._leader_log(pf.topic, pf.partition)
             self.check_leader_epoch(pf.topic, pf.partition, pf.current_leader_epoch)
             end = readable_end(plog, isolation_level)
             if limit <= 0 and not min_one_batch:
@@ -204,7 +215,7 @@ class ReplicaManager:
         except KafkaError as e:
             hw = log_start = -1
             try:
-                plog = self.leader_log(pf.topic, pf.partition)
+                plog = self._leader_log(pf.topic, pf.partition)
                 hw, log_start = plog.high_watermark, plog.log_start_offset
             except KafkaError:
                 pass
@@ -257,8 +268,7 @@ class ReplicaManager:
         """acks=all: wait until every ISR member has ``required_offset`` (:mod:`tidelog.replica.replication`)."""
         if self.replication is None:
             return ErrorCode.NONE
-        plog = self.logs.get_log(topic, partition)
-        min_isr = plog.config.min_insync_replicas if plog is not None else 1
+        min_isr = self.local_logs.min_insync_replicas(topic, partition) or 1
         return await self.replication.wait_for_acks(topic, partition, required_offset, timeout_ms, min_isr)
 
     def read_for_follower(self, replica_id: int, partitions: list[PartitionFetch], max_bytes: int) -> list[PartitionRead]:
@@ -272,7 +282,7 @@ class ReplicaManager:
 
             def check(pf: PartitionFetch = pf) -> PartitionLog:
                 assert pf.topic is not None
-                plog = self.leader_log(pf.topic, pf.partition)
+                plog = self._leader_log(pf.topic, pf.partition)
                 self.check_leader_epoch(pf.topic, pf.partition, pf.current_leader_epoch)
                 return plog
 
@@ -303,21 +313,62 @@ class ReplicaManager:
                              leader_epoch: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch on the leader: (the largest epoch <= ``leader_epoch`` this log knows, the
         offset where it ended), from the leader-epoch cache; raises KafkaError."""
-        plog = self.leader_log(topic, partition)
+        plog = self._leader_log(topic, partition)
         self.check_leader_epoch(topic, partition, current_leader_epoch)
         return plog.leader_epochs.end_offset_for(leader_epoch, plog.log_end_offset)
 
     # ------------------------------------------------------------------------ offsets and trims
 
+    def leader_offsets(self, topic: str, partition: int, current_leader_epoch: int = -1) -> LogOffsets:
+        """The offsets of a partition this broker leads (Kafka's ``fetchOffsetSnapshot``); raises
+        KafkaError as every leader read does (rule 1)."""
+        plog = self._leader_log(topic, partition)
+        self.check_leader_epoch(topic, partition, current_leader_epoch)
+        return LogOffsets.of(plog)
+
+    def leader_summary(self, topic: str, partition: int) -> LogSummary:
+        """The offsets, size on disk and segment count of a partition this broker leads; raises KafkaError."""
+        return LogSummary.of(self._leader_log(topic, partition))
+
+    def leader_config(self, topic: str, partition: int) -> TopicConfig:
+        """The configs the log of a partition this broker leads applies (``max.message.bytes`` ...);
+        raises KafkaError."""
+        return self._leader_log(topic, partition).config
+
     def offset_for_timestamp(self, topic: str, partition: int, timestamp: int, current_leader_epoch: int = -1,
-                             isolation_level: int = 0) -> tuple[PartitionLog, tuple[int, int] | None]:
-        """ListOffsets on the leader: (its log, (timestamp, offset) or None). LATEST (-1) is the
-        last stable offset for read_committed, the high watermark otherwise."""
-        plog = self.leader_log(topic, partition)
+                             isolation_level: int = 0) -> tuple[int, int] | None:
+        """ListOffsets on the leader: (timestamp, offset), or None when no record qualifies. LATEST (-1)
+        is the last stable offset for read_committed, the high watermark otherwise; EARLIEST (-2) the
+        log start offset; MAX_TIMESTAMP (-3) the record with the largest timestamp. Raises KafkaError."""
+        plog = self._leader_log(topic, partition)
         self.check_leader_epoch(topic, partition, current_leader_epoch)
         if timestamp == LATEST_TIMESTAMP and isolation_level == READ_COMMITTED:
-            return plog, (-1, plog.last_stable_offset)
-        return plog, plog.offset_for_timestamp(timestamp)
+            return -1, plog.last_stable_offset
+        return plog.offset_for_timestamp(timestamp)
+
+    def legacy_offsets(self, topic: str, partition: int, timestamp: int, max_num_offsets: int,
+                       current_leader_epoch: int = -1) -> list[int]:
+        """ListOffsets v0 on the leader (``old_style_offsets``): for LATEST the high watermark and the
+        segments' base offsets, newest first, at most ``max_num_offsets``; otherwise the one offset
+        found for ``timestamp`` (the high watermark when none qualifies). Raises KafkaError."""
+        plog = self._leader_log(topic, partition)
+        self.check_leader_epoch(topic, partition, current_leader_epoch)
+        return plog.legacy_offsets_before(timestamp, max_num_offsets)
+
+    def batches(self, topic: str, partition: int, start_offset: int = -1) -> Iterator[RecordBatchView]:
+        """Every batch of a partition this broker leads from ``start_offset`` (-1, or anything below the
+        log start offset: from the log start offset) to the log end, in order: a coordinator loading
+        its state. Leadership is checked once, before the first batch; raises KafkaError."""
+        plog = self._leader_log(topic, partition)
+        return plog.batches(max(start_offset, plog.log_start_offset))
+
+    def is_committed(self, topic: str, partition: int, offset: int) -> bool:
+        """Whether the high watermark has reached ``offset`` on a partition this broker leads (in
+        cluster mode; a single node commits every append at once, so True)."""
+        if self.replication is None:
+            return True
+        plog = self.logs.get_log(topic, partition)
+        return (topic, partition) in self.replication.leaders and plog is not None and plog.high_watermark >= offset
 
     def delete_records(self, topic: str, partition: int, offset: int) -> int:
         """DeleteRecords on the leader (Kafka's ``deleteRecordsOnLeader``); returns the new low
@@ -327,7 +378,7 @@ class ReplicaManager:
         meta = self.image.topics.get(topic)
         if meta is not None and meta.is_internal:
             raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot delete records of internal topic {topic}")
-        plog = self.leader_log(topic, partition)
+        plog = self._leader_log(topic, partition)
         if not plog.config.delete:
             raise KafkaError(ErrorCode.POLICY_VIOLATION,
                              f"Records of partition {topic}-{partition} can not be deleted due to the configured policy")

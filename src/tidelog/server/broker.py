@@ -267,7 +267,7 @@ class Broker:
             DeleteRecordsHandler(replicas, auth),
             TopicHandlers(controller, config, describer, auth),
             ConfigHandlers(controller, describer, self.broker_id, auth),
-            ClusterInfoHandlers(store, logs, auth),
+            ClusterInfoHandlers(store, replicas.local_logs, auth),
             FindCoordinatorHandler(store, groups, self.ensure_offsets_topic, transactions,
                                    self.ensure_transaction_topic, auth),
             GroupHandlers(groups, auth),
@@ -360,7 +360,7 @@ class Broker:
         isr_changes = IsrChanges(self.broker_id)
         self.store.subscribe(isr_changes)
         self.metrics_sources = BrokerSources(
-            self.broker_id, self.store, self.logs, self.replicas, self.group_coordinator, self.transactions,
+            self.broker_id, self.store, self.replicas, self.group_coordinator, self.transactions,
             traffic, request_times, flush_latency, isr_changes,
             connections=lambda: Counter(c.listener_name for c in self.network.connections),
             startup_reports=lambda: self.startup_reports,

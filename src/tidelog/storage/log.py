@@ -1,9 +1,13 @@
-"""One topic-partition's log: an ordered list of segments, appended at the end, read by offset.
+"""One topic-partition's log (Kafka's ``UnifiedLog``): offsets, validation, producer state and leader
+epochs over its tiers, appended at the end, read by offset.
+
+The segments on this broker's disk are the local tier (:class:`~tidelog.storage.local_log.LocalLog`);
+a remote tier (KIP-405) would hold the offsets below ``local_log_start_offset``
+(:mod:`tidelog.storage.remote_tier`: the seam, none attached today, so the two start offsets are one).
 
 Invariants::
 
-    log_start_offset <= (first segment's base offset .. ) <= high_watermark <= log_end_offset
-    segments are sorted by base offset; only the last one (the active segment) is appended to
+    log_start_offset <= local_log_start_offset <= high_watermark <= log_end_offset
     offsets are assigned here, consecutively, on append_as_leader; they never change afterwards
     recovery_point <= log_end_offset: everything below it is fsync'ed
 
@@ -20,7 +24,6 @@ the owner must not truncate or close the log while a flush runs.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,10 +39,12 @@ from tidelog.records import (
 )
 from tidelog.records.control import ControlRecordType, build_control_batch
 from tidelog.storage import files
-from tidelog.storage.checkpoints import CheckpointError, fsync_dir
+from tidelog.storage.checkpoints import CheckpointError
 from tidelog.storage.leader_epoch import LEADER_EPOCH_FILE, LeaderEpochCache
+from tidelog.storage.local_log import LocalLog
 from tidelog.storage.producer_state import CompletedTxn, ProducerStateManager
-from tidelog.storage.retention import SegmentSummary, segments_to_delete
+from tidelog.storage.remote_tier import RemoteTier
+from tidelog.storage.retention import segments_to_delete
 from tidelog.storage.segment import FileSlice, Segment
 from tidelog.storage.txn_index import AbortedTxn
 from tidelog.storage.validator import (
@@ -100,7 +105,10 @@ class PartitionLog:
         self.partition = partition
         self.config = config
         self.clock = clock
-        self.segments = segments
+        #: The segments on this broker's disk.
+        self.local = LocalLog(directory, segments)
+        #: Offsets below the local log start, held elsewhere (KIP-405); None: every offset is local.
+        self.remote: RemoteTier | None = None
         self.producer_state = producer_state
         self.log_start_offset = log_start_offset
         self.recovery_point = recovery_point
@@ -123,16 +131,38 @@ class PartitionLog:
     # ----------------------------------------------------------------------------------- offsets
 
     @property
+    def segments(self) -> list[Segment]:
+        """The local segments, oldest first (storage's own modules and tests; readers get figures)."""
+        return self.local.segments
+
+    @segments.setter
+    def segments(self, segments: list[Segment]) -> None:
+        self.local.segments = segments
+
+    @property
     def active_segment(self) -> Segment:
-        return self.segments[-1]
+        return self.local.active_segment
 
     @property
     def log_end_offset(self) -> int:
-        return self.segments[-1].next_offset
+        return self.local.end_offset
+
+    @property
+    def local_log_start_offset(self) -> int:
+        """The first offset on this broker's disk (Kafka's ``localLogStartOffset``): the log start offset
+        without a remote tier; with one, where the local segments begin."""
+        if self.remote is None:
+            return self.log_start_offset
+        return max(self.log_start_offset, self.local.segments[0].base_offset)
 
     @property
     def size(self) -> int:
-        return sum(s.size for s in self.segments)
+        """Bytes of the local segments."""
+        return self.local.size
+
+    @property
+    def segment_count(self) -> int:
+        return len(self.local.segments)
 
     def update_high_watermark(self, offset: int) -> None:
         self.high_watermark = max(self.log_start_offset, min(offset, self.log_end_offset))
@@ -212,11 +242,8 @@ class PartitionLog:
         """A marker ended a transaction: an aborted one is indexed in the segment holding the marker."""
         if txn is None or not txn.is_aborted:
             return
-        aborted = AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset,
-                             self.producer_state.last_stable_offset_after(txn))
-        segment = self.segments[self._segment_index(txn.last_offset)]
-        if not segment.txn_index.contains(aborted):
-            segment.txn_index.append(aborted)
+        self.local.index_aborted(AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset,
+                                            self.producer_state.last_stable_offset_after(txn)))
 
     @property
     def last_stable_offset(self) -> int:
@@ -232,34 +259,18 @@ class PartitionLog:
     def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
         """The aborted transactions overlapping [fetch_offset, upper_bound), from the segment holding
         ``fetch_offset`` on (a marker is indexed in its own segment, maybe after the data)."""
-        found: list[AbortedTxn] = []
-        for segment in self.segments[self._segment_index(fetch_offset):]:
-            entries, complete = segment.txn_index.collect(fetch_offset, upper_bound)
-            found += entries
-            if complete or segment.base_offset >= upper_bound:
-                break
-        return found
+        return self.local.aborted_transactions(fetch_offset, upper_bound)
 
     def aborted_in_read(self, fetch_offset: int, records: FileSlice | None) -> list[AbortedTxn]:
         """The aborted transactions a read_committed fetch of ``records`` (from ``fetch_offset``)
         must report: those overlapping [fetch_offset, the offset after the last batch read)."""
-        if not any(seg.txn_index.entries for seg in self.segments[self._segment_index(fetch_offset):]):
+        if not self.local.has_aborted_from(fetch_offset):
             return []
-        return self.aborted_transactions(fetch_offset, self._offset_after(records) if records else fetch_offset)
+        return self.aborted_transactions(fetch_offset, self.local.offset_after(records) if records else fetch_offset)
 
     def next_offset_after(self, records: FileSlice) -> int:
         """The offset after the last batch of ``records`` (a slice this log's :meth:`read` returned)."""
-        return self._offset_after(records)
-
-    def _offset_after(self, records: FileSlice) -> int:
-        end = records.position + records.size
-        for seg in self.segments:
-            if seg.file is records.file:
-                if end >= seg.size:
-                    return seg.next_offset
-                header = next(seg.headers(end), None)
-                return header.base_offset if header is not None else seg.next_offset
-        return self.log_end_offset
+        return self.local.offset_after(records)
 
     def append_as_follower(self, records) -> AppendResult:
         """Append batches whose offsets the leader assigned (replication, and coordinator replays)."""
@@ -339,15 +350,7 @@ class PartitionLog:
         old = self.active_segment
         if old.size == 0 and old.base_offset == base:
             return old
-        old.on_roll()
-        try:
-            seg = Segment.for_config(self.directory, base, self.config, self.clock.wall_ms(), new=True)
-        except OSError as e:
-            if not isinstance(e, FileExistsError):  # a half-created segment must not block the next roll
-                for suffix in files.SEGMENT_SUFFIXES:
-                    files.segment_file(self.directory, base, suffix).unlink(missing_ok=True)
-            raise
-        self.segments.append(seg)
+        seg = self.local.roll(base, self.config, self.clock.wall_ms())
         try:
             self.producer_state.take_snapshot(base)
         except OSError as e:  # an optimisation: recovery replays from an older snapshot instead
@@ -357,7 +360,8 @@ class PartitionLog:
     # -------------------------------------------------------------------------------------- read
 
     def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None, min_one_batch: bool = True) -> ReadResult:
-        """Whole batches from ``offset`` up to ``max_offset`` (exclusive; default: the high watermark).
+        """Whole batches from ``offset`` up to ``max_offset`` (exclusive; default: the high watermark);
+        below the local log start offset the remote tier answers (never today: there is none).
 
         Raises KafkaError(OFFSET_OUT_OF_RANGE) when ``offset`` is outside [log start, log end]."""
         leo = self.log_end_offset
@@ -367,41 +371,15 @@ class PartitionLog:
                 f"offset {offset} is outside [{self.log_start_offset}, {leo}] of {self.topic}-{self.partition}",
             )
         limit = self.high_watermark if max_offset is None else max_offset
-        result = None
-        if offset < limit:
-            for i in range(self._segment_index(offset), len(self.segments)):
-                seg = self.segments[i]
-                if seg.base_offset >= limit:
-                    break
-                max_position = seg.position_of(limit) if limit < seg.next_offset else None
-                result = seg.read(offset, max_bytes, max_position, min_one_batch)
-                if result is not None:
-                    break
+        if self.remote is not None and offset < self.local_log_start_offset:
+            result = self.remote.read(offset, max_bytes, limit, min_one_batch)
+        else:
+            result = self.local.read(offset, max_bytes, limit, min_one_batch)
         return ReadResult(result, self.high_watermark, self.log_start_offset, leo)
 
-    def _segment_index(self, offset: int) -> int:
-        """Index of the segment that may hold ``offset`` (binary search on base offsets)."""
-        lo, hi = 0, len(self.segments) - 1
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if self.segments[mid].base_offset <= offset:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo
-
     def batches(self, start_offset: int = 0, end_offset: int | None = None) -> Iterator[RecordBatchView]:
-        """Every batch overlapping [start_offset, end_offset), in order (tools, coordinators, tests)."""
-        end = self.log_end_offset if end_offset is None else end_offset
-        for seg in self.segments[self._segment_index(start_offset) :]:
-            if seg.base_offset >= end:
-                return
-            for _, raw in seg.batches(seg.position_of(start_offset) if seg.base_offset < start_offset else 0):
-                view = RecordBatchView(raw)
-                if view.base_offset >= end:
-                    return
-                if view.last_offset >= start_offset:
-                    yield view
+        """Every local batch overlapping [start_offset, end_offset), in order (tools, coordinators, tests)."""
+        return self.local.batches(start_offset, self.log_end_offset if end_offset is None else end_offset)
 
     # ----------------------------------------------------------------------------- by timestamp
 
@@ -414,24 +392,31 @@ class PartitionLog:
             return -1, self.high_watermark
         if timestamp == MAX_TIMESTAMP:
             return self._max_timestamp_and_offset()
-        for seg in self.segments:
-            if seg.max_timestamp < timestamp or seg.next_offset <= self.log_start_offset:
-                continue
-            found = seg.find_offset_by_timestamp(timestamp, self.log_start_offset)
-            if found is not None and found[1] < self.high_watermark:
+        if self.remote is not None:
+            found = self.remote.find_offset_by_timestamp(timestamp, self.log_start_offset)
+            if found is not None:
                 return found
-        return None
+        return self.local.find_offset_by_timestamp(timestamp, self.local_log_start_offset, self.high_watermark)
+
+    def legacy_offsets_before(self, timestamp: int, max_num_offsets: int) -> list[int]:
+        """ListOffsets v0 (Kafka's ``legacyFetchOffsetsBefore``): LATEST lists the high watermark and
+        then every segment's base offset, newest first, up to ``max_num_offsets``; otherwise the one
+        offset :meth:`offset_for_timestamp` finds (the high watermark when none qualifies). Kafka used
+        segment file times; record times are better."""
+        limit = max(1, max_num_offsets)
+        if timestamp == LATEST_TIMESTAMP:
+            points = {self.high_watermark} | {max(base, self.log_start_offset) for base in self.local.base_offsets()}
+            return sorted(points, reverse=True)[:limit]
+        found = self.offset_for_timestamp(timestamp)
+        return [self.high_watermark if found is None else found[1]]
 
     def _max_timestamp_and_offset(self) -> tuple[int, int] | None:
         """The largest timestamp and the offset of the first record that carries it (Kafka 3.7+,
         KAFKA-16310): the segments know which batch holds it; that batch's records tell which one."""
-        best: tuple[int, int, Segment] | None = None
-        for seg in self.segments:
-            if seg.max_timestamp >= 0 and (best is None or seg.max_timestamp > best[0]):
-                best = (seg.max_timestamp, seg.offset_of_max_timestamp, seg)
+        best = self.local.max_timestamp_batch()
         if best is None:
             return None
-        max_ts, batch_last_offset, _ = best
+        max_ts, batch_last_offset = best
         for view in self.batches(batch_last_offset, batch_last_offset + 1):
             if view.max_timestamp != max_ts:
                 continue
@@ -462,10 +447,7 @@ class PartitionLog:
         if target <= self.recovery_point:
             return self.recovery_point
         started = meter.now() if self.flush_latency is not None else 0
-        for seg in list(self.segments):
-            if seg.next_offset > self.recovery_point and seg.base_offset < target and not seg.deleted:
-                seg.flush()
-        fsync_dir(self.directory)
+        self.local.flush(self.recovery_point, target)
         if self.flush_latency is not None:
             self.flush_latency.observe((meter.now() - started) / 1e9)
         self.recovery_point = max(self.recovery_point, target)
@@ -490,16 +472,13 @@ class PartitionLog:
         return self.log_start_offset
 
     def _segment_base_at_or_below(self, offset: int) -> int:
-        return self.segments[self._segment_index(offset)].base_offset
+        return self.local.floor_segment(offset).base_offset
 
     def expired_segments(self) -> list[Segment]:
         """Apply retention: remove whole old segments from the log and rename their files to
         ``.deleted``. Returns them; the caller removes the files after ``file.delete.delay.ms``."""
-        summaries = [
-            SegmentSummary(s.base_offset, s.next_offset, s.size, s.max_timestamp, _mtime_ms(s)) for s in self.segments
-        ]
         count = segments_to_delete(
-            summaries,
+            self.local.summaries(),
             now_ms=self.clock.wall_ms(),
             log_start_offset=self.log_start_offset,
             retention_ms=self.config.retention_ms,
@@ -511,8 +490,7 @@ class PartitionLog:
             count -= 1
         if not count:
             return []
-        removed = self.segments[:count]
-        del self.segments[:count]
+        removed = self.local.remove_oldest(count)
         self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
         self.leader_epochs.truncate_from_start(self.log_start_offset)
         for seg in removed:
@@ -523,13 +501,7 @@ class PartitionLog:
     def replace_segments(self, new_segments: list[Segment], old_segments: list[Segment]) -> None:
         """Compaction: put ``new_segments`` in place of ``old_segments``, a run of consecutive inactive
         segments of this log. In memory only: the cleaner renames the files (cleaner.py)."""
-        start = next((i for i, seg in enumerate(self.segments) if seg is old_segments[0]), None)
-        end = None if start is None else start + len(old_segments)
-        if end is None or end >= len(self.segments) or any(
-            a is not b for a, b in zip(self.segments[start:end], old_segments, strict=True)
-        ):
-            raise ValueError("replace_segments: the old segments are not a run of inactive segments of this log")
-        self.segments[start:end] = new_segments
+        self.local.replace(new_segments, old_segments)
 
     def truncate_to(self, offset: int) -> None:
         """Remove every offset >= ``offset`` (replication: a follower's divergent tail). The leader-epoch
@@ -542,11 +514,7 @@ class PartitionLog:
             raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, f"cannot truncate below log start {self.log_start_offset}")
         if self.cleaner_offset is not None:
             self.cleaner_offset = min(self.cleaner_offset, offset)
-        while len(self.segments) > 1 and self.segments[-1].base_offset >= offset:
-            self.segments.pop().delete_files()
-        self.active_segment.truncate_to(offset)
-        if self.active_segment.next_offset < offset:
-            self.active_segment.next_offset = max(self.active_segment.next_offset, self.active_segment.base_offset)
+        self.local.truncate_to(offset)
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
         self.leader_epochs.truncate_from_end(self.log_end_offset)
@@ -562,9 +530,7 @@ class PartitionLog:
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Drop everything and restart the log empty at ``offset``."""
-        for seg in self.segments:
-            seg.delete_files()
-        self.segments = [Segment.for_config(self.directory, offset, self.config, self.clock.wall_ms(), new=True)]
+        self.local.restart_at(offset, self.config, self.clock.wall_ms())
         self.log_start_offset = self.recovery_point = self.high_watermark = offset
         self.cleaner_offset = None
         self.leader_epochs.clear()
@@ -596,15 +562,13 @@ class PartitionLog:
         if self.closed:
             return
         self.producer_state.take_snapshot(self.log_end_offset)
-        for seg in self.segments:
-            seg.close()
+        self.local.close()
         self.closed = True
 
     def close_for_deletion(self) -> None:
         """Close every file without a final snapshot: the partition is being deleted (DeleteTopics);
         the log manager moves and removes the directory."""
-        for seg in self.segments:
-            seg.close()
+        self.local.close()
         self.closed = True
 
     def __repr__(self) -> str:
@@ -612,13 +576,6 @@ class PartitionLog:
             f"PartitionLog({self.topic}-{self.partition}, start={self.log_start_offset}, "
             f"end={self.log_end_offset}, hw={self.high_watermark}, segments={len(self.segments)})"
         )
-
-
-def _mtime_ms(seg: Segment) -> int:
-    try:
-        return int(os.stat(seg.log_path).st_mtime * 1000)
-    except FileNotFoundError:
-        return -1
 
 
 __all__ = [

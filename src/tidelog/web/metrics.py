@@ -43,7 +43,7 @@ from tidelog.meter import (
 )
 from tidelog.protocol.api_keys import API_REGISTRY
 from tidelog.replica.manager import ReplicaManager
-from tidelog.storage.log_manager import LogManager, StartupReport
+from tidelog.storage.log_manager import StartupReport
 
 #: Metric name of each request phase (Kafka's RequestMetrics: TotalTimeMs, RequestQueueTimeMs, ...).
 PHASE_METRICS = {
@@ -95,8 +95,7 @@ class BrokerSources:
 
     broker_id: int
     store: MetadataStore
-    logs: LogManager
-    replicas: ReplicaManager
+    replicas: ReplicaManager  # the logs' figures: replicas.local_logs
     groups: GroupCoordinator
     transactions: TransactionCoordinator
     traffic: PartitionTraffic
@@ -203,19 +202,18 @@ class BrokerCollector(Collector):
         end = GaugeMetricFamily("tidelog_log_end_offset", "Offset the next record appended gets", labels=labels)
         hw = GaugeMetricFamily("tidelog_log_high_watermark", "High watermark (consumers read up to it)",
                                labels=labels)
-        for (topic, partition), plog in sorted(self.s.logs.logs()):
-            if plog.closed:
-                continue
-            tp = _tp(topic, partition)
-            size.add_metric(tp, plog.size)
-            segments.add_metric(tp, len(plog.segments))
-            start.add_metric(tp, plog.log_start_offset)
-            end.add_metric(tp, plog.log_end_offset)
-            hw.add_metric(tp, plog.high_watermark)
+        for summary in self.s.replicas.local_logs.summaries():
+            tp = _tp(summary.topic, summary.partition)
+            size.add_metric(tp, summary.size_bytes)
+            segments.add_metric(tp, summary.segment_count)
+            start.add_metric(tp, summary.offsets.log_start_offset)
+            end.add_metric(tp, summary.offsets.log_end_offset)
+            hw.add_metric(tp, summary.offsets.high_watermark)
         yield from (size, segments, start, end, hw)
 
     def partition_metrics(self, image: MetadataImage) -> Iterator[Metric]:
         me = self.s.broker_id
+        local_logs = self.s.replicas.local_logs
         partitions = leaders = under = under_min = offline = 0
         for topic in image.topics.values():
             for p in topic.partitions:
@@ -228,8 +226,8 @@ class BrokerCollector(Collector):
                 leaders += 1
                 if len(p.isr) < len(p.replicas):
                     under += 1
-                plog = self.s.logs.get_log(topic.name, p.partition)
-                if plog is not None and len(p.isr) < plog.config.min_insync_replicas:
+                min_isr = local_logs.min_insync_replicas(topic.name, p.partition)
+                if min_isr is not None and len(p.isr) < min_isr:
                     under_min += 1
         yield GaugeMetricFamily("tidelog_partitions", "Partitions with a replica on this broker", value=partitions)
         yield GaugeMetricFamily("tidelog_leader_partitions", "Partitions this broker leads", value=leaders)
@@ -262,16 +260,16 @@ class BrokerCollector(Collector):
                                 labels=labels)
         lag_sum = GaugeMetricFamily("tidelog_consumer_group_total_lag", "Lag summed over the group's partitions",
                                     labels=["group"])
-        logs = self.s.logs
+        local_logs = self.s.replicas.local_logs
         for group in sorted(coordinator.offsets.groups()):
             total = 0
             for topic, partition, om in coordinator.offsets.items(group):
                 labelled = [group, topic, str(partition)]
                 committed.add_metric(labelled, om.offset)
-                plog = logs.get_log(topic, partition)
-                if plog is None or plog.closed:
+                offsets = local_logs.offsets(topic, partition)
+                if offsets is None:
                     continue
-                behind = max(0, plog.high_watermark - om.offset)
+                behind = max(0, offsets.high_watermark - om.offset)
                 total += behind
                 lag.add_metric(labelled, behind)
             lag_sum.add_metric([group], total)
@@ -311,12 +309,10 @@ class BrokerCollector(Collector):
                                  labels=["log_dir"])
         free = GaugeMetricFamily("tidelog_log_dir_free_bytes", "Bytes free on the log dir's file system",
                                  labels=["log_dir"])
-        for log_dir, space in self.s.logs.space.items():
-            full.add_metric([str(log_dir)], 1 if space.failing else 0)
-            try:
-                free.add_metric([str(log_dir)], space.free_bytes())
-            except OSError:
-                pass
+        for state in self.s.replicas.local_logs.dir_states():
+            full.add_metric([state.path], 1 if state.failing else 0)
+            if state.free_bytes is not None:
+                free.add_metric([state.path], state.free_bytes)
         yield from (full, free)
 
 

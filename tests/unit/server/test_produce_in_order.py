@@ -114,7 +114,7 @@ def test_pipelined_requests_of_a_new_epoch_are_appended_in_order(tmp_path: Path)
         assert (first_code, second_code) == (ErrorCode.NONE, ErrorCode.NONE)
         assert first_offset < second_offset
 
-        plog = broker.replicas.leader_log(TOPIC, 0)
+        plog = broker.logs.get_log(TOPIC, 0)
         data = [(v.producer_epoch, v.base_sequence) for v in plog.batches() if not v.is_control_batch]
         assert data == [(0, 0), (1, 0), (1, 5)]
         entry = plog.producer_state.last_entry(pid)

@@ -15,9 +15,6 @@ usable bytes. A log dir that cannot be read answers KAFKA_STORAGE_ERROR.
 
 from __future__ import annotations
 
-import logging
-import os
-from collections import defaultdict
 from enum import IntEnum
 
 from tidelog.cluster.store import MetadataStore
@@ -29,13 +26,11 @@ from tidelog.protocol.messages import (
     DescribeLogDirsRequest,
     DescribeLogDirsResponse,
 )
+from tidelog.replica.local_logs import LocalLogs
 from tidelog.security.acl import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_NAME, AclOperation, ResourceType
 from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
-from tidelog.storage.log_manager import LogManager
-
-log = logging.getLogger(__name__)
 
 
 class EndpointType(IntEnum):
@@ -52,7 +47,7 @@ LogDirPartition = DescribeLogDirsResponse.DescribeLogDirsPartition
 class ClusterInfoHandlers:
     """DescribeCluster and DescribeLogDirs."""
 
-    def __init__(self, store: MetadataStore, logs: LogManager, authorizer: Authorizer = NO_AUTHORIZER) -> None:
+    def __init__(self, store: MetadataStore, logs: LocalLogs, authorizer: Authorizer = NO_AUTHORIZER) -> None:
         self.store = store
         self.logs = logs
         self.authorizer = authorizer
@@ -94,33 +89,20 @@ class ClusterInfoHandlers:
     def handle_describe_log_dirs(self, ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
         if not self.authorizer.authorize(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
             return DescribeLogDirsResponse(error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), results=[])
-        logs = self.logs
-        wanted = None if request.topics is None else {(t.topic, p) for t in request.topics for p in t.partitions}
-        by_dir: dict[str, dict[str, list[LogDirPartition]]] = defaultdict(lambda: defaultdict(list))
-        for (topic, partition), plog in logs.logs():
-            if wanted is not None and (topic, partition) not in wanted:
-                continue
-            log_dir = logs.log_dir_of(topic, partition)
-            if log_dir is None:
-                continue
-            by_dir[str(os.path.abspath(log_dir))][topic].append(
-                LogDirPartition(partition_index=partition, partition_size=plog.size, offset_lag=0, is_future_key=False)
-            )
+        wanted = None if request.topics is None else [(t.topic, p) for t in request.topics for p in t.partitions]
         results = []
-        for log_dir in logs.log_dirs:
-            path = os.path.abspath(log_dir)
-            try:
-                st = os.statvfs(path)
-            except OSError as e:
-                log.warning("cannot describe log dir %s: %s", path, e)
-                results.append(LogDirResult(error_code=int(ErrorCode.KAFKA_STORAGE_ERROR), log_dir=path, topics=[]))
+        for d in self.logs.describe_dirs(wanted):
+            if d.error is not None:
+                results.append(LogDirResult(error_code=int(ErrorCode.KAFKA_STORAGE_ERROR), log_dir=d.path, topics=[]))
                 continue
             topics = [
-                LogDirTopic(name=name, partitions=sorted(parts, key=lambda p: p.partition_index))
-                for name, parts in sorted(by_dir.get(path, {}).items())
+                LogDirTopic(name=name, partitions=[
+                    LogDirPartition(partition_index=p, partition_size=size, offset_lag=0, is_future_key=False)
+                    for p, size in sorted(sizes.items())])
+                for name, sizes in sorted(d.partition_sizes.items())
             ]
-            results.append(LogDirResult(error_code=0, log_dir=path, topics=topics, total_bytes=st.f_blocks * st.f_frsize,
-                                        usable_bytes=st.f_bavail * st.f_frsize))
+            results.append(LogDirResult(error_code=0, log_dir=d.path, topics=topics, total_bytes=d.total_bytes,
+                                        usable_bytes=d.usable_bytes))
         return DescribeLogDirsResponse(error_code=0, results=results)
 
 

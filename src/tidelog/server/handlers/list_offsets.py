@@ -19,7 +19,6 @@ from tidelog.security.acl import AclOperation, ResourceType
 from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
-from tidelog.storage.log import LATEST_TIMESTAMP
 
 TopicResponse = ListOffsetsResponse.ListOffsetsTopicResponse
 PartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
@@ -51,14 +50,16 @@ class ListOffsetsHandler:
         if p.timestamp < 0 and v < SPEC_VERSIONS.get(p.timestamp, 1 << 15):
             return PartitionResponse(partition_index=p.partition_index, error_code=int(ErrorCode.UNSUPPORTED_VERSION))
         try:
-            plog, found = self.replicas.offset_for_timestamp(topic, p.partition_index, p.timestamp,
-                                                             p.current_leader_epoch, isolation_level)
+            if v == 0:  # Kafka's legacyFetchOffsetsBefore
+                return PartitionResponse(partition_index=p.partition_index, error_code=0,
+                                         old_style_offsets=self.replicas.legacy_offsets(
+                                             topic, p.partition_index, p.timestamp, p.max_num_offsets,
+                                             p.current_leader_epoch))
+            found = self.replicas.offset_for_timestamp(topic, p.partition_index, p.timestamp,
+                                                       p.current_leader_epoch, isolation_level)
         except KafkaError as e:
             return PartitionResponse(partition_index=p.partition_index, error_code=int(e.code))
         epoch = self.replicas.leader_epoch(topic, p.partition_index)
-        if v == 0:
-            return PartitionResponse(partition_index=p.partition_index, error_code=0,
-                                     old_style_offsets=_old_style_offsets(plog, p.timestamp, p.max_num_offsets, found))
         if found is None or p.timestamp == LATEST_TIERED_TIMESTAMP:
             # Nothing found (and no tiered storage, so no tiered offset): no leader epoch either.
             return PartitionResponse(partition_index=p.partition_index, error_code=0, timestamp=-1, offset=-1,
@@ -68,19 +69,6 @@ class ListOffsetsHandler:
             ts = -1  # Kafka answers the local log start offset without a timestamp
         return PartitionResponse(partition_index=p.partition_index, error_code=0, timestamp=ts, offset=offset,
                                  leader_epoch=epoch if v >= 4 else -1)
-
-
-def _old_style_offsets(plog, timestamp: int, max_num_offsets: int, found: tuple[int, int] | None) -> list[int]:
-    """v0 (Kafka's legacyFetchOffsetsBefore): LATEST lists the end offset and then every segment's
-    base offset, newest first, up to ``max_num_offsets``; EARLIEST the log start offset. A timestamp
-    gives the first offset at or after it (Kafka used segment file times; record times are better)."""
-    limit = max(1, max_num_offsets)
-    if timestamp == LATEST_TIMESTAMP:
-        points = {plog.high_watermark} | {max(seg.base_offset, plog.log_start_offset) for seg in plog.segments}
-        return sorted(points, reverse=True)[:limit]
-    if found is None:
-        return [plog.high_watermark]
-    return [found[1]]
 
 
 __all__ = ["ListOffsetsHandler"]

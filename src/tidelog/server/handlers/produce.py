@@ -230,7 +230,7 @@ class ProduceHandler:
             response = PartitionResponse(index=p.index, error_code=int(e.code), base_offset=-1, error_message=e.message)
             if topic is not None and e.code not in _NO_LOG_START_OFFSET and (checked or e.code == ErrorCode.NOT_ENOUGH_REPLICAS):
                 # As Kafka's ReplicaManager: a partition that refuses an append names its log start offset
-                response.log_start_offset = self.replicas.leader_log(topic, p.index).log_start_offset
+                response.log_start_offset = self.replicas.leader_offsets(topic, p.index).log_start_offset
             if isinstance(e, RecordValidationError):  # KIP-467: the client fails only these records
                 response.record_errors = [BatchError(batch_index=i, batch_index_error_message=m)
                                           for i, m in e.record_errors]

@@ -194,10 +194,10 @@ class ConsumerService:
     def _bounds(self, topic: str, partition: int) -> tuple[int, int]:
         """(log start offset, last stable offset): where a read_committed consumer may read."""
         try:
-            plog = self.replicas.leader_log(topic, partition)
+            offsets = self.replicas.leader_offsets(topic, partition)
         except KafkaError as e:
             raise TubeError(TubeErrorCode.SERVICE_UNAVAILABLE, f"{topic}:{partition}: {e.code.name}") from None
-        return plog.log_start_offset, plog.last_stable_offset
+        return offsets.log_start_offset, offsets.last_stable_offset
 
     def forget_client(self, group: str, client_id: str) -> None:
         """Drop what a departed client registered (its tentative offsets are rolled back)."""

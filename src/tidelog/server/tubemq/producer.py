@@ -21,6 +21,7 @@ clients parse), ``appendTime`` and ``appendOffset`` = the TubeMQ offset of the m
 from __future__ import annotations
 
 from tidelog.clock import Clock
+from tidelog.config import TopicConfig
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.tubemq.error_code import TubeError, TubeErrorCode
 from tidelog.protocol.tubemq.generated import broker_service_pb2 as broker_pb
@@ -73,8 +74,7 @@ class ProducerService:
             raise TubeError(TubeErrorCode.BAD_REQUEST, f"message payload: {e}") from None
         now = self.clock.wall_ms()
         batch = batch_of_message(attribute, body, request.msgType or None, request.msgTime or None, now)
-        plog = self._leader_log(topic, request.partitionId)
-        limit = plog.config.max_message_bytes
+        limit = self._leader_config(topic, request.partitionId).max_message_bytes
         if len(batch) > limit:
             raise TubeError(TubeErrorCode.BAD_REQUEST, f"data length over max length, allowed max length is {limit} "
                             f"(max.message.bytes of {topic}, batch overhead included), data length is {len(batch)}")
@@ -91,9 +91,9 @@ class ProducerService:
                                                 messageId=offset, appendTime=append_time,
                                                 appendOffset=tube_offset(offset))
 
-    def _leader_log(self, topic: str, partition: int):
+    def _leader_config(self, topic: str, partition: int) -> TopicConfig:
         try:
-            return self.replicas.leader_log(topic, partition)
+            return self.replicas.leader_config(topic, partition)
         except KafkaError as e:
             raise TubeError(TubeErrorCode.SERVICE_UNAVAILABLE, f"Put message failed: {e.code.name}: {e.message}") from None
 

@@ -136,13 +136,13 @@ class GroupApi:
         offsets: dict[tuple[str, int], int] = {}
         for t, p in partitions:
             try:
-                plog = self.replicas.leader_log(t, p)
+                bounds = self.replicas.leader_offsets(t, p)
                 if to == "timestamp":
-                    _, found = self.replicas.offset_for_timestamp(t, p, target_time)  # type: ignore[arg-type]
-                    offsets[(t, p)] = plog.high_watermark if found is None else found[1]
+                    found = self.replicas.offset_for_timestamp(t, p, target_time)  # type: ignore[arg-type]
+                    offsets[(t, p)] = bounds.high_watermark if found is None else found[1]
                 else:
-                    chosen = {"earliest": plog.log_start_offset, "latest": plog.high_watermark}.get(to, target_offset)
-                    offsets[(t, p)] = min(max(chosen, plog.log_start_offset), plog.high_watermark)  # type: ignore[type-var]
+                    chosen = {"earliest": bounds.log_start_offset, "latest": bounds.high_watermark}.get(to, target_offset)
+                    offsets[(t, p)] = min(max(chosen, bounds.log_start_offset), bounds.high_watermark)  # type: ignore[type-var]
             except KafkaError as e:
                 raise ApiError.from_kafka(e.code, f"{t}-{p}: {e.message}") from None
         if not dry_run:

@@ -31,6 +31,7 @@ from aiohttp import web
 from tidelog.clock import Clock
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.records.builder import RecordBatchBuilder
+from tidelog.replica.local_logs import LogOffsets, LogSummary
 from tidelog.replica.manager import ReplicaManager
 from tidelog.web.console.admin import ConsoleAdmin
 from tidelog.web.console.api_error import ApiError
@@ -71,14 +72,14 @@ class MessageApi:
                 web.get("/api/v1/topics/{topic}/messages", self.read_topic),
                 web.post("/api/v1/topics/{topic}/messages", self.produce)]
 
-    def _log(self, topic: str, partition: int):
+    def _offsets(self, topic: str, partition: int) -> LogOffsets:
         try:
-            return self.replicas.leader_log(topic, partition)
+            return self.replicas.leader_offsets(topic, partition)
         except KafkaError as e:
             raise ApiError.from_kafka(e.code, e.message) from None
 
     def _at_time(self, topic: str, partition: int, timestamp: int, end: int) -> int:
-        _, found = self.replicas.offset_for_timestamp(topic, partition, timestamp)
+        found = self.replicas.offset_for_timestamp(topic, partition, timestamp)
         return end if found is None else found[1]
 
     async def read(self, request: web.Request) -> web.Response:
@@ -91,8 +92,8 @@ class MessageApi:
         if offset is not None and timestamp is not None:
             raise ApiError.bad_request("give either offset or timestamp, not both")
         await self.admin.require_topic(principal_of(request), topic, "READ")  # the log is read directly below
-        plog = self._log(topic, partition)
-        start, end = plog.log_start_offset, plog.high_watermark
+        offsets = self._offsets(topic, partition)
+        start, end = offsets.log_start_offset, offsets.high_watermark
         if timestamp is not None:
             offset = self._at_time(topic, partition, timestamp, end)
         elif offset is None:
@@ -139,13 +140,13 @@ class MessageApi:
         windowed = False  # newest with a filter: some partition has older records that were not searched
         for p in chosen:
             try:
-                plog = self.replicas.leader_log(topic, p)
+                summary = self.replicas.leader_summary(topic, p)
             except KafkaError as e:  # led by another broker: said, and the others still shown
                 partitions.append({"partition": p, "error": e.code.name, "message": e.message})
                 continue
-            start, end = plog.log_start_offset, plog.high_watermark
+            start, end = summary.offsets.log_start_offset, summary.offsets.high_watermark
             if newest:  # from `window` records before the end: the page, or a share of the scan bound
-                at = max(start, end - self._window(plog, limit, max_scan, len(chosen), filters.active))
+                at = max(start, end - self._window(summary, limit, max_scan, len(chosen), filters.active))
                 windowed |= filters.active and at > start
             elif position == "earliest":
                 at = start
@@ -173,13 +174,13 @@ class MessageApi:
             "max_scan": max_scan, "filters": filters.describe()})
 
     @staticmethod
-    def _window(plog: Any, limit: int, max_scan: int, partitions: int, searching: bool) -> int:
+    def _window(summary: LogSummary, limit: int, max_scan: int, partitions: int, searching: bool) -> int:
         """How many of a partition's newest records the newest view reads: the page without a filter;
         with one, its share of ``max_scan``, fewer where its records are large (MAX_SCAN_BYTES in all)."""
         if not searching:
             return limit
-        records = max(1, plog.high_watermark - plog.log_start_offset)
-        average = max(1, plog.size // records)
+        records = max(1, summary.offsets.high_watermark - summary.offsets.log_start_offset)
+        average = max(1, summary.size_bytes // records)
         return max(1, min(max_scan // partitions, MAX_SCAN_BYTES // partitions // average))
 
     async def produce(self, request: web.Request) -> web.Response:

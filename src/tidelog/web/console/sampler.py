@@ -46,7 +46,7 @@ class Sampler:
     def end_offset(self, topic: str, partition: int) -> int | None:
         """The partition's high watermark on this broker (None when it is not the leader here)."""
         try:
-            return self.replicas.leader_log(topic, partition).high_watermark
+            return self.replicas.leader_offsets(topic, partition).high_watermark
         except KafkaError:
             return None
 
@@ -57,9 +57,9 @@ class Sampler:
     def sample_rates(self) -> None:
         now = self.wall_ms()
         totals: dict[str, tuple[int, int]] = {}
-        for (topic, _), plog in self.replicas.logs.logs():
-            records, size = totals.get(topic, (0, 0))
-            totals[topic] = (records + plog.log_end_offset, size + plog.size)
+        for summary in self.replicas.local_logs.summaries():
+            records, size = totals.get(summary.topic, (0, 0))
+            totals[summary.topic] = (records + summary.offsets.log_end_offset, size + summary.size_bytes)
         if self._last is not None:
             then, before = self._last
             seconds = max((now - then) / 1000, 1e-3)

@@ -58,10 +58,11 @@ class TopicApi:
                                "under_replicated": under_replicated(p), "offline": offline(p),
                                "start_offset": None, "end_offset": None, "size_bytes": None}
         try:
-            plog = self.replicas.leader_log(topic, p.partition)
+            summary = self.replicas.leader_summary(topic, p.partition)
         except KafkaError:
             return row
-        row.update(start_offset=plog.log_start_offset, end_offset=plog.high_watermark, size_bytes=plog.size)
+        row.update(start_offset=summary.offsets.log_start_offset, end_offset=summary.offsets.high_watermark,
+                   size_bytes=summary.size_bytes)
         return row
 
     def summary(self, topic: TopicMetadata) -> dict[str, Any]:
