@@ -16,9 +16,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.fault.lab.tubemq_cluster import one_round, tubemq_cluster
+from tests.fault.lab.tubemq_cluster import coordinator, one_round, tubemq_cluster
 from tests.integration.zookeeper import start_zookeeper
-from tidelog.testing.cluster import LocalCluster
+from tidelog.protocol.tubemq.generated import master_service_pb2 as master_pb
+from tidelog.protocol.tubemq.rpc import STANDBY_EXCEPTION, Method, Service, Status
+from tidelog.testing.cluster import LocalCluster, wait_for
+from tidelog.testing.tubemq import TubeWireClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster")]
 
@@ -40,3 +43,24 @@ def test_an_acknowledged_tubemq_commit_survives_the_kill_of_the_coordinators_bro
         assert r.acknowledged == 30, r
         assert not r.lost, (f"round {n}: broker {r.victim} killed right after the acknowledged commit of offset "
                             f"{r.acknowledged}; the new coordinator has {r.survived}")
+
+
+def test_a_consumers_master_is_its_groups_coordinator_the_others_answer_as_standby_masters(cluster) -> None:
+    """Each broker serves TubeMQ's master and broker services; a consumer's master requests are served by
+    the broker coordinating its group, the other brokers' masters answer TubeMQ's StandbyException (on
+    which the Java client tries the next address of its master list)."""
+    c, endpoints = cluster
+    wait_for(lambda: len(c.live_ids()) == 3, 60, what="three live brokers")
+    active = coordinator(c)
+    c.create_topic("tc-standby", 1, 3)
+    register = master_pb.RegisterRequestC2M(clientId="standby-consumer", groupName="standby-group", hostName="h",
+                                            topicList=["tc-standby"])
+    for broker_id, (master, _) in endpoints.items():
+        with TubeWireClient.connect(master) as client:
+            if broker_id != active:
+                response = client.call(Service.MASTER, Method.CONSUMER_REGISTER_C2M, register)
+                assert response.status != Status.SUCCESS and response.exception_name == STANDBY_EXCEPTION, response
+                assert "group coordinator is another broker" in (response.stack_trace or ""), response
+            else:  # 431 until this broker's metadata has the new topic
+                wait_for(lambda client=client: client.request(Service.MASTER, Method.CONSUMER_REGISTER_C2M,
+                                                              register).success, 30, what="the registration")

@@ -16,9 +16,12 @@ Rules (those of the Kafka front end's coordinator APIs and acks=all Produce, doc
    response itself and the dispatcher answers at once. In cluster mode they return an awaitable the
    dispatcher awaits before it answers (TubeMQ clients match responses by serial number, so other
    requests of the connection are answered meanwhile).
+4. **The active master.** A consumer's master requests go to the broker that coordinates its group
+   (:func:`coordinates`); the master service of another broker answers them as a TubeMQ standby
+   master does (:mod:`.master`), so a client that lists every broker's master finds the active one.
 
 Only :func:`when_committed` touches the coordinator runtime's commit wait (``is_committed`` /
-``committed``). Loop-only, not thread-safe.
+``committed``), and :func:`coordinates` its ownership check (``check_owned``). Loop-only, not thread-safe.
 """
 
 from __future__ import annotations
@@ -61,6 +64,15 @@ def when_committed(groups: GroupCoordinator, group: str, response: T,
     return committed()
 
 
+def coordinates(groups: GroupCoordinator, group: str) -> bool:
+    """Rule 4: whether this broker coordinates ``group`` (leads its ``__consumer_offsets`` partition)."""
+    try:
+        groups.runtime.check_owned(groups.partition_for(group))
+    except KafkaError as e:
+        return e.code != ErrorCode.NOT_COORDINATOR
+    return True
+
+
 def when_replicated(replicas: ReplicaManager, topic: str, partition: int, end_offset: int, timeout_ms: int,
                     response: T) -> Answer[T]:
     """Rule 2: ``response``, once every in-sync replica of ``topic``-``partition`` has ``end_offset``."""
@@ -78,4 +90,4 @@ def when_replicated(replicas: ReplicaManager, topic: str, partition: int, end_of
     return replicated()
 
 
-__all__ = ["DEFAULT_TIMEOUT_MS", "Answer", "when_committed", "when_replicated"]
+__all__ = ["DEFAULT_TIMEOUT_MS", "Answer", "coordinates", "when_committed", "when_replicated"]
