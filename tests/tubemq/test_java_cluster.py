@@ -48,7 +48,8 @@ def test_a_java_consumer_finds_its_groups_coordinator_and_follows_it_after_a_kil
     # master's broker leads.
     replicas = c.assignment("__consumer_offsets")[0]
     assert replicas[0] == active, replicas
-    c.admin().create_topics([NewTopic(TOPIC, replica_assignment=[replicas])])[TOPIC].result(30)
+    admin = c.admin()  # referenced until its future is done (a collected client destroys its handle)
+    admin.create_topics([NewTopic(TOPIC, 1, replica_assignment=[replicas])])[TOPIC].result(30)
     wait_for(lambda: len((c.state_or_none(TOPIC) or {}).get("isr", [])) == 3 and
              len(c.state("__consumer_offsets")["isr"]) == 3, 60, what="full ISRs")
     produce(c, range(0, 20))
@@ -62,4 +63,3 @@ def test_a_java_consumer_finds_its_groups_coordinator_and_follows_it_after_a_kil
         produce(c, range(20, 30))
         member.wait_for(lambda m: {r["body"] for r in m.records} >= {f"m{i}" for i in range(30)}, 90,
                         "the messages produced after the kill, through the new coordinator")
-    c.restart(active)

@@ -186,4 +186,5 @@ class TubeHandlerRegistry:
             return encode_exception(serial_no, GENERIC_EXCEPTION, f"{spec.java_name}: unencodable response",
                                     protocol_version=version)
 
+
 __all__ = ["RpcFailure", "TubeContext", "TubeHandlerRegistry", "error_response", "tube_method"]
