@@ -7,7 +7,7 @@ one ``__consumer_offsets`` partition), driven by :mod:`tests.fault.lab.tubemq_cl
 produce and consume through the coordinator's broker, commit every pack with consumerCommitC2B,
 kill that broker right after the last acknowledged commit, read the group's offset from a survivor).
 Before the fix 9 rounds of 10 lost the commit; two rounds here. Needs java and mvn for ZooKeeper
-(skips locally without them, fails in CI). About 60 s.
+(skips locally without them, fails in CI). About 80 s on a loaded 2-core machine.
 """
 
 from __future__ import annotations
