@@ -118,6 +118,9 @@ def one_round(cluster: LocalCluster, endpoints: dict, n: int, *, batches: int = 
         assert answer.success, answer
         sent = 0
         for _ in range(batches):
+            # the member's session (6 s) outlasts a slow batch: sends and commits wait for the ISR
+            assert master.request(Service.MASTER, Method.CONSUMER_HEARTBEAT_C2M, master_pb.HeartRequestC2M(
+                clientId="tc-consumer", groupName=group, reportSubscribeInfo=False)).success
             for _ in range(batch):
                 data = f"m{sent}".encode()
                 assert broker.request(Service.BROKER_WRITE, Method.SEND_MESSAGE_P2B, broker_pb.SendMessageRequestP2B(
