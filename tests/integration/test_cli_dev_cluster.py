@@ -77,6 +77,8 @@ def test_two_brokers_start_answer_and_stop_on_ctrl_c(tmp_path):
     (["--brokers", "0"], "--brokers must be between 1 and 32"),
     (["--port", "65535", "--brokers", "3"], "go past 65535"),
     (["--override", "nonsense"], "--override expects KEY=VALUE"),
+    (["--override", "tubemq.master.listener=127.0.0.1:8715", "--override", "tubemq.broker.listener=127.0.0.1:0"],
+     "cannot share port 8715; use port 0"),
 ])
 def test_usage_errors_are_one_line_and_exit_2(args, message):
     proc = tidelog("dev-cluster", *args)

@@ -73,6 +73,11 @@ def run(args: argparse.Namespace) -> int:
         if not sep or not key.strip():
             return _fail(f"--override expects KEY=VALUE, got {item!r}", 2)
         overrides[key.strip()] = value.strip()
+    for key in ("tubemq.master.listener", "tubemq.broker.listener"):
+        port = overrides.get(key, "").rpartition(":")[2]
+        if args.brokers > 1 and port not in ("", "0"):
+            return _fail(f"--override {key}={overrides[key]}: {args.brokers} brokers on one machine cannot share "
+                         f"port {port}; use port 0 (each broker logs the port it picked)", 2)
     if args.port and args.port + args.brokers - 1 > 65535:
         return _fail(f"ports {args.port}..{args.port + args.brokers - 1} go past 65535", 2)
     temporary = args.data_dir is None

@@ -18,6 +18,9 @@ getMessages              411 / 412 as above (the client drops the partition); 40
                          message after the offset (the client waits ``msgNotFoundWaitPeriodMs``);
                          403: the topic is gone
 commit                   401 UNAUTHORIZED: not registered by this client
+any of them              503 SERVICE_UNAVAILABLE (cluster mode): the group coordinator's write (an
+                         offset commit, the member's ownership) did not reach the in-sync replicas
+                         in time, or the coordinator moved (:mod:`tidelog.server.tubemq.committed`)
 =======================  ===================================================================
 
 Offsets follow :mod:`tidelog.server.tubemq.offsets`. Reads are read_committed: up to the last stable
@@ -27,7 +30,9 @@ offset, without the records of aborted transactions. Loop-only, not thread-safe.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.tubemq.error_code import TubeError, TubeErrorCode
@@ -37,12 +42,15 @@ from tidelog.protocol.tubemq.rpc import Method
 from tidelog.replica.fetch import READ_COMMITTED, PartitionFetch
 from tidelog.replica.manager import ReplicaManager
 from tidelog.server.tubemq.balancer import TubeBalancer
+from tidelog.server.tubemq.committed import Answer, when_committed
 from tidelog.server.tubemq.dispatcher import TubeContext, tube_method
 from tidelog.server.tubemq.offsets import TubeOffsets
 from tidelog.server.tubemq.producer import check_partition
 from tidelog.server.tubemq.record import kafka_offset, transfered_messages, tube_offset
 
 log = logging.getLogger(__name__)
+
+R = TypeVar("R")
 
 OP_REGISTER = 31
 OP_UNREGISTER = 32
@@ -66,7 +74,7 @@ class ConsumerService:
     # --------------------------------------------------------------------------- registration
 
     @tube_method(Method.CONSUMER_REGISTER_C2B)
-    def register(self, ctx: TubeContext, request: broker_pb.RegisterRequestC2B) -> broker_pb.RegisterResponseB2C:
+    def register(self, ctx: TubeContext, request: broker_pb.RegisterRequestC2B) -> Answer[broker_pb.RegisterResponseB2C]:
         client_id, group, topic = _text(request.clientId, "clientId"), _text(request.groupName, "groupName"), \
             request.topicName.strip()
         key = (group, topic, request.partitionId)
@@ -83,10 +91,11 @@ class ConsumerService:
         offset = self.offsets.load(key, (client_id, epoch), request.readStatus, requested, log_start, end)
         filters = frozenset(f.strip() for f in request.filterCondStr if f.strip())
         self.registrations[key] = Registration(client_id, filters or None)
-        return broker_pb.RegisterResponseB2C(success=True, errCode=TubeErrorCode.SUCCESS, errMsg="OK!",
-                                             currOffset=tube_offset(offset), maxOffset=tube_offset(end))
+        return self._when_committed(group, broker_pb.RegisterResponseB2C(
+            success=True, errCode=TubeErrorCode.SUCCESS, errMsg="OK!", currOffset=tube_offset(offset),
+            maxOffset=tube_offset(end)))
 
-    def _unregister(self, key: tuple[str, str, int], client_id: str, read_status: int) -> broker_pb.RegisterResponseB2C:
+    def _unregister(self, key: tuple[str, str, int], client_id: str, read_status: int) -> Answer[broker_pb.RegisterResponseB2C]:
         self._registered(key, client_id, TubeErrorCode.HB_NO_NODE, TubeErrorCode.DUPLICATE_PARTITION)
         del self.registrations[key]
         epoch = self.balancer.member_epoch(key[0], client_id)
@@ -98,7 +107,8 @@ class ConsumerService:
         except TubeError as e:
             self.offsets.forget(key)
             message = f"OK! (unregistered; the last pack's offset was not committed: {e.message})"
-        return broker_pb.RegisterResponseB2C(success=True, errCode=TubeErrorCode.SUCCESS, errMsg=message)
+        return self._when_committed(key[0], broker_pb.RegisterResponseB2C(success=True, errCode=TubeErrorCode.SUCCESS,
+                                                                          errMsg=message))
 
     def _registered(self, key: tuple[str, str, int], client_id: str, missing: TubeErrorCode,
                     other: TubeErrorCode) -> Registration:
@@ -115,7 +125,7 @@ class ConsumerService:
     # ------------------------------------------------------------------------------- heartbeat
 
     @tube_method(Method.CONSUMER_HEARTBEAT_C2B)
-    def heartbeat(self, ctx: TubeContext, request: broker_pb.HeartBeatRequestC2B) -> broker_pb.HeartBeatResponseB2C:
+    def heartbeat(self, ctx: TubeContext, request: broker_pb.HeartBeatRequestC2B) -> Answer[broker_pb.HeartBeatResponseB2C]:
         client_id, group = _text(request.clientId, "clientId"), _text(request.groupName, "groupName")
         failures = []
         for text in request.partitionInfo:
@@ -126,8 +136,9 @@ class ConsumerService:
             code = self._heartbeat_failure(group, client_id, ref)
             if code is not None:
                 failures.append(failure_info(code, ref))
-        return broker_pb.HeartBeatResponseB2C(success=True, errCode=TubeErrorCode.SUCCESS, errMsg="OK!",
-                                              hasPartFailure=bool(failures), failureInfo=failures)
+        return self._when_committed(group, broker_pb.HeartBeatResponseB2C(
+            success=True, errCode=TubeErrorCode.SUCCESS, errMsg="OK!", hasPartFailure=bool(failures),
+            failureInfo=failures))
 
     def _heartbeat_failure(self, group: str, client_id: str, ref: PartitionRef) -> int | None:
         key = (group, ref.topic, ref.partition)
@@ -141,7 +152,7 @@ class ConsumerService:
     # ---------------------------------------------------------------------------- get messages
 
     @tube_method(Method.GET_MESSAGES_C2B)
-    def get_messages(self, ctx: TubeContext, request: broker_pb.GetMessageRequestC2B) -> broker_pb.GetMessageResponseB2C:
+    def get_messages(self, ctx: TubeContext, request: broker_pb.GetMessageRequestC2B) -> Answer[broker_pb.GetMessageResponseB2C]:
         client_id, group, topic = _text(request.clientId, "clientId"), _text(request.groupName, "groupName"), \
             request.topicName.strip()
         partition = request.partitionId
@@ -166,14 +177,15 @@ class ConsumerService:
         if result.next_offset <= start:
             raise TubeError(TubeErrorCode.NOT_FOUND, "The request offset reached maxOffset!")
         self.offsets.after_fetch(key, member, result.next_offset, len(result.messages))
-        return broker_pb.GetMessageResponseB2C(success=True, errCode=TubeErrorCode.SUCCESS, errMsg="OK!",
-                                               messages=result.messages, currOffset=tube_offset(start),
-                                               maxOffset=tube_offset(end))
+        # Not delivered if the wait fails: the pack is not tentative then (a retry reads it again).
+        return self._when_committed(group, broker_pb.GetMessageResponseB2C(
+            success=True, errCode=TubeErrorCode.SUCCESS, errMsg="OK!", messages=result.messages,
+            currOffset=tube_offset(start), maxOffset=tube_offset(end)), on_failed=lambda: self.offsets.forget(key))
 
     # ---------------------------------------------------------------------------------- commit
 
     @tube_method(Method.CONSUMER_COMMIT_C2B)
-    def commit(self, ctx: TubeContext, request: broker_pb.CommitOffsetRequestC2B) -> broker_pb.CommitOffsetResponseB2C:
+    def commit(self, ctx: TubeContext, request: broker_pb.CommitOffsetRequestC2B) -> Answer[broker_pb.CommitOffsetResponseB2C]:
         client_id, group, topic = _text(request.clientId, "clientId"), _text(request.groupName, "groupName"), \
             request.topicName.strip()
         key = (group, topic, request.partitionId)
@@ -185,11 +197,16 @@ class ConsumerService:
         consumed = request.lastPackConsumed if request.HasField("lastPackConsumed") else True
         committed = self.offsets.confirm(key, (client_id, epoch), consumed)
         log_start, end = self._bounds(topic, request.partitionId)
-        return broker_pb.CommitOffsetResponseB2C(success=True, errCode=TubeErrorCode.SUCCESS, errMsg="OK!",
-                                                 currOffset=tube_offset(log_start if committed is None else committed),
-                                                 maxOffset=tube_offset(end))
+        return self._when_committed(group, broker_pb.CommitOffsetResponseB2C(
+            success=True, errCode=TubeErrorCode.SUCCESS, errMsg="OK!",
+            currOffset=tube_offset(log_start if committed is None else committed), maxOffset=tube_offset(end)))
 
     # --------------------------------------------------------------------------------- helpers
+
+    def _when_committed(self, group: str, response: R, on_failed: Callable[[], None] | None = None) -> Answer[R]:
+        """``response`` once the group's coordinator writes are committed (:mod:`.committed`): every
+        answer here may reflect (or have made) an offset commit or the member's ownership."""
+        return when_committed(self.balancer.groups, group, response, on_failed)
 
     def _bounds(self, topic: str, partition: int) -> tuple[int, int]:
         """(log start offset, last stable offset): where a read_committed consumer may read."""

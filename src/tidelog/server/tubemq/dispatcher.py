@@ -14,7 +14,10 @@ Rules for what comes in (TubeMQ's RpcProtocol and NettyRpcServer do the same):
   -> ``java.io.IOException`` naming the problem;
 * a handler raising :class:`~tidelog.protocol.tubemq.error_code.TubeError` -> the method's response
   with ``success=false`` and that ``errCode`` / ``errMsg``; :class:`RpcFailure` -> an exception body;
-  anything else is logged and answered with errCode 500 (INTERNAL_SERVER_ERROR).
+  anything else is logged and answered with errCode 500 (INTERNAL_SERVER_ERROR);
+* a handler returning an awaitable (its answer waits for the ISR, :mod:`.committed`) is answered
+  when it completes, by the same rules; :meth:`TubeHandlerRegistry.dispatch` then returns an
+  awaitable of the response frame.
 
 The connection stays open in every case; only bytes that are not TubeMQ framing close it
 (:mod:`tidelog.server.tubemq.network`). Loop-only, not thread-safe.
@@ -22,8 +25,9 @@ The connection stays open in every case; only bytes that are not TubeMQ framing 
 
 from __future__ import annotations
 
+import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +65,8 @@ class TubeContext:
     connection_id: str
     protocol_version: int = PROTOCOL_VERSION
     service: int = 0
+    #: The request's ``RequestBody.timeout`` (0: none given): the client drops the request after it.
+    timeout_ms: int = 0
 
 
 class RpcFailure(Exception):
@@ -72,7 +78,7 @@ class RpcFailure(Exception):
         self.text = text
 
 
-HandlerFn = Callable[[TubeContext, Any], Message]
+HandlerFn = Callable[[TubeContext, Any], "Message | Awaitable[Message]"]
 
 
 def tube_method(method: Method, *, decode: bool = True) -> Callable[[HandlerFn], HandlerFn]:
@@ -122,8 +128,9 @@ class TubeHandlerRegistry:
     def __contains__(self, method: int) -> bool:
         return method in self._handlers
 
-    def dispatch(self, frame: Frame, client_host: str, connection_id: str) -> bytes:
-        """The response frame to ``frame`` (never raises for what the peer sent)."""
+    def dispatch(self, frame: Frame, client_host: str, connection_id: str) -> bytes | Awaitable[bytes]:
+        """The response frame to ``frame`` (never raises for what the peer sent), or an awaitable of it
+        when the handler's answer waits (for the ISR, :mod:`tidelog.server.tubemq.committed`)."""
         try:
             request = decode_request(frame)
         except MalformedRequestError as e:
@@ -143,22 +150,40 @@ class TubeHandlerRegistry:
             body = decode_body(spec, request.body) if decode else request.body
         except MalformedRequestError as e:
             return encode_exception(frame.serial_no, IO_EXCEPTION, f"{spec.java_name}: {e}", protocol_version=version)
-        ctx = TubeContext(client_host, connection_id, version, request.service_type)
+        ctx = TubeContext(client_host, connection_id, version, request.service_type, request.timeout_ms)
         try:
             response = handler(ctx, body)
-        except TubeError as e:
-            response = error_response(spec, e.code, e.message)
-        except RpcFailure as e:
-            return encode_exception(frame.serial_no, e.exception_name, e.text, protocol_version=version)
-        except Exception:
-            log.exception("TubeMQ %s failed", spec.java_name)
+        except Exception as e:  # every failure is answered (_answer)
+            return self._answer(spec, frame.serial_no, version, failure=e)
+        if inspect.isawaitable(response):
+            return self._answer_later(spec, frame.serial_no, version, response)
+        return self._answer(spec, frame.serial_no, version, response)
+
+    async def _answer_later(self, spec: MethodSpec, serial_no: int, version: int,
+                            pending: Awaitable[Message]) -> bytes:
+        """The response frame once a handler's answer is ready (:mod:`tidelog.server.tubemq.committed`)."""
+        try:
+            response = await pending
+        except Exception as e:  # every failure is answered (_answer)
+            return self._answer(spec, serial_no, version, failure=e)
+        return self._answer(spec, serial_no, version, response)
+
+    def _answer(self, spec: MethodSpec, serial_no: int, version: int, response: Message | None = None,
+                failure: Exception | None = None) -> bytes:
+        """The response frame of ``response``, or of the handler's ``failure`` (the module rules)."""
+        if isinstance(failure, TubeError):
+            response = error_response(spec, failure.code, failure.message)
+        elif isinstance(failure, RpcFailure):
+            return encode_exception(serial_no, failure.exception_name, failure.text, protocol_version=version)
+        elif failure is not None:
+            log.error("TubeMQ %s failed", spec.java_name, exc_info=failure)
             response = error_response(spec, TubeErrorCode.INTERNAL_SERVER_ERROR,
                                       f"{spec.java_name} failed inside Tidelog; see the broker's log")
         try:
-            return encode_response(frame.serial_no, request.method, response)
+            return encode_response(serial_no, spec.method, response)
         except EncodeError as e:
             log.error("cannot encode the response to TubeMQ %s: %s", spec.java_name, e)
-            return encode_exception(frame.serial_no, GENERIC_EXCEPTION, f"{spec.java_name}: unencodable response",
+            return encode_exception(serial_no, GENERIC_EXCEPTION, f"{spec.java_name}: unencodable response",
                                     protocol_version=version)
 
 

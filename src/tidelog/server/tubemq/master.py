@@ -28,14 +28,17 @@ import zlib
 from collections import OrderedDict
 from collections.abc import Callable
 
+from google.protobuf.message import Message
+
 from tidelog.cluster.store import MetadataStore
 from tidelog.cluster.topic_config import TopicConfigs
 from tidelog.protocol.tubemq.error_code import TubeError, TubeErrorCode
 from tidelog.protocol.tubemq.generated import master_service_pb2 as master_pb
 from tidelog.protocol.tubemq.notation import BrokerAddress, topic_info
-from tidelog.protocol.tubemq.rpc import GENERIC_EXCEPTION, Method
+from tidelog.protocol.tubemq.rpc import GENERIC_EXCEPTION, STANDBY_EXCEPTION, Method
 from tidelog.server.tubemq.authentication import TubeAuthenticator
 from tidelog.server.tubemq.balancer import TubeBalancer, flow_control
+from tidelog.server.tubemq.committed import Answer, coordinates, when_committed
 from tidelog.server.tubemq.consumer import ConsumerService
 from tidelog.server.tubemq.dispatcher import RpcFailure, TubeContext, tube_method
 
@@ -126,9 +129,10 @@ class MasterService:
     # ------------------------------------------------------------------------------- consumers
 
     @tube_method(Method.CONSUMER_REGISTER_C2M)
-    def consumer_register(self, ctx: TubeContext, request: master_pb.RegisterRequestC2M) -> master_pb.RegisterResponseM2C:
+    def consumer_register(self, ctx: TubeContext, request: master_pb.RegisterRequestC2M) -> Answer[master_pb.RegisterResponseM2C]:
+        self._active_master(request)
         if self.authenticator is None:
-            return self.balancer.register(ctx.client_host, request)
+            return self._when_committed(request, self.balancer.register(ctx.client_host, request))
         key = (request.groupName.strip(), request.clientId.strip())
         if _unsigned(request):
             # tubemq-client 1.13.0's consumer never signs its first register (it signs a heartbeat once the
@@ -142,12 +146,13 @@ class MasterService:
         self._pending.pop(key, None)
         response = self.balancer.register(ctx.client_host, request)
         response.authorizedInfo.CopyFrom(authorized)
-        return response
+        return self._when_committed(request, response)
 
     @tube_method(Method.CONSUMER_HEARTBEAT_C2M)
-    def consumer_heartbeat(self, ctx: TubeContext, request: master_pb.HeartRequestC2M) -> master_pb.HeartResponseM2C:
+    def consumer_heartbeat(self, ctx: TubeContext, request: master_pb.HeartRequestC2M) -> Answer[master_pb.HeartResponseM2C]:
+        self._active_master(request)
         if self.authenticator is None:
-            return self.balancer.heartbeat(ctx.client_host, request)
+            return self._when_committed(request, self.balancer.heartbeat(ctx.client_host, request))
         key = (request.groupName.strip(), request.clientId.strip())
         self._expire_pending()
         pending = self._pending.get(key)
@@ -160,7 +165,7 @@ class MasterService:
             self.balancer.register(ctx.client_host, pending[0])
         response = self.balancer.heartbeat(ctx.client_host, request)
         response.authorizedInfo.CopyFrom(authorized)
-        return response
+        return self._when_committed(request, response)
 
     def _expire_pending(self) -> None:
         assert self.authenticator is not None
@@ -169,7 +174,8 @@ class MasterService:
             self._pending.popitem(last=False)
 
     @tube_method(Method.CONSUMER_CLOSE_CLIENT_C2M)
-    def consumer_close(self, ctx: TubeContext, request: master_pb.CloseRequestC2M) -> master_pb.CloseResponseM2C:
+    def consumer_close(self, ctx: TubeContext, request: master_pb.CloseRequestC2M) -> Answer[master_pb.CloseResponseM2C]:
+        self._active_master(request)
         if self.authenticator is not None:
             held = self._pending.pop((request.groupName.strip(), request.clientId.strip()), None)
             if held is not None and _unsigned(request):
@@ -177,7 +183,20 @@ class MasterService:
             self.authenticator.check_master(request)  # nobody else closes an authenticated consumer
         response = self.balancer.close(ctx.client_host, request)
         self.consumers.forget_client(request.groupName.strip(), request.clientId.strip())
-        return response
+        return self._when_committed(request, response)
+
+    def _active_master(self, request) -> None:
+        """A consumer's master is the broker that coordinates its group: elsewhere a StandbyException,
+        as a TubeMQ standby master answers (the Java client then tries the next master it was given)."""
+        group = request.groupName.strip()
+        if group and not coordinates(self.balancer.groups, group):
+            raise RpcFailure(STANDBY_EXCEPTION, f"this broker's master service is a standby for group {group}: its "
+                             "group coordinator is another broker (list every broker's tubemq.master.listener in "
+                             "the client's master addresses; docs/tubemq.md)")
+
+    def _when_committed(self, request, response: Message) -> Answer[Message]:
+        """``response`` once the group's coordinator writes are committed (:mod:`.committed`)."""
+        return when_committed(self.balancer.groups, request.groupName.strip(), response)
 
     # ------------------------------------------------------------------------------ not served
 

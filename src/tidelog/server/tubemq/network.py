@@ -1,8 +1,11 @@
 """The asyncio shell of the TubeMQ front end: its listeners (master, broker) and connections.
 
-Read, feed, dispatch, write, as :mod:`tidelog.server.network` does for Kafka. Every TubeMQ handler
-answers at once (none parks), so a response is written as soon as its request is handled; TubeMQ
-clients match responses by serial number and would accept any order anyway. A frame that is not
+Read, feed, dispatch, write, as :mod:`tidelog.server.network` does for Kafka. A response is written
+as soon as its request is handled; one whose answer waits for the ISR (cluster mode,
+:mod:`tidelog.server.tubemq.committed`) is written when the wait ends, after responses to later
+requests of the connection: TubeMQ clients match responses by serial number (the Java client keeps
+a callback per serial), so responses may go out in any order. A connection closed meanwhile gets
+nothing; closing the server cancels the waits. A frame that is not
 TubeMQ framing (bad token, list size or block length) closes that connection only; everything
 else is answered (:mod:`tidelog.server.tubemq.dispatcher`). Back-pressure: while the socket's send
 buffer is above its high-water mark the connection is not read. Idle connections are closed after
@@ -16,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+from collections.abc import Awaitable
 from dataclasses import dataclass
 
 from tidelog.clock import Clock
@@ -51,6 +55,7 @@ class TubeServer:
         self.bound: dict[str, tuple[str, int]] = {}  # listener name -> (host, bound port)
         self._servers: list[asyncio.base_events.Server] = []
         self._advertised: dict[str, tuple[str, int]] = {}
+        self._waiting: set[asyncio.Task[None]] = set()  # answers waiting for the ISR
 
     async def bind(self) -> None:
         """Bind every listener without accepting connections yet (:meth:`start_serving` does)."""
@@ -92,7 +97,18 @@ class TubeServer:
             if now - conn.last_active_ms > limit:
                 conn.close(f"idle for more than {limit} ms (connections.max.idle.ms)")
 
+    def answer_later(self, conn: TubeConnection, response: Awaitable[bytes]) -> None:
+        """Write ``response`` to ``conn`` once it is ready (a wait for the ISR)."""
+        async def answer() -> None:
+            conn.write_later(await response)
+
+        task = asyncio.get_running_loop().create_task(answer())
+        self._waiting.add(task)
+        task.add_done_callback(self._waiting.discard)
+
     def close(self) -> None:
+        for task in list(self._waiting):
+            task.cancel()
         for server in self._servers:
             server.close()
         for conn in list(self.connections):
@@ -148,10 +164,21 @@ class TubeConnection(asyncio.Protocol):
             return
         if not frames:
             return
-        # Requests that arrived together are answered with one write (pipelining clients send many).
-        out = [self.registry.dispatch(frame, self.client_host, self.connection_id) for frame in frames]
-        if not self.closed:
+        # Requests that arrived together are answered with one write (pipelining clients send many);
+        # those that wait for the ISR are written when they are ready.
+        out = []
+        for frame in frames:
+            response = self.registry.dispatch(frame, self.client_host, self.connection_id)
+            if isinstance(response, bytes):
+                out.append(response)
+            else:
+                self.server.answer_later(self, response)
+        if out and not self.closed:
             self.transport.writelines(out)  # type: ignore[union-attr]
+
+    def write_later(self, response: bytes) -> None:
+        if not self.closed and self.transport is not None and not self.transport.is_closing():
+            self.transport.write(response)
 
     def pause_writing(self) -> None:
         if self.transport is not None and not self._reading_paused:

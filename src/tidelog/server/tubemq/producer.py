@@ -12,7 +12,9 @@ Produce uses, with acks=all. What a bad request gets (TubeMQ's codes and message
   handed out -> 415 CERTIFICATE_FAILURE (:mod:`.authentication`);
 * a message whose batch exceeds the topic's ``max.message.bytes`` -> 400 "data length over max length";
 * the log refusing the append -> 503 SERVICE_UNAVAILABLE when it may pass later (not the leader, not
-  enough replicas, ...), 500 otherwise; nothing is written then.
+  enough replicas, ...), 500 otherwise; nothing is written then;
+* in cluster mode the answer waits until every in-sync replica has the message (acks=all,
+  :mod:`.committed`); a wait that fails (the request's timeout passes) -> 503.
 
 A success answers ``messageId`` = the record's offset (also as decimal text in ``errMsg``, which old
 clients parse), ``appendTime`` and ``appendOffset`` = the TubeMQ offset of the message.
@@ -29,6 +31,7 @@ from tidelog.protocol.tubemq.message import PayloadError, checksum, split_payloa
 from tidelog.protocol.tubemq.rpc import Method
 from tidelog.replica.manager import ReplicaManager
 from tidelog.server.tubemq.authentication import TubeAuthenticator
+from tidelog.server.tubemq.committed import Answer, when_replicated
 from tidelog.server.tubemq.dispatcher import TubeContext, tube_method
 from tidelog.server.tubemq.record import batch_of_message, tube_offset
 
@@ -57,7 +60,7 @@ class ProducerService:
         self.authenticator = authenticator
 
     @tube_method(Method.SEND_MESSAGE_P2B)
-    def send_message(self, ctx: TubeContext, request: broker_pb.SendMessageRequestP2B) -> broker_pb.SendMessageResponseB2P:
+    def send_message(self, ctx: TubeContext, request: broker_pb.SendMessageRequestP2B) -> Answer[broker_pb.SendMessageResponseB2P]:
         if self.authenticator is not None:
             self.authenticator.check_token(request.authInfo.authAuthorizedToken)
         topic = request.topicName.strip()
@@ -87,9 +90,11 @@ class ProducerService:
             raise TubeError(code, f"Put message failed: {e.code.name}: {e.message or ''}".rstrip(": ")) from None
         offset = result.first_offset
         append_time = result.log_append_time if result.log_append_time >= 0 else now
-        return broker_pb.SendMessageResponseB2P(success=True, errCode=TubeErrorCode.SUCCESS, errMsg=str(offset),
-                                                messageId=offset, appendTime=append_time,
-                                                appendOffset=tube_offset(offset))
+        response = broker_pb.SendMessageResponseB2P(success=True, errCode=TubeErrorCode.SUCCESS, errMsg=str(offset),
+                                                    messageId=offset, appendTime=append_time,
+                                                    appendOffset=tube_offset(offset))
+        return when_replicated(self.replicas, topic, request.partitionId, result.last_offset + 1, ctx.timeout_ms,
+                               response)
 
     def _leader_config(self, topic: str, partition: int) -> TopicConfig:
         try:

@@ -6,6 +6,7 @@ confirm it on the next heartbeat with a report of what it holds)."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,12 +16,13 @@ from tidelog.cluster.store import EmbeddedStore
 from tidelog.config import TopicConfig
 from tidelog.coordinator.group import GroupConfig, GroupCoordinator
 from tidelog.coordinator.group.modern.consumer.manager import ConsumerGroupCoordinator, install
-from tidelog.coordinator.runtime import LogWriter
+from tidelog.coordinator.runtime import LogWriter, PartitionWriter
 from tidelog.protocol.messages import ConsumerGroupHeartbeatRequest
 from tidelog.protocol.tubemq.generated import master_service_pb2 as master_pb
 from tidelog.protocol.tubemq.notation import BrokerAddress, PartitionRef, SubscribeInfo, parse_subscribe_info
 from tidelog.server.tubemq.balancer import EventType, TubeBalancer
 from tidelog.storage.loader import load_log
+from tidelog.storage.log import PartitionLog
 from tidelog.testing import ManualClock
 
 GROUP = "g"
@@ -39,13 +41,16 @@ def image_with(**topics: int) -> MetadataImage:
 
 
 class Harness:
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, writer: Callable[[PartitionLog], PartitionWriter] | None = None) -> None:
+        """``writer``: the coordinator's writer over the offsets log (a :class:`LogWriter` by default:
+        a single node, every write committed when appended)."""
         self.clock = ManualClock()
         plog = load_log(tmp_path / "__consumer_offsets-0", "__consumer_offsets", 0,
                         TopicConfig.from_dict({"cleanup.policy": "compact"}), self.clock)
+        self.writer = writer(plog) if writer is not None else LogWriter(lambda p: plog)
         self.coordinator = GroupCoordinator(
             GroupConfig(offsets_topic_num_partitions=1, values={"group.consumer.session.timeout.ms": SESSION_MS}),
-            self.clock, LogWriter(lambda p: plog), num_partitions=1, extensions=[install])
+            self.clock, self.writer, num_partitions=1, extensions=[install])
         self.coordinator.load([0])
         self.store = EmbeddedStore(tmp_path)
         self.store.open(BrokerInfo(0, "h", 9092))
