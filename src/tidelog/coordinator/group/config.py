@@ -23,7 +23,7 @@ class GroupConfig:
     offsets_retention_check_interval_ms: int = 600_000
     offset_metadata_max_bytes: int = 4096
     offsets_commit_timeout_ms: int = 5000
-    #: Every broker setting by Kafka name (group.consumer.* and others for extensions).
+    #: Every broker setting by Kafka name (group.consumer.* and others the group types read).
     values: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
