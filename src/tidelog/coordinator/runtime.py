@@ -18,9 +18,14 @@ Kafka's ``CoordinatorRuntime`` for one event loop and a single node. Its rules:
    commit)`` when the owner gives one (the group coordinator: transactional offset commits), and are
    skipped otherwise.
    :meth:`CoordinatorRuntime.start_load` does the same in the background, a chunk at a time
-   (:mod:`tidelog.coordinator.loader`); while it runs, :meth:`check_owned` (so :meth:`apply` and
-   :meth:`read`) answers COORDINATOR_LOAD_IN_PROGRESS for the partition, :meth:`write` refuses it and
-   its timers do not fire; a failed load answers NOT_COORDINATOR until the partition is unloaded.
+   (:mod:`tidelog.coordinator.loader`); while it runs, :meth:`check_owned` (so :meth:`apply`)
+   answers COORDINATOR_LOAD_IN_PROGRESS for the partition, :meth:`write` refuses it and its timers
+   do not fire; a failed load answers NOT_COORDINATOR until the partition is unloaded.
+4. **Timers.** ``schedule(key, delay_ms, partition, op)`` writes ``op``'s result once the
+   injected clock's monotonic time passes the deadline; scheduling an existing key replaces it,
+   ``cancel(key)`` forgets it. :meth:`poll` fires what is due: the broker arms one loop timer for the
+   next deadline through the injected ``schedule(delay_ms, callback)`` (the purgatory's shape), unit
+   tests advance a ``ManualClock`` and call :meth:`poll`.
 5. **Transactional writes.** A :class:`Result` with a ``producer_id`` is appended as a transactional
    batch of that producer and epoch (no sequence: a coordinator's write); its records are replayed
    with that producer id. The transaction's marker, written later through the replica manager, is
@@ -30,23 +35,17 @@ Kafka's ``CoordinatorRuntime`` for one event loop and a single node. Its rules:
    partition's operations: their Results are appended and replayed at once through :meth:`apply` /
    :meth:`write`) and returns its value once the high watermark passes the partition's *last* write
    as of that moment (the writer's ``wait_committed``: acks=all's purgatory, bounded by
-   ``write_timeout_ms``); ``await runtime.read(partition, fn)`` does the same for a read of state
-   that writes built, after checking ownership. An answer parked until another request's write (a
-   JoinGroup completed by the leader's SyncGroup) waits again with :meth:`wait_committed` when it
-   is given, so it waits for that write too: memory may run ahead of the high watermark, a client's
+   ``write_timeout_ms``); a read of state that writes built (``fn`` reads) waits the same way. An
+   answer parked until another request's write (a JoinGroup completed by the leader's SyncGroup)
+   waits again with :meth:`wait_committed` when it is given, so it waits for that write too: memory may run ahead of the high watermark, a client's
    view never does. A commit that fails or times out raises the coordinator's error
    (:func:`normalize_append_error`: NOT_LEADER_OR_FOLLOWER -> NOT_COORDINATOR, REQUEST_TIMED_OUT /
    NOT_ENOUGH_REPLICAS(_AFTER_APPEND) -> COORDINATOR_NOT_AVAILABLE). The write stays in memory: it
    is in the leader's log and becomes committed later, or the partition's leadership moves and the
    partition is unloaded (:meth:`CoordinatorRuntime.unload`), its state dropped with it. On a single
    node (no replication) every write is committed when it is appended and the future is done at once.
-7. **Ownership.** :meth:`apply` and :meth:`read` refuse a partition the writer does not own (``owns``: this broker
-   leads it) with NOT_COORDINATOR.
-4. **Timers.** ``schedule(key, delay_ms, partition, op)`` writes ``op``'s result once the
-   injected clock's monotonic time passes the deadline; scheduling an existing key replaces it,
-   ``cancel(key)`` forgets it. :meth:`poll` fires what is due: the broker arms one loop timer for the
-   next deadline through the injected ``schedule(delay_ms, callback)`` (the purgatory's shape), unit
-   tests advance a ``ManualClock`` and call :meth:`poll`.
+7. **Ownership.** :meth:`apply` and :meth:`check_owned` refuse a partition the writer does not own
+   (``owns``: this broker leads it) with NOT_COORDINATOR.
 
 Also here: :func:`java_string_hash` and :func:`partition_for`, the ``abs(hash(key)) % partitions``
 routing Kafka uses for ``__consumer_offsets`` (group ids) and ``__transaction_state`` (transactional ids).
@@ -395,12 +394,6 @@ class CoordinatorRuntime:
         value = fn()
         await self.wait_committed(partition)
         return value
-
-    async def read(self, partition: int, fn: Callable[[], T]) -> T:
-        """Rule 6 for a read of state that writes to ``partition`` built: refused (KafkaError) if the
-        partition is not owned here (rule 7); ``fn``'s value once those writes are committed."""
-        self.check_owned(partition)
-        return await self.run(partition, fn)
 
     def check_owned(self, partition: int) -> None:
         if not self.writer.owns(partition) or partition in self.loads.failed:
