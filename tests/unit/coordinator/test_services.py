@@ -325,7 +325,18 @@ def test_transaction_apis_are_answered_only_once_committed(tmp_path: Path) -> No
         assert init.error == ErrorCode.NONE
         pid, epoch = init.producer_id, init.producer_epoch
         assert await step(service.add_partitions_to_txn("tx", pid, epoch, [("t", 0)])) == ErrorCode.NONE
-        assert (await step(service.end_txn("tx", pid, epoch, True))).error == ErrorCode.NONE
+        described = asyncio.ensure_future(service.describe_transactions(["tx"]))
+        await settled()
+        assert described.result()[0].transaction_state == "Ongoing"  # every write it shows is committed
+        end = asyncio.ensure_future(service.end_txn("tx", pid, epoch, True))
+        await settled()
+        described = asyncio.ensure_future(service.describe_transactions(["tx"]))
+        await settled()
+        assert not end.done() and not described.done()  # PrepareCommit is not committed: not shown yet
+        writer.replicate(partition)
+        await settled()
+        assert end.result().error == ErrorCode.NONE
+        assert described.result()[0].transaction_state in ("PrepareCommit", "CompleteCommit")
         # a commit that does not reach the ISR: the coordinator's error
         failing = asyncio.ensure_future(service.init_producer_id("other", 60_000))
         await settled()

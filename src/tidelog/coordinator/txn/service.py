@@ -9,7 +9,8 @@ COORDINATOR_NOT_AVAILABLE), answered as the API's error response; on a single no
 
 The transaction markers an EndTxn starts are written afterwards by the coordinator's marker channel,
 not awaited here (as in Kafka, EndTxn is answered once PrepareCommit/PrepareAbort is committed).
-Reads (DescribeTransactions, ListTransactions, the KIP-890 verification) answer from memory, as before.
+DescribeTransactions waits for the writes it shows, as DescribeGroups does; ListTransactions and the
+KIP-890 verification answer from memory at once.
 
 Loop-only, not thread-safe.
 """
@@ -62,7 +63,12 @@ class TransactionCoordinatorService:
 
     async def describe_transactions(self, transactional_ids: Iterable[str]
                                     ) -> list[DescribeTransactionsResponse.TransactionState]:
-        return self.coordinator.describe_transactions(transactional_ids)
+        """The ids' states, once the writes they reflect are committed (as DescribeGroups)."""
+        ids = list(transactional_ids)
+        described = self.coordinator.describe_transactions(ids)
+        for partition in {self.partition_for(t) for t in ids}:
+            await self.runtime.wait_committed(partition)
+        return described
 
     async def list_transactions(self, state_filters: Iterable[str] = (), producer_id_filters: Iterable[int] = (),
                                 duration_filter_ms: int = -1, transactional_id_pattern: str | None = None
