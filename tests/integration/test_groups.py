@@ -25,7 +25,8 @@ from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAs
 
 from tests.integration import kafka_io
 from tests.integration.kafka_io import create_topics, wait_for
-from tidelog.coordinator.group.records import CoordinatorRecord, OffsetCommitKey, serialize
+from tidelog.coordinator.group.records import CoordinatorRecord, OffsetCommitKey
+from tidelog.coordinator.group.serde import serialize
 from tidelog.coordinator.runtime import partition_for
 from tidelog.errors import ErrorCode
 from tidelog.protocol.messages import (

@@ -4,14 +4,13 @@ Kafka's ``CoordinatorRuntime`` for one event loop and a single node. Its rules:
 
 1. **An operation computes, the runtime writes.** An operation is a function without arguments that
    returns a :class:`Result` (records to write, the response, callbacks). It does not change durable
-   state; :meth:`CoordinatorRuntime.run` appends the records to the partition as one batch, then
+   state; :meth:`CoordinatorRuntime.apply` appends the records to the partition as one batch, then
    replays them into the owner (``replay=True``, the default) and only then returns the response.
    A failed append replays nothing: memory stays exactly as it was, ``on_failed`` runs and the
    (normalised) :class:`~tidelog.errors.KafkaError` propagates.
 2. **One operation at a time per partition.** Everything runs on the event loop and an operation is
    synchronous, so operations never interleave. On a single node the leader's high watermark follows
-   its log end offset, so an appended batch is committed when the append returns: "complete when
-   committed" is "complete after the append".
+   its log end offset, so an appended batch is committed when the append returns (rule 6).
 3. **Load = replay.** :meth:`CoordinatorRuntime.load` reads a partition from its first batch and
    hands every record to the same ``replay`` callback that normal writes use, with the producer id of
    its batch (record types the serde does not know are logged and skipped, as Kafka's loader does).
@@ -19,28 +18,34 @@ Kafka's ``CoordinatorRuntime`` for one event loop and a single node. Its rules:
    commit)`` when the owner gives one (the group coordinator: transactional offset commits), and are
    skipped otherwise.
    :meth:`CoordinatorRuntime.start_load` does the same in the background, a chunk at a time
-   (:mod:`tidelog.coordinator.loader`); while it runs, :meth:`check_owned` (so :meth:`run` and
-   :meth:`read`) answers COORDINATOR_LOAD_IN_PROGRESS for the partition, :meth:`write` refuses it and
-   its timers do not fire; a failed load answers NOT_COORDINATOR until the partition is unloaded.
-5. **Transactional writes.** A :class:`Result` with a ``producer_id`` is appended as a transactional
-   batch of that producer and epoch (no sequence: a coordinator's write); its records are replayed
-   with that producer id. The transaction's marker, written later through the replica manager, is
-   handed to :meth:`CoordinatorRuntime.replay_marker` by whoever wrote it.
-6. **Committed before answered** (cluster mode). Each write records the partition's last written
-   offset; :meth:`CoordinatorRuntime.committed` waits until the high watermark passes it (the
-   writer's ``wait_committed``: acks=all's purgatory), bounded by ``write_timeout_ms``. Every
-   operation and write made for a request is recorded in :mod:`tidelog.coordinator.write_barrier`,
-   through which the dispatcher answers the request only then (memory may run ahead of the high
-   watermark, a client's view never does). A write whose wait fails stays in memory: it is in the
-   leader's log and becomes committed later, or the partition's leadership moves and the
-   partition is unloaded (:meth:`CoordinatorRuntime.unload`), its state dropped with it.
-7. **Ownership.** :meth:`run` refuses a partition the writer does not own (``owns``: this broker
-   leads it) with NOT_COORDINATOR.
-4. **Timers.** ``schedule(key, delay_ms, partition, op)`` runs ``op`` through :meth:`run` once the
+   (:mod:`tidelog.coordinator.loader`); while it runs, :meth:`check_owned` (so :meth:`apply`)
+   answers COORDINATOR_LOAD_IN_PROGRESS for the partition, :meth:`write` refuses it and its timers
+   do not fire; a failed load answers NOT_COORDINATOR until the partition is unloaded.
+4. **Timers.** ``schedule(key, delay_ms, partition, op)`` writes ``op``'s result once the
    injected clock's monotonic time passes the deadline; scheduling an existing key replaces it,
    ``cancel(key)`` forgets it. :meth:`poll` fires what is due: the broker arms one loop timer for the
    next deadline through the injected ``schedule(delay_ms, callback)`` (the purgatory's shape), unit
    tests advance a ``ManualClock`` and call :meth:`poll`.
+5. **Transactional writes.** A :class:`Result` with a ``producer_id`` is appended as a transactional
+   batch of that producer and epoch (no sequence: a coordinator's write); its records are replayed
+   with that producer id. The transaction's marker, written later through the replica manager, is
+   handed to :meth:`CoordinatorRuntime.replay_marker` by whoever wrote it.
+6. **Committed before answered** (Kafka's ``scheduleWriteOperation`` future). Each write records the
+   partition's last written offset. ``await runtime.run(partition, fn)`` runs ``fn`` now (the
+   partition's operations: their Results are appended and replayed at once through :meth:`apply` /
+   :meth:`write`) and returns its value once the high watermark passes the partition's *last* write
+   as of that moment (the writer's ``wait_committed``: acks=all's purgatory, bounded by
+   ``write_timeout_ms``); a read of state that writes built (``fn`` reads) waits the same way. An
+   answer parked until another request's write (a JoinGroup completed by the leader's SyncGroup)
+   waits again with :meth:`wait_committed` when it is given, so it waits for that write too: memory may run ahead of the high watermark, a client's
+   view never does. A commit that fails or times out raises the coordinator's error
+   (:func:`normalize_append_error`: NOT_LEADER_OR_FOLLOWER -> NOT_COORDINATOR, REQUEST_TIMED_OUT /
+   NOT_ENOUGH_REPLICAS(_AFTER_APPEND) -> COORDINATOR_NOT_AVAILABLE). The write stays in memory: it
+   is in the leader's log and becomes committed later, or the partition's leadership moves and the
+   partition is unloaded (:meth:`CoordinatorRuntime.unload`), its state dropped with it. On a single
+   node (no replication) every write is committed when it is appended and the future is done at once.
+7. **Ownership.** :meth:`apply` and :meth:`check_owned` refuse a partition the writer does not own
+   (``owns``: this broker leads it) with NOT_COORDINATOR.
 
 Also here: :func:`java_string_hash` and :func:`partition_for`, the ``abs(hash(key)) % partitions``
 routing Kafka uses for ``__consumer_offsets`` (group ids) and ``__transaction_state`` (transactional ids).
@@ -59,7 +64,6 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from tidelog.clock import Clock
-from tidelog.coordinator import write_barrier
 from tidelog.coordinator.loader import LoadedFn, PartitionLoads
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.records import RecordBatchBuilder, RecordBatchView, RecordsError, decode_control_batch
@@ -370,12 +374,20 @@ class CoordinatorRuntime:
 
     # ---------------------------------------------------------------------------------- writes
 
-    def run(self, partition: int, op: Callable[[], Result[T]]) -> T | None:
-        """Run ``op`` and write its result (rule 1). Returns the response; raises KafkaError
-        (NOT_COORDINATOR for a partition this broker does not lead, rule 7)."""
+    def apply(self, partition: int, op: Callable[[], Result[T]]) -> T | None:
+        """Run ``op`` and write its result now (rule 1); the partition's operations call this. Returns
+        the response; raises KafkaError (NOT_COORDINATOR for a partition this broker does not lead,
+        rule 7). The write may not be committed yet: callers answering a client await :meth:`run`."""
         self.check_owned(partition)
-        write_barrier.touch(self, partition)
         return self.write(partition, op())
+
+    async def run(self, partition: int, fn: Callable[[], T]) -> T:
+        """Rule 6: run ``fn`` now on ``partition`` (its writes go through :meth:`apply` / :meth:`write`)
+        and return its value once the high watermark passes the partition's last write. Raises the
+        coordinator's KafkaError when that write is not committed in time."""
+        value = fn()
+        await self.wait_committed(partition)
+        return value
 
     def check_owned(self, partition: int) -> None:
         if not self.writer.owns(partition) or partition in self.loads.failed:
@@ -385,12 +397,6 @@ class CoordinatorRuntime:
 
     def is_loading(self, partition: int) -> bool:
         return self.loads.is_loading(partition)
-
-    def read(self, partition: int) -> None:
-        """A read of state built by writes to ``partition`` (rules 6, 7): refused if the partition is
-        not owned; otherwise the current request is answered once those writes are committed."""
-        self.check_owned(partition)
-        write_barrier.touch(self, partition)
 
     def is_committed(self, partition: int) -> bool:
         offset = self._last_written.get(partition)
@@ -405,6 +411,12 @@ class CoordinatorRuntime:
         if code != ErrorCode.NONE:
             log.info("coordinator partition %d: write ending at %d not committed: %s", partition, offset, code.name)
         return normalize_append_error(code)
+
+    async def wait_committed(self, partition: int) -> None:
+        """:meth:`committed`, raising its error as a KafkaError."""
+        code = await self.committed(partition)
+        if code != ErrorCode.NONE:
+            raise KafkaError(code, f"the write to coordinator partition {partition} was not committed")
 
     def unload(self, partition: int) -> None:
         """The partition is no longer coordinated here: its load stops, its timers stop, its writes are
@@ -430,7 +442,6 @@ class CoordinatorRuntime:
                     result.on_failed(error)
                 raise error from None
             self._last_written[partition] = base + len(result.records)
-            write_barrier.touch(self, partition)
             if result.replay:
                 for i, record in enumerate(result.records):
                     self._replay(partition, base + i, result.producer_id, record)
@@ -498,7 +509,7 @@ class CoordinatorRuntime:
     # ---------------------------------------------------------------------------------- timers
 
     def schedule(self, key: str, delay_ms: int, partition: int, op: Callable[[], Result[Any] | None]) -> None:
-        """Run ``op`` through :meth:`run` on ``partition`` after ``delay_ms`` (rule 4)."""
+        """Write ``op``'s result to ``partition`` after ``delay_ms`` (rule 4; nobody awaits its commit)."""
         self._timer_partitions[key] = partition
         self.timers.schedule(key, delay_ms, lambda: self._run_timer(key, partition, op))
 

@@ -52,15 +52,16 @@ from tidelog.cluster.topic_config import TopicConfigs
 from tidelog.cluster.tubemq_secret_store import TubeSecretStore
 from tidelog.config import BrokerConfig
 from tidelog.coordinator.group import OFFSETS_TOPIC, GroupConfig, GroupCoordinator
-from tidelog.coordinator.group.modern.consumer import classic_member
-from tidelog.coordinator.group.modern.consumer import manager as consumer
+from tidelog.coordinator.group.modern.consumer.group_type import ConsumerGroupType
 from tidelog.coordinator.group.modern.consumer.manager import ConsumerGroupCoordinator
+from tidelog.coordinator.group.service import GroupCoordinatorService
 from tidelog.coordinator.leadership import follow_leadership
 from tidelog.coordinator.runtime import ReplicaWriter
 from tidelog.coordinator.txn import TRANSACTION_STATE_TOPIC, TransactionCoordinator, TxnConfig
 from tidelog.coordinator.txn.inter_broker import InterBrokerClient
 from tidelog.coordinator.txn.marker_writer import TxnMarkerWriter
 from tidelog.coordinator.txn.producer_ids import ProducerIdManager
+from tidelog.coordinator.txn.service import TransactionCoordinatorService
 from tidelog.listener import NON_ROUTABLE_HOSTS, Listener
 from tidelog.meter import PartitionTraffic, RequestTimes, SyncHistogram
 from tidelog.peer.client import PeerClient, PeerSettings
@@ -219,10 +220,11 @@ class Broker:
         self.ensure_offsets_topic = lambda: controller.ensure_topic(offsets_topic)
         self.group_coordinator = groups = GroupCoordinator(
             GroupConfig.from_broker_config(config), clock, ReplicaWriter(replicas, OFFSETS_TOPIC, self.ensure_offsets_topic),
-            _call_later, extensions=[functools.partial(consumer.install, image=lambda: store.image),
-                                     classic_member.install],
+            _call_later, group_types=[ConsumerGroupType], image_source=lambda: store.image,
             topic_exists=lambda name: name in store.image.topics)
-        consumer_groups = groups.extension(ConsumerGroupCoordinator)
+        self.group_service = group_service = GroupCoordinatorService(groups)
+        consumer_groups = group_service.consumer_groups
+        assert consumer_groups is not None
         if clustered:
             from tidelog.cluster.zk_producer_id import allocate_producer_id_block
 
@@ -237,6 +239,7 @@ class Broker:
             ReplicaWriter(replicas, TRANSACTION_STATE_TOPIC, self.ensure_transaction_topic),
             self.producer_ids.next_producer_id, self.marker_writer.send, _call_later,
             coordinator_epoch=self._transaction_coordinator_epoch, confirm_marker=self.marker_writer.confirm)
+        txn_service = TransactionCoordinatorService(transactions)
         self.verifier = verifier = TransactionVerifier(
             transactions, replicas, clock, enabled=config["transaction.partition.verification.enable"],
             retry_backoff_ms=config["add.partitions.to.txn.retry.backoff.ms"],
@@ -268,15 +271,14 @@ class Broker:
             TopicHandlers(controller, config, describer, auth),
             ConfigHandlers(controller, describer, self.broker_id, auth),
             ClusterInfoHandlers(store, replicas.local_logs, auth),
-            FindCoordinatorHandler(store, groups, self.ensure_offsets_topic, transactions,
+            FindCoordinatorHandler(store, group_service, self.ensure_offsets_topic, txn_service,
                                    self.ensure_transaction_topic, auth),
-            GroupHandlers(groups, auth),
-            OffsetHandlers(groups, store, auth),
-            ConsumerGroupHandlers(groups, consumer_groups, store, config["group.coordinator.rebalance.protocols"],
-                                  auth),
-            InitProducerIdHandler(self.producer_ids, transactions, auth),
-            TransactionHandlers(transactions, groups, replicas, auth),
-            TxnOffsetCommitHandler(groups, replicas, verifier, self.ensure_offsets_topic, auth),
+            GroupHandlers(group_service, auth),
+            OffsetHandlers(group_service, store, auth),
+            ConsumerGroupHandlers(group_service, store, config["group.coordinator.rebalance.protocols"], auth),
+            InitProducerIdHandler(self.producer_ids, txn_service, auth),
+            TransactionHandlers(txn_service, group_service, replicas, auth),
+            TxnOffsetCommitHandler(group_service, replicas, verifier, self.ensure_offsets_topic, auth),
             TxnPartitionHandlers(self.marker_writer, replicas, auth),
             AclHandlers(controller, auth),
             SaslHandlers(config["sasl.enabled.mechanisms"]),

@@ -15,7 +15,10 @@ Rules for bad requests (Kafka's):
   response with UNSUPPORTED_VERSION; a version the codec cannot even decode -> CloseConnection.
 
 Handlers are thin: they call the owning component and build the response. They return the response,
-``None`` (no response, e.g. Produce acks=0), or an awaitable of either (long polls).
+``None`` (no response, e.g. Produce acks=0), or an awaitable of either (long polls). A handler written
+as ``async def`` (those that await a coordinator service: its answer comes once the coordinator's
+write is committed) has a KafkaError it raises answered as the API's error response, as a synchronous
+handler's is.
 """
 
 from __future__ import annotations
@@ -28,7 +31,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from tidelog import disk_space
-from tidelog.coordinator import write_barrier
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import API_REGISTRY, ApiKey
 from tidelog.protocol.exceptions import ProtocolError, UnknownApiKeyError, UnsupportedVersionError
@@ -42,8 +44,6 @@ HandlerFn = Callable[[Any, Any], "Message | Awaitable[Message | None] | None"]
 ErrorFn = Callable[[Any, ErrorCode, str | None], Message]
 
 _MARK = "__tidelog_handles__"
-#: The hot paths: their awaitable answers (acks, long polls) involve no coordinator.
-_DATA_APIS = frozenset({ApiKey.PRODUCE, ApiKey.FETCH})
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +120,20 @@ class HandlerRegistry:
                 api_key, lo, hi, error_fn = mark
                 if api_key in self._handlers:
                     raise ValueError(f"{API_REGISTRY[api_key].name} has two handlers")
-                self._handlers[api_key] = Handler(api_key, lo, hi, getattr(obj, name), error_fn)
+                fn = getattr(obj, name)
+                if inspect.iscoroutinefunction(fn):
+                    fn = self._answering_errors(api_key, fn)
+                self._handlers[api_key] = Handler(api_key, lo, hi, fn, error_fn)
+
+    def _answering_errors(self, api_key: int, fn: Callable[[Any, Any], Awaitable[Any]]) -> HandlerFn:
+        """An ``async def`` handler whose KafkaError (raised before or after an await) is answered as
+        the API's error response."""
+        async def answer(ctx: Any, body: Any) -> Any:
+            try:
+                return await fn(ctx, body)
+            except KafkaError as e:
+                return self.error_response(api_key, body, e.code, e.message)
+        return answer
 
     def __contains__(self, api_key: int) -> bool:
         return api_key in self._handlers
@@ -143,25 +156,6 @@ class HandlerRegistry:
         if h is not None and h.error_response is not None:
             return h.error_response(request, code, message)
         return generic_error_response(API_REGISTRY[api_key].response, code)
-
-    async def _when_committed(self, api_key: int, body: Message, result: Any, touched: write_barrier.Touched) -> Any:
-        """A coordinator's answer goes out once the writes it reflects are committed (the high
-        watermark passed them: :mod:`tidelog.coordinator.write_barrier`), or as the error of that wait."""
-        if inspect.isawaitable(result):  # coordinator operations it runs when awaited count too
-            token = write_barrier.begin()
-            try:
-                result = await result
-            finally:
-                touched = touched | write_barrier.end(token)
-        if not touched:
-            return result
-        code = await write_barrier.wait(touched)
-        if code == ErrorCode.NONE:
-            return result
-        try:
-            return self.error_response(api_key, body, code)
-        except CloseConnection:  # no top-level error in this API's response: answer what there is
-            return result
 
     def api_versions_fallback(self) -> ApiVersionsResponse:
         """KIP-511: the answer to an ApiVersions request in a version the broker does not support."""
@@ -203,7 +197,6 @@ class HandlerRegistry:
         throttler = self._throttler
         if throttler is not None:
             throttler.before(api_key, ctx, body)
-        barrier = write_barrier.begin()
         try:
             result = h.fn(ctx, body)
         except KafkaError as e:
@@ -220,10 +213,6 @@ class HandlerRegistry:
         except Exception:
             log.exception("%s v%d handler failed", api.name, api_version)
             result = self.error_response(api_key, body, ErrorCode.UNKNOWN_SERVER_ERROR)
-        finally:
-            touched = write_barrier.end(barrier)
-        if (inspect.isawaitable(result) and api_key not in _DATA_APIS) or (touched and write_barrier.pending(touched)):
-            result = self._when_committed(api_key, body, result, touched)
         dispatched = Dispatched(api_key, api_version, corr, result)
         if throttler is not None:
             throttler.after(dispatched, ctx, body, len(frame), time.perf_counter_ns() - started_ns)

@@ -17,7 +17,6 @@ import inspect
 import itertools
 import logging
 
-from tidelog.coordinator import write_barrier
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.message import Message
 from tidelog.protocol.messages.header import RequestHeader
@@ -51,7 +50,6 @@ class InternalClient:
                                correlation_id=next(self._correlation), client_id=CLIENT_ID)
         ctx = RequestContext(header, f"console-{header.correlation_id}", client_host, self.listener_name,
                              principal=principal, security_protocol="PLAINTEXT")
-        barrier = write_barrier.begin()  # as the dispatcher: coordinator answers once committed
         try:
             result = handler.fn(ctx, body)
             if inspect.isawaitable(result):
@@ -60,13 +58,6 @@ class InternalClient:
             result = self.handlers.error_response(api_key, body, e.code, e.message)
         except CloseConnection as e:
             raise KafkaError(ErrorCode.INVALID_REQUEST, str(e)) from None
-        finally:
-            touched = write_barrier.end(barrier)
-        if touched and (code := await write_barrier.wait(touched)) != ErrorCode.NONE:
-            try:
-                result = self.handlers.error_response(api_key, body, code)
-            except CloseConnection:
-                raise KafkaError(code, f"{type(request).__name__}: the coordinator's write was not committed") from None
         if result is None:
             raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"{type(request).__name__} got no response")
         return result

@@ -77,7 +77,7 @@ class Harness:
         self.coordinator = self._new()
 
     def _new(self) -> GroupCoordinator:
-        c = GroupCoordinator(self.config, self.clock, self.writer, num_partitions=PARTITIONS, extensions=[])
+        c = GroupCoordinator(self.config, self.clock, self.writer, num_partitions=PARTITIONS)
         c.load(range(PARTITIONS))  # as the broker does at start-up (this also starts offset expiry)
         return c
 

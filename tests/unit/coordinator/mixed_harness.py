@@ -4,7 +4,6 @@ real clients send: the harness of test_classic_member.py and test_migration.py."
 
 from __future__ import annotations
 
-import functools
 import uuid
 from pathlib import Path
 from typing import Any
@@ -18,9 +17,8 @@ from tidelog.coordinator.group.classic.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from tidelog.coordinator.group.modern.consumer import classic_member
-from tidelog.coordinator.group.modern.consumer import manager as consumer
 from tidelog.coordinator.group.modern.consumer.group import ConsumerGroup
+from tidelog.coordinator.group.modern.consumer.group_type import ConsumerGroupType
 from tidelog.coordinator.group.modern.consumer.manager import ConsumerGroupCoordinator
 from tidelog.coordinator.runtime import LogWriter
 from tidelog.errors import ErrorCode, KafkaError
@@ -74,14 +72,16 @@ class Harness:
         self.coordinator = self.new_coordinator()
 
     def new_coordinator(self) -> GroupCoordinator:
-        c = GroupCoordinator(self.config, self.clock, self.writer, num_partitions=1, extensions=[
-            functools.partial(consumer.install, image=lambda: self.image), classic_member.install])
+        c = GroupCoordinator(self.config, self.clock, self.writer, num_partitions=1, group_types=[ConsumerGroupType],
+                             image_source=lambda: self.image)
         c.load([0])
         return c
 
     @property
     def cg(self) -> ConsumerGroupCoordinator:
-        return self.coordinator.extension(ConsumerGroupCoordinator)
+        consumer = self.coordinator.types["consumer"]
+        assert isinstance(consumer, ConsumerGroupType)
+        return consumer.manager
 
     def group(self) -> Any:
         return self.coordinator.groups.get(GROUP)
@@ -103,7 +103,7 @@ class Harness:
                                           for t, p in owned.items()]
         request = ConsumerGroupHeartbeatRequest(group_id=GROUP, member_id=member_id, member_epoch=epoch,
                                                 topic_partitions=tps, **fields)
-        return self.coordinator.runtime.run(0, lambda: self.cg.heartbeat(
+        return self.coordinator.runtime.apply(0, lambda: self.cg.heartbeat(
             request, api_version=1, image=self.image, client_id="java", client_host="/10.0.0.1"))
 
     def consumer_member_with_everything(self, member_id: str = "m1") -> None:

@@ -1,5 +1,5 @@
 """Coordinators in a cluster: answers wait until the high watermark passes the writes they reflect
-(runtime rule 6, write_barrier), requests for partitions not led here answer NOT_COORDINATOR (rule 7),
+(runtime rule 6, through the group coordinator service and the dispatcher), requests for partitions not led here answer NOT_COORDINATOR (rule 7),
 and a partition whose leadership moves is unloaded (groups, offsets, transactional ids, timers)."""
 
 from __future__ import annotations
@@ -12,15 +12,10 @@ from pathlib import Path
 import pytest
 
 from tidelog.cluster.metadata import PartitionMetadata, TopicMetadata
-from tidelog.coordinator import write_barrier
 from tidelog.coordinator.group.offsets import PartitionCommit
-from tidelog.coordinator.group.records import (
-    CoordinatorRecord,
-    OffsetCommitKey,
-    OffsetCommitValue,
-    deserialize,
-    serialize,
-)
+from tidelog.coordinator.group.records import CoordinatorRecord, OffsetCommitKey, OffsetCommitValue
+from tidelog.coordinator.group.serde import deserialize, serialize
+from tidelog.coordinator.group.service import GroupCoordinatorService
 from tidelog.coordinator.leadership import leadership_change
 from tidelog.coordinator.runtime import CoordinatorRuntime, Result
 from tidelog.errors import ErrorCode, KafkaError
@@ -76,47 +71,44 @@ def _info():
     return RequestInfo("client", "/127.0.0.1", 8)
 
 
-def _touching(fn):
-    token = write_barrier.begin()
-    try:
-        result = fn()
-    finally:
-        touched = write_barrier.end(token)
-    return result, touched
+def _served_commit(h: Harness, group: str, offset: int) -> dict:
+    """An OffsetCommit as a client's is answered: through the service, once committed."""
+    return asyncio.run(GroupCoordinatorService(h.coordinator).offset_commit(
+        _info(), group, "", None, -1, [PartitionCommit("t", 0, offset, -1, "", -1)]))
 
 
 def test_a_commit_is_pending_until_the_high_watermark_passes_it(held: Harness) -> None:
-    codes, touched = _touching(lambda: _commit(held, "g", 5))
-    assert codes == {("t", 0): ErrorCode.NONE}
     partition = held.coordinator.partition_for("g")
-    assert len(touched) == 1 and write_barrier.pending(touched)
+    assert _commit(held, "g", 4) == {("t", 0): ErrorCode.NONE}  # the coordinator's own write: not waited for
+    assert not held.coordinator.runtime.is_committed(partition) and held.writer.waited == []
+    codes = _served_commit(held, "g", 5)
+    assert codes == {("t", 0): ErrorCode.NONE}
     end = held.logs[partition].log_end_offset
-    assert asyncio.run(write_barrier.wait(touched)) == ErrorCode.NONE
     assert held.writer.waited == [(partition, end)]  # it waited for the end of its own write
-    assert not write_barrier.pending(touched)
+    assert held.coordinator.runtime.is_committed(partition)
 
 
 def test_the_wait_is_bounded_by_offsets_commit_timeout_ms(tmp_path: Path) -> None:
     from tidelog.config import BrokerConfig
-    from tidelog.coordinator.group.coordinator import GroupConfig
+    from tidelog.coordinator.group.config import GroupConfig
 
     assert GroupConfig.from_broker_config(BrokerConfig.from_props({})).offsets_commit_timeout_ms == 5000  # Kafka's
     configured = GroupConfig.from_broker_config(BrokerConfig.from_props({"offsets.commit.timeout.ms": "1234"}))
     h = Harness(tmp_path, offsets_commit_timeout_ms=configured.offsets_commit_timeout_ms)
     h.writer = HeldWriter(h.logs)
     h.coordinator = h._new()
-    _, touched = _touching(lambda: _commit(h, "g", 5))
-    assert asyncio.run(write_barrier.wait(touched)) == ErrorCode.NONE
+    assert _served_commit(h, "g", 5) == {("t", 0): ErrorCode.NONE}
     assert h.writer.timeouts == [1234]
 
 
 def test_a_read_waits_for_the_writes_it_reflects(held: Harness) -> None:
     _commit(held, "g", 5)  # written outside any request: nothing to wait for there
-    group, touched = _touching(lambda: held.coordinator.fetch_offsets("g", [("t", [0])]))
+    partition = held.coordinator.partition_for("g")
+    assert not held.coordinator.runtime.is_committed(partition)  # the commit the read shows is not committed yet
+    group = asyncio.run(GroupCoordinatorService(held.coordinator).offset_fetch("g", [("t", [0])]))
     assert group.topics[0].partitions[0].committed_offset == 5
-    assert write_barrier.pending(touched)  # the commit it shows is not committed yet
-    held.writer.hw[held.coordinator.partition_for("g")] = held.logs[held.coordinator.partition_for("g")].log_end_offset
-    assert not write_barrier.pending(touched)
+    assert held.writer.waited == [(partition, held.logs[partition].log_end_offset)]  # the read waited for it
+    assert held.coordinator.runtime.is_committed(partition)
 
 
 @pytest.mark.parametrize(("wait_error", "answer"), [
@@ -126,9 +118,10 @@ def test_a_read_waits_for_the_writes_it_reflects(held: Harness) -> None:
 ])
 def test_a_failed_wait_answers_kafkas_coordinator_error(held: Harness, wait_error: ErrorCode,
                                                          answer: ErrorCode) -> None:
-    _, touched = _touching(lambda: _commit(held, "g", 5))
     held.writer.wait_result = wait_error
-    assert asyncio.run(write_barrier.wait(touched)) == answer
+    with pytest.raises(KafkaError) as e:
+        _served_commit(held, "g", 5)
+    assert e.value.code == answer
 
 
 def test_partitions_not_led_here_answer_not_coordinator(held: Harness) -> None:
@@ -219,8 +212,8 @@ def _heartbeat_registry(runtime: CoordinatorRuntime) -> HandlerRegistry:
 
     class Handler:
         @handles(ApiKey.HEARTBEAT, 0, 4)
-        def heartbeat(self, ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
-            return runtime.run(0, lambda: Result([record], HeartbeatResponse()))
+        async def heartbeat(self, ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
+            return await runtime.run(0, lambda: runtime.apply(0, lambda: Result([record], HeartbeatResponse())))
 
     registry = HandlerRegistry()
     registry.add(Handler())
@@ -243,7 +236,7 @@ def test_the_dispatcher_answers_once_committed_or_with_the_coordinator_error(tmp
     assert asyncio.run(result).error_code == ErrorCode.NOT_COORDINATOR
     writer.hw[0] = 10**9  # committed at once (a single node): answered without waiting
     writer.waited.clear()
-    assert _dispatch_heartbeat(registry).error_code == ErrorCode.NONE
+    assert asyncio.run(_dispatch_heartbeat(registry)).error_code == ErrorCode.NONE
     assert writer.waited == []
 
 

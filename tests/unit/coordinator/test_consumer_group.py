@@ -7,6 +7,7 @@ state must come back identical (Result + replay).
 
 from __future__ import annotations
 
+import functools
 import uuid
 from pathlib import Path
 
@@ -17,7 +18,8 @@ from tidelog.config import TopicConfig
 from tidelog.coordinator.group import GroupConfig, GroupCoordinator, PartitionCommit, RequestInfo
 from tidelog.coordinator.group.modern.consumer.config import ConsumerGroupConfig
 from tidelog.coordinator.group.modern.consumer.group import ConsumerGroup, ConsumerGroupState
-from tidelog.coordinator.group.modern.consumer.manager import ConsumerGroupCoordinator, install
+from tidelog.coordinator.group.modern.consumer.group_type import ConsumerGroupType
+from tidelog.coordinator.group.modern.consumer.manager import ConsumerGroupCoordinator
 from tidelog.coordinator.group.modern.consumer.records import (
     ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue,
@@ -33,7 +35,8 @@ from tidelog.coordinator.group.modern.consumer.records import (
     ConsumerGroupTargetAssignmentMetadataValue,
 )
 from tidelog.coordinator.group.modern.member import MemberState
-from tidelog.coordinator.group.records import CoordinatorRecord, deserialize, serialize
+from tidelog.coordinator.group.records import CoordinatorRecord
+from tidelog.coordinator.group.serde import deserialize, serialize
 from tidelog.coordinator.runtime import LogWriter, Result
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.messages import ConsumerGroupHeartbeatRequest
@@ -52,6 +55,12 @@ def image_with(version: int = 1, **topics: int) -> MetadataImage:
     return MetadataImage(cluster_id="c", controller_id=1, brokers={}, version=version, topics={
         name: TopicMetadata(name, topic_id(name), tuple(PartitionMetadata(p, 1, 0, (1,), (1,)) for p in range(n)))
         for name, n in topics.items()})
+
+
+def consumer_groups(coordinator: GroupCoordinator) -> ConsumerGroupCoordinator:
+    consumer = coordinator.types["consumer"]
+    assert isinstance(consumer, ConsumerGroupType)
+    return consumer.manager
 
 
 class FlakyWriter(LogWriter):
@@ -78,11 +87,12 @@ class Harness:
         self.coordinator = self._new()
 
     def _new(self) -> GroupCoordinator:
-        return GroupCoordinator(self.config, self.clock, self.writer, num_partitions=1, extensions=[install])
+        return GroupCoordinator(self.config, self.clock, self.writer, num_partitions=1,
+                                group_types=[functools.partial(ConsumerGroupType, classic_members=False)])
 
     @property
     def cg(self) -> ConsumerGroupCoordinator:
-        return self.coordinator.extension(ConsumerGroupCoordinator)
+        return consumer_groups(self.coordinator)
 
     def poll(self) -> int:
         return self.coordinator.poll()
@@ -95,7 +105,7 @@ class Harness:
                 fields.setdefault("subscribed_topic_names", ["t"])
         request = ConsumerGroupHeartbeatRequest(group_id=fields.pop("group_id", GROUP), member_id=member_id,
                                                 member_epoch=epoch, **fields)
-        return self.coordinator.runtime.run(0, lambda: self.cg.heartbeat(
+        return self.coordinator.runtime.apply(0, lambda: self.cg.heartbeat(
             request, api_version=version, image=self.image, client_id="client", client_host="/127.0.0.1"))
 
     def owned(self, member_id: str, epoch: int, partitions: dict[str, list[int]]):
@@ -112,7 +122,7 @@ class Harness:
         """A second coordinator that loads the same log."""
         coordinator = self._new()
         coordinator.load([0])
-        return coordinator.extension(ConsumerGroupCoordinator)
+        return consumer_groups(coordinator)
 
     def restart(self) -> None:
         self.coordinator.close()

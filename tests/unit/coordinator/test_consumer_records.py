@@ -23,12 +23,8 @@ from tidelog.coordinator.group.modern.consumer.records import (
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMemberValue,
 )
-from tidelog.coordinator.group.records import (
-    CoordinatorRecord,
-    UnknownRecordTypeError,
-    deserialize,
-    serialize,
-)
+from tidelog.coordinator.group.records import CoordinatorRecord, UnknownRecordTypeError
+from tidelog.coordinator.group.serde import deserialize, serialize
 from tidelog.protocol.exceptions import MalformedMessageError
 
 A = uuid.UUID("00000000-0000-0000-0000-00000000000a")

@@ -9,8 +9,9 @@ import pytest
 
 from tidelog.coordinator.group import GroupCoordinator
 from tidelog.coordinator.group.group import Group, RequestInfo
+from tidelog.coordinator.group.group_type import GroupContext
 from tidelog.coordinator.group.offsets import PartitionCommit
-from tidelog.coordinator.group.records import CoordinatorRecord, RecordType, register_record_type
+from tidelog.coordinator.group.records import CoordinatorRecord, RecordType
 from tidelog.coordinator.runtime import Result
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.primitives import INT16, read_string, write_string
@@ -88,7 +89,7 @@ def _write_value(value: str) -> bytes:
     return bytes(b)
 
 
-register_record_type(RecordType(1000, ToyKey, _read_key, _write_key, _read_value, _write_value))
+TOY_RECORD = RecordType(1000, ToyKey, _read_key, _write_key, _read_value, _write_value)
 
 
 class ToyGroup(Group):
@@ -115,22 +116,26 @@ class ToyGroup(Group):
 
 
 class ToyManager:
-    def __init__(self, coordinator: GroupCoordinator) -> None:
-        self.coordinator = coordinator
+    group_type = "consumer"
+    record_types = (TOY_RECORD,)
+    classic_protocol = None
+
+    def __init__(self, context: GroupContext) -> None:
+        self.context = context
         self.loaded = False
-        coordinator.register_replayer(ToyKey, self.replay)
+        self.replayers = {ToyKey: self.replay}
 
     def replay(self, partition: int, offset: int, record: CoordinatorRecord) -> None:
         if record.value is None:
-            self.coordinator.groups.pop(record.key.group, None)
+            self.context.groups.pop(record.key.group, None)
         else:
-            self.coordinator.groups[record.key.group] = ToyGroup(record.key.group, record.value)
+            self.context.groups[record.key.group] = ToyGroup(record.key.group, record.value)
 
     def create(self, group_id: str, members: str) -> None:
-        self.coordinator.runtime.run(self.coordinator.partition_for(group_id),
-                                     lambda: Result([CoordinatorRecord(ToyKey(group_id), members)]))
+        self.context.runtime.apply(self.context.partition_for(group_id),
+                                   lambda: Result([CoordinatorRecord(ToyKey(group_id), members)]))
 
-    def on_loaded(self) -> None:
+    def on_loaded(self, group_ids=None) -> None:
         self.loaded = True
 
     def on_unloaded(self) -> None:
@@ -140,9 +145,9 @@ class ToyManager:
 @pytest.fixture
 def toy(tmp_path: Path):
     h = Harness(tmp_path)
-    h.coordinator = GroupCoordinator(h.config, h.clock, h.writer, num_partitions=4, extensions=[ToyManager])
+    h.coordinator = GroupCoordinator(h.config, h.clock, h.writer, num_partitions=4, group_types=[ToyManager])
     h.coordinator.load(range(4))
-    return h, h.coordinator.extension(ToyManager)
+    return h, h.coordinator.types["consumer"]
 
 
 def test_another_group_type_plugs_in(toy) -> None:
@@ -171,6 +176,6 @@ def test_an_empty_group_of_another_type_becomes_classic_on_join(toy) -> None:
     box = h.join("old", version=3)
     h.settle()
     assert box.value.error_code == 0 and h.coordinator.groups["old"].group_type == "classic"
-    fresh = GroupCoordinator(h.config, h.clock, h.writer, num_partitions=4, extensions=[ToyManager])
+    fresh = GroupCoordinator(h.config, h.clock, h.writer, num_partitions=4, group_types=[ToyManager])
     fresh.load(range(4))
     assert "old" not in fresh.groups  # the toy group's tombstones were written; the classic one has no record yet

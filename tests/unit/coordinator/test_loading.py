@@ -42,11 +42,11 @@ def fill(harness: Harness, group: str, n: int = COMMITS) -> None:
         harness.coordinator.commit_offsets(INFO, group, "", None, -1, [PartitionCommit("t", i % 3, i)])
 
 
-def taking_over(harness: Harness, partition: int, *, chunk: int = 5, extensions=()) -> GroupCoordinator:
+def taking_over(harness: Harness, partition: int, *, chunk: int = 5, group_types=()) -> GroupCoordinator:
     """A coordinator that has every other partition loaded and starts loading ``partition`` in the
     background (as a broker that just became its leader). Call inside a running loop."""
     writer = OwnedWriter(harness.logs)
-    c = GroupCoordinator(harness.config, harness.clock, writer, num_partitions=PARTITIONS, extensions=extensions)
+    c = GroupCoordinator(harness.config, harness.clock, writer, num_partitions=PARTITIONS, group_types=group_types)
     c.load([p for p in range(PARTITIONS) if p != partition])
     c.runtime.loads.chunk_batches = chunk
     c.load([partition], background=True)
@@ -94,8 +94,8 @@ def test_every_group_api_answers_load_in_progress_until_the_partition_is_loaded(
                      lambda: c.commit_transactional_offsets(INFO, g, 7, 0, "", None, -1, [PartitionCommit("t", 0, 1)]),
                      lambda: c.delete_offsets(g, [("t", [0])]),
                      lambda: c.list_groups(),
-                     lambda: c.runtime.run(p, lambda: Result()),  # ConsumerGroupHeartbeat's path
-                     lambda: c.runtime.read(p)):  # ConsumerGroupDescribe's path
+                     lambda: c.runtime.apply(p, lambda: Result()),  # ConsumerGroupHeartbeat's path
+                     lambda: c.runtime.check_owned(p)):  # ConsumerGroupDescribe's path
             try:
                 call()
                 raise AssertionError("served while loading")
@@ -152,6 +152,11 @@ def test_an_unload_during_the_load_leaves_nothing(harness: Harness) -> None:
     loaded_hooks: list[list[str] | None] = []
 
     class Recorder:
+        group_type = "recorder"
+        record_types = ()
+        replayers: dict = {}
+        classic_protocol = None
+
         def on_loaded(self, group_ids=None) -> None:
             loaded_hooks.append(None if group_ids is None else list(group_ids))
 
@@ -159,7 +164,7 @@ def test_an_unload_during_the_load_leaves_nothing(harness: Harness) -> None:
             pass
 
     async def scenario() -> None:
-        c = taking_over(harness, 2, chunk=20, extensions=[lambda _c: Recorder()])
+        c = taking_over(harness, 2, chunk=20, group_types=[lambda _c: Recorder()])
         loaded_hooks.clear()
         for _ in range(5):
             await asyncio.sleep(0)

@@ -26,7 +26,8 @@ from tidelog.coordinator.group.modern.consumer.config import ConsumerGroupConfig
 from tidelog.coordinator.group.modern.consumer.group import ConsumerGroup
 from tidelog.coordinator.group.modern.consumer.records import ConsumerGroupMetadataKey
 from tidelog.coordinator.group.modern.member import MemberState
-from tidelog.coordinator.group.records import GroupMetadataKey, deserialize
+from tidelog.coordinator.group.records import GroupMetadataKey
+from tidelog.coordinator.group.serde import deserialize
 from tidelog.errors import ErrorCode, KafkaError
 
 

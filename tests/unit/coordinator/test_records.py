@@ -17,11 +17,10 @@ from tidelog.coordinator.group.records import (
     OffsetCommitKey,
     OffsetCommitValue,
     UnknownRecordTypeError,
-    deserialize,
-    serialize,
     write_group_value,
     write_offset_value,
 )
+from tidelog.coordinator.group.serde import deserialize, serialize
 from tidelog.protocol.exceptions import MalformedMessageError
 
 

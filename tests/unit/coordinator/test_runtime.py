@@ -8,13 +8,8 @@ from pathlib import Path
 import pytest
 
 from tidelog.config import TopicConfig
-from tidelog.coordinator.group.records import (
-    CoordinatorRecord,
-    OffsetCommitKey,
-    OffsetCommitValue,
-    deserialize,
-    serialize,
-)
+from tidelog.coordinator.group.records import CoordinatorRecord, OffsetCommitKey, OffsetCommitValue
+from tidelog.coordinator.group.serde import deserialize, serialize
 from tidelog.coordinator.runtime import CoordinatorRuntime, Result, Timers, java_string_hash, partition_for
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.records import RecordBatchBuilder
@@ -105,9 +100,9 @@ def test_run_appends_then_replays_then_answers(runtime_env) -> None:
     runtime, _, plog, replayed = runtime_env
     appended: list[int] = []
     result = Result([_record(1), _record(2)], "ok", on_appended=lambda: appended.append(plog.log_end_offset))
-    assert runtime.run(0, lambda: result) == "ok"
+    assert runtime.apply(0, lambda: result) == "ok"
     assert [off for off, _ in replayed] == [0, 1] and appended == [2]
-    assert runtime.run(0, lambda: Result([_record(3)], "no replay", replay=False)) == "no replay"
+    assert runtime.apply(0, lambda: Result([_record(3)], "no replay", replay=False)) == "no replay"
     assert len(replayed) == 2 and plog.log_end_offset == 3
 
 
@@ -116,7 +111,7 @@ def test_failed_append_replays_nothing_and_normalises_the_error(runtime_env) -> 
     writer.fail_with = ErrorCode.NOT_LEADER_OR_FOLLOWER
     failures: list[ErrorCode] = []
     with pytest.raises(KafkaError) as e:
-        runtime.run(0, lambda: Result([_record(1)], "x", on_failed=lambda err: failures.append(err.code),
+        runtime.apply(0, lambda: Result([_record(1)], "x", on_failed=lambda err: failures.append(err.code),
                                       on_appended=lambda: failures.append("appended")))
     assert e.value.code == ErrorCode.NOT_COORDINATOR and failures == [ErrorCode.NOT_COORDINATOR]
     assert replayed == [] and plog.log_end_offset == 0
@@ -124,11 +119,11 @@ def test_failed_append_replays_nothing_and_normalises_the_error(runtime_env) -> 
 
 def test_load_replays_every_record_and_skips_unknown_types(runtime_env) -> None:
     runtime, _, plog, replayed = runtime_env
-    runtime.run(0, lambda: Result([_record(1), _record(2)]))
+    runtime.apply(0, lambda: Result([_record(1), _record(2)]))
     junk = RecordBatchBuilder(base_offset=0)
     junk.append(0, b"\x00\x63junk", b"v")  # key version 99
     plog.append_as_leader(bytearray(junk.build()))
-    runtime.run(0, lambda: Result([CoordinatorRecord(OffsetCommitKey("g", "t", 0))]))
+    runtime.apply(0, lambda: Result([CoordinatorRecord(OffsetCommitKey("g", "t", 0))]))
     replayed.clear()
     assert runtime.load(0) == 3
     assert [(off, rec.value is None) for off, rec in replayed] == [(0, False), (1, False), (3, True)]

@@ -12,8 +12,9 @@ from tidelog.cluster.metadata import BrokerInfo
 from tidelog.cluster.store import EmbeddedStore
 from tidelog.config import TopicConfig
 from tidelog.coordinator.group import GroupConfig, GroupCoordinator, RequestInfo
-from tidelog.coordinator.group.modern.consumer.manager import ConsumerGroupCoordinator, install
+from tidelog.coordinator.group.modern.consumer.group_type import ConsumerGroupType
 from tidelog.coordinator.group.offsets import PartitionCommit
+from tidelog.coordinator.group.service import GroupCoordinatorService
 from tidelog.coordinator.runtime import LogWriter, partition_for
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import ApiKey
@@ -49,7 +50,8 @@ def test_group_handlers_while_a_partition_loads(tmp_path: Path) -> None:
                         TopicConfig(cleanup_policy="compact"), clock) for p in range(PARTITIONS)}
     config = GroupConfig(offsets_topic_num_partitions=PARTITIONS)
     loading, served = group_on(1), group_on(0)
-    first = GroupCoordinator(config, clock, LogWriter(logs.__getitem__), num_partitions=PARTITIONS, extensions=[install])
+    first = GroupCoordinator(config, clock, LogWriter(logs.__getitem__), num_partitions=PARTITIONS,
+                             group_types=[ConsumerGroupType])
     first.load(range(PARTITIONS))
     for i in range(200):
         first.commit_offsets(RequestInfo("c", "/h", 9), loading, "", None, -1, [PartitionCommit("t", 0, i)])
@@ -59,24 +61,25 @@ def test_group_handlers_while_a_partition_loads(tmp_path: Path) -> None:
 
     async def scenario() -> None:
         c = GroupCoordinator(config, clock, LogWriter(logs.__getitem__), num_partitions=PARTITIONS,
-                             extensions=[install])
+                             group_types=[ConsumerGroupType])
         c.load([0])
         c.runtime.loads.chunk_batches = 5
         c.load([1], background=True)
-        groups = GroupHandlers(c)
-        consumer = ConsumerGroupHandlers(c, c.extension(ConsumerGroupCoordinator), store, ("classic", "consumer"))
+        service = GroupCoordinatorService(c)
+        groups = GroupHandlers(service)
+        consumer = ConsumerGroupHandlers(service, store, ("classic", "consumer"))
 
-        listed = groups.handle_list_groups(ctx(ApiKey.LIST_GROUPS, 4), ListGroupsRequest())
+        listed = await groups.handle_list_groups(ctx(ApiKey.LIST_GROUPS, 4), ListGroupsRequest())
         assert (listed.error_code, listed.groups) == (LOADING, [])
-        described = groups.handle_describe_groups(ctx(ApiKey.DESCRIBE_GROUPS, 5),
+        described = await groups.handle_describe_groups(ctx(ApiKey.DESCRIBE_GROUPS, 5),
                                                   DescribeGroupsRequest(groups=[loading, served]))
         assert [(d.group_id, d.error_code) for d in described.groups] == [(loading, LOADING), (served, 0)]
-        cg = consumer.handle_consumer_group_describe(ctx(ApiKey.CONSUMER_GROUP_DESCRIBE, 0),
+        cg = await consumer.handle_consumer_group_describe(ctx(ApiKey.CONSUMER_GROUP_DESCRIBE, 0),
                                                      ConsumerGroupDescribeRequest(group_ids=[loading, served]))
         assert [(d.group_id, d.error_code) for d in cg.groups] == [(loading, LOADING),
                                                                    (served, ErrorCode.GROUP_ID_NOT_FOUND)]
         try:
-            consumer.handle_consumer_group_heartbeat(
+            await consumer.handle_consumer_group_heartbeat(
                 ctx(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0),
                 ConsumerGroupHeartbeatRequest(group_id=loading, member_epoch=0, rebalance_timeout_ms=10_000,
                                               subscribed_topic_names=["t"], topic_partitions=[]))
@@ -85,9 +88,9 @@ def test_group_handlers_while_a_partition_loads(tmp_path: Path) -> None:
             assert e.code == LOADING
 
         await c.runtime.loads.task(1)
-        listed = groups.handle_list_groups(ctx(ApiKey.LIST_GROUPS, 4), ListGroupsRequest())
+        listed = await groups.handle_list_groups(ctx(ApiKey.LIST_GROUPS, 4), ListGroupsRequest())
         assert listed.error_code == 0 and {g.group_id for g in listed.groups} == {loading, served}
-        described = groups.handle_describe_groups(ctx(ApiKey.DESCRIBE_GROUPS, 5), DescribeGroupsRequest(groups=[loading]))
+        described = await groups.handle_describe_groups(ctx(ApiKey.DESCRIBE_GROUPS, 5), DescribeGroupsRequest(groups=[loading]))
         assert [(d.error_code, d.group_state) for d in described.groups] == [(0, "Empty")]
 
     asyncio.run(scenario())

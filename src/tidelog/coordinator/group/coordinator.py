@@ -2,14 +2,17 @@
 group APIs call. This broker coordinates every group; a group's records go to partition
 ``abs(java_string_hash(group_id)) % partitions`` of ``__consumer_offsets``.
 
-Public API (what handlers, the CLI and other group types use)::
+Public API (what the group coordinator service, tools and tests use; clients' requests reach it through
+:class:`~tidelog.coordinator.group.service.GroupCoordinatorService`, which awaits each write's commit)::
 
-    coordinator = GroupCoordinator(GroupConfig.from_broker_config(cfg), clock, writer, schedule)
+    coordinator = GroupCoordinator(GroupConfig.from_broker_config(cfg), clock, writer, schedule,
+                                   group_types=[ConsumerGroupType], image_source=lambda: store.image)
     coordinator.load(partitions)          # replay __consumer_offsets at start-up; starts offset expiry
     coordinator.partition_for(group_id)   # FindCoordinator routing
-    coordinator.groups                    # group id -> Group (ClassicGroup, or another registered type)
+    coordinator.groups                    # GroupRegistry: group id -> Group (ClassicGroup, or a group type's)
+    coordinator.types                     # group type name -> the GroupType built for it ("consumer")
     coordinator.offsets                   # OffsetStore: committed offsets, by group/topic/partition
-    coordinator.runtime                   # CoordinatorRuntime: run/write results, timers, clock
+    coordinator.runtime                   # CoordinatorRuntime: writes, commits, timers, clock
     join_group / sync_group / heartbeat / leave_group          the classic protocol (classic/manager.py)
     commit_offsets / fetch_offsets / delete_offsets            offsets (any group type)
     commit_transactional_offsets / complete_transaction        TxnOffsetCommit and its marker (offsets.py rule 5)
@@ -17,10 +20,15 @@ Public API (what handlers, the CLI and other group types use)::
     cleanup_group_metadata()              # one offsets-expiry pass (also runs on its own timer)
     close()                               # parked requests get NOT_COORDINATOR; timers stop
 
-Hooks for other group types (KIP-848 ``consumer`` groups live in ``consumer.py``):
+Each operation writes its records now (``runtime.apply``); the answer may reflect writes the high
+watermark has not passed yet, which is why clients are answered through the service.
 
-1. **The group contract.** A group type subclasses :class:`~tidelog.coordinator.group.state.Group`
-   and sets ``group_type`` (``"consumer"``). Everything group-type-aware here goes through it:
+Group types besides classic (:mod:`tidelog.coordinator.group.group_type`): the coordinator is built
+with them (``group_types``: factories called once with a ``GroupContext``), and they are fixed from
+then on:
+
+1. **The group contract.** A group type's groups subclass :class:`~tidelog.coordinator.group.group.Group`
+   and set ``group_type`` (``"consumer"``). Everything group-type-aware here goes through it:
    ``state_name()`` / ``is_in_states()`` / ``listed_group()`` (ListGroups with state and type filters),
    ``validate_offset_commit(member_id, instance_id, generation_or_member_epoch, api_version)``
    (OffsetCommit; v9 is what KIP-848 members send), ``validate_offset_fetch(member_id, member_epoch)``
@@ -30,23 +38,17 @@ Hooks for other group types (KIP-848 ``consumer`` groups live in ``consumer.py``
    deletion of groups left empty without offsets). DescribeGroups describes classic groups only
    (others: ``Dead``, or GROUP_ID_NOT_FOUND "Group X is not a classic group." from v6), as in Kafka.
    JoinGroup on an empty group of another type replaces it with a classic group (its ``tombstones()``
-   are written first); on a non-empty one it goes to the type's classic-protocol handler (hook 4), or
-   fails with INCONSISTENT_GROUP_PROTOCOL. SyncGroup, Heartbeat and LeaveGroup on a non-classic group
-   go to that handler, or answer UNKNOWN_MEMBER_ID.
-2. **Records.** Register each record type's serde with
-   :func:`tidelog.coordinator.group.records.register_record_type` (key versions 3-8, 16 ... as in
-   Kafka) and its replay function with :meth:`GroupCoordinator.register_replayer` (``fn(partition,
-   offset, record)``). Operations return :class:`~tidelog.coordinator.runtime.Result` and are written
-   with ``coordinator.runtime.run(coordinator.partition_for(group_id), op)``; timers with
-   ``coordinator.runtime.schedule(key, delay_ms, partition, op)``.
-3. **Extensions.** Pass factories ``f(coordinator) -> GroupTypeExtension`` as ``extensions`` (the
-   broker's composition root passes the KIP-848 consumer groups'); each built object gets
-   ``on_loaded()`` (after start-up replay: schedule session timers) and ``on_unloaded()`` (shutdown:
-   answer parked requests). Find it again with :meth:`GroupCoordinator.extension` (a factory finds the
-   extensions listed before it).
-4. **Classic members of other group types.** :meth:`GroupCoordinator.register_classic_protocol`
-   (group type, :class:`ClassicProtocol`): KIP-848 consumer groups serve classic-protocol members
-   (``classic_member.py``).
+   are written first); on a non-empty one it goes to the type's ``classic_protocol``, or fails with
+   INCONSISTENT_GROUP_PROTOCOL. SyncGroup, Heartbeat and LeaveGroup on a non-classic group go to that
+   handler, or answer UNKNOWN_MEMBER_ID.
+2. **Records.** The coordinator's record serde is one table built at construction: the classic
+   record types and each group type's ``record_types``; its replay dispatch is one table too (offset
+   commits, classic group metadata, and each type's ``replayers``, ``fn(partition, offset, record)``).
+   Operations return :class:`~tidelog.coordinator.runtime.Result` and are written with
+   ``runtime.apply(partition_for(group_id), op)``; timers with ``runtime.schedule(key, delay_ms,
+   partition, op)``.
+3. **Lifecycle.** Each type gets ``on_loaded(group_ids)`` after a partition's replay (schedule session
+   timers) and ``on_unloaded()`` at shutdown (answer parked requests).
 
 Rules: durable state (offsets, groups' existence and persisted metadata) changes only in
 :meth:`replay`, which the runtime calls for written records and at load; classic rebalance
@@ -59,23 +61,30 @@ Concurrency: loop-only, not thread-safe.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from tidelog.clock import Clock
-from tidelog.config import INT_MAX, BrokerConfig
+from tidelog.cluster.metadata import MetadataImage
 from tidelog.coordinator.group import expiry
 from tidelog.coordinator.group.classic.group import ClassicGroup
 from tidelog.coordinator.group.classic.manager import ClassicGroupManager, join_error
-from tidelog.coordinator.group.group import CLASSIC, CONSUMER, Group, RequestInfo
+from tidelog.coordinator.group.config import GroupConfig
+from tidelog.coordinator.group.group import CLASSIC, CONSUMER, GroupRegistry, RequestInfo
+from tidelog.coordinator.group.group_type import (
+    ClassicProtocol,
+    GroupContext,
+    GroupType,
+    GroupTypeFactory,
+    ReplayerFn,
+)
 from tidelog.coordinator.group.offsets import INVALID_OFFSET, NO_METADATA, OffsetStore, PartitionCommit
 from tidelog.coordinator.group.records import (
+    CLASSIC_RECORD_TYPES,
     CoordinatorRecord,
     GroupMetadataKey,
     OffsetCommitKey,
-    deserialize,
-    serialize,
+    RecordSerde,
 )
 from tidelog.coordinator.runtime import CoordinatorRuntime, PartitionWriter, Result, partition_for
 from tidelog.errors import ErrorCode, KafkaError
@@ -103,108 +112,58 @@ FetchTopic = OffsetFetchResponse.OffsetFetchResponseTopics
 FetchPartition = OffsetFetchResponse.OffsetFetchResponsePartitions
 
 
-@dataclass(frozen=True)
-class GroupConfig:
-    """The broker settings the coordinator uses (Kafka names in ``from_broker_config``)."""
-
-    offsets_topic_num_partitions: int = 50
-    group_min_session_timeout_ms: int = 6000
-    group_max_session_timeout_ms: int = 1_800_000
-    group_max_size: int = INT_MAX
-    group_initial_rebalance_delay_ms: int = 3000
-    offsets_retention_ms: int = 7 * 24 * 3_600_000
-    offsets_retention_check_interval_ms: int = 600_000
-    offset_metadata_max_bytes: int = 4096
-    offsets_commit_timeout_ms: int = 5000
-    #: Every broker setting by Kafka name (group.consumer.* and others for extensions).
-    values: Mapping[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_broker_config(cls, config: BrokerConfig) -> GroupConfig:
-        return cls(
-            offsets_topic_num_partitions=config["offsets.topic.num.partitions"],
-            group_min_session_timeout_ms=config["group.min.session.timeout.ms"],
-            group_max_session_timeout_ms=config["group.max.session.timeout.ms"],
-            group_max_size=config["group.max.size"],
-            group_initial_rebalance_delay_ms=config["group.initial.rebalance.delay.ms"],
-            offsets_retention_ms=config["offsets.retention.minutes"] * 60_000,
-            offsets_retention_check_interval_ms=config["offsets.retention.check.interval.ms"],
-            offset_metadata_max_bytes=config["offset.metadata.max.bytes"],
-            offsets_commit_timeout_ms=config["offsets.commit.timeout.ms"],
-            values=dict(config.values),
-        )
-
-
-class GroupTypeExtension(Protocol):
-    """What the coordinator calls on a group-type extension (hook 3)."""
-
-    def on_loaded(self, group_ids: Iterable[str] | None = None) -> None: ...
-
-    def on_unloaded(self) -> None: ...
-
-
-ExtensionFactory = Callable[["GroupCoordinator"], GroupTypeExtension]
-
-
-class ClassicProtocol(Protocol):
-    """The classic protocol's requests for one group type (hook 4; ClassicGroupManager's shape): each
-    returns the runtime Result to write; join and sync answer through ``respond``."""
-
-    def join_group(self, info: RequestInfo, request: JoinGroupRequest, respond: Callable[[Any], None]) -> Result: ...
-
-    def sync_group(self, info: RequestInfo, request: SyncGroupRequest, respond: Callable[[Any], None]) -> Result: ...
-
-    def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int) -> Result: ...
-
-    def leave_group(self, group_id: str, members: list[tuple[str, str | None, str | None]]) -> Result: ...
-
-
-ReplayerFn = Callable[[int, int, CoordinatorRecord], None]
-
-
 class GroupCoordinator:
     def __init__(self, config: GroupConfig, clock: Clock, writer: PartitionWriter,
                  schedule: Callable[[float, Callable[[], None]], Any] | None = None, *,
                  num_partitions: int | None = None,
-                 extensions: Iterable[ExtensionFactory] = (),
+                 group_types: Iterable[GroupTypeFactory] = (),
+                 image_source: Callable[[], MetadataImage] | None = None,
                  topic_exists: Callable[[str], bool] | None = None) -> None:
-        """``topic_exists(name)``, when given, lets the expiry pass delete the offsets of topics that
-        no longer exist (Kafka deletes them when the topic is deleted)."""
+        """``group_types``: the group types served besides classic groups (module docstring);
+        ``image_source()``: the current metadata image, for them. ``topic_exists(name)``, when given,
+        lets the expiry pass delete the offsets of topics that no longer exist (Kafka deletes them
+        when the topic is deleted)."""
         self.config = config
         self.clock = clock
         self.num_partitions = num_partitions or config.offsets_topic_num_partitions
-        self.groups: dict[str, Group] = {}
+        self.groups = GroupRegistry()
         self.offsets = OffsetStore()
-        self.runtime = CoordinatorRuntime(clock, writer, self.replay, serialize, deserialize, schedule,
+        self.runtime = CoordinatorRuntime(clock, writer, self.replay, self._serialize, self._deserialize, schedule,
                                           replay_marker=self._replay_transaction_marker,
                                           write_timeout_ms=config.offsets_commit_timeout_ms)
+        self.classic = ClassicGroupManager(self.groups, self.runtime, config, clock, self.partition_for)
+        context = GroupContext(config, clock, self.runtime, self.groups, self.partition_for, self.classic,
+                               image_source)
+        self.types: dict[str, GroupType] = {}
+        record_types = list(CLASSIC_RECORD_TYPES)
         self._replayers: dict[type, ReplayerFn] = {
             OffsetCommitKey: self._replay_offset_commit,
             GroupMetadataKey: lambda partition, offset, record: self.classic.replay(record.key, record.value),
         }
-        self.classic = ClassicGroupManager(self.groups, self.runtime, config, clock, self.partition_for)
-        self._classic_protocol: dict[str, ClassicProtocol] = {}
-        self.extensions: list[GroupTypeExtension] = []
-        for factory in extensions:  # in order: a factory finds the extensions built before it
-            self.extensions.append(factory(self))
+        for factory in group_types:
+            group_type = factory(context)
+            if group_type.group_type in self.types or group_type.group_type == CLASSIC:
+                raise ValueError(f"group type {group_type.group_type} given twice")
+            self.types[group_type.group_type] = group_type
+            record_types += group_type.record_types
+            for key_cls, fn in group_type.replayers.items():
+                if key_cls in self._replayers:
+                    raise ValueError(f"two replayers for {key_cls.__name__}")
+                self._replayers[key_cls] = fn
+        self._serde = RecordSerde(record_types)
         self.active = True
         self.topic_exists = topic_exists
 
-    # ----------------------------------------------------------------------------------- hooks
+    def _serialize(self, record: CoordinatorRecord) -> tuple[bytes, bytes | None]:
+        return self._serde.serialize(record)
 
-    def register_replayer(self, key_cls: type, fn: ReplayerFn) -> None:
-        self._replayers[key_cls] = fn
-
-    def extension(self, cls: type) -> Any:
-        return next((e for e in self.extensions if isinstance(e, cls)), None)
-
-    def register_classic_protocol(self, group_type: str, handler: ClassicProtocol) -> None:
-        """Hook 4: ``handler`` serves the classic protocol's requests to groups of ``group_type``."""
-        self._classic_protocol[group_type] = handler
+    def _deserialize(self, key: bytes, value: bytes | None) -> CoordinatorRecord:
+        return self._serde.deserialize(key, value)
 
     def _classic_for(self, group_id: str, joining: bool = False) -> ClassicProtocol:
         group = self.groups.get(group_id)
-        handler = self._classic_protocol.get(group.group_type) if group is not None else None
+        group_type = self.types.get(group.group_type) if group is not None else None
+        handler = group_type.classic_protocol if group_type is not None else None
         if handler is None or group is None or (joining and group.is_empty()):
             return self.classic
         return handler
@@ -215,7 +174,7 @@ class GroupCoordinator:
     # ---------------------------------------------------------------------------- replay, load
 
     def replay(self, partition: int, offset: int, producer_id: int, record: CoordinatorRecord) -> None:
-        if type(record.key) is OffsetCommitKey:
+        if type(record.key) is OffsetCommitKey:  # the one replay that needs the batch's producer id
             self._replay_offset_commit(partition, offset, record, producer_id)
             return
         fn = self._replayers.get(type(record.key))
@@ -259,8 +218,8 @@ class GroupCoordinator:
             return 0
         count = sum(self.runtime.load(p) for p in partitions)
         self.classic.on_loaded()
-        for ext in self.extensions:
-            ext.on_loaded()
+        for group_type in self.types.values():
+            group_type.on_loaded()
         self.runtime.timers.schedule(EXPIRATION_TIMER, self.config.offsets_retention_check_interval_ms,
                                      self._expiration_tick)
         log.info("loaded %d groups and %d committed offsets from %d records", len(self.groups), len(self.offsets),
@@ -270,8 +229,8 @@ class GroupCoordinator:
     def _partition_loaded(self, partition: int, records: int) -> None:
         ids = [gid for gid in self.groups if self.partition_for(gid) == partition]
         self.classic.on_loaded(ids)
-        for ext in self.extensions:
-            ext.on_loaded(ids)
+        for group_type in self.types.values():
+            group_type.on_loaded(ids)
         log.info("loaded %d groups of __consumer_offsets partition %d from %d records", len(ids), partition, records)
 
     def unload(self, partitions: Iterable[int]) -> None:
@@ -296,8 +255,8 @@ class GroupCoordinator:
     def close(self) -> None:
         self.active = False
         self.classic.on_unloaded()
-        for ext in self.extensions:
-            ext.on_unloaded()
+        for group_type in self.types.values():
+            group_type.on_unloaded()
         self.runtime.close()
 
     def poll(self) -> int:
@@ -321,7 +280,7 @@ class GroupCoordinator:
             respond(join_error(ErrorCode.INVALID_SESSION_TIMEOUT, request.member_id))
             return
         try:
-            self.runtime.run(self.partition_for(request.group_id),
+            self.runtime.apply(self.partition_for(request.group_id),
                              lambda: self._classic_for(request.group_id, joining=True).join_group(info, request, respond))
         except KafkaError as e:
             respond(join_error(e.code))
@@ -339,7 +298,7 @@ class GroupCoordinator:
             respond(SyncGroupResponse(error_code=int(e.code)))
             return
         try:
-            self.runtime.run(partition, lambda: self._classic_for(request.group_id).sync_group(info, request, respond))
+            self.runtime.apply(partition, lambda: self._classic_for(request.group_id).sync_group(info, request, respond))
         except KafkaError:
             pass  # the result's on_failed answered the parked members
 
@@ -349,7 +308,7 @@ class GroupCoordinator:
         if not group_id:
             return HeartbeatResponse(error_code=ErrorCode.INVALID_GROUP_ID)
         try:
-            return self.runtime.run(self.partition_for(group_id), lambda: self._classic_for(group_id).heartbeat(
+            return self.runtime.apply(self.partition_for(group_id), lambda: self._classic_for(group_id).heartbeat(
                 group_id, member_id, group_instance_id, generation_id))
         except KafkaError as e:
             if e.code != ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
@@ -362,7 +321,7 @@ class GroupCoordinator:
         if not group_id:
             return LeaveGroupResponse(error_code=ErrorCode.INVALID_GROUP_ID)
         try:
-            return self.runtime.run(self.partition_for(group_id),
+            return self.runtime.apply(self.partition_for(group_id),
                                     lambda: self._classic_for(group_id).leave_group(group_id, members))
         except KafkaError as e:
             return LeaveGroupResponse(error_code=int(e.code))
@@ -392,7 +351,7 @@ class GroupCoordinator:
             response = {tp: ErrorCode.NONE if ok else ErrorCode.OFFSET_METADATA_TOO_LARGE for tp, ok in accepted.items()}
             return Result(records, response)
 
-        return self.runtime.run(self.partition_for(group_id), op) or {}
+        return self.runtime.apply(self.partition_for(group_id), op) or {}
 
     def commit_transactional_offsets(self, info: RequestInfo, group_id: str, producer_id: int, producer_epoch: int,
                                      member_id: str, group_instance_id: str | None, generation_id: int,
@@ -420,17 +379,17 @@ class GroupCoordinator:
             response = {tp: ErrorCode.NONE if ok else ErrorCode.OFFSET_METADATA_TOO_LARGE for tp, ok in accepted.items()}
             return Result(records, response, producer_id=producer_id, producer_epoch=producer_epoch)
 
-        return self.runtime.run(self.partition_for(group_id), op) or {}
+        return self.runtime.apply(self.partition_for(group_id), op) or {}
 
     def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None, member_id: str | None = None,
                       member_epoch: int = -1, require_stable: bool = False) -> FetchGroup:
         """OffsetFetch for one group (the v8+ group form); ``topics=None`` means every committed offset.
         An unknown group is no error: its partitions have offset -1 (or there are none). With
         ``require_stable`` a partition with a pending transactional offset is UNSTABLE_OFFSET_COMMIT.
-        NOT_COORDINATOR where this broker does not lead the group's partition; the answer waits until
-        the writes it reflects are committed (runtime rule 6)."""
+        NOT_COORDINATOR where this broker does not lead the group's partition (the service answers
+        once the writes it reflects are committed: runtime rule 6)."""
         try:
-            self.runtime.read(self.partition_for(group_id))
+            self.runtime.check_owned(self.partition_for(group_id))
         except KafkaError as e:
             return FetchGroup(group_id=group_id, error_code=int(e.code))
         group = self.groups.get(group_id)
@@ -489,7 +448,7 @@ class GroupCoordinator:
                     for p, c in codes.items()]))
             return Result(records, OffsetDeleteResponse(topics=out))
 
-        response = self.runtime.run(self.partition_for(group_id), op)
+        response = self.runtime.apply(self.partition_for(group_id), op)
         assert response is not None
         return response
 
@@ -510,7 +469,7 @@ class GroupCoordinator:
         out = []
         for group_id in group_ids:
             try:
-                self.runtime.read(self.partition_for(group_id))
+                self.runtime.check_owned(self.partition_for(group_id))
             except KafkaError as e:
                 out.append(DescribeGroupsResponse.DescribedGroup(group_id=group_id, error_code=int(e.code)))
                 continue
@@ -551,7 +510,7 @@ class GroupCoordinator:
                     codes[group_id] = ErrorCode.NONE
                 return Result(records, codes)
             try:
-                results.update(self.runtime.run(partition, op) or {})
+                results.update(self.runtime.apply(partition, op) or {})
             except KafkaError as e:
                 results.update(dict.fromkeys(ids, e.code))
         return [DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=int(c)) for g, c in results.items()]
@@ -584,9 +543,5 @@ __all__ = [
     "EXPIRATION_TIMER",
     "KNOWN_GROUP_TYPES",
     "OFFSETS_TOPIC",
-    "ClassicProtocol",
-    "ExtensionFactory",
-    "GroupConfig",
     "GroupCoordinator",
-    "GroupTypeExtension",
 ]

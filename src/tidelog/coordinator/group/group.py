@@ -7,7 +7,7 @@ Loop-only, not thread-safe.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from tidelog.coordinator.group.records import CoordinatorRecord, group_tombstone
 from tidelog.protocol.messages import ListGroupsResponse
@@ -86,4 +86,20 @@ class Group:
         return [group_tombstone(self.group_id)]
 
 
-__all__ = ["CLASSIC", "CONSUMER", "CONSUMER_PROTOCOL_TYPE", "UNKNOWN_MEMBER_ID", "Group", "RequestInfo"]
+G = TypeVar("G", bound=Group)
+
+
+class GroupRegistry(dict[str, Group]):
+    """Every group of one group coordinator by id (Kafka's ``GroupMetadataManager.groups``): one group
+    id, one group type. The coordinator builds it and hands it to each group type it is built with;
+    a group type adds, replaces and removes groups of its own type (and takes over an empty group of
+    another type, as Kafka does)."""
+
+    def of_type(self, group_id: str, cls: type[G]) -> G | None:
+        """The group ``group_id`` if it is a ``cls``, else None."""
+        group = self.get(group_id)
+        return group if isinstance(group, cls) else None
+
+
+__all__ = ["CLASSIC", "CONSUMER", "CONSUMER_PROTOCOL_TYPE", "UNKNOWN_MEMBER_ID", "Group", "GroupRegistry",
+           "RequestInfo"]

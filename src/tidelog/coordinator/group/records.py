@@ -8,8 +8,11 @@ layouts of every version are documented there). The key version names the record
     0, 1          OffsetCommitKey             OffsetCommitValue 0-4; writes 3, or 1 when the commit
                                               carries an expire timestamp (OffsetCommit v2-v4 retention)
     2             GroupMetadataKey            GroupMetadataValue 0-4; writes 3
-    3-8, 16 ...   ConsumerGroup*Key (KIP-848) registered by the consumer-group module through
-                                              :func:`register_record_type`
+    3-8, 16 ...   ConsumerGroup*Key (KIP-848) the consumer group type's (its ``RECORD_TYPES``)
+
+A :class:`RecordSerde` reads and writes the record types of one table: the group coordinator builds
+its own from :data:`CLASSIC_RECORD_TYPES` and its group types' ``record_types``
+(:mod:`tidelog.coordinator.group.serde` has the table of every type Tidelog writes).
 
 Keys are written in their highest version (OffsetCommitKey: 1) and are the generated key classes
 themselves (frozen, hashable). Values are this module's frozen dataclasses, the coordinator's view
@@ -29,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,46 +118,47 @@ class RecordType:
     aliases: tuple[int, ...] = field(default=())
 
 
-_BY_VERSION: dict[int, RecordType] = {}
-_BY_KEY_CLASS: dict[type, RecordType] = {}
+class RecordSerde:
+    """Serialize and deserialize the records of one table of record types (by key class, by key
+    version). Two types claiming one key version are a construction error. Immutable once built."""
 
+    def __init__(self, record_types: Iterable[RecordType]) -> None:
+        self._by_version: dict[int, RecordType] = {}
+        self._by_key_class: dict[type, RecordType] = {}
+        for rt in record_types:
+            for v in (rt.key_version, *rt.aliases):
+                known = self._by_version.get(v)
+                if known is not None and known.key_cls is not rt.key_cls:
+                    raise ValueError(f"key version {v} is already registered for {known.key_cls.__name__}")
+                self._by_version[v] = rt
+            self._by_key_class[rt.key_cls] = rt
 
-def register_record_type(rt: RecordType) -> None:
-    """Make a record type known to :func:`serialize` / :func:`deserialize` (KIP-848 records use this)."""
-    for v in (rt.key_version, *rt.aliases):
-        if v in _BY_VERSION and _BY_VERSION[v].key_cls is not rt.key_cls:
-            raise ValueError(f"key version {v} is already registered for {_BY_VERSION[v].key_cls.__name__}")
-        _BY_VERSION[v] = rt
-    _BY_KEY_CLASS[rt.key_cls] = rt
-
-
-def serialize(record: CoordinatorRecord) -> tuple[bytes, bytes | None]:
-    rt = _BY_KEY_CLASS.get(type(record.key))
-    if rt is None:
-        raise UnknownRecordTypeError(f"no record type for key {type(record.key).__name__}")
-    return rt.write_key(record.key), None if record.value is None else rt.write_value(record.value)
-
-
-def deserialize(key: bytes | memoryview, value: bytes | memoryview | None) -> CoordinatorRecord:
-    """Raises UnknownRecordTypeError (a LookupError) or MalformedMessageError."""
-    kbuf = memoryview(key)
-    try:
-        (key_version,) = INT16.unpack_from(kbuf, 0)
-        rt = _BY_VERSION.get(key_version)
+    def serialize(self, record: CoordinatorRecord) -> tuple[bytes, bytes | None]:
+        rt = self._by_key_class.get(type(record.key))
         if rt is None:
-            raise UnknownRecordTypeError(f"unknown record type (key version {key_version})")
-        k, pos = rt.read_key(kbuf, 2, key_version)
-        _check_end(kbuf, pos)
-        if value is None:
-            return CoordinatorRecord(k, None)
-        vbuf = memoryview(value)
-        (value_version,) = INT16.unpack_from(vbuf, 0)
-        v, pos = rt.read_value(vbuf, 2, value_version)
-        return CoordinatorRecord(k, v)
-    except (struct.error, IndexError):
-        raise MalformedMessageError("record truncated") from None
-    except VarintError as e:  # from the hand-written layouts; generated ones raise MalformedMessageError
-        raise MalformedMessageError(str(e)) from None
+            raise UnknownRecordTypeError(f"no record type for key {type(record.key).__name__}")
+        return rt.write_key(record.key), None if record.value is None else rt.write_value(record.value)
+
+    def deserialize(self, key: bytes | memoryview, value: bytes | memoryview | None) -> CoordinatorRecord:
+        """Raises UnknownRecordTypeError (a LookupError) or MalformedMessageError."""
+        kbuf = memoryview(key)
+        try:
+            (key_version,) = INT16.unpack_from(kbuf, 0)
+            rt = self._by_version.get(key_version)
+            if rt is None:
+                raise UnknownRecordTypeError(f"unknown record type (key version {key_version})")
+            k, pos = rt.read_key(kbuf, 2, key_version)
+            _check_end(kbuf, pos)
+            if value is None:
+                return CoordinatorRecord(k, None)
+            vbuf = memoryview(value)
+            (value_version,) = INT16.unpack_from(vbuf, 0)
+            v, pos = rt.read_value(vbuf, 2, value_version)
+            return CoordinatorRecord(k, v)
+        except (struct.error, IndexError):
+            raise MalformedMessageError("record truncated") from None
+        except VarintError as e:  # from the hand-written layouts; generated ones raise MalformedMessageError
+            raise MalformedMessageError(str(e)) from None
 
 
 def _check_end(buf: memoryview, pos: int) -> None:
@@ -253,11 +257,13 @@ def write_group_value(value: GroupMetadataValue, version: int = GROUP_METADATA_V
     return write_schema(_group_value_schema(value), version)
 
 
-register_record_type(schema_record_type(OffsetCommitKey, schema.OffsetCommitValue,
-                                        lambda obj: same_fields(OffsetCommitValue, obj), _offset_value_schema,
-                                        offset_value_version))
-register_record_type(schema_record_type(GroupMetadataKey, schema.GroupMetadataValue, _group_value,
-                                        _group_value_schema, lambda _: GROUP_METADATA_VALUE_VERSION))
+#: The record types of classic groups and committed offsets (every group coordinator reads these).
+CLASSIC_RECORD_TYPES: tuple[RecordType, ...] = (
+    schema_record_type(OffsetCommitKey, schema.OffsetCommitValue, lambda obj: same_fields(OffsetCommitValue, obj),
+                       _offset_value_schema, offset_value_version),
+    schema_record_type(GroupMetadataKey, schema.GroupMetadataValue, _group_value, _group_value_schema,
+                       lambda _: GROUP_METADATA_VALUE_VERSION),
+)
 
 
 # ------------------------------------------------------------------------------------ builders
@@ -280,6 +286,7 @@ def group_tombstone(group: str) -> CoordinatorRecord:
 
 
 __all__ = [
+    "CLASSIC_RECORD_TYPES",
     "GROUP_METADATA_KEY_VERSION",
     "GROUP_METADATA_VALUE_VERSION",
     "OFFSET_COMMIT_KEY_VERSION",
@@ -291,19 +298,17 @@ __all__ = [
     "MemberMetadata",
     "OffsetCommitKey",
     "OffsetCommitValue",
+    "RecordSerde",
     "RecordType",
     "UnknownRecordTypeError",
-    "deserialize",
     "group_metadata_record",
     "group_tombstone",
     "offset_commit_record",
     "offset_tombstone",
     "offset_value_version",
     "read_schema",
-    "register_record_type",
     "same_fields",
     "schema_record_type",
-    "serialize",
     "skip_tags",
     "write_group_value",
     "write_offset_value",

@@ -2,7 +2,9 @@
 
 A transactional id lives in partition ``abs(java_string_hash(id)) % partitions`` of
 ``__transaction_state``; its whole state is one record there (:mod:`tidelog.coordinator.txn.records`).
-Public API (what handlers and the produce path call)::
+Public API (what the transaction coordinator service, the produce path's verification and tests call;
+clients' requests reach it through :class:`~tidelog.coordinator.txn.service.TransactionCoordinatorService`,
+which answers once the writes are committed: runtime rule 6)::
 
     coordinator = TransactionCoordinator(TxnConfig.from_broker_config(cfg), clock, writer, next_producer_id,
                                           write_marker, schedule)

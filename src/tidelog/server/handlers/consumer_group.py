@@ -1,9 +1,8 @@
 """The consumer group protocol (KIP-848): ConsumerGroupHeartbeat (v0-1) and ConsumerGroupDescribe (v0-1).
 
-Thin: the group coordinator's consumer group extension
-(:class:`~tidelog.coordinator.group.modern.consumer.manager.ConsumerGroupCoordinator`, which the composition root
-installs) owns every rule; a heartbeat runs as one coordinator operation on the group's
-``__consumer_offsets`` partition, so its records are written before it is answered. Assignments
+Thin: the group coordinator service (:class:`~tidelog.coordinator.group.service.GroupCoordinatorService`)
+and its consumer group type own every rule; a heartbeat runs as one coordinator operation on the group's
+``__consumer_offsets`` partition and is answered once its records are committed. Assignments
 travel as topic ids (clients resolve them with Metadata v12+).
 
 librdkafka (confluent-kafka 2.16) asks for ConsumerGroupHeartbeat 1..1 and sends OffsetCommit and
@@ -15,8 +14,7 @@ UNSUPPORTED_VERSION (Kafka then leaves the API out of ApiVersions; ours is deriv
 from __future__ import annotations
 
 from tidelog.cluster.store import MetadataStore
-from tidelog.coordinator.group import GroupCoordinator
-from tidelog.coordinator.group.modern.consumer.manager import ConsumerGroupCoordinator
+from tidelog.coordinator.group.service import GroupCoordinatorService
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import (
@@ -44,11 +42,10 @@ def _describe_error(request: ConsumerGroupDescribeRequest, code: ErrorCode,
 
 
 class ConsumerGroupHandlers:
-    def __init__(self, groups: GroupCoordinator, consumer_groups: ConsumerGroupCoordinator, store: MetadataStore,
+    def __init__(self, groups: GroupCoordinatorService, store: MetadataStore,
                  rebalance_protocols: tuple[str, ...], authorizer: Authorizer = NO_AUTHORIZER) -> None:
         self.authorizer = authorizer
         self.groups = groups
-        self.consumer_groups = consumer_groups
         self.store = store
         self.enabled = "consumer" in rebalance_protocols
 
@@ -57,8 +54,8 @@ class ConsumerGroupHandlers:
             raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the group coordinator is not available")
 
     @handles(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1, _heartbeat_error)
-    def handle_consumer_group_heartbeat(self, ctx: RequestContext,
-                                        request: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
+    async def handle_consumer_group_heartbeat(self, ctx: RequestContext,
+                                              request: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
         if not self.enabled:
             raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "the consumer rebalance protocol is not enabled")
         if not self.authorizer.authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
@@ -70,30 +67,17 @@ class ConsumerGroupHandlers:
             raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                              f"The following topics are not authorized: {', '.join(hidden)}")
         self._check_active()
-        image = self.store.image
-        response = self.groups.runtime.run(
-            self.groups.partition_for(request.group_id),
-            lambda: self.consumer_groups.heartbeat(request, api_version=ctx.api_version, image=image,
-                                                   client_id=ctx.client_id, client_host="/" + ctx.client_host))
-        assert response is not None
-        return response
+        return await self.groups.consumer_group_heartbeat(request, api_version=ctx.api_version, image=self.store.image,
+                                                          client_id=ctx.client_id, client_host="/" + ctx.client_host)
 
     @handles(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1, _describe_error)
-    def handle_consumer_group_describe(self, ctx: RequestContext,
-                                       request: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeResponse:
+    async def handle_consumer_group_describe(self, ctx: RequestContext,
+                                             request: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeResponse:
         self._check_active()
         auth = self.authorizer
         denied = {g for g in request.group_ids if not auth.authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g)}
-        valid = [g for g in request.group_ids if g and g not in denied]
-        described: dict[str, ConsumerGroupDescribeResponse.DescribedGroup] = {}
-        for group_id in valid:  # NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS, as Kafka's runtime answers
-            try:
-                self.groups.runtime.read(self.groups.partition_for(group_id))
-            except KafkaError as e:
-                described[group_id] = ConsumerGroupDescribeResponse.DescribedGroup(group_id=group_id,
-                                                                                   error_code=int(e.code))
-        valid = [g for g in valid if g not in described]
-        described.update({d.group_id: d for d in self.consumer_groups.describe(valid, self.store.image)})
+        valid = list(dict.fromkeys(g for g in request.group_ids if g and g not in denied))
+        described = {d.group_id: d for d in await self.groups.consumer_group_describe(valid, self.store.image)}
         groups = [ConsumerGroupDescribeResponse.DescribedGroup(
             group_id=g, error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED)) for g in request.group_ids if g in denied]
         for group_id in request.group_ids:

@@ -1,24 +1,23 @@
 """Group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ListGroups, DescribeGroups,
-DeleteGroups. Thin: decode, call :class:`~tidelog.coordinator.group.GroupCoordinator`, shape the answer
-for the request's version.
+DeleteGroups. Thin: decode, call :class:`~tidelog.coordinator.group.service.GroupCoordinatorService`
+(answers come once the coordinator's writes are committed), shape the answer for the request's version.
 
 * FindCoordinator: key type GROUP (0) answers the leader of the group's ``__consumer_offsets``
   partition, TRANSACTION (1) the leader of the transactional id's ``__transaction_state`` partition
   (each topic created on first use, as Kafka does), v4+ in the batched ``coordinator_keys`` form;
   other key types INVALID_REQUEST. An empty key is no error.
-* JoinGroup and SyncGroup answers wait until the rebalance gets there: the handler returns a future
-  the coordinator completes.
+* JoinGroup and SyncGroup answers wait until the rebalance gets there: the service's call returns then.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Callable
 
 from tidelog.cluster.store import MetadataStore
-from tidelog.coordinator.group import OFFSETS_TOPIC, GroupCoordinator, RequestInfo
-from tidelog.coordinator.txn import TRANSACTION_STATE_TOPIC, TransactionCoordinator
+from tidelog.coordinator.group import OFFSETS_TOPIC, RequestInfo
+from tidelog.coordinator.group.service import GroupCoordinatorService
+from tidelog.coordinator.txn import TRANSACTION_STATE_TOPIC
+from tidelog.coordinator.txn.service import TransactionCoordinatorService
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import (
@@ -53,21 +52,6 @@ def request_info(ctx: RequestContext) -> RequestInfo:
     return RequestInfo(ctx.client_id or "", "/" + ctx.client_host, ctx.api_version)
 
 
-def _parked_response() -> tuple[asyncio.Future, Callable[[Any], None]]:
-    """A future for an answer the coordinator gives later, and the callback that gives it."""
-    fut = asyncio.get_running_loop().create_future()
-
-    def respond(response: Any) -> None:
-        if not fut.done():
-            fut.set_result(response)
-
-    return fut, respond
-
-
-async def _reshaped(fut: Awaitable[Any], shape: Callable[[Any], Any]) -> Any:
-    return shape(await fut)
-
-
 # ------------------------------------------------------------------------------ FindCoordinator
 
 
@@ -86,8 +70,9 @@ class FindCoordinatorHandler:
     internal topic. ``ensure_offsets_topic()`` / ``ensure_transaction_topic()`` create
     ``__consumer_offsets`` / ``__transaction_state`` on first use."""
 
-    def __init__(self, store: MetadataStore, groups: GroupCoordinator, ensure_offsets_topic: Callable[[], object],
-                 transactions: TransactionCoordinator, ensure_transaction_topic: Callable[[], object],
+    def __init__(self, store: MetadataStore, groups: GroupCoordinatorService,
+                 ensure_offsets_topic: Callable[[], object], transactions: TransactionCoordinatorService,
+                 ensure_transaction_topic: Callable[[], object],
                  authorizer: Authorizer = NO_AUTHORIZER) -> None:
         self.authorizer = authorizer
         self.store = store
@@ -169,7 +154,7 @@ def _delete_error(request: DeleteGroupsRequest, code: ErrorCode, message: str | 
 class GroupHandlers:
     """JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ListGroups, DescribeGroups, DeleteGroups."""
 
-    def __init__(self, groups: GroupCoordinator, authorizer: Authorizer = NO_AUTHORIZER) -> None:
+    def __init__(self, groups: GroupCoordinatorService, authorizer: Authorizer = NO_AUTHORIZER) -> None:
         self.groups = groups
         self.authorizer = authorizer
 
@@ -178,48 +163,44 @@ class GroupHandlers:
             raise KafkaError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
 
     @handles(ApiKey.JOIN_GROUP, 0, 9, _join_error)
-    def handle_join_group(self, ctx: RequestContext, request: JoinGroupRequest):
+    async def handle_join_group(self, ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
         self._require(ctx, AclOperation.READ, request.group_id)
         version = ctx.api_version
         if version == 0:
             request.rebalance_timeout_ms = request.session_timeout_ms  # v0 has no rebalance timeout
-        fut, respond = _parked_response()
-        self.groups.join_group(request_info(ctx), request, respond)
-        return _reshaped(fut, lambda r: _shape_join(r, version))
+        return _shape_join(await self.groups.join_group(request_info(ctx), request), version)
 
     @handles(ApiKey.SYNC_GROUP, 0, 5)
-    def handle_sync_group(self, ctx: RequestContext, request: SyncGroupRequest):
+    async def handle_sync_group(self, ctx: RequestContext, request: SyncGroupRequest) -> SyncGroupResponse:
         self._require(ctx, AclOperation.READ, request.group_id)
         if ctx.api_version >= 5 and (request.protocol_type is None or request.protocol_name is None):
             return SyncGroupResponse(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
-        fut, respond = _parked_response()
-        self.groups.sync_group(request_info(ctx), request, respond)
-        return fut
+        return await self.groups.sync_group(request_info(ctx), request)
 
     @handles(ApiKey.HEARTBEAT, 0, 4)
-    def handle_heartbeat(self, ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
+    async def handle_heartbeat(self, ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
         self._require(ctx, AclOperation.READ, request.group_id)
-        return self.groups.heartbeat(request.group_id, request.member_id, request.group_instance_id,
+        return await self.groups.heartbeat(request.group_id, request.member_id, request.group_instance_id,
                                      request.generation_id)
 
     @handles(ApiKey.LEAVE_GROUP, 0, 5)
-    def handle_leave_group(self, ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
+    async def handle_leave_group(self, ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
         self._require(ctx, AclOperation.READ, request.group_id)
         version = ctx.api_version
         if version < 3:
             members = [(request.member_id, None, None)]
         else:
             members = [(m.member_id, m.group_instance_id, m.reason) for m in request.members]
-        response = self.groups.leave_group(request.group_id, members)
+        response = await self.groups.leave_group(request.group_id, members)
         if version < 3:  # one member, its error at the top level
             code = response.error_code or (response.members[0].error_code if response.members else 0)
             return LeaveGroupResponse(error_code=code)
         return response
 
     @handles(ApiKey.LIST_GROUPS, 0, 5)
-    def handle_list_groups(self, ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
+    async def handle_list_groups(self, ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
         try:
-            groups = self.groups.list_groups(request.states_filter, request.types_filter)
+            groups = await self.groups.list_groups(request.states_filter, request.types_filter)
         except KafkaError as e:  # COORDINATOR_LOAD_IN_PROGRESS: a partition is loading
             return ListGroupsResponse(error_code=int(e.code))
         auth = self.authorizer
@@ -228,12 +209,12 @@ class GroupHandlers:
         return ListGroupsResponse(groups=groups)
 
     @handles(ApiKey.DESCRIBE_GROUPS, 0, 6, _describe_error)
-    def handle_describe_groups(self, ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
+    async def handle_describe_groups(self, ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
         auth = self.authorizer
         allowed = [g for g in request.groups if auth.authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g)]
         denied = [DescribeGroupsResponse.DescribedGroup(group_id=g, error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
                   for g in request.groups if g not in allowed]
-        groups = self.groups.describe_groups(allowed, ctx.api_version) if allowed else []
+        groups = await self.groups.describe_groups(allowed, ctx.api_version) if allowed else []
         if ctx.api_version >= 3 and request.include_authorized_operations:
             for g in groups:
                 if g.error_code == 0:
@@ -241,13 +222,13 @@ class GroupHandlers:
         return DescribeGroupsResponse(groups=denied + groups)
 
     @handles(ApiKey.DELETE_GROUPS, 0, 2, _delete_error)
-    def handle_delete_groups(self, ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
+    async def handle_delete_groups(self, ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
         names = list(dict.fromkeys(request.groups_names))
         allowed = [g for g in names if self.authorizer.authorize(ctx, AclOperation.DELETE, ResourceType.GROUP, g)]
         denied = [DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
                   for g in names if g not in allowed]
         try:
-            results = self.groups.delete_groups(allowed) if allowed else []
+            results = await self.groups.delete_groups(allowed) if allowed else []
         except KafkaError as e:
             results = [DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=int(e.code)) for g in allowed]
         return DeleteGroupsResponse(results=results + denied)

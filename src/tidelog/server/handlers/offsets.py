@@ -20,7 +20,8 @@ OffsetDelete DELETE on the group and READ on each topic.
 from __future__ import annotations
 
 from tidelog.cluster.store import MetadataStore
-from tidelog.coordinator.group import GroupCoordinator, PartitionCommit
+from tidelog.coordinator.group import PartitionCommit
+from tidelog.coordinator.group.service import GroupCoordinatorService
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import (
@@ -94,7 +95,7 @@ def _fetch_error(request: OffsetFetchRequest, code: ErrorCode, message: str | No
 class OffsetHandlers:
     """OffsetCommit, OffsetFetch, OffsetDelete."""
 
-    def __init__(self, groups: GroupCoordinator, store: MetadataStore, authorizer: Authorizer = NO_AUTHORIZER) -> None:
+    def __init__(self, groups: GroupCoordinatorService, store: MetadataStore, authorizer: Authorizer = NO_AUTHORIZER) -> None:
         self.groups = groups
         self.store = store
         self.authorizer = authorizer
@@ -102,17 +103,17 @@ class OffsetHandlers:
     def _may(self, ctx: RequestContext, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
         return self.authorizer.authorize(ctx, operation, resource_type, name)
 
-    def _fetch_group(self, ctx: RequestContext, group_id: str, topics: list[tuple[str, list[int]]] | None,
+    async def _fetch_group(self, ctx: RequestContext, group_id: str, topics: list[tuple[str, list[int]]] | None,
                      *args, **kwargs) -> FetchGroup:
         """One group's committed offsets, as far as the requester may describe the group and topics."""
         if not self._may(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
             return FetchGroup(group_id=group_id, error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
         if not self.authorizer.enabled:
-            return self.groups.fetch_offsets(group_id, topics, *args, **kwargs)
+            return await self.groups.offset_fetch(group_id, topics, *args, **kwargs)
         denied = [] if topics is None else [t for t in topics
                                              if not self._may(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t[0])]
         allowed = None if topics is None else [t for t in topics if t not in denied]
-        group = self.groups.fetch_offsets(group_id, allowed, *args, **kwargs)
+        group = await self.groups.offset_fetch(group_id, allowed, *args, **kwargs)
         if topics is None:
             group.topics = [t for t in group.topics if self._may(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t.name)]
         Topic, Partition = OffsetFetchResponse.OffsetFetchResponseTopics, OffsetFetchResponse.OffsetFetchResponsePartitions
@@ -127,7 +128,7 @@ class OffsetHandlers:
         return t is not None and 0 <= partition < len(t.partitions)
 
     @handles(ApiKey.OFFSET_COMMIT, 0, 9, _commit_error)
-    def handle_offset_commit(self, ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
+    async def handle_offset_commit(self, ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
         if not self._may(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
             raise KafkaError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         codes: dict[tuple[str, int], int] = {}
@@ -145,7 +146,7 @@ class OffsetHandlers:
                                                p.committed_metadata, p.commit_timestamp))
         if commits:
             try:
-                codes.update(self.groups.commit_offsets(
+                codes.update(await self.groups.offset_commit(
                     request_info(ctx), request.group_id, request.member_id, request.group_instance_id,
                     request.generation_id_or_member_epoch, commits, request.retention_time_ms))
             except KafkaError as e:
@@ -153,21 +154,22 @@ class OffsetHandlers:
         return _commit_response(request, codes)
 
     @handles(ApiKey.OFFSET_FETCH, 0, 9, _fetch_error)
-    def handle_offset_fetch(self, ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
+    async def handle_offset_fetch(self, ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
         version = ctx.api_version
         stable = version >= 7 and request.require_stable
         if version < 8:
             topics = None if request.topics is None else [(t.name, list(t.partition_indexes)) for t in request.topics]
-            return _to_single_group(self._fetch_group(ctx, request.group_id, topics, require_stable=stable), version)
+            return _to_single_group(await self._fetch_group(ctx, request.group_id, topics, require_stable=stable),
+                                    version)
         groups = []
         for g in request.groups:
             topics = None if g.topics is None else [(t.name, list(t.partition_indexes)) for t in g.topics]
-            groups.append(self._fetch_group(ctx, g.group_id, topics, g.member_id, g.member_epoch,
+            groups.append(await self._fetch_group(ctx, g.group_id, topics, g.member_id, g.member_epoch,
                                             require_stable=stable))
         return OffsetFetchResponse(groups=groups)
 
     @handles(ApiKey.OFFSET_DELETE, 0, 0)
-    def handle_offset_delete(self, ctx: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
+    async def handle_offset_delete(self, ctx: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
         if not self._may(ctx, AclOperation.DELETE, ResourceType.GROUP, request.group_id):
             return OffsetDeleteResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
         if not request.group_id:
@@ -187,7 +189,7 @@ class OffsetHandlers:
             if valid:
                 known.append((t.name, valid))
         try:
-            response = self.groups.delete_offsets(request.group_id, known)
+            response = await self.groups.offset_delete(request.group_id, known)
         except KafkaError as e:
             return OffsetDeleteResponse(error_code=int(e.code))
         Topic, Partition = OffsetDeleteResponse.OffsetDeleteResponseTopic, OffsetDeleteResponse.OffsetDeleteResponsePartition

@@ -9,8 +9,8 @@ PRODUCER_FENCED is INVALID_PRODUCER_EPOCH for clients older than v4.
 
 from __future__ import annotations
 
-from tidelog.coordinator.txn import TransactionCoordinator
 from tidelog.coordinator.txn.producer_ids import ProducerIdManager
+from tidelog.coordinator.txn.service import TransactionCoordinatorService
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import InitProducerIdRequest, InitProducerIdResponse
@@ -25,14 +25,15 @@ def _error(code: ErrorCode) -> InitProducerIdResponse:
 
 
 class InitProducerIdHandler:
-    def __init__(self, producer_ids: ProducerIdManager, transactions: TransactionCoordinator,
+    def __init__(self, producer_ids: ProducerIdManager, transactions: TransactionCoordinatorService,
                  authorizer: Authorizer = NO_AUTHORIZER) -> None:
         self.authorizer = authorizer
         self.producer_ids = producer_ids
         self.transactions = transactions
 
     @handles(ApiKey.INIT_PRODUCER_ID, 0, 5)
-    def handle_init_producer_id(self, ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
+    async def handle_init_producer_id(self, ctx: RequestContext,
+                                      request: InitProducerIdRequest) -> InitProducerIdResponse:
         auth = self.authorizer
         if request.transactional_id is not None:
             if not auth.authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
@@ -50,8 +51,8 @@ class InitProducerIdHandler:
                                               producer_epoch=0)
             except KafkaError as e:
                 return _error(e.code)
-        result = self.transactions.init_producer_id(request.transactional_id, request.transaction_timeout_ms,
-                                                    None if pid == -1 else (pid, epoch))
+        result = await self.transactions.init_producer_id(request.transactional_id, request.transaction_timeout_ms,
+                                                          None if pid == -1 else (pid, epoch))
         code = result.error
         if code == ErrorCode.PRODUCER_FENCED and ctx.api_version < 4:
             code = ErrorCode.INVALID_PRODUCER_EPOCH

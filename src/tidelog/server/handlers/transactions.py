@@ -15,8 +15,10 @@ call :class:`~tidelog.coordinator.txn.TransactionCoordinator`, shape the answer 
 from __future__ import annotations
 
 from tidelog.cluster.controller import INTERNAL_TOPICS
-from tidelog.coordinator.group import OFFSETS_TOPIC, GroupCoordinator
-from tidelog.coordinator.txn import TransactionCoordinator, TransactionVersion
+from tidelog.coordinator.group import OFFSETS_TOPIC
+from tidelog.coordinator.group.service import GroupCoordinatorService
+from tidelog.coordinator.txn import TransactionVersion
+from tidelog.coordinator.txn.service import TransactionCoordinatorService
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import (
@@ -73,7 +75,8 @@ def _add_partitions_error(request: AddPartitionsToTxnRequest, code: ErrorCode, m
 
 
 class TransactionHandlers:
-    def __init__(self, transactions: TransactionCoordinator, groups: GroupCoordinator, replicas: ReplicaManager,
+    def __init__(self, transactions: TransactionCoordinatorService, groups: GroupCoordinatorService,
+                 replicas: ReplicaManager,
                  authorizer: Authorizer = NO_AUTHORIZER) -> None:
         self.authorizer = authorizer
         self.transactions = transactions
@@ -83,21 +86,21 @@ class TransactionHandlers:
     # ------------------------------------------------------------------------- AddPartitionsToTxn
 
     @handles(ApiKey.ADD_PARTITIONS_TO_TXN, 0, 5, _add_partitions_error)
-    def handle_add_partitions_to_txn(self, ctx: RequestContext,
-                                     request: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse:
+    async def handle_add_partitions_to_txn(self, ctx: RequestContext,
+                                           request: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse:
         version = ctx.api_version
         # v4+ comes from brokers verifying a transaction (CLUSTER_ACTION); v0-3 from the producer itself
         if version >= 4 and not self.authorizer.authorize(ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER,
                                                           CLUSTER_NAME):
             raise KafkaError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         results = [Result(transactional_id=txn.transactional_id,
-                          topic_results=_topic_results(self._add(ctx, txn, version)))
+                          topic_results=_topic_results(await self._add(ctx, txn, version)))
                    for txn in _transactions(request, version)]
         if version < 4:
             return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=results[0].topic_results)
         return AddPartitionsToTxnResponse(error_code=0, results_by_transaction=results)
 
-    def _add(self, ctx: RequestContext, txn, version: int) -> dict[TopicPartition, ErrorCode]:
+    async def _add(self, ctx: RequestContext, txn, version: int) -> dict[TopicPartition, ErrorCode]:
         partitions = list(dict.fromkeys((t.name, p) for t in txn.topics for p in t.partitions))
         auth = self.authorizer
         if version < 4 and not auth.authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
@@ -112,36 +115,38 @@ class TransactionHandlers:
                     else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in missing else ErrorCode.OPERATION_NOT_ATTEMPTED
                     for tp in partitions}
         if txn.verify_only:
-            return self.transactions.verify_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch,
+            return await self.transactions.verify_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch,
                                                        partitions)
-        code = self.transactions.add_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch, partitions,
-                                                TransactionVersion.TV_2 if version >= 4 else TransactionVersion.TV_0)
+        code = await self.transactions.add_partitions_to_txn(
+            txn.transactional_id, txn.producer_id, txn.producer_epoch, partitions,
+            TransactionVersion.TV_2 if version >= 4 else TransactionVersion.TV_0)
         return dict.fromkeys(partitions, _fenced_for(code, version))
 
     # ---------------------------------------------------------------------------- AddOffsetsToTxn
 
     @handles(ApiKey.ADD_OFFSETS_TO_TXN, 0, 4)
-    def handle_add_offsets_to_txn(self, ctx: RequestContext, request: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse:
+    async def handle_add_offsets_to_txn(self, ctx: RequestContext,
+                                        request: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse:
         if not self.authorizer.authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
                                          request.transactional_id):
             return AddOffsetsToTxnResponse(error_code=int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
         if not self.authorizer.authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
             return AddOffsetsToTxnResponse(error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
         partition = (OFFSETS_TOPIC, self.groups.partition_for(request.group_id))
-        code = self.transactions.add_partitions(request.transactional_id, request.producer_id, request.producer_epoch,
-                                                [partition])
+        code = await self.transactions.add_partitions_to_txn(request.transactional_id, request.producer_id,
+                                                             request.producer_epoch, [partition])
         return AddOffsetsToTxnResponse(error_code=int(_fenced_for(code, ctx.api_version)))
 
     # ------------------------------------------------------------------------------------ EndTxn
 
     @handles(ApiKey.END_TXN, 0, 5)
-    def handle_end_txn(self, ctx: RequestContext, request: EndTxnRequest) -> EndTxnResponse:
+    async def handle_end_txn(self, ctx: RequestContext, request: EndTxnRequest) -> EndTxnResponse:
         if not self.authorizer.authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
                                          request.transactional_id):
             return EndTxnResponse(error_code=int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED), producer_id=-1,
                                   producer_epoch=-1)
         version = TransactionVersion.TV_2 if ctx.api_version > 4 else TransactionVersion.TV_0
-        reply = self.transactions.end_txn(request.transactional_id, request.producer_id, request.producer_epoch,
+        reply = await self.transactions.end_txn(request.transactional_id, request.producer_id, request.producer_epoch,
                                           request.committed, version)
         return EndTxnResponse(error_code=int(_fenced_for(reply.error, ctx.api_version)),
                               producer_id=reply.producer_id, producer_epoch=reply.producer_epoch)
@@ -149,12 +154,12 @@ class TransactionHandlers:
     # ---------------------------------------------------------------------------------- admin
 
     @handles(ApiKey.DESCRIBE_TRANSACTIONS, 0, 0)
-    def handle_describe_transactions(self, ctx: RequestContext,
-                                     request: DescribeTransactionsRequest) -> DescribeTransactionsResponse:
+    async def handle_describe_transactions(self, ctx: RequestContext,
+                                           request: DescribeTransactionsRequest) -> DescribeTransactionsResponse:
         auth = self.authorizer
         allowed = [t for t in request.transactional_ids
                    if auth.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, t)]
-        described = iter(self.transactions.describe_transactions(allowed) if allowed else [])
+        described = iter(await self.transactions.describe_transactions(allowed) if allowed else [])
         states = []
         for transactional_id in request.transactional_ids:
             if transactional_id not in allowed:
@@ -169,8 +174,9 @@ class TransactionHandlers:
         return DescribeTransactionsResponse(transaction_states=states)
 
     @handles(ApiKey.LIST_TRANSACTIONS, 0, 2)
-    def handle_list_transactions(self, ctx: RequestContext, request: ListTransactionsRequest) -> ListTransactionsResponse:
-        response = self.transactions.list_transactions(request.state_filters, request.producer_id_filters,
+    async def handle_list_transactions(self, ctx: RequestContext,
+                                       request: ListTransactionsRequest) -> ListTransactionsResponse:
+        response = await self.transactions.list_transactions(request.state_filters, request.producer_id_filters,
                                                        request.duration_filter, request.transactional_id_pattern)
         response.transaction_states = [
             t for t in response.transaction_states

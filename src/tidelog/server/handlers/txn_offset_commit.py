@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tidelog.coordinator.group import OFFSETS_TOPIC, GroupCoordinator, PartitionCommit
+from tidelog.coordinator.group import OFFSETS_TOPIC, PartitionCommit
+from tidelog.coordinator.group.service import GroupCoordinatorService
 from tidelog.coordinator.runtime import normalize_append_error
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import ApiKey
@@ -53,7 +54,7 @@ def _error(request: TxnOffsetCommitRequest, code: ErrorCode, message: str | None
 
 
 class TxnOffsetCommitHandler:
-    def __init__(self, groups: GroupCoordinator, replicas: ReplicaManager, verifier: TransactionVerifier,
+    def __init__(self, groups: GroupCoordinatorService, replicas: ReplicaManager, verifier: TransactionVerifier,
                  ensure_offsets_topic: Callable[[], object], authorizer: Authorizer = NO_AUTHORIZER) -> None:
         self.authorizer = authorizer
         self.groups = groups
@@ -62,7 +63,8 @@ class TxnOffsetCommitHandler:
         self.ensure_offsets_topic = ensure_offsets_topic
 
     @handles(ApiKey.TXN_OFFSET_COMMIT, 0, 5, _error)
-    def handle_txn_offset_commit(self, ctx: RequestContext, request: TxnOffsetCommitRequest):
+    async def handle_txn_offset_commit(self, ctx: RequestContext, request: TxnOffsetCommitRequest
+                                       ) -> TxnOffsetCommitResponse:
         auth = self.authorizer
         if not auth.authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
             raise KafkaError(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
@@ -88,9 +90,15 @@ class TxnOffsetCommitHandler:
             check = self._check(request, version)
         except KafkaError as e:
             return self._failed(request, version, codes, commits, e.code)
-        if check is None:
-            return self._commit(ctx, request, version, codes, commits)
-        return self._verify_then_commit(ctx, request, version, codes, commits, *check)
+        if check is not None:
+            partition, operation = check
+            # KIP-890 through the cluster-aware path Produce uses: the transactional id's coordinator
+            # is asked wherever it is (this broker, or another one by AddPartitionsToTxn v5).
+            errors = await self.verifier.verify(request.transactional_id, request.producer_id,
+                                                request.producer_epoch, [partition], operation)
+            if errors:
+                return self._failed(request, version, codes, commits, errors[partition])
+        return await self._commit(ctx, request, version, codes, commits)
 
     def _check(self, request: TxnOffsetCommitRequest,
                version: int) -> tuple[tuple[str, int], TransactionSupportedOperation] | None:
@@ -103,22 +111,11 @@ class TxnOffsetCommitHandler:
             return None
         return partition, operation
 
-    async def _verify_then_commit(self, ctx: RequestContext, request: TxnOffsetCommitRequest, version: int,
-                                  codes: dict[tuple[str, int], ErrorCode], commits: list[PartitionCommit],
-                                  partition: tuple[str, int],
-                                  operation: TransactionSupportedOperation) -> TxnOffsetCommitResponse:
-        """KIP-890 through the cluster-aware path Produce uses: the transactional id's coordinator is
-        asked wherever it is (this broker, or another one by AddPartitionsToTxn v5)."""
-        errors = await self.verifier.verify(request.transactional_id, request.producer_id, request.producer_epoch,
-                                            [partition], operation)
-        if errors:
-            return self._failed(request, version, codes, commits, errors[partition])
-        return self._commit(ctx, request, version, codes, commits)
-
-    def _commit(self, ctx: RequestContext, request: TxnOffsetCommitRequest, version: int,
-                codes: dict[tuple[str, int], ErrorCode], commits: list[PartitionCommit]) -> TxnOffsetCommitResponse:
+    async def _commit(self, ctx: RequestContext, request: TxnOffsetCommitRequest, version: int,
+                      codes: dict[tuple[str, int], ErrorCode], commits: list[PartitionCommit]
+                      ) -> TxnOffsetCommitResponse:
         try:
-            codes.update(self.groups.commit_transactional_offsets(
+            codes.update(await self.groups.txn_offset_commit(
                 request_info(ctx), request.group_id, request.producer_id, request.producer_epoch,
                 request.member_id, request.group_instance_id, request.generation_id, commits))
         except KafkaError as e:

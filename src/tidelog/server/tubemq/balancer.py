@@ -280,7 +280,7 @@ class TubeBalancer:
             topic_partitions=[ConsumerGroupHeartbeatRequest.TopicPartitions(topic_id=t, partitions=ps)
                               for t, ps in by_topic.items()])
         try:
-            response = self.groups.runtime.run(
+            response = self.groups.runtime.apply(
                 self.groups.partition_for(group),
                 lambda: self.consumer_groups.heartbeat(request, api_version=1, image=image, client_id=client_id,
                                                        client_host="/" + host))
@@ -296,7 +296,7 @@ class TubeBalancer:
                                                 member_epoch=LEAVE_GROUP_MEMBER_EPOCH)
         image = self.store.image
         try:
-            self.groups.runtime.run(
+            self.groups.runtime.apply(
                 self.groups.partition_for(group),
                 lambda: self.consumer_groups.heartbeat(request, api_version=1, image=image, client_id=client_id,
                                                        client_host="/" + host))

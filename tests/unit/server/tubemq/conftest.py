@@ -5,6 +5,7 @@ confirm it on the next heartbeat with a report of what it holds)."""
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -15,7 +16,8 @@ from tidelog.cluster.metadata import BrokerInfo, MetadataImage, PartitionMetadat
 from tidelog.cluster.store import EmbeddedStore
 from tidelog.config import TopicConfig
 from tidelog.coordinator.group import GroupConfig, GroupCoordinator
-from tidelog.coordinator.group.modern.consumer.manager import ConsumerGroupCoordinator, install
+from tidelog.coordinator.group.modern.consumer.group_type import ConsumerGroupType
+from tidelog.coordinator.group.service import GroupCoordinatorService
 from tidelog.coordinator.runtime import LogWriter, PartitionWriter
 from tidelog.protocol.messages import ConsumerGroupHeartbeatRequest
 from tidelog.protocol.tubemq.generated import master_service_pb2 as master_pb
@@ -50,12 +52,14 @@ class Harness:
         self.writer = writer(plog) if writer is not None else LogWriter(lambda p: plog)
         self.coordinator = GroupCoordinator(
             GroupConfig(offsets_topic_num_partitions=1, values={"group.consumer.session.timeout.ms": SESSION_MS}),
-            self.clock, self.writer, num_partitions=1, extensions=[install])
+            self.clock, self.writer, num_partitions=1,
+            group_types=[functools.partial(ConsumerGroupType, classic_members=False)])
         self.coordinator.load([0])
         self.store = EmbeddedStore(tmp_path)
         self.store.open(BrokerInfo(0, "h", 9092))
         self.store.publish(image_with(t=4, u=2))
-        self.consumer_groups = self.coordinator.extension(ConsumerGroupCoordinator)
+        self.consumer_groups = GroupCoordinatorService(self.coordinator).consumer_groups
+        assert self.consumer_groups is not None
         self.balancer = TubeBalancer(self.coordinator, self.consumer_groups, self.store, self.clock, lambda: BROKER)
 
     def kafka_heartbeat(self, member_id: str, epoch: int, owned: set[int], topics: tuple[str, ...] = ("t",)):
@@ -65,7 +69,7 @@ class Harness:
             subscribed_topic_names=list(topics),
             topic_partitions=[ConsumerGroupHeartbeatRequest.TopicPartitions(topic_id=topic_id("t"),
                                                                              partitions=sorted(owned))] if owned else [])
-        return self.coordinator.runtime.run(0, lambda: self.consumer_groups.heartbeat(
+        return self.coordinator.runtime.apply(0, lambda: self.consumer_groups.heartbeat(
             request, api_version=1, image=self.store.image, client_id="kafka", client_host="/127.0.0.1"))
 
     def exclusive(self) -> None:

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from tidelog.clock import Clock
 from tidelog.coordinator.group.classic.group import (
@@ -48,7 +47,8 @@ from tidelog.coordinator.group.classic.group import (
     sync_key,
 )
 from tidelog.coordinator.group.classic.leave import ClassicLeave
-from tidelog.coordinator.group.group import UNKNOWN_MEMBER_ID, RequestInfo
+from tidelog.coordinator.group.config import GroupConfig
+from tidelog.coordinator.group.group import UNKNOWN_MEMBER_ID, GroupRegistry, RequestInfo
 from tidelog.coordinator.group.records import GroupMetadataKey, GroupMetadataValue, group_metadata_record
 from tidelog.coordinator.runtime import CoordinatorRuntime, Result
 from tidelog.errors import ErrorCode, KafkaError
@@ -70,7 +70,7 @@ SKIP_ASSIGNMENT_FROM_VERSION = 9
 class ClassicGroupManager(ClassicLeave):
     """Runs the classic protocol over the coordinator's group registry. Loop-only."""
 
-    def __init__(self, groups: dict[str, Any], runtime: CoordinatorRuntime, config: Any, clock: Clock,
+    def __init__(self, groups: GroupRegistry, runtime: CoordinatorRuntime, config: GroupConfig, clock: Clock,
                  partition_for: Callable[[str], int]) -> None:
         """``groups`` is the coordinator's registry of every group (shared, changed in place);
         ``config`` its GroupConfig; ``partition_for(group_id)`` the group's __consumer_offsets partition."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from tidelog.coordinator.runtime import Result
+from tidelog.coordinator.runtime import CoordinatorRuntime, Result
 
 #: fence(group id, member id, member epoch or None): the result that removes the member, if it is still
 #: there (at that epoch, when one is given).
@@ -81,19 +81,20 @@ class MemberTimers:
 
 class RuntimeTimers:
     """:class:`ConsumerGroupTimers` over the group coordinator's runtime: a group's timers run on its
-    ``__consumer_offsets`` partition. ``coordinator`` is the GroupCoordinator."""
+    ``__consumer_offsets`` partition (``partition_for(group_id)``)."""
 
-    def __init__(self, coordinator: Any) -> None:
-        self._coordinator = coordinator
+    def __init__(self, runtime: CoordinatorRuntime, partition_for: Callable[[str], int]) -> None:
+        self._runtime = runtime
+        self._partition_for = partition_for
 
     def schedule(self, key: str, delay_ms: int, group_id: str, op: Callable[[], Result[Any] | None]) -> None:
-        self._coordinator.runtime.schedule(key, delay_ms, self._coordinator.partition_for(group_id), op)
+        self._runtime.schedule(key, delay_ms, self._partition_for(group_id), op)
 
     def cancel(self, key: str) -> None:
-        self._coordinator.runtime.cancel(key)
+        self._runtime.cancel(key)
 
     def scheduled(self, key: str) -> bool:
-        return key in self._coordinator.runtime.timers
+        return key in self._runtime.timers
 
 
 __all__ = ["KINDS", "ConsumerGroupTimers", "FenceFn", "MemberTimers", "RuntimeTimers"]

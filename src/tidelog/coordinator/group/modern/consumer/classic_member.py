@@ -49,7 +49,12 @@ from tidelog.coordinator.group.classic.consumer_protocol import (
 )
 from tidelog.coordinator.group.classic.group import ClassicGroup
 from tidelog.coordinator.group.classic.manager import MEMBER_ID_REQUIRED_FROM_VERSION, ClassicGroupManager
-from tidelog.coordinator.group.group import CONSUMER, CONSUMER_PROTOCOL_TYPE, UNKNOWN_MEMBER_ID, RequestInfo
+from tidelog.coordinator.group.group import (
+    CONSUMER_PROTOCOL_TYPE,
+    UNKNOWN_MEMBER_ID,
+    GroupRegistry,
+    RequestInfo,
+)
 from tidelog.coordinator.group.modern.consumer.group import ConsumerGroup, ConsumerGroupMember
 from tidelog.coordinator.group.modern.consumer.manager import ConsumerGroupCoordinator
 from tidelog.coordinator.group.modern.consumer.migration import can_downgrade_after_replacing
@@ -344,7 +349,7 @@ class ClassicGroupAdopter:
     """:class:`~tidelog.coordinator.group.modern.consumer.migration.ClassicGroupHost` over the classic manager: a
     downgraded group's members get their sessions, then the group rebalances."""
 
-    def __init__(self, groups: dict[str, Any], classic: ClassicGroupManager, runtime: CoordinatorRuntime,
+    def __init__(self, groups: GroupRegistry, classic: ClassicGroupManager, runtime: CoordinatorRuntime,
                  partition_for: Callable[[str], int]) -> None:
         self.groups = groups
         self.classic = classic
@@ -359,18 +364,4 @@ class ClassicGroupAdopter:
             self.runtime.write(self.partition_for(group.group_id), self.classic.prepare_rebalance(group, rebalance_reason))
 
 
-def install(coordinator: Any) -> ClassicMembers:
-    """The group coordinator extension that serves classic members of consumer groups and lets consumer
-    groups downgrade into classic groups; install it after
-    :func:`tidelog.coordinator.group.modern.consumer.manager.install`. ``coordinator`` is the GroupCoordinator."""
-    consumer_groups = coordinator.extension(ConsumerGroupCoordinator)
-    if consumer_groups is None:
-        raise ValueError("classic members need the consumer groups: install consumer.install first")
-    consumer_groups.classic_groups = ClassicGroupAdopter(coordinator.groups, coordinator.classic, coordinator.runtime,
-                                                         coordinator.partition_for)
-    members = ClassicMembers(consumer_groups)
-    coordinator.register_classic_protocol(CONSUMER, members)
-    return members
-
-
-__all__ = ["ClassicGroupAdopter", "ClassicMembers", "install"]
+__all__ = ["ClassicGroupAdopter", "ClassicMembers"]

@@ -31,7 +31,7 @@ Rules (Kafka's GroupMetadataManager, ConsumerGroup and CurrentAssignmentBuilder,
 7. **Result + replay.** Operations return the runtime's :class:`~tidelog.coordinator.runtime.Result`
    (records, response) and change no group state; :meth:`ConsumerGroupCoordinator.replay` applies
    records, and loading is the same replay. The records are Kafka's ``ConsumerGroup*`` keys and values
-   (layouts below), registered with :func:`~tidelog.coordinator.group.records.register_record_type`,
+   (layouts below), whose serdes the consumer group type adds to the coordinator's record table,
    so a restarted broker gets its consumer groups back: members keep their epochs and assignments and
    get a new session to heartbeat in. Timers (session, rebalance) are in memory, as in Kafka.
 8. **Regex subscriptions** (``SubscribedTopicRegex``) are matched by the broker against every topic
@@ -64,7 +64,7 @@ from typing import Any
 from tidelog.clock import Clock
 from tidelog.cluster.metadata import MetadataImage
 from tidelog.coordinator.group.classic.group import ClassicGroup
-from tidelog.coordinator.group.group import Group
+from tidelog.coordinator.group.group import GroupRegistry
 from tidelog.coordinator.group.modern.assignors import (
     TopicPartitions,
 )
@@ -100,7 +100,7 @@ from tidelog.coordinator.group.modern.member import (
     MemberState,
     new_member_id,
 )
-from tidelog.coordinator.group.modern.member_timers import ConsumerGroupTimers, MemberTimers, RuntimeTimers
+from tidelog.coordinator.group.modern.member_timers import ConsumerGroupTimers, MemberTimers
 from tidelog.coordinator.group.modern.reconciliation import check_member_epoch, reconcile, tp_map
 from tidelog.coordinator.group.modern.subscription import (
     ResolvedRegex,
@@ -131,7 +131,7 @@ class ConsumerGroupCoordinator:
     ``onNewMetadataImage``). Loop-only, not thread-safe."""
 
     def __init__(self, clock: Clock, config: ConsumerGroupConfig | None = None,
-                 timers: ConsumerGroupTimers | None = None, groups: dict[str, Group] | None = None, *,
+                 timers: ConsumerGroupTimers | None = None, groups: GroupRegistry | None = None, *,
                  image_source: Callable[[], MetadataImage] | None = None,
                  classic_groups: ClassicGroupHost | None = None) -> None:
         """``image_source()`` gives the current metadata image (the broker's store; requests without one,
@@ -144,7 +144,7 @@ class ConsumerGroupCoordinator:
         self.timers = timers
         self.member_timers = MemberTimers(timers, self.fence_member)
         self.classic_groups = classic_groups
-        self.groups: dict[str, Group] = groups if groups is not None else {}
+        self.groups = groups if groups is not None else GroupRegistry()
         self._checked_image: dict[str, int] = {}  # group -> image version its topics were last hashed at
         self.regexes = RegexResolution(clock, timers, self.group, self.current_image)
 
@@ -549,20 +549,6 @@ class ConsumerGroupCoordinator:
         return group
 
 
-def install(coordinator: Any, image: Callable[[], MetadataImage] | None = None) -> ConsumerGroupCoordinator:
-    """The group coordinator extension (its hook 3): consumer groups sharing the coordinator's group
-    map, runtime and timers, with their records replayed here (hook 2). ``coordinator`` is a
-    :class:`~tidelog.coordinator.group.coordinator.GroupCoordinator`; ``image()`` the current metadata
-    image (the composition root passes the metadata store's, with ``functools.partial``). Classic
-    members and downgrades come with :func:`tidelog.coordinator.group.modern.consumer.classic_member.install`."""
-    config = ConsumerGroupConfig.from_broker_config(coordinator.config)
-    consumer_groups = ConsumerGroupCoordinator(coordinator.clock, config, RuntimeTimers(coordinator),
-                                               coordinator.groups, image_source=image)
-    for key_cls in KEY_TYPES:
-        coordinator.register_replayer(key_cls, lambda _partition, _offset, record: consumer_groups.replay(record))
-    return consumer_groups
-
-
 def _run_all(callbacks: list[Callable[[], None]]) -> Callable[[], None] | None:
     if not callbacks:
         return None
@@ -573,4 +559,4 @@ def _run_all(callbacks: list[Callable[[], None]]) -> Callable[[], None] | None:
     return run
 
 
-__all__ = ["KEY_TYPES", "ConsumerGroupCoordinator", "install"]
+__all__ = ["KEY_TYPES", "ConsumerGroupCoordinator"]

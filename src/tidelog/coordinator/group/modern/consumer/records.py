@@ -1,7 +1,7 @@
 """Kafka's ConsumerGroup* records in ``__consumer_offsets`` (the KIP-848 group state).
 
-Registered with :func:`tidelog.coordinator.group.records.register_record_type` at import, so the
-coordinator runtime writes and replays them. Keys are not flexible; values are (version 0: compact
+Their serdes are :data:`RECORD_TYPES`, the consumer group type's ``record_types``: the group coordinator
+built with that type writes and replays them. Keys are not flexible; values are (version 0: compact
 strings and arrays, a tagged-field section per struct). Keys are the generated key classes; values are
 this module's frozen dataclasses (the coordinator's view: tuples, and ``TopicPartitions`` maps of topic
 id to partitions), converted to and from the generated classes of
@@ -42,7 +42,6 @@ from dataclasses import dataclass
 from tidelog.coordinator.group.modern.assignors import TopicPartitions
 from tidelog.coordinator.group.records import (
     RecordType,
-    register_record_type,
     same_fields,
     schema_record_type,
     skip_tags,
@@ -256,21 +255,21 @@ def _write_regex(v: ConsumerGroupRegularExpressionValue) -> bytes:
     return bytes(b)
 
 
-def _register() -> None:
-    for key_cls, value_cls, from_schema, to_schema in (
-        (ConsumerGroupMetadataKey, schema.ConsumerGroupMetadataValue, _group_value, _group_value_schema),
-        (ConsumerGroupMemberMetadataKey, schema.ConsumerGroupMemberMetadataValue, _member_value, _member_value_schema),
-        (ConsumerGroupTargetAssignmentMetadataKey, schema.ConsumerGroupTargetAssignmentMetadataValue,
-         lambda obj: same_fields(ConsumerGroupTargetAssignmentMetadataValue, obj),
-         lambda value: same_fields(schema.ConsumerGroupTargetAssignmentMetadataValue, value)),
-        (ConsumerGroupTargetAssignmentMemberKey, schema.ConsumerGroupTargetAssignmentMemberValue, _target_member_value,
-         _target_member_value_schema),
-        (ConsumerGroupCurrentMemberAssignmentKey, schema.ConsumerGroupCurrentMemberAssignmentValue, _current_value,
-         _current_value_schema),
-    ):
-        register_record_type(schema_record_type(key_cls, value_cls, from_schema, to_schema, lambda _: 0))
-    register_record_type(RecordType(REGULAR_EXPRESSION_KEY_VERSION, ConsumerGroupRegularExpressionKey,
-                                    _read_regex_key, _write_regex_key, _read_regex, _write_regex))
-
-
-_register()
+#: The record types of consumer groups (the consumer group type's ``record_types``).
+RECORD_TYPES: tuple[RecordType, ...] = (
+    *(schema_record_type(key_cls, value_cls, from_schema, to_schema, lambda _: 0)
+      for key_cls, value_cls, from_schema, to_schema in (
+          (ConsumerGroupMetadataKey, schema.ConsumerGroupMetadataValue, _group_value, _group_value_schema),
+          (ConsumerGroupMemberMetadataKey, schema.ConsumerGroupMemberMetadataValue, _member_value,
+           _member_value_schema),
+          (ConsumerGroupTargetAssignmentMetadataKey, schema.ConsumerGroupTargetAssignmentMetadataValue,
+           lambda obj: same_fields(ConsumerGroupTargetAssignmentMetadataValue, obj),
+           lambda value: same_fields(schema.ConsumerGroupTargetAssignmentMetadataValue, value)),
+          (ConsumerGroupTargetAssignmentMemberKey, schema.ConsumerGroupTargetAssignmentMemberValue,
+           _target_member_value, _target_member_value_schema),
+          (ConsumerGroupCurrentMemberAssignmentKey, schema.ConsumerGroupCurrentMemberAssignmentValue, _current_value,
+           _current_value_schema),
+      )),
+    RecordType(REGULAR_EXPRESSION_KEY_VERSION, ConsumerGroupRegularExpressionKey, _read_regex_key, _write_regex_key,
+               _read_regex, _write_regex),
+)

@@ -1,0 +1,200 @@
+"""The group coordinator service: what the front ends call, one ``async`` method per group API (Kafka's
+``GroupCoordinatorService``). Each method routes to the group's ``__consumer_offsets`` partition, runs
+the operation there (:class:`~tidelog.coordinator.group.coordinator.GroupCoordinator` writes its
+records at once) and returns once the partition's high watermark passes the writes the answer
+reflects (:meth:`CoordinatorRuntime.run <tidelog.coordinator.runtime.CoordinatorRuntime.run>`, runtime
+rule 6). Rules:
+
+1. **Answered only once committed.** A write's answer, and a read of state that writes built
+   (OffsetFetch, DescribeGroups, ConsumerGroupDescribe), waits for the partition's last write as of
+   the moment the answer is ready. A JoinGroup or SyncGroup answer parked until another request's
+   write (a JoinGroup completed by the leader's SyncGroup) waits for that write too, once given.
+2. **Failures.** A write that is not committed in time (the leader lost its ISR or its leadership)
+   raises the coordinator's :class:`~tidelog.errors.KafkaError` (NOT_COORDINATOR,
+   COORDINATOR_NOT_AVAILABLE): the front end answers it as the API's error response. The write stays
+   in the leader's memory and log (runtime rule 6).
+3. **Single node.** Without replication a write is committed when it is appended; every method
+   completes without waiting.
+
+TubeMQ consumers are KIP-848 members: their heartbeats are :meth:`consumer_group_heartbeat`, their
+commits :meth:`offset_commit` and their fetches :meth:`offset_fetch`.
+
+Loop-only, not thread-safe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import Any
+
+from tidelog.cluster.metadata import MetadataImage
+from tidelog.coordinator.group.coordinator import FetchGroup, GroupCoordinator
+from tidelog.coordinator.group.group import CONSUMER, RequestInfo
+from tidelog.coordinator.group.modern.consumer.group_type import ConsumerGroupType
+from tidelog.coordinator.group.modern.consumer.manager import ConsumerGroupCoordinator
+from tidelog.coordinator.group.offsets import PartitionCommit
+from tidelog.errors import ErrorCode, KafkaError
+from tidelog.protocol.messages import (
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    DeleteGroupsResponse,
+    DescribeGroupsResponse,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    ListGroupsResponse,
+    OffsetDeleteResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+
+OffsetCodes = dict[tuple[str, int], ErrorCode]
+
+
+class GroupCoordinatorService:
+    """The group APIs over one :class:`GroupCoordinator` (and its consumer group type, if built with one)."""
+
+    def __init__(self, coordinator: GroupCoordinator) -> None:
+        self.coordinator = coordinator
+        self.runtime = coordinator.runtime
+        consumer = coordinator.types.get(CONSUMER)
+        self.consumer_groups: ConsumerGroupCoordinator | None = (
+            consumer.manager if isinstance(consumer, ConsumerGroupType) else None)
+
+    @property
+    def active(self) -> bool:
+        return self.coordinator.active
+
+    def partition_for(self, group_id: str) -> int:
+        """The group's ``__consumer_offsets`` partition (FindCoordinator routing)."""
+        return self.coordinator.partition_for(group_id)
+
+    async def _committed(self, partitions: Iterable[int]) -> None:
+        for partition in set(partitions):
+            await self.runtime.wait_committed(partition)
+
+    async def _parked(self, partition: int, start: Any) -> Any:
+        """Rule 1 for an answer given later: ``start(respond)`` runs the operation on ``partition``."""
+        answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+        def respond(response: Any) -> None:
+            if not answer.done():
+                answer.set_result(response)
+
+        await self.runtime.run(partition, lambda: start(respond))
+        response = await answer
+        await self.runtime.wait_committed(partition)  # the writes made while it was parked
+        return response
+
+    # ------------------------------------------------------------------------- classic protocol
+
+    async def join_group(self, info: RequestInfo, request: JoinGroupRequest) -> JoinGroupResponse:
+        """JoinGroup; answered when the join phase completes (and its writes are committed)."""
+        return await self._parked(self.partition_for(request.group_id),
+                                  lambda respond: self.coordinator.join_group(info, request, respond))
+
+    async def sync_group(self, info: RequestInfo, request: SyncGroupRequest) -> SyncGroupResponse:
+        """SyncGroup; answered once the leader's assignment is written and committed."""
+        return await self._parked(self.partition_for(request.group_id),
+                                  lambda respond: self.coordinator.sync_group(info, request, respond))
+
+    async def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None,
+                        generation_id: int) -> HeartbeatResponse:
+        return await self.runtime.run(self.partition_for(group_id), lambda: self.coordinator.heartbeat(
+            group_id, member_id, group_instance_id, generation_id))
+
+    async def leave_group(self, group_id: str, members: list[tuple[str, str | None, str | None]]
+                          ) -> LeaveGroupResponse:
+        """``members``: (member id, group instance id, reason) triples."""
+        return await self.runtime.run(self.partition_for(group_id),
+                                      lambda: self.coordinator.leave_group(group_id, members))
+
+    # ---------------------------------------------------------------------------------- offsets
+
+    async def offset_commit(self, info: RequestInfo, group_id: str, member_id: str, group_instance_id: str | None,
+                            generation_or_epoch: int, commits: list[PartitionCommit],
+                            retention_time_ms: int = -1) -> OffsetCodes:
+        """OffsetCommit: the code of each partition; KafkaError when the whole request fails."""
+        return await self.runtime.run(self.partition_for(group_id), lambda: self.coordinator.commit_offsets(
+            info, group_id, member_id, group_instance_id, generation_or_epoch, commits, retention_time_ms))
+
+    async def txn_offset_commit(self, info: RequestInfo, group_id: str, producer_id: int, producer_epoch: int,
+                                member_id: str, group_instance_id: str | None, generation_id: int,
+                                commits: list[PartitionCommit]) -> OffsetCodes:
+        """TxnOffsetCommit: pending offsets of the producer's transaction (offsets.py rule 5)."""
+        return await self.runtime.run(self.partition_for(group_id), lambda: self.coordinator.commit_transactional_offsets(
+            info, group_id, producer_id, producer_epoch, member_id, group_instance_id, generation_id, commits))
+
+    async def offset_fetch(self, group_id: str, topics: list[tuple[str, list[int]]] | None,
+                           member_id: str | None = None, member_epoch: int = -1,
+                           require_stable: bool = False) -> FetchGroup:
+        """OffsetFetch for one group (``topics=None``: every committed offset)."""
+        return await self.runtime.run(self.partition_for(group_id), lambda: self.coordinator.fetch_offsets(
+            group_id, topics, member_id, member_epoch, require_stable))
+
+    async def offset_delete(self, group_id: str, topics: list[tuple[str, list[int]]]) -> OffsetDeleteResponse:
+        return await self.runtime.run(self.partition_for(group_id),
+                                      lambda: self.coordinator.delete_offsets(group_id, topics))
+
+    # ------------------------------------------------------------------------------------ admin
+
+    async def list_groups(self, states_filter: Iterable[str] = (), types_filter: Iterable[str] = ()
+                          ) -> list[ListGroupsResponse.ListedGroup]:
+        return self.coordinator.list_groups(states_filter, types_filter)
+
+    async def describe_groups(self, group_ids: Iterable[str], api_version: int
+                              ) -> list[DescribeGroupsResponse.DescribedGroup]:
+        ids = list(group_ids)
+        described = self.coordinator.describe_groups(ids, api_version)
+        await self._committed(self.partition_for(g) for g in ids)
+        return described
+
+    async def delete_groups(self, group_ids: Iterable[str]) -> list[DeleteGroupsResponse.DeletableGroupResult]:
+        ids = list(group_ids)
+        results = self.coordinator.delete_groups(ids)
+        await self._committed(self.partition_for(g) for g in ids)
+        return results
+
+    # -------------------------------------------------------------------- consumer groups (KIP-848)
+
+    def _consumer_groups(self) -> ConsumerGroupCoordinator:
+        if self.consumer_groups is None:
+            raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "this coordinator has no consumer groups")
+        if not self.coordinator.active:
+            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the group coordinator is not available")
+        return self.consumer_groups
+
+    async def consumer_group_heartbeat(self, request: ConsumerGroupHeartbeatRequest, *, api_version: int,
+                                       image: MetadataImage, client_id: str | None = "",
+                                       client_host: str = "") -> ConsumerGroupHeartbeatResponse:
+        """ConsumerGroupHeartbeat (join, heartbeat, leave); a KafkaError is the answer's error code."""
+        consumer_groups = self._consumer_groups()
+        partition = self.partition_for(request.group_id)
+        response = await self.runtime.run(partition, lambda: self.runtime.apply(partition, lambda: consumer_groups.heartbeat(
+            request, api_version=api_version, image=image, client_id=client_id, client_host=client_host)))
+        assert response is not None
+        return response
+
+    async def consumer_group_describe(self, group_ids: Iterable[str], image: MetadataImage
+                                      ) -> list[ConsumerGroupDescribeResponse.DescribedGroup]:
+        """ConsumerGroupDescribe of valid (non-empty) ids, in order; NOT_COORDINATOR /
+        COORDINATOR_LOAD_IN_PROGRESS for a group whose partition is not served here."""
+        consumer_groups = self._consumer_groups()
+        ids = list(group_ids)
+        described: dict[str, ConsumerGroupDescribeResponse.DescribedGroup] = {}
+        for group_id in ids:
+            try:
+                self.runtime.check_owned(self.partition_for(group_id))
+            except KafkaError as e:
+                described[group_id] = ConsumerGroupDescribeResponse.DescribedGroup(group_id=group_id,
+                                                                                   error_code=int(e.code))
+        valid = [g for g in ids if g not in described]
+        described.update({d.group_id: d for d in consumer_groups.describe(valid, image)})
+        await self._committed(self.partition_for(g) for g in valid)
+        return [described[g] for g in ids]
+
+
+__all__ = ["GroupCoordinatorService", "OffsetCodes"]
