@@ -20,7 +20,7 @@ from tidelog.cluster.metadata import MetadataImage
 from tidelog.errors import ErrorCode
 from tidelog.protocol.messages import ControlledShutdownRequest, ControlledShutdownResponse
 from tidelog.replica.fetcher import BrokerChannel
-from tidelog.server.leadership import LeadershipChanges
+from tidelog.server.partition_controller import PartitionController
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ VERSION = 3
 
 
 class ControlledShutdown:
-    def __init__(self, broker_id: int, image: Callable[[], MetadataImage], leadership: LeadershipChanges,
+    def __init__(self, broker_id: int, image: Callable[[], MetadataImage], leadership: PartitionController,
                  listener_name: str | None, *, max_retries: int, backoff_ms: int, timeout_ms: int) -> None:
         self.broker_id = broker_id
         self._image = image
