@@ -286,7 +286,7 @@ class Broker:
             ScramCredentialHandlers(credentials, auth),
             ClientQuotaHandlers(store, controller, auth),
             ElectLeadersHandler(leadership, auth),
-            ReassignmentHandlers(store, auth),
+            ReassignmentHandlers(store, leadership.reassign, auth),
         )
         if clustered:  # Kafka's ZooKeeper-era brokers served it; a single node (like KRaft brokers) does not
             handlers.add(ControlledShutdownHandler(leadership, auth))

@@ -21,6 +21,8 @@ Requests, each decided as one event and answered outside the queue:
   election is decided again, in a new event, once the metadata shows the new state, a few times,
   before the request gives up on that partition.
 * ``auto.leader.rebalance.enable``: a preferred election of the imbalanced partitions, on the controller.
+* AlterPartitionReassignments (any broker, as ElectLeaders): the start of each reassignment
+  (:class:`~tidelog.cluster.reassignment.Reassigner`); the controller completes it (above).
 
 A written change is answered once this broker's metadata shows it (or at the request's timeout, read
 from the injected :class:`~tidelog.clock.Clock`), so a client that asks for metadata next sees the
@@ -47,9 +49,10 @@ from tidelog.cluster.leader_election import (
     imbalanced_partitions,
 )
 from tidelog.cluster.metadata import MetadataImage, PartitionMetadata, TopicMetadata
+from tidelog.cluster.reassignment import Reassigner, ReassignmentRequest
 from tidelog.cluster.shutdown_plan import plan_controlled_shutdown, remaining_partitions
 from tidelog.cluster.store import MetadataStore
-from tidelog.errors import ErrorCode
+from tidelog.errors import ErrorCode, KafkaError
 from tidelog.server.controller_events import ControllerEventManager
 
 log = logging.getLogger(__name__)
@@ -95,6 +98,7 @@ class PartitionController:
         self.is_controller = is_controller
         self.duties = duties
         self.unclean = unclean
+        self.reassigner = Reassigner(store)
         self.shutting_down: set[int] = set()
         self._duties_queued = False
         self._changed: asyncio.Future | None = None
@@ -235,6 +239,16 @@ class PartitionController:
         moved = sum(1 for o in outcomes.values() if o.error == ErrorCode.NONE)
         log.info("auto leader rebalance: %d of %d partitions back on their preferred replica", moved, len(keys))
         return moved
+
+    # ------------------------------------------------------------------------------ reassignment
+
+    async def reassign(self, requests: Sequence[ReassignmentRequest],
+                       allow_replication_factor_change: bool = True) -> list[KafkaError | None]:
+        """AlterPartitionReassignments: every request's outcome (None: accepted and written)."""
+        async def step() -> list[KafkaError | None]:
+            return self.reassigner.alter(requests, allow_replication_factor_change)
+
+        return await self.events.call(step)
 
     # ---------------------------------------------------------------------------------- writing
 
