@@ -148,8 +148,7 @@ class PartitionController:
         deadline = self.clock.monotonic_ms() + timeout_ms
         moved: list[tuple[str, PartitionMetadata]] = []
         for _ in range(ATTEMPTS):
-            image = self.store.image
-            code, written_moves, all_written = await self.events.call(lambda: self._shutdown_step(broker_id))
+            code, image, written_moves, all_written = await self.events.call(lambda: self._shutdown_step(broker_id))
             if code != ErrorCode.NONE:
                 return code, []
             moved += written_moves
@@ -164,17 +163,20 @@ class PartitionController:
                  len(remaining), remaining[:10])
         return ErrorCode.NONE, remaining
 
-    async def _shutdown_step(self, broker_id: int) -> tuple[ErrorCode, list[tuple[str, PartitionMetadata]], bool]:
-        """The event: plan and write the moves; (error, moves written, whether every change was)."""
-        if not self.is_controller():
-            return ErrorCode.NOT_CONTROLLER, [], True
+    async def _shutdown_step(self, broker_id: int,
+                             ) -> tuple[ErrorCode, MetadataImage, list[tuple[str, PartitionMetadata]], bool]:
+        """The event: plan and write the moves; (error, the image decided on, moves written, whether
+        every change was)."""
         image = self.store.image
+        if not self.is_controller():
+            return ErrorCode.NOT_CONTROLLER, image, [], True
         if broker_id not in image.brokers:
-            return ErrorCode.BROKER_NOT_AVAILABLE, [], True
+            return ErrorCode.BROKER_NOT_AVAILABLE, image, [], True
         self.shutting_down.add(broker_id)
         plan = plan_controlled_shutdown(image, broker_id, self.shutting_down)
         written = await self._write(plan.changes)
-        return ErrorCode.NONE, [(t, p) for t, p in plan.moves if written[(t, p.partition)]], all(written.values())
+        return (ErrorCode.NONE, image, [(t, p) for t, p in plan.moves if written[(t, p.partition)]],
+                all(written.values()))
 
     # ------------------------------------------------------------------------------ ElectLeaders
 
@@ -188,8 +190,7 @@ class PartitionController:
         pending = keys
         elected: list[tuple[str, PartitionMetadata]] = []
         for _ in range(ATTEMPTS):
-            image = self.store.image
-            outcomes, changes, written = await self.events.call(
+            image, outcomes, changes, written = await self.events.call(
                 lambda pending=pending: self._election_step(election_type, pending))
             results.update(outcomes)
             elected += [(t, p) for t, p in changes if written[(t, p.partition)]]
@@ -208,9 +209,10 @@ class PartitionController:
             return {k: o for k, o in results.items() if o.error != ErrorCode.ELECTION_NOT_NEEDED}
         return {k: results[k] for k in keys}
 
-    async def _election_step(self, election_type: ElectionType, keys: Sequence[Key],
-                             ) -> tuple[dict[Key, ElectionOutcome], list[tuple[str, PartitionMetadata]], dict[Key, bool]]:
-        """The event: decide every partition of ``keys`` on the current image and write the changes."""
+    async def _election_step(self, election_type: ElectionType, keys: Sequence[Key]) -> tuple[
+            MetadataImage, dict[Key, ElectionOutcome], list[tuple[str, PartitionMetadata]], dict[Key, bool]]:
+        """The event: decide every partition of ``keys`` on the current image and write the changes;
+        (the image decided on, outcomes, changes, which were written)."""
         image = self.store.image
         outcomes: dict[Key, ElectionOutcome] = {}
         changes = []
@@ -219,7 +221,7 @@ class PartitionController:
             if outcome.error == ErrorCode.NONE:
                 assert outcome.new is not None
                 changes.append((key[0], outcome.new))
-        return outcomes, changes, await self._write(changes)
+        return image, outcomes, changes, await self._write(changes)
 
     # ------------------------------------------------------------------------ auto rebalance
 
