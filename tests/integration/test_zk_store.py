@@ -213,7 +213,7 @@ def test_controller_moves_when_its_broker_goes_and_the_epoch_grows(chroot, nodes
     one, two, three = (Node(chroot, i).open() for i in (1, 2, 3))
     nodes.extend([two, three])
     assert one.store.is_controller
-    one.store.close()
+    one.close()
     two.pump_until(lambda: two.store.image.controller_id in (2, 3) and 1 not in two.store.image.brokers)
     three.pump_until(lambda: three.store.image.controller_id == two.store.image.controller_id)
     winner = two if two.store.is_controller else three
@@ -224,8 +224,10 @@ def test_controller_moves_when_its_broker_goes_and_the_epoch_grows(chroot, nodes
 def test_a_live_broker_id_is_refused(chroot, nodes):
     nodes.append(Node(chroot, 1).open())
     started = time.monotonic()
+    refused = Node(chroot, 1, session_ms=1000)
     with pytest.raises(ValueError, match="broker.id 1 is already registered"):
-        Node(chroot, 1, session_ms=1000).open()
+        refused.open()
+    refused.close()
     assert time.monotonic() - started < 10
 
 
