@@ -65,6 +65,9 @@ AlterPartitionState = Callable[[str, int, PartitionMetadata, Done], None]
 UncleanElection = Callable[[MetadataImage, str], bool]
 #: conflicting writes are decided again this many times
 ATTEMPTS = 5
+#: a duty whose write failed (a lost race, ZooKeeper unreachable) is tried again after this long, in case
+#: no new image comes to queue it (a race lost brings one; a connection lost and regained may not)
+DUTY_RETRY_S = 1.0
 #: how long an event waits for ZooKeeper's answer to its writes (kazoo answers every request, if only
 #: with an error; this bounds a stalled one so that the queue goes on)
 WRITE_WAIT_S = 10.0
@@ -101,6 +104,7 @@ class PartitionController:
         self.reassigner = Reassigner(store)
         self.shutting_down: set[int] = set()
         self._duties_queued = False
+        self._duty_retry: asyncio.TimerHandle | None = None
         self._changed: asyncio.Future | None = None
 
     # ------------------------------------------------------------------------------ metadata
@@ -112,6 +116,10 @@ class PartitionController:
         changed, self._changed = self._changed, None
         if changed is not None and not changed.done():
             changed.set_result(None)
+        self._queue_duties()
+
+    def _queue_duties(self) -> None:
+        self._duty_retry = None
         if self.duties is not None and self.duties.is_controller and not self._duties_queued:
             self._duties_queued = True
             self.events.put(self._run_duties)
@@ -122,9 +130,15 @@ class PartitionController:
         duties = self.duties
         if duties is None or not duties.is_controller:
             return
+        if not await self._carry_out_duties(duties) and self._duty_retry is None:
+            self._duty_retry = asyncio.get_running_loop().call_later(DUTY_RETRY_S, self._queue_duties)
+
+    async def _carry_out_duties(self, duties: ControllerDuties) -> bool:
+        """Deletions, elections, reassignment completions; False if a write failed."""
+        ok = True
         deleting = duties.pending_deletions
         if deleting:
-            await self._await_done(lambda on_done: duties.delete_topics(deleting, on_done))
+            ok = await self._await_done(lambda on_done: duties.delete_topics(deleting, on_done))
         image = self.store.image
         changes = elections(image, lambda topic: self.unclean(image, topic))
         written = await self._write(changes)
@@ -132,14 +146,18 @@ class PartitionController:
             if written[(topic, p.partition)]:
                 log.info("controller: %s-%d leader %d, leader epoch %d, ISR %s", topic, p.partition, p.leader,
                          p.leader_epoch, list(p.isr))
+        ok = ok and all(written.values())
         if any(written.values()):
-            return  # the next image (the watch brings these states) completes what can complete then
+            return ok  # the next image (the watch brings these states) completes what can complete then
         for topic, done in reassignment.completions(image):
-            ok = await self._await_done(lambda on_done, t=topic, d=done: duties.complete_reassignment(t, d, on_done))
-            if ok:
+            completed = await self._await_done(
+                lambda on_done, t=topic, d=done: duties.complete_reassignment(t, d, on_done))
+            ok = ok and completed
+            if completed:
                 for _, after in done:
                     log.info("controller: reassignment of %s-%d complete: replicas %s, leader %d, leader epoch %d",
                              topic.name, after.partition, list(after.replicas), after.leader, after.leader_epoch)
+        return ok
 
     # ------------------------------------------------------------------------ ControlledShutdown
 
