@@ -71,6 +71,26 @@ def test_a_lost_broker_s_partitions_are_elected_from_the_isr(chroot, nodes, raw)
                      and three.store.image.topics["lost"].partitions[0].leader == 3)
 
 
+def test_an_election_whose_write_failed_is_tried_again_without_a_new_image(chroot, nodes, raw):
+    one, two, _ = _brokers(chroot, nodes)
+    _create(one, "retried", (2, 1, 3))
+    real_alter = one.partitions.alter
+    failed = []
+
+    def unreachable_once(topic, partition, new, on_done):
+        if not failed:  # as with ZooKeeper unreachable for a moment: nothing written, and no new image comes
+            failed.append(new)
+            on_done(False)
+            return
+        real_alter(topic, partition, new, on_done)
+
+    one.partitions.alter = unreachable_once
+    _lose(two, nodes)
+    one.pump_until(lambda: one.store.image.topics["retried"].partitions[0].leader == 1, timeout=20)
+    assert len(failed) == 1 and failed[0].leader == 1
+    assert _state(raw, "retried")["leader_epoch"] == 1
+
+
 def test_unclean_election_is_off_until_the_topic_allows_it(chroot, nodes, raw):
     one, two, _ = _brokers(chroot, nodes)
     topic = _create(one, "unclean", (2, 3))
