@@ -1,15 +1,16 @@
 """The ZooKeeper metadata store against a real ZooKeeper: Kafka's layout, registration, controller
 election with fencing epochs, conditional writes, deletions through the controller, session loss.
 
-Two or three stores stand for brokers; ZooKeeper's watch callbacks are handed to the test thread
-through a queue (the broker hands them to its event loop). About 15 s, most of it ZooKeeper's start
+Two or three stores stand for brokers, each with its own event loop, the controller's event queue on
+it and the partition controller (which carries out deletions), as in a broker; ZooKeeper's watch
+callbacks are queued there, and the test runs the loop while it waits. About 15 s, most of it ZooKeeper's start
 and two session expiries.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-import queue
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -24,6 +25,9 @@ from tidelog.cluster.topic_config import TopicConfigs
 from tidelog.cluster.zk_store import ZooKeeperSettings, ZooKeeperStore
 from tidelog.config import TopicConfig
 from tidelog.errors import ErrorCode, KafkaError
+from tidelog.server.controller_events import ControllerEventManager
+from tidelog.server.partition_controller import PartitionController
+from tidelog.testing.clock import ManualClock
 from tidelog.testing.zookeeper import ZooKeeperProcess
 from tidelog.zookeeper_connect import parse_zookeeper_connect
 
@@ -38,31 +42,49 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperPro
 
 
 class Node:
-    """One store with its own 'event loop' (a queue the test pumps)."""
+    """One store with its own event loop (run while the test waits) and controller queue."""
 
     def __init__(self, connect: str, broker_id: int, rack: str | None = None, session_ms: int = 4000) -> None:
-        self.events: queue.Queue[Callable[[], None]] = queue.Queue()
+        self.loop = asyncio.new_event_loop()
+        self.events = ControllerEventManager()
+        self.events.start(self.loop)
         settings = ZooKeeperSettings(parse_zookeeper_connect("zookeeper.connect", connect), session_ms, 5000,
                                      {"PLAINTEXT": "PLAINTEXT"})
-        self.store = ZooKeeperStore(settings, broker_id, self.events.put)
+        self.store = ZooKeeperStore(settings, broker_id, self.loop.call_soon_threadsafe, self.events.put_threadsafe)
+        self.partitions = PartitionController(self.store, self.events, ManualClock(),
+                                              alter=self.store.alter_partition_state,
+                                              is_controller=lambda: self.store.is_controller, duties=self.store,
+                                              unclean=self._unclean)
+        self.store.subscribe(self.partitions.on_metadata_change)
         self.changes: list[tuple] = []
         self.store.subscribe(lambda old, new: self.changes.append((old, new)))
         self.broker = BrokerInfo(broker_id, "127.0.0.1", 9000 + broker_id, rack, (("PLAINTEXT", "127.0.0.1", 9000 + broker_id),))
         self.controller = Controller(self.store, broker_id, TopicConfigs(TopicConfig()))
+
+    def _unclean(self, image, topic: str) -> bool:
+        return self.controller.topic_configs.for_topic(image, topic).unclean_leader_election_enable
+
+    def run(self, coroutine):
+        """Run ``coroutine`` on this node's loop (its queue runs meanwhile)."""
+        return self.loop.run_until_complete(coroutine)
 
     def open(self) -> Node:
         self.store.open(self.broker)
         return self
 
     def pump_until(self, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            remaining = deadline - time.monotonic()
-            assert remaining > 0, "timed out waiting for the store"
-            try:
-                self.events.get(timeout=min(remaining, 0.2))()
-            except queue.Empty:
-                pass
+        async def wait() -> None:
+            deadline = time.monotonic() + timeout
+            while not predicate():
+                assert time.monotonic() < deadline, "timed out waiting for the store"
+                await asyncio.sleep(0.02)
+
+        self.loop.run_until_complete(wait())
+
+    def close(self) -> None:
+        self.store.close()
+        self.loop.run_until_complete(self.events.stop())
+        self.loop.close()
 
 
 @pytest.fixture
@@ -75,7 +97,7 @@ def nodes() -> Iterator[list[Node]]:
     made: list[Node] = []
     yield made
     for node in made:
-        node.store.close()
+        node.close()
 
 
 @pytest.fixture
@@ -182,7 +204,7 @@ def test_deleted_topic_goes_through_the_controller(chroot, nodes, raw):
     assert "doomed" not in two.store.image.topics  # at once for the requester
     one.pump_until(lambda: not raw.exists("/brokers/topics/doomed")  # the controller (1) carries it out
                    and not raw.exists("/config/topics/doomed") and raw.get_children("/admin/delete_topics") == [])
-    two.pump_until(lambda: "doomed" not in two.store.image.topics and two.events.empty())
+    two.pump_until(lambda: "doomed" not in two.store.image.topics and two.events.idle)
     # the name can be used again
     two.controller.create_topic("doomed", 1, 1)
 
@@ -191,7 +213,7 @@ def test_controller_moves_when_its_broker_goes_and_the_epoch_grows(chroot, nodes
     one, two, three = (Node(chroot, i).open() for i in (1, 2, 3))
     nodes.extend([two, three])
     assert one.store.is_controller
-    one.store.close()
+    one.close()
     two.pump_until(lambda: two.store.image.controller_id in (2, 3) and 1 not in two.store.image.brokers)
     three.pump_until(lambda: three.store.image.controller_id == two.store.image.controller_id)
     winner = two if two.store.is_controller else three
@@ -202,8 +224,10 @@ def test_controller_moves_when_its_broker_goes_and_the_epoch_grows(chroot, nodes
 def test_a_live_broker_id_is_refused(chroot, nodes):
     nodes.append(Node(chroot, 1).open())
     started = time.monotonic()
+    refused = Node(chroot, 1, session_ms=1000)
     with pytest.raises(ValueError, match="broker.id 1 is already registered"):
-        Node(chroot, 1, session_ms=1000).open()
+        refused.open()
+    refused.close()
     assert time.monotonic() - started < 10
 
 

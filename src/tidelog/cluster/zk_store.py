@@ -27,14 +27,22 @@ The same interface as the single node's :class:`~tidelog.cluster.store.EmbeddedS
 * A lost session (expired): this broker is no longer controller; once ZooKeeper takes it back it
   registers again, runs for controller and re-reads.
 
-Watches and session changes arrive on kazoo's threads. Re-reading ZooKeeper after them (and the
-controller's work done with a re-read: elections, deletions; re-registering after a new session) runs
-in the store's reader thread, one job at a time, so a slow or paused ZooKeeper never holds up the event
-loop; the finished image reaches the loop through the injected ``dispatch``
-(``loop.call_soon_threadsafe``), where it becomes current unless this broker wrote meanwhile (then it
-is read again). :meth:`publish` runs on the loop: one ZooKeeper transaction, its wait bounded by
-``WRITE_TIMEOUT_S``, then a re-read it waits for (ZooKeeper has just answered). ISR changes are
-asynchronous writes. Not thread-safe otherwise (docs/cluster.md, "ZooKeeper slow or down").
+* The controller's partition-state decisions (elections, reassignment completion, topic deletions) are
+  not made here: the partition controller (:mod:`tidelog.server.partition_controller`) makes them in
+  its event queue and has them carried out by :meth:`alter_partition_state`,
+  :meth:`complete_reassignment` and :meth:`delete_topics`.
+
+Watches and session changes arrive on kazoo's threads. Re-reading ZooKeeper after them (and
+re-registering after a new session) runs in the store's reader thread, one job at a time, so a slow or
+paused ZooKeeper never holds up the event loop; reading decides nothing but who is controller (the race
+for ``/controller``). What reaches the loop from those threads goes through the injected ``enqueue``
+(the controller's event queue, :mod:`tidelog.server.controller_events`): a finished image, applied
+there in order, becomes current unless this broker wrote meanwhile (then it is read again); a lost or
+renewed session. The answers to this broker's own asynchronous writes go through ``dispatch``
+(``loop.call_soon_threadsafe``), not the queue, so that an event waiting for them is not behind
+itself. :meth:`publish` runs on the loop: one ZooKeeper transaction, its wait bounded by
+``WRITE_TIMEOUT_S``, then a re-read it waits for (ZooKeeper has just answered). Partition-state
+changes are asynchronous writes. Not thread-safe otherwise (docs/cluster.md, "ZooKeeper slow or down").
 """
 
 from __future__ import annotations
@@ -43,7 +51,7 @@ import concurrent.futures
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from kazoo.client import KazooClient, KazooState
@@ -60,7 +68,6 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from tidelog.cluster import reassignment, zk_acl
 from tidelog.cluster import zk_data as zk
-from tidelog.cluster.election import elections
 from tidelog.cluster.metadata import BrokerInfo, MetadataImage, PartitionMetadata, TopicMetadata
 from tidelog.cluster.store import MetadataListener, new_cluster_id
 from tidelog.cluster.zk_quota import read_client_quotas
@@ -87,10 +94,12 @@ class ZooKeeperSettings:
 
 
 class ZooKeeperStore:
-    def __init__(self, settings: ZooKeeperSettings, broker_id: int, dispatch: Dispatch) -> None:
+    def __init__(self, settings: ZooKeeperSettings, broker_id: int, dispatch: Dispatch,
+                 enqueue: Dispatch | None = None) -> None:
         self.settings = settings
         self.broker_id = broker_id
-        self.dispatch = dispatch
+        self.dispatch = dispatch  # results of this broker's writes, to the loop
+        self.enqueue = enqueue or dispatch  # events (images read, session changes), to the controller's queue
         self.client: KazooClient | None = None
         self.controller_epoch = -1  # the epoch this broker was elected with; -1 = not controller
         self._cluster_controller_epoch = 0  # the current controller's, as last read
@@ -107,8 +116,8 @@ class ZooKeeperStore:
         #: re-reads after watches and reconnections run here, off the event loop (one at a time)
         self._reader = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tidelog-zk-metadata")
         self._writes = 0  # publishes so far: a re-read begun before one may miss its change
-        #: (image, topic) -> whether unclean leader election is enabled for it (set by the broker)
-        self.unclean_election: Callable[[MetadataImage, str], bool] = lambda image, topic: False
+        #: topics marked for deletion in the last image read (the controller deletes them)
+        self.pending_deletions: tuple[str, ...] = ()
 
     # ----------------------------------------------------------------------------------- opening
 
@@ -119,7 +128,7 @@ class ZooKeeperStore:
             self.client.add_listener(self._on_state)
             self._register()
             self._elect()
-            self._image = self._read(version=1)
+            self._image, self.pending_deletions = self._read(version=1)
         except BaseException:
             self.close()  # a refused or failed start leaves no session (nor kazoo's threads) behind
             raise
@@ -206,21 +215,40 @@ class ZooKeeperStore:
         log.info("broker %d is the controller (controller epoch %d)", self.broker_id, epoch)
         return True
 
-    def _controller_duties(self, deleting: list[str]) -> None:
-        """What the controller does on every change: carry out pending topic deletions."""
+    def delete_topics(self, names: Sequence[str], on_done: Callable[[bool], None]) -> None:
+        """The controller's decision carried out: delete the topics marked for deletion, in the reader
+        thread (a recursive delete is many requests); ``on_done(all deleted)`` runs on the loop."""
+        names = list(names)
+
+        def delete() -> None:
+            ok = self._delete_topics_now(names)
+            self.dispatch(lambda: on_done(ok))
+            self._on_watch(None)
+
+        if self._submit(delete) is None:
+            on_done(False)
+
+    def _delete_topics_now(self, names: list[str]) -> bool:
+        """The reader thread."""
         client = self.client
-        assert client is not None
-        for name in deleting:
-            try:
-                client.delete(zk.topic_path(name), recursive=True)
-            except NoNodeError:
-                pass
-            for path in (zk.topic_config_path(name), zk.delete_topic_path(name)):
+        if client is None or self._closed:
+            return False
+        try:
+            for name in names:
                 try:
-                    client.delete(path)
+                    client.delete(zk.topic_path(name), recursive=True)
                 except NoNodeError:
                     pass
-            log.info("controller deleted topic %s", name)
+                for path in (zk.topic_config_path(name), zk.delete_topic_path(name)):
+                    try:
+                        client.delete(path)
+                    except NoNodeError:
+                        pass
+                log.info("controller deleted topic %s", name)
+        except KazooException as e:
+            log.warning("topic deletion interrupted: %r", e)
+            return False
+        return True
 
     # ------------------------------------------------------------------------------------ events
 
@@ -230,10 +258,10 @@ class ZooKeeperStore:
             return
         if state == KazooState.LOST:
             self._session_lost = True
-            self.dispatch(self._after_session_lost)
+            self.enqueue(self._after_session_lost)
         elif state == KazooState.CONNECTED and self._session_lost:
             self._session_lost = False
-            self.dispatch(self._after_session_renewed)
+            self.enqueue(self._after_session_renewed)
         elif state == KazooState.CONNECTED:  # back after a disconnection: catch up with what was missed
             self._on_watch(None)
 
@@ -257,7 +285,7 @@ class ZooKeeperStore:
         except (KazooException, ValueError) as e:
             log.error("could not register again: %s", e)
             return
-        self.dispatch(self._refresh)
+        self.enqueue(self._refresh)
 
     def _on_watch(self, _event: object) -> None:
         """kazoo's thread (or the loop): something changed; re-read in the reader thread (once for a burst
@@ -271,14 +299,14 @@ class ZooKeeperStore:
         self._dirty.clear()  # a change seen from here on asks again (and reconnecting asks, see _on_state)
         image = self._image
         if image is None and not self._closed:  # still opening: ask again once the loop has the first image
-            self.dispatch(lambda: self._on_watch(None))
+            self.enqueue(lambda: self._on_watch(None))
             return
         if self._closed or image is None or not self._connected:
             return
         writes = self._writes
         new = self._read_off_loop(image.version + 1)
         if new is not None:
-            self.dispatch(lambda: self._apply_new(new, writes))
+            self.enqueue(lambda: self._apply_new(new, writes))
 
     def _refresh(self, wait_s: float = 0.0) -> None:
         """Re-read ZooKeeper in the reader thread, then (on the loop) publish what changed. With ``wait_s``
@@ -298,7 +326,7 @@ class ZooKeeperStore:
             else:
                 self._apply_read(future, writes)
                 return
-        future.add_done_callback(lambda f: self.dispatch(lambda: self._apply_read(f, writes)))
+        future.add_done_callback(lambda f: self.enqueue(lambda: self._apply_read(f, writes)))
 
     def _submit(self, fn: Callable[[], object]) -> concurrent.futures.Future | None:
         try:
@@ -306,7 +334,7 @@ class ZooKeeperStore:
         except RuntimeError:  # closed
             return None
 
-    def _read_off_loop(self, version: int) -> MetadataImage | None:
+    def _read_off_loop(self, version: int) -> tuple[MetadataImage, tuple[str, ...]] | None:
         """The reader thread: the whole image (kazoo's calls may wait for ZooKeeper here, not on the loop)."""
         if self._closed:
             return None
@@ -325,13 +353,15 @@ class ZooKeeperStore:
         if new is not None:
             self._apply_new(new, writes)
 
-    def _apply_new(self, new: MetadataImage, writes: int) -> None:
-        """The loop: make a re-read current, unless this broker wrote since it began (read again then)."""
+    def _apply_new(self, read: tuple[MetadataImage, tuple[str, ...]], writes: int) -> None:
+        """The loop (an event of the controller's queue): make a re-read current, unless this broker
+        wrote since it began (read again then)."""
         if self._closed:
             return
         if writes != self._writes:
             self._on_watch(None)
             return
+        new, self.pending_deletions = read
         self._set(replace(new, version=self.image.version + 1))
 
     def _set(self, new: MetadataImage) -> None:
@@ -344,7 +374,8 @@ class ZooKeeperStore:
 
     # ----------------------------------------------------------------------------------- reading
 
-    def _read(self, version: int) -> MetadataImage:
+    def _read(self, version: int) -> tuple[MetadataImage, tuple[str, ...]]:
+        """The image, and the topics marked for deletion (left out of it)."""
         client, watch = self.client, self._on_watch
         assert client is not None
         if not client.exists(zk.CONTROLLER, watch=watch):
@@ -362,8 +393,6 @@ class ZooKeeperStore:
         except NoNodeError:
             pass
         deleting = client.get_children(zk.DELETE_TOPICS, watch=watch)
-        if self.is_controller and deleting:
-            self._controller_duties(deleting)
         brokers = {}
         ids = client.get_children(zk.BROKER_IDS, watch=watch)
         for broker_id, pending in [(int(i), client.get_async(zk.broker_path(int(i)))) for i in ids]:
@@ -388,62 +417,40 @@ class ZooKeeperStore:
             except NoNodeError:
                 pass
         image = MetadataImage(zk.decode_cluster_id(raw_cluster_id), controller_id, brokers, topics, broker_configs,
-                              next_block, group_configs, version, acls=self._read_acls())
-        if self.is_controller and (self._elect_leaders(image) or self._complete_reassignments(image)):
-            image = replace(image, topics=self._read_topics(set(deleting)))
-        return replace(image, client_quotas=read_client_quotas(client, watch))
+                              next_block, group_configs, version, acls=self._read_acls(),
+                              client_quotas=read_client_quotas(client, watch))
+        return image, tuple(deleting)
 
-    # ------------------------------------------------------------------------ leader election
+    # -------------------------------------------------------------- the controller's decisions, carried out
 
-    def _elect_leaders(self, image: MetadataImage) -> bool:
-        """The controller's duty when brokers come and go (:mod:`tidelog.cluster.election`): write
-        each partition state that must change, at the version read. True if any was written."""
+    def complete_reassignment(self, topic: TopicMetadata, done: Sequence[tuple[PartitionMetadata, PartitionMetadata]],
+                              on_done: Callable[[bool], None]) -> None:
+        """KIP-455's completion decided by the controller (:func:`reassignment.completions`): the assignment
+        and the partition states in one transaction, each conditionally at the version read, without
+        holding up the loop; ``on_done(written)`` runs on the loop afterwards."""
         client = self.client
-        assert client is not None
-        changes = elections(image, lambda topic: self.unclean_election(image, topic))
-        pending = [(topic, p, client.set_async(
-            zk.partition_state_path(topic, p.partition),
-            zk.encode_partition_state(p.leader, p.leader_epoch, p.isr, self.controller_epoch),
-            version=p.partition_epoch)) for topic, p in changes]
-        written = False
-        for topic, p, result in pending:
-            try:
-                result.get()
-                written = True
-                log.info("controller: %s-%d leader %d, leader epoch %d, ISR %s", topic, p.partition, p.leader,
-                         p.leader_epoch, list(p.isr))
-            except (BadVersionError, NoNodeError):
-                pass  # changed meanwhile: the watch brings it back, and the next round decides again
-        return written
+        if client is None or not self._connected:
+            on_done(False)
+            return
+        tx = client.transaction()
+        tx.set_data(zk.topic_path(topic.name), reassignment.encode_assignment(topic),
+                    version=self._topic_versions.get(topic.name, -1))
+        for before, after in done:
+            tx.set_data(zk.partition_state_path(topic.name, after.partition),
+                        zk.encode_partition_state(after.leader, after.leader_epoch, after.isr, self._written_epoch),
+                        version=before.partition_epoch)
 
-    def _complete_reassignments(self, image: MetadataImage) -> bool:
-        """The controller's part of KIP-455 (:mod:`reassignment`): every reassignment whose target
-        replicas are all in the ISR ends, with the assignment and the partition state written in one
-        transaction per topic, each conditionally at the version read. True if anything was written."""
-        client = self.client
-        assert client is not None
-        written = False
-        for topic, done in reassignment.completions(image):
-            tx = client.transaction()
-            tx.set_data(zk.topic_path(topic.name), reassignment.encode_assignment(topic),
-                        version=self._topic_versions.get(topic.name, -1))
-            for before, after in done:
-                tx.set_data(zk.partition_state_path(topic.name, after.partition),
-                            zk.encode_partition_state(after.leader, after.leader_epoch, after.isr,
-                                                      self.controller_epoch),
-                            version=before.partition_epoch)
+        def committed(async_result) -> None:  # kazoo's thread
             try:
-                results = tx.commit()
-            except (ConnectionLoss, SessionExpiredError) as e:
+                ok = not any(isinstance(r, Exception) for r in async_result.get())
+            except KazooException as e:
                 log.warning("reassignment of %s not completed: %r", topic.name, e)
-                continue
-            if any(isinstance(r, Exception) for r in results):
-                continue  # changed meanwhile: the watch brings it back, and the next round decides again
-            written = True
-            for _, after in done:
-                log.info("controller: reassignment of %s-%d complete: replicas %s, leader %d, leader epoch %d",
-                         topic.name, after.partition, list(after.replicas), after.leader, after.leader_epoch)
-        return written
+                ok = False
+            self.dispatch(lambda: on_done(ok))
+            if ok:
+                self._on_watch(None)
+
+        tx.commit_async().rawlink(committed)
 
     def alter_partition_state(self, topic: str, partition: int, new: PartitionMetadata,
                               on_done: Callable[[bool], None]) -> None:

@@ -72,6 +72,7 @@ from tidelog.replica.manager import ReplicaManager
 from tidelog.replica.replication import ReplicationSettings
 from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.controlled_shutdown import ControlledShutdown
+from tidelog.server.controller_events import ControllerEventManager
 from tidelog.server.dispatcher import HandlerRegistry
 from tidelog.server.fetch_session import FetchSessionCache
 from tidelog.server.handlers import (
@@ -103,8 +104,8 @@ from tidelog.server.handlers.sasl import SaslHandlers
 from tidelog.server.handlers.scram_credentials import ScramCredentialHandlers
 from tidelog.server.inter_broker import inter_broker_listener_name, jaas_key, peer_settings
 from tidelog.server.internal_client import InternalClient
-from tidelog.server.leadership import LeadershipChanges
 from tidelog.server.network import ConnectionSettings, ListenerError, SocketServer
+from tidelog.server.partition_controller import PartitionController
 from tidelog.server.periodic import PeriodicJobs
 from tidelog.server.quota import ClientQuotaManagers
 from tidelog.server.throttle import RequestThrottler
@@ -143,7 +144,8 @@ class _LoopHandoff:
             self.loop.call_soon_threadsafe(fn)
 
 
-def _metadata_store(config: BrokerConfig, data_dir: Path, handoff: _LoopHandoff) -> MetadataStore:
+def _metadata_store(config: BrokerConfig, data_dir: Path, handoff: _LoopHandoff,
+                    events: ControllerEventManager) -> MetadataStore:
     """A single node keeps its metadata in its data dir; a cluster (zookeeper.connect) in ZooKeeper."""
     if config["zookeeper.connect"] is None:
         return EmbeddedStore(data_dir)
@@ -152,7 +154,7 @@ def _metadata_store(config: BrokerConfig, data_dir: Path, handoff: _LoopHandoff)
     settings = ZooKeeperSettings(config["zookeeper.connect"], config["zookeeper.session.timeout.ms"],
                                  config["zookeeper.connection.timeout.ms"],
                                  dict(config["listener.security.protocol.map"]))
-    return ZooKeeperStore(settings, config["broker.id"], handoff)
+    return ZooKeeperStore(settings, config["broker.id"], handoff, events.put_threadsafe)
 
 
 def _credential_store(config: BrokerConfig, store: MetadataStore, data_dir: Path) -> CredentialStore:
@@ -182,7 +184,9 @@ class Broker:
 
         # Metadata and storage.
         self._handoff = _LoopHandoff()
-        self.store = store = _metadata_store(config, self.log_dirs[0], self._handoff)
+        # The controller's one event queue: ZooKeeper's callbacks and every partition-state decision.
+        self.controller_events = ControllerEventManager()
+        self.store = store = _metadata_store(config, self.log_dirs[0], self._handoff, self.controller_events)
         self.peers: PeerSettings | None = None  # cluster mode (how to reach the other brokers): set by _replication
         self.topic_configs = topic_configs = TopicConfigs(config.topic_defaults)
         self.logs = logs = LogManager(
@@ -199,10 +203,12 @@ class Broker:
         # request (ElectLeaders anywhere, ControlledShutdown at the controller, and this broker's own on SIGTERM).
         clustered = _clustered(store)
         self.hw_checkpoints = HighWatermarkCheckpoints(logs) if clustered else None
-        self.leadership = leadership = LeadershipChanges(
-            store, store.alter_partition_state if clustered else None,
-            (lambda: store.is_controller) if clustered else (lambda: True))
-        store.subscribe(leadership.forget_departed)
+        self.partition_controller = leadership = PartitionController(
+            store, self.controller_events, clock, alter=store.alter_partition_state if clustered else None,
+            is_controller=(lambda: store.is_controller) if clustered else (lambda: True),
+            duties=store if clustered else None,  # type: ignore[arg-type]
+            unclean=lambda image, topic: topic_configs.for_topic(image, topic).unclean_leader_election_enable)
+        store.subscribe(leadership.on_metadata_change)
         self.controlled_shutdown = (ControlledShutdown(
             self.broker_id, lambda: store.image, leadership,
             PeerClient(self.peers, f"broker-{self.broker_id}-controlled-shutdown") if self.peers is not None else None,
@@ -285,7 +291,7 @@ class Broker:
             ScramCredentialHandlers(credentials, auth),
             ClientQuotaHandlers(store, controller, auth),
             ElectLeadersHandler(leadership, auth),
-            ReassignmentHandlers(store, auth),
+            ReassignmentHandlers(store, leadership.reassign, auth),
         )
         if clustered:  # Kafka's ZooKeeper-era brokers served it; a single node (like KRaft brokers) does not
             handlers.add(ControlledShutdownHandler(leadership, auth))
@@ -334,7 +340,6 @@ class Broker:
         leaders, the controller elects leaders (docs/cluster.md). A single node: nothing."""
         if not _clustered(store):
             return {}
-        store.unclean_election = lambda image, topic: topic_configs.for_topic(image, topic).unclean_leader_election_enable
         listener = inter_broker_listener_name(config, self.listeners)
         # Connections to other brokers use the inter-broker listener's TLS/SASL (server/inter_broker.py).
         self.peers = peer_settings(config, listener, lambda: store.image, self.clock)
@@ -463,6 +468,7 @@ class Broker:
         for reason in ignored_listener_keys(self.config, used):
             log.warning("%s", reason)
         self._handoff.loop = asyncio.get_running_loop()
+        self.controller_events.start()
         self.listener_security.update({listener.name: listener_security(self.config, listener, self.credentials)
                                        for listener in self.listeners})
         if inter_broker is not None:
@@ -484,6 +490,7 @@ class Broker:
             if self.tubemq is not None:
                 self.tubemq.close()
             self.store.close()
+            await self.controller_events.stop()
             self.logs.release_dirs()
             raise
         self._start_housekeeping()
@@ -581,7 +588,7 @@ class Broker:
         await asyncio.get_running_loop().run_in_executor(None, self.hw_checkpoints.write, snapshot)
 
     async def _rebalance_leaders(self) -> None:
-        await self.leadership.rebalance(self.config["leader.imbalance.per.broker.percentage"])
+        await self.partition_controller.rebalance(self.config["leader.imbalance.per.broker.percentage"])
 
     async def _reap_idle(self) -> None:
         self.network.reap_idle()
@@ -631,6 +638,7 @@ class Broker:
         if isinstance(self.credentials, ZooKeeperCredentialStore):
             self.credentials.close()
         self.store.close()
+        await self.controller_events.stop()
         log.info("shut down cleanly")
         self.stopped.set()
 

@@ -20,7 +20,7 @@ from tidelog.cluster.metadata import MetadataImage
 from tidelog.errors import ErrorCode
 from tidelog.peer.client import PeerClient
 from tidelog.protocol.messages import ControlledShutdownRequest, ControlledShutdownResponse
-from tidelog.server.leadership import LeadershipChanges
+from tidelog.server.partition_controller import PartitionController
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ VERSION = 3
 
 
 class ControlledShutdown:
-    def __init__(self, broker_id: int, image: Callable[[], MetadataImage], leadership: LeadershipChanges,
+    def __init__(self, broker_id: int, image: Callable[[], MetadataImage], leadership: PartitionController,
                  peers: PeerClient | None, *, max_retries: int, backoff_ms: int, timeout_ms: int) -> None:
         """``peers``: the client that reaches the controller (None: this broker only asks itself)."""
         self.broker_id = broker_id

@@ -1,5 +1,5 @@
 """ControlledShutdown and ElectLeaders: moving partition leadership on request
-(:class:`~tidelog.server.leadership.LeadershipChanges` does the work).
+(:class:`~tidelog.server.partition_controller.PartitionController` decides, in the controller's queue).
 
 * ControlledShutdown (v0-v3, cluster mode only; Kafka's ZooKeeper-era brokers served it, KRaft ones
   do not): a broker about to stop asks the controller to move its leaderships away; the answer lists
@@ -28,7 +28,7 @@ from tidelog.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
-from tidelog.server.leadership import LeadershipChanges
+from tidelog.server.partition_controller import PartitionController
 
 Remaining = ControlledShutdownResponse.RemainingPartition
 ElectionResult = ElectLeadersResponse.ReplicaElectionResult
@@ -36,7 +36,7 @@ PartitionResult = ElectLeadersResponse.PartitionResult
 
 
 class ControlledShutdownHandler:
-    def __init__(self, leadership: LeadershipChanges, authorizer: Authorizer = NO_AUTHORIZER) -> None:
+    def __init__(self, leadership: PartitionController, authorizer: Authorizer = NO_AUTHORIZER) -> None:
         self.leadership = leadership
         self.authorizer = authorizer
 
@@ -52,7 +52,7 @@ class ControlledShutdownHandler:
 
 
 class ElectLeadersHandler:
-    def __init__(self, leadership: LeadershipChanges, authorizer: Authorizer = NO_AUTHORIZER) -> None:
+    def __init__(self, leadership: PartitionController, authorizer: Authorizer = NO_AUTHORIZER) -> None:
         self.leadership = leadership
         self.authorizer = authorizer
 

@@ -1,6 +1,7 @@
 """AlterPartitionReassignments (v0-v1) and ListPartitionReassignments (v0), on any broker (KIP-455).
 
-Thin: the checks and the change are :mod:`tidelog.cluster.reassignment`'s. The accepted
+Thin: the checks and the change are :mod:`tidelog.cluster.reassignment`'s, decided in the controller's
+event queue (:meth:`~tidelog.server.partition_controller.PartitionController.reassign`). The accepted
 reassignments are written to the metadata store (in a cluster, ZooKeeper's topic znodes, where the
 controller picks them up and completes them); ListPartitionReassignments answers from the metadata
 image every broker holds. ALTER on the cluster is needed to alter, DESCRIBE on the cluster to list
@@ -9,9 +10,11 @@ image every broker holds. ALTER on the cluster is needed to alter, DESCRIBE on t
 
 from __future__ import annotations
 
-from tidelog.cluster.reassignment import Reassigner, ReassignmentRequest, ongoing
+from collections.abc import Awaitable, Callable, Sequence
+
+from tidelog.cluster.reassignment import ReassignmentRequest, ongoing
 from tidelog.cluster.store import MetadataStore
-from tidelog.errors import ErrorCode
+from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import (
     AlterPartitionReassignmentsRequest,
@@ -25,6 +28,8 @@ from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
 
 _CLUSTER_REFUSED = "Cluster authorization failed."
+#: (requests, allow_replication_factor_change) -> per request, None or why it was refused
+Reassign = Callable[[Sequence[ReassignmentRequest], bool], Awaitable[list[KafkaError | None]]]
 
 
 def alter_error_response(request: AlterPartitionReassignmentsRequest, code: ErrorCode,
@@ -49,19 +54,19 @@ def list_error_response(request: ListPartitionReassignmentsRequest, code: ErrorC
 
 
 class ReassignmentHandlers:
-    def __init__(self, store: MetadataStore, authorizer: Authorizer = NO_AUTHORIZER) -> None:
+    def __init__(self, store: MetadataStore, reassign: Reassign, authorizer: Authorizer = NO_AUTHORIZER) -> None:
         self.store = store
-        self.reassigner = Reassigner(store)
+        self.reassign = reassign
         self.authorizer = authorizer
 
     @handles(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 1, alter_error_response)
-    def alter_partition_reassignments(self, ctx: RequestContext, request: AlterPartitionReassignmentsRequest,
+    async def alter_partition_reassignments(self, ctx: RequestContext, request: AlterPartitionReassignmentsRequest,
                                       ) -> AlterPartitionReassignmentsResponse:
         if not self.authorizer.authorize(ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
             return alter_error_response(request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, _CLUSTER_REFUSED)
         asked = [ReassignmentRequest(t.name, p.partition_index, None if p.replicas is None else tuple(p.replicas))
                  for t in request.topics for p in t.partitions]
-        errors = iter(self.reassigner.alter(asked, request.allow_replication_factor_change))
+        errors = iter(await self.reassign(asked, request.allow_replication_factor_change))
         R = AlterPartitionReassignmentsResponse
         responses = []
         for t in request.topics:

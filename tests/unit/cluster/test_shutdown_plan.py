@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import uuid
 
-from tidelog.cluster.controlled_shutdown import plan_controlled_shutdown, remaining_partitions
 from tidelog.cluster.leader_election import ElectionType, elect, imbalanced_partitions
 from tidelog.cluster.metadata import BrokerInfo, MetadataImage, PartitionMetadata, TopicMetadata
+from tidelog.cluster.shutdown_plan import plan_controlled_shutdown, remaining_partitions
 from tidelog.errors import ErrorCode
 
 

@@ -1,16 +1,19 @@
-"""LeadershipChanges: ControlledShutdown and ElectLeaders written as conditional partition-state writes
-(a conflicting writer wins; the election is decided again from the new state)."""
+"""PartitionController: ControlledShutdown and ElectLeaders decided in the controller's event queue and
+written as conditional partition-state writes (a conflicting writer wins; the election is decided again
+from the new state)."""
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
 
-from tests.unit.cluster.test_controlled_shutdown import _image, _p
+from tests.unit.cluster.test_shutdown_plan import _image, _p
 from tidelog.cluster.leader_election import ElectionType
 from tidelog.cluster.metadata import MetadataImage, PartitionMetadata
 from tidelog.errors import ErrorCode
-from tidelog.server.leadership import LeadershipChanges
+from tidelog.server.controller_events import ControllerEventManager
+from tidelog.server.partition_controller import PartitionController
+from tidelog.testing.clock import ManualClock
 
 
 class _ConditionalStore:
@@ -37,28 +40,41 @@ class _ConditionalStore:
         self.image = self.image.with_topic(replace(t, partitions=tuple(parts)))
 
 
+def _controller(store, alter, is_controller) -> PartitionController:
+    return PartitionController(store, ControllerEventManager(), ManualClock(), alter=alter, is_controller=is_controller)
+
+
+def _run(changes: PartitionController, call):
+    """``call()``'s coroutine on a new loop, with the controller's queue running on it."""
+    async def main():
+        changes.events.start()
+        try:
+            return await call()
+        finally:
+            await changes.events.stop()
+
+    return asyncio.run(main())
+
+
 def test_controlled_shutdown_is_the_controllers_and_answers_what_remains() -> None:
     store = _ConditionalStore(_image([_p(0, 1, (1, 2, 3), (1, 2, 3)), _p(1, 1, (1, 2), (1,)),
                                       _p(2, 2, (2, 1), (2, 1))]))
-    changes = LeadershipChanges(store, store.alter, lambda: store.controller)  # type: ignore[arg-type]
+    changes = _controller(store, store.alter, lambda: store.controller)  # type: ignore[arg-type]
 
-    async def run():
-        return await changes.controlled_shutdown(1, timeout_ms=1000)
-
-    error, remaining = asyncio.run(run())
+    error, remaining = _run(changes, lambda: changes.controlled_shutdown(1, timeout_ms=1000))
     assert error == ErrorCode.NONE and remaining == [("t", 1)]
     parts = store.image.topics["t"].partitions
     assert (parts[0].leader, parts[0].isr) == (2, (2, 3)) and parts[2].isr == (2,)
     assert changes.shutting_down == {1}
     # a broker in controlled shutdown is not elected preferred leader
-    assert asyncio.run(changes.elect_leaders(ElectionType.PREFERRED, [("t", 0)], 100))[("t", 0)].error \
+    assert _run(changes, lambda: changes.elect_leaders(ElectionType.PREFERRED, [("t", 0)], 100))[("t", 0)].error \
         == ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
-    changes.forget_departed(store.image, replace(store.image, brokers={2: store.image.brokers[2]}))
+    changes.on_metadata_change(store.image, replace(store.image, brokers={2: store.image.brokers[2]}))
     assert changes.shutting_down == set()
     store.controller = False
-    assert asyncio.run(changes.controlled_shutdown(2)) == (ErrorCode.NOT_CONTROLLER, [])
+    assert _run(changes, lambda: changes.controlled_shutdown(2)) == (ErrorCode.NOT_CONTROLLER, [])
     store.controller = True
-    assert asyncio.run(changes.controlled_shutdown(7)) == (ErrorCode.BROKER_NOT_AVAILABLE, [])
+    assert _run(changes, lambda: changes.controlled_shutdown(7)) == (ErrorCode.BROKER_NOT_AVAILABLE, [])
 
 
 def test_a_conflicting_write_wins_and_the_election_is_decided_again() -> None:
@@ -73,30 +89,30 @@ def test_a_conflicting_write_wins_and_the_election_is_decided_again() -> None:
                                       partition_epoch=new.partition_epoch + 1))
         real_alter(topic, partition, new, on_done)
 
-    changes = LeadershipChanges(store, racing_alter, lambda: True)  # type: ignore[arg-type]
-    results = asyncio.run(changes.elect_leaders(ElectionType.PREFERRED, [("t", 0), ("t", 1), ("x", 0)], 1000))
+    changes = _controller(store, racing_alter, lambda: True)  # type: ignore[arg-type]
+    results = _run(changes, lambda: changes.elect_leaders(ElectionType.PREFERRED, [("t", 0), ("t", 1), ("x", 0)], 1000))
     assert {k: o.error for k, o in results.items()} == {
         ("t", 0): ErrorCode.NONE, ("t", 1): ErrorCode.ELECTION_NOT_NEEDED, ("x", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
     assert len(store.writes) == 1 and store.writes[0].isr == (2, 1)  # decided again from the new state
     assert store.image.topics["t"].partitions[0].leader == 1
     # every partition (a null topic list): those needing no election are left out
-    assert asyncio.run(changes.elect_leaders(ElectionType.PREFERRED, None, 1000)) == {}
+    assert _run(changes, lambda: changes.elect_leaders(ElectionType.PREFERRED, None, 1000)) == {}
 
 
 def test_a_single_node_needs_no_writes() -> None:
     store = _ConditionalStore(_image([_p(0, 1, (1,), (1,))], live=(1,)))
-    changes = LeadershipChanges(store, None, lambda: True)  # type: ignore[arg-type]
+    changes = _controller(store, None, lambda: True)  # type: ignore[arg-type]
     for kind in ElectionType:
-        results = asyncio.run(changes.elect_leaders(kind, [("t", 0)], 1000))
+        results = _run(changes, lambda kind=kind: changes.elect_leaders(kind, [("t", 0)], 1000))
         assert results[("t", 0)].error == ErrorCode.ELECTION_NOT_NEEDED
 
 
 def test_rebalance_runs_on_the_controller_only() -> None:
     store = _ConditionalStore(_image([_p(0, 2, (1, 2), (1, 2)), _p(1, 2, (2, 1), (1, 2))], live=(1, 2)))
-    changes = LeadershipChanges(store, store.alter, lambda: store.controller)  # type: ignore[arg-type]
+    changes = _controller(store, store.alter, lambda: store.controller)  # type: ignore[arg-type]
     store.controller = False
-    assert asyncio.run(changes.rebalance(10)) == 0 and not store.writes
+    assert _run(changes, lambda: changes.rebalance(10)) == 0 and not store.writes
     store.controller = True
-    assert asyncio.run(changes.rebalance(10)) == 1
+    assert _run(changes, lambda: changes.rebalance(10)) == 1
     assert [p.leader for p in store.image.topics["t"].partitions] == [1, 2]
-    assert asyncio.run(changes.rebalance(10)) == 0
+    assert _run(changes, lambda: changes.rebalance(10)) == 0
