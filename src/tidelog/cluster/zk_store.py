@@ -84,10 +84,13 @@ class ZooKeeperSettings:
     session_timeout_ms: int = 18_000
     connection_timeout_ms: int | None = None
     protocols: dict[str, str] | None = None
+    #: the coordinators' topics, marked internal when read (Kafka's ZooKeeper layout does not say)
+    internal_topics: frozenset[str] = frozenset()
 
 
 class ZooKeeperStore:
-    def __init__(self, settings: ZooKeeperSettings, broker_id: int, dispatch: Dispatch) -> None:
+    def __init__(self, settings: ZooKeeperSettings, broker_id: int, dispatch: Dispatch,
+                 unclean_election: Callable[[MetadataImage, str], bool] = lambda image, topic: False) -> None:
         self.settings = settings
         self.broker_id = broker_id
         self.dispatch = dispatch
@@ -107,8 +110,8 @@ class ZooKeeperStore:
         #: re-reads after watches and reconnections run here, off the event loop (one at a time)
         self._reader = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tidelog-zk-metadata")
         self._writes = 0  # publishes so far: a re-read begun before one may miss its change
-        #: (image, topic) -> whether unclean leader election is enabled for it (set by the broker)
-        self.unclean_election: Callable[[MetadataImage, str], bool] = lambda image, topic: False
+        #: (image, topic) -> whether unclean leader election is enabled for it (the topic's config)
+        self.unclean_election = unclean_election
 
     # ----------------------------------------------------------------------------------- opening
 
@@ -497,7 +500,8 @@ class ZooKeeperStore:
     def _read_topics(self, deleting: set[str]) -> dict[str, TopicMetadata]:
         assert self.client is not None
         topics, self._topic_versions = read_topics(self.client, self._on_watch, deleting,
-                                                   self._image.topics if self._image is not None else {})
+                                                   self._image.topics if self._image is not None else {},
+                                                   self.settings.internal_topics)
         return topics
 
     # ----------------------------------------------------------------------------------- writing
