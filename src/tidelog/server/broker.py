@@ -19,9 +19,16 @@ How things flow (docs/architecture.md draws it):
   manager, the group coordinator's clean-up) react;
 * log events (created, appended, truncated, deleted): :class:`~tidelog.replica.events.LogEvents`,
   heard by the delayed-fetch purgatory and the housekeeping (later: replication, transactions, metrics);
-* TubeMQ clients (when ``tubemq.*.listener`` are set): :class:`~tidelog.server.tubemq.TubeServer`, the
-  TubeMQ front end with its own listeners and registries, onto the same replica manager and group
-  coordinator (docs/tubemq.md).
+* what differs between a single node and a cluster (the metadata store, replication, producer-id
+  blocks, leadership moves, high-watermark checkpoints): the mode, chosen once
+  (:mod:`tidelog.server.modes`); the composition root never asks which one it runs;
+* the coordinators' internal topics: declared once in :mod:`tidelog.coordinator.internal_topics`
+  (created on first use, found by FindCoordinator); each coordinator is bound to its topic
+  (:class:`~tidelog.coordinator.leadership.CoordinatorLeadership`: loading, leadership following,
+  transaction markers on the topic);
+* other front ends (TubeMQ clients, when ``tubemq.*.listener`` are set): components in a list
+  (:mod:`tidelog.server.front_ends`), started and stopped with the Kafka listeners, onto the same
+  replica manager and group coordinator (docs/tubemq.md).
 
 Loop-only, except the storage work it hands to the default executor.
 """

@@ -28,13 +28,13 @@ from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicP
 from confluent_kafka.admin import NewTopic
 
 from tests.fault.lab.tubemq_workload import INDEX_BYTES
+from tidelog.cli.zookeeper import ZooKeeperProcess, free_port
 from tidelog.protocol.tubemq.generated import broker_service_pb2 as broker_pb
 from tidelog.protocol.tubemq.generated import master_service_pb2 as master_pb
 from tidelog.protocol.tubemq.message import checksum
 from tidelog.protocol.tubemq.rpc import Method, Service
 from tidelog.testing.cluster import LocalCluster, wait_for
 from tidelog.testing.tubemq import TUBEMQ_OVERRIDES, TubeWireClient
-from tidelog.testing.zookeeper import ZooKeeperProcess, free_port
 
 OVERRIDES = {
     **TUBEMQ_OVERRIDES, "min.insync.replicas": "2", "default.replication.factor": "3",
@@ -64,7 +64,7 @@ def tubemq_cluster(root: Path, zookeeper: ZooKeeperProcess | None = None) -> tup
     endpoints = {i: (f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}") for i in (1, 2, 3)}
     per_broker = {i: {"tubemq.master.listener": m, "tubemq.broker.listener": b} for i, (m, b) in endpoints.items()}
     cluster = LocalCluster(root, chroot="/tidelog-tubemq", overrides=OVERRIDES, per_broker=per_broker,
-                           zookeeper=zookeeper)
+                           zookeeper=zookeeper or ZooKeeperProcess(root / "zk"))
     cluster.start()
     return cluster, endpoints
 
