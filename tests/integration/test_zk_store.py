@@ -18,13 +18,14 @@ import pytest
 from kazoo.client import KazooClient
 
 from tests.integration.zookeeper import start_zookeeper
+from tidelog.cli.zookeeper import ZooKeeperProcess
 from tidelog.cluster.controller import Controller
 from tidelog.cluster.metadata import BrokerInfo
 from tidelog.cluster.topic_config import TopicConfigs
 from tidelog.cluster.zk_store import ZooKeeperSettings, ZooKeeperStore
 from tidelog.config import TopicConfig
+from tidelog.coordinator.internal_topics import INTERNAL_TOPIC_NAMES
 from tidelog.errors import ErrorCode, KafkaError
-from tidelog.testing.zookeeper import ZooKeeperProcess
 from tidelog.zookeeper_connect import parse_zookeeper_connect
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("zk_store")]
@@ -43,12 +44,13 @@ class Node:
     def __init__(self, connect: str, broker_id: int, rack: str | None = None, session_ms: int = 4000) -> None:
         self.events: queue.Queue[Callable[[], None]] = queue.Queue()
         settings = ZooKeeperSettings(parse_zookeeper_connect("zookeeper.connect", connect), session_ms, 5000,
-                                     {"PLAINTEXT": "PLAINTEXT"})
+                                     {"PLAINTEXT": "PLAINTEXT"}, INTERNAL_TOPIC_NAMES)
         self.store = ZooKeeperStore(settings, broker_id, self.events.put)
         self.changes: list[tuple] = []
         self.store.subscribe(lambda old, new: self.changes.append((old, new)))
         self.broker = BrokerInfo(broker_id, "127.0.0.1", 9000 + broker_id, rack, (("PLAINTEXT", "127.0.0.1", 9000 + broker_id),))
-        self.controller = Controller(self.store, broker_id, TopicConfigs(TopicConfig()))
+        self.controller = Controller(self.store, broker_id, TopicConfigs(TopicConfig()),
+                                     internal_topics=INTERNAL_TOPIC_NAMES)
 
     def open(self) -> Node:
         self.store.open(self.broker)
