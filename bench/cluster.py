@@ -61,8 +61,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.oracle:
 from perf.target import baseline_source
 from perf.workload import CONSUMER_CONF, PRODUCER_CONF, consume, warm_up_consumer
 
+from tidelog.cli.zookeeper import ZooKeeperProcess
 from tidelog.testing.cluster import LocalCluster, wait_for
-from tidelog.testing.zookeeper import ZooKeeperProcess
 
 NODES = (1, 2, 3)
 WORKLOADS = (("RF=1", 1, "1"), ("RF=3 acks=1", 3, "1"), ("RF=3 acks=all", 3, "all"))

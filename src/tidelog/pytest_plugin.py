@@ -273,7 +273,7 @@ def kafka_consume(request: pytest.FixtureRequest) -> Callable[..., list[Record]]
 def tidelog_zookeeper(tmp_path_factory: pytest.TempPathFactory):
     """A ZooKeeper for the session's clusters (each cluster has its own chroot); skips the test when
     java or mvn is missing or Maven cannot fetch ZooKeeper."""
-    from tidelog.testing.zookeeper import ZooKeeperProcess, ZooKeeperUnavailable
+    from tidelog.cli.zookeeper import ZooKeeperProcess, ZooKeeperUnavailable
 
     zookeeper = ZooKeeperProcess(tmp_path_factory.mktemp("tidelog-zookeeper"))
     try:

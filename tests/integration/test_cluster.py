@@ -217,7 +217,7 @@ def _serve(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
 
 
 def test_serve_without_a_reachable_zookeeper_fails_with_one_line(tmp_path):
-    from tidelog.testing.zookeeper import free_port
+    from tidelog.cli.zookeeper import free_port
 
     done = _serve(tmp_path, f"zookeeper.connect=127.0.0.1:{free_port()}/x", "broker.id=1",
                   "zookeeper.connection.timeout.ms=1500")

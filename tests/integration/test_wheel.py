@@ -68,7 +68,7 @@ def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_wheel_carries_the_broker_and_the_plugin_and_no_test_tooling(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert {"tidelog/embedded.py", "tidelog/pytest_plugin.py", "tidelog/server/broker.py",
-            "tidelog/testing/zookeeper.pom.xml", "tidelog/web/console/static/index.html"} <= set(names)
+            "tidelog/cli/zookeeper.pom.xml", "tidelog/web/console/static/index.html"} <= set(names)
     tops = {n.split("/")[0] for n in names}
     # the broker, its PySpark data source registration, the metadata: no tests/, bench/, tools/, examples/
     assert tops == {"tidelog", "pyspark_tidelog", "tidelog-0.1.0.dist-info"}, tops

@@ -12,9 +12,9 @@ import pytest
 from kazoo.client import KazooClient
 
 from tests.integration.zookeeper import start_zookeeper
+from tidelog.cli.zookeeper import ZooKeeperProcess
 from tidelog.cluster.credential_store import ZooKeeperCredentialStore
 from tidelog.security.scram import ScramCredential, credential_from_password, password_matches
-from tidelog.testing.zookeeper import ZooKeeperProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("zk-credentials")]
 

@@ -19,16 +19,17 @@ import pytest
 from kazoo.client import KazooClient
 
 from tests.integration.zookeeper import start_zookeeper
+from tidelog.cli.zookeeper import ZooKeeperProcess
 from tidelog.cluster.controller import Controller
 from tidelog.cluster.metadata import BrokerInfo
 from tidelog.cluster.topic_config import TopicConfigs
 from tidelog.cluster.zk_store import ZooKeeperSettings, ZooKeeperStore
 from tidelog.config import TopicConfig
+from tidelog.coordinator.internal_topics import INTERNAL_TOPIC_NAMES
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.server.controller_events import ControllerEventManager
 from tidelog.server.partition_controller import PartitionController
 from tidelog.testing.clock import ManualClock
-from tidelog.testing.zookeeper import ZooKeeperProcess
 from tidelog.zookeeper_connect import parse_zookeeper_connect
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("zk_store")]
@@ -49,7 +50,7 @@ class Node:
         self.events = ControllerEventManager()
         self.events.start(self.loop)
         settings = ZooKeeperSettings(parse_zookeeper_connect("zookeeper.connect", connect), session_ms, 5000,
-                                     {"PLAINTEXT": "PLAINTEXT"})
+                                     {"PLAINTEXT": "PLAINTEXT"}, INTERNAL_TOPIC_NAMES)
         self.store = ZooKeeperStore(settings, broker_id, self.loop.call_soon_threadsafe, self.events.put_threadsafe)
         self.partitions = PartitionController(self.store, self.events, ManualClock(),
                                               alter=self.store.alter_partition_state,
@@ -59,7 +60,8 @@ class Node:
         self.changes: list[tuple] = []
         self.store.subscribe(lambda old, new: self.changes.append((old, new)))
         self.broker = BrokerInfo(broker_id, "127.0.0.1", 9000 + broker_id, rack, (("PLAINTEXT", "127.0.0.1", 9000 + broker_id),))
-        self.controller = Controller(self.store, broker_id, TopicConfigs(TopicConfig()))
+        self.controller = Controller(self.store, broker_id, TopicConfigs(TopicConfig()),
+                                     internal_topics=INTERNAL_TOPIC_NAMES)
 
     def _unclean(self, image, topic: str) -> bool:
         return self.controller.topic_configs.for_topic(image, topic).unclean_leader_election_enable

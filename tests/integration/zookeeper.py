@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests import toolchain
-from tidelog.testing.zookeeper import ZooKeeperProcess, ZooKeeperUnavailable, classpath
+from tidelog.cli.zookeeper import ZooKeeperProcess, ZooKeeperUnavailable, classpath
 
 
 def start_zookeeper(data_dir: Path) -> ZooKeeperProcess:

@@ -1,7 +1,7 @@
 """``tidelog dev-cluster``: a ZooKeeper and N brokers on loopback, in one command, for trying cluster mode.
 
 ZooKeeper is fetched from Maven Central on first use (needs ``java`` and ``mvn``; see
-:mod:`tidelog.testing.zookeeper`). Broker ``i`` (1..N) gets ``broker.id=i``, the port ``--port + i - 1``
+:mod:`tidelog.cli.zookeeper`). Broker ``i`` (1..N) gets ``broker.id=i``, the port ``--port + i - 1``
 (or a free port with ``--port 0``) and ``zookeeper.connect=<zookeeper>/tidelog``. The bootstrap
 servers are printed on one line once every broker listens. Ctrl-C (or SIGTERM) stops the brokers,
 then ZooKeeper. Data lives in a temporary directory removed on exit, unless ``--data-dir`` names one.
@@ -17,8 +17,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+from tidelog.cli.zookeeper import ZooKeeperProcess, ZooKeeperUnavailable
 from tidelog.testing.broker import BrokerProcess
-from tidelog.testing.zookeeper import ZooKeeperProcess, ZooKeeperUnavailable
 
 CHROOT = "/tidelog"
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from tidelog.cluster import client_quota
@@ -57,7 +57,6 @@ log = logging.getLogger(__name__)
 
 MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 #: The most metadata records one request may write (Kafka's MAX_RECORDS_PER_USER_OP).
 MAX_RECORDS_PER_REQUEST = 10_000
 #: ``log.retention.hours`` and the like: static-only spellings of a topic default (Kafka: not dynamic).
@@ -104,8 +103,11 @@ class Controller:
     """Applies metadata changes for a single node (a cluster of one)."""
 
     def __init__(self, store: MetadataStore, broker_id: int, topic_configs: TopicConfigs,
-                 broker_config: BrokerConfig | None = None) -> None:
+                 broker_config: BrokerConfig | None = None, *, internal_topics: Collection[str] = frozenset()) -> None:
+        """``internal_topics``: the coordinators' topics (the composition root passes
+        :data:`~tidelog.coordinator.internal_topics.INTERNAL_TOPIC_NAMES`): created internal, whoever asks."""
         self.store = store
+        self.internal_topics = frozenset(internal_topics)
         self.broker_id = broker_id
         self.topic_configs = topic_configs
         self.broker_config = broker_config or BrokerConfig.from_props({})
@@ -208,7 +210,7 @@ class Controller:
                 results.append(e)
                 continue
             topic = TopicMetadata(new.name, uuid.uuid4(), partitions, overrides,
-                                  new.internal or new.name in INTERNAL_TOPICS)
+                                  new.internal or new.name in self.internal_topics)
             image = image.with_topic(topic)
             results.append(topic)
         created = [t for t in results if isinstance(t, TopicMetadata)]
@@ -441,7 +443,6 @@ class Controller:
 
 
 __all__ = [
-    "INTERNAL_TOPICS",
     "MAX_TOPIC_NAME_LENGTH",
     "STATIC_BROKER_KEYS",
     "Controller",

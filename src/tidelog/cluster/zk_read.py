@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 
 from kazoo.client import KazooClient
@@ -17,7 +17,6 @@ from kazoo.exceptions import NoNodeError
 
 from tidelog.cluster import zk_acl
 from tidelog.cluster import zk_data as zk
-from tidelog.cluster.controller import INTERNAL_TOPICS
 from tidelog.cluster.metadata import PartitionMetadata, TopicMetadata
 from tidelog.security.acl import AclBinding, PatternType
 
@@ -59,7 +58,8 @@ def read_config(client: KazooClient, path: str, watch: Watch | None) -> dict[str
 
 
 def read_topics(client: KazooClient, watch: Watch | None, deleting: set[str],
-                old: Mapping[str, TopicMetadata]) -> tuple[dict[str, TopicMetadata], dict[str, int]]:
+                old: Mapping[str, TopicMetadata],
+                internal: Collection[str] = frozenset()) -> tuple[dict[str, TopicMetadata], dict[str, int]]:
     """Every topic not being deleted, and the version of each one's assignment znode. A topic equal
     to its entry in ``old`` is that same object (subscribers compare by identity)."""
     names = [n for n in client.get_children(zk.TOPICS, watch=watch) if n not in deleting]
@@ -88,7 +88,7 @@ def read_topics(client: KazooClient, watch: Watch | None, deleting: set[str],
                 meta = replace(meta, adding_replicas=adding.get(p, ()), removing_replicas=removing.get(p, ()))
             partitions.append(meta)
         config = read_config(client, zk.topic_config_path(name), watch) if configs[name].get() else {}
-        topic = TopicMetadata(name, topic_id, tuple(partitions), config, name in INTERNAL_TOPICS)
+        topic = TopicMetadata(name, topic_id, tuple(partitions), config, name in internal)
         previous = old.get(name)
         topics[name] = previous if previous == topic else topic
         versions[name] = stat.version

@@ -91,6 +91,8 @@ class ZooKeeperSettings:
     session_timeout_ms: int = 18_000
     connection_timeout_ms: int | None = None
     protocols: dict[str, str] | None = None
+    #: the coordinators' topics, marked internal when read (Kafka's ZooKeeper layout does not say)
+    internal_topics: frozenset[str] = frozenset()
 
 
 class ZooKeeperStore:
@@ -504,7 +506,8 @@ class ZooKeeperStore:
     def _read_topics(self, deleting: set[str]) -> dict[str, TopicMetadata]:
         assert self.client is not None
         topics, self._topic_versions = read_topics(self.client, self._on_watch, deleting,
-                                                   self._image.topics if self._image is not None else {})
+                                                   self._image.topics if self._image is not None else {},
+                                                   self.settings.internal_topics)
         return topics
 
     # ----------------------------------------------------------------------------------- writing

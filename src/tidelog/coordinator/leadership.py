@@ -1,7 +1,7 @@
 """Which partitions of a coordinator's topic this broker must load or unload after a metadata change.
 
-A coordinator serves the partitions of its internal topic (``__consumer_offsets``,
-``__transaction_state``) that this broker leads, and only while it leads them in the epoch it loaded
+A coordinator serves the partitions of its internal topic (an entry of
+:data:`~tidelog.coordinator.internal_topics.INTERNAL_TOPICS`) that this broker leads, and only while it leads them in the epoch it loaded
 them in (Kafka's ``onElection`` / ``onResignation``, driven here by the ZooKeeper-era partition state):
 
 1. **Load** a partition this broker leads now but did not lead before, or leads in a new leader epoch
@@ -14,7 +14,9 @@ them in (Kafka's ``onElection`` / ``onResignation``, driven here by the ZooKeepe
 4. A topic that goes (deleted, or re-created with a new id) unloads everything this broker led.
 
 :func:`leadership_change` is pure; :func:`follow_leadership` applies the changes of one metadata
-update to the coordinators.
+update to the coordinators. :class:`CoordinatedTopic` binds an internal topic to its coordinator, and
+:class:`CoordinatorLeadership` drives every such binding: the first load at start-up, then the
+following of leadership, and the hand-off of transaction markers written to an internal topic.
 """
 
 from __future__ import annotations
@@ -22,17 +24,22 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from tidelog.cluster.metadata import MetadataImage, TopicMetadata
+from tidelog.config import BrokerConfig
+from tidelog.coordinator.internal_topics import InternalTopic
+from tidelog.coordinator.runtime import MarkerFn
 
 log = logging.getLogger(__name__)
 
 
 class PartitionLoader(Protocol):
-    """A coordinator as this module sees it: it loads and unloads partitions of its topic."""
+    """A coordinator as this module sees it: it loads and unloads partitions of its topic.
+    ``load`` takes ``num_partitions`` (the topic's), ``background`` (a failover: load in a task) and,
+    for a coordinator that loads before its topic exists, ``read=False`` (nothing to read yet)."""
 
-    def load(self, partitions: Iterable[int], *, num_partitions: int, background: bool) -> object: ...
+    def load(self, partitions: Iterable[int], **options: Any) -> object: ...
 
     def unload(self, partitions: Iterable[int]) -> object: ...
 
@@ -64,6 +71,52 @@ def leadership_change(broker_id: int, before: TopicMetadata | None, after: Topic
     return LeadershipChange(tuple(load), tuple(unload))
 
 
+@dataclass(frozen=True, slots=True)
+class CoordinatedTopic:
+    """An internal topic bound to the coordinator that serves it; ``on_marker`` (if any) is told of
+    each transaction marker written to one of its partitions (transactional offset commits)."""
+
+    topic: InternalTopic
+    coordinator: PartitionLoader
+    on_marker: MarkerFn | None = None
+
+
+def marker_listeners(coordinated: Iterable[CoordinatedTopic]) -> dict[str, MarkerFn]:
+    """Topic -> the coordinator told of markers there (a marker on an internal topic goes to its coordinator)."""
+    return {c.topic.name: c.on_marker for c in coordinated if c.on_marker is not None}
+
+
+class CoordinatorLeadership:
+    """Every coordinator of this broker following the leadership of its internal topic's partitions."""
+
+    def __init__(self, broker_id: int, config: BrokerConfig, coordinated: Sequence[CoordinatedTopic]) -> None:
+        self.broker_id = broker_id
+        self.config = config
+        self.coordinated = tuple(coordinated)
+
+    def load(self, image: MetadataImage) -> None:
+        """At start-up: each coordinator loads the partitions of its topic this broker leads (a single
+        node: all). A topic not created yet has nothing to read; a coordinator that loads before
+        creation takes every partition on, empty."""
+        for c in self.coordinated:
+            topic = image.topics.get(c.topic.name)
+            if topic is not None:
+                led = [p.partition for p in topic.partitions if p.leader == self.broker_id]
+                c.coordinator.load(led, num_partitions=len(topic.partitions))
+            elif c.topic.loads_before_creation:
+                count = c.topic.num_partitions(self.config)
+                c.coordinator.load(range(count), num_partitions=count, read=False)
+            else:
+                c.coordinator.load((), num_partitions=c.topic.num_partitions(self.config))
+
+    def follow(self, old: MetadataImage, new: MetadataImage) -> None:
+        """A metadata change: coordinators follow the leadership of their partitions
+        (:func:`follow_leadership`). A partition taken over loads in a background task on the loop, a
+        chunk at a time; its requests answer COORDINATOR_LOAD_IN_PROGRESS until it is done."""
+        follow_leadership(self.broker_id, old, new, [(c.topic.name, c.coordinator, c.topic.loads_before_creation)
+                                                     for c in self.coordinated])
+
+
 def follow_leadership(broker_id: int, old: MetadataImage, new: MetadataImage,
                       coordinators: Sequence[tuple[str, PartitionLoader, bool]]) -> None:
     """Unload, then load, each coordinator's partitions as ``old`` -> ``new`` says; ``coordinators``
@@ -85,4 +138,12 @@ def follow_leadership(broker_id: int, old: MetadataImage, new: MetadataImage,
             coordinator.load(change.load, num_partitions=len(topic.partitions), background=True)
 
 
-__all__ = ["LeadershipChange", "PartitionLoader", "follow_leadership", "leadership_change"]
+__all__ = [
+    "CoordinatedTopic",
+    "CoordinatorLeadership",
+    "LeadershipChange",
+    "PartitionLoader",
+    "follow_leadership",
+    "leadership_change",
+    "marker_listeners",
+]

@@ -61,7 +61,8 @@ class ReplicaManager:
     def __init__(self, broker_id: int, logs: LogManager, store: MetadataStore, topic_configs: TopicConfigs,
                  clock: Clock, schedule: Callable[[float, Callable[[], None]], Any],
                  events: LogEvents | None = None, *, replication: ReplicationSettings | None = None,
-                 alter_isr: AlterIsr | None = None, may_lead: Callable[[], bool] | None = None) -> None:
+                 alter_isr: AlterIsr | None = None, may_lead: Callable[[], bool] | None = None,
+                 traffic: PartitionTraffic | None = None) -> None:
         self.broker_id = broker_id
         #: The logs themselves: for the replica layer and the composition root, never for readers.
         self.logs = logs
@@ -72,8 +73,8 @@ class ReplicaManager:
         self.clock = clock
         self.events = events or LogEvents()
         self.purgatory = Purgatory(clock, schedule)
-        #: Bytes and records in and out per partition; set by the composition root when metrics are on.
-        self.traffic: PartitionTraffic | None = None
+        #: Bytes and records in and out per partition (None: metrics off).
+        self.traffic = traffic
         self.events.on_appended(lambda topic, partition, _: self.purgatory.check((topic, partition)))
         self.events.on_deleted(lambda topic, partition: self.purgatory.check((topic, partition)))
         #: Cluster mode: followers, the ISR and the high watermark (None: a single node, where every

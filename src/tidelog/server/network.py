@@ -75,7 +75,8 @@ class SocketServer:
     """The broker's listeners and live connections. Loop-only, not thread-safe."""
 
     def __init__(self, handlers: HandlerRegistry, clock: Clock, settings: ConnectionSettings,
-                 use_sendfile: bool | None = None, security: dict[str, ListenerSecurity] | None = None) -> None:
+                 use_sendfile: bool | None = None, security: dict[str, ListenerSecurity] | None = None,
+                 request_times: RequestTimes | None = None) -> None:
         self.handlers = handlers
         #: listener name -> its security (absent: PLAINTEXT)
         self.security = security if security is not None else {}
@@ -86,8 +87,8 @@ class SocketServer:
         self.connections: set[ClientProtocol] = set()
         self.bound: dict[str, tuple[str, int]] = {}  # listener name -> (host, bound port)
         self._servers: list[asyncio.base_events.Server] = []
-        #: Request phase timings (docs/metrics.md), set by the composition root when metrics are on.
-        self.request_times: RequestTimes | None = None
+        #: Request phase timings (docs/metrics.md; None: metrics off).
+        self.request_times = request_times
         #: listener name -> connections closed for a failed TLS handshake or SASL authentication
         #: (Kafka's ``failed-authentication-total``)
         self.failed_authentications: Counter[str] = Counter()

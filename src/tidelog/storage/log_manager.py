@@ -98,6 +98,7 @@ class LogManager:
         *,
         topic_config: Callable[[str], TopicConfig] | None = None,
         producer_id_expiration_ms: int = 86_400_000,
+        flush_latency: SyncHistogram | None = None,
     ) -> None:
         if not log_dirs:
             raise ValueError("at least one log dir is needed")
@@ -115,8 +116,8 @@ class LogManager:
         self._delete_horizons: dict[TopicPartition, int] = {}  # earliest retained tombstone horizon
         self._locks: list[LogDirLock] = []
         self._pending_removal: list[Path] = []  # renamed "-delete" dirs whose files must go
-        #: fsync latency of every log's flush (metrics on: set before :meth:`startup`).
-        self.flush_latency: SyncHistogram | None = None
+        #: fsync latency of every log's flush (None: metrics off).
+        self.flush_latency = flush_latency
         #: Free space of each log dir: the "full" condition and the space reserve (tidelog.disk_space).
         self.space = {d: LogDirSpace(d) for d in self.log_dirs}
 

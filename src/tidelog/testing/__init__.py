@@ -2,6 +2,5 @@
 
 from tidelog.testing.broker import BrokerProcess
 from tidelog.testing.clock import ManualClock
-from tidelog.testing.zookeeper import ZooKeeperProcess
 
-__all__ = ["BrokerProcess", "ManualClock", "ZooKeeperProcess"]
+__all__ = ["BrokerProcess", "ManualClock"]

@@ -1,8 +1,9 @@
 """A ZooKeeper and N ``tidelog serve`` processes on loopback, for the cluster-mode tests, the fault
 tests and ``bench/cluster.py``: one harness, so each of them does not grow its own.
 
-``LocalCluster(root, brokers=3, overrides={...}).start()`` starts ZooKeeper (fetched from Maven
-Central by :mod:`tidelog.testing.zookeeper`) and brokers ``1..N`` with ``broker.id=i`` and
+``LocalCluster(root, zookeeper=..., brokers=3, overrides={...}).start()`` starts the ZooKeeper it is
+given (if it is not running yet: a :class:`tidelog.cli.zookeeper.ZooKeeperProcess`, fetched from Maven
+Central, is the one ``tidelog dev-cluster`` and the pytest plugin use) and brokers ``1..N`` with ``broker.id=i`` and
 ``zookeeper.connect=<zookeeper><chroot>``; ``overrides`` go to every broker, ``per_broker[i]`` to
 broker ``i`` only. ``self.zk`` is a kazoo client on the same chroot, for reading Kafka's
 ZooKeeper layout (``state()``, ``controller()``, ``live_ids()``).
@@ -16,10 +17,9 @@ import struct
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from tidelog.testing.broker import BrokerProcess
-from tidelog.testing.zookeeper import ZooKeeperProcess
 
 T = TypeVar("T")
 
@@ -54,20 +54,35 @@ def log_batches(data_dir: Path, topic: str, partition: int = 0) -> list[tuple[in
     return out
 
 
+class ZooKeeper(Protocol):
+    """The ZooKeeper a cluster uses (:class:`tidelog.cli.zookeeper.ZooKeeperProcess`)."""
+
+    @property
+    def connect(self) -> str:
+        """``host:port``, without chroot."""
+        ...
+
+    @property
+    def alive(self) -> bool: ...
+
+    def start(self) -> object: ...
+
+    def stop(self) -> object: ...
+
+
 class LocalCluster:
     """ZooKeeper plus brokers 1..N (see the module docstring). Not thread-safe."""
 
-    def __init__(self, root: Path, *, brokers: int = 3, chroot: str = "/tidelog",
+    def __init__(self, root: Path, *, zookeeper: ZooKeeper, brokers: int = 3, chroot: str = "/tidelog",
                  session_ms: int = 4000, overrides: dict[str, str] | None = None,
-                 per_broker: dict[int, dict[str, str]] | None = None,
-                 zookeeper: ZooKeeperProcess | None = None) -> None:
+                 per_broker: dict[int, dict[str, str]] | None = None) -> None:
         self.root = Path(root)
         self.count = brokers
         self.chroot = chroot
         self.session_ms = session_ms
         self.overrides = dict(overrides or {})
         self.per_broker = {i: dict(v) for i, v in (per_broker or {}).items()}
-        self.zookeeper = zookeeper or ZooKeeperProcess(self.root / "zk")
+        self.zookeeper = zookeeper
         self.brokers: dict[int, BrokerProcess] = {}
         self.zk: Any = None
 

@@ -66,8 +66,8 @@ from tests.fault.lab.nemesis import (
 from tests.fault.lab.sequence_audit import Copy, locate, repeated_sequences, resent_after_epoch_bump
 from tests.fault.lab.txn_append import AppendTransactions, check_history
 from tests.fault.lab.workload import ClientLog, IdempotentProducer, Reader, TransactionalProducer, final_read
+from tidelog.cli.zookeeper import ZooKeeperProcess
 from tidelog.testing.cluster import LocalCluster, wait_for
-from tidelog.testing.zookeeper import ZooKeeperProcess
 
 SESSION_MS = 4000
 OVERRIDES = {

@@ -26,12 +26,12 @@ import threading
 from pathlib import Path
 
 from tests.fault.lab.nemesis import REPLICATION_LISTENER, Nemesis, _BrokerNemesis
+from tidelog.cli.zookeeper import free_port
 from tidelog.errors import ErrorCode
 from tidelog.protocol.messages import AlterPartitionReassignmentsRequest
 from tidelog.testing.broker import BrokerProcess
 from tidelog.testing.client import WireClient
 from tidelog.testing.cluster import LocalCluster, wait_for
-from tidelog.testing.zookeeper import free_port
 
 FAKETIME_PATHS = ("/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
                   "/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1", "/usr/lib/faketime/libfaketimeMT.so.1")

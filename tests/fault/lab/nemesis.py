@@ -34,8 +34,8 @@ import threading
 from collections.abc import Callable
 
 from tests.fault.lab.tcp_proxy import ProxyNetwork, TcpProxy, replica_fetcher_peer
+from tidelog.cli.zookeeper import free_port
 from tidelog.testing.cluster import LocalCluster
-from tidelog.testing.zookeeper import free_port
 
 REPLICATION_LISTENER = "REPLICATION"
 #: The node every connection through a client proxy comes from.

@@ -28,6 +28,7 @@ from pathlib import Path
 from confluent_kafka.admin import NewTopic
 
 from tests.fault.lab.tubemq_workload import INDEX_BYTES
+from tidelog.cli.zookeeper import ZooKeeperProcess, free_port
 from tidelog.errors import ErrorCode
 from tidelog.protocol.messages import FindCoordinatorRequest, OffsetFetchRequest
 from tidelog.protocol.tubemq.generated import broker_service_pb2 as broker_pb
@@ -37,7 +38,6 @@ from tidelog.protocol.tubemq.rpc import Method, Service
 from tidelog.testing.client import ConnectionClosed, WireClient
 from tidelog.testing.cluster import LocalCluster, wait_for
 from tidelog.testing.tubemq import TUBEMQ_OVERRIDES, TubeWireClient
-from tidelog.testing.zookeeper import ZooKeeperProcess, free_port
 
 OVERRIDES = {
     **TUBEMQ_OVERRIDES, "min.insync.replicas": "2", "default.replication.factor": "3",
@@ -67,7 +67,7 @@ def tubemq_cluster(root: Path, zookeeper: ZooKeeperProcess | None = None) -> tup
     endpoints = {i: (f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}") for i in (1, 2, 3)}
     per_broker = {i: {"tubemq.master.listener": m, "tubemq.broker.listener": b} for i, (m, b) in endpoints.items()}
     cluster = LocalCluster(root, chroot="/tidelog-tubemq", overrides=OVERRIDES, per_broker=per_broker,
-                           zookeeper=zookeeper)
+                           zookeeper=zookeeper or ZooKeeperProcess(root / "zk"))
     cluster.start()
     return cluster, endpoints
 

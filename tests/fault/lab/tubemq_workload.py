@@ -48,13 +48,13 @@ from tests.fault.lab.groups import check_polls
 from tests.fault.lab.history import History, Verdict, _limit, check
 from tests.fault.lab.nemesis import Mixed, Nemesis, run_schedule
 from tests.fault.lab.workload import CLIENT_LOG, final_read
+from tidelog.cli.zookeeper import free_port
 from tidelog.protocol.tubemq.generated import broker_service_pb2 as broker_pb
 from tidelog.protocol.tubemq.generated import master_service_pb2 as master_pb
 from tidelog.protocol.tubemq.message import checksum
 from tidelog.protocol.tubemq.rpc import Method, Service
 from tidelog.testing import BrokerProcess
 from tidelog.testing.tubemq import TUBEMQ_OVERRIDES, ConnectionClosed, TubeRpcError, TubeWireClient
-from tidelog.testing.zookeeper import free_port
 
 #: TubeMQ's ratio of its offsets to Kafka's (docs/tubemq.md "Topics, partitions, offsets").
 INDEX_BYTES = 28

@@ -10,7 +10,8 @@ from tidelog.server.handlers.consumer_group import ConsumerGroupHandlers
 from tidelog.server.handlers.delete_records import DeleteRecordsHandler
 from tidelog.server.handlers.describe_topic_partitions import DescribeTopicPartitionsHandler
 from tidelog.server.handlers.fetch import FetchHandler
-from tidelog.server.handlers.groups import FindCoordinatorHandler, GroupHandlers
+from tidelog.server.handlers.find_coordinator import FindCoordinatorHandler
+from tidelog.server.handlers.groups import GroupHandlers
 from tidelog.server.handlers.list_offsets import ListOffsetsHandler
 from tidelog.server.handlers.metadata import MetadataHandler
 from tidelog.server.handlers.offset_for_leader_epoch import OffsetForLeaderEpochHandler

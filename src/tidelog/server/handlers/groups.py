@@ -1,23 +1,15 @@
-"""Group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ListGroups, DescribeGroups,
-DeleteGroups. Thin: decode, call :class:`~tidelog.coordinator.group.service.GroupCoordinatorService`
-(answers come once the coordinator's writes are committed), shape the answer for the request's version.
+"""Group APIs: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ListGroups, DescribeGroups, DeleteGroups
+(FindCoordinator: :mod:`tidelog.server.handlers.find_coordinator`). Thin: decode, call
+:class:`~tidelog.coordinator.group.service.GroupCoordinatorService` (answers come once the coordinator's
+writes are committed), shape the answer for the request's version.
 
-* FindCoordinator: key type GROUP (0) answers the leader of the group's ``__consumer_offsets``
-  partition, TRANSACTION (1) the leader of the transactional id's ``__transaction_state`` partition
-  (each topic created on first use, as Kafka does), v4+ in the batched ``coordinator_keys`` form;
-  other key types INVALID_REQUEST. An empty key is no error.
 * JoinGroup and SyncGroup answers wait until the rebalance gets there: the service's call returns then.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from tidelog.cluster.store import MetadataStore
-from tidelog.coordinator.group import OFFSETS_TOPIC, RequestInfo
+from tidelog.coordinator.group import RequestInfo
 from tidelog.coordinator.group.service import GroupCoordinatorService
-from tidelog.coordinator.txn import TRANSACTION_STATE_TOPIC
-from tidelog.coordinator.txn.service import TransactionCoordinatorService
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import (
@@ -25,8 +17,6 @@ from tidelog.protocol.messages import (
     DeleteGroupsResponse,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
-    FindCoordinatorRequest,
-    FindCoordinatorResponse,
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupRequest,
@@ -43,85 +33,11 @@ from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
 
-GROUP_KEY_TYPE = 0
-TRANSACTION_KEY_TYPE = 1
-NO_NODE = (-1, "", -1)
-
 
 def request_info(ctx: RequestContext) -> RequestInfo:
     return RequestInfo(ctx.client_id or "", "/" + ctx.client_host, ctx.api_version)
 
 
-# ------------------------------------------------------------------------------ FindCoordinator
-
-
-def _find_coordinator_error(request: FindCoordinatorRequest, code: ErrorCode, message: str | None):
-    keys = request.coordinator_keys
-    if keys:
-        return FindCoordinatorResponse(coordinators=[
-            FindCoordinatorResponse.Coordinator(key=k, node_id=-1, host="", port=-1, error_code=int(code),
-                                                error_message=message) for k in keys])
-    return FindCoordinatorResponse(error_code=int(code), error_message=message or code.message, node_id=-1, host="",
-                                   port=-1)
-
-
-class FindCoordinatorHandler:
-    """Where a group's or a transactional id's coordinator is: the leader of its partition of the
-    internal topic. ``ensure_offsets_topic()`` / ``ensure_transaction_topic()`` create
-    ``__consumer_offsets`` / ``__transaction_state`` on first use."""
-
-    def __init__(self, store: MetadataStore, groups: GroupCoordinatorService,
-                 ensure_offsets_topic: Callable[[], object], transactions: TransactionCoordinatorService,
-                 ensure_transaction_topic: Callable[[], object],
-                 authorizer: Authorizer = NO_AUTHORIZER) -> None:
-        self.authorizer = authorizer
-        self.store = store
-        self.groups = groups
-        self.ensure_offsets_topic = ensure_offsets_topic
-        self.transactions = transactions
-        self.ensure_transaction_topic = ensure_transaction_topic
-
-    def _coordinator(self, ctx: RequestContext, key_type: int,
-                     key: str) -> tuple[ErrorCode, str | None, tuple[int, str, int]]:
-        # DESCRIBE on the group / transactional id, checked before anything is created
-        if key_type == GROUP_KEY_TYPE and not self.authorizer.authorize(
-                ctx, AclOperation.DESCRIBE, ResourceType.GROUP, key):
-            return ErrorCode.GROUP_AUTHORIZATION_FAILED, None, NO_NODE
-        if key_type == TRANSACTION_KEY_TYPE and not self.authorizer.authorize(
-                ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
-            return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None, NO_NODE
-        if key_type == TRANSACTION_KEY_TYPE:
-            self.ensure_transaction_topic()
-            topic_name, partition = TRANSACTION_STATE_TOPIC, self.transactions.partition_for(key)
-        elif key_type == GROUP_KEY_TYPE:
-            self.ensure_offsets_topic()
-            topic_name, partition = OFFSETS_TOPIC, self.groups.partition_for(key)
-        else:
-            return ErrorCode.INVALID_REQUEST, f"unsupported coordinator key type {key_type}", NO_NODE
-        image = self.store.image
-        topic = image.topics.get(topic_name)
-        if topic is None or partition >= len(topic.partitions):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None, NO_NODE
-        node = image.brokers.get(topic.partitions[partition].leader)
-        if node is None:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None, NO_NODE
-        host, port = node.endpoint(ctx.listener_name)
-        return ErrorCode.NONE, None, (node.broker_id, host, port)
-
-    @handles(ApiKey.FIND_COORDINATOR, 0, 6, _find_coordinator_error)
-    def handle_find_coordinator(self, ctx: RequestContext, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
-        if ctx.api_version >= 4:
-            coordinators = []
-            for key in request.coordinator_keys:
-                code, message, (node_id, host, port) = self._coordinator(ctx, request.key_type, key)
-                coordinators.append(FindCoordinatorResponse.Coordinator(
-                    key=key, node_id=node_id, host=host, port=port, error_code=int(code),
-                    error_message=message if code != ErrorCode.NONE else None))
-            return FindCoordinatorResponse(coordinators=coordinators)
-        code, message, (node_id, host, port) = self._coordinator(ctx, request.key_type, request.key)
-        return FindCoordinatorResponse(error_code=int(code),
-                                       error_message=code.name if code == ErrorCode.NONE else message or code.message,
-                                       node_id=node_id, host=host, port=port)
 
 
 # ------------------------------------------------------------------------- the classic protocol
@@ -234,4 +150,4 @@ class GroupHandlers:
         return DeleteGroupsResponse(results=results + denied)
 
 
-__all__ = ["FindCoordinatorHandler", "GroupHandlers", "request_info"]
+__all__ = ["GroupHandlers", "request_info"]

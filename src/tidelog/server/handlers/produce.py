@@ -35,7 +35,7 @@ import asyncio
 import inspect
 from collections.abc import Callable
 
-from tidelog.cluster.controller import INTERNAL_TOPICS
+from tidelog.coordinator.internal_topics import INTERNAL_TOPIC_NAMES
 from tidelog.errors import ErrorCode, KafkaError, RecordValidationError
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import ProduceRequest, ProduceResponse
@@ -222,7 +222,7 @@ class ProduceHandler:
         try:
             if topic is None:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, "unknown topic id")
-            if topic in INTERNAL_TOPICS:
+            if topic in INTERNAL_TOPIC_NAMES:
                 raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}")
             result = self.replicas.append_records(topic, p.index, p.records, acks=request.acks,
                                                   check=lambda records: checked.append(_check_format(version, records)))

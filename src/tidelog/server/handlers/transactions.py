@@ -14,9 +14,9 @@ call :class:`~tidelog.coordinator.txn.TransactionCoordinator`, shape the answer 
 
 from __future__ import annotations
 
-from tidelog.cluster.controller import INTERNAL_TOPICS
 from tidelog.coordinator.group import OFFSETS_TOPIC
 from tidelog.coordinator.group.service import GroupCoordinatorService
+from tidelog.coordinator.internal_topics import INTERNAL_TOPIC_NAMES
 from tidelog.coordinator.txn import TransactionVersion
 from tidelog.coordinator.txn.service import TransactionCoordinatorService
 from tidelog.errors import ErrorCode, KafkaError
@@ -107,7 +107,7 @@ class TransactionHandlers:
                                               txn.transactional_id):
             return dict.fromkeys(partitions, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         denied = set() if version >= 4 else {
-            tp for tp in partitions if tp[0] not in INTERNAL_TOPICS
+            tp for tp in partitions if tp[0] not in INTERNAL_TOPIC_NAMES
             and not auth.authorize(ctx, AclOperation.WRITE, ResourceType.TOPIC, tp[0])}
         missing = {tp for tp in partitions if tp not in denied and not self.replicas.partition_exists(*tp)}
         if missing or denied:

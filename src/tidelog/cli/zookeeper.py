@@ -1,4 +1,5 @@
-"""A real Apache ZooKeeper (standalone, on loopback) for cluster-mode tests and ``tidelog dev-cluster``.
+"""A real Apache ZooKeeper (standalone, on loopback) for ``tidelog dev-cluster`` (:mod:`tidelog.cli.dev_cluster`),
+the pytest plugin's ``tidelog_cluster`` and the cluster-mode tests.
 
 ZooKeeper comes from Maven Central, pinned in ``zookeeper.pom.xml`` beside this module: :func:`classpath`
 copies that pom into ``~/.cache/tidelog/zookeeper/<digest>/`` (``TIDELOG_CACHE`` moves the cache) and
@@ -51,7 +52,7 @@ def classpath() -> str:
     if missing:
         raise ZooKeeperUnavailable(f"ZooKeeper needs {' and '.join(missing)} on PATH (it is fetched from Maven "
                                    "Central and runs on the JVM)")
-    pom = files("tidelog.testing").joinpath(POM).read_bytes()
+    pom = files("tidelog.cli").joinpath(POM).read_bytes()
     extra = shlex.split(os.environ.get("TIDELOG_MAVEN_ARGS", ""))
     digest = hashlib.sha256(pom + " ".join(extra).encode()).hexdigest()[:16]
     project = cache_dir() / digest

@@ -1,0 +1,154 @@
+"""The internal topics, declared once: each coordinator's topic and how it is found.
+
+A coordinator keeps its state in the partitions of one compacted internal topic and serves the keys
+that hash to the partitions this broker leads. Everything about such a topic is one
+:class:`InternalTopic` entry of :data:`INTERNAL_TOPICS`:
+
+* its **name**, and the broker configs that give its partition count, replication factor, segment
+  size and (where Kafka has one) its ``min.insync.replicas``; its fixed topic configs;
+* how a key is **routed** to a partition (:meth:`InternalTopic.partition_for`: Kafka's
+  ``Utils.abs(key.hashCode()) % partitions``);
+* the **FindCoordinator key type** it answers, and what DESCRIBE on the key is checked against;
+* whether its coordinator takes every partition on before the topic exists (the transaction
+  coordinator does: nothing can be in a topic not yet created).
+
+Everything else reads the table: :class:`InternalTopicManager` creates a topic on first use and
+finds the partition (and so the coordinator) of a key; FindCoordinator answers through it; the
+controller marks these names internal; :mod:`tidelog.coordinator.leadership` binds each entry to
+its coordinator (loads and unloads as leadership moves, and hands transaction markers on the topic
+to it). Adding a coordinator with its internal topic is one entry here plus its service.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from tidelog.cluster.controller import Controller, NewTopic
+from tidelog.cluster.metadata import MetadataImage, TopicMetadata
+from tidelog.config import BrokerConfig
+from tidelog.coordinator.runtime import partition_for
+from tidelog.errors import ErrorCode
+from tidelog.security.acl import ResourceType
+
+
+@dataclass(frozen=True, slots=True)
+class InternalTopic:
+    """One coordinator's internal topic (see the module docstring)."""
+
+    name: str
+    #: FindCoordinator's ``key_type`` whose keys live in this topic
+    key_type: int
+    #: DESCRIBE on the key (a group id, a transactional id ...) is checked on this resource type;
+    #: refused, FindCoordinator answers ``key_denied``
+    key_resource: ResourceType
+    key_denied: ErrorCode
+    num_partitions_config: str
+    replication_factor_config: str
+    segment_bytes_config: str
+    #: the broker config of the topic's min.insync.replicas (capped at its replication factor); None: the default
+    min_isr_config: str | None = None
+    #: topic configs that do not come from broker configs
+    configs: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    #: the coordinator takes every partition on before the topic exists (nothing can be in it yet)
+    loads_before_creation: bool = False
+
+    def partition_for(self, key: str, num_partitions: int) -> int:
+        """The partition that owns ``key``."""
+        return partition_for(key, num_partitions)
+
+    def num_partitions(self, config: BrokerConfig) -> int:
+        """The partition count it is created with."""
+        return config[self.num_partitions_config]
+
+    def new_topic(self, config: BrokerConfig, live_brokers: int) -> NewTopic:
+        """The topic to create: its replication factor (and min.insync.replicas) capped at the
+        number of brokers (Kafka would instead refuse to create it, or refuse every write)."""
+        rf = min(config[self.replication_factor_config], max(1, live_brokers))
+        configs = {**self.configs, "segment.bytes": str(config[self.segment_bytes_config])}
+        if self.min_isr_config is not None:
+            configs["min.insync.replicas"] = str(min(config[self.min_isr_config], rf))
+        return NewTopic(self.name, self.num_partitions(config), rf, configs, internal=True)
+
+
+#: Kafka's group coordinator: committed offsets and group metadata (FindCoordinator key type GROUP).
+CONSUMER_OFFSETS = InternalTopic(
+    "__consumer_offsets", key_type=0, key_resource=ResourceType.GROUP,
+    key_denied=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+    num_partitions_config="offsets.topic.num.partitions",
+    replication_factor_config="offsets.topic.replication.factor",
+    segment_bytes_config="offsets.topic.segment.bytes",
+    configs=MappingProxyType({"cleanup.policy": "compact", "compression.type": "producer"}))
+
+#: Kafka's transaction coordinator: each transactional id's state (FindCoordinator key type TRANSACTION).
+TRANSACTION_STATE = InternalTopic(
+    "__transaction_state", key_type=1, key_resource=ResourceType.TRANSACTIONAL_ID,
+    key_denied=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    num_partitions_config="transaction.state.log.num.partitions",
+    replication_factor_config="transaction.state.log.replication.factor",
+    segment_bytes_config="transaction.state.log.segment.bytes",
+    min_isr_config="transaction.state.log.min.isr",
+    configs=MappingProxyType({"cleanup.policy": "compact", "compression.type": "uncompressed",
+                              "unclean.leader.election.enable": "false"}),
+    loads_before_creation=True)
+
+#: Every internal topic, one entry per coordinator.
+INTERNAL_TOPICS: tuple[InternalTopic, ...] = (CONSUMER_OFFSETS, TRANSACTION_STATE)
+#: Their names: topics clients may not produce to, nor add to transactions; marked internal in metadata.
+INTERNAL_TOPIC_NAMES: frozenset[str] = frozenset(t.name for t in INTERNAL_TOPICS)
+
+
+def by_key_type(key_type: int, table: tuple[InternalTopic, ...] = INTERNAL_TOPICS) -> InternalTopic | None:
+    """The internal topic whose coordinator answers FindCoordinator for ``key_type`` (None: no such key type)."""
+    return next((t for t in table if t.key_type == key_type), None)
+
+
+class InternalTopicManager:
+    """The internal topics of one broker: created on first use (Kafka creates ``__consumer_offsets``
+    on the first FindCoordinator), and where a key's coordinator is. Loop-only."""
+
+    def __init__(self, controller: Controller, config: BrokerConfig, image: Callable[[], MetadataImage],
+                 table: tuple[InternalTopic, ...] = INTERNAL_TOPICS) -> None:
+        self.controller = controller
+        self.config = config
+        self.image = image
+        self.table = table
+
+    def ensure(self, topic: InternalTopic) -> TopicMetadata:
+        """The topic, created first if it does not exist yet (KafkaError COORDINATOR_NOT_AVAILABLE
+        while another broker's creation is not seen here yet)."""
+        return self.controller.ensure_topic(topic.new_topic(self.config, len(self.image().brokers)))
+
+    def ensurer(self, topic: InternalTopic) -> Callable[[], object]:
+        """``ensure`` for one topic, for what writes to it (the coordinator's writer, handlers)."""
+        return lambda: self.ensure(topic)
+
+    def by_key_type(self, key_type: int) -> InternalTopic | None:
+        return by_key_type(key_type, self.table)
+
+    def locate(self, topic: InternalTopic, key: str) -> tuple[TopicMetadata | None, int]:
+        """Where ``key``'s coordinator is: the topic (created on first use; None if it is not seen
+        yet) and the key's partition."""
+        self.ensure(topic)
+        metadata = self.image().topics.get(topic.name)
+        count = len(metadata.partitions) if metadata is not None else topic.num_partitions(self.config)
+        return metadata, topic.partition_for(key, count)
+
+    def leader_epoch(self, topic: InternalTopic, partition: int) -> int:
+        """A partition's leader epoch (0 before the topic exists): the coordinator epoch of what it writes."""
+        metadata = self.image().topics.get(topic.name)
+        if metadata is None or partition >= len(metadata.partitions):
+            return 0
+        return metadata.partitions[partition].leader_epoch
+
+
+__all__ = [
+    "CONSUMER_OFFSETS",
+    "INTERNAL_TOPICS",
+    "INTERNAL_TOPIC_NAMES",
+    "TRANSACTION_STATE",
+    "InternalTopic",
+    "InternalTopicManager",
+    "by_key_type",
+]
