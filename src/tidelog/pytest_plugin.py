@@ -289,7 +289,7 @@ def tidelog_zookeeper(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture
 def tidelog_cluster(request: pytest.FixtureRequest, tmp_path: Path, tidelog_zookeeper):
     """Three brokers (``broker.id`` 1..3) in one cluster, for failover tests: a
-    :class:`tidelog.testing.LocalCluster` (``.bootstrap_servers``, ``.kill(i)``, ``.restart(i)``,
+    :class:`tidelog.testing.cluster.LocalCluster` (``.bootstrap_servers``, ``.kill(i)``, ``.restart(i)``,
     ``.create_topic(...)``). ``@pytest.mark.tidelog(config={...}, brokers=N)`` configures it."""
     from tidelog.testing.cluster import LocalCluster
 

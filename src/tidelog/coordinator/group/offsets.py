@@ -11,7 +11,7 @@ Rules (Kafka's ``OffsetMetadataManager``):
 3. A commit carrying ``retention_time_ms`` (OffsetCommit v2-v4, -1 = broker default) gets an explicit
    expire timestamp ``now + retention``; it expires at that time whatever the group does.
 4. Otherwise an offset expires ``offsets.retention.minutes`` after the time the group says
-   (:meth:`~tidelog.coordinator.group.state.Group.offsets_expire_from`): the commit time for simple
+   (:meth:`~tidelog.coordinator.group.group.Group.offsets_expire_from`): the commit time for simple
    groups and for topics a Stable consumer group no longer subscribes to, the time an Empty group
    became empty (Kafka 2.1+, KIP-211), never while a group with members still subscribes to the topic.
    Expiry writes tombstones; a group left with no offsets and no members is deleted too.
