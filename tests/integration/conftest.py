@@ -1,40 +1,81 @@
-"""Integration fixtures: a real broker subprocess per test module (or per test when asked), and clients
-of it. A module says which broker configs it needs in module-level constants instead of redefining the
-fixtures::
+"""Integration fixtures, the one place the integration tests get their brokers from: a real broker
+subprocess per test module (or per test when asked), and clients of it. A module says which broker it
+needs in module-level names instead of defining fixtures of its own::
 
     BROKER_OVERRIDES = {"num.partitions": "2"}           # the module's ``broker``
     FRESH_BROKER_OVERRIDES = {"num.partitions": "4"}     # each test's ``fresh_broker``
 
-Without them the broker runs with its defaults.
+    def BROKER_OVERRIDES(certs):                         # overrides that need other fixtures (TLS
+        return {"ssl.keystore.location": str(certs.server), ...}   # certificates): they are its parameters
+
+    BROKER_USERS = {"alice": "alice-secret"}             # SCRAM users written into the data dir before
+                                                         # the first start (a SASL broker)
+    def on_broker_started(broker): ...                   # once the module's broker is up: its topics, ACLs
+
+    BROKER = "subject"                                   # the oracle fixtures' ``subject_broker`` (Tidelog,
+                                                         # or Apache Kafka under TIDELOG_ORACLE_SUBJECT=kafka),
+                                                         # with BROKER_OVERRIDES as its ``broker_overrides``
+
+Without them the broker runs with its defaults. What tests then do with a broker through real clients
+(topics, records, consumers, waiting) is in :mod:`tests.integration.kafka_io`.
 
 Under ``pytest -n 2 --dist loadgroup`` the tests of a module may go to both workers, and then each worker
-starts the module's broker (2-4 s on a loaded machine). A module of a few short tests marks itself
-``pytest.mark.xdist_group("<module>")`` so that one worker runs all of it on one broker (with pytest < 9:
-see the pin in pyproject.toml).
+starts the module's broker (2-4 s on a loaded machine): the module-scoped fixtures are per worker. A
+module of a few short tests marks itself ``pytest.mark.xdist_group("<module>")`` so that one worker runs
+all of it on one broker (with pytest < 9: see the pin in pyproject.toml).
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient
 from kafka.admin import KafkaAdminClient
 
+from tests.integration.console_http import add_user
+from tests.oracle.fixtures import SHARED_OVERRIDES
 from tidelog.testing import BrokerProcess
 from tidelog.testing.client import WireClient
 
 
+def _call_with_fixtures(request: pytest.FixtureRequest, fn: Any) -> Any:
+    """``fn(**fixtures)``: each parameter of ``fn`` is the fixture of that name."""
+    return fn(**{name: request.getfixturevalue(name) for name in inspect.signature(fn).parameters})
+
+
 def _overrides(request: pytest.FixtureRequest, name: str) -> dict[str, str]:
-    return dict(getattr(request.module, name, {}))
+    value = getattr(request.module, name, {})
+    return dict(_call_with_fixtures(request, value) if callable(value) else value)
 
 
 @pytest.fixture(scope="module")
-def broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    """One broker for the whole module, with the module's ``BROKER_OVERRIDES``."""
-    data = tmp_path_factory.mktemp(request.module.__name__.rpartition(".")[2])
+def broker_overrides(request: pytest.FixtureRequest) -> dict[str, str]:
+    """The oracle fixtures' broker properties (tests/oracle/fixtures.py), with the module's
+    ``BROKER_OVERRIDES`` when it has them (a ``BROKER = "subject"`` module)."""
+    if getattr(request.module, "BROKER", None) == "subject" and hasattr(request.module, "BROKER_OVERRIDES"):
+        return _overrides(request, "BROKER_OVERRIDES")
+    return dict(SHARED_OVERRIDES)
+
+
+@pytest.fixture(scope="module")
+def broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One broker for the whole module, as the module's ``BROKER_OVERRIDES``, ``BROKER_USERS``,
+    ``on_broker_started`` and ``BROKER`` say (module docstring)."""
+    module = request.module
+    if getattr(module, "BROKER", "tidelog") == "subject":
+        yield request.getfixturevalue("subject_broker")
+        return
+    data = tmp_path_factory.mktemp(module.__name__.rpartition(".")[2])
+    for user, password in getattr(module, "BROKER_USERS", {}).items():
+        add_user(data, user, password)
     with BrokerProcess(data, overrides=_overrides(request, "BROKER_OVERRIDES")) as b:
+        started = getattr(module, "on_broker_started", None)
+        if started is not None:
+            started(b)
         yield b
 
 

@@ -30,6 +30,7 @@ from tidelog.testing import BrokerProcess
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("group_migration")]
 
 SESSION_MS = 6000
+BROKER = "subject"  # Tidelog, or Apache Kafka under TIDELOG_ORACLE_SUBJECT=kafka (tests/integration/conftest.py)
 BROKER_OVERRIDES = {
     "group.consumer.heartbeat.interval.ms": "500",
     "group.consumer.session.timeout.ms": str(SESSION_MS),
@@ -40,17 +41,6 @@ BROKER_OVERRIDES = {
 #: Classic members: a short session and heartbeat so that rebalances show within a second, and a
 #: rebalance timeout (max.poll.interval.ms) that bounds a member that never rejoins.
 CLASSIC = {"session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": 500, "max.poll.interval.ms": 20_000}
-
-
-@pytest.fixture(scope="module")
-def broker_overrides() -> dict[str, str]:
-    return dict(BROKER_OVERRIDES)
-
-
-@pytest.fixture(scope="module")
-def broker(subject_broker: BrokerProcess) -> BrokerProcess:
-    """Tidelog, or Apache Kafka under TIDELOG_ORACLE_SUBJECT=kafka (tests/oracle/fixtures.py)."""
-    return subject_broker
 
 
 @pytest.fixture
