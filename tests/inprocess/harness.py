@@ -1,6 +1,11 @@
 """A real broker on the test's own event loop: no subprocess, no sockets between the test and the
 handlers, time on a :class:`~tidelog.testing.ManualClock` (unit-speed tests of the Kafka handlers).
 
+Time: the broker reads the ManualClock, and its timers are the event loop's; :func:`run` gives the
+scenario a loop whose clock :meth:`InProcessBroker.advance` moves together with the ManualClock, so
+that a session timeout, a transaction timeout or a retry backoff passes at once instead of in real
+time. What the broker times with the ``time`` module or real sleeps does not move with it.
+
 The broker is the one ``tidelog serve`` runs (:class:`tidelog.server.broker.Broker`, a single node with
 its data in a temporary directory). A test speaks the wire contract only: it builds a request message,
 :meth:`InProcessBroker.request` encodes it in the version named, hands the frame to the broker's request
@@ -37,8 +42,10 @@ from tidelog.server.context import RequestContext
 from tidelog.testing import ManualClock
 
 #: A test broker's settings that differ from a production one: a classic group's first rebalance does
-#: not wait 3 s for more members (as tidelog.embedded's test brokers), and no HTTP listener.
-TEST_DEFAULTS = {"group.initial.rebalance.delay.ms": "0"}
+#: not wait 3 s for more members (as tidelog.embedded's test brokers); the coordinators' internal topics
+#: have 5 partitions instead of 50 (each is a log directory made on first use).
+TEST_DEFAULTS = {"group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "5",
+                 "transaction.state.log.num.partitions": "5"}
 #: How long a scenario may take at most (a hang fails the test instead of the run).
 SCENARIO_TIMEOUT_S = 120.0
 
@@ -54,6 +61,17 @@ class InProcessBroker:
         self.clock = clock if clock is not None else ManualClock()
         self.broker = Broker(self.config, self.clock)
         self._correlation = itertools.count(1)
+
+    async def advance(self, ms: int) -> None:
+        """Let ``ms`` milliseconds pass: the ManualClock, and the event loop's clock when it is a
+        :class:`TimeTravellingLoop` (the timers then due run), then let the loop settle."""
+        self.clock.advance(ms)
+        loop = asyncio.get_running_loop()
+        if isinstance(loop, TimeTravellingLoop):
+            loop.travel(ms / 1000)
+        for _ in range(20):  # the fired timers, and what they start, run
+            await asyncio.sleep(0)
+        await asyncio.sleep(0.01)
 
     async def __aenter__(self) -> InProcessBroker:
         await self.broker.start()
@@ -119,6 +137,23 @@ class InProcessBroker:
             await asyncio.sleep(0.01)
 
 
+class TimeTravellingLoop(asyncio.SelectorEventLoop):
+    """An event loop whose clock can be moved forward: ``call_later`` timers (the broker's session
+    timeouts, delayed operations, backoffs) then come due at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._offset_s = 0.0
+
+    def time(self) -> float:
+        return super().time() + self._offset_s
+
+    def travel(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError("time does not go backwards")
+        self._offset_s += seconds
+
+
 def _read(part: Any) -> bytes:
     """A buffer of an encoded response as bytes; a file slice (has ``read``) read and released."""
     if isinstance(part, bytes | bytearray | memoryview):
@@ -147,7 +182,8 @@ def run(tmp_path: Path, scenario: Callable[[InProcessBroker], Awaitable[None]], 
         async with InProcessBroker(tmp_path / "data", overrides, clock) as b:
             await asyncio.wait_for(scenario(b), SCENARIO_TIMEOUT_S)
 
-    asyncio.run(main())
+    with asyncio.Runner(loop_factory=TimeTravellingLoop) as runner:
+        runner.run(main())
 
 
-__all__ = ["InProcessBroker", "batch", "run"]
+__all__ = ["InProcessBroker", "TimeTravellingLoop", "batch", "run"]
