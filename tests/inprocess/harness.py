@@ -73,6 +73,13 @@ class InProcessBroker:
             await asyncio.sleep(0)
         await asyncio.sleep(0.01)
 
+    async def restart(self) -> None:
+        """Stop the broker and start a new one on the same data dir and clock (the replay check: what
+        it answers afterwards was read back from its logs)."""
+        await self.broker.stop()
+        self.broker = Broker(self.config, self.clock)
+        await self.broker.start()
+
     async def __aenter__(self) -> InProcessBroker:
         await self.broker.start()
         return self
