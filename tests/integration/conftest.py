@@ -16,7 +16,17 @@ needs in module-level names instead of defining fixtures of its own::
                                                          # or Apache Kafka under TIDELOG_ORACLE_SUBJECT=kafka),
                                                          # with BROKER_OVERRIDES as its ``broker_overrides``
 
-Without them the broker runs with its defaults. What tests then do with a broker through real clients
+Without them the broker runs with its defaults.
+
+A module of cluster tests (ZooKeeper mode, three brokers: :class:`~tidelog.testing.cluster.LocalCluster`)
+names its cluster the same way, and gets it as ``cluster``::
+
+    CLUSTER = {"chroot": "/tidelog-ops", "session_ms": 6000, "overrides": {...}}  # LocalCluster's arguments
+    CLUSTER_CLASS = Cluster        # a LocalCluster subclass with the module's helpers (default: LocalCluster)
+    CLUSTER_RESTORED = True        # each test gets it back as the module started it (cluster_guard.py):
+                                   # a test that fails (a timeout under load) fails alone
+
+Each cluster has its own ZooKeeper (tests/integration/zookeeper.py) in the module's temporary directory. What tests then do with a broker through real clients
 (topics, records, consumers, waiting) is in :mod:`tests.integration.kafka_io`.
 
 Under ``pytest -n 2 --dist loadgroup`` the tests of a module may go to both workers, and then each worker
@@ -36,10 +46,13 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from kafka.admin import KafkaAdminClient
 
+from tests.integration.cluster_guard import SharedCluster
 from tests.integration.console_http import add_user
+from tests.integration.zookeeper import start_zookeeper
 from tests.oracle.fixtures import SHARED_OVERRIDES
 from tidelog.testing import BrokerProcess
 from tidelog.testing.client import WireClient
+from tidelog.testing.cluster import LocalCluster
 
 
 def _call_with_fixtures(request: pytest.FixtureRequest, fn: Any) -> Any:
@@ -105,3 +118,34 @@ def wire(broker: BrokerProcess) -> Iterator[WireClient]:
     """A connection to the module's broker that sends requests in the exact version a test names."""
     with WireClient.connect(broker.bootstrap) as client:
         yield client
+
+
+def _start_cluster(module: Any, root: Path) -> LocalCluster:
+    cls = getattr(module, "CLUSTER_CLASS", LocalCluster)
+    return cls(root, zookeeper=start_zookeeper(root / "zk"), **module.CLUSTER).start()
+
+
+@pytest.fixture(scope="module")
+def module_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The module's cluster (``CLUSTER``, ``CLUSTER_CLASS``), or with ``CLUSTER_RESTORED`` the
+    :class:`~tests.integration.cluster_guard.SharedCluster` that restores it for each test."""
+    module = request.module
+    root = tmp_path_factory.mktemp(module.__name__.rpartition(".")[2])
+    if getattr(module, "CLUSTER_RESTORED", False):
+        with SharedCluster(lambda at: _start_cluster(module, at), root) as shared:
+            yield shared
+        return
+    cluster = _start_cluster(module, root)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def cluster(module_cluster: Any) -> Iterator[Any]:
+    """The module's cluster (see the module docstring)."""
+    if isinstance(module_cluster, SharedCluster):
+        yield from module_cluster.for_test()
+    else:
+        yield module_cluster
