@@ -25,6 +25,9 @@ names its cluster the same way, and gets it as ``cluster``::
     CLUSTER_CLASS = Cluster        # a LocalCluster subclass with the module's helpers (default: LocalCluster)
     CLUSTER_RESTORED = True        # each test gets it back as the module started it (cluster_guard.py):
                                    # a test that fails (a timeout under load) fails alone
+    def prepare_cluster(root, zookeeper): ...   # before the brokers start: users and ACLs written into
+                                                # ZooKeeper, certificates into root; returns the broker
+                                                # properties to add (their paths), or None
 
 Each cluster has its own ZooKeeper (tests/integration/zookeeper.py) in the module's temporary directory. What tests then do with a broker through real clients
 (topics, records, consumers, waiting) is in :mod:`tests.integration.kafka_io`.
@@ -122,7 +125,13 @@ def wire(broker: BrokerProcess) -> Iterator[WireClient]:
 
 def _start_cluster(module: Any, root: Path) -> LocalCluster:
     cls = getattr(module, "CLUSTER_CLASS", LocalCluster)
-    return cls(root, zookeeper=start_zookeeper(root / "zk"), **module.CLUSTER).start()
+    zookeeper = start_zookeeper(root / "zk")
+    arguments = dict(module.CLUSTER)
+    prepare = getattr(module, "prepare_cluster", None)
+    added = prepare(root, zookeeper) if prepare is not None else None
+    if added:
+        arguments["overrides"] = {**arguments.get("overrides", {}), **added}
+    return cls(root, zookeeper=zookeeper, **arguments).start()
 
 
 @pytest.fixture(scope="module")
