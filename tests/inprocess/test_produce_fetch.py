@@ -114,3 +114,13 @@ def test_an_idempotent_producers_retry_is_not_written_twice(tmp_path: Path) -> N
         assert values(fetched(await b.request(fetch("t", 0), 12)).records) == [b"a", b"b"]
 
     run(tmp_path, scenario)
+
+
+def test_acks_all_needs_min_insync_replicas_and_acks_1_does_not(tmp_path: Path) -> None:
+    async def scenario(b: InProcessBroker) -> None:
+        await b.create_topic("t", 1, {"min.insync.replicas": "2"})  # one node: an ISR of one
+        assert produced(await b.request(produce("t", batch(b"a"), acks=-1), 9))[0] == ErrorCode.NOT_ENOUGH_REPLICAS
+        assert produced(await b.request(produce("t", batch(b"b"), acks=1), 9)) == (0, 0)
+        assert values(fetched(await b.request(fetch("t", 0), 12)).records) == [b"b"]
+
+    run(tmp_path, scenario)
