@@ -64,12 +64,19 @@ class InProcessBroker:
 
     async def advance(self, ms: int) -> None:
         """Let ``ms`` milliseconds pass: the ManualClock, and the event loop's clock when it is a
-        :class:`TimeTravellingLoop` (the timers then due run), then let the loop settle."""
+        :class:`TimeTravellingLoop` (the timers then due run), then let the loop settle. What was
+        sent before starts first (its deadlines counted from the time before)."""
+        await self.settle()
         self.clock.advance(ms)
         loop = asyncio.get_running_loop()
         if isinstance(loop, TimeTravellingLoop):
             loop.travel(ms / 1000)
-        for _ in range(20):  # the fired timers, and what they start, run
+        await self.settle()
+
+    @staticmethod
+    async def settle() -> None:
+        """Let the loop run what is ready (requests just sent, timers just due, what they start)."""
+        for _ in range(20):
             await asyncio.sleep(0)
         await asyncio.sleep(0.01)
 

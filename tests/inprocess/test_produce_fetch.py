@@ -66,6 +66,19 @@ def test_a_waiting_fetch_is_answered_when_records_arrive(tmp_path: Path) -> None
     run(tmp_path, scenario)
 
 
+def test_a_waiting_fetch_is_answered_empty_after_its_max_wait(tmp_path: Path) -> None:
+    async def scenario(b: InProcessBroker) -> None:
+        await b.create_topic("t", 1)
+        waiting = b.send(fetch("t", 0, max_wait_ms=30_000, min_bytes=1), 12)
+        await b.advance(29_000)
+        assert not waiting.done()
+        await b.advance(2_000)
+        p = fetched(await asyncio.wait_for(waiting, 30))
+        assert (p.error_code, p.high_watermark, values(p.records)) == (0, 0, [])
+
+    run(tmp_path, scenario)
+
+
 def test_log_append_time_is_the_brokers_clock(tmp_path: Path) -> None:
     """message.timestamp.type=LogAppendTime: the Produce answer and ListOffsets name the broker's time
     of the append (here a ManualClock, moved between the writes)."""
