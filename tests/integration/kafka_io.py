@@ -2,8 +2,9 @@
 
 - topics: :func:`create_topics` / :func:`create_topic` (confluent-kafka's AdminClient), :func:`ensure_topic`
   (Metadata auto-creation), :func:`partition_count`, :func:`describe_configs`, :func:`error_code`;
-- writing: :func:`produce` (values, all acknowledged), :func:`producer` + :func:`produce_all` (delivery
-  reports, errors included), :func:`produce_batch` (one batch you built, in the Produce version you name);
+- writing: :func:`produce` (values, all acknowledged), :func:`produce_numbered` (``v0``, ``v1`` .. over the
+  partitions in turn), :func:`producer` + :func:`produce_all` (delivery reports, errors included),
+  :func:`produce_batch` (one batch you built, in the Produce version you name);
 - reading: :func:`read_partition` (what arrives), :func:`consume` / :func:`kp_consume` (exactly so many
   records, nothing more), :func:`raw_batches` (the batches as stored), :func:`ck_consumer`, :func:`next_message`;
 - waiting: :func:`wait_for`, for what the broker reaches asynchronously (a rebalance, an expiry).
@@ -48,8 +49,8 @@ def create_topics(where: Where | AdminClient, *topics: NewTopic, validate_only: 
 
 
 def create_topic(where: Where | AdminClient, name: str, partitions: int = 1,
-                 config: Mapping[str, str] | None = None) -> None:
-    create_topics(where, NewTopic(name, partitions, 1, config=dict(config or {})))
+                 config: Mapping[str, str] | None = None, *, timeout: float = 15.0) -> None:
+    create_topics(where, NewTopic(name, partitions, 1, config=dict(config or {})), timeout=timeout)
 
 
 def ensure_topic(where: Where, topic: str) -> None:
@@ -101,25 +102,43 @@ def produce_all(p: Producer, topic: str, records: list[dict], timeout: float = 2
 
 
 def produce(where: Where, topic: str, values: Iterable[bytes | str | None], *,
-            partition: int | Sequence[int] | None = None, key: bytes | None = None,
-            timestamp_ms: int | Sequence[int] | None = None, config: Mapping[str, object] | None = None,
-            timeout: float = 15.0) -> None:
+            partition: int | Sequence[int] | None = None, key: bytes | str | Sequence[bytes | str] | None = None,
+            timestamp_ms: int | Sequence[int] | None = None, headers: list[tuple[str, bytes]] | None = None,
+            config: Mapping[str, object] | None = None, timeout: float = 15.0) -> None:
     """Write ``values`` (a str as UTF-8) to ``topic`` with one confluent-kafka producer and wait until
-    every one is acknowledged without error. ``partition`` and ``timestamp_ms`` are one for every value
-    or a sequence with one per value; without ``partition`` the producer's partitioner chooses."""
+    every one is acknowledged without error. ``partition``, ``key`` and ``timestamp_ms`` are one for every
+    value or a sequence with one per value; without ``partition`` the producer's partitioner chooses.
+    ``config``: the producer's settings (``acks``, ``batch.num.messages`` ...)."""
+
+    def each(given, i: int):
+        return given if isinstance(given, int | bytes | str) else given[i]
+
     records: list[dict] = []
     for i, value in enumerate(values):
-        record: dict[str, object] = {"value": value.encode() if isinstance(value, str) else value}
+        record: dict[str, object] = {"value": _utf8(value)}
         if partition is not None:
-            record["partition"] = partition if isinstance(partition, int) else partition[i]
+            record["partition"] = each(partition, i)
         if key is not None:
-            record["key"] = key
+            record["key"] = _utf8(each(key, i))
         if timestamp_ms is not None:
-            record["timestamp"] = timestamp_ms if isinstance(timestamp_ms, int) else timestamp_ms[i]
+            record["timestamp"] = each(timestamp_ms, i)
+        if headers is not None:
+            record["headers"] = headers
         records.append(record)
     reports = produce_all(producer(where, **dict(config or {})), topic, records, timeout)
     failed = [err for err, _ in reports if err is not None]
     assert not failed, f"{len(failed)} of {len(records)} records not delivered: {failed[:3]}"
+
+
+def produce_numbered(where: Where, topic: str, partitions: int, start: int, count: int) -> set[str]:
+    """Records ``v{start}`` .. ``v{start+count-1}``, record i to partition ``i % partitions``; their values."""
+    numbers = range(start, start + count)
+    produce(where, topic, [f"v{i}" for i in numbers], partition=[i % partitions for i in numbers])
+    return {f"v{i}" for i in numbers}
+
+
+def _utf8(value: bytes | str | None) -> bytes | None:
+    return value.encode() if isinstance(value, str) else value
 
 
 def produce_batch(client: WireClient, topic: str, records: bytes, *, version: int = 9, acks: int = -1,

@@ -8,7 +8,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -22,15 +21,14 @@ pytestmark = pytest.mark.integration
 TOPIC = "cli-txn"
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    # Verification off: a write can open a transaction its coordinator does not know (a hanging one).
-    overrides = {"transaction.partition.verification.enable": "false"}
-    with BrokerProcess(tmp_path_factory.mktemp("cli-txn"), overrides=overrides) as b:
-        with WireClient.connect(b.bootstrap) as c:
-            topic = CreateTopicsRequest.CreatableTopic(name=TOPIC, num_partitions=2, replication_factor=1)
-            assert c.request(CreateTopicsRequest(topics=[topic], timeout_ms=5000), 5).topics[0].error_code == 0
-        yield b
+# Verification off: a write can open a transaction its coordinator does not know (a hanging one).
+BROKER_OVERRIDES = {"transaction.partition.verification.enable": "false"}
+
+
+def on_broker_started(b: BrokerProcess) -> None:
+    with WireClient.connect(b.bootstrap) as c:
+        topic = CreateTopicsRequest.CreatableTopic(name=TOPIC, num_partitions=2, replication_factor=1)
+        assert c.request(CreateTopicsRequest(topics=[topic], timeout_ms=5000), 5).topics[0].error_code == 0
 
 
 def tidelog(b: BrokerProcess | None, *args: str) -> subprocess.CompletedProcess[str]:

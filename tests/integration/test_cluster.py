@@ -12,15 +12,12 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import NewPartitions, NewTopic
 
-from tests.integration.cluster_guard import SharedCluster
-from tests.integration.zookeeper import start_zookeeper
 from tidelog.testing import BrokerProcess
 from tidelog.testing.cluster import LocalCluster, wait_for
 
@@ -30,26 +27,12 @@ CHROOT = "/tidelog-test"
 SESSION_MS = 6000  # ZooKeeper sessions: 2 s expired under load (a busy broker missing its heartbeats)
 
 
-class Cluster(LocalCluster):
-    def __init__(self, root: Path) -> None:
-        super().__init__(root, chroot=CHROOT, session_ms=SESSION_MS, zookeeper=start_zookeeper(root / "zk"),
-                         per_broker={i: {"broker.rack": f"rack-{i}"} for i in (1, 2, 3)})
-        self.start()
+# The module's cluster (conftest.py), restored after each test (a failing test fails alone: cluster_guard.py).
+CLUSTER = {"chroot": CHROOT, "session_ms": SESSION_MS, "per_broker": {i: {"broker.rack": f"rack-{i}"} for i in (1, 2, 3)}}
+CLUSTER_RESTORED = True
 
 
-@pytest.fixture(scope="module")
-def shared_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedCluster]:
-    with SharedCluster(Cluster, tmp_path_factory.mktemp("cluster")) as shared:
-        yield shared
-
-
-@pytest.fixture
-def cluster(shared_cluster: SharedCluster) -> Iterator[LocalCluster]:
-    """The module's cluster, restored after each test (a failing test fails alone: cluster_guard.py)."""
-    yield from shared_cluster.for_test()
-
-
-def topic_on(cluster: Cluster, broker_id: int, name: str, partitions: int):
+def topic_on(cluster: LocalCluster, broker_id: int, name: str, partitions: int):
     """The topic as ``broker_id`` describes it, once it knows all its partitions."""
     admin = cluster.admin(broker_id)
 

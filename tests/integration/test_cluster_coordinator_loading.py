@@ -9,11 +9,9 @@ Needs java and mvn for ZooKeeper (skips locally without them, fails in CI). Abou
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 
-from tests.integration.zookeeper import start_zookeeper
 from tidelog.coordinator.runtime import partition_for
 from tidelog.errors import ErrorCode
 from tidelog.protocol.messages import FindCoordinatorRequest, OffsetCommitRequest, OffsetFetchRequest
@@ -30,16 +28,9 @@ COMMITS = 300  # requests of TOPIC_PARTITIONS offsets each: 60,000 records in on
 WINDOW = 25  # requests in flight on the connection
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    root = tmp_path_factory.mktemp("loading")
-    c = LocalCluster(root, chroot="/tidelog-loading", session_ms=4000, zookeeper=start_zookeeper(root / "zk"),
-                     overrides={"min.insync.replicas": "2", "offsets.topic.replication.factor": "3",
-                                "offsets.topic.num.partitions": str(PARTITIONS),
-                                "replica.fetch.backoff.ms": "200"})
-    c.start()
-    yield c
-    c.stop()
+CLUSTER = {"chroot": "/tidelog-loading", "session_ms": 4000,  # the module's cluster (conftest.py)
+           "overrides": {"min.insync.replicas": "2", "offsets.topic.replication.factor": "3",
+                         "offsets.topic.num.partitions": str(PARTITIONS), "replica.fetch.backoff.ms": "200"}}
 
 
 def find_coordinator(bootstrap: str) -> tuple[int, int, str]:

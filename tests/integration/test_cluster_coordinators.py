@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from tests.integration.cluster_guard import SharedCluster
-from tests.integration.zookeeper import start_zookeeper
+from tests.integration import kafka_io
 from tidelog.coordinator.runtime import partition_for
 from tidelog.testing.cluster import LocalCluster, wait_for
 
@@ -30,17 +28,19 @@ LAG_MS = 2000
 PARTITIONS = 3  # of each internal topic
 
 
+#: The module's cluster (conftest.py), restored after each test (a failing test fails alone: cluster_guard.py).
+CLUSTER = {"chroot": CHROOT, "session_ms": SESSION_MS,
+           "overrides": {"replica.lag.time.max.ms": str(LAG_MS), "min.insync.replicas": "2",
+                         "default.replication.factor": "3", "offsets.topic.replication.factor": "3",
+                         "offsets.topic.num.partitions": str(PARTITIONS),
+                         "transaction.state.log.num.partitions": str(PARTITIONS),
+                         "transaction.state.log.replication.factor": "3",
+                         "transaction.state.log.min.isr": "2",
+                         "group.initial.rebalance.delay.ms": "0", "replica.fetch.backoff.ms": "200"}}
+CLUSTER_RESTORED = True
+
+
 class Cluster(LocalCluster):
-    def __init__(self, root: Path) -> None:
-        super().__init__(root, chroot=CHROOT, session_ms=SESSION_MS, zookeeper=start_zookeeper(root / "zk"),
-                         overrides={"replica.lag.time.max.ms": str(LAG_MS), "min.insync.replicas": "2",
-                                    "default.replication.factor": "3", "offsets.topic.replication.factor": "3",
-                                    "offsets.topic.num.partitions": str(PARTITIONS),
-                                    "transaction.state.log.num.partitions": str(PARTITIONS),
-                                    "transaction.state.log.replication.factor": "3",
-                                    "transaction.state.log.min.isr": "2",
-                                    "group.initial.rebalance.delay.ms": "0", "replica.fetch.backoff.ms": "200"})
-        self.start()
 
     def create(self, topic: str, partitions: int = 1) -> None:
         wait_for(lambda: len(self.live_ids()) == 3, what="three registered brokers")
@@ -58,16 +58,7 @@ class Cluster(LocalCluster):
             self.full_isr(topic, partition)
 
 
-@pytest.fixture(scope="module")
-def shared_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedCluster]:
-    with SharedCluster(Cluster, tmp_path_factory.mktemp("coord")) as shared:
-        yield shared
-
-
-@pytest.fixture
-def cluster(shared_cluster: SharedCluster) -> Iterator[Cluster]:
-    """The module's cluster, restored after each test (a failing test fails alone: cluster_guard.py)."""
-    yield from shared_cluster.for_test()  # type: ignore[misc]
+CLUSTER_CLASS = Cluster
 
 
 def committed(cluster: Cluster, group: str, topic: str, partitions: int) -> list[int] | None:
@@ -82,10 +73,9 @@ def committed(cluster: Cluster, group: str, topic: str, partitions: int) -> list
 
 
 def produce(cluster: Cluster, topic: str, values: list[bytes], partitions: int) -> None:
-    producer = Producer({"bootstrap.servers": cluster.bootstrap(), "acks": "all", "enable.idempotence": True})
-    for i, v in enumerate(values):
-        producer.produce(topic, v, partition=i % partitions)
-    assert producer.flush(30) == 0
+    """``values`` over the partitions in turn, by an idempotent producer (acks=all)."""
+    kafka_io.produce(cluster.bootstrap(), topic, values, partition=[i % partitions for i in range(len(values))],
+                     config={"acks": "all", "enable.idempotence": True}, timeout=30)
 
 
 def test_an_offset_commit_is_answered_once_the_isr_has_it(cluster: Cluster) -> None:

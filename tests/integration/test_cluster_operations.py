@@ -9,12 +9,10 @@ from __future__ import annotations
 import shutil
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from tests.integration.zookeeper import start_zookeeper
 from tidelog.testing.cluster import LocalCluster, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster")]
@@ -22,14 +20,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster")]
 SESSION_MS = 4000
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    root = tmp_path_factory.mktemp("ops")
-    c = LocalCluster(root, chroot="/tidelog-ops", session_ms=SESSION_MS, zookeeper=start_zookeeper(root / "zk"),
-                     overrides={"min.insync.replicas": "2", "default.replication.factor": "3",
-                                "offsets.topic.num.partitions": "3", "replica.fetch.backoff.ms": "200"}).start()
-    yield c
-    c.stop()
+CLUSTER = {"chroot": "/tidelog-ops", "session_ms": SESSION_MS,  # the module's cluster (conftest.py)
+           "overrides": {"min.insync.replicas": "2", "default.replication.factor": "3",
+                         "offsets.topic.num.partitions": "3", "replica.fetch.backoff.ms": "200"}}
 
 
 def in_every_isr(cluster: LocalCluster, topic: str, partitions: int, broker_id: int) -> bool:

@@ -8,7 +8,6 @@ does not replicate, and it logs why. About 40 s (ZooKeeper and three brokers sta
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,10 +15,9 @@ import trustme
 from confluent_kafka import Producer
 from kazoo.client import KazooClient
 
-from tests.integration.zookeeper import start_zookeeper
+from tests.integration.zookeeper import ZooKeeperProcess, add_scram_user
 from tidelog.errors import ErrorCode
 from tidelog.protocol.messages import FetchRequest
-from tidelog.security.scram import credential_from_password
 from tidelog.testing.client import WireClient
 from tidelog.testing.cluster import LocalCluster, wait_for
 
@@ -34,20 +32,32 @@ def _jaas(password: str) -> str:
     return f'{SCRAM} required username="{BROKER_USER}" password="{password}";'
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    root = Path(tmp_path_factory.mktemp("cluster-security"))
-    zookeeper = start_zookeeper(root / "zk")
+# The module's cluster (conftest.py): brokers that replicate over SASL_SSL as their own SCRAM user.
+CLUSTER = {"chroot": CHROOT, "overrides": {
+    "listeners": "PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0",
+    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL",
+    "inter.broker.listener.name": "INTERNAL",
+    "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+    "listener.name.internal.sasl.enabled.mechanisms": "SCRAM-SHA-512",
+    "listener.name.internal.scram-sha-512.sasl.jaas.config": _jaas(BROKER_PASSWORD),
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "allow.everyone.if.no.acl.found": "false",
+    "super.users": f"User:{BROKER_USER}",
+    "replica.lag.time.max.ms": "3000",
+    "replica.fetch.backoff.ms": "200",
+    "offsets.topic.replication.factor": "2",
+}}
+
+
+def prepare_cluster(root: Path, zookeeper: ZooKeeperProcess) -> dict[str, str]:
+    """Before the brokers start: their certificate, their SCRAM user, and ACLs letting clients
+    (User:ANONYMOUS) use topics and groups and create topics, but not act as a replica (no CLUSTER_ACTION)."""
     ca = trustme.CA()
     ca.cert_pem.write_to_path(str(root / "ca.pem"))
     ca.issue_cert("localhost", "127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(root / "broker.pem"))
-    # Before the brokers start: the brokers' SCRAM user, and ACLs letting clients (User:ANONYMOUS) use
-    # topics and groups and create topics, but not act as a replica (no CLUSTER_ACTION).
+    add_scram_user(zookeeper, CHROOT, BROKER_USER, BROKER_PASSWORD, "SCRAM-SHA-512")
     zk = KazooClient(hosts=zookeeper.connect)
     zk.start(10)
-    credential = credential_from_password("SCRAM-SHA-512", BROKER_PASSWORD).to_text()
-    zk.create(f"{CHROOT}/config/users/{BROKER_USER}",
-              json.dumps({"version": 1, "config": {"SCRAM-SHA-512": credential}}).encode(), makepath=True)
 
     def allow(*operations: str) -> bytes:
         return json.dumps({"version": 1, "acls": [
@@ -60,24 +70,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     zk.create(f"{CHROOT}/kafka-acl/Group/*", allow("All"), makepath=True)
     zk.stop()
     zk.close()
-    overrides = {
-        "listeners": "PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL",
-        "inter.broker.listener.name": "INTERNAL",
-        "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
-        "listener.name.internal.sasl.enabled.mechanisms": "SCRAM-SHA-512",
-        "listener.name.internal.scram-sha-512.sasl.jaas.config": _jaas(BROKER_PASSWORD),
-        "ssl.keystore.location": str(root / "broker.pem"),
-        "ssl.truststore.location": str(root / "ca.pem"),
-        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        "allow.everyone.if.no.acl.found": "false",
-        "super.users": f"User:{BROKER_USER}",
-        "replica.lag.time.max.ms": "3000",
-        "replica.fetch.backoff.ms": "200",
-        "offsets.topic.replication.factor": "2",
-    }
-    with LocalCluster(root, chroot=CHROOT, overrides=overrides, zookeeper=zookeeper) as c:
-        yield c
+    return {"ssl.keystore.location": str(root / "broker.pem"), "ssl.truststore.location": str(root / "ca.pem")}
 
 
 def test_followers_replicate_over_sasl_ssl_and_acks_all_completes(cluster: LocalCluster) -> None:

@@ -18,12 +18,17 @@ java and mvn (ZooKeeper, the Java client of tests/java). About 60-90 s.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from tests.integration.test_cluster_coordinators import OFFSETS, PARTITIONS, TXN_STATE, Cluster
+from tests.integration.test_cluster_coordinators import (  # CLUSTER: the module's cluster (conftest.py)
+    CLUSTER,  # noqa: F401
+    OFFSETS,
+    PARTITIONS,
+    TXN_STATE,
+    Cluster,
+)
 from tests.oracle import jvm
 from tidelog.coordinator.runtime import partition_for
 
@@ -37,11 +42,7 @@ class _Cluster(Cluster):
         return {**super().broker_overrides(broker_id), "min.insync.replicas": "1"}
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = _Cluster(tmp_path_factory.mktemp("txn-offsets"))
-    yield c
-    c.stop()
+CLUSTER_CLASS = _Cluster  # with test_cluster_coordinators' CLUSTER: the module's cluster (conftest.py)
 
 
 def _internal_topics(cluster: Cluster) -> None:

@@ -7,18 +7,16 @@ three brokers start once; about 45 s.
 
 from __future__ import annotations
 
-import json
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
 from kazoo.client import KazooClient
 
-from tests.integration.zookeeper import start_zookeeper
+from tests.integration.zookeeper import ZooKeeperProcess, add_scram_user
 from tidelog.cluster import zk_data as zk
 from tidelog.cluster.zk_producer_id import allocate_producer_id_block
 from tidelog.coordinator.txn.producer_ids import PRODUCER_ID_BLOCK_SIZE
@@ -29,7 +27,6 @@ from tidelog.protocol.messages import (
     SaslHandshakeRequest,
 )
 from tidelog.security.sasl_client import ScramClient
-from tidelog.security.scram import credential_from_password
 from tidelog.testing.client import WireClient
 from tidelog.testing.cluster import LocalCluster
 
@@ -41,22 +38,16 @@ PAUSE_S = 5.0
 BOUND_S = 2.0
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    root = Path(tmp_path_factory.mktemp("cluster-zookeeper"))
-    zookeeper = start_zookeeper(root / "zk")
-    zkc = KazooClient(hosts=zookeeper.connect)
-    zkc.start(10)
-    zkc.create(f"{CHROOT}/config/users/{USER}", json.dumps({"version": 1, "config": {
-        "SCRAM-SHA-256": credential_from_password("SCRAM-SHA-256", PASSWORD).to_text()}}).encode(), makepath=True)
-    zkc.stop()
-    zkc.close()
-    # A session longer than the pause: ZooKeeper paused is not a broker's session lost (that is tested
-    # in test_replication.py); here nothing may change, and elected leaders must keep serving.
-    overrides = {"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
-                 "sasl.enabled.mechanisms": "SCRAM-SHA-256", "min.insync.replicas": "2"}
-    with LocalCluster(root, chroot=CHROOT, session_ms=15_000, overrides=overrides, zookeeper=zookeeper) as c:
-        yield c
+# The module's cluster (conftest.py). A session longer than the pause: ZooKeeper paused is not a broker's
+# session lost (that is tested in test_replication.py); here nothing may change, and elected leaders must
+# keep serving.
+CLUSTER = {"chroot": CHROOT, "session_ms": 15_000,
+           "overrides": {"listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+                         "sasl.enabled.mechanisms": "SCRAM-SHA-256", "min.insync.replicas": "2"}}
+
+
+def prepare_cluster(root: Path, zookeeper: ZooKeeperProcess) -> None:
+    add_scram_user(zookeeper, CHROOT, USER, PASSWORD, "SCRAM-SHA-256")
 
 
 def _run_together(*targets) -> None:

@@ -10,7 +10,6 @@ import json
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from http.cookies import SimpleCookie
 from typing import Any
 
@@ -18,7 +17,6 @@ import pytest
 from confluent_kafka import Producer
 
 from tests.integration.acl_matrix import grant
-from tests.integration.console_http import add_user
 from tests.integration.kafka_io import create_topic
 from tidelog.security.acl import AclOperation, ResourceType
 from tidelog.testing import BrokerProcess
@@ -68,18 +66,17 @@ class Http:
         return answer
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    data = tmp_path_factory.mktemp("console-login")
-    for user, password in PASSWORDS.items():
-        add_user(data, user, password)
-    with BrokerProcess(data, overrides=SECURED) as b:
-        create_topic(b.bootstrap, ALICE_TOPIC)
-        create_topic(b.bootstrap, "shared-nobody")
-        with WireClient.connect(b.bootstrap) as client:
-            grant(client, "User:alice", [(ResourceType.TOPIC, ALICE_TOPIC, AclOperation.DESCRIBE),
-                                         (ResourceType.TOPIC, ALICE_TOPIC, AclOperation.DESCRIBE_CONFIGS)])
-        yield b
+# The module's broker (tests/integration/conftest.py): the users are written into its data dir before it starts.
+BROKER_OVERRIDES = SECURED
+BROKER_USERS = PASSWORDS
+
+
+def on_broker_started(b: BrokerProcess) -> None:
+    create_topic(b.bootstrap, ALICE_TOPIC)
+    create_topic(b.bootstrap, "shared-nobody")
+    with WireClient.connect(b.bootstrap) as client:
+        grant(client, "User:alice", [(ResourceType.TOPIC, ALICE_TOPIC, AclOperation.DESCRIBE),
+                                     (ResourceType.TOPIC, ALICE_TOPIC, AclOperation.DESCRIBE_CONFIGS)])
 
 
 def test_without_a_session_the_api_answers_401_and_the_app_still_loads(broker: BrokerProcess) -> None:

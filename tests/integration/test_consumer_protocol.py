@@ -40,12 +40,6 @@ def workers() -> Iterator[list[Worker]]:
         w.stop()
 
 
-def produce(b: BrokerProcess, topic: str, partitions: int, start: int, count: int) -> set[str]:
-    """Records ``v{start}`` .. over the partitions in turn; their values."""
-    numbers = range(start, start + count)
-    kafka_io.produce(b, topic, [f"v{i}" for i in numbers], partition=[i % partitions for i in numbers])
-    return {f"v{i}" for i in numbers}
-
 
 def describe(b: BrokerProcess, group: str):
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
@@ -56,7 +50,7 @@ def test_members_join_balance_leave_and_die_and_commits_survive(broker: BrokerPr
                                                                workers: list[Worker]) -> None:
     topic, n, group = "cp-uniform", 6, "cp-group"
     create_topics(broker, **{topic: n})
-    expected = produce(broker, topic, n, 0, 300)
+    expected = kafka_io.produce_numbered(broker, topic, n, 0, 300)
     workers += [Worker(broker, group, [topic]) for _ in range(3)]
     a, b, c = workers
 
@@ -76,7 +70,7 @@ def test_members_join_balance_leave_and_die_and_commits_survive(broker: BrokerPr
     # A clean leave: a's partitions move to b and c, which go on from a's committed offsets.
     a.close()
     wait_for(lambda: balanced([b, c], [3, 3]), 30, "b and c with three partitions each")
-    expected |= produce(broker, topic, n, 300, 300)
+    expected |= kafka_io.produce_numbered(broker, topic, n, 300, 300)
     wait_for(lambda: set(consumed(workers)) >= expected, 30, "records after the leave")
     counts = consumed(workers)
     assert all(counts[v] == 1 for v in expected), "a record was consumed twice after a clean commit"
@@ -86,7 +80,7 @@ def test_members_join_balance_leave_and_die_and_commits_survive(broker: BrokerPr
     killed_at = time.monotonic()
     wait_for(lambda: len(c.assignment) == n, SESSION_MS / 1000 + 20, "c with every partition")
     assert time.monotonic() - killed_at >= SESSION_MS / 1000 - 1.5  # b's session had to expire first
-    expected |= produce(broker, topic, n, 600, 300)
+    expected |= kafka_io.produce_numbered(broker, topic, n, 600, 300)
     wait_for(lambda: set(consumed(workers)) >= expected, 30, "records after the death")
     c.close()
 
@@ -96,7 +90,7 @@ def test_members_join_balance_leave_and_die_and_commits_survive(broker: BrokerPr
     committed = probe.committed([TopicPartition(topic, p) for p in range(n)], timeout=15)
     probe.close()
     assert sorted(tp.offset for tp in committed) == [150] * n
-    expected_new = produce(broker, topic, n, 900, 60)
+    expected_new = kafka_io.produce_numbered(broker, topic, n, 900, 60)
     d = Worker(broker, group, [topic])
     workers.append(d)
     wait_for(lambda: set(consumed([d])) >= expected_new, 30, "the new member's records")
@@ -119,7 +113,7 @@ def test_range_assignor_co_partitions(broker: BrokerProcess, workers: list[Worke
     assert large == {("cp-left", 0), ("cp-left", 1), ("cp-right", 0), ("cp-right", 1)}
     description = describe(broker, group)
     assert description.partition_assignor == "range"
-    produce(broker, "cp-left", 3, 0, 30)
+    kafka_io.produce_numbered(broker, "cp-left", 3, 0, 30)
     wait_for(lambda: len(consumed(workers)) == 30, 30, "every record")
 
 
@@ -129,7 +123,7 @@ def test_regex_subscription_picks_up_new_topics(broker: BrokerProcess, workers: 
     workers.append(w)
     wait_for(lambda: w.assignment == {("rx-one", 0), ("rx-one", 1)}, 30, "the regex's first topic")
     create_topics(broker, **{"rx-two": 2})
-    produce(broker, "rx-two", 2, 0, 10)
+    kafka_io.produce_numbered(broker, "rx-two", 2, 0, 10)
     wait_for(lambda: ("rx-two", 0) in w.assignment and ("rx-two", 1) in w.assignment, 30, "the new topic")
     wait_for(lambda: len(consumed([w])) == 10, 30, "the new topic's records")
     assert not any(t == "other-topic" for t, _ in w.assignment)
@@ -171,7 +165,7 @@ def test_members_carry_on_across_a_broker_restart(broker: BrokerProcess, workers
     wait_for(lambda: len(w.assignment) == 2, 30, "the assignment")
     before = describe(broker, "cp-restart").members[0].member_id
     broker.restart()
-    values = produce(broker, "cp-restart", 2, 0, 20)
+    values = kafka_io.produce_numbered(broker, "cp-restart", 2, 0, 20)
     wait_for(lambda: set(consumed([w])) >= values, 30, "records after the restart")
     after = describe(broker, "cp-restart")
     assert [m.member_id for m in after.members] == [before]

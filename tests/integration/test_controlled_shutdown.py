@@ -12,12 +12,10 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
 from tests.integration.kafka_io import produce_batch
-from tests.integration.zookeeper import start_zookeeper
 from tidelog.errors import ErrorCode
 from tidelog.records.builder import build_batch
 from tidelog.replica.hw_checkpoint import REPLICATION_OFFSET_CHECKPOINT
@@ -30,19 +28,13 @@ pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster")]
 SESSION_MS = 10_000  # a failover that waited for the session would take this long
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    root = tmp_path_factory.mktemp("cs")
-    c = LocalCluster(root, chroot="/tidelog-cs", session_ms=SESSION_MS, zookeeper=start_zookeeper(root / "zk"),
-                     overrides={"min.insync.replicas": "2", "default.replication.factor": "3",
-                                "offsets.topic.replication.factor": "3", "offsets.topic.num.partitions": "1",
-                                "replica.lag.time.max.ms": "2000", "replica.fetch.backoff.ms": "200",
-                                "controlled.shutdown.retry.backoff.ms": "500",
-                                "replica.high.watermark.checkpoint.interval.ms": "500",
-                                "leader.imbalance.check.interval.seconds": "1"})
-    c.start()
-    yield c
-    c.stop()
+CLUSTER = {"chroot": "/tidelog-cs", "session_ms": SESSION_MS,  # the module's cluster (conftest.py)
+           "overrides": {"min.insync.replicas": "2", "default.replication.factor": "3",
+                         "offsets.topic.replication.factor": "3", "offsets.topic.num.partitions": "1",
+                         "replica.lag.time.max.ms": "2000", "replica.fetch.backoff.ms": "200",
+                         "controlled.shutdown.retry.backoff.ms": "500",
+                         "replica.high.watermark.checkpoint.interval.ms": "500",
+                         "leader.imbalance.check.interval.seconds": "1"}}
 
 
 def _produce_until_acknowledged(cluster: LocalCluster, topic: str, partition: int, candidates: list[int],

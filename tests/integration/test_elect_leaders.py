@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.zookeeper import start_zookeeper
 from tidelog.errors import ErrorCode
 from tidelog.protocol.messages import ApiVersionsRequest, ControlledShutdownRequest, ElectLeadersRequest
 from tidelog.testing import BrokerProcess
@@ -27,16 +25,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster")]
 Topic = ElectLeadersRequest.TopicPartitions
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    root = tmp_path_factory.mktemp("elect")
-    c = LocalCluster(root, chroot="/tidelog-elect", session_ms=4000, zookeeper=start_zookeeper(root / "zk"),
-                     overrides={"replica.lag.time.max.ms": "1000", "replica.fetch.backoff.ms": "200",
-                                "controlled.shutdown.retry.backoff.ms": "200", "offsets.topic.num.partitions": "1",
-                                "auto.leader.rebalance.enable": "false"})  # elections here are asked for
-    c.start()
-    yield c
-    c.stop()
+CLUSTER = {"chroot": "/tidelog-elect", "session_ms": 4000,  # the module's cluster (conftest.py)
+           "overrides": {"replica.lag.time.max.ms": "1000", "replica.fetch.backoff.ms": "200",
+                         "controlled.shutdown.retry.backoff.ms": "200", "offsets.topic.num.partitions": "1",
+                         "auto.leader.rebalance.enable": "false"}}  # elections here are asked for
 
 
 def tidelog(bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:

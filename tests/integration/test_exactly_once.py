@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, TopicPartition
 
+from tests.integration import kafka_io
 from tidelog.testing import BrokerProcess
 
 pytestmark = pytest.mark.integration
@@ -32,11 +32,10 @@ APP = Path(__file__).parent / "eos" / "app.py"
 
 
 def produce_input(bootstrap: str) -> None:
-    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
-    for i in range(RECORDS):
-        for part in range(PARTITIONS):
-            p.produce("in", f"{part}:{i:06d}".encode(), key=b"%d" % i, partition=part)
-    assert p.flush(30) == 0
+    """``{partition}:{i}`` keyed ``i``, in every partition, by an idempotent producer."""
+    records = [(i, part) for i in range(RECORDS) for part in range(PARTITIONS)]
+    kafka_io.produce(bootstrap, "in", [f"{part}:{i:06d}" for i, part in records], key=[b"%d" % i for i, _ in records],
+                     partition=[part for _, part in records], config={"enable.idempotence": True}, timeout=30)
 
 
 def read(bootstrap: str, isolation: str) -> dict[int, list[bytes]]:
@@ -75,9 +74,7 @@ def test_exactly_once_through_crashes_of_the_application_and_the_broker(tmp_path
     rng = random.Random(int(os.environ.get("TIDELOG_EOS_SEED", "11")))
     log = tmp_path / "app.log"
     with BrokerProcess(tmp_path / "data") as broker:
-        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-        for f in admin.create_topics([NewTopic(t, PARTITIONS, 1) for t in ("in", "out")]).values():
-            f.result(30)
+        kafka_io.create_topics(broker, timeout=30, **{"in": PARTITIONS, "out": PARTITIONS})
         produce_input(broker.bootstrap)
         kills = {"app": 0, "broker": 0}
         for _ in range(FAULTS):

@@ -30,6 +30,7 @@ from tidelog.testing import BrokerProcess
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("group_migration")]
 
 SESSION_MS = 6000
+BROKER = "subject"  # Tidelog, or Apache Kafka under TIDELOG_ORACLE_SUBJECT=kafka (tests/integration/conftest.py)
 BROKER_OVERRIDES = {
     "group.consumer.heartbeat.interval.ms": "500",
     "group.consumer.session.timeout.ms": str(SESSION_MS),
@@ -42,17 +43,6 @@ BROKER_OVERRIDES = {
 CLASSIC = {"session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": 500, "max.poll.interval.ms": 20_000}
 
 
-@pytest.fixture(scope="module")
-def broker_overrides() -> dict[str, str]:
-    return dict(BROKER_OVERRIDES)
-
-
-@pytest.fixture(scope="module")
-def broker(subject_broker: BrokerProcess) -> BrokerProcess:
-    """Tidelog, or Apache Kafka under TIDELOG_ORACLE_SUBJECT=kafka (tests/oracle/fixtures.py)."""
-    return subject_broker
-
-
 @pytest.fixture
 def consumers() -> Iterator[list[ConsumerProcess]]:
     started: list[ConsumerProcess] = []
@@ -60,11 +50,6 @@ def consumers() -> Iterator[list[ConsumerProcess]]:
     for c in started:
         c.stop()
 
-
-def produce(b: BrokerProcess, topic: str, partitions: int, start: int, count: int) -> set[str]:
-    numbers = range(start, start + count)
-    kafka_io.produce(b, topic, [f"v{i}" for i in numbers], partition=[i % partitions for i in numbers])
-    return {f"v{i}" for i in numbers}
 
 
 def group_type(admin: AdminClient, group: str) -> ConsumerGroupType | None:
@@ -97,7 +82,7 @@ def test_classic_and_consumer_members_share_a_consumer_group(broker: BrokerProce
                                                              consumers: list[ConsumerProcess]) -> None:
     topic, n, group = "mix-shared", 6, "mix-shared"
     create_topics(broker, **{topic: n})
-    expected = produce(broker, topic, n, 0, 300)
+    expected = kafka_io.produce_numbered(broker, topic, n, 0, 300)
     began = time.monotonic()
 
     a = start(broker, consumers, group, topic, "consumer")
@@ -116,7 +101,7 @@ def test_classic_and_consumer_members_share_a_consumer_group(broker: BrokerProce
     # A classic member leaves (LeaveGroup): its partitions go to the other two.
     b.close()
     wait_for(lambda: split([a, c], n, [3, 3]), 40, "three partitions for each of the two left")
-    expected |= produce(broker, topic, n, 300, 300)
+    expected |= kafka_io.produce_numbered(broker, topic, n, 300, 300)
     wait_for(lambda: set(consumed(consumers)) >= expected, 30, "the records after the classic member left")
 
     # A classic member dies: its session runs out and its partitions move.
@@ -125,7 +110,7 @@ def test_classic_and_consumer_members_share_a_consumer_group(broker: BrokerProce
     wait_for(lambda: set(consumed(consumers)) >= expected, 30, "the records before the death")
     d.kill()
     wait_for(lambda: split([a, c], n, [3, 3]), SESSION_MS / 1000 + 30, "the dead member's partitions moved")
-    expected |= produce(broker, topic, n, 600, 300)
+    expected |= kafka_io.produce_numbered(broker, topic, n, 600, 300)
     wait_for(lambda: set(consumed(consumers)) >= expected, 30, "the records after the death")
     time.sleep(1)
     exactly_once(consumers, expected)
@@ -138,7 +123,7 @@ def test_a_classic_group_upgrades_and_downgrades_online(broker: BrokerProcess, a
                                                          consumers: list[ConsumerProcess]) -> None:
     topic, n, group = "mix-migrate", 4, "mix-migrate"
     create_topics(broker, **{topic: n})
-    expected = produce(broker, topic, n, 0, 200)
+    expected = kafka_io.produce_numbered(broker, topic, n, 0, 200)
     began = time.monotonic()
 
     # A classic group: two classic consumers, the client-side range assignor.
@@ -154,7 +139,7 @@ def test_a_classic_group_upgrades_and_downgrades_online(broker: BrokerProcess, a
     upgraded = time.monotonic()
     wait_for(lambda: split([a, b, c], n, [1, 1, 2]), 40, "the partitions spread over the three members")
     print(f"upgrade to a balanced group: {time.monotonic() - upgraded:.1f} s")
-    expected |= produce(broker, topic, n, 200, 200)
+    expected |= kafka_io.produce_numbered(broker, topic, n, 200, 200)
     wait_for(lambda: set(consumed(consumers)) >= expected, 30, "the records after the upgrade")
 
     # Downgrade: the only consumer-protocol member leaves; the classic members rebalance as a classic
@@ -164,7 +149,7 @@ def test_a_classic_group_upgrades_and_downgrades_online(broker: BrokerProcess, a
     downgraded = time.monotonic()
     wait_for(lambda: split([b, c], n, [2, 2]), 40, "the classic group's two members again")
     print(f"downgrade to a balanced classic group: {time.monotonic() - downgraded:.1f} s")
-    expected |= produce(broker, topic, n, 400, 200)
+    expected |= kafka_io.produce_numbered(broker, topic, n, 400, 200)
     wait_for(lambda: set(consumed(consumers)) >= expected, 30, "the records after the downgrade")
 
     # Upgrade again, then the consumer-protocol member dies: its session timeout downgrades the group.
@@ -176,7 +161,7 @@ def test_a_classic_group_upgrades_and_downgrades_online(broker: BrokerProcess, a
     wait_for(lambda: group_type(admin, group) == ConsumerGroupType.CLASSIC, SESSION_MS / 1000 + 20,
              "the downgrade after the session timeout")
     wait_for(lambda: split([b, c], n, [2, 2]), 40, "the classic members with everything")
-    expected |= produce(broker, topic, n, 600, 200)
+    expected |= kafka_io.produce_numbered(broker, topic, n, 600, 200)
     wait_for(lambda: set(consumed(consumers)) >= expected, 30, "the records after the second downgrade")
     time.sleep(1)
     exactly_once(consumers, expected)
@@ -205,7 +190,7 @@ def test_a_kafka_python_classic_member_shares_a_consumer_group(broker: BrokerPro
         wait_for(lambda: len(kp.assignment()) == 2 and len(a.assignment) == 2, 40, "a 2/2 split", poll=poll)
         assert {tp.partition for tp in kp.assignment()} | {p for _, p in a.assignment} == set(range(n))
         assert group_type(admin, group) == ConsumerGroupType.CONSUMER
-        expected = produce(broker, topic, n, 0, 200)
+        expected = kafka_io.produce_numbered(broker, topic, n, 0, 200)
         wait_for(lambda: len(values) + len(a.messages) >= 200, 30, "every record", poll=poll)
     finally:
         kp.close()

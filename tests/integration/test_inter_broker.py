@@ -6,7 +6,6 @@ settings (SASL between brokers: tests/integration/test_cluster_security.py). One
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -45,17 +44,14 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> Certs:
     return Certs(tmp_path_factory.mktemp("inter-broker-certs"))
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory, certs: Certs) -> Iterator[BrokerProcess]:
-    data = tmp_path_factory.mktemp("inter-broker")
-    with BrokerProcess(data, overrides={
+def BROKER_OVERRIDES(certs: Certs) -> dict[str, str]:
+    return {
         "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
         "ssl.keystore.location": str(certs.broker), "ssl.truststore.location": str(certs.ca),
         "ssl.client.auth": "required", "ssl.principal.mapping.rules": "RULE:^CN=([^,]*),.*$/$1/,DEFAULT",
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "allow.everyone.if.no.acl.found": "false", "super.users": "User:broker1",
-    }) as b:
-        yield b
+    }
 
 
 def _config(**props: str) -> BrokerConfig:

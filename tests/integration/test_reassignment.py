@@ -17,15 +17,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from kazoo.exceptions import NoNodeError
 
-from tests.integration.cluster_guard import SharedCluster
-from tests.integration.zookeeper import start_zookeeper
+from tests.integration import kafka_io
 from tidelog.cli.main import main
 from tidelog.errors import ErrorCode
 from tidelog.protocol.messages import (
@@ -43,23 +41,12 @@ SESSION_MS = 6000
 WAIT = 60.0
 
 
-def _make_cluster(root: Path) -> LocalCluster:
-    return LocalCluster(root, chroot=CHROOT, session_ms=SESSION_MS, zookeeper=start_zookeeper(root / "zk"),
-                        overrides={"replica.lag.time.max.ms": "3000", "replica.fetch.backoff.ms": "200",
-                                   "offsets.topic.replication.factor": "1"})
-
-
-@pytest.fixture(scope="module")
-def shared_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedCluster]:
-    with SharedCluster(_make_cluster, tmp_path_factory.mktemp("reassign")) as shared:
-        yield shared
-
-
-@pytest.fixture
-def cluster(shared_cluster: SharedCluster) -> Iterator[LocalCluster]:
-    """The module's cluster; after the test (passed or not) every broker runs again and no reassignment
-    is left in progress (or the next test gets a new cluster): a failing test fails alone."""
-    yield from shared_cluster.for_test()
+#: The module's cluster (conftest.py); after the test (passed or not) every broker runs again and no
+#: reassignment is left in progress (or the next test gets a new cluster): a failing test fails alone.
+CLUSTER = {"chroot": CHROOT, "session_ms": SESSION_MS,
+           "overrides": {"replica.lag.time.max.ms": "3000", "replica.fetch.backoff.ms": "200",
+                         "offsets.topic.replication.factor": "1"}}
+CLUSTER_RESTORED = True
 
 
 def alter(cluster: LocalCluster, via: int, topic: str, targets: dict[int, list[int] | None], *,
@@ -112,10 +99,9 @@ def has_log(cluster: LocalCluster, broker_id: int, topic: str) -> bool:
 
 
 def produce(cluster: LocalCluster, topic: str, count: int, prefix: str) -> None:
-    producer = Producer({"bootstrap.servers": cluster.bootstrap(), "acks": "all", "linger.ms": 5})
-    for i in range(count):
-        producer.produce(topic, key=f"{prefix}-{i}".encode(), value=f"value-{prefix}-{i}".encode() * 5)
-    assert producer.flush(WAIT) == 0
+    """``count`` records keyed ``{prefix}-{i}`` (acks=all)."""
+    kafka_io.produce(cluster.bootstrap(), topic, [f"value-{prefix}-{i}".encode() * 5 for i in range(count)],
+                     key=[f"{prefix}-{i}" for i in range(count)], config={"acks": "all"}, timeout=WAIT)
 
 
 def consume_all(cluster: LocalCluster, topic: str, expected: int) -> list[bytes]:
@@ -445,7 +431,7 @@ def test_kafkas_reassign_partitions_tool(cluster: LocalCluster, java_classpath: 
 
 
 INNER = '''
-from tests.integration.test_reassignment import alter, listing, single_replica_topic
+from tests.integration.test_reassignment import CLUSTER, CLUSTER_RESTORED, alter, listing, single_replica_topic
 from tidelog.errors import ErrorCode
 from tidelog.protocol.messages import ApiVersionsRequest
 from tidelog.testing.client import WireClient
@@ -467,13 +453,14 @@ def test_2_finds_the_cluster_as_the_module_started_it(cluster):
 
 
 def test_a_failing_test_fails_alone(tmp_path: Path) -> None:
-    """Two tests on this module's cluster fixture, in a pytest of their own: the first fails with a
-    reassignment in progress and a broker paused; the second finds neither (1 failed, 1 passed)."""
+    """Two tests on this module's cluster (its CLUSTER, through the integration conftest's fixture), in a
+    pytest of their own: the first fails with a reassignment in progress and a broker paused; the second
+    finds neither (1 failed, 1 passed)."""
     (tmp_path / "test_inner.py").write_text(INNER)
     repo = Path(__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "-m", "pytest", "-c", str(repo / "pyproject.toml"), "--rootdir", str(repo),
                           "-p", "no:randomly", "-p", "no:cacheprovider", "-n", "0", "-q",
-                          "-p", "tests.integration.test_reassignment", str(tmp_path / "test_inner.py")],
+                          "-p", "tests.integration.conftest", str(tmp_path / "test_inner.py")],
                          cwd=repo, capture_output=True, text=True, timeout=600)
     summary = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else out.stderr
     assert "1 failed, 1 passed" in summary, out.stdout[-3000:] + out.stderr[-2000:]

@@ -11,15 +11,12 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from kafka import KafkaProducer
 
 from tests.integration.kafka_io import produce_batch
-from tests.integration.zookeeper import start_zookeeper
 from tidelog.coordinator.runtime import java_abs, java_string_hash
 from tidelog.errors import ErrorCode
 from tidelog.protocol.messages import ProduceRequest
@@ -37,25 +34,20 @@ LAG_MS = 1500
 OFFSETS_PARTITIONS = 3
 
 
+CLUSTER = {"chroot": CHROOT, "session_ms": SESSION_MS,  # the module's cluster (conftest.py)
+           "overrides": {"replica.lag.time.max.ms": str(LAG_MS), "min.insync.replicas": "2",
+                         "default.replication.factor": "3", "offsets.topic.replication.factor": "3",
+                         "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS), "replica.fetch.backoff.ms": "200"}}
+
+
 class Cluster(LocalCluster):
-    def __init__(self, root: Path) -> None:
-        super().__init__(root, chroot=CHROOT, session_ms=SESSION_MS, zookeeper=start_zookeeper(root / "zk"),
-                         overrides={"replica.lag.time.max.ms": str(LAG_MS), "min.insync.replicas": "2",
-                                    "default.replication.factor": "3", "offsets.topic.replication.factor": "3",
-                                    "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS),
-                                    "replica.fetch.backoff.ms": "200"})
-        self.start()
 
     def create(self, topic: str, partitions: int = 1, config: dict[str, str] | None = None) -> None:
         wait_for(lambda: len(self.live_ids()) == 3, what="three registered brokers")
         self.create_topic(topic, partitions, 3, config)
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(tmp_path_factory.mktemp("repl"))
-    yield c
-    c.stop()
+CLUSTER_CLASS = Cluster
 
 
 def log_batches(broker: BrokerProcess, topic: str, partition: int = 0) -> list[tuple[int, bytes]]:

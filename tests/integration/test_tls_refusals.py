@@ -55,14 +55,14 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> Certs:
     return Certs(tmp_path_factory.mktemp("certs"))
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory, certs: Certs):
-    overrides = {"listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
-                 "ssl.keystore.location": str(certs.server), "ssl.truststore.location": str(certs.ca),
-                 "ssl.client.auth": "required"}
-    with BrokerProcess(tmp_path_factory.mktemp("tls-refusals"), overrides=overrides) as b:
-        b.ssl_port = b.listener_port("SSL")
-        yield b
+def BROKER_OVERRIDES(certs: Certs) -> dict[str, str]:
+    return {"listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+            "ssl.keystore.location": str(certs.server), "ssl.truststore.location": str(certs.ca),
+            "ssl.client.auth": "required"}
+
+
+def on_broker_started(b: BrokerProcess) -> None:
+    b.ssl_port = b.listener_port("SSL")
 
 
 def failed_authentications(broker: BrokerProcess) -> float:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -19,11 +18,7 @@ CLIENTS = ["confluent", "kafka-python", "aiokafka"]
 _names = itertools.count()
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    overrides = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": "300"}
-    with BrokerProcess(tmp_path_factory.mktemp("txn"), overrides=overrides) as b:
-        yield b
+BROKER_OVERRIDES = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": "300"}
 
 
 def unique(prefix: str) -> str:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests import toolchain
 from tidelog.cli.zookeeper import ZooKeeperProcess, ZooKeeperUnavailable, classpath
+from tidelog.security.scram import credential_from_password
 
 
 def start_zookeeper(data_dir: Path) -> ZooKeeperProcess:
@@ -18,4 +20,19 @@ def start_zookeeper(data_dir: Path) -> ZooKeeperProcess:
     return ZooKeeperProcess(data_dir).start()
 
 
-__all__ = ["start_zookeeper"]
+def add_scram_user(zookeeper: ZooKeeperProcess, chroot: str, user: str, password: str, mechanism: str) -> None:
+    """A SCRAM user written into ZooKeeper before the brokers start (``/config/users/<user>``, Kafka's
+    layout), as ``kafka-configs --zookeeper`` would."""
+    from kazoo.client import KazooClient
+
+    zk = KazooClient(hosts=zookeeper.connect)
+    zk.start(10)
+    try:
+        zk.create(f"{chroot}/config/users/{user}", json.dumps({"version": 1, "config": {
+            mechanism: credential_from_password(mechanism, password).to_text()}}).encode(), makepath=True)
+    finally:
+        zk.stop()
+        zk.close()
+
+
+__all__ = ["ZooKeeperProcess", "add_scram_user", "start_zookeeper"]

@@ -43,9 +43,7 @@ def resolve(dotted: str) -> bool:
             if not hasattr(obj, name):
                 # a dataclass field or an annotation-only attribute of a class still names something
                 annotations = getattr(obj, "__annotations__", {}) if isinstance(obj, type) else {}
-                if name in annotations or name in getattr(obj, "__dataclass_fields__", {}):
-                    return True
-                return False
+                return name in annotations or name in getattr(obj, "__dataclass_fields__", {})
             obj = getattr(obj, name)
         return True
     return False

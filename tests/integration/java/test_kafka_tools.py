@@ -15,6 +15,7 @@ import pytest
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.integration import kafka_io
 from tests.oracle import jvm
 from tests.oracle.fixtures import broker_bug, subject
 from tests.oracle.group import commit
@@ -40,17 +41,10 @@ def tool(java_classpath, subject_broker):
     return run
 
 
-def create_topic(bootstrap: str, name: str, partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(name, partitions, 1)]).values():
-        future.result(30)
-
-
 def produce(bootstrap: str, topic: str, count: int, partition: int = 0) -> None:
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
-    for i in range(count):
-        p.produce(topic, f"v{i}".encode(), key=f"k{i}".encode(), partition=partition)
-    assert p.flush(30) == 0
+    """Records ``k{i}``: ``v{i}`` to one partition."""
+    kafka_io.produce(bootstrap, topic, [f"v{i}" for i in range(count)], key=[f"k{i}" for i in range(count)],
+                     partition=partition, config={"linger.ms": 0}, timeout=30)
 
 
 def table(stdout: str, first: str) -> list[list[str]]:
@@ -171,7 +165,7 @@ def test_console_producer_then_console_consumer(tool) -> None:
 # --------------------------------------------------------------------------- kafka-consumer-groups
 
 def test_kafka_consumer_groups_list_describe_reset_delete(tool, subject_broker) -> None:
-    create_topic(subject_broker.bootstrap, "tl-groups", 1)
+    kafka_io.create_topic(subject_broker.bootstrap, "tl-groups", 1, timeout=30)
     produce(subject_broker.bootstrap, "tl-groups", 10)
     tool("kafka-console-consumer", "--topic", "tl-groups", "--group", "tl-groups-g", "--from-beginning",
          "--max-messages", 10, "--timeout-ms", 30000)
@@ -197,7 +191,7 @@ def test_kafka_consumer_groups_list_describe_reset_delete(tool, subject_broker) 
 # --------------------------------------------------------------------- get-offsets, delete-records
 
 def test_kafka_get_offsets_and_delete_records(tool, subject_broker, tmp_path) -> None:
-    create_topic(subject_broker.bootstrap, "tl-offsets", 2)
+    kafka_io.create_topic(subject_broker.bootstrap, "tl-offsets", 2, timeout=30)
     produce(subject_broker.bootstrap, "tl-offsets", 8, partition=0)
 
     def offsets(*time: object) -> list[str]:

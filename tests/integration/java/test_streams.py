@@ -16,9 +16,10 @@ import uuid
 from collections import Counter
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.integration import kafka_io
 from tests.oracle.jvm import JavaProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("kafka-streams")]
@@ -28,10 +29,7 @@ SECOND = ["a lazy fox sleeps", "the dog sleeps too"] * 10
 
 
 def produce(bootstrap: str, topic: str, lines: list[str]) -> None:
-    p = Producer({"bootstrap.servers": bootstrap})
-    for i, line in enumerate(lines):
-        p.produce(topic, line.encode(), key=str(i).encode())
-    assert p.flush(30) == 0
+    kafka_io.produce(bootstrap, topic, lines, key=[str(i) for i in range(len(lines))], timeout=30)
 
 
 def words(lines: list[str]) -> Counter[str]:
@@ -62,8 +60,7 @@ def test_word_count(java_classpath, subject_broker, tmp_path) -> None:
     bootstrap = subject_broker.bootstrap
     app, source, sink = "tl-wordcount", "tl-wordcount-lines", "tl-wordcount-counts"
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(source, 2, 1), NewTopic(sink, 2, 1)]).values():
-        future.result(30)
+    kafka_io.create_topics(admin, NewTopic(source, 2, 1), NewTopic(sink, 2, 1), timeout=30)
     produce(bootstrap, source, FIRST)
     counts = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4()}",
                        "auto.offset.reset": "earliest", "enable.auto.commit": False})

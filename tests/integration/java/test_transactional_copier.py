@@ -23,9 +23,9 @@ import time
 from collections import Counter
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, TopicPartition
 
+from tests.integration import kafka_io
 from tests.oracle import jvm
 from tests.oracle.jvm import JavaProcess
 
@@ -39,12 +39,10 @@ COPY_DEADLINE_S = 150
 
 
 def produce_input(bootstrap: str, topic: str) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
-    for i in range(RECORDS):
-        producer.produce(topic, key=str(i), value=str(i), partition=i % PARTITIONS)
-        if i % 1000 == 999:
-            producer.poll(0)
-    assert producer.flush(30) == 0
+    """``i`` keyed ``i``, over the partitions in turn, by an idempotent producer."""
+    kafka_io.produce(bootstrap, topic, [str(i) for i in range(RECORDS)], key=[str(i) for i in range(RECORDS)],
+                     partition=[i % PARTITIONS for i in range(RECORDS)], config={"enable.idempotence": True},
+                     timeout=30)
 
 
 def read_all(bootstrap: str, topic: str, isolation: str) -> list[str]:
@@ -108,9 +106,7 @@ class Copier:
 def test_copier_copies_exactly_once_through_broker_kills(java_classpath, subject_broker) -> None:
     broker = subject_broker
     source, target = "copier-input", "copier-output"
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    for future in admin.create_topics([NewTopic(source, PARTITIONS, 1), NewTopic(target, PARTITIONS, 1)]).values():
-        future.result(30)
+    kafka_io.create_topics(broker, timeout=30, **{source: PARTITIONS, target: PARTITIONS})
     produce_input(broker.bootstrap, source)
 
     copiers = [Copier(java_classpath, broker.bootstrap, p, source, target) for p in range(PARTITIONS)]

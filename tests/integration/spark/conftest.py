@@ -25,10 +25,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from tests import toolchain
+from tests.integration import kafka_io
 from tidelog.testing import BrokerProcess
 
 
@@ -141,9 +142,7 @@ def topic_name() -> Callable[[str], str]:
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict[str, str] | None = None) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(name, partitions, 1, config=config or {})]).values():
-        future.result(30)
+    kafka_io.create_topic(bootstrap, name, partitions, config, timeout=30)
 
 
 def add_partitions(bootstrap: str, name: str, total: int) -> None:
@@ -158,19 +157,8 @@ def produce(bootstrap: str, topic: str, values: list[bytes], *, partition: int |
             key: bytes | None = None, timestamp_ms: int | None = None,
             headers: list[tuple[str, bytes]] | None = None, batch_records: int = 10_000) -> None:
     """Produce ``values`` and wait for every acknowledgement (``batch_records``: records per batch at most)."""
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.num.messages": batch_records})
-    kwargs: dict[str, object] = {}
-    if partition is not None:
-        kwargs["partition"] = partition
-    if key is not None:
-        kwargs["key"] = key
-    if timestamp_ms is not None:
-        kwargs["timestamp"] = timestamp_ms
-    if headers is not None:
-        kwargs["headers"] = headers
-    for v in values:
-        p.produce(topic, v, **kwargs)
-    assert p.flush(30) == 0
+    kafka_io.produce(bootstrap, topic, values, partition=partition, key=key, timestamp_ms=timestamp_ms,
+                     headers=headers, config={"batch.num.messages": batch_records}, timeout=30)
 
 
 def consume_all(bootstrap: str, topic: str, partitions: int, timeout_s: float = 30.0) -> list:
