@@ -415,8 +415,8 @@ class Broker:
             host, port = self.tubemq.advertised("broker", self.config["tubemq.broker.advertised.listener"])
             return BrokerAddress(self.broker_id, host, port)
 
-        balancer = TubeBalancer(groups, consumer_groups, self.store, self.clock, broker_address)
-        consumers = ConsumerService(replicas, balancer, TubeOffsets(groups))
+        balancer = TubeBalancer(self.group_service, self.store, self.clock, broker_address)
+        consumers = ConsumerService(replicas, balancer, TubeOffsets(self.group_service))
         # tubemq.authentication.enable: clients sign with their TubeMQ secret (docs/security.md).
         authenticator = (TubeAuthenticator(TubeSecretStore(self.log_dirs[0]).get, self.clock.wall_ms)
                          if self.config["tubemq.authentication.enable"] else None)
