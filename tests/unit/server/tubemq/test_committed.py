@@ -157,3 +157,37 @@ def test_on_a_single_node_nothing_waits(tmp_path: Path) -> None:
         data = at_once(dispatch(registry, method, request))  # fails if it waits
         assert isinstance(data, bytes), method.name
         assert answer(data, method).success
+
+
+class ElsewhereWriter(LogWriter):
+    """The offsets log of a partition another broker leads."""
+
+    def owns(self, partition: int) -> bool:
+        return False
+
+
+def test_the_group_service_reads_tubemq_asks_wait_for_the_writes_they_reflect(tmp_path: Path) -> None:
+    asyncio.run(reads_wait(tmp_path))
+
+
+async def reads_wait(tmp_path: Path) -> None:
+    h = Harness(tmp_path, LaggingWriter)
+    writer: LaggingWriter = h.writer  # type: ignore[assignment]
+    assert h.service.coordinates(GROUP)  # leadership, no write: answered at once
+    register = asyncio.ensure_future(dispatch(master_registry(h), Method.CONSUMER_REGISTER_C2M, REGISTER))
+    members = asyncio.ensure_future(h.service.consumer_group_members(GROUP))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not members.done(), "the members were read before the join they reflect was committed"
+    writer.replicate()
+    assert "a" in await asyncio.wait_for(members, 5)
+    assert answer(await asyncio.wait_for(register, 5), Method.CONSUMER_REGISTER_C2M).success
+    # Nothing written since: read at once.
+    assert set(at_once(h.service.consumer_group_members(GROUP))) == {"a"}
+    assert at_once(h.service.consumer_group_members("no-such-group")) == {}
+
+
+def test_a_broker_that_does_not_lead_the_groups_partition_does_not_coordinate_it(tmp_path: Path) -> None:
+    h = Harness(tmp_path, lambda plog: ElsewhereWriter(lambda p: plog))
+    assert not h.service.coordinates(GROUP)
+    assert not h.balancer.coordinates(GROUP)
