@@ -6,12 +6,14 @@ How a TubeMQ consumer maps onto a member (docs/tubemq.md draws the exchange):
 1. **Register** (consumerRegisterC2M) joins the group: a ConsumerGroupHeartbeat with epoch 0, member
    id = the TubeMQ client id, the subscribed topics, through the group service's
    :meth:`~tidelog.coordinator.group.service.GroupCoordinatorService.consumer_group_heartbeat`, the
-   call Kafka's ConsumerGroupHeartbeat handler makes. A client the coordinator still knows (a re-register after HB_NO_NODE, or after a
-   broker restart) first leaves, then joins afresh.
-2. **Heartbeat** (consumerHeartbeatC2M) is a coordinator heartbeat at the member's epoch. It reports
-   as owned what the client holds: the partitions it reported (``subscribeInfo``) plus those of a
-   CONNECT it has not confirmed yet. The coordinator answers with the partitions the member may own
-   now (``assignment``); the master turns the difference into one event at a time:
+   call Kafka's ConsumerGroupHeartbeat handler makes. A client the coordinator still knows (a
+   re-register after HB_NO_NODE, or after a broker restart) first leaves, then joins afresh.
+2. **Heartbeat** (consumerHeartbeatC2M) is a coordinator heartbeat at the member's epoch (the one
+   the coordinator's last answer gave, as a Kafka consumer sends it; a fenced or unknown member
+   gets HB_NO_NODE). It reports as owned what the client holds: the partitions it reported
+   (``subscribeInfo``) plus those of a CONNECT it has not confirmed yet. The coordinator answers
+   with the partitions the member may own now (``assignment``); the master turns the difference into
+   one event at a time:
    partitions held but no longer assigned go out first as DISCONNECT (ONLY_DISCONNECT when nothing
    is to be connected), and only once the client has confirmed them (the next heartbeat carries
    the event with its rebalanceId) are assigned partitions sent as CONNECT (ONLY_CONNECT when
