@@ -259,7 +259,7 @@ class Broker:
                                     request_times=request_times)
         # Other front ends (TubeMQ, when its listeners are configured: docs/tubemq.md).
         self.front_ends: list[FrontEnd] = front_ends(config, clock, settings, store, topic_configs, self.log_dirs[0],
-                                                     replicas, groups, consumer_groups)
+                                                     replicas, group_service)
 
         # The HTTP listener: health checks, and (plugged in here) metrics and the web console.
         http_endpoint = config["metrics.listener"]

@@ -18,8 +18,7 @@ from tidelog.cluster.store import MetadataStore
 from tidelog.cluster.topic_config import TopicConfigs
 from tidelog.cluster.tubemq_secret_store import TubeSecretStore
 from tidelog.config import BrokerConfig
-from tidelog.coordinator.group import GroupCoordinator
-from tidelog.coordinator.group.modern.consumer.manager import ConsumerGroupCoordinator
+from tidelog.coordinator.group.service import GroupCoordinatorService
 from tidelog.replica.manager import ReplicaManager
 from tidelog.server.network import ConnectionSettings
 
@@ -76,18 +75,18 @@ class TubeFrontEnd:
 
 
 def front_ends(config: BrokerConfig, clock: Clock, settings: ConnectionSettings, store: MetadataStore,
-               topic_configs: TopicConfigs, data_dir: Path, replicas: ReplicaManager, groups: GroupCoordinator,
-               consumer_groups: ConsumerGroupCoordinator) -> list[FrontEnd]:
+               topic_configs: TopicConfigs, data_dir: Path, replicas: ReplicaManager,
+               group_service: GroupCoordinatorService) -> list[FrontEnd]:
     """The configured front ends besides Kafka's (docs/tubemq.md)."""
     if config["tubemq.master.listener"] is None:
         return []
     return [TubeFrontEnd(lambda server: _tubemq(config, clock, settings, store, topic_configs, data_dir, replicas,
-                                                groups, consumer_groups, server))]
+                                                group_service, server))]
 
 
 def _tubemq(config: BrokerConfig, clock: Clock, settings: ConnectionSettings, store: MetadataStore,
-            topic_configs: TopicConfigs, data_dir: Path, replicas: ReplicaManager, groups: GroupCoordinator,
-            consumer_groups: ConsumerGroupCoordinator, server: Callable[[], TubeServer]) -> TubeServer:
+            topic_configs: TopicConfigs, data_dir: Path, replicas: ReplicaManager,
+            group_service: GroupCoordinatorService, server: Callable[[], TubeServer]) -> TubeServer:
     """TubeMQ's master service (producer metadata; consumers balanced as KIP-848 group members) and
     broker service (send, register, get, commit), each on its own listener and registry."""
     from tidelog.protocol.tubemq.notation import BrokerAddress
@@ -110,8 +109,8 @@ def _tubemq(config: BrokerConfig, clock: Clock, settings: ConnectionSettings, st
         host, port = server().advertised("broker", config["tubemq.broker.advertised.listener"])
         return BrokerAddress(broker_id, host, port)
 
-    balancer = TubeBalancer(groups, consumer_groups, store, clock, broker_address)
-    consumers = ConsumerService(replicas, balancer, TubeOffsets(groups))
+    balancer = TubeBalancer(group_service, store, clock, broker_address)
+    consumers = ConsumerService(replicas, balancer, TubeOffsets(group_service))
     # tubemq.authentication.enable: clients sign with their TubeMQ secret (docs/security.md).
     authenticator = (TubeAuthenticator(TubeSecretStore(data_dir).get, clock.wall_ms)
                      if config["tubemq.authentication.enable"] else None)

@@ -17,7 +17,9 @@ rule 6). Rules:
    completes without waiting.
 
 TubeMQ consumers are KIP-848 members: their heartbeats are :meth:`consumer_group_heartbeat`, their
-commits :meth:`offset_commit` and their fetches :meth:`offset_fetch`.
+commits :meth:`offset_commit` and their fetches :meth:`offset_fetch`; the TubeMQ master asks
+:meth:`coordinates` (is this its active master) and the TubeMQ broker :meth:`consumer_group_members`
+(who owns which partition).
 
 Loop-only, not thread-safe.
 """
@@ -31,6 +33,7 @@ from typing import Any
 from tidelog.cluster.metadata import MetadataImage
 from tidelog.coordinator.group.coordinator import FetchGroup, GroupCoordinator
 from tidelog.coordinator.group.group import CONSUMER, RequestInfo
+from tidelog.coordinator.group.modern.consumer.group import ConsumerGroupMember
 from tidelog.coordinator.group.modern.consumer.group_type import ConsumerGroupType
 from tidelog.coordinator.group.modern.consumer.manager import ConsumerGroupCoordinator
 from tidelog.coordinator.group.offsets import PartitionCommit
@@ -71,6 +74,15 @@ class GroupCoordinatorService:
     def partition_for(self, group_id: str) -> int:
         """The group's ``__consumer_offsets`` partition (FindCoordinator routing)."""
         return self.coordinator.partition_for(group_id)
+
+    def coordinates(self, group_id: str) -> bool:
+        """Whether this broker coordinates ``group_id``: it leads the group's partition (loading it
+        counts). Reflects leadership, not a write: answered at once."""
+        try:
+            self.runtime.check_owned(self.partition_for(group_id))
+        except KafkaError as e:
+            return e.code != ErrorCode.NOT_COORDINATOR
+        return True
 
     async def _committed(self, partitions: Iterable[int]) -> None:
         for partition in set(partitions):
@@ -195,6 +207,17 @@ class GroupCoordinatorService:
         described.update({d.group_id: d for d in consumer_groups.describe(valid, image)})
         await self._committed(self.partition_for(g) for g in valid)
         return [described[g] for g in ids]
+
+    async def consumer_group_members(self, group_id: str) -> dict[str, ConsumerGroupMember]:
+        """The members of consumer group ``group_id`` by member id, as the coordinator has them now
+        (epoch, assigned partitions, partitions pending revocation; each member is immutable), or
+        none when there is no such consumer group; answered once the writes they reflect are
+        committed (rule 1). Ownership is not checked: a partition not served here has no groups."""
+        consumer_groups = self._consumer_groups()
+        group = consumer_groups.group(group_id)
+        members = dict(group.members) if group is not None else {}
+        await self.runtime.wait_committed(self.partition_for(group_id))
+        return members
 
 
 __all__ = ["GroupCoordinatorService", "OffsetCodes"]

@@ -4,13 +4,16 @@ KIP-848 consumer group, and the master's rebalance events are that member's reco
 How a TubeMQ consumer maps onto a member (docs/tubemq.md draws the exchange):
 
 1. **Register** (consumerRegisterC2M) joins the group: a ConsumerGroupHeartbeat with epoch 0, member
-   id = the TubeMQ client id, the subscribed topics, through the same coordinator operation Kafka's
-   consumers use. A client the coordinator still knows (a re-register after HB_NO_NODE, or after a
-   broker restart) first leaves, then joins afresh.
-2. **Heartbeat** (consumerHeartbeatC2M) is a coordinator heartbeat at the member's epoch. It reports
-   as owned what the client holds: the partitions it reported (``subscribeInfo``) plus those of a
-   CONNECT it has not confirmed yet. The coordinator answers with the partitions the member may own
-   now (``assignment``); the master turns the difference into one event at a time:
+   id = the TubeMQ client id, the subscribed topics, through the group service's
+   :meth:`~tidelog.coordinator.group.service.GroupCoordinatorService.consumer_group_heartbeat`, the
+   call Kafka's ConsumerGroupHeartbeat handler makes. A client the coordinator still knows (a
+   re-register after HB_NO_NODE, or after a broker restart) first leaves, then joins afresh.
+2. **Heartbeat** (consumerHeartbeatC2M) is a coordinator heartbeat at the member's epoch (the one
+   the coordinator's last answer gave, as a Kafka consumer sends it; a fenced or unknown member
+   gets HB_NO_NODE). It reports as owned what the client holds: the partitions it reported
+   (``subscribeInfo``) plus those of a CONNECT it has not confirmed yet. The coordinator answers
+   with the partitions the member may own now (``assignment``); the master turns the difference into
+   one event at a time:
    partitions held but no longer assigned go out first as DISCONNECT (ONLY_DISCONNECT when nothing
    is to be connected), and only once the client has confirmed them (the next heartbeat carries
    the event with its rebalanceId) are assigned partitions sent as CONNECT (ONLY_CONNECT when
@@ -27,7 +30,12 @@ How a TubeMQ consumer maps onto a member (docs/tubemq.md draws the exchange):
 What the broker service asks (:meth:`TubeBalancer.check_owner`): a partition may be registered and
 read only by the member the coordinator assigned it to (or that is still revoking it).
 The master's own state (what each client holds, the event in flight) is memory only, as TubeMQ's.
-Loop-only, not thread-safe.
+
+Every call to the group service returns once the coordinator's writes it made or reflects are
+committed (in cluster mode: the ISR of the group's ``__consumer_offsets`` partition has them); a
+wait that fails raises the coordinator's error, answered as :func:`tube_error` (503
+SERVICE_UNAVAILABLE for NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE), never success. Loop-only, not
+thread-safe.
 """
 
 from __future__ import annotations
@@ -41,9 +49,8 @@ from enum import IntEnum
 
 from tidelog.clock import Clock
 from tidelog.cluster.store import MetadataStore
-from tidelog.coordinator.group import GroupCoordinator
 from tidelog.coordinator.group.modern.consumer.group import ConsumerGroupMember
-from tidelog.coordinator.group.modern.consumer.manager import ConsumerGroupCoordinator
+from tidelog.coordinator.group.service import GroupCoordinatorService
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.messages import ConsumerGroupHeartbeatRequest
 from tidelog.protocol.tubemq.error_code import TubeError, TubeErrorCode
@@ -95,6 +102,8 @@ class TubeMember:
     host: str
     topics: tuple[str, ...]
     held: set[TopicPartition] = field(default_factory=set)
+    #: The member epoch the coordinator's last answer gave (the next heartbeat's, as a Kafka consumer's).
+    epoch: int = 0
     in_flight: Event | None = None
     #: A DISCONNECT went out while partitions waited to be connected: the next connect is CONNECT.
     connect_follows: bool = False
@@ -114,18 +123,27 @@ _KAFKA_TO_TUBE = {
 }
 
 
+#: A heartbeat's coordinator errors that mean the client is no (longer a) member of a consumer group:
+#: fenced, never registered, or its group gone or no consumer group.
+_NOT_A_MEMBER = frozenset({ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH,
+                           ErrorCode.GROUP_ID_NOT_FOUND})
+#: What a coordinator error that is no refusal of the request means for a TubeMQ client.
+_MOVED = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE})
+
+
 def tube_error(e: KafkaError, what: str) -> TubeError:
     code = _KAFKA_TO_TUBE.get(e.code, TubeErrorCode.INTERNAL_SERVER_ERROR)
-    return TubeError(code, f"{what}: {e.code.name}: {e.message or e.code.name}")
+    hint = (" (the coordinator's write did not reach the in-sync replicas in time, or the coordinator moved)"
+            if e.code in _MOVED else "")
+    return TubeError(code, f"{what}: {e.code.name}: {e.message or e.code.name}{hint}")
 
 
 class TubeBalancer:
     """The TubeMQ master's consumer side over the group coordinator (see the module rules)."""
 
-    def __init__(self, groups: GroupCoordinator, consumer_groups: ConsumerGroupCoordinator, store: MetadataStore,
-                 clock: Clock, broker_address: Callable[[], BrokerAddress]) -> None:
+    def __init__(self, groups: GroupCoordinatorService, store: MetadataStore, clock: Clock,
+                 broker_address: Callable[[], BrokerAddress]) -> None:
         self.groups = groups
-        self.consumer_groups = consumer_groups
         self.store = store
         self.broker_address = broker_address
         self.members: dict[tuple[str, str], TubeMember] = {}
@@ -133,7 +151,11 @@ class TubeBalancer:
 
     # ------------------------------------------------------------------------------- master side
 
-    def register(self, host: str, request: master_pb.RegisterRequestC2M) -> master_pb.RegisterResponseM2C:
+    def coordinates(self, group: str) -> bool:
+        """Whether this broker coordinates ``group`` (its master is the group's active master)."""
+        return self.groups.coordinates(group)
+
+    async def register(self, host: str, request: master_pb.RegisterRequestC2M) -> master_pb.RegisterResponseM2C:
         client_id, group = _client_id(request.clientId), _group(request.groupName)
         topics = tuple(sorted({t.strip() for t in request.topicList if t.strip()}))
         if not topics:
@@ -147,21 +169,22 @@ class TubeBalancer:
                             "partition offsets) is not served by Tidelog: partitions are assigned by the group "
                             "coordinator; use completeSubscribe() without arguments")
         held = self._parse_held(request.subscribeInfo, group)
-        known = self._coordinator_member(group, client_id)
+        known = await self._coordinator_member(group, client_id)
         if known is not None:
-            self._leave(group, client_id, host)
-        self._heartbeat(group, client_id, 0, topics, set(), host)
-        self.members[(group, client_id)] = TubeMember(group, client_id, host, topics, held)
+            await self._leave(group, client_id, host)
+        try:
+            epoch, _ = await self._heartbeat(group, client_id, 0, topics, set(), host)
+        except KafkaError as e:
+            raise tube_error(e, f"group {group}") from None
+        self.members[(group, client_id)] = TubeMember(group, client_id, host, topics, held, epoch=epoch)
         return master_pb.RegisterResponseM2C(success=True, errCode=TubeErrorCode.SUCCESS, errMsg="OK!",
                                              **flow_control(request))
 
-    def heartbeat(self, host: str, request: master_pb.HeartRequestC2M) -> master_pb.HeartResponseM2C:
+    async def heartbeat(self, host: str, request: master_pb.HeartRequestC2M) -> master_pb.HeartResponseM2C:
         client_id, group = _client_id(request.clientId), _group(request.groupName)
         member = self.members.get((group, client_id))
-        if member is None or self._coordinator_member(group, client_id) is None:
-            self.members.pop((group, client_id), None)
-            raise TubeError(TubeErrorCode.HB_NO_NODE, f"Consumer {client_id} of group {group} is not registered "
-                            "(or was fenced by the group coordinator); register again")
+        if member is None:
+            raise _not_registered(group, client_id)
         if request.HasField("event") and member.in_flight is not None \
                 and request.event.rebalanceId == member.in_flight.rebalance_id:
             done = member.in_flight
@@ -177,13 +200,13 @@ class TubeBalancer:
         owned = set(member.held)
         if member.in_flight is not None and member.in_flight.type in (EventType.CONNECT, EventType.ONLY_CONNECT):
             owned |= member.in_flight.partitions
-        epoch = self._coordinator_member(group, client_id).member_epoch  # type: ignore[union-attr]
         try:
-            assigned = self._heartbeat(group, client_id, epoch, member.topics, owned, host)
-        except TubeError as e:
-            if e.code == TubeErrorCode.HB_NO_NODE:
-                self.members.pop((group, client_id), None)
-            raise
+            member.epoch, assigned = await self._heartbeat(group, client_id, member.epoch, member.topics, owned, host)
+        except KafkaError as e:
+            if e.code not in _NOT_A_MEMBER:
+                raise tube_error(e, f"group {group}") from None
+            self.members.pop((group, client_id), None)
+            raise _not_registered(group, client_id) from None
         member.host = host
         response = master_pb.HeartResponseM2C(success=True, errCode=TubeErrorCode.SUCCESS, errMsg="OK!",
                                               **flow_control(request))
@@ -194,11 +217,11 @@ class TubeBalancer:
                 subscribeInfo=[str(self._subscribe_info(member, tp)) for tp in sorted(event.partitions)]))
         return response
 
-    def close(self, host: str, request: master_pb.CloseRequestC2M) -> master_pb.CloseResponseM2C:
+    async def close(self, host: str, request: master_pb.CloseRequestC2M) -> master_pb.CloseResponseM2C:
         client_id, group = _client_id(request.clientId), _group(request.groupName)
         self.members.pop((group, client_id), None)
-        if self._coordinator_member(group, client_id) is not None:
-            self._leave(group, client_id, host)
+        if await self._coordinator_member(group, client_id) is not None:
+            await self._leave(group, client_id, host)
         return master_pb.CloseResponseM2C(success=True, errCode=TubeErrorCode.SUCCESS, errMsg="OK!")
 
     def _next_event(self, member: TubeMember, assigned: set[TopicPartition]) -> Event | None:
@@ -222,18 +245,19 @@ class TubeBalancer:
 
     # ------------------------------------------------------------------------------- broker side
 
-    def check_owner(self, group: str, client_id: str, topic: str, partition: int, *, registering: bool) -> int:
+    async def check_owner(self, group: str, client_id: str, topic: str, partition: int, *, registering: bool) -> int:
         """The member epoch of ``client_id`` if the coordinator lets it own ``topic``-``partition``;
         otherwise TubeError: PARTITION_OCCUPIED when registering, DUPLICATE_PARTITION (another member
         owns it) or HB_NO_NODE (nobody does, or the client is no member) afterwards."""
-        member = self._coordinator_member(group, client_id)
+        members = await self._coordinator_members(group)
+        member = members.get(client_id)
         if member is None or (group, client_id) not in self.members:
             raise TubeError(TubeErrorCode.HB_NO_NODE, f"Consumer {client_id} is not a registered member of group "
                             f"{group}; register with the master first")
         topic_meta = self.store.image.topics.get(topic)
         if topic_meta is not None and _owns(member, topic_meta.topic_id, partition):
             return member.member_epoch
-        other = self._other_owner(group, client_id, topic_meta.topic_id if topic_meta else None, partition)
+        other = _other_owner(members, client_id, topic_meta.topic_id if topic_meta else None, partition)
         where = f"partition {topic}:{partition} of group {group}"
         if registering:
             raise TubeError(TubeErrorCode.PARTITION_OCCUPIED,
@@ -244,28 +268,25 @@ class TubeBalancer:
                             f"[Duplicated Request] {where} has been consumed by {other}; current consumer {client_id}")
         raise TubeError(TubeErrorCode.HB_NO_NODE, f"{where} is not assigned to {client_id}")
 
-    def member_epoch(self, group: str, client_id: str) -> int | None:
-        member = self._coordinator_member(group, client_id)
+    async def member_epoch(self, group: str, client_id: str) -> int | None:
+        member = await self._coordinator_member(group, client_id)
         return member.member_epoch if member is not None else None
 
     # ---------------------------------------------------------------------------------- helpers
 
-    def _coordinator_member(self, group: str, client_id: str) -> ConsumerGroupMember | None:
-        consumer_group = self.consumer_groups.group(group)
-        return consumer_group.members.get(client_id) if consumer_group is not None else None
+    async def _coordinator_members(self, group: str) -> dict[str, ConsumerGroupMember]:
+        try:
+            return await self.groups.consumer_group_members(group)
+        except KafkaError as e:
+            raise tube_error(e, f"group {group}") from None
 
-    def _other_owner(self, group: str, client_id: str, topic_id: uuid.UUID | None, partition: int) -> str | None:
-        consumer_group = self.consumer_groups.group(group)
-        if consumer_group is None or topic_id is None:
-            return None
-        for member_id, member in consumer_group.members.items():
-            if member_id != client_id and _owns(member, topic_id, partition):
-                return member_id
-        return None
+    async def _coordinator_member(self, group: str, client_id: str) -> ConsumerGroupMember | None:
+        return (await self._coordinator_members(group)).get(client_id)
 
-    def _heartbeat(self, group: str, client_id: str, epoch: int, topics: Iterable[str],
-                   owned: set[TopicPartition], host: str) -> set[TopicPartition]:
-        """One coordinator heartbeat; the partitions the member may own now, by name."""
+    async def _heartbeat(self, group: str, client_id: str, epoch: int, topics: Iterable[str],
+                         owned: set[TopicPartition], host: str) -> tuple[int, set[TopicPartition]]:
+        """One coordinator heartbeat: the member's epoch and the partitions it may own now, by name.
+        Raises the coordinator's KafkaError when it refuses (or its write is not committed)."""
         if not self.groups.active:
             raise TubeError(TubeErrorCode.SERVICE_UNAVAILABLE, "the group coordinator is not available")
         image = self.store.image
@@ -279,27 +300,19 @@ class TubeBalancer:
             subscribed_topic_names=list(topics),
             topic_partitions=[ConsumerGroupHeartbeatRequest.TopicPartitions(topic_id=t, partitions=ps)
                               for t, ps in by_topic.items()])
-        try:
-            response = self.groups.runtime.apply(
-                self.groups.partition_for(group),
-                lambda: self.consumer_groups.heartbeat(request, api_version=1, image=image, client_id=client_id,
-                                                       client_host="/" + host))
-        except KafkaError as e:
-            raise tube_error(e, f"group {group}") from None
-        assert response is not None
+        response = await self.groups.consumer_group_heartbeat(request, api_version=1, image=image,
+                                                              client_id=client_id, client_host="/" + host)
         names = {t.topic_id: t.name for t in image.topics.values()}
         assignment = response.assignment.topic_partitions if response.assignment is not None else []
-        return {(names[tp.topic_id], p) for tp in assignment if tp.topic_id in names for p in tp.partitions}
+        return response.member_epoch, {(names[tp.topic_id], p) for tp in assignment if tp.topic_id in names
+                                       for p in tp.partitions}
 
-    def _leave(self, group: str, client_id: str, host: str) -> None:
+    async def _leave(self, group: str, client_id: str, host: str) -> None:
         request = ConsumerGroupHeartbeatRequest(group_id=group, member_id=client_id,
                                                 member_epoch=LEAVE_GROUP_MEMBER_EPOCH)
-        image = self.store.image
         try:
-            self.groups.runtime.apply(
-                self.groups.partition_for(group),
-                lambda: self.consumer_groups.heartbeat(request, api_version=1, image=image, client_id=client_id,
-                                                       client_host="/" + host))
+            await self.groups.consumer_group_heartbeat(request, api_version=1, image=self.store.image,
+                                                       client_id=client_id, client_host="/" + host)
         except KafkaError as e:
             if e.code not in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.GROUP_ID_NOT_FOUND):
                 raise tube_error(e, f"group {group}") from None
@@ -321,6 +334,21 @@ class TubeBalancer:
 
 def _names(partitions: Iterable[TopicPartition]) -> str:
     return ", ".join(f"{t}:{p}" for t, p in sorted(partitions))
+
+
+def _not_registered(group: str, client_id: str) -> TubeError:
+    return TubeError(TubeErrorCode.HB_NO_NODE, f"Consumer {client_id} of group {group} is not registered "
+                     "(or was fenced by the group coordinator); register again")
+
+
+def _other_owner(members: dict[str, ConsumerGroupMember], client_id: str, topic_id: uuid.UUID | None,
+                 partition: int) -> str | None:
+    if topic_id is None:
+        return None
+    for member_id, member in members.items():
+        if member_id != client_id and _owns(member, topic_id, partition):
+            return member_id
+    return None
 
 
 def _owns(member: ConsumerGroupMember, topic_id: uuid.UUID, partition: int) -> bool:

@@ -20,19 +20,20 @@ getMessages              411 / 412 as above (the client drops the partition); 40
 commit                   401 UNAUTHORIZED: not registered by this client
 any of them              503 SERVICE_UNAVAILABLE (cluster mode): the group coordinator's write (an
                          offset commit, the member's ownership) did not reach the in-sync replicas
-                         in time, or the coordinator moved (:mod:`tidelog.server.tubemq.committed`)
+                         in time, or the coordinator moved
 =======================  ===================================================================
 
 Offsets follow :mod:`tidelog.server.tubemq.offsets`. Reads are read_committed: up to the last stable
-offset, without the records of aborted transactions. Loop-only, not thread-safe.
+offset, without the records of aborted transactions. Every handler is ``async``: ownership and
+offsets come from the group service, whose calls return once the coordinator's writes they made or
+reflect are committed (:mod:`tidelog.coordinator.group.service` rule 1), so an answer never reports
+what the ISR may still lose. Loop-only, not thread-safe.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
 
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.tubemq.error_code import TubeError, TubeErrorCode
@@ -42,15 +43,12 @@ from tidelog.protocol.tubemq.rpc import Method
 from tidelog.replica.fetch import READ_COMMITTED, PartitionFetch
 from tidelog.replica.manager import ReplicaManager
 from tidelog.server.tubemq.balancer import TubeBalancer
-from tidelog.server.tubemq.committed import Answer, when_committed
 from tidelog.server.tubemq.dispatcher import TubeContext, tube_method
 from tidelog.server.tubemq.offsets import TubeOffsets
 from tidelog.server.tubemq.producer import check_partition
 from tidelog.server.tubemq.record import kafka_offset, transfered_messages, tube_offset
 
 log = logging.getLogger(__name__)
-
-R = TypeVar("R")
 
 OP_REGISTER = 31
 OP_UNREGISTER = 32
@@ -74,41 +72,42 @@ class ConsumerService:
     # --------------------------------------------------------------------------- registration
 
     @tube_method(Method.CONSUMER_REGISTER_C2B)
-    def register(self, ctx: TubeContext, request: broker_pb.RegisterRequestC2B) -> Answer[broker_pb.RegisterResponseB2C]:
+    async def register(self, ctx: TubeContext, request: broker_pb.RegisterRequestC2B) -> broker_pb.RegisterResponseB2C:
         client_id, group, topic = _text(request.clientId, "clientId"), _text(request.groupName, "groupName"), \
             request.topicName.strip()
         key = (group, topic, request.partitionId)
         if request.opType == OP_UNREGISTER:  # also for a topic deleted meanwhile: the registration goes
-            return self._unregister(key, client_id, request.readStatus)
+            return await self._unregister(key, client_id, request.readStatus)
         check_partition(self.replicas, topic, request.partitionId)
         if request.opType != OP_REGISTER:
             raise TubeError(TubeErrorCode.BAD_REQUEST, f"Invalid request: opType {request.opType} is neither "
                             f"{OP_REGISTER} (register) nor {OP_UNREGISTER} (unregister)")
-        epoch = self.balancer.check_owner(group, client_id, topic, request.partitionId, registering=True)
+        epoch = await self.balancer.check_owner(group, client_id, topic, request.partitionId, registering=True)
         log_start, end = self._bounds(topic, request.partitionId)
         requested = kafka_offset(request.currOffset) if request.HasField("currOffset") and request.currOffset >= 0 \
             else None
-        offset = self.offsets.load(key, (client_id, epoch), request.readStatus, requested, log_start, end)
+        offset = await self.offsets.load(key, (client_id, epoch), request.readStatus, requested, log_start, end)
         filters = frozenset(f.strip() for f in request.filterCondStr if f.strip())
         self.registrations[key] = Registration(client_id, filters or None)
-        return self._when_committed(group, broker_pb.RegisterResponseB2C(
-            success=True, errCode=TubeErrorCode.SUCCESS, errMsg="OK!", currOffset=tube_offset(offset),
-            maxOffset=tube_offset(end)))
+        return broker_pb.RegisterResponseB2C(success=True, errCode=TubeErrorCode.SUCCESS, errMsg="OK!",
+                                             currOffset=tube_offset(offset), maxOffset=tube_offset(end))
 
-    def _unregister(self, key: tuple[str, str, int], client_id: str, read_status: int) -> Answer[broker_pb.RegisterResponseB2C]:
+    async def _unregister(self, key: tuple[str, str, int], client_id: str, read_status: int
+                          ) -> broker_pb.RegisterResponseB2C:
         self._registered(key, client_id, TubeErrorCode.HB_NO_NODE, TubeErrorCode.DUPLICATE_PARTITION)
         del self.registrations[key]
-        epoch = self.balancer.member_epoch(key[0], client_id)
         message = "OK!"
         try:
+            epoch = await self.balancer.member_epoch(key[0], client_id)
             if epoch is None:
                 raise TubeError(TubeErrorCode.HB_NO_NODE, f"{client_id} is no longer a member of group {key[0]}")
-            self.offsets.confirm(key, (client_id, epoch), read_status == 0)
+            await self.offsets.confirm(key, (client_id, epoch), read_status == 0)
         except TubeError as e:
             self.offsets.forget(key)
+            if e.code == TubeErrorCode.SERVICE_UNAVAILABLE:
+                raise  # the commit may not have reached the in-sync replicas: never success
             message = f"OK! (unregistered; the last pack's offset was not committed: {e.message})"
-        return self._when_committed(key[0], broker_pb.RegisterResponseB2C(success=True, errCode=TubeErrorCode.SUCCESS,
-                                                                          errMsg=message))
+        return broker_pb.RegisterResponseB2C(success=True, errCode=TubeErrorCode.SUCCESS, errMsg=message)
 
     def _registered(self, key: tuple[str, str, int], client_id: str, missing: TubeErrorCode,
                     other: TubeErrorCode) -> Registration:
@@ -125,7 +124,7 @@ class ConsumerService:
     # ------------------------------------------------------------------------------- heartbeat
 
     @tube_method(Method.CONSUMER_HEARTBEAT_C2B)
-    def heartbeat(self, ctx: TubeContext, request: broker_pb.HeartBeatRequestC2B) -> Answer[broker_pb.HeartBeatResponseB2C]:
+    async def heartbeat(self, ctx: TubeContext, request: broker_pb.HeartBeatRequestC2B) -> broker_pb.HeartBeatResponseB2C:
         client_id, group = _text(request.clientId, "clientId"), _text(request.groupName, "groupName")
         failures = []
         for text in request.partitionInfo:
@@ -133,36 +132,38 @@ class ConsumerService:
                 ref = parse_partition(text)
             except NotationError as e:
                 raise TubeError(TubeErrorCode.BAD_REQUEST, f"partitionInfo: {e}") from None
-            code = self._heartbeat_failure(group, client_id, ref)
+            code = await self._heartbeat_failure(group, client_id, ref)
             if code is not None:
                 failures.append(failure_info(code, ref))
-        return self._when_committed(group, broker_pb.HeartBeatResponseB2C(
-            success=True, errCode=TubeErrorCode.SUCCESS, errMsg="OK!", hasPartFailure=bool(failures),
-            failureInfo=failures))
+        return broker_pb.HeartBeatResponseB2C(success=True, errCode=TubeErrorCode.SUCCESS, errMsg="OK!",
+                                              hasPartFailure=bool(failures), failureInfo=failures)
 
-    def _heartbeat_failure(self, group: str, client_id: str, ref: PartitionRef) -> int | None:
+    async def _heartbeat_failure(self, group: str, client_id: str, ref: PartitionRef) -> int | None:
         key = (group, ref.topic, ref.partition)
         try:
             self._registered(key, client_id, TubeErrorCode.HB_NO_NODE, TubeErrorCode.DUPLICATE_PARTITION)
-            self.balancer.check_owner(group, client_id, ref.topic, ref.partition, registering=False)
+            await self.balancer.check_owner(group, client_id, ref.topic, ref.partition, registering=False)
         except TubeError as e:
+            if e.code == TubeErrorCode.SERVICE_UNAVAILABLE:
+                raise  # the coordinator cannot say (moved, or its writes not committed): no answer per partition
             return int(e.code)
         return None
 
     # ---------------------------------------------------------------------------- get messages
 
     @tube_method(Method.GET_MESSAGES_C2B)
-    def get_messages(self, ctx: TubeContext, request: broker_pb.GetMessageRequestC2B) -> Answer[broker_pb.GetMessageResponseB2C]:
+    async def get_messages(self, ctx: TubeContext, request: broker_pb.GetMessageRequestC2B
+                           ) -> broker_pb.GetMessageResponseB2C:
         client_id, group, topic = _text(request.clientId, "clientId"), _text(request.groupName, "groupName"), \
             request.topicName.strip()
         partition = request.partitionId
         key = (group, topic, partition)
         registration = self._registered(key, client_id, TubeErrorCode.HB_NO_NODE, TubeErrorCode.DUPLICATE_PARTITION)
         check_partition(self.replicas, topic, partition)
-        epoch = self.balancer.check_owner(group, client_id, topic, partition, registering=False)
+        epoch = await self.balancer.check_owner(group, client_id, topic, partition, registering=False)
         member = (client_id, epoch)
         log_start, end = self._bounds(topic, partition)
-        start = self.offsets.start_of_fetch(key, member, request.lastPackConsumed, log_start, end)
+        start = await self.offsets.start_of_fetch(key, member, request.lastPackConsumed, log_start, end)
         if start >= end:
             raise TubeError(TubeErrorCode.NOT_FOUND, "The request offset reached maxOffset!")
         topic_id = self.replicas.image.topics[topic].topic_id
@@ -176,37 +177,34 @@ class ConsumerService:
         result = transfered_messages(data, start, read.aborted, registration.msg_types)
         if result.next_offset <= start:
             raise TubeError(TubeErrorCode.NOT_FOUND, "The request offset reached maxOffset!")
-        self.offsets.after_fetch(key, member, result.next_offset, len(result.messages))
-        # Not delivered if the wait fails: the pack is not tentative then (a retry reads it again).
-        return self._when_committed(group, broker_pb.GetMessageResponseB2C(
-            success=True, errCode=TubeErrorCode.SUCCESS, errMsg="OK!", messages=result.messages,
-            currOffset=tube_offset(start), maxOffset=tube_offset(end)), on_failed=lambda: self.offsets.forget(key))
+        # The pack becomes tentative only once every wait above succeeded (a failed one answers 503 and
+        # a retry reads the pack again).
+        await self.offsets.after_fetch(key, member, result.next_offset, len(result.messages))
+        return broker_pb.GetMessageResponseB2C(success=True, errCode=TubeErrorCode.SUCCESS, errMsg="OK!",
+                                               messages=result.messages, currOffset=tube_offset(start),
+                                               maxOffset=tube_offset(end))
 
     # ---------------------------------------------------------------------------------- commit
 
     @tube_method(Method.CONSUMER_COMMIT_C2B)
-    def commit(self, ctx: TubeContext, request: broker_pb.CommitOffsetRequestC2B) -> Answer[broker_pb.CommitOffsetResponseB2C]:
+    async def commit(self, ctx: TubeContext, request: broker_pb.CommitOffsetRequestC2B
+                     ) -> broker_pb.CommitOffsetResponseB2C:
         client_id, group, topic = _text(request.clientId, "clientId"), _text(request.groupName, "groupName"), \
             request.topicName.strip()
         key = (group, topic, request.partitionId)
         check_partition(self.replicas, topic, request.partitionId)
         self._registered(key, client_id, TubeErrorCode.UNAUTHORIZED, TubeErrorCode.UNAUTHORIZED)
-        epoch = self.balancer.member_epoch(group, client_id)
+        epoch = await self.balancer.member_epoch(group, client_id)
         if epoch is None:
             raise TubeError(TubeErrorCode.HB_NO_NODE, f"{client_id} is no longer a member of group {group}")
         consumed = request.lastPackConsumed if request.HasField("lastPackConsumed") else True
-        committed = self.offsets.confirm(key, (client_id, epoch), consumed)
+        committed = await self.offsets.confirm(key, (client_id, epoch), consumed)
         log_start, end = self._bounds(topic, request.partitionId)
-        return self._when_committed(group, broker_pb.CommitOffsetResponseB2C(
+        return broker_pb.CommitOffsetResponseB2C(
             success=True, errCode=TubeErrorCode.SUCCESS, errMsg="OK!",
-            currOffset=tube_offset(log_start if committed is None else committed), maxOffset=tube_offset(end)))
+            currOffset=tube_offset(log_start if committed is None else committed), maxOffset=tube_offset(end))
 
     # --------------------------------------------------------------------------------- helpers
-
-    def _when_committed(self, group: str, response: R, on_failed: Callable[[], None] | None = None) -> Answer[R]:
-        """``response`` once the group's coordinator writes are committed (:mod:`.committed`): every
-        answer here may reflect (or have made) an offset commit or the member's ownership."""
-        return when_committed(self.balancer.groups, group, response, on_failed)
 
     def _bounds(self, topic: str, partition: int) -> tuple[int, int]:
         """(log start offset, last stable offset): where a read_committed consumer may read."""

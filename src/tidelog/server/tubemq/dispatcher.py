@@ -15,7 +15,8 @@ Rules for what comes in (TubeMQ's RpcProtocol and NettyRpcServer do the same):
 * a handler raising :class:`~tidelog.protocol.tubemq.error_code.TubeError` -> the method's response
   with ``success=false`` and that ``errCode`` / ``errMsg``; :class:`RpcFailure` -> an exception body;
   anything else is logged and answered with errCode 500 (INTERNAL_SERVER_ERROR);
-* a handler returning an awaitable (its answer waits for the ISR, :mod:`.committed`) is answered
+* a handler returning an awaitable (an ``async`` handler: its answer waits for the group
+  coordinator's committed writes, or a message for the ISR) is answered
   when it completes, by the same rules; :meth:`TubeHandlerRegistry.dispatch` then returns an
   awaitable of the response frame.
 
@@ -130,7 +131,7 @@ class TubeHandlerRegistry:
 
     def dispatch(self, frame: Frame, client_host: str, connection_id: str) -> bytes | Awaitable[bytes]:
         """The response frame to ``frame`` (never raises for what the peer sent), or an awaitable of it
-        when the handler's answer waits (for the ISR, :mod:`tidelog.server.tubemq.committed`)."""
+        when the handler's answer waits (an ``async`` handler)."""
         try:
             request = decode_request(frame)
         except MalformedRequestError as e:
@@ -161,7 +162,7 @@ class TubeHandlerRegistry:
 
     async def _answer_later(self, spec: MethodSpec, serial_no: int, version: int,
                             pending: Awaitable[Message]) -> bytes:
-        """The response frame once a handler's answer is ready (:mod:`tidelog.server.tubemq.committed`)."""
+        """The response frame once a handler's answer is ready."""
         try:
             response = await pending
         except Exception as e:  # every failure is answered (_answer)

@@ -11,7 +11,13 @@ clients (TubeMQ does not create them either); unknown ones are simply left out, 
 reports as "Publish topic failure, make sure the topic ... exist".
 
 Consumers: :class:`~tidelog.server.tubemq.balancer.TubeBalancer` (the group coordinator does the
-balancing). Closing also drops what the client registered at the broker service.
+balancing, through the group service). Their handlers are ``async``: each is answered once the
+coordinator's writes it made or reflects are committed (in cluster mode: in the ISR of the group's
+``__consumer_offsets`` partition); a wait that fails is answered 503 SERVICE_UNAVAILABLE, never
+success. A consumer's master requests go to the broker that coordinates its group; the master
+service of another broker answers them with a StandbyException, as a TubeMQ standby master does, so
+a client that lists every broker's master finds the active one. Closing also drops what the client
+registered at the broker service.
 
 With ``tubemq.authentication.enable``, producers' and consumers' registers, heartbeats and consumers'
 closes must authenticate (:mod:`.authentication`); a consumer's unsigned first register (as
@@ -28,8 +34,6 @@ import zlib
 from collections import OrderedDict
 from collections.abc import Callable
 
-from google.protobuf.message import Message
-
 from tidelog.cluster.store import MetadataStore
 from tidelog.cluster.topic_config import TopicConfigs
 from tidelog.protocol.tubemq.error_code import TubeError, TubeErrorCode
@@ -38,7 +42,6 @@ from tidelog.protocol.tubemq.notation import BrokerAddress, topic_info
 from tidelog.protocol.tubemq.rpc import GENERIC_EXCEPTION, STANDBY_EXCEPTION, Method
 from tidelog.server.tubemq.authentication import TubeAuthenticator
 from tidelog.server.tubemq.balancer import TubeBalancer, flow_control
-from tidelog.server.tubemq.committed import Answer, coordinates, when_committed
 from tidelog.server.tubemq.consumer import ConsumerService
 from tidelog.server.tubemq.dispatcher import RpcFailure, TubeContext, tube_method
 
@@ -129,10 +132,11 @@ class MasterService:
     # ------------------------------------------------------------------------------- consumers
 
     @tube_method(Method.CONSUMER_REGISTER_C2M)
-    def consumer_register(self, ctx: TubeContext, request: master_pb.RegisterRequestC2M) -> Answer[master_pb.RegisterResponseM2C]:
+    async def consumer_register(self, ctx: TubeContext, request: master_pb.RegisterRequestC2M
+                                ) -> master_pb.RegisterResponseM2C:
         self._active_master(request)
         if self.authenticator is None:
-            return self._when_committed(request, self.balancer.register(ctx.client_host, request))
+            return await self.balancer.register(ctx.client_host, request)
         key = (request.groupName.strip(), request.clientId.strip())
         if _unsigned(request):
             # tubemq-client 1.13.0's consumer never signs its first register (it signs a heartbeat once the
@@ -144,15 +148,16 @@ class MasterService:
                                                  **flow_control(request))
         authorized = self.authenticator.check_master(request)
         self._pending.pop(key, None)
-        response = self.balancer.register(ctx.client_host, request)
+        response = await self.balancer.register(ctx.client_host, request)
         response.authorizedInfo.CopyFrom(authorized)
-        return self._when_committed(request, response)
+        return response
 
     @tube_method(Method.CONSUMER_HEARTBEAT_C2M)
-    def consumer_heartbeat(self, ctx: TubeContext, request: master_pb.HeartRequestC2M) -> Answer[master_pb.HeartResponseM2C]:
+    async def consumer_heartbeat(self, ctx: TubeContext, request: master_pb.HeartRequestC2M
+                                 ) -> master_pb.HeartResponseM2C:
         self._active_master(request)
         if self.authenticator is None:
-            return self._when_committed(request, self.balancer.heartbeat(ctx.client_host, request))
+            return await self.balancer.heartbeat(ctx.client_host, request)
         key = (request.groupName.strip(), request.clientId.strip())
         self._expire_pending()
         pending = self._pending.get(key)
@@ -162,10 +167,10 @@ class MasterService:
         authorized = self.authenticator.check_master(request)
         if pending is not None:
             del self._pending[key]
-            self.balancer.register(ctx.client_host, pending[0])
-        response = self.balancer.heartbeat(ctx.client_host, request)
+            await self.balancer.register(ctx.client_host, pending[0])
+        response = await self.balancer.heartbeat(ctx.client_host, request)
         response.authorizedInfo.CopyFrom(authorized)
-        return self._when_committed(request, response)
+        return response
 
     def _expire_pending(self) -> None:
         assert self.authenticator is not None
@@ -174,29 +179,24 @@ class MasterService:
             self._pending.popitem(last=False)
 
     @tube_method(Method.CONSUMER_CLOSE_CLIENT_C2M)
-    def consumer_close(self, ctx: TubeContext, request: master_pb.CloseRequestC2M) -> Answer[master_pb.CloseResponseM2C]:
+    async def consumer_close(self, ctx: TubeContext, request: master_pb.CloseRequestC2M) -> master_pb.CloseResponseM2C:
         self._active_master(request)
         if self.authenticator is not None:
             held = self._pending.pop((request.groupName.strip(), request.clientId.strip()), None)
             if held is not None and _unsigned(request):
                 return _ok(master_pb.CloseResponseM2C)  # it never joined anything
             self.authenticator.check_master(request)  # nobody else closes an authenticated consumer
-        response = self.balancer.close(ctx.client_host, request)
         self.consumers.forget_client(request.groupName.strip(), request.clientId.strip())
-        return self._when_committed(request, response)
+        return await self.balancer.close(ctx.client_host, request)
 
     def _active_master(self, request) -> None:
         """A consumer's master is the broker that coordinates its group: elsewhere a StandbyException,
         as a TubeMQ standby master answers (the Java client then tries the next master it was given)."""
         group = request.groupName.strip()
-        if group and not coordinates(self.balancer.groups, group):
+        if group and not self.balancer.coordinates(group):
             raise RpcFailure(STANDBY_EXCEPTION, f"this broker's master service is a standby for group {group}: its "
                              "group coordinator is another broker (list every broker's tubemq.master.listener in "
                              "the client's master addresses; docs/tubemq.md)")
-
-    def _when_committed(self, request, response: Message) -> Answer[Message]:
-        """``response`` once the group's coordinator writes are committed (:mod:`.committed`)."""
-        return when_committed(self.balancer.groups, request.groupName.strip(), response)
 
     # ------------------------------------------------------------------------------ not served
 

@@ -1,8 +1,8 @@
 """The asyncio shell of the TubeMQ front end: its listeners (master, broker) and connections.
 
 Read, feed, dispatch, write, as :mod:`tidelog.server.network` does for Kafka. A response is written
-as soon as its request is handled; one whose answer waits for the ISR (cluster mode,
-:mod:`tidelog.server.tubemq.committed`) is written when the wait ends, after responses to later
+as soon as its request is handled; one whose handler is ``async`` (its answer waits for the group
+coordinator's committed writes, or a message for the ISR) is written when it completes, after responses to later
 requests of the connection: TubeMQ clients match responses by serial number (the Java client keeps
 a callback per serial), so responses may go out in any order. A connection closed meanwhile gets
 nothing; closing the server cancels the waits. A frame that is not

@@ -14,13 +14,17 @@ Produce uses, with acks=all. What a bad request gets (TubeMQ's codes and message
 * the log refusing the append -> 503 SERVICE_UNAVAILABLE when it may pass later (not the leader, not
   enough replicas, ...), 500 otherwise; nothing is written then;
 * in cluster mode the answer waits until every in-sync replica has the message (acks=all,
-  :mod:`.committed`); a wait that fails (the request's timeout passes) -> 503.
+  :func:`when_replicated`, bounded by the request's timeout); a wait that fails -> 503. On a single
+  node nothing waits and the handler answers at once.
 
 A success answers ``messageId`` = the record's offset (also as decimal text in ``errMsg``, which old
 clients parse), ``appendTime`` and ``appendOffset`` = the TubeMQ offset of the message.
 """
 
 from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import TypeVar
 
 from tidelog.clock import Clock
 from tidelog.config import TopicConfig
@@ -31,11 +35,16 @@ from tidelog.protocol.tubemq.message import PayloadError, checksum, split_payloa
 from tidelog.protocol.tubemq.rpc import Method
 from tidelog.replica.manager import ReplicaManager
 from tidelog.server.tubemq.authentication import TubeAuthenticator
-from tidelog.server.tubemq.committed import Answer, when_replicated
 from tidelog.server.tubemq.dispatcher import TubeContext, tube_method
 from tidelog.server.tubemq.record import batch_of_message, tube_offset
 
 NO_CHECKSUM = -1
+#: How long a message waits for the ISR when its request names no timeout (the Java client's default).
+DEFAULT_TIMEOUT_MS = 10_000
+
+T = TypeVar("T")
+#: What a handler that may wait returns: its response, or an awaitable of it (cluster mode).
+Answer = T | Awaitable[T]
 
 #: Append failures a later retry may not meet (the producer marks the broker unavailable for a while).
 _RETRIABLE = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NOT_ENOUGH_REPLICAS,
@@ -51,6 +60,25 @@ def check_partition(replicas: ReplicaManager, topic: str, partition: int) -> Non
         raise TubeError(TubeErrorCode.FORBIDDEN, f"Topic {topic} not existed, please check your configure")
     if not 0 <= partition < len(meta.partitions):
         raise TubeError(TubeErrorCode.FORBIDDEN, f"Topic {topic}-{partition} not existed, please check your configure")
+
+
+def when_replicated(replicas: ReplicaManager, topic: str, partition: int, end_offset: int, timeout_ms: int,
+                    response: T) -> Answer[T]:
+    """``response``, once every in-sync replica of ``topic``-``partition`` has ``end_offset``
+    (acks=all): the response itself when nothing waits (a single node), else an awaitable of it that
+    raises 503 SERVICE_UNAVAILABLE when the wait fails."""
+    if not replicas.needs_acks_wait(topic, partition, -1):
+        return response
+
+    async def replicated() -> T:
+        code = await replicas.wait_for_acks(topic, partition, end_offset, timeout_ms if timeout_ms > 0
+                                            else DEFAULT_TIMEOUT_MS)
+        if code != ErrorCode.NONE:
+            raise TubeError(TubeErrorCode.SERVICE_UNAVAILABLE,
+                            f"Put message failed: {code.name}: the message did not reach the in-sync replicas")
+        return response
+
+    return replicated()
 
 
 class ProducerService:
@@ -103,4 +131,4 @@ class ProducerService:
             raise TubeError(TubeErrorCode.SERVICE_UNAVAILABLE, f"Put message failed: {e.code.name}: {e.message}") from None
 
 
-__all__ = ["NO_CHECKSUM", "ProducerService", "check_partition"]
+__all__ = ["DEFAULT_TIMEOUT_MS", "NO_CHECKSUM", "Answer", "ProducerService", "check_partition", "when_replicated"]

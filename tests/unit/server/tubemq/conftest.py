@@ -1,14 +1,17 @@
-"""A TubeMQ balancer on a real group coordinator (KIP-848 extension installed) over a real
+"""A TubeMQ balancer on a real group coordinator service (KIP-848 consumer groups) over a real
 ``__consumer_offsets`` log in tmp_path, a real metadata store and a ManualClock, plus a simulated
 TubeMQ consumer that heartbeats the way the Java client does (apply an event when it arrives,
-confirm it on the next heartbeat with a report of what it holds)."""
+confirm it on the next heartbeat with a report of what it holds). The balancer's calls are
+``async``; on a single node they complete without waiting (:func:`at_once`)."""
 
 from __future__ import annotations
 
 import functools
+import inspect
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,6 +33,20 @@ from tidelog.testing import ManualClock
 GROUP = "g"
 SESSION_MS = 10_000
 BROKER = BrokerAddress(0, "broker-host", 8123)
+
+
+def at_once(aw: Any) -> Any:
+    """The value of awaitable ``aw``, which must complete without waiting: on a single node every
+    coordinator write is committed when appended, so nothing waits. Fails if it would wait."""
+    if not inspect.isawaitable(aw):
+        return aw
+    steps = aw.__await__()
+    try:
+        steps.send(None)
+    except StopIteration as done:
+        return done.value
+    steps.close()
+    raise AssertionError("waited although nothing had to be committed")
 
 
 def topic_id(name: str) -> uuid.UUID:
@@ -58,9 +75,10 @@ class Harness:
         self.store = EmbeddedStore(tmp_path)
         self.store.open(BrokerInfo(0, "h", 9092))
         self.store.publish(image_with(t=4, u=2))
-        self.consumer_groups = GroupCoordinatorService(self.coordinator).consumer_groups
+        self.service = GroupCoordinatorService(self.coordinator)
+        self.consumer_groups = self.service.consumer_groups
         assert self.consumer_groups is not None
-        self.balancer = TubeBalancer(self.coordinator, self.consumer_groups, self.store, self.clock, lambda: BROKER)
+        self.balancer = TubeBalancer(self.service, self.store, self.clock, lambda: BROKER)
 
     def kafka_heartbeat(self, member_id: str, epoch: int, owned: set[int], topics: tuple[str, ...] = ("t",)):
         """A KIP-848 member of the same group heartbeating as a Kafka consumer does."""
@@ -69,8 +87,8 @@ class Harness:
             subscribed_topic_names=list(topics),
             topic_partitions=[ConsumerGroupHeartbeatRequest.TopicPartitions(topic_id=topic_id("t"),
                                                                              partitions=sorted(owned))] if owned else [])
-        return self.coordinator.runtime.apply(0, lambda: self.consumer_groups.heartbeat(
-            request, api_version=1, image=self.store.image, client_id="kafka", client_host="/127.0.0.1"))
+        return at_once(self.service.consumer_group_heartbeat(request, api_version=1, image=self.store.image,
+                                                             client_id="kafka", client_host="/127.0.0.1"))
 
     def exclusive(self) -> None:
         """The coordinator never lets two members own (or revoke) one partition."""
@@ -106,7 +124,7 @@ class SimClient:
             self.held = set(claimed)
         request = master_pb.RegisterRequestC2M(clientId=self.client_id, groupName=GROUP, hostName="10.0.0.9",
                                                topicList=list(self.topics), subscribeInfo=self._infos())
-        return self.h.balancer.register("10.0.0.9", request)
+        return at_once(self.h.balancer.register("10.0.0.9", request))
 
     def heartbeat(self) -> master_pb.HeartResponseM2C:
         request = master_pb.HeartRequestC2M(clientId=self.client_id, groupName=GROUP, reportSubscribeInfo=False)
@@ -115,7 +133,7 @@ class SimClient:
             request.reportSubscribeInfo = True
             request.subscribeInfo.extend(self._infos())
             self.done = None
-        response = self.h.balancer.heartbeat("10.0.0.9", request)
+        response = at_once(self.h.balancer.heartbeat("10.0.0.9", request))
         if response.HasField("event"):
             event = response.event
             partitions = {(i.partition.topic, i.partition.partition) for i in map(parse_subscribe_info,
@@ -132,7 +150,7 @@ class SimClient:
         return response
 
     def close(self) -> None:
-        self.h.balancer.close("10.0.0.9", master_pb.CloseRequestC2M(clientId=self.client_id, groupName=GROUP))
+        at_once(self.h.balancer.close("10.0.0.9", master_pb.CloseRequestC2M(clientId=self.client_id, groupName=GROUP)))
         self.held.clear()
 
 

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from tests.unit.server.tubemq.conftest import GROUP, SESSION_MS, Harness, SimClient, topic_id
+from tests.unit.server.tubemq.conftest import GROUP, SESSION_MS, Harness, SimClient, at_once, topic_id
 from tidelog.coordinator.group import RequestInfo
 from tidelog.protocol.messages import JoinGroupRequest
 from tidelog.protocol.tubemq.error_code import TubeError, TubeErrorCode
@@ -95,7 +95,7 @@ def test_a_silent_consumer_is_fenced_and_must_register_again(h: Harness) -> None
     settle(b)
     assert b.held == set(T)
     assert code_of(a.heartbeat) == TubeErrorCode.HB_NO_NODE
-    assert code_of(lambda: h.balancer.check_owner(GROUP, "a", "t", 0, registering=False)) == TubeErrorCode.HB_NO_NODE
+    assert code_of(lambda: at_once(h.balancer.check_owner(GROUP, "a", "t", 0, registering=False))) == TubeErrorCode.HB_NO_NODE
     a.register()  # TubeMQ clients register again after HB_NO_NODE; A still thinks it holds its old two
     settle(a, b)
     assert sorted([len(a.held), len(b.held)]) == [2, 2] and a.held.isdisjoint(b.held)
@@ -105,26 +105,26 @@ def test_the_broker_side_asks_the_coordinator_who_owns_a_partition(h: Harness) -
     a, b = SimClient(h, "a"), SimClient(h, "b")
     a.register()
     settle(a)
-    epoch = h.balancer.check_owner(GROUP, "a", "t", 0, registering=True)
+    epoch = at_once(h.balancer.check_owner(GROUP, "a", "t", 0, registering=True))
     assert epoch == h.consumer_groups.group(GROUP).members["a"].member_epoch
     b.register()
     b.heartbeat()
     theirs = next(iter(a.held))
     # B may not register A's partition (PARTITION_OCCUPIED), nor read it (DUPLICATE_PARTITION).
-    assert code_of(lambda: h.balancer.check_owner(GROUP, "b", *theirs, registering=True)) \
+    assert code_of(lambda: at_once(h.balancer.check_owner(GROUP, "b", *theirs, registering=True))) \
         == TubeErrorCode.PARTITION_OCCUPIED
-    assert code_of(lambda: h.balancer.check_owner(GROUP, "b", *theirs, registering=False)) \
+    assert code_of(lambda: at_once(h.balancer.check_owner(GROUP, "b", *theirs, registering=False))) \
         == TubeErrorCode.DUPLICATE_PARTITION
-    assert code_of(lambda: h.balancer.check_owner(GROUP, "nobody", "t", 0, registering=True)) \
+    assert code_of(lambda: at_once(h.balancer.check_owner(GROUP, "nobody", "t", 0, registering=True))) \
         == TubeErrorCode.HB_NO_NODE
     a.heartbeat()  # A gets its DISCONNECT; until it confirms, A still owns the partitions (revoking)
     released = a.events[-1][1]
     for tp in released:
-        assert h.balancer.check_owner(GROUP, "a", *tp, registering=False) == epoch
+        assert at_once(h.balancer.check_owner(GROUP, "a", *tp, registering=False)) == epoch
     settle(a, b)
     for tp in released:
-        h.balancer.check_owner(GROUP, "b", *tp, registering=True)
-        assert code_of(lambda tp=tp: h.balancer.check_owner(GROUP, "a", *tp, registering=False)) \
+        at_once(h.balancer.check_owner(GROUP, "b", *tp, registering=True))
+        assert code_of(lambda tp=tp: at_once(h.balancer.check_owner(GROUP, "a", *tp, registering=False))) \
             == TubeErrorCode.DUPLICATE_PARTITION
 
 
@@ -183,7 +183,7 @@ def test_registration_errors(h: Harness) -> None:
                 getattr(request, key).extend(value)
             else:
                 setattr(request, key, value)
-        return h.balancer.register("h", request)
+        return at_once(h.balancer.register("h", request))
 
     assert code_of(lambda: register(topicList=["missing", "t"])) == TubeErrorCode.TOPIC_NOT_DEPLOYED
     assert code_of(lambda: register(topicList=[" "])) == TubeErrorCode.BAD_REQUEST
@@ -191,8 +191,8 @@ def test_registration_errors(h: Harness) -> None:
     assert code_of(lambda: register(groupName="")) == TubeErrorCode.BAD_REQUEST
     assert code_of(lambda: register(requireBound=True)) == TubeErrorCode.BAD_REQUEST
     assert code_of(lambda: register(subscribeInfo=["not a subscription"])) == TubeErrorCode.BAD_REQUEST
-    assert code_of(lambda: h.balancer.heartbeat("h", master_pb.HeartRequestC2M(
-        clientId="c", groupName=GROUP, reportSubscribeInfo=False))) == TubeErrorCode.HB_NO_NODE
+    assert code_of(lambda: at_once(h.balancer.heartbeat("h", master_pb.HeartRequestC2M(
+        clientId="c", groupName=GROUP, reportSubscribeInfo=False)))) == TubeErrorCode.HB_NO_NODE
 
 
 def test_a_classic_kafka_group_that_cannot_be_upgraded_is_refused(h: Harness) -> None:
@@ -208,8 +208,8 @@ def test_a_classic_kafka_group_that_cannot_be_upgraded_is_refused(h: Harness) ->
     h.coordinator.poll()
     assert h.coordinator.groups["classic"].group_type == "classic"
     with pytest.raises(TubeError) as e:
-        h.balancer.register("h", master_pb.RegisterRequestC2M(clientId="c", groupName="classic", hostName="h",
-                                                               topicList=["t"]))
+        at_once(h.balancer.register("h", master_pb.RegisterRequestC2M(clientId="c", groupName="classic",
+                                                                      hostName="h", topicList=["t"])))
     assert e.value.code == TubeErrorCode.CONSUME_GROUP_FORBIDDEN and "Cannot upgrade classic group" in e.value.message
 
 

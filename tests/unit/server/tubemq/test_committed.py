@@ -1,4 +1,4 @@
-"""TubeMQ answers only once committed (:mod:`tidelog.server.tubemq.committed`): on a real group
+"""TubeMQ answers only once committed (the group service's calls, which the TubeMQ front end awaits): on a real group
 coordinator whose ``__consumer_offsets`` writer has a high watermark that lags its log end, as a
 cluster-mode leader's does until its followers fetch, the master's answers to a consumer's register,
 heartbeat and close, dispatched as TubeMQ frames, wait until the watermark passes the coordinator's
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.server.tubemq.conftest import BROKER, GROUP, Harness
+from tests.unit.server.tubemq.conftest import BROKER, GROUP, Harness, at_once
 from tidelog.cluster.topic_config import TopicConfigs
 from tidelog.config import TopicConfig
 from tidelog.coordinator.runtime import LogWriter
@@ -64,7 +64,7 @@ class LaggingWriter(LogWriter):
 
 
 def master_registry(h: Harness) -> TubeHandlerRegistry:
-    consumers = ConsumerService(None, h.balancer, TubeOffsets(h.coordinator))  # type: ignore[arg-type]
+    consumers = ConsumerService(None, h.balancer, TubeOffsets(h.service))  # type: ignore[arg-type]
     registry = TubeHandlerRegistry("master", frozenset({Service.MASTER}))
     registry.add(MasterService(h.store, TopicConfigs(TopicConfig.from_dict({})), h.balancer, consumers,
                                lambda: BROKER))
@@ -114,9 +114,9 @@ async def answers_wait(tmp_path: Path) -> None:
     register = await held(Method.CONSUMER_REGISTER_C2M, REGISTER)
     writer.replicate()
     assert answer(await asyncio.wait_for(register, 5), Method.CONSUMER_REGISTER_C2M).success
-    # Nothing written since: a heartbeat is answered at once.
+    # Nothing written since: a heartbeat is answered at once (without waiting).
     beat = dispatch(registry, Method.CONSUMER_HEARTBEAT_C2M, HEARTBEAT)
-    assert isinstance(beat, bytes) and answer(beat, Method.CONSUMER_HEARTBEAT_C2M).success
+    assert answer(at_once(beat), Method.CONSUMER_HEARTBEAT_C2M).success
     # Another member joins (written, not yet committed): a's heartbeat reflects that write and waits too.
     other = await held(Method.CONSUMER_REGISTER_C2M, master_pb.RegisterRequestC2M(
         clientId="b", groupName=GROUP, hostName="10.0.0.8", topicList=["t"]))
@@ -154,6 +154,40 @@ def test_on_a_single_node_nothing_waits(tmp_path: Path) -> None:
     registry = master_registry(h)
     for method, request in ((Method.CONSUMER_REGISTER_C2M, REGISTER), (Method.CONSUMER_HEARTBEAT_C2M, HEARTBEAT),
                             (Method.CONSUMER_CLOSE_CLIENT_C2M, CLOSE)):
-        data = dispatch(registry, method, request)
+        data = at_once(dispatch(registry, method, request))  # fails if it waits
         assert isinstance(data, bytes), method.name
         assert answer(data, method).success
+
+
+class ElsewhereWriter(LogWriter):
+    """The offsets log of a partition another broker leads."""
+
+    def owns(self, partition: int) -> bool:
+        return False
+
+
+def test_the_group_service_reads_tubemq_asks_wait_for_the_writes_they_reflect(tmp_path: Path) -> None:
+    asyncio.run(reads_wait(tmp_path))
+
+
+async def reads_wait(tmp_path: Path) -> None:
+    h = Harness(tmp_path, LaggingWriter)
+    writer: LaggingWriter = h.writer  # type: ignore[assignment]
+    assert h.service.coordinates(GROUP)  # leadership, no write: answered at once
+    register = asyncio.ensure_future(dispatch(master_registry(h), Method.CONSUMER_REGISTER_C2M, REGISTER))
+    members = asyncio.ensure_future(h.service.consumer_group_members(GROUP))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not members.done(), "the members were read before the join they reflect was committed"
+    writer.replicate()
+    assert "a" in await asyncio.wait_for(members, 5)
+    assert answer(await asyncio.wait_for(register, 5), Method.CONSUMER_REGISTER_C2M).success
+    # Nothing written since: read at once.
+    assert set(at_once(h.service.consumer_group_members(GROUP))) == {"a"}
+    assert at_once(h.service.consumer_group_members("no-such-group")) == {}
+
+
+def test_a_broker_that_does_not_lead_the_groups_partition_does_not_coordinate_it(tmp_path: Path) -> None:
+    h = Harness(tmp_path, lambda plog: ElsewhereWriter(lambda p: plog))
+    assert not h.service.coordinates(GROUP)
+    assert not h.balancer.coordinates(GROUP)
