@@ -108,3 +108,17 @@ def test_the_system_clock_waits_on_the_event_loop() -> None:
         await asyncio.sleep(0.05)
 
     asyncio.run(main())
+
+
+def test_cancelled_timers_do_not_pile_up() -> None:
+    async def main() -> None:
+        clock, fired = ManualClock(), []
+        for i in range(5_000):
+            clock.call_later(1_000 + i, lambda: fired.append("cancelled")).cancel()
+        clock.call_later(10_000, lambda: fired.append("kept"))
+        assert clock.pending_timers() == 1 and len(clock._timers) <= 1025
+        clock.advance(10_000)
+        await turns()
+        assert fired == ["kept"]
+
+    asyncio.run(main())

@@ -85,6 +85,9 @@ class ManualClock:
             due = loop is not None and timer.deadline_ms <= self._monotonic
             if not due:
                 heapq.heappush(self._timers, (timer.deadline_ms, next(self._sequence), timer))
+                if len(self._timers) > 1024:  # cancelled timers (re-armed wake-ups, ended sleeps) go
+                    self._timers = [entry for entry in self._timers if not entry[2].cancelled]
+                    heapq.heapify(self._timers)
         if due:
             timer._fire()
         return timer
