@@ -1,12 +1,23 @@
-"""Time, in one place: the only module of Tidelog that reads the clocks.
+"""Time, in one place: the only module of Tidelog that reads the clocks and arms timers on them.
 
-Components take a :class:`Clock`; tests inject ``tidelog.testing.ManualClock``.
+Components take a :class:`Clock` for what time it is *and* for waiting (``sleep``, ``call_later``);
+tests inject ``tidelog.testing.ManualClock``, whose waits end when the test advances it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import Callable
 from typing import Protocol
+
+
+class TimerHandle(Protocol):
+    """What :meth:`Clock.call_later` returns (an ``asyncio.TimerHandle`` is one)."""
+
+    def cancel(self) -> None:
+        """The callback will not run (no effect once it has)."""
+        ...
 
 
 class Clock(Protocol):
@@ -18,9 +29,18 @@ class Clock(Protocol):
         """Milliseconds from an arbitrary origin that never goes backwards (timeouts, expiry)."""
         ...
 
+    async def sleep(self, ms: float) -> None:
+        """Return once ``ms`` milliseconds of this clock's monotonic time have passed (a coroutine
+        of the running event loop; cancellable)."""
+        ...
+
+    def call_later(self, ms: float, fn: Callable[[], object]) -> TimerHandle:
+        """Run ``fn`` on the running event loop once ``ms`` milliseconds of this clock have passed."""
+        ...
+
 
 class SystemClock:
-    """The real clocks. Immutable, thread-safe."""
+    """The real clocks; waits are the running event loop's. Immutable, thread-safe."""
 
     __slots__ = ()
 
@@ -30,5 +50,12 @@ class SystemClock:
     def monotonic_ms(self) -> int:
         return time.monotonic_ns() // 1_000_000
 
+    async def sleep(self, ms: float) -> None:
+        await asyncio.sleep(max(0.0, ms) / 1000)
 
-__all__ = ["Clock", "SystemClock"]
+    def call_later(self, ms: float, fn: Callable[[], object]) -> asyncio.TimerHandle:
+        """The running loop's timer (components built before the loop runs look it up only when arming)."""
+        return asyncio.get_running_loop().call_later(max(0.0, ms) / 1000, fn)
+
+
+__all__ = ["Clock", "SystemClock", "TimerHandle"]

@@ -1,10 +1,9 @@
 """A real broker on the test's own event loop: no subprocess, no sockets between the test and the
 handlers, time on a :class:`~tidelog.testing.ManualClock` (unit-speed tests of the Kafka handlers).
 
-Time: the broker reads the ManualClock, and its timers are the event loop's; :func:`run` gives the
-scenario a loop whose clock :meth:`InProcessBroker.advance` moves together with the ManualClock, so
-that a session timeout, a transaction timeout or a retry backoff passes at once instead of in real
-time. What the broker times with the ``time`` module or real sleeps does not move with it.
+Time: the broker reads the ManualClock and waits on it (its timers, delayed operations, backoffs and
+periodic jobs are the clock's), so :meth:`InProcessBroker.advance` lets a session timeout, a
+transaction timeout or a retry backoff pass at once instead of in real time.
 
 The broker is the one ``tidelog serve`` runs (:class:`tidelog.server.broker.Broker`, a single node with
 its data in a temporary directory). A test speaks the wire contract only: it builds a request message,
@@ -63,14 +62,10 @@ class InProcessBroker:
         self._correlation = itertools.count(1)
 
     async def advance(self, ms: int) -> None:
-        """Let ``ms`` milliseconds pass: the ManualClock, and the event loop's clock when it is a
-        :class:`TimeTravellingLoop` (the timers then due run), then let the loop settle. What was
-        sent before starts first (its deadlines counted from the time before)."""
+        """Let ``ms`` milliseconds pass on the ManualClock (the broker's timers then due run), then let
+        the loop settle. What was sent before starts first (its deadlines counted from the time before)."""
         await self.settle()
         self.clock.advance(ms)
-        loop = asyncio.get_running_loop()
-        if isinstance(loop, TimeTravellingLoop):
-            loop.travel(ms / 1000)
         await self.settle()
 
     @staticmethod
@@ -151,23 +146,6 @@ class InProcessBroker:
             await asyncio.sleep(0.01)
 
 
-class TimeTravellingLoop(asyncio.SelectorEventLoop):
-    """An event loop whose clock can be moved forward: ``call_later`` timers (the broker's session
-    timeouts, delayed operations, backoffs) then come due at once."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._offset_s = 0.0
-
-    def time(self) -> float:
-        return super().time() + self._offset_s
-
-    def travel(self, seconds: float) -> None:
-        if seconds < 0:
-            raise ValueError("time does not go backwards")
-        self._offset_s += seconds
-
-
 def _read(part: Any) -> bytes:
     """A buffer of an encoded response as bytes; a file slice (has ``read``) read and released."""
     if isinstance(part, bytes | bytearray | memoryview):
@@ -196,8 +174,7 @@ def run(tmp_path: Path, scenario: Callable[[InProcessBroker], Awaitable[None]], 
         async with InProcessBroker(tmp_path / "data", overrides, clock) as b:
             await asyncio.wait_for(scenario(b), SCENARIO_TIMEOUT_S)
 
-    with asyncio.Runner(loop_factory=TimeTravellingLoop) as runner:
-        runner.run(main())
+    asyncio.run(main())
 
 
-__all__ = ["InProcessBroker", "TimeTravellingLoop", "batch", "run"]
+__all__ = ["InProcessBroker", "batch", "run"]

@@ -1,4 +1,5 @@
-"""The harness itself: its loop's clock moves when told, and a request it sends is what a client sends."""
+"""The harness itself: timers on its ManualClock come due when the clock moves, and a request it sends
+is what a client sends."""
 
 from __future__ import annotations
 
@@ -7,26 +8,27 @@ from pathlib import Path
 
 import pytest
 
-from tests.inprocess.harness import InProcessBroker, TimeTravellingLoop, run
+from tests.inprocess.harness import InProcessBroker, run
 from tidelog.errors import ErrorCode
 from tidelog.protocol.messages import ApiVersionsRequest, FetchRequest
+from tidelog.testing import ManualClock
 
 
-def test_a_timer_comes_due_when_the_loop_travels_past_it() -> None:
-    loop = TimeTravellingLoop()
-    fired: list[float] = []
-    try:
-        loop.call_later(3600, lambda: fired.append(loop.time()))
-        start = loop.time()
-        loop.run_until_complete(asyncio.sleep(0.01))
+def test_a_timer_comes_due_when_the_clock_moves_past_it() -> None:
+    async def scenario() -> None:
+        clock = ManualClock()
+        fired: list[int] = []
+        clock.call_later(3_600_000, lambda: fired.append(clock.monotonic_ms()))
+        start = clock.monotonic_ms()
+        await asyncio.sleep(0.01)
         assert fired == []
-        loop.travel(3600)
-        loop.run_until_complete(asyncio.sleep(0.01))
-        assert len(fired) == 1 and fired[0] - start >= 3600
+        clock.advance(3_600_000)
+        await asyncio.sleep(0.01)
+        assert fired == [start + 3_600_000]
         with pytest.raises(ValueError):
-            loop.travel(-1)
-    finally:
-        loop.close()
+            clock.advance(-1)
+
+    asyncio.run(scenario())
 
 
 def test_requests_go_through_the_codec_and_the_dispatcher(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import pytest
 from confluent_kafka import Producer
 
 from tests.integration.zookeeper import start_zookeeper
+from tidelog.clock import SystemClock
 from tidelog.peer.client import PeerClient, PeerSettings
 from tidelog.protocol.messages import FetchRequest, FetchResponse
 from tidelog.records.batch import RecordBatchView, iter_batches
@@ -90,7 +91,8 @@ def test_the_fetcher_follows_its_leader_through_a_restart(cluster: LocalCluster,
     peers = PeerClient(PeerSettings(address, request_timeout_ms=5000), f"tidelog-replica-fetcher-{FOLLOWER}")
 
     async def start() -> ReplicaFetcher:
-        fetcher = ReplicaFetcher(FOLLOWER, leader, peers, copy.build, copy.handle, backoff_ms=100, timeout_ms=5500)
+        fetcher = ReplicaFetcher(FOLLOWER, leader, peers, copy.build, copy.handle, SystemClock(), backoff_ms=100,
+                                 timeout_ms=5500)
         fetcher.start()
         return fetcher
 

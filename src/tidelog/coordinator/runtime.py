@@ -23,9 +23,10 @@ Kafka's ``CoordinatorRuntime`` for one event loop and a single node. Its rules:
    do not fire; a failed load answers NOT_COORDINATOR until the partition is unloaded.
 4. **Timers.** ``schedule(key, delay_ms, partition, op)`` writes ``op``'s result once the
    injected clock's monotonic time passes the deadline; scheduling an existing key replaces it,
-   ``cancel(key)`` forgets it. :meth:`poll` fires what is due: the broker arms one loop timer for the
-   next deadline through the injected ``schedule(delay_ms, callback)`` (the purgatory's shape), unit
-   tests advance a ``ManualClock`` and call :meth:`poll`.
+   ``cancel(key)`` forgets it. :meth:`poll` fires what is due: the broker arms one timer for the
+   next deadline through the injected ``schedule(delay_ms, callback)`` (the purgatory's shape), its
+   clock's :meth:`~tidelog.clock.Clock.call_later`, so the wake-up too is the clock's (a ``ManualClock``
+   wakes it when advanced); unit tests without an event loop advance a ``ManualClock`` and call :meth:`poll`.
 5. **Transactional writes.** A :class:`Result` with a ``producer_id`` is appended as a transactional
    batch of that producer and epoch (no sequence: a coordinator's write); its records are replayed
    with that producer id. The transaction's marker, written later through the replica manager, is

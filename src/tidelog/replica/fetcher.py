@@ -7,7 +7,7 @@ for every partition it is given, through the replicas' peer client (:class:`~tid
 one connection per leader, to its inter-broker listener, with that listener's TLS and SASL), waits
 for the answer (the leader long-polls up to ``replica.fetch.wait.max.ms``), hands it to the owner
 and asks again at once. A request that fails (leader unknown or unreachable, connection lost, no
-answer in time) is asked again after ``replica.fetch.backoff.ms``; so is a round in which every
+answer in time) is asked again after ``replica.fetch.backoff.ms`` (of the injected clock); so is a round in which every
 partition answered with an error. The peer client reconnects (with its own backoff).
 
 What a response means for a partition (append, truncate, back off) is the owner's (see
@@ -21,6 +21,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 
+from tidelog.clock import Clock
 from tidelog.peer.client import PeerBackingOff, PeerClient, PeerUnknown
 from tidelog.peer.connection import PeerRefusedError
 from tidelog.protocol.messages import FetchRequest, FetchResponse
@@ -37,13 +38,14 @@ HandleResponse = Callable[[int, FetchRequest, FetchResponse], bool]
 
 class ReplicaFetcher:
     def __init__(self, broker_id: int, leader_id: int, peers: PeerClient, build: BuildRequest,
-                 handle: HandleResponse, *, backoff_ms: int, timeout_ms: int) -> None:
+                 handle: HandleResponse, clock: Clock, *, backoff_ms: int, timeout_ms: int) -> None:
         self.broker_id = broker_id
         self.leader_id = leader_id
         self.peers = peers
         self._build = build
         self._handle = handle
-        self.backoff_s = backoff_ms / 1000
+        self.clock = clock
+        self.backoff_ms = backoff_ms
         self.timeout_ms = timeout_ms
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task | None = None
@@ -86,20 +88,20 @@ class ReplicaFetcher:
             except PeerRefusedError as e:
                 # once per reason (it repeats every backoff until an operator fixes the credentials)
                 (log.debug if str(e) == self._refusal else log.warning)(
-                    "broker %d: leader %d refused this broker's connection: %s; retrying every %g s",
-                    self.broker_id, self.leader_id, e, self.backoff_s)
+                    "broker %d: leader %d refused this broker's connection: %s; retrying every %d ms",
+                    self.broker_id, self.leader_id, e, self.backoff_ms)
                 self._refusal = str(e)
-                await asyncio.sleep(self.backoff_s)
+                await self.clock.sleep(self.backoff_ms)
                 continue
             except (PeerUnknown, PeerBackingOff) as e:  # not registered (yet), or reconnecting: said before
-                log.debug("broker %d: leader %d: %s; retrying in %g s", self.broker_id, self.leader_id, e,
-                          self.backoff_s)
-                await asyncio.sleep(self.backoff_s)
+                log.debug("broker %d: leader %d: %s; retrying in %d ms", self.broker_id, self.leader_id, e,
+                          self.backoff_ms)
+                await self.clock.sleep(self.backoff_ms)
                 continue
             except (TimeoutError, OSError, asyncio.IncompleteReadError, ConnectionError) as e:
-                log.info("broker %d: fetching from leader %d failed (%r); retrying in %g s", self.broker_id,
-                         self.leader_id, e, self.backoff_s)
-                await asyncio.sleep(self.backoff_s)
+                log.info("broker %d: fetching from leader %d failed (%r); retrying in %d ms", self.broker_id,
+                         self.leader_id, e, self.backoff_ms)
+                await self.clock.sleep(self.backoff_ms)
                 continue
             try:
                 go_on = self._handle(self.leader_id, request, response)
@@ -107,7 +109,7 @@ class ReplicaFetcher:
                 log.exception("broker %d: handling a fetch response from %d failed", self.broker_id, self.leader_id)
                 go_on = False
             if not go_on:
-                await asyncio.sleep(self.backoff_s)
+                await self.clock.sleep(self.backoff_ms)
 
 
 __all__ = ["FETCH_VERSION", "ReplicaFetcher"]

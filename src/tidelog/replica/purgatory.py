@@ -8,8 +8,9 @@ Rules:
 2. An operation that is still waiting at its deadline completes with ``timed_out=True``.
 3. An operation completes exactly once; completing removes it from every key it watched.
 
-Time comes from the injected clock and timers from the injected ``schedule(delay_ms, callback)``, so
-the purgatory is unit-tested with a ManualClock. Loop-only, not thread-safe.
+Time comes from the injected clock and timers from the injected ``schedule(delay_ms, callback)`` (the
+broker passes its clock's :meth:`~tidelog.clock.Clock.call_later`: deadline and wake-up are both the
+clock's), so the purgatory is unit-tested with a ManualClock. Loop-only, not thread-safe.
 """
 
 from __future__ import annotations

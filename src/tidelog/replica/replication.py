@@ -26,7 +26,8 @@ Driven by the metadata (:meth:`Replication.apply`, after the replica manager has
    if the ISR has meanwhile shrunk below ``min.insync.replicas``; REQUEST_TIMED_OUT at its timeout;
    NOT_LEADER_OR_FOLLOWER if leadership moved.
 
-Loop-only, not thread-safe.
+Time, its waits included (the ISR check, the ISR-write retry, the fetchers' backoff, acks=all
+timeouts), is the injected clock's. Loop-only, not thread-safe.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from tidelog.storage.log import PartitionLog
 from tidelog.storage.log_manager import LogManager
 
 #: pause before an ISR change that could not be written is proposed again
-ISR_RETRY_BACKOFF_S = 1.0
+ISR_RETRY_BACKOFF_MS = 1000
 
 log = logging.getLogger(__name__)
 
@@ -166,7 +167,7 @@ class Replication:
             if fetcher is None:
                 s = self.settings
                 fetcher = self.fetchers[leader_id] = ReplicaFetcher(
-                    self.broker_id, leader_id, self.peers, self.build_request, self.handle_response,
+                    self.broker_id, leader_id, self.peers, self.build_request, self.handle_response, self.clock,
                     backoff_ms=s.fetch_backoff_ms, timeout_ms=s.socket_timeout_ms + s.fetch_wait_max_ms)
                 fetcher.start()
             fetcher.wake()
@@ -303,9 +304,9 @@ class Replication:
     # ------------------------------------------------------------------------------- ISR (5)
 
     async def _maintain_isr(self) -> None:
-        interval = max(0.05, self.settings.replica_lag_time_max_ms / 2000)
+        interval_ms = max(50, self.settings.replica_lag_time_max_ms / 2)
         while True:
-            await asyncio.sleep(interval)
+            await self.clock.sleep(interval_ms)
             try:
                 self.check_isr()
             except Exception:
@@ -339,7 +340,7 @@ class Replication:
             if not written and self.leaders.get(key) is state and state.pending == isr:
                 # Proposals wait while a change is pending: hold it a moment before the next try, or a
                 # leader cut off from ZooKeeper would propose again on every follower fetch.
-                await asyncio.sleep(ISR_RETRY_BACKOFF_S)
+                await self.clock.sleep(ISR_RETRY_BACKOFF_MS)
                 if self.leaders.get(key) is state and state.pending == isr:
                     state.pending = None
 

@@ -40,7 +40,6 @@ import functools
 import logging
 import socket
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -132,11 +131,6 @@ def advertised_endpoint(listener: Listener, advertised: tuple[Listener, ...], bo
     return host, port or bound_port
 
 
-def _call_later(delay_ms: float, fn: Callable[[], None]) -> Any:
-    """Timers for components built before the event loop runs: the loop is looked up when needed."""
-    return asyncio.get_running_loop().call_later(delay_ms / 1000, fn)
-
-
 class Broker:
     def __init__(self, config: BrokerConfig, clock: Clock | None = None, *, use_sendfile: bool | None = None) -> None:
         self.config = config
@@ -167,7 +161,7 @@ class Broker:
 
         # The partitions this broker hosts, and what happens to their logs.
         self.events = events = LogEvents()
-        self.replicas = replicas = ReplicaManager(self.broker_id, logs, store, topic_configs, clock, _call_later, events,
+        self.replicas = replicas = ReplicaManager(self.broker_id, logs, store, topic_configs, clock, clock.call_later, events,
                                                   traffic=traffic, **mode.replica_options())
         self.housekeeping = LogHousekeeping(logs, clock, events)
         # Every partition-state decision, one at a time on the controller's queue: leadership moves on request
@@ -184,7 +178,7 @@ class Broker:
         self.group_coordinator = groups = GroupCoordinator(
             GroupConfig.from_broker_config(config), clock,
             ReplicaWriter(replicas, CONSUMER_OFFSETS.name, internal_topics.ensurer(CONSUMER_OFFSETS)),
-            _call_later, group_types=[ConsumerGroupType], image_source=lambda: store.image,
+            clock.call_later, group_types=[ConsumerGroupType], image_source=lambda: store.image,
             topic_exists=lambda name: name in store.image.topics)
         self.group_service = group_service = GroupCoordinatorService(groups)
         consumer_groups = group_service.consumer_groups
@@ -196,7 +190,7 @@ class Broker:
         self.transactions = transactions = TransactionCoordinator(
             TxnConfig.from_broker_config(config), clock,
             ReplicaWriter(replicas, TRANSACTION_STATE.name, internal_topics.ensurer(TRANSACTION_STATE)),
-            self.producer_ids.next_producer_id, self.marker_writer.send, _call_later,
+            self.producer_ids.next_producer_id, self.marker_writer.send, clock.call_later,
             coordinator_epoch=functools.partial(internal_topics.leader_epoch, TRANSACTION_STATE),
             confirm_marker=self.marker_writer.confirm)
         txn_service = TransactionCoordinatorService(transactions)
@@ -286,7 +280,7 @@ class Broker:
         self.metrics = (self._metrics(self.http, traffic, request_times, flush_latency)
                         if self.http is not None else None)
 
-        self.periodic = PeriodicJobs()
+        self.periodic = PeriodicJobs(clock)
         self._loaded = False
         self.stopped = asyncio.Event()
 

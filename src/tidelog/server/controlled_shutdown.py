@@ -5,7 +5,7 @@ Up to ``controlled.shutdown.max.retries`` times: find the controller in the meta
 ControlledShutdown (v3, through the peer client to its inter-broker listener; to itself in-process when this broker is the
 controller), and stop asking once the answer has no remaining partitions. An error, an unreachable
 controller or remaining partitions mean a pause of ``controlled.shutdown.retry.backoff.ms`` and
-another attempt. Then the broker stops as before (its ZooKeeper session closes, and the controller
+another attempt (pauses and timing on the injected clock). Then the broker stops as before (its ZooKeeper session closes, and the controller
 takes whatever is left as after a broker failure). Loop-only.
 """
 
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable
 
+from tidelog.clock import Clock
 from tidelog.cluster.metadata import MetadataImage
 from tidelog.errors import ErrorCode
 from tidelog.peer.client import PeerClient
@@ -29,12 +29,14 @@ VERSION = 3
 
 class ControlledShutdown:
     def __init__(self, broker_id: int, image: Callable[[], MetadataImage], leadership: PartitionController,
-                 peers: PeerClient | None, *, max_retries: int, backoff_ms: int, timeout_ms: int) -> None:
+                 peers: PeerClient | None, clock: Clock, *, max_retries: int, backoff_ms: int,
+                 timeout_ms: int) -> None:
         """``peers``: the client that reaches the controller (None: this broker only asks itself)."""
         self.broker_id = broker_id
         self._image = image
         self.leadership = leadership
         self.peers = peers
+        self.clock = clock
         self.max_retries = max_retries
         self.backoff_ms = backoff_ms
         self.timeout_ms = timeout_ms
@@ -48,7 +50,7 @@ class ControlledShutdown:
                 self.peers.close()
 
     async def _run(self) -> bool:
-        started = time.monotonic()
+        started = self.clock.monotonic_ms()
         for attempt in range(1, self.max_retries + 1):
             try:
                 code, remaining = await self._attempt()
@@ -56,12 +58,12 @@ class ControlledShutdown:
                 code, remaining = ErrorCode.NETWORK_EXCEPTION, []
                 log.warning("controlled shutdown: the controller could not be reached: %r", e)
             if code == ErrorCode.NONE and not remaining:
-                log.info("controlled shutdown succeeded in %.0f ms", (time.monotonic() - started) * 1000)
+                log.info("controlled shutdown succeeded in %d ms", self.clock.monotonic_ms() - started)
                 return True
             log.warning("controlled shutdown attempt %d of %d: %s, %d partitions remaining %s", attempt,
                         self.max_retries, code.name, len(remaining), remaining[:10])
             if attempt < self.max_retries:
-                await asyncio.sleep(self.backoff_ms / 1000)
+                await self.clock.sleep(self.backoff_ms)
         log.warning("controlled shutdown did not complete; stopping anyway")
         return False
 

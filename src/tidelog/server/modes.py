@@ -270,7 +270,7 @@ class _ClusterRuntime:
         self.hw_checkpoints = HighWatermarkCheckpoints(logs)
         self.controlled_shutdown = (ControlledShutdown(
             mode.broker_id, lambda: mode.store.image, leadership,
-            PeerClient(mode.peers, f"broker-{mode.broker_id}-controlled-shutdown"),
+            PeerClient(mode.peers, f"broker-{mode.broker_id}-controlled-shutdown"), mode.peers.clock,
             max_retries=config["controlled.shutdown.max.retries"],
             backoff_ms=config["controlled.shutdown.retry.backoff.ms"],
             timeout_ms=config["replica.socket.timeout.ms"])

@@ -1,5 +1,6 @@
 """The broker's periodic jobs (flushes, checkpoints, retention, compaction, idle connections, ...):
-each runs on the event loop every ``interval_ms``, a run that raises is logged and the job goes on."""
+each runs on the event loop every ``interval_ms`` of the injected clock, a run that raises is logged
+and the job goes on."""
 
 from __future__ import annotations
 
@@ -7,13 +8,16 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 
+from tidelog.clock import Clock
+
 log = logging.getLogger(__name__)
 
 Job = Callable[[], Awaitable[object]]
 
 
 class PeriodicJobs:
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
         self._tasks: list[asyncio.Future] = []
 
     def start(self, jobs: Iterable[tuple[float, Job]]) -> None:
@@ -25,10 +29,9 @@ class PeriodicJobs:
             task.cancel()
         self._tasks = []
 
-    @staticmethod
-    async def _every(interval_ms: float, job: Job) -> None:
+    async def _every(self, interval_ms: float, job: Job) -> None:
         while True:
-            await asyncio.sleep(interval_ms / 1000)
+            await self.clock.sleep(interval_ms)
             try:
                 await job()
             except Exception:

@@ -24,12 +24,12 @@ TxnOffsetCommit v4. A Produce answer further turns the coordinator's retriable e
 NOT_ENOUGH_REPLICAS (which old clients retry without refreshing metadata), and so
 CONCURRENT_TRANSACTIONS too unless the request added the partition (:func:`produce_error`).
 
-Loop-only; :meth:`TransactionVerifier.verify` is a coroutine only because of the retry backoff.
+Loop-only; :meth:`TransactionVerifier.verify` is a coroutine only because of the retry backoff (a wait on
+the injected clock).
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable
 from enum import Enum
 
@@ -159,8 +159,7 @@ class TransactionVerifier:
                     or ErrorCode.CONCURRENT_TRANSACTIONS not in errors.values()
                     or self.clock.monotonic_ms() - started >= self.retry_backoff_max_ms):
                 return errors
-            await asyncio.sleep(self.retry_backoff_ms / 1000)
-
+            await self.clock.sleep(self.retry_backoff_ms)
 
     def _remote_coordinator(self, transactional_id: str) -> int | None:
         """Cluster mode: the broker coordinating ``transactional_id`` when it is another one (the
