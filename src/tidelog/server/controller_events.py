@@ -31,6 +31,8 @@ from typing import TypeVar
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+#: How long :meth:`ControllerEventManager.stop` waits for the running event to end once cancelled.
+STOP_TIMEOUT_S = 5.0
 Event = Callable[[], Awaitable[None] | None]
 
 
@@ -49,15 +51,22 @@ class ControllerEventManager:
         self._wakeup = asyncio.Event()
         self._task = self._loop.create_task(self._run(), name="tidelog-controller-events")
 
-    async def stop(self) -> None:
-        """Stop processing (events still queued are dropped)."""
+    async def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
+        """Stop processing (events still queued are dropped). The running event is cancelled; one that
+        does not end within ``timeout_s`` (it swallowed the cancellation, or waits on something that
+        never answers) is left behind with a warning rather than holding up the broker's shutdown."""
         task, self._task = self._task, None
         if task is not None:
-            task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout_s
+            while not task.done():
+                task.cancel()  # again each round: a cancellation can be lost (wait_for's race in 3.11)
+                await asyncio.wait({task}, timeout=min(0.1, max(deadline - loop.time(), 0)))
+                if not task.done() and loop.time() >= deadline:
+                    log.warning("the controller's event queue did not stop within %.0f s; leaving it", timeout_s)
+                    break
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                log.warning("the controller's event queue ended with %r", task.exception())
         self._queue.clear()
         self._wake_idle()
 

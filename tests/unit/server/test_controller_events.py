@@ -107,3 +107,63 @@ def test_events_put_before_start_run_once_started() -> None:
 
     asyncio.run(main())
     assert sorted(ran) == [1, 2]
+
+
+def test_stop_does_not_hang_on_an_event_that_swallows_its_cancellation() -> None:
+    """A broker's shutdown stops the queue; an event that ignores being cancelled (or waits on an answer
+    that never comes) is left behind after the timeout instead of holding the shutdown forever."""
+    events = ControllerEventManager()
+    cancelled = 0
+    stopped = False
+
+    async def stubborn() -> None:
+        nonlocal cancelled
+        while True:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                cancelled += 1
+                if stopped:  # asyncio.run's own clean-up at the end of the test: give in
+                    raise
+                # swallowed while stop() runs: the loop goes on
+
+    async def main() -> float:
+        nonlocal stopped
+        events.start()
+        events.put(stubborn)
+        await asyncio.sleep(0.05)
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        await events.stop(timeout_s=0.5)
+        took = loop.time() - began
+        stopped = True
+        return took
+
+    took = asyncio.run(main())
+    assert cancelled >= 2  # cancelled again each round, not once
+    assert took < 5  # bounded by the timeout (0.5 s), with room for a loaded machine
+
+
+def test_stop_ends_an_event_whose_first_cancellation_is_lost() -> None:
+    events = ControllerEventManager()
+
+    async def main() -> bool:
+        done = asyncio.Event()
+
+        async def loses_one() -> None:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                pass  # the first cancellation lost (asyncio.wait_for's race in Python 3.11)
+            try:
+                await asyncio.sleep(3600)
+            finally:
+                done.set()
+
+        events.start()
+        events.put(loses_one)
+        await asyncio.sleep(0.05)
+        await events.stop(timeout_s=30)
+        return done.is_set()
+
+    assert asyncio.run(main())
