@@ -318,6 +318,10 @@ _BROKER_DEFS = [
     ConfigDef("transaction.version", _parse_int(0, 2), 2,
               "The transaction protocol the broker finalizes (Kafka's transaction.version feature): 2 is "
               "KIP-890's, where every transaction bumps the producer epoch.", topic=False),
+    ConfigDef("share.version", _parse_int(0, 2), 0,
+              "The share-group protocol the broker finalizes (Kafka's share.version feature, KIP-932): 0 serves "
+              "no share-group API. Share groups are being built (issue 27); until they are complete the "
+              "default stays 0.", topic=False),
     ConfigDef("max.incremental.fetch.session.cache.slots", _int(), 1000, "Fetch sessions kept.", topic=False),
     ConfigDef("metrics.listener", parse_http_endpoint, ("127.0.0.1", 9644),
               "HTTP listener for /metrics (Prometheus), /healthz, /readyz and the web console, as "
