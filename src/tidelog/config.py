@@ -322,6 +322,20 @@ _BROKER_DEFS = [
               "The share-group protocol the broker finalizes (Kafka's share.version feature, KIP-932): 0 serves "
               "no share-group API. Share groups are being built (issue 27); until they are complete the "
               "default stays 0.", topic=False),
+    ConfigDef("share.coordinator.state.topic.num.partitions", _int(1), 50,
+              "Partitions of __share_group_state (the share coordinator's topic, KIP-932).", topic=False),
+    ConfigDef("share.coordinator.state.topic.replication.factor", _int(1), 3,
+              "Replication factor of __share_group_state (at most the number of brokers).", topic=False),
+    ConfigDef("share.coordinator.state.topic.segment.bytes", _int(1), 104_857_600,
+              "Segment size of __share_group_state.", topic=False),
+    ConfigDef("share.coordinator.state.topic.min.isr", _int(1), 2,
+              "min.insync.replicas of __share_group_state (at most its replication factor).", topic=False),
+    ConfigDef("share.coordinator.snapshot.update.records.per.snapshot", _int(0), 500,
+              "ShareUpdate records written for a share partition before its next write is a whole ShareSnapshot.",
+              topic=False),
+    ConfigDef("share.coordinator.write.timeout.ms", _int(1), 5000,
+              "How long the share coordinator waits for a write to be committed (the ISR has it) before it "
+              "answers COORDINATOR_NOT_AVAILABLE.", topic=False),
     ConfigDef("max.incremental.fetch.session.cache.slots", _int(), 1000, "Fetch sessions kept.", topic=False),
     ConfigDef("metrics.listener", parse_http_endpoint, ("127.0.0.1", 9644),
               "HTTP listener for /metrics (Prometheus), /healthz, /readyz and the web console, as "

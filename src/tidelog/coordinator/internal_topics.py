@@ -8,7 +8,10 @@ that hash to the partitions this broker leads. Everything about such a topic is 
   size and (where Kafka has one) its ``min.insync.replicas``; its fixed topic configs;
 * how a key is **routed** to a partition (:meth:`InternalTopic.partition_for`: Kafka's
   ``Utils.abs(key.hashCode()) % partitions``);
-* the **FindCoordinator key type** it answers, and what DESCRIBE on the key is checked against;
+* the **FindCoordinator key type** it answers, and what is authorized before it is answered: DESCRIBE on
+  the key (a group, a transactional id), or, for the share coordinator's keys (only brokers ask for them),
+  CLUSTER_ACTION on the cluster (:attr:`InternalTopic.key_on_cluster`); the lowest FindCoordinator
+  version that may ask for the key type;
 * whether its coordinator takes every partition on before the topic exists (the transaction
   coordinator does: nothing can be in a topic not yet created).
 
@@ -29,8 +32,9 @@ from tidelog.cluster.controller import Controller, NewTopic
 from tidelog.cluster.metadata import MetadataImage, TopicMetadata
 from tidelog.config import BrokerConfig
 from tidelog.coordinator.runtime import partition_for
+from tidelog.coordinator.share.records import is_share_coordinator_key
 from tidelog.errors import ErrorCode
-from tidelog.security.acl import ResourceType
+from tidelog.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,8 +44,9 @@ class InternalTopic:
     name: str
     #: FindCoordinator's ``key_type`` whose keys live in this topic
     key_type: int
-    #: DESCRIBE on the key (a group id, a transactional id ...) is checked on this resource type;
-    #: refused, FindCoordinator answers ``key_denied``
+    #: DESCRIBE on the key (a group id, a transactional id ...) is checked on this resource type (with
+    #: ``key_on_cluster``: ``key_operation`` on the cluster resource instead); refused, FindCoordinator
+    #: answers ``key_denied``
     key_resource: ResourceType
     key_denied: ErrorCode
     num_partitions_config: str
@@ -53,6 +58,20 @@ class InternalTopic:
     configs: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     #: the coordinator takes every partition on before the topic exists (nothing can be in it yet)
     loads_before_creation: bool = False
+    #: the operation authorized before FindCoordinator answers for a key
+    key_operation: AclOperation = AclOperation.DESCRIBE
+    #: ``key_operation`` is checked on the cluster (``kafka-cluster``), not on the key
+    key_on_cluster: bool = False
+    #: the lowest FindCoordinator version that may ask for this key type (older: INVALID_REQUEST)
+    min_find_coordinator_version: int = 0
+    #: whether a key is well-formed (None: any string); a malformed key is INVALID_REQUEST
+    key_valid: Callable[[str], bool] | None = None
+
+    def authorization(self, key: str) -> tuple[AclOperation, ResourceType, str]:
+        """What FindCoordinator checks before answering for ``key``: (operation, resource type, name)."""
+        if self.key_on_cluster:
+            return self.key_operation, ResourceType.CLUSTER, CLUSTER_NAME
+        return self.key_operation, self.key_resource, key
 
     def partition_for(self, key: str, num_partitions: int) -> int:
         """The partition that owns ``key``."""
@@ -93,10 +112,33 @@ TRANSACTION_STATE = InternalTopic(
                               "unclean.leader.election.enable": "false"}),
     loads_before_creation=True)
 
+#: Kafka's share coordinator: share partitions' delivery state (FindCoordinator key type SHARE, KIP-932).
+#: Only brokers look it up: CLUSTER_ACTION on the cluster, FindCoordinator v6+. Kafka keeps this topic with
+#: the delete policy and no retention (its coordinator prunes it); Tidelog never prunes it.
+SHARE_GROUP_STATE = InternalTopic(
+    "__share_group_state", key_type=2, key_resource=ResourceType.CLUSTER,
+    key_denied=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+    num_partitions_config="share.coordinator.state.topic.num.partitions",
+    replication_factor_config="share.coordinator.state.topic.replication.factor",
+    segment_bytes_config="share.coordinator.state.topic.segment.bytes",
+    min_isr_config="share.coordinator.state.topic.min.isr",
+    configs=MappingProxyType({"cleanup.policy": "delete", "compression.type": "producer", "retention.ms": "-1"}),
+    key_operation=AclOperation.CLUSTER_ACTION, key_on_cluster=True, min_find_coordinator_version=6,
+    key_valid=is_share_coordinator_key)
+
 #: Every internal topic, one entry per coordinator.
-INTERNAL_TOPICS: tuple[InternalTopic, ...] = (CONSUMER_OFFSETS, TRANSACTION_STATE)
+INTERNAL_TOPICS: tuple[InternalTopic, ...] = (CONSUMER_OFFSETS, TRANSACTION_STATE, SHARE_GROUP_STATE)
 #: Their names: topics clients may not produce to, nor add to transactions; marked internal in metadata.
 INTERNAL_TOPIC_NAMES: frozenset[str] = frozenset(t.name for t in INTERNAL_TOPICS)
+
+
+def enabled_internal_topics(config: BrokerConfig) -> tuple[InternalTopic, ...]:
+    """The internal topics whose coordinators run with ``config``: ``__share_group_state`` only with share
+    groups (``share.version`` >= 1; without, FindCoordinator's SHARE key type is INVALID_REQUEST, as Kafka
+    answers without a share coordinator)."""
+    if config["share.version"] >= 1:
+        return INTERNAL_TOPICS
+    return tuple(t for t in INTERNAL_TOPICS if t is not SHARE_GROUP_STATE)
 
 
 def by_key_type(key_type: int, table: tuple[InternalTopic, ...] = INTERNAL_TOPICS) -> InternalTopic | None:
@@ -147,8 +189,10 @@ __all__ = [
     "CONSUMER_OFFSETS",
     "INTERNAL_TOPICS",
     "INTERNAL_TOPIC_NAMES",
+    "SHARE_GROUP_STATE",
     "TRANSACTION_STATE",
     "InternalTopic",
     "InternalTopicManager",
     "by_key_type",
+    "enabled_internal_topics",
 ]

@@ -56,11 +56,14 @@ from tidelog.coordinator.group.service import GroupCoordinatorService
 from tidelog.coordinator.internal_topics import (
     CONSUMER_OFFSETS,
     INTERNAL_TOPIC_NAMES,
+    SHARE_GROUP_STATE,
     TRANSACTION_STATE,
     InternalTopicManager,
+    enabled_internal_topics,
 )
 from tidelog.coordinator.leadership import CoordinatedTopic, CoordinatorLeadership, marker_listeners
 from tidelog.coordinator.runtime import ReplicaWriter
+from tidelog.coordinator.share.remote import share_state
 from tidelog.coordinator.txn import TransactionCoordinator, TxnConfig
 from tidelog.coordinator.txn.marker_writer import TxnMarkerWriter
 from tidelog.coordinator.txn.service import TransactionCoordinatorService
@@ -101,6 +104,7 @@ from tidelog.server.handlers.leadership import ElectLeadersHandler
 from tidelog.server.handlers.reassignment import ReassignmentHandlers
 from tidelog.server.handlers.sasl import SaslHandlers
 from tidelog.server.handlers.scram_credentials import ScramCredentialHandlers
+from tidelog.server.handlers.share_state import ShareStateHandlers
 from tidelog.server.internal_client import InternalClient
 from tidelog.server.modes import broker_mode
 from tidelog.server.network import ConnectionSettings, ListenerError, SocketServer
@@ -157,7 +161,8 @@ class Broker:
         self.controller = controller = Controller(store, self.broker_id, topic_configs, config,
                                                   internal_topics=INTERNAL_TOPIC_NAMES)
         # The coordinators' internal topics (coordinator/internal_topics.py): created on first use, found by key.
-        self.internal_topics = internal_topics = InternalTopicManager(controller, config, lambda: store.image)
+        self.internal_topics = internal_topics = InternalTopicManager(controller, config, lambda: store.image,
+                                                                         enabled_internal_topics(config))
 
         # The partitions this broker hosts, and what happens to their logs.
         self.events = events = LogEvents()
@@ -195,6 +200,13 @@ class Broker:
             confirm_marker=self.marker_writer.confirm)
         txn_service = TransactionCoordinatorService(transactions)
         coordinated.append(CoordinatedTopic(TRANSACTION_STATE, transactions))
+        # The share coordinator (KIP-932) and the broker's share-state persister, with share groups only.
+        self.share_coordinator, self.share_persister = share_state(
+            config, clock, ReplicaWriter(replicas, SHARE_GROUP_STATE.name, internal_topics.ensurer(SHARE_GROUP_STATE)),
+            clock.call_later, lambda: store.image, getattr(mode, "peers", None), self.broker_id
+        ) if config["share.version"] >= 1 else (None, None)
+        if self.share_coordinator is not None:
+            coordinated.append(CoordinatedTopic(SHARE_GROUP_STATE, self.share_coordinator))
         self.coordinators = CoordinatorLeadership(self.broker_id, config, coordinated)
         self.verifier = verifier = TransactionVerifier(
             transactions, replicas, clock, enabled=config["transaction.partition.verification.enable"],
@@ -242,6 +254,7 @@ class Broker:
             ElectLeadersHandler(leadership, auth),
             ReassignmentHandlers(store, leadership.reassign, auth),
             *mode_runtime.handlers(auth),
+            *([ShareStateHandlers(self.share_persister.local, auth)] if self.share_persister is not None else []),
         )
         # Client quotas (docs/security.md "Quotas"): measured and enforced around every handler.
         self.client_quotas = ClientQuotaManagers(config["quota.window.num"], config["quota.window.size.seconds"])
@@ -448,6 +461,8 @@ class Broker:
             await self.mode_runtime.shut_down()
         self.periodic.cancel()
         self.transactions.close()
+        if self.share_persister is not None:
+            self.share_persister.close()
         self.marker_writer.close()
         self.group_coordinator.close()
         self._serving = False

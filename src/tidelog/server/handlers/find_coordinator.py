@@ -1,8 +1,10 @@
 """FindCoordinator: where a key's coordinator is, the leader of the key's partition of its internal topic.
 
 The key type says which internal topic (:data:`~tidelog.coordinator.internal_topics.INTERNAL_TOPICS`:
-GROUP (0) ``__consumer_offsets``, TRANSACTION (1) ``__transaction_state``); the topic is created on
-first use, as Kafka does. DESCRIBE on the key is checked before anything is created. v4+ answers in
+GROUP (0) ``__consumer_offsets``, TRANSACTION (1) ``__transaction_state``, SHARE (2)
+``__share_group_state`` when share groups are enabled); the topic is created on first use, as Kafka
+does. DESCRIBE on the key (CLUSTER_ACTION on the cluster for SHARE, v6+ only, a key
+``group:topic id:partition``) is checked before anything is created. v4+ answers in
 the batched ``coordinator_keys`` form; a key type no internal topic answers is INVALID_REQUEST. An
 empty key is no error.
 """
@@ -14,7 +16,6 @@ from tidelog.coordinator.internal_topics import InternalTopicManager
 from tidelog.errors import ErrorCode
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import FindCoordinatorRequest, FindCoordinatorResponse
-from tidelog.security.acl import AclOperation
 from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
@@ -46,9 +47,14 @@ class FindCoordinatorHandler:
         internal = self.internal_topics.by_key_type(key_type)
         if internal is None:
             return ErrorCode.INVALID_REQUEST, f"unsupported coordinator key type {key_type}", NO_NODE
-        # DESCRIBE on the group / transactional id, checked before anything is created
-        if not self.authorizer.authorize(ctx, AclOperation.DESCRIBE, internal.key_resource, key):
+        if ctx.api_version < internal.min_find_coordinator_version:
+            return ErrorCode.INVALID_REQUEST, f"key type {key_type} needs FindCoordinator v{internal.min_find_coordinator_version}+", NO_NODE
+        # DESCRIBE on the group / transactional id (CLUSTER_ACTION on the cluster for a share-state key),
+        # checked before anything is created
+        if not self.authorizer.authorize(ctx, *internal.authorization(key)):
             return internal.key_denied, None, NO_NODE
+        if internal.key_valid is not None and not internal.key_valid(key):
+            return ErrorCode.INVALID_REQUEST, f"malformed coordinator key {key!r}", NO_NODE
         topic, partition = self.internal_topics.locate(internal, key)
         if topic is None or partition >= len(topic.partitions):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, None, NO_NODE
