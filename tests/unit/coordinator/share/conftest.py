@@ -13,8 +13,13 @@ import pytest
 
 from tidelog.config import TopicConfig
 from tidelog.coordinator.runtime import LogWriter
-from tidelog.coordinator.share.coordinator import SHARE_GROUP_STATE_TOPIC, ShareCoordinator, ShareCoordinatorConfig
+from tidelog.coordinator.share.coordinator import (
+    SHARE_GROUP_STATE_TOPIC,
+    ShareCoordinator,
+    ShareCoordinatorConfig,
+)
 from tidelog.coordinator.share.persister import SharePartitionKey
+from tidelog.errors import ErrorCode, KafkaError
 from tidelog.storage.loader import load_log
 from tidelog.storage.log import PartitionLog
 from tidelog.testing import ManualClock
@@ -22,6 +27,24 @@ from tidelog.testing import ManualClock
 PARTITIONS = 3
 TOPIC_ID = uuid.UUID("6f1a2b3c-4d5e-6f70-8192-a3b4c5d6e7f8")
 UNKNOWN_TOPIC_ID = uuid.UUID(int=42)
+
+
+class ShareWriter(LogWriter):
+    """The real log writer; ``fail_with`` makes appends fail as a lost leadership would, ``not_led`` holds the
+    partitions this broker does not lead."""
+
+    def __init__(self, logs: dict[int, PartitionLog]) -> None:
+        super().__init__(logs.__getitem__)
+        self.fail_with: ErrorCode | None = None
+        self.not_led: set[int] = set()
+
+    def append(self, partition: int, batch: bytes) -> int:
+        if self.fail_with is not None:
+            raise KafkaError(self.fail_with, "partition unavailable")
+        return super().append(partition, batch)
+
+    def owns(self, partition: int) -> bool:
+        return partition not in self.not_led
 
 
 def key(group: str = "g", partition: int = 0, topic_id: uuid.UUID = TOPIC_ID) -> SharePartitionKey:
@@ -38,7 +61,8 @@ class ShareHarness:
         self.coordinator = self._new()
 
     def _new(self) -> ShareCoordinator:
-        c = ShareCoordinator(self.config, self.clock, LogWriter(self.logs.__getitem__),
+        self.writer = ShareWriter(self.logs)
+        c = ShareCoordinator(self.config, self.clock, self.writer,
                              partition_exists=lambda topic_id, p: topic_id == TOPIC_ID and 0 <= p < 8)
         c.load(range(PARTITIONS))
         return c

@@ -1,0 +1,184 @@
+"""The share coordinator's RPCs on a real broker (share.version=1), spoken as the wire contract: the gate,
+FindCoordinator's SHARE key type, Initialize/Write/Read/Summary/Delete, the state read back after a restart,
+CLUSTER_ACTION, and ``__share_group_state`` created as Kafka creates it."""
+
+from __future__ import annotations
+
+import uuid
+
+from tidelog.errors import ErrorCode
+from tidelog.protocol.messages import (
+    ApiVersionsRequest,
+    DeleteShareGroupStateRequest,
+    DescribeConfigsRequest,
+    FindCoordinatorRequest,
+    InitializeShareGroupStateRequest,
+    MetadataRequest,
+    ReadShareGroupStateRequest,
+    ReadShareGroupStateSummaryRequest,
+    WriteShareGroupStateRequest,
+)
+from tidelog.security.principal import KafkaPrincipal
+
+from .harness import InProcessBroker, run
+
+SHARE = {"share.version": "1", "share.coordinator.state.topic.num.partitions": "3"}
+SHARE_APIS = {83, 84, 85, 86, 87}
+GROUP = "queue-1"
+
+
+async def topic_id(b: InProcessBroker, name: str) -> uuid.UUID:
+    return next(t.topic_id for t in (await b.request(MetadataRequest(topics=None), 12)).topics if t.name == name)
+
+
+def initialize(group: str, tid: uuid.UUID, partition: int, state_epoch: int, start_offset: int):
+    r = InitializeShareGroupStateRequest
+    return r(group_id=group, topics=[r.InitializeStateData(topic_id=tid, partitions=[
+        r.PartitionData(partition=partition, state_epoch=state_epoch, start_offset=start_offset)])])
+
+
+def write(group: str, tid: uuid.UUID, partition: int, state_epoch: int, leader_epoch: int, start_offset: int,
+          batches: list[tuple[int, int, int, int]]):
+    r = WriteShareGroupStateRequest
+    return r(group_id=group, topics=[r.WriteStateData(topic_id=tid, partitions=[r.PartitionData(
+        partition=partition, state_epoch=state_epoch, leader_epoch=leader_epoch, start_offset=start_offset,
+        state_batches=[r.StateBatch(first_offset=f, last_offset=la, delivery_state=s, delivery_count=c)
+                       for f, la, s, c in batches])])])
+
+
+def read(group: str, tid: uuid.UUID, partition: int, leader_epoch: int):
+    r = ReadShareGroupStateRequest
+    return r(group_id=group, topics=[r.ReadStateData(topic_id=tid, partitions=[
+        r.PartitionData(partition=partition, leader_epoch=leader_epoch)])])
+
+
+def summary(group: str, tid: uuid.UUID, partition: int):
+    r = ReadShareGroupStateSummaryRequest
+    return r(group_id=group, topics=[r.ReadStateSummaryData(topic_id=tid, partitions=[
+        r.PartitionData(partition=partition, leader_epoch=0)])])
+
+
+def delete(group: str, tid: uuid.UUID, partition: int):
+    r = DeleteShareGroupStateRequest
+    return r(group_id=group, topics=[r.DeleteStateData(topic_id=tid, partitions=[r.PartitionData(partition=partition)])])
+
+
+def only(response):
+    [t] = response.results
+    [p] = t.partitions
+    return p
+
+
+def batches(p) -> list[tuple[int, int, int, int]]:
+    return [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count) for b in p.state_batches]
+
+
+def find_share(key: str, version: int = 6) -> FindCoordinatorRequest:
+    if version >= 4:
+        return FindCoordinatorRequest(key_type=2, coordinator_keys=[key])
+    return FindCoordinatorRequest(key_type=2, key=key)
+
+
+def test_share_version_0_serves_no_share_state_api_and_no_share_coordinator(tmp_path):
+    async def scenario(b: InProcessBroker) -> None:
+        api_keys = {k.api_key for k in (await b.request(ApiVersionsRequest(), 2)).api_keys}
+        assert not api_keys & SHARE_APIS
+        r = await b.request(find_share(f"{GROUP}:{uuid.uuid4()}:0"), 6)
+        assert r.coordinators[0].error_code == ErrorCode.INVALID_REQUEST
+
+    run(tmp_path, scenario)
+
+
+def test_share_version_1_advertises_the_five_apis_and_finds_the_coordinator(tmp_path):
+    async def scenario(b: InProcessBroker) -> None:
+        versions = {k.api_key: (k.min_version, k.max_version)
+                    for k in (await b.request(ApiVersionsRequest(), 2)).api_keys}
+        assert {k: versions.get(k) for k in SHARE_APIS} == dict.fromkeys(SHARE_APIS, (0, 0))
+        key = f"{GROUP}:{uuid.uuid4()}:0"
+        found = await b.request(find_share(key), 6)
+        assert [(c.key, c.error_code, c.node_id) for c in found.coordinators] == [(key, 0, b.broker.broker_id)]
+        # SHARE needs FindCoordinator v6 and a well-formed key
+        assert (await b.request(find_share(key, 5), 5)).coordinators[0].error_code == ErrorCode.INVALID_REQUEST
+        assert (await b.request(find_share(key, 3), 3)).error_code == ErrorCode.INVALID_REQUEST
+        bad = await b.request(find_share("no-colons"), 6)
+        assert bad.coordinators[0].error_code == ErrorCode.INVALID_REQUEST
+
+    run(tmp_path, scenario, overrides=SHARE)
+
+
+def test_state_written_is_read_back_also_after_a_restart(tmp_path):
+    async def scenario(b: InProcessBroker) -> None:
+        await b.create_topic("jobs", 2)
+        tid = await topic_id(b, "jobs")
+        assert only(await b.request(read(GROUP, tid, 0, 0), 0)).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert only(await b.request(initialize(GROUP, tid, 0, 1, 0), 0)).error_code == 0
+        w = await b.request(write(GROUP, tid, 0, 1, 3, 0, [(0, 9, 0, 1), (2, 4, 2, 1)]), 0)
+        assert only(w).error_code == 0
+        w = await b.request(write(GROUP, tid, 0, 1, 3, 2, [(5, 5, 4, 5)]), 0)
+        assert only(w).error_code == 0
+        expected = [(2, 4, 2, 1), (5, 5, 4, 5), (6, 9, 0, 1)]
+        p = only(await b.request(read(GROUP, tid, 0, 3), 0))
+        assert (p.error_code, p.state_epoch, p.start_offset, batches(p)) == (0, 1, 2, expected)
+        await b.restart()
+        p = only(await b.request(read(GROUP, tid, 0, 3), 0))
+        assert (p.error_code, p.state_epoch, p.start_offset, batches(p)) == (0, 1, 2, expected)
+        s = only(await b.request(summary(GROUP, tid, 0), 0))
+        assert (s.error_code, s.state_epoch, s.leader_epoch, s.start_offset) == (0, 1, 3, 2)
+        # fencing survives the restart too
+        stale = await b.request(write(GROUP, tid, 0, 1, 2, -1, []), 0)
+        assert only(stale).error_code == ErrorCode.FENCED_LEADER_EPOCH
+        stale = await b.request(write(GROUP, tid, 0, 0, 3, -1, []), 0)
+        assert only(stale).error_code == ErrorCode.FENCED_STATE_EPOCH
+        assert only(await b.request(delete(GROUP, tid, 0), 0)).error_code == 0
+        assert only(await b.request(read(GROUP, tid, 0, 3), 0)).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+    run(tmp_path, scenario, overrides=SHARE)
+
+
+def test_unknown_topic_and_empty_group_id(tmp_path):
+    async def scenario(b: InProcessBroker) -> None:
+        p = only(await b.request(initialize(GROUP, uuid.uuid4(), 0, 0, 0), 0))
+        assert p.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        await b.create_topic("jobs")
+        p = only(await b.request(initialize("", await topic_id(b, "jobs"), 0, 0, 0), 0))
+        assert p.error_code == ErrorCode.INVALID_GROUP_ID
+
+    run(tmp_path, scenario, overrides=SHARE)
+
+
+def test_share_group_state_topic_is_created_as_kafka_creates_it(tmp_path):
+    async def scenario(b: InProcessBroker) -> None:
+        await b.create_topic("jobs")
+        assert only(await b.request(initialize(GROUP, await topic_id(b, "jobs"), 0, 0, 0), 0)).error_code == 0
+        md = await b.request(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="__share_group_state")]),
+                             12)
+        [t] = md.topics
+        assert (t.error_code, t.is_internal, len(t.partitions)) == (0, True, 3)
+        r = DescribeConfigsRequest
+        described = await b.request(r(resources=[r.DescribeConfigsResource(
+            resource_type=2, resource_name="__share_group_state",
+            configuration_keys=["cleanup.policy", "retention.ms", "compression.type"])]), 4)
+        values = {c.name: c.value for c in described.results[0].configs}
+        assert values == {"cleanup.policy": "delete", "retention.ms": "-1", "compression.type": "producer"}
+
+    run(tmp_path, scenario, overrides=SHARE)
+
+
+def test_cluster_action_is_required(tmp_path):
+    alice = KafkaPrincipal("User", "alice")
+
+    async def scenario(b: InProcessBroker) -> None:
+        await b.create_topic("jobs")  # as the super user
+        tid = await topic_id(b, "jobs")
+        for request in (initialize(GROUP, tid, 0, 0, 0), read(GROUP, tid, 0, 0), summary(GROUP, tid, 0),
+                        write(GROUP, tid, 0, 0, 0, 0, []), delete(GROUP, tid, 0)):
+            p = only(await b.request(request, 0, principal=alice))
+            assert p.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED, type(request).__name__
+        found = await b.request(find_share(f"{GROUP}:{tid}:0"), 6, principal=alice)
+        assert found.coordinators[0].error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        # nothing was initialized by the refused calls
+        assert only(await b.request(read(GROUP, tid, 0, 0), 0)).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+    run(tmp_path, scenario, overrides={**SHARE, "authorizer.class.name":
+                                       "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                                       "allow.everyone.if.no.acl.found": "false", "super.users": "User:ANONYMOUS"})
