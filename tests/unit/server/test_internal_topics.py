@@ -19,16 +19,18 @@ from tidelog.config import BrokerConfig, TopicConfig
 from tidelog.coordinator.internal_topics import (
     CONSUMER_OFFSETS,
     INTERNAL_TOPICS,
+    SHARE_GROUP_STATE,
     TRANSACTION_STATE,
     InternalTopic,
     InternalTopicManager,
+    enabled_internal_topics,
 )
 from tidelog.coordinator.runtime import partition_for
 from tidelog.errors import ErrorCode
 from tidelog.protocol import encode_request
 from tidelog.protocol.messages import FindCoordinatorRequest, ProduceRequest
 from tidelog.records import RecordBatchBuilder
-from tidelog.security.acl import ResourceType
+from tidelog.security.acl import AclOperation, ResourceType
 from tidelog.server.broker import Broker
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import HandlerRegistry
@@ -49,9 +51,32 @@ async def dispatch(handlers: HandlerRegistry, body, version: int):
 
 
 def test_the_table_names_each_coordinator_topic_once() -> None:
-    assert [t.name for t in INTERNAL_TOPICS] == ["__consumer_offsets", "__transaction_state"]
+    assert [t.name for t in INTERNAL_TOPICS] == ["__consumer_offsets", "__transaction_state", "__share_group_state"]
     assert len({t.key_type for t in INTERNAL_TOPICS}) == len(INTERNAL_TOPICS)  # one topic answers a key type
-    assert (CONSUMER_OFFSETS.key_type, TRANSACTION_STATE.key_type) == (0, 1)  # FindCoordinator's GROUP, TRANSACTION
+    # FindCoordinator's GROUP, TRANSACTION, SHARE
+    assert (CONSUMER_OFFSETS.key_type, TRANSACTION_STATE.key_type, SHARE_GROUP_STATE.key_type) == (0, 1, 2)
+
+
+def test_the_share_state_topic_is_enabled_by_share_version_only(tmp_path: Path) -> None:
+    off = broker_config(tmp_path)
+    on = BrokerConfig.from_props({"log.dirs": str(tmp_path), "share.version": "1"})
+    assert enabled_internal_topics(off) == (CONSUMER_OFFSETS, TRANSACTION_STATE)
+    assert enabled_internal_topics(on) == INTERNAL_TOPICS
+
+
+def test_the_share_state_topic_is_kafkas() -> None:
+    """Kafka 4.4's ShareCoordinatorConfig defaults and the topic configs its ShareCoordinatorService gives;
+    FindCoordinator authorizes its keys with CLUSTER_ACTION on the cluster (brokers only), from v6."""
+    config = BrokerConfig.from_props({"log.dirs": "/tmp/x", "share.version": "1"})
+    topic = SHARE_GROUP_STATE.new_topic(config, 3)
+    assert (topic.name, topic.num_partitions, topic.replication_factor) == ("__share_group_state", 50, 3)
+    assert dict(topic.configs) == {"cleanup.policy": "delete", "compression.type": "producer", "retention.ms": "-1",
+                                   "segment.bytes": "104857600", "min.insync.replicas": "2"}
+    assert SHARE_GROUP_STATE.authorization("g:t:0") == (AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER,
+                                                        "kafka-cluster")
+    assert CONSUMER_OFFSETS.authorization("g") == (AclOperation.DESCRIBE, ResourceType.GROUP, "g")
+    assert SHARE_GROUP_STATE.key_denied == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    assert SHARE_GROUP_STATE.min_find_coordinator_version == 6
 
 
 def test_every_internal_topic_is_created_with_its_configs_and_found_by_find_coordinator(tmp_path: Path) -> None:
@@ -64,8 +89,9 @@ def test_every_internal_topic_is_created_with_its_configs_and_found_by_find_coor
         broker = Broker(config)
         await broker.start()
         try:
-            assert [c.topic for c in broker.coordinators.coordinated] == list(INTERNAL_TOPICS)
-            for entry in INTERNAL_TOPICS:
+            enabled = enabled_internal_topics(config)  # share.version 0: no __share_group_state
+            assert [c.topic for c in broker.coordinators.coordinated] == list(enabled)
+            for entry in enabled:
                 assert entry.name not in broker.store.image.topics  # created on first use only
                 old = await dispatch(broker.handlers, FindCoordinatorRequest(key="k-1", key_type=entry.key_type), 3)
                 assert (old.error_code, old.node_id, old.port) == (0, 7, broker.port), old
@@ -95,6 +121,8 @@ def test_every_internal_topic_is_created_with_its_configs_and_found_by_find_coor
 
             bad = await dispatch(broker.handlers, FindCoordinatorRequest(key="k", key_type=9), 3)
             assert bad.error_code == ErrorCode.INVALID_REQUEST
+            disabled = await dispatch(broker.handlers, FindCoordinatorRequest(key_type=2, coordinator_keys=["k"]), 6)
+            assert disabled.coordinators[0].error_code == ErrorCode.INVALID_REQUEST
         finally:
             await broker.stop()
 
@@ -117,7 +145,7 @@ def test_a_new_table_entry_is_created_and_found_with_nothing_else_wired(tmp_path
     store = EmbeddedStore(tmp_path)
     store.open(BrokerInfo(1, "127.0.0.1", 9092, endpoints=(("PLAINTEXT", "127.0.0.1", 9092),)))
     config = BrokerConfig.from_props({"log.dirs": str(tmp_path), "offsets.topic.num.partitions": "4"})
-    table = (*INTERNAL_TOPICS, SHARE_STATE)
+    table = (*(t for t in INTERNAL_TOPICS if t is not SHARE_GROUP_STATE), SHARE_STATE)
     controller = Controller(store, 1, TopicConfigs(TopicConfig()), config,
                             internal_topics=frozenset(t.name for t in table))
     handlers = HandlerRegistry()
