@@ -7,7 +7,11 @@ from __future__ import annotations
 import uuid
 
 from tests.share_state_wire import batches, delete, find_share, initialize, only, read, summary, write
+from tidelog.clock import SystemClock
+from tidelog.coordinator.share.persister import DeliveryState, SharePartitionKey, StateBatch, StateWrite
+from tidelog.coordinator.share.remote import RemoteSharePersister
 from tidelog.errors import ErrorCode
+from tidelog.peer.client import PeerClient, PeerSettings
 from tidelog.protocol.messages import ApiVersionsRequest, DescribeConfigsRequest, MetadataRequest
 from tidelog.security.principal import KafkaPrincipal
 
@@ -125,3 +129,42 @@ def test_cluster_action_is_required(tmp_path):
     run(tmp_path, scenario, overrides={**SHARE, "authorizer.class.name":
                                        "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
                                        "allow.everyone.if.no.acl.found": "false", "super.users": "User:ANONYMOUS"})
+
+
+def test_the_remote_persister_speaks_to_the_share_coordinator_over_a_real_socket(tmp_path):
+    """Kafka's DefaultStatePersister's conversation: FindCoordinator (SHARE) then the RPC, to the broker's
+    listener through the broker-to-broker client; what it answers is what the coordinator decided."""
+
+    async def scenario(b: InProcessBroker) -> None:
+        await b.create_topic("jobs")
+        tid = await topic_id(b, "jobs")
+        me = b.broker.broker_id
+        settings = PeerSettings(lambda i: ("127.0.0.1", b.broker.port) if i == me else None)
+        remote = RemoteSharePersister(PeerClient(settings, "share-test"), lambda: [me], SystemClock(),
+                                      backoff_ms=10, max_attempts=2)
+        try:
+            k = SharePartitionKey(GROUP, tid, 0)
+            assert await remote.find_coordinator(k) == (ErrorCode.NONE, me)
+            assert await remote.initialize(k, 2, 5) == ErrorCode.NONE
+            written = (StateBatch(5, 9, DeliveryState.ACKNOWLEDGED, 1), StateBatch(10, 12, DeliveryState.AVAILABLE, 3))
+            assert await remote.write(k, StateWrite(2, 1, 5, written)) == ErrorCode.NONE
+            state = await remote.read(k, 1)
+            assert (state.error, state.state_epoch, state.start_offset, state.state_batches) == (
+                ErrorCode.NONE, 2, 5, written)
+            s = await remote.read_summary(k, 1)
+            assert (s.error, s.state_epoch, s.leader_epoch, s.start_offset) == (ErrorCode.NONE, 2, 1, 5)
+            assert await remote.write(k, StateWrite(1, 1, 5)) == ErrorCode.FENCED_STATE_EPOCH
+            assert (await remote.read(SharePartitionKey(GROUP, tid, 3), 0)).error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            assert await remote.delete(k) == ErrorCode.NONE
+            assert (await remote.read(k, 1)).error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        finally:
+            remote.close()
+        # no broker can be reached: retried, then the last retriable error
+        nowhere = RemoteSharePersister(PeerClient(PeerSettings(lambda i: None), "share-test"), lambda: [me],
+                                       SystemClock(), backoff_ms=1, max_attempts=2)
+        try:
+            assert await nowhere.initialize(SharePartitionKey(GROUP, tid, 0), 0, 0) == ErrorCode.NETWORK_EXCEPTION
+        finally:
+            nowhere.close()
+
+    run(tmp_path, scenario, overrides=SHARE)
