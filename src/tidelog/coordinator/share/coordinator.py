@@ -23,10 +23,13 @@ Rules:
    ``ShareSnapshot`` (the whole state, the snapshot epoch one higher); any other write a ``ShareUpdate``
    (only the batches written, folded onto the state at replay, :mod:`~tidelog.coordinator.share.state`).
 3. **Fencing.** Each share partition remembers the highest state epoch (from snapshots) and leader epoch
-   (from both record types) it has seen. A write with a lower state epoch answers FENCED_STATE_EPOCH, a
-   write or read with a lower leader epoch FENCED_LEADER_EPOCH; an initialize with a lower state epoch
-   FENCED_STATE_EPOCH. A read with a higher leader epoch writes it down (a ShareUpdate without batches),
-   so the previous leader of the topic partition is fenced from then on, also after a failover.
+   (from both record types) it has seen. Only an initialize sets the state epoch and only a read sets the
+   leader epoch (Kafka 4.2+, KAFKA-19456): a read with a higher leader epoch writes it down (a ShareUpdate
+   without batches), so the previous leader of the topic partition is fenced from then on, also after a
+   failover; a read at leader epoch -1 neither fences nor sets it. A write with a lower state epoch
+   answers FENCED_STATE_EPOCH, a write or read with a lower leader epoch FENCED_LEADER_EPOCH, an
+   initialize with a lower state epoch FENCED_STATE_EPOCH; a write with a higher epoch is applied without
+   changing the epochs. A negative epoch (other than a read's -1) is INVALID_REQUEST (KAFKA-20743).
 4. **Unknown state.** Reading or writing a share partition never initialized (or deleted) answers
    UNKNOWN_TOPIC_OR_PARTITION, as does any call for a topic partition the metadata does not have. A
    negative partition is INVALID_REQUEST.
@@ -196,6 +199,8 @@ class ShareCoordinator:
         invalid = self._invalid(key)
         if invalid is not None:
             return invalid[0]
+        if state_epoch < 0:
+            return ErrorCode.INVALID_REQUEST
         current = self.states.get(key)
         if current is not None and self.state_epochs.get(key, -1) > state_epoch:
             return ErrorCode.FENCED_STATE_EPOCH
@@ -212,6 +217,8 @@ class ShareCoordinator:
         invalid = self._invalid(key)
         if invalid is not None:
             return invalid[0]
+        if write.state_epoch < 0 or write.leader_epoch < 0:
+            return ErrorCode.INVALID_REQUEST
         current = self.states.get(key)
         if current is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -219,22 +226,23 @@ class ShareCoordinator:
             return ErrorCode.FENCED_LEADER_EPOCH
         if self.state_epochs.get(key, -1) > write.state_epoch:
             return ErrorCode.FENCED_STATE_EPOCH
-        self.runtime.apply(partition, lambda: self._write_record(key, current, write))
+        self.runtime.apply(partition, lambda: self._write_record(key, current, write, current.leader_epoch))
         return ErrorCode.NONE
 
-    def _write_record(self, key: SharePartitionKey, current: ShareGroupOffset, write: StateWrite) -> Result[None]:
+    def _write_record(self, key: SharePartitionKey, current: ShareGroupOffset, write: StateWrite,
+                      leader_epoch: int) -> Result[None]:
+        """A snapshot or an update (rule 2) of ``write`` with ``leader_epoch`` (the state epoch never
+        changes here: rule 3)."""
         if self.updates_since_snapshot.get(key, 0) >= self.config.snapshot_update_records_per_snapshot:
             start = current.start_offset if write.start_offset == -1 else write.start_offset
             new = dataclasses.replace(
-                current, snapshot_epoch=current.snapshot_epoch + 1, start_offset=start,
-                leader_epoch=current.leader_epoch if write.leader_epoch == -1 else write.leader_epoch,
-                state_epoch=current.state_epoch if write.state_epoch == -1 else write.state_epoch,
+                current, snapshot_epoch=current.snapshot_epoch + 1, start_offset=start, leader_epoch=leader_epoch,
                 delivery_complete_count=(current.delivery_complete_count if write.delivery_complete_count == -1
                                          else write.delivery_complete_count),
                 state_batches=combine_batches(current.state_batches, write.state_batches, start),
                 write_timestamp=self.clock.wall_ms())
             return self._record(key, True, new.to_snapshot())
-        update = ShareValue(snapshot_epoch=current.snapshot_epoch, leader_epoch=write.leader_epoch,
+        update = ShareValue(snapshot_epoch=current.snapshot_epoch, leader_epoch=leader_epoch,
                             start_offset=write.start_offset,
                             state_batches=combine_batches((), write.state_batches, write.start_offset),
                             delivery_complete_count=write.delivery_complete_count)
@@ -247,14 +255,18 @@ class ShareCoordinator:
         invalid = self._invalid(key)
         if invalid is not None:
             return _error_state(*invalid)
+        if leader_epoch < -1:
+            return _error_state(ErrorCode.INVALID_REQUEST, "the leader epoch must be -1 or more")
         current = self.states.get(key)
         if current is None:
             return _error_state(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "the share partition has no state")
+        if leader_epoch == -1:  # not a partition leader's read: no fencing, nothing written
+            return self._state(current, batches=True)
         if self.leader_epochs.get(key, -1) > leader_epoch:
             return _error_state(ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.FENCED_LEADER_EPOCH.message)
         if leader_epoch > self.leader_epochs.get(key, -1):
             self.runtime.apply(partition, lambda: self._write_record(
-                key, current, StateWrite(state_epoch=-1, leader_epoch=leader_epoch, start_offset=-1)))
+                key, current, StateWrite(state_epoch=-1, leader_epoch=leader_epoch, start_offset=-1), leader_epoch))
             current = self.states[key]
         return self._state(current, batches=True)
 

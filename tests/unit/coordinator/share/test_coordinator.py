@@ -105,14 +105,46 @@ def test_write_with_a_lower_state_epoch_is_fenced(share):
 def test_write_and_read_with_a_lower_leader_epoch_are_fenced_also_after_a_restart(share):
     c, k = share.coordinator, key()
     c.initialize(k, 0, 0)
-    assert c.write(k, StateWrite(0, 5, 0)) == ErrorCode.NONE
+    assert c.read(k, 5).error == ErrorCode.NONE  # the partition leader at epoch 5 reads: recorded
     assert c.write(k, StateWrite(0, 4, 0)) == ErrorCode.FENCED_LEADER_EPOCH
     assert c.read(k, 4).error == ErrorCode.FENCED_LEADER_EPOCH
+    assert c.write(k, StateWrite(0, 5, 0)) == ErrorCode.NONE
     # the new partition leader reads at a higher epoch: the old one is fenced from then on
     assert c.read(k, 7).error == ErrorCode.NONE
+    assert c.write(k, StateWrite(0, 5, 0)) == ErrorCode.FENCED_LEADER_EPOCH
     restarted = share.restart()
     assert restarted.write(k, StateWrite(0, 6, 0)) == ErrorCode.FENCED_LEADER_EPOCH
     assert restarted.write(k, StateWrite(0, 7, 0)) == ErrorCode.NONE
+
+
+def test_only_initialize_sets_the_state_epoch_and_only_read_the_leader_epoch(share):
+    """Kafka 4.2+ (KAFKA-19456): a write with higher epochs is applied, its epochs are not recorded."""
+    c, k = share.coordinator, key()
+    c.initialize(k, 1, 0)
+    c.read(k, 2)
+    assert c.write(k, StateWrite(3, 9, 4)) == ErrorCode.NONE
+    assert c.write(k, StateWrite(1, 2, 5)) == ErrorCode.NONE  # not fenced by the write's epochs 3 and 9
+    assert c.read(k, 2) == ShareState(state_epoch=1, start_offset=5, leader_epoch=2)
+
+
+def test_a_read_at_leader_epoch_minus_1_neither_fences_nor_records(share):
+    c, k = share.coordinator, key()
+    c.initialize(k, 0, 3)
+    c.read(k, 4)
+    before = len(share.records(k))
+    assert c.read(k, -1).error == ErrorCode.NONE
+    assert c.read(k, -1).start_offset == 3
+    assert len(share.records(k)) == before
+    assert c.leader_epochs[k] == 4
+
+
+def test_negative_epochs_are_invalid(share):
+    c, k = share.coordinator, key()
+    assert c.initialize(k, -1, 0) == ErrorCode.INVALID_REQUEST
+    c.initialize(k, 0, 0)
+    assert c.write(k, StateWrite(-1, 0, 0)) == ErrorCode.INVALID_REQUEST
+    assert c.write(k, StateWrite(0, -1, 0)) == ErrorCode.INVALID_REQUEST
+    assert c.read(k, -2).error == ErrorCode.INVALID_REQUEST
 
 
 def test_read_summary_neither_fences_nor_writes(share):
