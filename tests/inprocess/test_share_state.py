@@ -168,3 +168,16 @@ def test_the_remote_persister_speaks_to_the_share_coordinator_over_a_real_socket
             nowhere.close()
 
     run(tmp_path, scenario, overrides=SHARE)
+
+
+def test_a_delivery_state_kafka_does_not_persist_is_invalid(tmp_path):
+    async def scenario(b: InProcessBroker) -> None:
+        await b.create_topic("jobs")
+        tid = await topic_id(b, "jobs")
+        assert only(await b.request(initialize(GROUP, tid, 0, 0, 0), 0)).error_code == 0
+        p = only(await b.request(write(GROUP, tid, 0, 0, 0, 0, [(0, 4, 3, 1)]), 0))
+        assert p.error_code == ErrorCode.INVALID_REQUEST
+        p = only(await b.request(read(GROUP, tid, 0, 0), 0))
+        assert (p.error_code, batches(p)) == (0, [])  # nothing was written
+
+    run(tmp_path, scenario, overrides=SHARE)
