@@ -31,8 +31,9 @@ Rules:
    initialize with a lower state epoch FENCED_STATE_EPOCH; a write with a higher epoch is applied without
    changing the epochs. A negative epoch (other than a read's -1) is INVALID_REQUEST (KAFKA-20743).
 4. **Unknown state.** Reading or writing a share partition never initialized (or deleted) answers
-   UNKNOWN_TOPIC_OR_PARTITION, as does any call for a topic partition the metadata does not have. A
-   negative partition is INVALID_REQUEST.
+   UNKNOWN_TOPIC_OR_PARTITION (KAFKA-19338), as does any call for a topic partition the metadata does not
+   have; its summary is no error: start offset -1, state and leader epoch 0 (Kafka's
+   ``PartitionFactory`` defaults). A negative partition is INVALID_REQUEST.
 5. **Delete** writes a tombstone of the snapshot key; replaying it forgets the share partition (its
    epochs too). Deleting what is not there succeeds and writes nothing.
 6. **Ownership.** Calls for a key whose ``__share_group_state`` partition this broker does not lead answer
@@ -271,14 +272,15 @@ class ShareCoordinator:
         return self._state(current, batches=True)
 
     def read_summary(self, key: SharePartitionKey, leader_epoch: int) -> ShareState:
-        """The state without its batches (DescribeShareGroupOffsets); never writes, never fences."""
+        """The state without its batches (DescribeShareGroupOffsets); never writes, never fences. A share
+        partition without state has start offset -1 (rule 4)."""
         self._owned(key)
         invalid = self._invalid(key)
         if invalid is not None:
             return _error_state(*invalid)
         current = self.states.get(key)
         if current is None:
-            return _error_state(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "the share partition has no state")
+            return ShareState(state_epoch=0, start_offset=-1, leader_epoch=0)
         return self._state(current, batches=False)
 
     def delete(self, key: SharePartitionKey) -> ErrorCode:
