@@ -207,7 +207,7 @@ class ShareCoordinator:
             return ErrorCode.FENCED_STATE_EPOCH
         now = self.clock.wall_ms()
         value = ShareValue(snapshot_epoch=0 if current is None else current.snapshot_epoch + 1,
-                           leader_epoch=-1, start_offset=start_offset, state_epoch=state_epoch,
+                           leader_epoch=0, start_offset=start_offset, state_epoch=state_epoch,
                            create_timestamp=now, write_timestamp=now)
         self.runtime.apply(partition, lambda: self._record(key, True, value))
         return ErrorCode.NONE
