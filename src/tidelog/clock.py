@@ -67,14 +67,16 @@ async def within(clock: Clock, ms: float, awaitable: Awaitable[T]) -> T:
     task = asyncio.ensure_future(awaitable)
     expired = asyncio.get_running_loop().create_future()
     timer = clock.call_later(ms, lambda: expired.done() or expired.set_result(None))
+    finished = False
     try:
         await asyncio.wait((task, expired), return_when=asyncio.FIRST_COMPLETED)
     finally:
         timer.cancel()
         expired.cancel()
-        if not task.done():
+        finished = task.done()
+        if not finished:
             task.cancel()
-    if not task.done():  # cancelled above: it ends on the loop's next turn
+    if not finished:
         raise TimeoutError(f"not done within {ms:g} ms")
     return task.result()
 
