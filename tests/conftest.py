@@ -1,7 +1,8 @@
 """Suite-wide hooks: one summary line per missing toolchain instead of a SKIPPED line per test.
 
-Also loads the Kafka-oracle fixtures (``kafka_broker``, ``tidelog_broker``, ``any_broker``,
-``java_classpath``: tests/oracle/fixtures.py) for every test directory.
+Also loads, for every test directory, the shared broker fixtures (``broker``, ``fresh_broker``, ``cluster``,
+``admin``, ``wire`` ...: tests/fixtures.py) and the Kafka-oracle fixtures (``kafka_broker``,
+``tidelog_broker``, ``any_broker``, ``java_classpath``: tests/oracle/fixtures.py).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections import Counter
 from tests import toolchain
 
 # pytester: the pytest plugin's tests (tests/plugin/) run small test files in a pytest of their own.
-pytest_plugins = ["tests.oracle.fixtures", "pytester"]
+pytest_plugins = ["tests.oracle.fixtures", "tests.fixtures", "pytester"]
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Awaitable, Callable
+from typing import Protocol, TypeVar
+
+T = TypeVar("T")
 
 
 class TimerHandle(Protocol):
@@ -58,4 +60,25 @@ class SystemClock:
         return asyncio.get_running_loop().call_later(max(0.0, ms) / 1000, fn)
 
 
-__all__ = ["Clock", "SystemClock", "TimerHandle"]
+async def within(clock: Clock, ms: float, awaitable: Awaitable[T]) -> T:
+    """``await awaitable`` for at most ``ms`` milliseconds of ``clock`` (``asyncio.wait_for`` on the
+    clock's time): once they pass, it is cancelled and TimeoutError raised. Cancelling the caller
+    cancels it too."""
+    task = asyncio.ensure_future(awaitable)
+    expired = asyncio.get_running_loop().create_future()
+    timer = clock.call_later(ms, lambda: expired.done() or expired.set_result(None))
+    finished = False
+    try:
+        await asyncio.wait((task, expired), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        timer.cancel()
+        expired.cancel()
+        finished = task.done()
+        if not finished:
+            task.cancel()
+    if not finished:
+        raise TimeoutError(f"not done within {ms:g} ms")
+    return task.result()
+
+
+__all__ = ["Clock", "SystemClock", "TimerHandle", "within"]

@@ -12,15 +12,12 @@ Before the fix 9 rounds of 10 lost the commit; two rounds here. Needs java and m
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from tests.fault.lab.tubemq_cluster import coordinator, one_round, tubemq_cluster
-from tests.integration.zookeeper import start_zookeeper
+from tests.fault.lab.tubemq_cluster import TubeCluster, coordinator, one_round
 from tidelog.protocol.tubemq.generated import master_service_pb2 as master_pb
 from tidelog.protocol.tubemq.rpc import STANDBY_EXCEPTION, Method, Service, Status
-from tidelog.testing.cluster import LocalCluster, wait_for
+from tidelog.testing.cluster import wait_for
 from tidelog.testing.tubemq import TubeWireClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster")]
@@ -28,16 +25,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster")]
 ROUNDS = 2
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalCluster, dict]]:
-    root = tmp_path_factory.mktemp("tubemq-cluster")
-    c, endpoints = tubemq_cluster(root, zookeeper=start_zookeeper(root / "zk"))
-    yield c, endpoints
-    c.stop()
+CLUSTER = {}  # the module's cluster (tests/fixtures.py): three brokers with TubeMQ listeners
+CLUSTER_CLASS = TubeCluster
 
 
 def test_an_acknowledged_tubemq_commit_survives_the_kill_of_the_coordinators_broker(cluster) -> None:
-    c, endpoints = cluster
+    c, endpoints = cluster, cluster.endpoints
     for n in range(ROUNDS):
         r = one_round(c, endpoints, n, batches=3, batch=10)
         assert r.acknowledged == 30, r
@@ -49,7 +42,7 @@ def test_a_consumers_master_is_its_groups_coordinator_the_others_answer_as_stand
     """Each broker serves TubeMQ's master and broker services; a consumer's master requests are served by
     the broker coordinating its group, the other brokers' masters answer TubeMQ's StandbyException (on
     which the Java client tries the next address of its master list)."""
-    c, endpoints = cluster
+    c, endpoints = cluster, cluster.endpoints
     wait_for(lambda: len(c.live_ids()) == 3, 60, what="three live brokers")
     active = coordinator(c)
     c.create_topic("tc-standby", 1, 3)

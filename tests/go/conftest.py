@@ -1,8 +1,9 @@
-"""Fixtures of the Go client tests: the driver binary (built once per session) and a broker."""
+"""Fixtures of the Go client tests: the driver binary (built once per session) and the clients of the
+module's broker. The broker is the shared ``broker`` fixture (tests/fixtures.py), started with each module's
+``BROKER_OVERRIDES`` (:data:`tests.go.driver.GO_BROKER_OVERRIDES`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,15 +12,6 @@ from tests import toolchain
 from tests.go import binary
 from tests.go.driver import GoClients
 from tidelog.testing import BrokerProcess
-
-# Group heartbeats and session timeouts short enough that rebalances take seconds, not minutes.
-OVERRIDES = {
-    "group.initial.rebalance.delay.ms": "300",
-    "group.consumer.heartbeat.interval.ms": "500",
-    "group.consumer.min.heartbeat.interval.ms": "500",
-    "group.consumer.session.timeout.ms": "6000",
-    "group.consumer.min.session.timeout.ms": "6000",
-}
 
 
 @pytest.fixture(scope="session")
@@ -30,12 +22,6 @@ def go_binary() -> Path:
     except binary.BuildError as e:
         failure = str(e)
     pytest.fail(failure, pytrace=False)
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    with BrokerProcess(tmp_path_factory.mktemp("broker"), overrides=OVERRIDES) as b:
-        yield b
 
 
 @pytest.fixture

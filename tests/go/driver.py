@@ -14,6 +14,12 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from tests.fixtures import FAST_GROUPS
+
+#: The broker of every Go test module (its ``BROKER_OVERRIDES``, tests/fixtures.py): the first rebalance of
+#: a classic group after 300 ms, and group sessions and heartbeats short enough that rebalances take seconds.
+GO_BROKER_OVERRIDES = {"group.initial.rebalance.delay.ms": "300", **FAST_GROUPS}
+
 
 def flags(**options: object) -> list[str]:
     """``acks="all", idempotent=True, fetch_max=3`` -> ``-acks all -idempotent -fetch-max 3``."""

@@ -14,12 +14,14 @@ from collections import Counter
 
 import pytest
 
-from tests.go.driver import GoClients, Member, wait_for
+from tests.go.driver import GO_BROKER_OVERRIDES, GoClients, Member, wait_for
 from tests.go.sample import by_partition, content, sample_records, stored_batches
 from tidelog.records import CompressionType
 from tidelog.testing import BrokerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("go")]
+
+BROKER_OVERRIDES = GO_BROKER_OVERRIDES  # the module's broker (tests/fixtures.py)
 
 
 def create_topic(go: GoClients, topic: str, partitions: int) -> None:

@@ -7,10 +7,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.go.driver import Admin, GoClients, wait_for
+from tests.go.driver import GO_BROKER_OVERRIDES, Admin, GoClients, wait_for
 from tests.go.sample import BASE_TIMESTAMP_MS, sample_records
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("go")]
+
+BROKER_OVERRIDES = GO_BROKER_OVERRIDES  # the module's broker (tests/fixtures.py)
 
 
 @pytest.fixture

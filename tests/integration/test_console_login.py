@@ -66,7 +66,7 @@ class Http:
         return answer
 
 
-# The module's broker (tests/integration/conftest.py): the users are written into its data dir before it starts.
+# The module's broker (tests/fixtures.py): the users are written into its data dir before it starts.
 BROKER_OVERRIDES = SECURED
 BROKER_USERS = PASSWORDS
 

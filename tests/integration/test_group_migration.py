@@ -30,7 +30,7 @@ from tidelog.testing import BrokerProcess
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("group_migration")]
 
 SESSION_MS = 6000
-BROKER = "subject"  # Tidelog, or Apache Kafka under TIDELOG_ORACLE_SUBJECT=kafka (tests/integration/conftest.py)
+BROKER = "subject"  # Tidelog, or Apache Kafka under TIDELOG_ORACLE_SUBJECT=kafka (tests/fixtures.py)
 BROKER_OVERRIDES = {
     "group.consumer.heartbeat.interval.ms": "500",
     "group.consumer.session.timeout.ms": str(SESSION_MS),

@@ -103,8 +103,11 @@ def test_a_request_not_answered_in_time_times_out_and_the_next_one_reconnects(br
         try:
             await client.send(1, _create("slow"), 5)
             first = client.connection(1)
+            held = asyncio.ensure_future(client.send(1, _long_poll("slow", 10_000), 12, timeout_ms=300))
+            await asyncio.sleep(0.5)  # out, and held by the broker's long poll
+            clock.advance(300)  # the request's timeout counts on the client's clock
             with pytest.raises(TimeoutError):
-                await client.send(1, _long_poll("slow", 10_000), 12, timeout_ms=300)
+                await asyncio.wait_for(held, 5)
             assert client.connection(1) is None  # the stream is out of step: closed
             with pytest.raises(PeerBackingOff, match="reconnecting in 50 ms"):
                 await client.send(1, _VERSIONS, 3)

@@ -453,14 +453,14 @@ def test_2_finds_the_cluster_as_the_module_started_it(cluster):
 
 
 def test_a_failing_test_fails_alone(tmp_path: Path) -> None:
-    """Two tests on this module's cluster (its CLUSTER, through the integration conftest's fixture), in a
+    """Two tests on this module's cluster (its CLUSTER, through the shared fixtures of tests/fixtures.py), in a
     pytest of their own: the first fails with a reassignment in progress and a broker paused; the second
     finds neither (1 failed, 1 passed)."""
     (tmp_path / "test_inner.py").write_text(INNER)
     repo = Path(__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "-m", "pytest", "-c", str(repo / "pyproject.toml"), "--rootdir", str(repo),
                           "-p", "no:randomly", "-p", "no:cacheprovider", "-n", "0", "-q",
-                          "-p", "tests.integration.conftest", str(tmp_path / "test_inner.py")],
+                          "-p", "tests.fixtures", str(tmp_path / "test_inner.py")],
                          cwd=repo, capture_output=True, text=True, timeout=600)
     summary = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else out.stderr
     assert "1 failed, 1 passed" in summary, out.stdout[-3000:] + out.stderr[-2000:]

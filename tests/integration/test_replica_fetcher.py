@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from tests.integration.zookeeper import start_zookeeper
 from tidelog.clock import SystemClock
 from tidelog.peer.client import PeerClient, PeerSettings
 from tidelog.protocol.messages import FetchRequest, FetchResponse
@@ -27,12 +26,7 @@ TOPIC = "followed"
 FOLLOWER = 7  # not a broker of the cluster: its fetches read, they change no ISR
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    root = tmp_path_factory.mktemp("replica-fetcher")
-    with LocalCluster(root, brokers=1, chroot="/tidelog-fetcher", session_ms=6000,
-                      zookeeper=start_zookeeper(root / "zk")) as c:
-        yield c
+CLUSTER = {"brokers": 1, "chroot": "/tidelog-fetcher", "session_ms": 6000}  # the module's (tests/fixtures.py)
 
 
 @pytest.fixture

@@ -40,12 +40,15 @@ SET, DELETE = 0, 1  # IncrementalAlterConfigs operations
 TOPIC_RESOURCE = 2
 
 
-@pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WireClient]:
-    with BrokerProcess(tmp_path_factory.mktemp("back-to-back")) as broker, \
-            WireClient.connect(broker.bootstrap) as c:
+def on_broker_started(broker: BrokerProcess) -> None:  # the module's broker (tests/fixtures.py)
+    with WireClient.connect(broker.bootstrap) as c:
         topic = CreateTopicsRequest.CreatableTopic(name=TOPIC, num_partitions=2, replication_factor=1)
         assert c.request(CreateTopicsRequest(topics=[topic], timeout_ms=5000), 5).topics[0].error_code == 0
+
+
+@pytest.fixture(scope="module")
+def client(broker: BrokerProcess) -> Iterator[WireClient]:
+    with WireClient.connect(broker.bootstrap) as c:
         yield c
 
 

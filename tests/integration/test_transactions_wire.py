@@ -37,12 +37,17 @@ TOPIC = "wire-txn"
 _ids = itertools.count()
 
 
-@pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WireClient]:
-    # Verification off for the hanging-transaction test is a separate broker; this one is Kafka's default.
-    with BrokerProcess(tmp_path_factory.mktemp("txn-wire")) as broker, WireClient.connect(broker.bootstrap) as c:
+# The module's broker (tests/fixtures.py) has Kafka's defaults; verification off for the hanging-transaction
+# test is a separate broker.
+def on_broker_started(broker: BrokerProcess) -> None:
+    with WireClient.connect(broker.bootstrap) as c:
         topic = CreateTopicsRequest.CreatableTopic(name=TOPIC, num_partitions=3, replication_factor=1)
         assert c.request(CreateTopicsRequest(topics=[topic], timeout_ms=5000), 5).topics[0].error_code == 0
+
+
+@pytest.fixture(scope="module")
+def client(broker: BrokerProcess) -> Iterator[WireClient]:
+    with WireClient.connect(broker.bootstrap) as c:
         yield c
 
 

@@ -9,8 +9,8 @@
   when ``TIDELOG_ORACLE_SUBJECT=kafka``. Running such tests against Kafka checks the tests themselves:
   every expectation must hold there, and :func:`broker_bug` xfails apply to Tidelog only.
 
-Both brokers get :data:`SHARED_OVERRIDES`, so they differ only where Tidelog differs from Kafka.
-A module needing other properties overrides ``broker_overrides``::
+Both brokers get the ``broker_overrides`` fixture (tests/fixtures.py: :data:`SHARED_OVERRIDES`), so they
+differ only where Tidelog differs from Kafka. A module needing other properties overrides it::
 
     @pytest.fixture(scope="module")
     def broker_overrides():
@@ -61,11 +61,6 @@ def java_classpath() -> str:
 
 
 @pytest.fixture(scope="module")
-def broker_overrides() -> dict[str, str]:
-    return dict(SHARED_OVERRIDES)
-
-
-@pytest.fixture(scope="module")
 def kafka_broker(java_classpath: str, broker_overrides: dict[str, str],
                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaProcess]:
     with KafkaProcess(tmp_path_factory.mktemp("kafka"), classpath=java_classpath,
@@ -92,5 +87,5 @@ def any_broker(request: pytest.FixtureRequest) -> KafkaProcess | BrokerProcess:
     return request.getfixturevalue(f"{request.param}_broker")
 
 
-__all__ = ["BROKERS", "SHARED_OVERRIDES", "SUBJECT_ENV", "any_broker", "broker_bug", "broker_overrides",
-           "java_classpath", "kafka_broker", "subject", "subject_broker", "tidelog_broker"]
+__all__ = ["BROKERS", "SHARED_OVERRIDES", "SUBJECT_ENV", "any_broker", "broker_bug", "java_classpath",
+           "kafka_broker", "subject", "subject_broker", "tidelog_broker"]

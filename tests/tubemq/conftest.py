@@ -1,9 +1,8 @@
-"""Fixtures of the TubeMQ tests: the Java client (built once per session) and a broker with its TubeMQ
-listeners on free ports."""
+"""Fixtures of the TubeMQ tests: the Java client (built once per session) and the TubeMQ endpoints of the
+module's broker. The broker is the shared ``broker`` fixture (tests/fixtures.py), started with each module's
+``BROKER_OVERRIDES`` (:data:`tests.tubemq.driver.TUBE_BROKER_OVERRIDES`: TubeMQ listeners on free ports)."""
 
 from __future__ import annotations
-
-from collections.abc import Iterator
 
 import pytest
 
@@ -11,17 +10,7 @@ from tests.oracle import maven
 from tests.tubemq import driver
 from tests.tubemq.driver import JavaTube
 from tidelog.testing import BrokerProcess
-from tidelog.testing.tubemq import TUBEMQ_OVERRIDES, tubemq_endpoints
-
-#: TubeMQ listeners on, and KIP-848 sessions and heartbeats short enough that rebalances after a
-#: killed member take seconds, not the default 45 s.
-OVERRIDES = {
-    **TUBEMQ_OVERRIDES,
-    "group.consumer.heartbeat.interval.ms": "500",
-    "group.consumer.min.heartbeat.interval.ms": "500",
-    "group.consumer.session.timeout.ms": "6000",
-    "group.consumer.min.session.timeout.ms": "6000",
-}
+from tidelog.testing.tubemq import tubemq_endpoints
 
 
 @pytest.fixture(scope="session")
@@ -35,13 +24,8 @@ def tubemq_classpath() -> str:
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    with BrokerProcess(tmp_path_factory.mktemp("broker"), overrides=OVERRIDES) as b:
-        yield b
-
-
-@pytest.fixture(scope="module")
 def endpoints(broker: BrokerProcess) -> tuple[str, str]:
+    """The module's broker's TubeMQ master and broker addresses."""
     return tubemq_endpoints(broker)
 
 

@@ -15,7 +15,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from tests.fixtures import FAST_GROUPS
 from tests.oracle import maven
+from tidelog.testing.tubemq import TUBEMQ_OVERRIDES
+
+#: The broker of a TubeMQ test module (its ``BROKER_OVERRIDES``, tests/fixtures.py): TubeMQ listeners on,
+#: and KIP-848 sessions and heartbeats short enough that rebalances after a killed member take seconds.
+TUBE_BROKER_OVERRIDES = {**TUBEMQ_OVERRIDES, **FAST_GROUPS}
 
 #: The Maven project of the TubeMQ Java client and our driver (built like tests/java, by tests/oracle/maven.py).
 JAVA_PROJECT = Path(__file__).resolve().parent / "java"

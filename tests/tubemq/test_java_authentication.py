@@ -12,21 +12,19 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.tubemq.conftest import OVERRIDES
-from tests.tubemq.driver import JavaTube
+from tests.integration.kafka_io import create_topic
+from tests.tubemq.driver import TUBE_BROKER_OVERRIDES, JavaTube
 from tidelog.protocol.tubemq.generated import broker_service_pb2 as broker_pb
 from tidelog.protocol.tubemq.generated import master_service_pb2 as master_pb
 from tidelog.protocol.tubemq.rpc import Method, Service
 from tidelog.security.tubemq_signature import tube_signature
 from tidelog.testing import BrokerProcess
-from tidelog.testing.tubemq import TubeWireClient, tubemq_endpoints
+from tidelog.testing.tubemq import TubeWireClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("tubemq")]
 
@@ -42,20 +40,17 @@ def add_secret(data_dir: Path, user: str, secret: str) -> None:
     assert secret not in proc.stdout + proc.stderr
 
 
-@pytest.fixture(scope="module")
-def auth_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    data_dir = tmp_path_factory.mktemp("tube-auth")
+#: The module's broker (tests/fixtures.py): TubeMQ authentication on, alice's secret written before it starts.
+BROKER_OVERRIDES = {**TUBE_BROKER_OVERRIDES, "tubemq.authentication.enable": "true"}
+
+
+def prepare_broker(data_dir: Path) -> None:
     add_secret(data_dir, "alice", SECRET)
     assert (data_dir / "tidelog-tubemq-secrets.json").stat().st_mode & 0o777 == 0o600
-    with BrokerProcess(data_dir, overrides={**OVERRIDES, "tubemq.authentication.enable": "true"}) as b:
-        admin = AdminClient({"bootstrap.servers": b.bootstrap})
-        admin.create_topics([NewTopic(TOPIC, 2)])[TOPIC].result(30)
-        yield b
 
 
-@pytest.fixture(scope="module")
-def auth_endpoints(auth_broker: BrokerProcess) -> tuple[str, str]:
-    return tubemq_endpoints(auth_broker)
+def on_broker_started(broker: BrokerProcess) -> None:
+    create_topic(broker, TOPIC, 2, timeout=30)
 
 
 def log_end(broker: BrokerProcess) -> int:
@@ -66,8 +61,8 @@ def log_end(broker: BrokerProcess) -> int:
         consumer.close()
 
 
-def test_a_user_with_the_right_secret_produces_and_consumes(tubemq_classpath: str, auth_endpoints: tuple[str, str]) -> None:
-    tube = JavaTube(tubemq_classpath, auth_endpoints[0], user="alice", password=SECRET)
+def test_a_user_with_the_right_secret_produces_and_consumes(tubemq_classpath: str, endpoints: tuple[str, str]) -> None:
+    tube = JavaTube(tubemq_classpath, endpoints[0], user="alice", password=SECRET)
     sent = [{"body": f"auth-{i}"} for i in range(10)]
     results = tube.produce(TOPIC, sent)
     assert [r["ok"] for r in results] == [True] * 10, results
@@ -78,15 +73,15 @@ def test_a_user_with_the_right_secret_produces_and_consumes(tubemq_classpath: st
 
 
 @pytest.mark.parametrize(("user", "password"), [("alice", "not-the-secret"), ("mallory", SECRET)])
-def test_a_wrong_password_or_unknown_user_is_refused(tubemq_classpath: str, auth_broker: BrokerProcess,
-                                                      auth_endpoints: tuple[str, str], user: str,
+def test_a_wrong_password_or_unknown_user_is_refused(tubemq_classpath: str, broker: BrokerProcess,
+                                                      endpoints: tuple[str, str], user: str,
                                                       password: str) -> None:
-    before = log_end(auth_broker)
-    tube = JavaTube(tubemq_classpath, auth_endpoints[0], user=user, password=password)
+    before = log_end(broker)
+    tube = JavaTube(tubemq_classpath, endpoints[0], user=user, password=password)
     proc = tube.run_producer(TOPIC, [{"body": "refused"}], timeout=120)
     assert proc.returncode != 0
     assert "userName or password is not correct" in proc.stderr, proc.stderr[-3000:]
-    assert log_end(auth_broker) == before
+    assert log_end(broker) == before
 
 
 def signed_register(user: str, secret: str, nonce: int) -> master_pb.RegisterRequestP2M:
@@ -97,10 +92,10 @@ def signed_register(user: str, secret: str, nonce: int) -> master_pb.RegisterReq
                                         authInfo=master_pb.MasterCertificateInfo(authInfo=info))
 
 
-def test_on_the_wire_a_replay_and_a_message_without_the_token_are_refused(auth_broker: BrokerProcess,
-                                                                          auth_endpoints: tuple[str, str]) -> None:
+def test_on_the_wire_a_replay_and_a_message_without_the_token_are_refused(broker: BrokerProcess,
+                                                                          endpoints: tuple[str, str]) -> None:
     request = signed_register("alice", SECRET, 31337)
-    with TubeWireClient.connect(auth_endpoints[0]) as master:
+    with TubeWireClient.connect(endpoints[0]) as master:
         first = master.request(Service.MASTER, Method.PRODUCER_REGISTER_P2M, request)
         replay = master.request(Service.MASTER, Method.PRODUCER_REGISTER_P2M, request)
         anonymous = master.request(Service.MASTER, Method.PRODUCER_REGISTER_P2M, master_pb.RegisterRequestP2M(
@@ -115,29 +110,29 @@ def test_on_the_wire_a_replay_and_a_message_without_the_token_are_refused(auth_b
                       sentAddr=0x7F000001)
         if auth is not None:
             fields["authInfo"] = auth
-        return broker.request(Service.BROKER_WRITE, Method.SEND_MESSAGE_P2B, broker_pb.SendMessageRequestP2B(**fields))
+        return tube_broker.request(Service.BROKER_WRITE, Method.SEND_MESSAGE_P2B, broker_pb.SendMessageRequestP2B(**fields))
 
-    before = log_end(auth_broker)
-    with TubeWireClient.connect(auth_endpoints[1]) as broker:
+    before = log_end(broker)
+    with TubeWireClient.connect(endpoints[1]) as tube_broker:
         missing = send(None)
         forged = send(broker_pb.AuthorizedInfo(visitAuthorizedToken=0, authAuthorizedToken="alice:forged"))
-        assert log_end(auth_broker) == before
+        assert log_end(broker) == before
         good = send(broker_pb.AuthorizedInfo(visitAuthorizedToken=first.authorizedInfo.visitAuthorizedToken,
                                              authAuthorizedToken=token))
     assert (missing.errCode, forged.errCode) == (415, 415)
-    assert good.success and log_end(auth_broker) == before + 1
+    assert good.success and log_end(broker) == before + 1
 
 
 def test_a_consumer_with_a_wrong_password_gets_no_partition(tubemq_classpath: str,
-                                                            auth_endpoints: tuple[str, str]) -> None:
-    tube = JavaTube(tubemq_classpath, auth_endpoints[0], user="alice", password="not-the-secret")
+                                                            endpoints: tuple[str, str]) -> None:
+    tube = JavaTube(tubemq_classpath, endpoints[0], user="alice", password="not-the-secret")
     with tube.member("tube-auth-refused", [TOPIC], "refused-consumer") as member:
         member.wait_for(lambda m: any("userName or password is not correct" in line for line in m.stderr),
                         timeout=30, what="the master's refusal")
         assert member.partitions == set() and member.records == []
 
 
-def test_on_the_wire_an_unsigned_consumer_is_held_until_it_signs(auth_endpoints: tuple[str, str]) -> None:
+def test_on_the_wire_an_unsigned_consumer_is_held_until_it_signs(endpoints: tuple[str, str]) -> None:
     """tubemq-client 1.13.0's consumer registers unsigned: it is answered, joins no group, and is asked
     (requireAuth) to sign its next heartbeat; a consumer without any certificate is refused."""
     group, client = "wire-auth-group", "wire-auth-consumer"
@@ -146,7 +141,7 @@ def test_on_the_wire_an_unsigned_consumer_is_held_until_it_signs(auth_endpoints:
         return master.request(Service.MASTER, Method.CONSUMER_HEARTBEAT_C2M, master_pb.HeartRequestC2M(
             clientId=client, groupName=group, reportSubscribeInfo=False, authInfo=certificate))
 
-    with TubeWireClient.connect(auth_endpoints[0]) as master:
+    with TubeWireClient.connect(endpoints[0]) as master:
         bare = master.request(Service.MASTER, Method.CONSUMER_REGISTER_C2M, master_pb.RegisterRequestC2M(
             clientId=client, groupName=group, hostName="h", topicList=[TOPIC]))
         held = master.request(Service.MASTER, Method.CONSUMER_REGISTER_C2M, master_pb.RegisterRequestC2M(

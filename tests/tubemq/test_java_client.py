@@ -17,17 +17,14 @@ from collections import Counter
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.tubemq.driver import JavaTube
+from tests.integration.kafka_io import create_topic
+from tests.tubemq.driver import TUBE_BROKER_OVERRIDES, JavaTube
 from tidelog.testing import BrokerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("tubemq")]
 
-
-def create_topic(broker: BrokerProcess, topic: str, partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    admin.create_topics([NewTopic(topic, partitions)])[topic].result(30)
+BROKER_OVERRIDES = TUBE_BROKER_OVERRIDES  # the module's broker (tests/fixtures.py)
 
 
 def kafka_records(broker: BrokerProcess, topic: str, count: int, timeout: float = 30) -> list:

@@ -9,14 +9,11 @@ Needs java 17+ and mvn (the Java client, ZooKeeper). About 100 s on a loaded 2-c
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
 
-from tests.fault.lab.tubemq_cluster import coordinator, tubemq_cluster
-from tests.integration.zookeeper import start_zookeeper
+from tests.fault.lab.tubemq_cluster import TubeCluster, coordinator
 from tests.tubemq.driver import JavaTube
 from tidelog.testing.cluster import LocalCluster, wait_for
 
@@ -25,12 +22,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("cluster")]
 TOPIC, GROUP = "java-cluster", "java-cluster-group"
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalCluster, dict]]:
-    root = tmp_path_factory.mktemp("tubemq-java-cluster")
-    c, endpoints = tubemq_cluster(root, zookeeper=start_zookeeper(root / "zk"))
-    yield c, endpoints
-    c.stop()
+CLUSTER = {}  # the module's cluster (tests/fixtures.py): three brokers with TubeMQ listeners
+CLUSTER_CLASS = TubeCluster
 
 
 def produce(cluster: LocalCluster, values: range) -> None:
@@ -41,7 +34,7 @@ def produce(cluster: LocalCluster, values: range) -> None:
 
 
 def test_a_java_consumer_finds_its_groups_coordinator_and_follows_it_after_a_kill(cluster, tubemq_classpath) -> None:
-    c, endpoints = cluster
+    c, endpoints = cluster, cluster.endpoints
     active = coordinator(c)
     # The topic's partition is led by the coordinator's broker and fails over to the same broker as the
     # group (the same replica order as __consumer_offsets-0): a TubeMQ client reads the partitions its

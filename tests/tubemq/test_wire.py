@@ -10,8 +10,9 @@ import struct
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.integration.kafka_io import create_topic
+from tests.tubemq.driver import TUBE_BROKER_OVERRIDES
 from tidelog.protocol.tubemq.frame import BEGIN_TOKEN, encode_frame
 from tidelog.protocol.tubemq.generated import broker_service_pb2 as broker_pb
 from tidelog.protocol.tubemq.generated import master_service_pb2 as master_pb
@@ -25,10 +26,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("tubemq")]
 TOPIC = "wire-topic"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def topic(broker: BrokerProcess) -> None:
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    admin.create_topics([NewTopic(TOPIC, 2)])[TOPIC].result(30)
+BROKER_OVERRIDES = TUBE_BROKER_OVERRIDES  # the module's broker (tests/fixtures.py)
+
+
+def on_broker_started(broker: BrokerProcess) -> None:
+    create_topic(broker, TOPIC, 2, timeout=30)
 
 
 def send_request(**fields) -> broker_pb.SendMessageRequestP2B:

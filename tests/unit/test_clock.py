@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from tidelog.clock import SystemClock
+from tidelog.clock import SystemClock, within
 from tidelog.testing import ManualClock
 
 
@@ -120,5 +120,37 @@ def test_cancelled_timers_do_not_pile_up() -> None:
         clock.advance(10_000)
         await turns()
         assert fired == ["kept"]
+
+    asyncio.run(main())
+
+
+def test_within_ends_a_wait_when_its_clock_passes_the_timeout_not_before() -> None:
+    """clock.within: asyncio.wait_for counted on a Clock (the peer client's request timeouts)."""
+
+    async def main() -> None:
+        clock = ManualClock()
+        answer = asyncio.get_running_loop().create_future()
+        waiting = asyncio.ensure_future(within(clock, 1000, answer))
+        await turns()
+        clock.advance(999)
+        await turns()
+        assert not waiting.done()
+        clock.advance(1)
+        with pytest.raises(TimeoutError):
+            await waiting
+        assert answer.cancelled()  # what it waited for is cancelled, as asyncio.wait_for does
+        assert clock.pending_timers() == 0
+
+        done = asyncio.ensure_future(within(clock, 1000, asyncio.sleep(0, result="answered")))
+        assert await done == "answered"
+        assert clock.pending_timers() == 0  # its timer is cancelled
+
+        inner = asyncio.get_running_loop().create_future()
+        outer = asyncio.ensure_future(within(clock, 1000, inner))
+        await turns()
+        outer.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await outer
+        assert inner.cancelled()
 
     asyncio.run(main())

@@ -206,13 +206,7 @@ class BrokerConnection:
         except StopIteration:
             return
         except SaslRefused as e:
-            if e.stage == "handshake":
-                raise CliError(f"the broker at {self.address} refused SASL {mechanism}: "
-                               f"{_error_name(e.error_code)} (enabled: {', '.join(e.enabled) or 'none'})") from None
-            if e.stage == "authenticate":
-                raise CliError(f"SASL authentication as {user} failed: {e.message} "
-                               f"({_error_name(e.error_code)})") from None
-            raise CliError(f"SASL authentication as {user} failed: {e.message}") from None
+            raise CliError(e.explain(f" at {self.address}")) from None
 
     # ------------------------------------------------------------------------------------------ the wire
 

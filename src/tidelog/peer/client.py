@@ -4,7 +4,8 @@
 ``broker_id``. The client keeps one connection per destination broker, opened on first use to the
 address :class:`PeerSettings` resolves from the cluster metadata (the broker's inter-broker listener),
 secured as that listener needs (TLS, SASL: :class:`~tidelog.peer.wire.Security`); requests to the same
-broker are pipelined on it (:class:`~tidelog.peer.connection.PeerConnection`), each with its timeout.
+broker are pipelined on it (:class:`~tidelog.peer.connection.PeerConnection`), each with its timeout,
+counted on the settings' clock as the reconnect backoff is.
 When the broker's address changes (it re-registered elsewhere) the old connection is closed.
 
 Failures raise, and the caller decides what to retry (Kafka's senders do the same):
@@ -150,7 +151,7 @@ class PeerClient:
     async def _open(self, broker_id: int, node: _Node, address: tuple[str, int], timeout_s: float) -> PeerConnection:
         try:
             connection = await PeerConnection.open(address[0], address[1], self.client_id, self.settings.security,
-                                                   timeout_s)
+                                                   timeout_s, self.settings.clock)
         except PeerRefusedError:
             self._backoff(node)
             raise

@@ -8,7 +8,8 @@ many are in flight (the broker answers in order), and returns its decoded respon
 matches each response to its request by correlation id (:class:`~tidelog.peer.wire.Conversation`).
 A request that is not answered within its timeout raises TimeoutError and closes the connection (as
 Kafka's ``NetworkClient`` does: the stream is no longer known to be in step); a lost connection fails
-every request in flight with ConnectionError. Loop-only.
+every request in flight with ConnectionError. The timeouts (opening, each request) are counted on the
+injected :class:`~tidelog.clock.Clock`, so a test's ManualClock makes them pass at once. Loop-only.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import logging
 import ssl
 from typing import Any
 
-from tidelog.peer.wire import PLAINTEXT, Conversation, SaslRefused, Security, error_name, sasl_exchange
+from tidelog.clock import Clock, SystemClock, within
+from tidelog.peer.wire import PLAINTEXT, Conversation, SaslRefused, Security, sasl_exchange
 from tidelog.protocol import ApiKey, decode_response
 from tidelog.protocol.message import Message
 
@@ -35,8 +37,9 @@ class PeerRefusedError(ConnectionError):
 
 class PeerConnection:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client_id: str,
-                 address: str) -> None:
+                 address: str, clock: Clock | None = None) -> None:
         self.address = address
+        self._clock = clock or SystemClock()
         self._reader, self._writer = reader, writer
         self._conversation = Conversation(client_id)
         self._waiting: dict[int, asyncio.Future] = {}
@@ -45,32 +48,33 @@ class PeerConnection:
 
     @classmethod
     async def open(cls, host: str, port: int, client_id: str, security: Security = PLAINTEXT,
-                   timeout_s: float = 30.0) -> PeerConnection:
-        """Connect, secure and authenticate within ``timeout_s`` (TimeoutError); PeerRefusedError, OSError."""
-        return await asyncio.wait_for(cls._open(host, port, client_id, security, timeout_s), timeout_s)
+                   timeout_s: float = 30.0, clock: Clock | None = None) -> PeerConnection:
+        """Connect, secure and authenticate within ``timeout_s`` of ``clock`` (TimeoutError);
+        PeerRefusedError, OSError."""
+        clock = clock or SystemClock()
+        return await within(clock, timeout_s * 1000, cls._open(host, port, client_id, security, clock))
 
     @classmethod
-    async def _open(cls, host: str, port: int, client_id: str, security: Security, timeout_s: float) -> PeerConnection:
+    async def _open(cls, host: str, port: int, client_id: str, security: Security, clock: Clock) -> PeerConnection:
         where = f"{host}:{port}" + (f" (listener {security.listener})" if security.listener else "")
         try:
             reader, writer = await asyncio.open_connection(
                 host, port, ssl=security.ssl_context, server_hostname=host if security.ssl_context else None)
         except ssl.SSLError as e:
             raise PeerRefusedError(f"TLS handshake with {where} failed: {e.reason or e}") from None
-        connection = cls(reader, writer, client_id, f"{host}:{port}")
+        connection = cls(reader, writer, client_id, f"{host}:{port}", clock)
         try:
             if security.mechanism is not None:
-                await connection._authenticate(security, timeout_s)
+                await connection._authenticate(security)
             connection._task = asyncio.ensure_future(connection._read_responses())
         except BaseException:
             connection.close()
             raise
         return connection
 
-    async def _authenticate(self, security: Security, timeout_s: float) -> None:
+    async def _authenticate(self, security: Security) -> None:
         assert security.mechanism is not None and security.username is not None and security.password is not None
         exchange = sasl_exchange(security.mechanism, security.username, security.password)
-        on = f" on listener {security.listener}" if security.listener else ""
         try:
             request = next(exchange)
             while True:
@@ -82,13 +86,7 @@ class PeerConnection:
         except StopIteration:
             return
         except SaslRefused as e:
-            if e.stage == "handshake":
-                raise PeerRefusedError(f"SaslHandshake for {e.mechanism}{on} answered {error_name(e.error_code)} "
-                                       f"(enabled there: {', '.join(e.enabled) or 'none'})") from None
-            if e.stage == "authenticate":
-                raise PeerRefusedError(f"SASL {e.mechanism} authentication as {e.username}{on} failed: "
-                                       f"{error_name(e.error_code)}: {e.message}") from None
-            raise PeerRefusedError(f"SASL {e.mechanism} authentication as {e.username} failed: {e.message}") from None
+            raise PeerRefusedError(e.explain(f" on listener {security.listener}" if security.listener else "")) from None
 
     async def _read_one(self) -> Message:
         size = self._conversation.frame_size(await self._reader.readexactly(4))
@@ -127,7 +125,7 @@ class PeerConnection:
             return await waiter
 
         try:
-            return await asyncio.wait_for(exchange(), timeout_s)
+            return await within(self._clock, timeout_s * 1000, exchange())
         except TimeoutError:
             self._fail(TimeoutError(f"request {corr} to {self.address} timed out"))
             raise TimeoutError(f"{self.address} did not answer within {timeout_s:g} s") from None

@@ -120,6 +120,18 @@ class SaslRefused(Exception):
         self.error_code, self.message, self.enabled = error_code, message, enabled
         super().__init__(f"SASL {mechanism} {stage} as {username}: {error_name(error_code)}: {message}")
 
+    def explain(self, where: str = "") -> str:
+        """The refusal as an operator reads it, the same from every client (the CLI's connection, the
+        broker-to-broker client); never a secret. ``where`` follows the mechanism or the user in it
+        (" at 127.0.0.1:9092", " on listener INTERNAL")."""
+        if self.stage == "handshake":
+            return (f"SaslHandshake for {self.mechanism}{where} answered {error_name(self.error_code)} "
+                    f"(enabled there: {', '.join(self.enabled) or 'none'})")
+        failed = f"SASL {self.mechanism} authentication as {self.username}{where} failed"
+        if self.stage == "authenticate":
+            return f"{failed}: {error_name(self.error_code)}" + (f": {self.message}" if self.message else "")
+        return f"{failed}: {self.message}"
+
 
 def sasl_exchange(mechanism: str, username: str, password: str) -> Generator[Message, Message, None]:
     """The SASL conversation of a client: yields SaslHandshake, then SaslAuthenticate requests; send

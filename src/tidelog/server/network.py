@@ -34,7 +34,7 @@ import weakref
 from collections import Counter, deque
 from dataclasses import dataclass
 
-from tidelog.clock import Clock
+from tidelog.clock import Clock, TimerHandle
 from tidelog.listener import Listener
 from tidelog.meter import RequestTimes, now
 from tidelog.protocol.exceptions import ProtocolError
@@ -208,7 +208,8 @@ class ClientProtocol(asyncio.Protocol):
         if security is not None and security.sasl is not None:
             self.authenticator = SaslAuthenticator(security.sasl, server.clock)
             self.conn.limit_frames(security.sasl.max_receive_size)
-        self._mute_timer: asyncio.TimerHandle | None = None  # a quota's throttle (mute_for)
+        self._mute_timer: TimerHandle | None = None  # a quota's throttle (mute_for), on the server's clock
+        self._mute_until_ms = 0
         self._held: deque[bytes] = deque()  # requests received while muted
         self._times = server.request_times
         self._timings: dict[int, list] = {}  # metrics on: seq -> the request's timestamps (meter.RequestTimes)
@@ -273,17 +274,18 @@ class ClientProtocol(asyncio.Protocol):
         self._update_reading()
 
     def mute_for(self, ms: int) -> None:
-        """Stop reading from this connection for ``ms`` (a client over its quota, KIP-219): requests
-        already received wait too, responses already due still go out. A longer mute extends it."""
+        """Stop reading from this connection for ``ms`` of the server's clock (a client over its quota,
+        KIP-219): requests already received wait too, responses already due still go out. A longer mute
+        extends it."""
         if ms <= 0 or self.closed:
             return
-        loop = asyncio.get_running_loop()
-        end = loop.time() + ms / 1000
+        end = self.server.clock.monotonic_ms() + ms
         if self._mute_timer is not None:
-            if self._mute_timer.when() >= end:
+            if self._mute_until_ms >= end:
                 return
             self._mute_timer.cancel()
-        self._mute_timer = loop.call_at(end, self._unmute)
+        self._mute_until_ms = end
+        self._mute_timer = self.server.clock.call_later(ms, self._unmute)
         self._update_reading()
 
     def _unmute(self) -> None:

@@ -63,13 +63,24 @@ class Round:
         return self.survived is None or self.survived < self.acknowledged
 
 
-def tubemq_cluster(root: Path, zookeeper: ZooKeeperProcess | None = None) -> tuple[LocalCluster, dict]:
-    endpoints = {i: (f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}") for i in (1, 2, 3)}
-    per_broker = {i: {"tubemq.master.listener": m, "tubemq.broker.listener": b} for i, (m, b) in endpoints.items()}
-    cluster = LocalCluster(root, chroot="/tidelog-tubemq", overrides=OVERRIDES, per_broker=per_broker,
-                           zookeeper=zookeeper or ZooKeeperProcess(root / "zk"))
+class TubeCluster(LocalCluster):
+    """A :class:`LocalCluster` whose brokers also serve TubeMQ (:data:`OVERRIDES`), each on its own free
+    ports: ``endpoints[broker_id]`` is its (master, broker) address pair. A test module's
+    ``CLUSTER_CLASS`` (tests/fixtures.py)."""
+
+    def __init__(self, root: Path, *, zookeeper: ZooKeeperProcess, chroot: str = "/tidelog-tubemq",
+                 overrides: dict[str, str] | None = None, **arguments) -> None:
+        self.endpoints = {i: (f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}") for i in (1, 2, 3)}
+        per_broker = {i: {"tubemq.master.listener": m, "tubemq.broker.listener": b}
+                      for i, (m, b) in self.endpoints.items()}
+        super().__init__(root, zookeeper=zookeeper, chroot=chroot, overrides={**OVERRIDES, **(overrides or {})},
+                         per_broker=per_broker, **arguments)
+
+
+def tubemq_cluster(root: Path, zookeeper: ZooKeeperProcess | None = None) -> tuple[TubeCluster, dict]:
+    cluster = TubeCluster(root, zookeeper=zookeeper or ZooKeeperProcess(root / "zk"))
     cluster.start()
-    return cluster, endpoints
+    return cluster, cluster.endpoints
 
 
 def coordinator(cluster: LocalCluster) -> int:

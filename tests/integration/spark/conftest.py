@@ -30,7 +30,6 @@ from confluent_kafka.admin import AdminClient
 
 from tests import toolchain
 from tests.integration import kafka_io
-from tidelog.testing import BrokerProcess
 
 
 def _java_home() -> str | None:
@@ -127,12 +126,9 @@ def kafka_spark(spark: object) -> object:
     return spark
 
 
-@pytest.fixture(scope="module")
-def spark_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    """One broker per test module; retention checks every 200 ms so retention tests are quick."""
-    overrides = {"log.retention.check.interval.ms": "200", "num.partitions": "1"}
-    with BrokerProcess(tmp_path_factory.mktemp("spark-broker"), overrides=overrides) as b:
-        yield b
+#: The broker of every Spark test module (its ``BROKER_OVERRIDES``: the shared ``broker`` of tests/fixtures.py):
+#: retention checks every 200 ms so retention tests are quick, one partition per auto-created topic.
+SPARK_BROKER_OVERRIDES = {"log.retention.check.interval.ms": "200", "num.partitions": "1"}
 
 
 @pytest.fixture

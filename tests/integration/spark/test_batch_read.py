@@ -23,22 +23,24 @@ from tidelog.spark.options import parse_source_options
 from tidelog.spark.reader import BATCH_ROWS, TidelogBatchReader, _RangeFetch, range_partitions, read_range
 from tidelog.spark.schema import source_schema
 
-from .conftest import create_topic, produce, source
+from .conftest import SPARK_BROKER_OVERRIDES, create_topic, produce, source
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
+
+BROKER_OVERRIDES = SPARK_BROKER_OVERRIDES  # the module's broker (tests/fixtures.py)
 
 T0 = 1_700_000_000_000  # a record timestamp, epoch ms
 
 
 @pytest.fixture(scope="module")
-def three(spark_broker) -> str:
+def three(broker) -> str:
     """A 3-partition topic: partition p holds values p-0 .. p-19 with timestamps T0 + 1000*i."""
     topic = "three"
-    create_topic(spark_broker.bootstrap, topic, 3)
+    create_topic(broker.bootstrap, topic, 3)
     for p in range(3):
         for i in range(20):
             headers = [("n", str(i).encode()), ("empty", None)] if i % 2 else None
-            produce(spark_broker.bootstrap, topic, [f"{p}-{i}".encode()], partition=p, key=None if i % 5 else b"k",
+            produce(broker.bootstrap, topic, [f"{p}-{i}".encode()], partition=p, key=None if i % 5 else b"k",
                     timestamp_ms=T0 + 1000 * i, headers=headers)
     return topic
 
@@ -47,11 +49,11 @@ def values(df) -> list[str]:
     return sorted(r.value.decode() for r in df.select("value").collect())
 
 
-def test_batch_read_has_the_kafka_schema_and_every_field(spark, spark_broker, three) -> None:
+def test_batch_read_has_the_kafka_schema_and_every_field(spark, broker, three) -> None:
     # No register() call: format("tidelog") comes from the pyspark_tidelog module.
-    df = source(spark, spark_broker.bootstrap, subscribe=three, includeHeaders=True)
+    df = source(spark, broker.bootstrap, subscribe=three, includeHeaders=True)
     assert df.schema == source_schema(True)
-    assert source(spark, spark_broker.bootstrap, subscribe=three).schema == source_schema(False)
+    assert source(spark, broker.bootstrap, subscribe=three).schema == source_schema(False)
     rows = {(r.partition, r.offset): r for r in df.collect()}
     assert len(rows) == 60
     first, second = rows[(1, 0)], rows[(1, 1)]
@@ -62,18 +64,18 @@ def test_batch_read_has_the_kafka_schema_and_every_field(spark, spark_broker, th
     assert [(h.key, h.value) for h in second.headers] == [("n", b"1"), ("empty", None)]
 
 
-def test_batch_read_between_offsets(spark, spark_broker, three) -> None:
-    df = source(spark, spark_broker.bootstrap, subscribe=three,
+def test_batch_read_between_offsets(spark, broker, three) -> None:
+    df = source(spark, broker.bootstrap, subscribe=three,
                 startingOffsets=json.dumps({three: {"0": 5, "1": -2, "2": 18}}),
                 endingOffsets=json.dumps({three: {"0": 7, "1": 2, "2": -1}}))
     assert values(df) == ["0-5", "0-6", "1-0", "1-1", "2-18", "2-19"]
 
 
-def test_batch_read_between_timestamps(spark, spark_broker, three) -> None:
-    df = source(spark, spark_broker.bootstrap, subscribe=three, startingTimestamp=T0 + 17_500,
+def test_batch_read_between_timestamps(spark, broker, three) -> None:
+    df = source(spark, broker.bootstrap, subscribe=three, startingTimestamp=T0 + 17_500,
                 endingTimestamp=T0 + 19_000)
     assert values(df) == ["0-18", "1-18", "2-18"]
-    df = source(spark, spark_broker.bootstrap, subscribe=three,
+    df = source(spark, broker.bootstrap, subscribe=three,
                 startingOffsetsByTimestamp=json.dumps({three: {"0": T0, "1": T0 + 19_000, "2": T0 + 99_000}}),
                 endingOffsetsByTimestamp=json.dumps({three: {"0": T0 + 1, "1": T0 + 99_000, "2": T0 + 99_000}}),
                 startingOffsetsByTimestampStrategy="latest")
@@ -81,55 +83,55 @@ def test_batch_read_between_timestamps(spark, spark_broker, three) -> None:
     assert values(df) == ["0-0", "1-19"]
 
 
-def test_assign_and_subscribe_pattern_choose_partitions(spark, spark_broker, three) -> None:
-    assign = source(spark, spark_broker.bootstrap, assign=json.dumps({three: [2, 0]}))
+def test_assign_and_subscribe_pattern_choose_partitions(spark, broker, three) -> None:
+    assign = source(spark, broker.bootstrap, assign=json.dumps({three: [2, 0]}))
     assert sorted({r.partition for r in assign.select("partition").collect()}) == [0, 2]
-    create_topic(spark_broker.bootstrap, "threefold", 1)
-    produce(spark_broker.bootstrap, "threefold", [b"other"])
-    pattern = source(spark, spark_broker.bootstrap, subscribePattern="thr.e")
+    create_topic(broker.bootstrap, "threefold", 1)
+    produce(broker.bootstrap, "threefold", [b"other"])
+    pattern = source(spark, broker.bootstrap, subscribePattern="thr.e")
     assert pattern.count() == 60  # "threefold" does not match: the whole name must match
-    assert source(spark, spark_broker.bootstrap, subscribePattern="three.*").count() == 61
+    assert source(spark, broker.bootstrap, subscribePattern="three.*").count() == 61
 
 
-def test_min_partitions_and_max_records_per_partition_split_the_read(spark, spark_broker, three) -> None:
-    assert source(spark, spark_broker.bootstrap, subscribe=three).rdd.getNumPartitions() == 3
-    split = source(spark, spark_broker.bootstrap, subscribe=three, minPartitions=6)
+def test_min_partitions_and_max_records_per_partition_split_the_read(spark, broker, three) -> None:
+    assert source(spark, broker.bootstrap, subscribe=three).rdd.getNumPartitions() == 3
+    split = source(spark, broker.bootstrap, subscribe=three, minPartitions=6)
     assert split.rdd.getNumPartitions() == 6
-    assert values(split) == values(source(spark, spark_broker.bootstrap, subscribe=three))
-    capped = source(spark, spark_broker.bootstrap, subscribe=three, maxRecordsPerPartition=7)
+    assert values(split) == values(source(spark, broker.bootstrap, subscribe=three))
+    capped = source(spark, broker.bootstrap, subscribe=three, maxRecordsPerPartition=7)
     assert capped.rdd.getNumPartitions() == 9  # 20 records -> 3 parts of at most 7, per partition
     assert capped.count() == 60
 
 
-def test_register_explicitly(spark, spark_broker, three) -> None:
+def test_register_explicitly(spark, broker, three) -> None:
     import pyspark_tidelog
 
     assert pyspark_tidelog.DefaultSource is tidelog.spark.TidelogDataSource
     assert sorted(tidelog.spark.__all__) == ["TidelogDataSource", "WorkerPythonError", "register"]
     assert all(hasattr(tidelog.spark, name) for name in tidelog.spark.__all__)
     tidelog.spark.register(spark)
-    assert source(spark, spark_broker.bootstrap, subscribe=three).count() == 60
+    assert source(spark, broker.bootstrap, subscribe=three).count() == 60
 
 
-def test_data_loss_in_a_batch_read(spark, spark_broker, topic_name) -> None:
+def test_data_loss_in_a_batch_read(spark, broker, topic_name) -> None:
     topic = topic_name("gone")
-    create_topic(spark_broker.bootstrap, topic)
-    produce(spark_broker.bootstrap, topic, [str(i).encode() for i in range(10)])
-    admin = AdminClient({"bootstrap.servers": spark_broker.bootstrap})
+    create_topic(broker.bootstrap, topic)
+    produce(broker.bootstrap, topic, [str(i).encode() for i in range(10)])
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     for f in admin.delete_records([KafkaTopicPartition(topic, 0, 6)]).values():
         f.result(30)
     start = json.dumps({topic: {"0": 2}})
     with pytest.raises(Exception, match="Cannot fetch offset 2 of .*failOnDataLoss"):
-        source(spark, spark_broker.bootstrap, subscribe=topic, startingOffsets=start).collect()
-    df = source(spark, spark_broker.bootstrap, subscribe=topic, startingOffsets=start, failOnDataLoss=False)
+        source(spark, broker.bootstrap, subscribe=topic, startingOffsets=start).collect()
+    df = source(spark, broker.bootstrap, subscribe=topic, startingOffsets=start, failOnDataLoss=False)
     assert [r.offset for r in df.select("offset").collect()] == [6, 7, 8, 9]
 
 
-def test_read_yields_arrow_batches_matching_sparks_arrow_schema(spark_broker, topic_name) -> None:
+def test_read_yields_arrow_batches_matching_sparks_arrow_schema(broker, topic_name) -> None:
     topic = topic_name("arrow")
-    create_topic(spark_broker.bootstrap, topic)
-    produce(spark_broker.bootstrap, topic, [b"x" * 100] * (BATCH_ROWS + 500), headers=[("h", b"v")])
-    options = parse_source_options({"kafka.bootstrap.servers": spark_broker.bootstrap, "subscribe": topic,
+    create_topic(broker.bootstrap, topic)
+    produce(broker.bootstrap, topic, [b"x" * 100] * (BATCH_ROWS + 500), headers=[("h", b"v")])
+    options = parse_source_options({"kafka.bootstrap.servers": broker.bootstrap, "subscribe": topic,
                                     "includeHeaders": "true", "endingOffsets": json.dumps({topic: {"0": 10_400}})},
                                    streaming=False)
     partitions = TidelogBatchReader(options, source_schema(True)).partitions()
@@ -145,13 +147,13 @@ def test_read_yields_arrow_batches_matching_sparks_arrow_schema(spark_broker, to
     assert table.column("headers")[0].as_py() == [{"key": "h", "value": b"v"}]
 
 
-def test_arrow_conversion_keeps_only_the_range_and_handles_offset_gaps(spark_broker, topic_name) -> None:
+def test_arrow_conversion_keeps_only_the_range_and_handles_offset_gaps(broker, topic_name) -> None:
     """Real consumed records: a batch running past the range's end, one before its position, and one with a
     gap in its offsets (as compaction leaves) take the careful path; the columns stay exact."""
     topic = topic_name("conv")
-    create_topic(spark_broker.bootstrap, topic)
-    produce(spark_broker.bootstrap, topic, [f"v{i}".encode() for i in range(10)])
-    options = parse_source_options({"kafka.bootstrap.servers": spark_broker.bootstrap, "subscribe": topic},
+    create_topic(broker.bootstrap, topic)
+    produce(broker.bootstrap, topic, [f"v{i}".encode() for i in range(10)])
+    options = parse_source_options({"kafka.bootstrap.servers": broker.bootstrap, "subscribe": topic},
                                    streaming=False)
     part = range_partitions([OffsetRange(TopicPartition(topic, 0), 3, 7)], options, role="test")[0]
     consumer = Consumer({**part.consumer_config, "enable.partition.eof": False})

@@ -26,9 +26,11 @@ from tidelog.spark.exactly_once import (
 from tidelog.spark.options import parse_sink_options
 from tidelog.spark.writer import DeliveryError
 
-from .conftest import create_topic
+from .conftest import SPARK_BROKER_OVERRIDES, create_topic
 
 pytestmark = [pytest.mark.spark]
+
+BROKER_OVERRIDES = SPARK_BROKER_OVERRIDES  # the module's broker (tests/fixtures.py)
 
 SCHEMA = StructType([StructField("value", BinaryType()), StructField("partition", IntegerType())])
 ARROW = pa.schema([("value", pa.binary()), ("partition", pa.int32())])
@@ -66,14 +68,14 @@ def high_watermark(bootstrap: str, topic: str) -> int:
 
 
 @pytest.fixture
-def sink(spark_broker, topic_name):
+def sink(broker, topic_name):
     topic = topic_name("eo")
-    create_topic(spark_broker.bootstrap, topic)
-    return topic, parse_sink_options({"kafka.bootstrap.servers": spark_broker.bootstrap, "topic": topic,
+    create_topic(broker.bootstrap, topic)
+    return topic, parse_sink_options({"kafka.bootstrap.servers": broker.bootstrap, "topic": topic,
                                       "exactlyOnce": "true"})
 
 
-def test_a_replayed_batch_is_skipped_and_each_record_is_committed_once(spark_broker, sink) -> None:
+def test_a_replayed_batch_is_skipped_and_each_record_is_committed_once(broker, sink) -> None:
     topic, options = sink
     txn = f"eo-test-{uuid.uuid4().hex[:8]}-0"
     first = write_exactly_once(options, SCHEMA, iter([batch(["a", "b"]), batch(["c"])]), WriteTask(txn, 0, 0))
@@ -84,14 +86,14 @@ def test_a_replayed_batch_is_skipped_and_each_record_is_committed_once(spark_bro
     assert (second.records, second.skipped) == (1, False)
     old = write_exactly_once(options, SCHEMA, iter([batch(["a", "b", "c"])]), WriteTask(txn, 0, 0))
     assert old.skipped
-    assert sorted(read(spark_broker.bootstrap, topic, "read_committed")) == ["a", "b", "c", "d"]
+    assert sorted(read(broker.bootstrap, topic, "read_committed")) == ["a", "b", "c", "d"]
     markers = committed_markers(options, txn)
     assert next_batch(markers) == 2
     assert [(m.topic, m.partition, m.offset, m.metadata) for m in markers] == [
         (topic, 0, 2, '{"batch":1,"partition":0}')]
 
 
-def test_a_failed_task_leaves_nothing_visible_and_its_retry_writes(spark_broker, sink) -> None:
+def test_a_failed_task_leaves_nothing_visible_and_its_retry_writes(broker, sink) -> None:
     topic, options = sink
     txn = f"eo-test-{uuid.uuid4().hex[:8]}-3"
     with pytest.raises(DeliveryError, match="were not written"):  # partition 7 of a one-partition topic
@@ -100,20 +102,20 @@ def test_a_failed_task_leaves_nothing_visible_and_its_retry_writes(spark_broker,
     assert next_batch(committed_markers(options, txn)) == 0
     retry = write_exactly_once(options, SCHEMA, iter([batch(["x", "y"])]), WriteTask(txn, 5, 3))
     assert (retry.records, retry.skipped) == (2, False)
-    assert sorted(read(spark_broker.bootstrap, topic, "read_committed")) == ["x", "y"]
+    assert sorted(read(broker.bootstrap, topic, "read_committed")) == ["x", "y"]
     assert next_batch(committed_markers(options, txn)) == 6
 
 
-def test_an_empty_task_opens_no_transaction(spark_broker, sink) -> None:
+def test_an_empty_task_opens_no_transaction(broker, sink) -> None:
     topic, options = sink
     txn = f"eo-test-{uuid.uuid4().hex[:8]}-0"
     empty = write_exactly_once(options, SCHEMA, iter([batch([])]), WriteTask(txn, 0, 0))
     assert (empty.records, empty.skipped) == (0, False)
     assert committed_markers(options, txn) == []
-    assert high_watermark(spark_broker.bootstrap, topic) == 0
+    assert high_watermark(broker.bootstrap, topic) == 0
 
 
-def test_a_zombie_attempt_is_fenced_by_the_next_one(spark_broker, sink) -> None:
+def test_a_zombie_attempt_is_fenced_by_the_next_one(broker, sink) -> None:
     """Attempt 1 has records in an open transaction when attempt 2 of the same task starts: attempt 2 fences it
     (its transaction is aborted) and commits; attempt 1 then fails, and read_committed sees attempt 2 only."""
     topic, options = sink
@@ -124,7 +126,7 @@ def test_a_zombie_attempt_is_fenced_by_the_next_one(spark_broker, sink) -> None:
     def zombie_input():
         yield batch([f"zombie-{i}" for i in range(5)])
         deadline = time.monotonic() + 20
-        while high_watermark(spark_broker.bootstrap, topic) < 5 and time.monotonic() < deadline:
+        while high_watermark(broker.bootstrap, topic) < 5 and time.monotonic() < deadline:
             time.sleep(0.05)  # its records are in the log, in its open transaction
         started.set()
         release.wait(60)
@@ -146,17 +148,17 @@ def test_a_zombie_attempt_is_fenced_by_the_next_one(spark_broker, sink) -> None:
     thread.join(90)
     assert len(outcome) == 1 and isinstance(outcome[0], (FencedError, DeliveryError)), outcome
     assert "fenced" in str(outcome[0]).lower()
-    assert sorted(read(spark_broker.bootstrap, topic, "read_committed")) == ["new-0", "new-1", "new-2"]
-    uncommitted = read(spark_broker.bootstrap, topic, "read_uncommitted")
+    assert sorted(read(broker.bootstrap, topic, "read_committed")) == ["new-0", "new-1", "new-2"]
+    uncommitted = read(broker.bootstrap, topic, "read_uncommitted")
     assert sorted(v for v in uncommitted if v.startswith("zombie-")) == [f"zombie-{i}" for i in range(5)]
     assert next_batch(committed_markers(options, txn)) == 5
 
 
-def test_without_the_topic_option_the_marker_goes_to_a_topic_of_the_records(spark_broker, topic_name) -> None:
+def test_without_the_topic_option_the_marker_goes_to_a_topic_of_the_records(broker, topic_name) -> None:
     a, b = topic_name("eoa"), topic_name("eob")
-    create_topic(spark_broker.bootstrap, a)
-    create_topic(spark_broker.bootstrap, b)
-    options = parse_sink_options({"kafka.bootstrap.servers": spark_broker.bootstrap, "exactlyOnce": "true"})
+    create_topic(broker.bootstrap, a)
+    create_topic(broker.bootstrap, b)
+    options = parse_sink_options({"kafka.bootstrap.servers": broker.bootstrap, "exactlyOnce": "true"})
     schema = StructType([StructField("topic", StringType()), StructField("value", BinaryType())])
     arrow = pa.schema([("topic", pa.string()), ("value", pa.binary())])
     rows = pa.record_batch([pa.array([None, a, b, a]), pa.array([b"0", b"1", b"2", b"3"])], schema=arrow)
@@ -166,5 +168,5 @@ def test_without_the_topic_option_the_marker_goes_to_a_topic_of_the_records(spar
     written = write_exactly_once(options, schema, iter([rows.slice(1)]), WriteTask(txn, 0, 0))
     assert written.records == 3
     assert [(m.topic, m.offset) for m in committed_markers(options, txn)] == [(a, 1)]
-    assert sorted(read(spark_broker.bootstrap, a, "read_committed")) == ["1", "3"]
-    assert read(spark_broker.bootstrap, b, "read_committed") == ["2"]
+    assert sorted(read(broker.bootstrap, a, "read_committed")) == ["1", "3"]
+    assert read(broker.bootstrap, b, "read_committed") == ["2"]

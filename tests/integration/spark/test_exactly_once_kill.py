@@ -29,10 +29,12 @@ from confluent_kafka import Consumer, TopicPartition
 pytest.importorskip("pyspark", reason="the spark extra is not installed")
 pytest.importorskip("pyarrow", reason="the spark extra is not installed")
 
-from .conftest import _java_home, create_topic, produce
+from .conftest import SPARK_BROKER_OVERRIDES, _java_home, create_topic, produce
 from .test_exactly_once import read
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
+
+BROKER_OVERRIDES = SPARK_BROKER_OVERRIDES  # the module's broker (tests/fixtures.py)
 
 JOB = Path(__file__).with_name("exactly_once_job.py")
 PARTITIONS = 3
@@ -114,7 +116,7 @@ class Job:
         self.log.close()
 
 
-def test_killed_and_restarted_the_query_writes_every_record_once(spark_broker, topic_name, tmp_path) -> None:
+def test_killed_and_restarted_the_query_writes_every_record_once(broker, topic_name, tmp_path) -> None:
     java_home = _java_home()
     from tests import toolchain
 
@@ -123,7 +125,7 @@ def test_killed_and_restarted_the_query_writes_every_record_once(spark_broker, t
     seed = int(os.environ.get("TIDELOG_SPARK_EOS_SEED", str(random.randrange(1 << 30))))
     print(f"TIDELOG_SPARK_EOS_SEED={seed}")
     rng = random.Random(seed)
-    bootstrap = spark_broker.bootstrap
+    bootstrap = broker.bootstrap
     source, sink = topic_name("eos-in"), topic_name("eos-out")
     create_topic(bootstrap, source, PARTITIONS)
     create_topic(bootstrap, sink, PARTITIONS)

@@ -22,9 +22,11 @@ import pytest
 pytest.importorskip("pyspark", reason="the spark extra is not installed")
 pytest.importorskip("pyarrow", reason="the spark extra is not installed")
 
-from .conftest import consume_all
+from .conftest import SPARK_BROKER_OVERRIDES, consume_all
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
+
+BROKER_OVERRIDES = SPARK_BROKER_OVERRIDES  # the module's broker (tests/fixtures.py)
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "clickstream"
@@ -88,13 +90,13 @@ def test_the_examples_outputs_are_git_ignored(tmp_path) -> None:
     assert ignored == set(map(str, written))
 
 
-def test_clickstream_example_counts_clicks_per_page_per_minute(spark, spark_broker, tmp_path, capsys) -> None:
+def test_clickstream_example_counts_clicks_per_page_per_minute(spark, broker, tmp_path, capsys) -> None:
     generator, job = load("generator"), load("job")
     events = list(generator.clicks(3000, span_minutes=8, seed=7, page_count=6))
-    generator.ensure_topic(spark_broker.bootstrap, job.INPUT_TOPIC, 3)
-    assert generator.produce(spark_broker.bootstrap, job.INPUT_TOPIC, iter(events)) == 3000
+    generator.ensure_topic(broker.bootstrap, job.INPUT_TOPIC, 3)
+    assert generator.produce(broker.bootstrap, job.INPUT_TOPIC, iter(events)) == 3000
 
-    args = job.parser().parse_args(["--bootstrap-server", spark_broker.bootstrap, "--output-dir", str(tmp_path),
+    args = job.parser().parse_args(["--bootstrap-server", broker.bootstrap, "--output-dir", str(tmp_path),
                                     "--available-now", "--max-offsets-per-trigger", "1000"])
     counts = job.run(spark, args)
     printed = capsys.readouterr().out
@@ -112,7 +114,7 @@ def test_clickstream_example_counts_clicks_per_page_per_minute(spark, spark_brok
     assert len(closed) >= 20
     assert parquet == closed
 
-    records = consume_all(spark_broker.bootstrap, job.OUTPUT_TOPIC, 1)
+    records = consume_all(broker.bootstrap, job.OUTPUT_TOPIC, 1)
     from_topic = {}
     for m in records:
         row = json.loads(m.value())
@@ -123,7 +125,7 @@ def test_clickstream_example_counts_clicks_per_page_per_minute(spark, spark_brok
     # What it read and where it wrote, as printed.
     assert counts == {"clicks_to_tidelog": (3000, len(closed)), "clicks_to_parquet": (3000, 0)}
     assert (f"clicks_to_tidelog: read 3000 records from topic 'clickstream-clicks', wrote {len(closed)} finished "
-            f"windows to topic 'clickstream-views-per-minute' at {spark_broker.bootstrap}") in printed
+            f"windows to topic 'clickstream-views-per-minute' at {broker.bootstrap}") in printed
     assert (f"clicks_to_parquet: read 3000 records from topic 'clickstream-clicks', wrote finished windows to "
             f"{tmp_path.resolve() / 'parquet'} ({len(closed)} there in all)") in printed
     assert f"checkpoints: {tmp_path.resolve() / 'checkpoints'}" in printed

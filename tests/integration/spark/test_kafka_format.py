@@ -27,9 +27,20 @@ from tidelog.spark.kafka_connector import (
     spark_version,
 )
 
-from .conftest import Pipeline, add_partitions, assert_exact, consume_all, create_topic, produce, source
+from .conftest import (
+    SPARK_BROKER_OVERRIDES,
+    Pipeline,
+    add_partitions,
+    assert_exact,
+    consume_all,
+    create_topic,
+    produce,
+    source,
+)
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka_connector, pytest.mark.xdist_group("spark")]
+
+BROKER_OVERRIDES = SPARK_BROKER_OVERRIDES  # the module's broker (tests/fixtures.py)
 
 T0 = 1_700_000_000_000
 HEADERS = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
@@ -66,28 +77,28 @@ def test_the_connector_matches_the_installed_pyspark(kafka_spark) -> None:
     assert ivy_jar_name(kafka_connector_coordinate()) in jars
 
 
-def test_batch_read_subscribe_matches_the_records_and_the_tidelog_source(kafka_spark, spark_broker,
+def test_batch_read_subscribe_matches_the_records_and_the_tidelog_source(kafka_spark, broker,
                                                                          topic_name) -> None:
     topic = topic_name("kbatch")
-    create_topic(spark_broker.bootstrap, topic, 2)
-    produce_varied(spark_broker.bootstrap, topic, 2, 30)
-    expected = client_records(consume_all(spark_broker.bootstrap, topic, 2))
+    create_topic(broker.bootstrap, topic, 2)
+    produce_varied(broker.bootstrap, topic, 2, 30)
+    expected = client_records(consume_all(broker.bootstrap, topic, 2))
     assert len(expected) == 60
-    kafka = source(kafka_spark, spark_broker.bootstrap, fmt="kafka", subscribe=topic, includeHeaders=True)
+    kafka = source(kafka_spark, broker.bootstrap, fmt="kafka", subscribe=topic, includeHeaders=True)
     assert spark_records(kafka) == expected
-    tidelog = source(kafka_spark, spark_broker.bootstrap, subscribe=topic, includeHeaders=True)
+    tidelog = source(kafka_spark, broker.bootstrap, subscribe=topic, includeHeaders=True)
     assert kafka.schema == tidelog.schema
     assert spark_records(tidelog) == expected
 
 
-def test_batch_read_assign_and_subscribe_between_offsets(kafka_spark, spark_broker, topic_name) -> None:
+def test_batch_read_assign_and_subscribe_between_offsets(kafka_spark, broker, topic_name) -> None:
     topic = topic_name("krange")
-    create_topic(spark_broker.bootstrap, topic, 3)
+    create_topic(broker.bootstrap, topic, 3)
     for p in range(3):
-        produce(spark_broker.bootstrap, topic, [f"{p}-{i}".encode() for i in range(20)], partition=p)
+        produce(broker.bootstrap, topic, [f"{p}-{i}".encode() for i in range(20)], partition=p)
 
     def values(**options: object) -> list[str]:
-        df = source(kafka_spark, spark_broker.bootstrap, fmt="kafka", **options)
+        df = source(kafka_spark, broker.bootstrap, fmt="kafka", **options)
         return sorted(r.value.decode() for r in df.select("value").collect())
 
     assert values(assign=json.dumps({topic: [2, 0]}),
@@ -98,33 +109,33 @@ def test_batch_read_assign_and_subscribe_between_offsets(kafka_spark, spark_brok
     assert len(values(subscribe=topic, startingOffsets="earliest", endingOffsets="latest")) == 60
 
 
-def test_batch_read_between_timestamps(kafka_spark, spark_broker, topic_name) -> None:
+def test_batch_read_between_timestamps(kafka_spark, broker, topic_name) -> None:
     topic = topic_name("ktime")
-    create_topic(spark_broker.bootstrap, topic, 2)
+    create_topic(broker.bootstrap, topic, 2)
     for p in range(2):
         for i in range(20):
-            produce(spark_broker.bootstrap, topic, [f"{p}-{i}".encode()], partition=p, timestamp_ms=T0 + 1000 * i)
-    df = source(kafka_spark, spark_broker.bootstrap, fmt="kafka", subscribe=topic, startingTimestamp=T0 + 17_500,
+            produce(broker.bootstrap, topic, [f"{p}-{i}".encode()], partition=p, timestamp_ms=T0 + 1000 * i)
+    df = source(kafka_spark, broker.bootstrap, fmt="kafka", subscribe=topic, startingTimestamp=T0 + 17_500,
                 endingTimestamp=T0 + 19_000)
     assert sorted(r.value.decode() for r in df.select("value").collect()) == ["0-18", "1-18"]
 
 
-def test_streaming_read_stops_and_restarts_without_loss_or_duplicates(kafka_spark, spark_broker, topic_name,
+def test_streaming_read_stops_and_restarts_without_loss_or_duplicates(kafka_spark, broker, topic_name,
                                                                       tmp_path) -> None:
     topic = topic_name("kstream")
-    create_topic(spark_broker.bootstrap, topic, 3)
+    create_topic(broker.bootstrap, topic, 3)
     for p in range(3):
-        produce(spark_broker.bootstrap, topic, [b"a"] * 100, partition=p)
-    pipe = Pipeline(kafka_spark, spark_broker.bootstrap, tmp_path, fmt="kafka", subscribe=topic,
+        produce(broker.bootstrap, topic, [b"a"] * 100, partition=p)
+    pipe = Pipeline(kafka_spark, broker.bootstrap, tmp_path, fmt="kafka", subscribe=topic,
                     startingOffsets="earliest", maxOffsetsPerTrigger=120)
     sizes = pipe.run_all()
     assert sum(sizes) == 300 and len(sizes) >= 3 and max(sizes) <= 120
     assert_exact(pipe.rows(), {(topic, p): range(100) for p in range(3)})
 
     for p in range(3):
-        produce(spark_broker.bootstrap, topic, [b"b"] * 50, partition=p)
-    add_partitions(spark_broker.bootstrap, topic, 4)
-    produce(spark_broker.bootstrap, topic, [b"c"] * 20, partition=3)
+        produce(broker.bootstrap, topic, [b"b"] * 50, partition=p)
+    add_partitions(broker.bootstrap, topic, 4)
+    produce(broker.bootstrap, topic, [b"c"] * 20, partition=3)
     pipe.run_all(maxOffsetsPerTrigger=1000)
     assert_exact(pipe.rows(), {(topic, p): range(150) for p in range(3)} | {(topic, 3): range(20)})
 
@@ -132,43 +143,43 @@ def test_streaming_read_stops_and_restarts_without_loss_or_duplicates(kafka_spar
     assert len(pipe.rows()) == 470
 
 
-def test_batch_write_key_value_headers_read_back_with_confluent_kafka(kafka_spark, spark_broker, topic_name) -> None:
+def test_batch_write_key_value_headers_read_back_with_confluent_kafka(kafka_spark, broker, topic_name) -> None:
     topic = topic_name("kwrite")
-    create_topic(spark_broker.bootstrap, topic, 3)
+    create_topic(broker.bootstrap, topic, 3)
     schema = StructType([StructField("key", StringType()), StructField("value", BinaryType()),
                          StructField("headers", HEADERS), StructField("partition", IntegerType())])
     rows = [Row(None if i % 5 == 0 else f"k{i}", f"v{i}".encode(),
                 [Row("n", str(i).encode()), Row("none", None)] if i % 2 else None, i % 3) for i in range(40)]
     (kafka_spark.createDataFrame(rows, schema).repartition(2).write.format("kafka")
-     .option("kafka.bootstrap.servers", spark_broker.bootstrap).option("topic", topic).save())
+     .option("kafka.bootstrap.servers", broker.bootstrap).option("topic", topic).save())
     got = sorted((m.value(), m.key(), m.headers(), m.partition())
-                 for m in consume_all(spark_broker.bootstrap, topic, 3))
+                 for m in consume_all(broker.bootstrap, topic, 3))
     assert got == sorted((f"v{i}".encode(), None if i % 5 == 0 else f"k{i}".encode(),
                           [("n", str(i).encode()), ("none", None)] if i % 2 else None, i % 3) for i in range(40))
 
 
-def test_streaming_copy_between_topics_restarts_exactly(kafka_spark, spark_broker, topic_name, tmp_path: Path) -> None:
+def test_streaming_copy_between_topics_restarts_exactly(kafka_spark, broker, topic_name, tmp_path: Path) -> None:
     src, dst = topic_name("kfrom"), topic_name("kto")
-    create_topic(spark_broker.bootstrap, src, 2)
-    create_topic(spark_broker.bootstrap, dst, 2)
-    produce_varied(spark_broker.bootstrap, src, 2, 25)
+    create_topic(broker.bootstrap, src, 2)
+    create_topic(broker.bootstrap, dst, 2)
+    produce_varied(broker.bootstrap, src, 2, 25)
 
     def copy() -> None:
-        df = source(kafka_spark, spark_broker.bootstrap, stream=True, fmt="kafka", subscribe=src,
+        df = source(kafka_spark, broker.bootstrap, stream=True, fmt="kafka", subscribe=src,
                     startingOffsets="earliest", includeHeaders=True, maxOffsetsPerTrigger=20)
         q = (df.selectExpr("key", "value", "headers", "partition").writeStream.format("kafka")
-             .option("kafka.bootstrap.servers", spark_broker.bootstrap).option("topic", dst)
+             .option("kafka.bootstrap.servers", broker.bootstrap).option("topic", dst)
              .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
         assert q.awaitTermination(180)
         assert q.exception() is None
 
     copy()
-    produce_varied(spark_broker.bootstrap, src, 2, 10)
+    produce_varied(broker.bootstrap, src, 2, 10)
     copy()
 
     def contents(topic: str) -> list[tuple]:
         return sorted(((m.partition(), m.key(), m.value(), m.headers())
-                       for m in consume_all(spark_broker.bootstrap, topic, 2)), key=repr)
+                       for m in consume_all(broker.bootstrap, topic, 2)), key=repr)
 
     assert len(contents(src)) == 70
     assert contents(dst) == contents(src)

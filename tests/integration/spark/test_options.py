@@ -23,9 +23,11 @@ from tidelog.spark.options import (
 )
 from tidelog.spark.schema import check_sink_schema, check_user_schema, source_schema
 
-from .conftest import create_topic, produce, source
+from .conftest import SPARK_BROKER_OVERRIDES, create_topic, produce, source
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
+
+BROKER_OVERRIDES = SPARK_BROKER_OVERRIDES  # the module's broker (tests/fixtures.py)
 
 BASE = {"kafka.bootstrap.servers": "127.0.0.1:9"}
 
@@ -146,27 +148,27 @@ def test_sink_options_and_input_columns() -> None:
 # ------------------------------------------------------------------------ through Spark
 
 
-def test_spark_reports_bad_options_at_load(spark: object, spark_broker) -> None:
+def test_spark_reports_bad_options_at_load(spark: object, broker) -> None:
     with pytest.raises(Exception, match="Only one of the following options can be specified"):
-        source(spark, spark_broker.bootstrap, subscribe="a", assign='{"a":[0]}')
+        source(spark, broker.bootstrap, subscribe="a", assign='{"a":[0]}')
     with pytest.raises(Exception, match="Kafka option 'auto.offset.reset' is not supported"):
-        source(spark, spark_broker.bootstrap, subscribe="a", **{"kafka.auto.offset.reset": "earliest"})
+        source(spark, broker.bootstrap, subscribe="a", **{"kafka.auto.offset.reset": "earliest"})
 
 
-def test_spark_reports_batch_rules_and_a_user_schema_when_the_query_runs(spark: object, spark_broker,
+def test_spark_reports_batch_rules_and_a_user_schema_when_the_query_runs(spark: object, broker,
                                                                         topic_name) -> None:
     topic = topic_name()
-    create_topic(spark_broker.bootstrap, topic)
-    produce(spark_broker.bootstrap, topic, [b"x"])
+    create_topic(broker.bootstrap, topic)
+    produce(broker.bootstrap, topic, [b"x"])
     with pytest.raises(Exception, match="starting offset can't be latest for batch queries"):
-        source(spark, spark_broker.bootstrap, subscribe=topic, startingOffsets="latest").collect()
+        source(spark, broker.bootstrap, subscribe=topic, startingOffsets="latest").collect()
     reader = (spark.read.format("tidelog").schema("value binary")  # type: ignore[attr-defined]
-              .option("kafka.bootstrap.servers", spark_broker.bootstrap).option("subscribe", topic))
+              .option("kafka.bootstrap.servers", broker.bootstrap).option("subscribe", topic))
     with pytest.raises(Exception, match="fixed schema and cannot be set with a custom one"):
         reader.load().collect()
     with pytest.raises(Exception, match="No offset matched from request of topic-partition"):
-        source(spark, spark_broker.bootstrap, subscribe=topic, startingTimestamp=4_000_000_000_000).collect()
-    query = source(spark, spark_broker.bootstrap, stream=True, subscribe=topic, endingOffsets="latest") \
+        source(spark, broker.bootstrap, subscribe=topic, startingTimestamp=4_000_000_000_000).collect()
+    query = source(spark, broker.bootstrap, stream=True, subscribe=topic, endingOffsets="latest") \
         .writeStream.format("noop").start()
     try:
         with pytest.raises(Exception, match="ending offset not valid in streaming queries"):

@@ -17,6 +17,7 @@ from tidelog.protocol.messages import (
     MetadataRequest,
     MetadataResponse,
     SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
@@ -74,3 +75,27 @@ def test_the_sasl_exchange_starts_with_the_handshake_and_reports_a_refusal() -> 
                                            mechanisms=["SCRAM-SHA-512"]))
     assert (e.value.stage, e.value.enabled) == ("handshake", ("SCRAM-SHA-512",))
     assert "secret" not in str(e.value)
+
+
+def test_a_refusal_reads_the_same_from_every_client_and_never_holds_the_password() -> None:
+    """One message builder for the CLI's connection and the broker-to-broker client (each adds where)."""
+    refused = sasl_exchange("PLAIN", "broker", "secret")
+    next(refused)
+    with pytest.raises(SaslRefused) as handshake:
+        refused.send(SaslHandshakeResponse(error_code=int(ErrorCode.UNSUPPORTED_SASL_MECHANISM),
+                                           mechanisms=["SCRAM-SHA-512", "SCRAM-SHA-256"]))
+    assert handshake.value.explain(" at 127.0.0.1:9092") == (
+        "SaslHandshake for PLAIN at 127.0.0.1:9092 answered UNSUPPORTED_SASL_MECHANISM "
+        "(enabled there: SCRAM-SHA-512, SCRAM-SHA-256)")
+    refused = sasl_exchange("PLAIN", "broker", "secret")
+    next(refused)
+    refused.send(SaslHandshakeResponse(error_code=0, mechanisms=["PLAIN"]))
+    with pytest.raises(SaslRefused) as authenticate:
+        refused.send(SaslAuthenticateResponse(error_code=int(ErrorCode.SASL_AUTHENTICATION_FAILED),
+                                              error_message="Authentication failed: Invalid username or password"))
+    text = authenticate.value.explain(" on listener INTERNAL")
+    assert text == ("SASL PLAIN authentication as broker on listener INTERNAL failed: SASL_AUTHENTICATION_FAILED: "
+                    "Authentication failed: Invalid username or password")
+    assert "secret" not in text
+    assert SaslRefused("client", "SCRAM-SHA-256", "alice", message="the server's signature does not verify").explain(
+    ) == "SASL SCRAM-SHA-256 authentication as alice failed: the server's signature does not verify"

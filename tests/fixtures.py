@@ -1,6 +1,7 @@
-"""Integration fixtures, the one place the integration tests get their brokers from: a real broker
-subprocess per test module (or per test when asked), and clients of it. A module says which broker it
-needs in module-level names instead of defining fixtures of its own::
+"""The one place every test folder gets its brokers from (a pytest plugin, loaded for the whole suite by
+tests/conftest.py): a real broker subprocess per test module (or per test when asked), a ZooKeeper cluster
+per module, and clients of them. A test module says which broker it needs in module-level names instead of
+defining fixtures of its own::
 
     BROKER_OVERRIDES = {"num.partitions": "2"}           # the module's ``broker``
     FRESH_BROKER_OVERRIDES = {"num.partitions": "4"}     # each test's ``fresh_broker``
@@ -10,13 +11,16 @@ needs in module-level names instead of defining fixtures of its own::
 
     BROKER_USERS = {"alice": "alice-secret"}             # SCRAM users written into the data dir before
                                                          # the first start (a SASL broker)
+    def prepare_broker(data_dir): ...                    # anything else written into the data dir before
+                                                         # the first start (TubeMQ secrets)
     def on_broker_started(broker): ...                   # once the module's broker is up: its topics, ACLs
 
     BROKER = "subject"                                   # the oracle fixtures' ``subject_broker`` (Tidelog,
                                                          # or Apache Kafka under TIDELOG_ORACLE_SUBJECT=kafka),
                                                          # with BROKER_OVERRIDES as its ``broker_overrides``
 
-Without them the broker runs with its defaults.
+Without them the broker runs with its defaults. :data:`FAST_GROUPS` are the group settings of modules whose
+consumers join, leave and are killed (rebalances in seconds, not minutes).
 
 A module of cluster tests (ZooKeeper mode, three brokers: :class:`~tidelog.testing.cluster.LocalCluster`)
 names its cluster the same way, and gets it as ``cluster``::
@@ -29,8 +33,11 @@ names its cluster the same way, and gets it as ``cluster``::
                                                 # ZooKeeper, certificates into root; returns the broker
                                                 # properties to add (their paths), or None
 
-Each cluster has its own ZooKeeper (tests/integration/zookeeper.py) in the module's temporary directory. What tests then do with a broker through real clients
-(topics, records, consumers, waiting) is in :mod:`tests.integration.kafka_io`.
+Each cluster has its own ZooKeeper (tests/integration/zookeeper.py) in the module's temporary directory.
+What tests then do with a broker through real clients (topics, records, consumers, waiting) is in
+:mod:`tests.integration.kafka_io`. A folder's conftest.py keeps only what is its own: the Go driver binary
+(tests/go), the TubeMQ Java client and a broker's TubeMQ endpoints (tests/tubemq), the SparkSession
+(tests/integration/spark).
 
 Under ``pytest -n 2 --dist loadgroup`` the tests of a module may go to both workers, and then each worker
 starts the module's broker (2-4 s on a loaded machine): the module-scoped fixtures are per worker. A
@@ -57,6 +64,15 @@ from tidelog.testing import BrokerProcess
 from tidelog.testing.client import WireClient
 from tidelog.testing.cluster import LocalCluster
 
+#: Group settings for modules whose consumers join, leave and are killed: KIP-848 heartbeats every 500 ms
+#: and sessions of 6 s, so a rebalance after a killed member takes seconds, not the default 45 s.
+FAST_GROUPS = {
+    "group.consumer.heartbeat.interval.ms": "500",
+    "group.consumer.min.heartbeat.interval.ms": "500",
+    "group.consumer.session.timeout.ms": "6000",
+    "group.consumer.min.session.timeout.ms": "6000",
+}
+
 
 def _call_with_fixtures(request: pytest.FixtureRequest, fn: Any) -> Any:
     """``fn(**fixtures)``: each parameter of ``fn`` is the fixture of that name."""
@@ -70,8 +86,10 @@ def _overrides(request: pytest.FixtureRequest, name: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def broker_overrides(request: pytest.FixtureRequest) -> dict[str, str]:
-    """The oracle fixtures' broker properties (tests/oracle/fixtures.py), with the module's
-    ``BROKER_OVERRIDES`` when it has them (a ``BROKER = "subject"`` module)."""
+    """The properties of the oracle fixtures' brokers (``kafka_broker``, ``tidelog_broker``:
+    tests/oracle/fixtures.py): :data:`~tests.oracle.fixtures.SHARED_OVERRIDES`, or the module's
+    ``BROKER_OVERRIDES`` in a ``BROKER = "subject"`` module. A module of the oracle's own overrides
+    this fixture instead."""
     if getattr(request.module, "BROKER", None) == "subject" and hasattr(request.module, "BROKER_OVERRIDES"):
         return _overrides(request, "BROKER_OVERRIDES")
     return dict(SHARED_OVERRIDES)
@@ -80,7 +98,7 @@ def broker_overrides(request: pytest.FixtureRequest) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """One broker for the whole module, as the module's ``BROKER_OVERRIDES``, ``BROKER_USERS``,
-    ``on_broker_started`` and ``BROKER`` say (module docstring)."""
+    ``prepare_broker``, ``on_broker_started`` and ``BROKER`` say (module docstring)."""
     module = request.module
     if getattr(module, "BROKER", "tidelog") == "subject":
         yield request.getfixturevalue("subject_broker")
@@ -88,6 +106,9 @@ def broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     data = tmp_path_factory.mktemp(module.__name__.rpartition(".")[2])
     for user, password in getattr(module, "BROKER_USERS", {}).items():
         add_user(data, user, password)
+    prepare = getattr(module, "prepare_broker", None)
+    if prepare is not None:
+        prepare(data)
     with BrokerProcess(data, overrides=_overrides(request, "BROKER_OVERRIDES")) as b:
         started = getattr(module, "on_broker_started", None)
         if started is not None:
