@@ -10,7 +10,14 @@ from tests.share_state_memory import MemorySharePersister
 from tidelog.coordinator.share.persister import DeliveryState, SharePartitionKey, ShareState, StateBatch
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.share.config import AcquireMode, ShareGroupSettings
-from tidelog.share.partition import AckBatch, AckType, AcquiredRange, FetchedBatch, RecordState, SharePartition
+from tidelog.share.partition import (
+    AckBatch,
+    AckType,
+    AcquiredRange,
+    FetchedBatch,
+    RecordState,
+    SharePartition,
+)
 from tidelog.testing import ManualClock
 
 KEY = SharePartitionKey("g", uuid.UUID(int=7), 0)

@@ -1,0 +1,248 @@
+"""ShareFetch and ShareAcknowledge (KIP-932) through the broker's request dispatcher, in process: a real
+Broker on the test loop with a ManualClock (acquisition locks expire when the test advances it), built
+with share.version=1 and the in-memory share-state persister (tests/share_state_memory.py) until the
+share coordinator serves the persister contract."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+
+from tests.inprocess.harness import InProcessBroker, batch, run
+from tests.inprocess.wire import produce, produced, values
+from tests.share_state_memory import MemorySharePersister
+from tidelog.coordinator.share.persister import SharePartitionKey
+from tidelog.errors import ErrorCode
+from tidelog.protocol.messages import (
+    ApiVersionsRequest,
+    MetadataRequest,
+    ShareAcknowledgeRequest,
+    ShareFetchRequest,
+)
+
+GROUP = "sg"
+SHARE_ON = {"share.version": "1"}
+
+
+def share_run(tmp_path: Path, scenario, overrides: dict[str, str] | None = None,
+              persister: MemorySharePersister | None = None) -> MemorySharePersister:
+    persister = persister or MemorySharePersister()
+    run(tmp_path, scenario, overrides={**SHARE_ON, **(overrides or {})},
+        broker_options={"share_persister": persister})
+    return persister
+
+
+async def topic_id(b: InProcessBroker, name: str) -> uuid.UUID:
+    r = await b.request(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=name)]), 12)
+    (t,) = r.topics
+    assert t.error_code == 0
+    return t.topic_id
+
+
+async def queue(b: InProcessBroker, persister: MemorySharePersister, name: str = "q", start: int = 0) -> uuid.UUID:
+    """A topic whose share partition 0 is initialized for GROUP (what the group coordinator does before it
+    first assigns the partition)."""
+    await b.create_topic(name, 1)
+    tid = await topic_id(b, name)
+    assert await persister.initialize(SharePartitionKey(GROUP, tid, 0), 0, start) == ErrorCode.NONE
+    return tid
+
+
+def share_fetch(tid: uuid.UUID, member: str, epoch: int, *, acks: list[tuple[int, int, list[int]]] | None = None,
+                max_wait_ms: int = 0, max_records: int = 500, partitions: tuple[int, ...] = (0,),
+                group: str = GROUP) -> ShareFetchRequest:
+    return ShareFetchRequest(
+        group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=max_wait_ms, min_bytes=1,
+        max_bytes=50 << 20, max_records=max_records, batch_size=500,
+        topics=[ShareFetchRequest.FetchTopic(topic_id=tid, partitions=[
+            ShareFetchRequest.FetchPartition(partition_index=p, acknowledgement_batches=[
+                ShareFetchRequest.AcknowledgementBatch(first_offset=f, last_offset=last, acknowledge_types=types)
+                for f, last, types in (acks or [])]) for p in partitions])])
+
+
+def share_ack(tid: uuid.UUID, member: str, epoch: int, acks: list[tuple[int, int, list[int]]]) -> ShareAcknowledgeRequest:
+    return ShareAcknowledgeRequest(group_id=GROUP, member_id=member, share_session_epoch=epoch, topics=[
+        ShareAcknowledgeRequest.AcknowledgeTopic(topic_id=tid, partitions=[
+            ShareAcknowledgeRequest.AcknowledgePartition(partition_index=0, acknowledgement_batches=[
+                ShareAcknowledgeRequest.AcknowledgementBatch(first_offset=f, last_offset=last, acknowledge_types=t)
+                for f, last, t in acks])])])
+
+
+def partition(response, index: int = 0):
+    assert response.error_code == 0, response
+    (t,) = response.responses
+    (p,) = [p for p in t.partitions if p.partition_index == index]
+    return p
+
+
+def acquired(response) -> list[tuple[int, int, int]]:
+    p = partition(response)
+    assert p.error_code == 0, p
+    return [(a.first_offset, a.last_offset, a.delivery_count) for a in p.acquired_records]
+
+
+def test_members_share_a_partition_and_acknowledgements_move_it_on(tmp_path: Path) -> None:
+    async def scenario(b: InProcessBroker) -> None:
+        tid = await queue(b, persister)
+        for records in (batch(b"a", b"b"), batch(b"c"), batch(b"d", b"e")):
+            assert produced(await b.request(produce("q", records), 9))[0] == 0
+
+        r = await b.request(share_fetch(tid, "m1", 0), 1)
+        assert r.acquisition_lock_timeout_ms == 30_000
+        assert acquired(r) == [(0, 4, 1)]
+        assert values(partition(r).records) == [b"a", b"b", b"c", b"d", b"e"]
+        # another member of the group gets nothing the first holds
+        assert partition(await b.request(share_fetch(tid, "m2", 0), 1)).acquired_records == []
+
+        r = await b.request(share_ack(tid, "m1", 1, [(0, 1, [1]), (2, 2, [2]), (3, 4, [3])]), 1)
+        assert r.error_code == 0 and [p.error_code for p in r.responses[0].partitions] == [0]
+        state = persister.states[SharePartitionKey(GROUP, tid, 0)]
+        assert state.start_offset == 2
+        # the released record goes to the next fetch, its delivery count 2
+        r = await b.request(share_fetch(tid, "m2", 1), 1)
+        assert acquired(r) == [(2, 2, 2)] and b"c" in values(partition(r).records)
+
+    persister = MemorySharePersister()
+    share_run(tmp_path, scenario, persister=persister)
+
+
+def test_an_expired_lock_redelivers_to_another_member(tmp_path: Path) -> None:
+    async def scenario(b: InProcessBroker) -> None:
+        tid = await queue(b, persister)
+        await b.request(produce("q", batch(b"a", b"b")), 9)
+        assert acquired(await b.request(share_fetch(tid, "m1", 0), 1)) == [(0, 1, 1)]
+        await b.advance(9_999)
+        assert partition(await b.request(share_fetch(tid, "m2", 0), 1)).acquired_records == []
+        await b.advance(1)
+        assert acquired(await b.request(share_fetch(tid, "m2", 1), 1)) == [(0, 1, 2)]
+        # m1's lock is gone: its acknowledgement of the records now m2's is refused
+        r = await b.request(share_fetch(tid, "m1", 1, acks=[(0, 1, [1])]), 1)
+        assert partition(r).acknowledge_error_code == ErrorCode.INVALID_RECORD_STATE
+
+    persister = MemorySharePersister()
+    share_run(tmp_path, scenario, {"group.share.record.lock.duration.ms": "10000"}, persister)
+
+
+def test_delivery_limit_archives(tmp_path: Path) -> None:
+    async def scenario(b: InProcessBroker) -> None:
+        tid = await queue(b, persister)
+        await b.request(produce("q", batch(b"poison")), 9)
+        await b.request(produce("q", batch(b"next")), 9)
+        epoch = 0
+        for count in (1, 2):
+            r = await b.request(share_fetch(tid, "m1", epoch, max_records=1), 1)
+            epoch += 1
+            assert acquired(r) == [(0, 0, count)]
+            r = await b.request(share_ack(tid, "m1", epoch, [(0, 0, [2])]), 1)
+            epoch += 1
+            assert r.responses[0].partitions[0].error_code == 0
+        # released twice at a limit of 2: archived; the next fetch starts after it
+        assert acquired(await b.request(share_fetch(tid, "m1", epoch), 1)) == [(1, 1, 1)]
+        assert persister.states[SharePartitionKey(GROUP, tid, 0)].start_offset == 1
+
+    persister = MemorySharePersister()
+    share_run(tmp_path, scenario, {"group.share.delivery.count.limit": "2"}, persister)
+
+
+def test_piggy_backed_acknowledgements_and_a_waiting_fetch(tmp_path: Path) -> None:
+    async def scenario(b: InProcessBroker) -> None:
+        tid = await queue(b, persister)
+        await b.request(produce("q", batch(b"a")), 9)
+        assert acquired(await b.request(share_fetch(tid, "m1", 0), 1)) == [(0, 0, 1)]
+        # acknowledge 0 and wait for more: the fetch parks until a record is produced
+        waiting = b.send(share_fetch(tid, "m1", 1, acks=[(0, 0, [1])], max_wait_ms=30_000), 1)
+        await b.settle()
+        assert not waiting.done()
+        await b.request(produce("q", batch(b"b")), 9)
+        r = await asyncio.wait_for(waiting, 30)
+        assert partition(r).acknowledge_error_code == 0 and acquired(r) == [(1, 1, 1)]
+        # nothing to fetch: the wait ends after max_wait_ms, empty
+        waiting = b.send(share_fetch(tid, "m1", 2, max_wait_ms=5_000), 1)
+        await b.advance(5_000)
+        r = await asyncio.wait_for(waiting, 30)
+        assert r.error_code == 0 and all(not p.acquired_records for t in r.responses for p in t.partitions)
+        # a parked fetch is woken by records released: m2 waits, m1's lock expires
+        waiting = b.send(share_fetch(tid, "m2", 0, max_wait_ms=60_000), 1)
+        await b.settle()
+        await b.advance(30_000)
+        assert acquired(await asyncio.wait_for(waiting, 30)) == [(1, 1, 2)]
+
+    persister = MemorySharePersister()
+    share_run(tmp_path, scenario, persister=persister)
+
+
+def test_share_session_epochs(tmp_path: Path) -> None:
+    async def scenario(b: InProcessBroker) -> None:
+        tid = await queue(b, persister)
+        r = await b.request(share_fetch(tid, "m1", 3), 1)
+        assert r.error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
+        r = await b.request(share_fetch(tid, "m1", 0, acks=[(0, 0, [1])]), 1)
+        assert r.error_code == ErrorCode.INVALID_REQUEST
+        assert (await b.request(share_fetch(tid, "m1", 0), 1)).error_code == 0
+        assert (await b.request(share_fetch(tid, "m1", 2), 1)).error_code == ErrorCode.INVALID_SHARE_SESSION_EPOCH
+        assert (await b.request(share_ack(tid, "m1", 0, []), 1)).error_code == ErrorCode.INVALID_SHARE_SESSION_EPOCH
+        assert (await b.request(share_fetch(tid, "m1", 1), 1)).error_code == 0
+        # the limit of share sessions
+        assert (await b.request(share_fetch(tid, "m2", 0), 1)).error_code == 0
+        assert (await b.request(share_fetch(tid, "m3", 0), 1)).error_code == ErrorCode.SHARE_SESSION_LIMIT_REACHED
+
+    persister = MemorySharePersister()
+    share_run(tmp_path, scenario, {"group.share.max.share.sessions": "2"}, persister)
+
+
+def test_closing_the_session_releases_what_the_member_holds(tmp_path: Path) -> None:
+    async def scenario(b: InProcessBroker) -> None:
+        tid = await queue(b, persister)
+        await b.request(produce("q", batch(b"a", b"b", b"c")), 9)
+        assert acquired(await b.request(share_fetch(tid, "m1", 0), 1)) == [(0, 2, 1)]
+        r = await b.request(share_ack(tid, "m1", -1, [(0, 0, [1])]), 1)
+        assert r.error_code == 0 and r.responses[0].partitions[0].error_code == 0
+        # 1 and 2 were released when m1 closed its session
+        assert acquired(await b.request(share_fetch(tid, "m2", 0), 1)) == [(1, 2, 2)]
+        assert (await b.request(share_fetch(tid, "m1", 1), 1)).error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
+
+    persister = MemorySharePersister()
+    share_run(tmp_path, scenario, persister=persister)
+
+
+def test_partition_errors(tmp_path: Path) -> None:
+    async def scenario(b: InProcessBroker) -> None:
+        tid = await queue(b, persister)
+        # an unknown topic id; a partition the topic does not have; a share partition never initialized
+        r = await b.request(share_fetch(uuid.UUID(int=99), "m1", 0), 1)
+        assert partition(r).error_code == ErrorCode.UNKNOWN_TOPIC_ID
+        r = await b.request(share_fetch(tid, "m2", 0, partitions=(0, 3)), 1)
+        assert partition(r, 3).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert partition(r, 0).error_code == 0
+        r = await b.request(share_fetch(tid, "m3", 0, group="other"), 1)
+        assert partition(r).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        # an acknowledgement of offsets never delivered
+        r = await b.request(share_ack(tid, "m2", 1, [(5, 6, [1])]), 1)
+        assert r.responses[0].partitions[0].error_code == ErrorCode.INVALID_RECORD_STATE
+        # RENEW (4) comes with v2; an unknown type: INVALID_REQUEST
+        r = await b.request(share_ack(tid, "m2", 2, [(0, 0, [4])]), 1)
+        assert r.responses[0].partitions[0].error_code == ErrorCode.INVALID_REQUEST
+        # no group or member: INVALID_REQUEST for the whole request
+        r = await b.request(share_fetch(tid, "", 0), 1)
+        assert r.error_code == ErrorCode.INVALID_REQUEST
+
+    persister = MemorySharePersister()
+    share_run(tmp_path, scenario, persister=persister)
+
+
+def test_share_apis_are_served_only_with_share_version_1(tmp_path: Path) -> None:
+    async def versions(b: InProcessBroker) -> dict[int, tuple[int, int]]:
+        r = await b.request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3)
+        return {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
+
+    async def on(b: InProcessBroker) -> None:
+        got = await versions(b)
+        assert got[78] == (1, 1) and got[79] == (1, 1)
+
+    async def off(b: InProcessBroker) -> None:
+        got = await versions(b)
+        assert 78 not in got and 79 not in got
+
+    share_run(tmp_path / "on", on)
+    run(tmp_path / "off", off, broker_options={"share_persister": MemorySharePersister()})
