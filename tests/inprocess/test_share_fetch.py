@@ -10,16 +10,20 @@ import uuid
 from pathlib import Path
 
 from tests.inprocess.harness import InProcessBroker, batch, run
+from tests.inprocess.test_transactions import Producer, stable_at
 from tests.inprocess.wire import produce, produced, values
 from tests.share_state_memory import MemorySharePersister
 from tidelog.coordinator.share.persister import SharePartitionKey
 from tidelog.errors import ErrorCode
 from tidelog.protocol.messages import (
     ApiVersionsRequest,
+    CreateAclsRequest,
+    IncrementalAlterConfigsRequest,
     MetadataRequest,
     ShareAcknowledgeRequest,
     ShareFetchRequest,
 )
+from tidelog.security.principal import KafkaPrincipal
 
 GROUP = "sg"
 SHARE_ON = {"share.version": "1"}
@@ -246,3 +250,89 @@ def test_share_apis_are_served_only_with_share_version_1(tmp_path: Path) -> None
 
     share_run(tmp_path / "on", on)
     run(tmp_path / "off", off, broker_options={"share_persister": MemorySharePersister()})
+
+
+async def group_config(b: InProcessBroker, group: str, configs: dict[str, str]) -> None:
+    resource = IncrementalAlterConfigsRequest.AlterConfigsResource(resource_type=32, resource_name=group, configs=[
+        IncrementalAlterConfigsRequest.AlterableConfig(name=k, config_operation=0, value=v) for k, v in configs.items()])
+    (r,) = (await b.request(IncrementalAlterConfigsRequest(resources=[resource]), 1)).responses
+    assert r.error_code == 0, r
+
+
+def test_share_auto_offset_reset_decides_where_an_uninitialized_start_is(tmp_path: Path) -> None:
+    async def scenario(b: InProcessBroker) -> None:
+        tid = await queue(b, persister, start=-1)
+        assert await persister.initialize(SharePartitionKey("early", tid, 0), 0, -1) == ErrorCode.NONE
+        await group_config(b, "early", {"share.auto.offset.reset": "earliest"})
+        await b.request(produce("q", batch(b"a", b"b")), 9)
+        # latest (the default): only what comes after the share partition starts
+        assert partition(await b.request(share_fetch(tid, "m1", 0), 1)).acquired_records == []
+        assert persister.states[SharePartitionKey(GROUP, tid, 0)].start_offset == 2
+        await b.request(produce("q", batch(b"c")), 9)
+        assert acquired(await b.request(share_fetch(tid, "m1", 1), 1)) == [(2, 2, 1)]
+        # earliest: from the log's start
+        assert acquired(await b.request(share_fetch(tid, "m2", 0, group="early"), 1)) == [(0, 2, 1)]
+
+    persister = MemorySharePersister()
+    share_run(tmp_path, scenario, persister=persister)
+
+
+def test_read_committed_share_group_skips_aborted_records_and_stops_at_the_lso(tmp_path: Path) -> None:
+    async def scenario(b: InProcessBroker) -> None:
+        tid = await queue(b, persister)
+        await group_config(b, GROUP, {"share.isolation.level": "read_committed"})
+        p = Producer(b, "tx")
+        await p.init()
+        assert await p.add_partitions("q", 0) == {0: 0}
+        assert await p.send("q", b"gone") == (0, 0)
+        assert (await p.end(commit=False)).error_code == 0
+        await stable_at(b, "q", 2)  # the record at 0, the abort marker at 1
+        assert produced(await b.request(produce("q", batch(b"kept")), 9)) == (0, 2)
+        # an open transaction holds the last stable offset at 3
+        p2 = Producer(b, "tx2")
+        await p2.init()
+        assert await p2.add_partitions("q", 0) == {0: 0}
+        assert await p2.send("q", b"pending") == (0, 3)
+        assert produced(await b.request(produce("q", batch(b"after")), 9)) == (0, 4)
+
+        r = await b.request(share_fetch(tid, "m1", 0), 1)
+        assert acquired(r) == [(2, 2, 1)] and values(partition(r).records) == [b"kept"]
+        assert partition(await b.request(share_fetch(tid, "m1", 1, acks=[(2, 2, [1])]), 1)).acknowledge_error_code == 0
+        # the aborted record and the marker were archived: the start offset is past them
+        assert persister.states[SharePartitionKey(GROUP, tid, 0)].start_offset == 3
+        assert (await p2.end(commit=True)).error_code == 0
+        await stable_at(b, "q", 6)
+        r = await b.request(share_fetch(tid, "m1", 2), 1)
+        assert acquired(r) == [(3, 4, 1)] and values(partition(r).records) == [b"pending", b"after"]
+
+    persister = MemorySharePersister()
+    share_run(tmp_path, scenario, persister=persister)
+
+
+def test_acls_read_on_group_and_topic(tmp_path: Path) -> None:
+    admin, bob = KafkaPrincipal("User", "admin"), KafkaPrincipal("User", "bob")
+
+    async def allow(b: InProcessBroker, resource_type: int, name: str) -> None:
+        r = await b.request(CreateAclsRequest(creations=[CreateAclsRequest.AclCreation(
+            resource_type=resource_type, resource_name=name, resource_pattern_type=3, principal="User:bob",
+            host="*", operation=3, permission_type=3)]), 3, principal=admin)
+        assert [c.error_code for c in r.results] == [0]
+
+    async def scenario(b: InProcessBroker) -> None:
+        await b.create_topic("q", 1)
+        tid = await topic_id(b, "q")
+        assert await persister.initialize(SharePartitionKey(GROUP, tid, 0), 0, 0) == ErrorCode.NONE
+        r = await b.request(share_fetch(tid, "m1", 0), 1, principal=bob)
+        assert r.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        r = await b.request(share_ack(tid, "m1", 1, []), 1, principal=bob)
+        assert r.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        await allow(b, 3, GROUP)  # GROUP
+        r = await b.request(share_fetch(tid, "m1", 0), 1, principal=bob)
+        assert partition(r).error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        await allow(b, 2, "q")  # TOPIC
+        await b.request(produce("q", batch(b"a")), 9, principal=admin)
+        assert acquired(await b.request(share_fetch(tid, "m1", 1), 1, principal=bob)) == [(0, 0, 1)]
+
+    persister = MemorySharePersister()
+    share_run(tmp_path, scenario, {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                                          "super.users": "User:admin;User:ANONYMOUS"}, persister)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tidelog.config import BrokerConfig
-from tidelog.config_def import ConfigDef
+from tidelog.config_def import ConfigDef, parse_choice_ignoring_case
 from tidelog.config_def import int_value as _int
 from tidelog.errors import ConfigError
 
@@ -29,6 +29,11 @@ _GROUP_DEFS = [
               topic=False),
     ConfigDef("share.record.lock.duration.ms", _int(1000), 30_000,
               "Record acquisition lock duration of share groups (not served).", topic=False),
+    ConfigDef("share.auto.offset.reset", parse_choice_ignoring_case("earliest", "latest"), "latest",
+              "Where a share group starts consuming a partition it has no start offset for.", topic=False),
+    ConfigDef("share.isolation.level", parse_choice_ignoring_case("read_committed", "read_uncommitted"),
+              "read_uncommitted", "Whether a share group's consumers get only committed transactional records.",
+              topic=False),
 ]
 #: Kafka's fixed bounds of the share group configs (broker configs Tidelog does not have).
 SHARE_GROUP_BOUNDS = {
