@@ -336,3 +336,21 @@ def test_acls_read_on_group_and_topic(tmp_path: Path) -> None:
     persister = MemorySharePersister()
     share_run(tmp_path, scenario, {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
                                           "super.users": "User:admin;User:ANONYMOUS"}, persister)
+
+
+def test_a_full_window_parks_the_fetch_until_records_are_acknowledged(tmp_path: Path) -> None:
+    async def scenario(b: InProcessBroker) -> None:
+        tid = await queue(b, persister)
+        await b.request(produce("q", batch(*[b"%d" % i for i in range(100)])), 9)
+        assert acquired(await b.request(share_fetch(tid, "m1", 0), 1)) == [(0, 99, 1)]
+        await b.request(produce("q", batch(b"over")), 9)
+        # 100 records in flight, the limit: new records wait, the fetch parks (it does not spin on them)
+        waiting = b.send(share_fetch(tid, "m2", 0, max_wait_ms=60_000), 1)
+        await b.settle()
+        assert not waiting.done()
+        r = await b.request(share_ack(tid, "m1", 1, [(0, 9, [1])]), 1)
+        assert r.responses[0].partitions[0].error_code == 0
+        assert acquired(await asyncio.wait_for(waiting, 30)) == [(100, 100, 1)]
+
+    persister = MemorySharePersister()
+    share_run(tmp_path, scenario, {"group.share.partition.max.record.locks": "100"}, persister)

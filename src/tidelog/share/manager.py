@@ -70,6 +70,7 @@ class SharePartitionManager:
         self.partitions: dict[SharePartitionKey, SharePartition] = {}
         self._loading: dict[SharePartitionKey, asyncio.Future] = {}
         self._waiters: set[asyncio.Future] = set()
+        self._closed = False
 
     def settings(self, group_id: str) -> ShareGroupSettings:
         return ShareGroupSettings.of(self.broker_values, self._group_configs(group_id))
@@ -99,6 +100,9 @@ class SharePartitionManager:
             self._drop(key)
             raise
         sp = self.partitions.get(key)
+        if sp is not None and sp.leader_epoch != self.replicas.leader_epoch(topic, partition):
+            self._drop(key)  # leadership moved away and back: the state is read again
+            sp = None
         if sp is not None:
             sp.move_start(offsets.log_start_offset)
             return sp
@@ -131,28 +135,37 @@ class SharePartitionManager:
                     max_bytes: int, max_records: int, mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED,
                     ) -> dict[TopicIdPartition, ShareFetchResult]:
         """Acquire records of ``partitions`` for the member (rules 1 and 2)."""
-        results = await self._fetch_once(group_id, member_id, partitions, max_bytes, max_records, mode)
-        if max_wait_ms <= 0 or not partitions or any(r.acquired or r.error for r in results.values()):
-            return results
-        await self._wait(group_id, partitions, max_wait_ms)
-        return await self._fetch_once(group_id, member_id, partitions, max_bytes, max_records, mode)
+        deadline = self.clock.monotonic_ms() + max(0, max_wait_ms)
+        while True:
+            results = await self._fetch_once(group_id, member_id, partitions, max_bytes, max_records, mode)
+            remaining = deadline - self.clock.monotonic_ms()
+            if self._closed or remaining <= 0 or not partitions or any(r.acquired or r.error for r in results.values()):
+                return results
+            await self._wait(group_id, partitions, remaining)
 
     async def _wait(self, group_id: str, partitions: list[TopicIdPartition], max_wait_ms: int) -> None:
-        released = asyncio.get_running_loop().create_future()
-        self._waiters.add(released)
+        """Until records are released anywhere, new records reach a log of ``partitions`` whose share
+        partition has room for them, or ``max_wait_ms`` passes."""
+        woken = asyncio.get_running_loop().create_future()
+        self._waiters.add(woken)
+        timer = self.clock.call_later(max_wait_ms, lambda: woken.done() or woken.set_result(None))
         fetches = []
-        isolation = self.settings(group_id).isolation_level
         for topic_id, p in partitions:
             sp = self.partitions.get(SharePartitionKey(group_id, topic_id, p))
-            topic = self.topic_name(topic_id)
-            if sp is not None and topic is not None:
-                fetches.append(PartitionFetch(topic, topic_id, p, sp.end_offset, 1 << 20))
-        data = asyncio.ensure_future(self.replicas.wait_for_data(fetches, 1, max_wait_ms, isolation))
+            if sp is not None and sp.in_flight() < sp.settings.partition_max_record_locks:
+                fetches.append(PartitionFetch(sp.topic, topic_id, p, sp.end_offset, 1 << 20))
+        waits: set[asyncio.Future] = {woken}
+        data = None
+        if fetches:
+            isolation = self.settings(group_id).isolation_level
+            data = asyncio.ensure_future(self.replicas.wait_for_data(fetches, 1, max_wait_ms, isolation))
+            waits.add(data)
         try:
-            await asyncio.wait({data, released}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            self._waiters.discard(released)
-            if not data.done():
+            timer.cancel()
+            self._waiters.discard(woken)
+            if data is not None and not data.done():
                 data.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await data
@@ -215,6 +228,7 @@ class SharePartitionManager:
             await asyncio.gather(*tasks, return_exceptions=True)
 
     async def close(self) -> None:
+        self._closed = True
         for key in list(self.partitions):
             sp = self.partitions.pop(key)
             await sp.close()

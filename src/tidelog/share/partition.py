@@ -355,8 +355,10 @@ class SharePartition:
             self._unlock(rec, offset)
             rec.state, rec.delivery_count = state, count
             available = available or state == RecordState.AVAILABLE
+        start = self.start_offset
         self._advance_start()
-        if available and self.on_available is not None:
+        # records to offer again, or room in the window for new ones: a parked fetch may find something
+        if (available or self.start_offset != start) and self.on_available is not None:
             self.on_available()
 
     def _advance_start(self) -> None:
