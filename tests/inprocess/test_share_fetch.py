@@ -354,3 +354,19 @@ def test_a_full_window_parks_the_fetch_until_records_are_acknowledged(tmp_path: 
 
     persister = MemorySharePersister()
     share_run(tmp_path, scenario, {"group.share.partition.max.record.locks": "100"}, persister)
+
+
+def test_a_member_leaving_the_group_has_its_records_released(tmp_path: Path) -> None:
+    async def scenario(b: InProcessBroker) -> None:
+        tid = await queue(b, persister)
+        await b.request(produce("q", batch(b"a", b"b")), 9)
+        assert acquired(await b.request(share_fetch(tid, "m1", 0), 1)) == [(0, 1, 1)]
+        # what the group coordinator calls when a share group's member leaves or its session expires
+        manager = b.broker.share_partitions
+        assert manager is not None
+        await manager.release_member(GROUP, "m1")
+        assert acquired(await b.request(share_fetch(tid, "m2", 0), 1)) == [(0, 1, 2)]
+        assert (await b.request(share_fetch(tid, "m1", 1), 1)).error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
+
+    persister = MemorySharePersister()
+    share_run(tmp_path, scenario, persister=persister)
