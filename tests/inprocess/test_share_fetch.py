@@ -370,3 +370,20 @@ def test_a_member_leaving_the_group_has_its_records_released(tmp_path: Path) -> 
 
     persister = MemorySharePersister()
     share_run(tmp_path, scenario, persister=persister)
+
+
+def test_a_closing_share_fetch_acknowledges_and_fetches_nothing(tmp_path: Path) -> None:
+    async def scenario(b: InProcessBroker) -> None:
+        tid = await queue(b, persister)
+        await b.request(produce("q", batch(b"a", b"b")), 9)
+        assert acquired(await b.request(share_fetch(tid, "m1", 0), 1)) == [(0, 1, 1)]
+        r = await b.request(share_fetch(tid, "m1", -1, acks=[(0, 0, [1])]), 1)
+        p = partition(r)
+        assert (p.acknowledge_error_code, p.acquired_records) == (0, [])
+        assert persister.states[SharePartitionKey(GROUP, tid, 0)].start_offset == 1
+        assert acquired(await b.request(share_fetch(tid, "m2", 0), 1)) == [(1, 1, 2)]
+        # closing a session that is not there
+        assert (await b.request(share_fetch(tid, "m1", -1), 1)).error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
+
+    persister = MemorySharePersister()
+    share_run(tmp_path, scenario, persister=persister)
