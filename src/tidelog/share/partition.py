@@ -255,7 +255,9 @@ class SharePartition:
                     self.end_offset = offset + 1
                 if rec is not None and rec.state != RecordState.AVAILABLE:
                     continue
-                if b.skip:
+                if b.skip or (rec is not None and rec.delivery_count >= self.settings.delivery_count_limit):
+                    # never delivered (a control or aborted record), or delivered as often as the limit
+                    # allows (a limit lowered since): archived
                     records[offset] = _InFlight(RecordState.ARCHIVED, rec.delivery_count if rec else 0)
                     archived_any = True
                     continue
@@ -304,7 +306,11 @@ class SharePartition:
     async def acknowledge(self, member_id: str, batches: list[AckBatch], *, allow_renew: bool = True) -> ErrorCode:
         """Apply ``member_id``'s acknowledgements (rule 2); the answer comes once the persister has them."""
         records = self._records
+        previous_last = -1
         for b in batches:
+            if b.first_offset <= previous_last:  # Kafka's rule: batches in order, not overlapping
+                return ErrorCode.INVALID_REQUEST
+            previous_last = b.last_offset
             if b.last_offset < b.first_offset or not b.types or (
                     len(b.types) != 1 and len(b.types) != b.last_offset - b.first_offset + 1):
                 return ErrorCode.INVALID_REQUEST

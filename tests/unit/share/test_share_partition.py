@@ -132,6 +132,10 @@ def test_acknowledging_what_the_member_does_not_hold_is_invalid_record_state_and
         assert await sp.acknowledge("m1", [AckBatch(0, 2, (1, 1))]) == ErrorCode.INVALID_REQUEST
         assert await sp.acknowledge("m1", [AckBatch(0, 0, (AckType.RENEW,))], allow_renew=False) \
             == ErrorCode.INVALID_REQUEST
+        # batches out of order or overlapping
+        assert await sp.acknowledge("m1", [AckBatch(0, 1, (1,)), AckBatch(1, 2, (1,))]) == ErrorCode.INVALID_REQUEST
+        assert await sp.acknowledge("m1", [AckBatch(2, 2, (1,)), AckBatch(0, 0, (1,))]) == ErrorCode.INVALID_REQUEST
+        assert sp.state_of(0) == (RecordState.ACQUIRED, 1) and len(persister.writes) == writes
 
     asyncio.run(main())
 
@@ -266,5 +270,16 @@ def test_failed_write_leaves_records_acquired() -> None:
         sp.acquire("m1", singles(0, 0), 500)
         assert await sp.acknowledge("m1", [AckBatch(0, 0, (AckType.ACCEPT,))]) == ErrorCode.FENCED_STATE_EPOCH
         assert sp.state_of(0) == (RecordState.ACQUIRED, 1) and sp.start_offset == 0
+
+    asyncio.run(main())
+
+
+def test_a_record_at_the_delivery_limit_after_a_restore_is_archived_not_delivered() -> None:
+    async def main() -> None:
+        persister = MemorySharePersister()
+        persister.states[KEY] = ShareState(0, 0, (StateBatch(0, 0, DeliveryState.AVAILABLE, 3),))
+        sp, _, _ = await partition(persister, initialize=False, delivery_count_limit=3)
+        assert sp.acquire("m1", singles(0, 1), 500) == [AcquiredRange(1, 1, 1)]
+        assert sp.state_of(0)[0] == RecordState.ARCHIVED and sp.start_offset == 1
 
     asyncio.run(main())
