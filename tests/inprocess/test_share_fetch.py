@@ -387,3 +387,20 @@ def test_a_closing_share_fetch_acknowledges_and_fetches_nothing(tmp_path: Path) 
 
     persister = MemorySharePersister()
     share_run(tmp_path, scenario, persister=persister)
+
+
+def test_a_closed_connection_ends_its_share_sessions(tmp_path: Path) -> None:
+    async def scenario(b: InProcessBroker) -> None:
+        tid = await queue(b, persister)
+        await b.request(produce("q", batch(b"a")), 9)
+        assert acquired(await b.request(share_fetch(tid, "m1", 0), 1, connection="c1")) == [(0, 0, 1)]
+        assert partition(await b.request(share_fetch(tid, "m2", 0), 1, connection="c2")).acquired_records == []
+        # what the network layer calls when a client's connection closes
+        manager = b.broker.share_partitions
+        assert manager is not None
+        await manager.connection_closed("c1")
+        assert acquired(await b.request(share_fetch(tid, "m2", 1), 1, connection="c2")) == [(0, 0, 2)]
+        assert (await b.request(share_fetch(tid, "m1", 1), 1)).error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
+
+    persister = MemorySharePersister()
+    share_run(tmp_path, scenario, persister=persister)

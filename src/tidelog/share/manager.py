@@ -19,7 +19,8 @@ Rules:
    comes once the persister has the change.
 4. **Members leaving.** :meth:`SharePartitionManager.release_member` (called by the group coordinator when a
    share group's member leaves or its session expires) releases what the member holds everywhere and drops
-   its share session.
+   its share session; :meth:`SharePartitionManager.connection_closed` does the same for the sessions of a
+   client connection that closed.
 """
 
 from __future__ import annotations
@@ -226,6 +227,12 @@ class SharePartitionManager:
                  if (t := sp.release_member(member_id)) is not None]
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def connection_closed(self, connection_id: str) -> None:
+        """A client connection closed: its share sessions end and their members' records are released
+        (Kafka 4.1+; the network layer's hook calls it)."""
+        for session in self.sessions.of_connection(connection_id):
+            await self.release_member(session.group_id, session.member_id)
 
     async def close(self) -> None:
         self._closed = True

@@ -43,6 +43,8 @@ class ShareSession:
     #: the epoch the next request must carry
     epoch: int
     partitions: dict[TopicIdPartition, None] = field(default_factory=dict)  # ordered set
+    #: the client connection that opened it (Kafka 4.1+: the session ends when the connection closes)
+    connection_id: str = ""
 
 
 class ShareSessionCache:
@@ -59,7 +61,8 @@ class ShareSessionCache:
         return self.sessions.get((group_id, member_id))
 
     def fetch_session(self, group_id: str, member_id: str, epoch: int, added: list[TopicIdPartition],
-                      forgotten: list[TopicIdPartition], has_acknowledgements: bool) -> ShareSession | None:
+                      forgotten: list[TopicIdPartition], has_acknowledgements: bool,
+                      connection_id: str = "") -> ShareSession | None:
         """The session a ShareFetch works in (rules 1-3), updated; None for a closing request (epoch -1),
         whose session is gone once it is answered (the caller calls :meth:`remove`). Raises KafkaError."""
         key = (group_id, member_id)
@@ -71,7 +74,7 @@ class ShareSessionCache:
                 raise KafkaError(ErrorCode.SHARE_SESSION_LIMIT_REACHED,
                                  f"the broker already has {len(self.sessions)} share sessions")
             session = self.sessions[key] = ShareSession(group_id, member_id, next_epoch(epoch),
-                                                        dict.fromkeys(added))
+                                                        dict.fromkeys(added), connection_id)
             return session
         session = self.sessions.get(key)
         if epoch == FINAL_EPOCH:
@@ -109,6 +112,9 @@ class ShareSessionCache:
 
     def remove(self, group_id: str, member_id: str) -> ShareSession | None:
         return self.sessions.pop((group_id, member_id), None)
+
+    def of_connection(self, connection_id: str) -> list[ShareSession]:
+        return [s for s in self.sessions.values() if s.connection_id == connection_id]
 
     def remove_group(self, group_id: str) -> None:
         for key in [k for k in self.sessions if k[0] == group_id]:

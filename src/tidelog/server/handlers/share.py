@@ -123,7 +123,7 @@ class ShareHandlers:
         acks = _acks(request.topics)
         session = self.manager.sessions.fetch_session(group_id, member_id, epoch,
                                                       requested if epoch != FINAL_EPOCH else [],
-                                                      forgotten, bool(acks))
+                                                      forgotten, bool(acks), ctx.connection_id)
         ack_results = await self._acknowledge(ctx, group_id, member_id, acks, ctx.api_version) if acks else {}
         results: dict[TopicIdPartition, ShareFetchResult] = {}
         if session is None:  # epoch -1: acknowledge, then close
