@@ -247,6 +247,11 @@ def test_share_apis_are_served_only_with_share_version_1(tmp_path: Path) -> None
     async def off(b: InProcessBroker) -> None:
         got = await versions(b)
         assert 78 not in got and 79 not in got
+        # as Kafka with share groups disabled: UNSUPPORTED_VERSION
+        r = await b.request(share_fetch(uuid.UUID(int=1), "m1", 0), 1)
+        assert r.error_code == ErrorCode.UNSUPPORTED_VERSION
+        r = await b.request(share_ack(uuid.UUID(int=1), "m1", 1, []), 1)
+        assert r.error_code == ErrorCode.UNSUPPORTED_VERSION
 
     share_run(tmp_path / "on", on)
     run(tmp_path / "off", off, broker_options={"share_persister": MemorySharePersister()})
