@@ -328,7 +328,7 @@ _BROKER_DEFS = [
     ConfigDef("group.share.delivery.count.limit", _parse_int(2, 10), 5,
               "Deliveries of a record to a share group after which it is archived instead of offered again.",
               topic=False),
-    ConfigDef("group.share.partition.max.record.locks", _parse_int(100, 10_000), 2000,
+    ConfigDef("group.share.partition.max.record.locks", _parse_int(100, 4000), 2000,
               "Records in flight (acquired or waiting to be offered again) per share partition.", topic=False),
     ConfigDef("group.share.max.share.sessions", _int(1), 2000, "Share sessions (ShareFetch) kept.", topic=False),
     ConfigDef("max.incremental.fetch.session.cache.slots", _int(), 1000, "Fetch sessions kept.", topic=False),
