@@ -409,3 +409,22 @@ def test_a_closed_connection_ends_its_share_sessions(tmp_path: Path) -> None:
 
     persister = MemorySharePersister()
     share_run(tmp_path, scenario, persister=persister)
+
+
+def test_group_configs_override_the_broker_defaults(tmp_path: Path) -> None:
+    async def scenario(b: InProcessBroker) -> None:
+        tid = await queue(b, persister)
+        await group_config(b, GROUP, {"share.delivery.count.limit": "2", "share.record.lock.duration.ms": "15000"})
+        await b.request(produce("q", batch(b"a")), 9)
+        r = await b.request(share_fetch(tid, "m1", 0), 1)
+        assert r.acquisition_lock_timeout_ms == 15_000 and acquired(r) == [(0, 0, 1)]
+        await b.advance(15_000)
+        assert acquired(await b.request(share_fetch(tid, "m1", 1), 1)) == [(0, 0, 2)]
+        await b.advance(15_000)
+        # the second expiry reached the group's delivery limit of 2: archived
+        r = await b.request(share_fetch(tid, "m1", 2), 1)
+        assert r.error_code == 0 and r.responses == []  # an incremental answer with nothing new
+        assert persister.states[SharePartitionKey(GROUP, tid, 0)].start_offset == 1
+
+    persister = MemorySharePersister()
+    share_run(tmp_path, scenario, persister=persister)
