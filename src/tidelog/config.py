@@ -336,6 +336,15 @@ _BROKER_DEFS = [
     ConfigDef("share.coordinator.write.timeout.ms", _int(1), 5000,
               "How long the share coordinator waits for a write to be committed (the ISR has it) before it "
               "answers COORDINATOR_NOT_AVAILABLE.", topic=False),
+    ConfigDef("group.share.record.lock.duration.ms", _int(1000), 30_000,
+              "How long a share group's consumer holds the records it acquired before they are offered again "
+              "(the broker default of the group config share.record.lock.duration.ms).", topic=False),
+    ConfigDef("group.share.delivery.count.limit", _parse_int(2, 10), 5,
+              "Deliveries of a record to a share group after which it is archived instead of offered again.",
+              topic=False),
+    ConfigDef("group.share.partition.max.record.locks", _parse_int(100, 4000), 2000,
+              "Records in flight (acquired or waiting to be offered again) per share partition.", topic=False),
+    ConfigDef("group.share.max.share.sessions", _int(1), 2000, "Share sessions (ShareFetch) kept.", topic=False),
     ConfigDef("max.incremental.fetch.session.cache.slots", _int(), 1000, "Fetch sessions kept.", topic=False),
     ConfigDef("metrics.listener", parse_http_endpoint, ("127.0.0.1", 9644),
               "HTTP listener for /metrics (Prometheus), /healthz, /readyz and the web console, as "

@@ -53,12 +53,14 @@ class InProcessBroker:
     """A started :class:`~tidelog.server.broker.Broker` and the requests a test sends it."""
 
     def __init__(self, data_dir: Path, overrides: Mapping[str, str] | None = None,
-                 clock: ManualClock | None = None) -> None:
+                 clock: ManualClock | None = None, broker_options: Mapping[str, Any] | None = None) -> None:
         props = {"log.dirs": str(data_dir), "listeners": "PLAINTEXT://127.0.0.1:0", **TEST_DEFAULTS,
                  **dict(overrides or {})}
         self.config = BrokerConfig.from_props(props)
         self.clock = clock if clock is not None else ManualClock()
-        self.broker = Broker(self.config, self.clock)
+        #: keyword arguments of the Broker (a share-state persister for the share-fetch tests)
+        self.broker_options = dict(broker_options or {})
+        self.broker = Broker(self.config, self.clock, **self.broker_options)
         self._correlation = itertools.count(1)
 
     async def advance(self, ms: int) -> None:
@@ -79,7 +81,7 @@ class InProcessBroker:
         """Stop the broker and start a new one on the same data dir and clock (the replay check: what
         it answers afterwards was read back from its logs)."""
         await self.broker.stop()
-        self.broker = Broker(self.config, self.clock)
+        self.broker = Broker(self.config, self.clock, **self.broker_options)
         await self.broker.start()
 
     async def __aenter__(self) -> InProcessBroker:
@@ -167,11 +169,12 @@ def batch(*values: bytes, key: bytes | None = None, timestamp_ms: int = 1_700_00
 
 
 def run(tmp_path: Path, scenario: Callable[[InProcessBroker], Awaitable[None]], *,
-        overrides: Mapping[str, str] | None = None, clock: ManualClock | None = None) -> None:
+        overrides: Mapping[str, str] | None = None, clock: ManualClock | None = None,
+        broker_options: Mapping[str, Any] | None = None) -> None:
     """Start a broker in ``tmp_path``, run ``scenario`` with it on a fresh event loop, stop it."""
 
     async def main() -> None:
-        async with InProcessBroker(tmp_path / "data", overrides, clock) as b:
+        async with InProcessBroker(tmp_path / "data", overrides, clock, broker_options) as b:
             await asyncio.wait_for(scenario(b), SCENARIO_TIMEOUT_S)
 
     asyncio.run(main())

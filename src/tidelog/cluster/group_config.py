@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from tidelog.config import BrokerConfig
-from tidelog.config_def import ConfigDef
+from tidelog.config_def import ConfigDef, parse_choice_ignoring_case
 from tidelog.config_def import int_value as _int
+from tidelog.config_def import parse_int as _parse_int
 from tidelog.errors import ConfigError
 
 #: ``broker_synonym`` is the broker key that supplies each default.
@@ -29,6 +30,17 @@ _GROUP_DEFS = [
               topic=False),
     ConfigDef("share.record.lock.duration.ms", _int(1000), 30_000,
               "Record acquisition lock duration of share groups (not served).", topic=False),
+    ConfigDef("share.delivery.count.limit", _parse_int(2, 10), 5,
+              "Deliveries of a record to the share group after which it is archived.",
+              "group.share.delivery.count.limit", topic=False),
+    ConfigDef("share.partition.max.record.locks", _parse_int(100, 4000), 2000,
+              "Records in flight per share partition of the share group.",
+              "group.share.partition.max.record.locks", topic=False),
+    ConfigDef("share.auto.offset.reset", parse_choice_ignoring_case("earliest", "latest"), "latest",
+              "Where a share group starts consuming a partition it has no start offset for.", topic=False),
+    ConfigDef("share.isolation.level", parse_choice_ignoring_case("read_committed", "read_uncommitted"),
+              "read_uncommitted", "Whether a share group's consumers get only committed transactional records.",
+              topic=False),
 ]
 #: Kafka's fixed bounds of the share group configs (broker configs Tidelog does not have).
 SHARE_GROUP_BOUNDS = {

@@ -63,6 +63,7 @@ from tidelog.coordinator.internal_topics import (
 )
 from tidelog.coordinator.leadership import CoordinatedTopic, CoordinatorLeadership, marker_listeners
 from tidelog.coordinator.runtime import ReplicaWriter
+from tidelog.coordinator.share.persister import SharePersister
 from tidelog.coordinator.share.remote import share_state
 from tidelog.coordinator.txn import TransactionCoordinator, TxnConfig
 from tidelog.coordinator.txn.marker_writer import TxnMarkerWriter
@@ -104,6 +105,7 @@ from tidelog.server.handlers.leadership import ElectLeadersHandler
 from tidelog.server.handlers.reassignment import ReassignmentHandlers
 from tidelog.server.handlers.sasl import SaslHandlers
 from tidelog.server.handlers.scram_credentials import ScramCredentialHandlers
+from tidelog.server.handlers.share import ShareHandlers
 from tidelog.server.handlers.share_state import ShareStateHandlers
 from tidelog.server.internal_client import InternalClient
 from tidelog.server.modes import broker_mode
@@ -114,6 +116,7 @@ from tidelog.server.quota import ClientQuotaManagers
 from tidelog.server.throttle import RequestThrottler
 from tidelog.server.tls import ListenerSecurity, ignored_listener_keys, listener_security
 from tidelog.server.txn_verification import TransactionVerifier
+from tidelog.share.manager import SharePartitionManager
 from tidelog.storage.log_manager import LogManager
 
 # Imported where they are used, only when configured: a broker without an HTTP listener, TubeMQ or
@@ -136,7 +139,8 @@ def advertised_endpoint(listener: Listener, advertised: tuple[Listener, ...], bo
 
 
 class Broker:
-    def __init__(self, config: BrokerConfig, clock: Clock | None = None, *, use_sendfile: bool | None = None) -> None:
+    def __init__(self, config: BrokerConfig, clock: Clock | None = None, *, use_sendfile: bool | None = None,
+                 share_persister: SharePersister | None = None) -> None:
         self.config = config
         self.clock = clock = clock or SystemClock()
         self.broker_id: int = config["broker.id"]
@@ -256,6 +260,15 @@ class Broker:
             *mode_runtime.handlers(auth),
             *([ShareStateHandlers(self.share_persister.local, auth)] if self.share_persister is not None else []),
         )
+        # Share groups' fetches (KIP-932), served only with share.version >= 1 and the share-state persister
+        # (the share coordinator's service; tests pass an in-memory one).
+        self.share_partitions: SharePartitionManager | None = None
+        share_persister = share_persister or self.share_persister
+        if config["share.version"] >= 1 and share_persister is not None:
+            self.share_partitions = SharePartitionManager(
+                replicas, share_persister, clock, config.values,
+                group_configs=lambda group_id: store.image.group_configs.get(group_id))
+            handlers.add(ShareHandlers(self.share_partitions, auth))
         # Client quotas (docs/security.md "Quotas"): measured and enforced around every handler.
         self.client_quotas = ClientQuotaManagers(config["quota.window.num"], config["quota.window.size.seconds"])
         store.subscribe(lambda _old, new: self.client_quotas.update(new.client_quotas))
@@ -465,6 +478,8 @@ class Broker:
             self.share_persister.close()
         self.marker_writer.close()
         self.group_coordinator.close()
+        if self.share_partitions is not None:
+            await self.share_partitions.close()
         self._serving = False
         if self.http is not None:
             await self.http.stop()

@@ -1,0 +1,195 @@
+"""ShareFetch (78) and ShareAcknowledge (79): share groups' consumers fetching records as a queue (KIP-932).
+
+Thin: the share sessions' rules are :mod:`tidelog.share.session`'s, acquisition, acknowledgement and the
+wait for records :mod:`tidelog.share.manager`'s. Served at v1 (Kafka 4.1's first stable version; v2, with
+RENEW acknowledgements and the acquire mode, comes with the 4.4 codecs). Registered only when the broker's
+``share.version`` is 1 or more.
+
+ShareFetch: acknowledgements piggy-backed on the fetch are applied first (each partition's answer in its
+``acknowledge_error_code``), then the session's partitions are fetched; a request with epoch -1 only
+acknowledges, closes the session and releases what the member still holds.
+
+Authorization (Kafka's): READ on the group (else GROUP_AUTHORIZATION_FAILED for the whole request), READ
+on each topic (else TOPIC_AUTHORIZATION_FAILED for its partitions). Errors per partition as Kafka answers
+them: UNKNOWN_TOPIC_ID for a topic id the broker does not know, NOT_LEADER_OR_FOLLOWER with the current
+leader and its endpoint, INVALID_RECORD_STATE for an acknowledgement of records the member does not hold.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+
+from tidelog.errors import ErrorCode, KafkaError
+from tidelog.protocol.api_keys import ApiKey
+from tidelog.protocol.messages import (
+    ShareAcknowledgeRequest,
+    ShareAcknowledgeResponse,
+    ShareFetchRequest,
+    ShareFetchResponse,
+)
+from tidelog.security.acl import AclOperation, ResourceType
+from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
+from tidelog.server.context import RequestContext
+from tidelog.server.dispatcher import handles
+from tidelog.share.manager import ShareFetchResult, SharePartitionManager
+from tidelog.share.partition import AckBatch
+from tidelog.share.session import FINAL_EPOCH, INITIAL_EPOCH
+
+TopicIdPartition = tuple[uuid.UUID, int]
+_NOT_SERVED = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH})
+
+
+def share_fetch_error_response(request: ShareFetchRequest, code: ErrorCode, message: str | None = None):
+    return ShareFetchResponse(error_code=int(code), error_message=message)
+
+
+def share_acknowledge_error_response(request: ShareAcknowledgeRequest, code: ErrorCode, message: str | None = None):
+    return ShareAcknowledgeResponse(error_code=int(code), error_message=message)
+
+
+def _acks(topics: Iterable) -> dict[TopicIdPartition, list[AckBatch]]:
+    out: dict[TopicIdPartition, list[AckBatch]] = {}
+    for t in topics:
+        for p in t.partitions:
+            if p.acknowledgement_batches:
+                out.setdefault((t.topic_id, p.partition_index), []).extend(
+                    AckBatch(b.first_offset, b.last_offset, tuple(b.acknowledge_types))
+                    for b in p.acknowledgement_batches)
+    return out
+
+
+class ShareHandlers:
+    def __init__(self, manager: SharePartitionManager, authorizer: Authorizer = NO_AUTHORIZER) -> None:
+        self.manager = manager
+        self.authorizer = authorizer
+
+    # ----------------------------------------------------------------------------------- checks
+
+    def _check_request(self, ctx: RequestContext, group_id: str | None, member_id: str | None) -> None:
+        if not group_id or not member_id:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "a share request names its group and member")
+        if not self.authorizer.authorize(ctx, AclOperation.READ, ResourceType.GROUP, group_id):
+            raise KafkaError(ErrorCode.GROUP_AUTHORIZATION_FAILED, f"not authorized to read group {group_id}")
+
+    def _refused(self, ctx: RequestContext, partitions: Iterable[TopicIdPartition]) -> dict[TopicIdPartition, ErrorCode]:
+        """Partitions answered with an error before any work: unknown topic ids, topics not readable."""
+        out: dict[TopicIdPartition, ErrorCode] = {}
+        allowed: dict[str, bool] = {}
+        for tp in partitions:
+            name = self.manager.topic_name(tp[0])
+            if name is None:
+                out[tp] = ErrorCode.UNKNOWN_TOPIC_ID
+                continue
+            if name not in allowed:
+                allowed[name] = self.authorizer.authorize(ctx, AclOperation.READ, ResourceType.TOPIC, name)
+            if not allowed[name]:
+                out[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        return out
+
+    def _leader(self, ctx: RequestContext, tp: TopicIdPartition, endpoints: dict[int, object], factory) -> object:
+        """The partition's current leader (and, in ``endpoints``, its listener endpoint) for a client that
+        asked the wrong broker."""
+        image = self.manager.replicas.image
+        topic = image.topic_by_id(tp[0])
+        if topic is None or not 0 <= tp[1] < len(topic.partitions):
+            return factory.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
+        pm = topic.partitions[tp[1]]
+        broker = image.brokers.get(pm.leader)
+        if broker is not None and pm.leader not in endpoints:
+            host, port = broker.endpoint(ctx.listener_name)
+            endpoints[pm.leader] = factory.NodeEndpoint(node_id=pm.leader, host=host, port=port, rack=broker.rack)
+        return factory.LeaderIdAndEpoch(leader_id=pm.leader if broker is not None else -1,
+                                        leader_epoch=pm.leader_epoch)
+
+    async def _acknowledge(self, ctx: RequestContext, group_id: str, member_id: str,
+                           acks: dict[TopicIdPartition, list[AckBatch]], version: int) -> dict[TopicIdPartition, ErrorCode]:
+        refused = self._refused(ctx, acks)
+        done = await self.manager.acknowledge(group_id, member_id,
+                                              {tp: b for tp, b in acks.items() if tp not in refused},
+                                              allow_renew=version >= 2)
+        return {**refused, **done}
+
+    # ------------------------------------------------------------------------------- ShareFetch
+
+    @handles(ApiKey.SHARE_FETCH, 1, 1, share_fetch_error_response)
+    async def handle_share_fetch(self, ctx: RequestContext, request: ShareFetchRequest) -> ShareFetchResponse:
+        self._check_request(ctx, request.group_id, request.member_id)
+        group_id, member_id = request.group_id, request.member_id
+        assert group_id is not None and member_id is not None
+        epoch = request.share_session_epoch
+        requested = [(t.topic_id, p.partition_index) for t in request.topics for p in t.partitions]
+        forgotten = [(t.topic_id, p) for t in request.forgotten_topics_data for p in t.partitions]
+        acks = _acks(request.topics)
+        session = self.manager.sessions.fetch_session(group_id, member_id, epoch,
+                                                      requested if epoch != FINAL_EPOCH else [],
+                                                      forgotten, bool(acks), ctx.connection_id)
+        ack_results = await self._acknowledge(ctx, group_id, member_id, acks, ctx.api_version) if acks else {}
+        results: dict[TopicIdPartition, ShareFetchResult] = {}
+        if session is None:  # epoch -1: acknowledge, then close
+            await self.manager.release_member(group_id, member_id)
+        else:
+            partitions = list(session.partitions)
+            refused = self._refused(ctx, partitions)
+            results = {tp: ShareFetchResult(code) for tp, code in refused.items()}
+            fetched = await self.manager.fetch(
+                group_id, member_id, [tp for tp in partitions if tp not in refused],
+                max_wait_ms=request.max_wait_ms, max_bytes=request.max_bytes, max_records=request.max_records)
+            results.update(fetched)
+            if epoch != INITIAL_EPOCH:  # an incremental answer names only what has news
+                results = {tp: r for tp, r in results.items() if r.acquired or r.error or tp in ack_results}
+        return self._fetch_response(ctx, group_id, results, ack_results)
+
+    def _fetch_response(self, ctx: RequestContext, group_id: str, results: dict[TopicIdPartition, ShareFetchResult],
+                        ack_results: dict[TopicIdPartition, ErrorCode]) -> ShareFetchResponse:
+        by_topic: dict[uuid.UUID, ShareFetchResponse.ShareFetchableTopicResponse] = {}
+        endpoints: dict[int, object] = {}
+        for tp in dict.fromkeys([*ack_results, *results]):
+            r = results.get(tp, ShareFetchResult())
+            ack = ack_results.get(tp, ErrorCode.NONE)
+            topic = by_topic.get(tp[0])
+            if topic is None:
+                topic = by_topic[tp[0]] = ShareFetchResponse.ShareFetchableTopicResponse(topic_id=tp[0], partitions=[])
+            data = ShareFetchResponse.PartitionData(
+                partition_index=tp[1], error_code=int(r.error), error_message=r.error_message,
+                acknowledge_error_code=int(ack), records=r.records,
+                acquired_records=[ShareFetchResponse.AcquiredRecords(first_offset=a.first_offset,
+                                                                     last_offset=a.last_offset,
+                                                                     delivery_count=a.delivery_count)
+                                  for a in r.acquired])
+            if r.error in _NOT_SERVED or ack in _NOT_SERVED:
+                data.current_leader = self._leader(ctx, tp, endpoints, ShareFetchResponse)
+            topic.partitions.append(data)
+        return ShareFetchResponse(
+            error_code=0, acquisition_lock_timeout_ms=self.manager.settings(group_id).record_lock_duration_ms,
+            responses=list(by_topic.values()), node_endpoints=list(endpoints.values()))
+
+    # ------------------------------------------------------------------------- ShareAcknowledge
+
+    @handles(ApiKey.SHARE_ACKNOWLEDGE, 1, 1, share_acknowledge_error_response)
+    async def handle_share_acknowledge(self, ctx: RequestContext,
+                                       request: ShareAcknowledgeRequest) -> ShareAcknowledgeResponse:
+        self._check_request(ctx, request.group_id, request.member_id)
+        group_id, member_id = request.group_id, request.member_id
+        assert group_id is not None and member_id is not None
+        session = self.manager.sessions.acknowledge_session(group_id, member_id, request.share_session_epoch)
+        acks = _acks(request.topics)
+        results = await self._acknowledge(ctx, group_id, member_id, acks, ctx.api_version)
+        if session is None:
+            await self.manager.release_member(group_id, member_id)
+        by_topic: dict[uuid.UUID, ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse] = {}
+        endpoints: dict[int, object] = {}
+        for tp, code in results.items():
+            topic = by_topic.get(tp[0])
+            if topic is None:
+                topic = by_topic[tp[0]] = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse(topic_id=tp[0],
+                                                                                                partitions=[])
+            data = ShareAcknowledgeResponse.PartitionData(partition_index=tp[1], error_code=int(code))
+            if code in _NOT_SERVED:
+                data.current_leader = self._leader(ctx, tp, endpoints, ShareAcknowledgeResponse)
+            topic.partitions.append(data)
+        return ShareAcknowledgeResponse(error_code=0, responses=list(by_topic.values()),
+                                        node_endpoints=list(endpoints.values()))
+
+
+__all__ = ["ShareHandlers", "share_acknowledge_error_response", "share_fetch_error_response"]

@@ -1,0 +1,283 @@
+"""The share partitions this broker serves, and what ShareFetch and ShareAcknowledge ask of them (Kafka's
+``SharePartitionManager``).
+
+A share partition (group, topic id, partition) is built on first use on the broker leading the topic
+partition, and initialized from the share-state persister (:class:`~tidelog.share.partition.SharePartition`).
+Logs are read only through the replica manager's read API, as the Fetch handler reads them (the records
+handed out are whole batches; a consumer keeps the offsets of the acquired ranges only).
+
+Rules:
+
+1. **Fetch.** For each partition: the leadership check (NOT_LEADER_OR_FOLLOWER drops the share partition
+   here), initialization if needed, a read from the share partition's next fetch offset (up to the LSO
+   under read_committed, whose aborted batches and control batches are archived, never delivered), the
+   acquisition of what the read found for the member. ``max_records`` spreads over the partitions in order.
+2. **Wait.** When nothing was acquired and ``max_wait_ms`` > 0, the fetch waits for new records in the logs
+   or for records released (an acknowledgement, a lock expiry, a member leaving), then tries once more.
+   Kafka completes a share fetch once ``min_bytes`` are acquired; here any acquired record ends the wait.
+3. **Acknowledge.** Each partition's acknowledgements go to its share partition; the answer per partition
+   comes once the persister has the change.
+4. **Members leaving.** :meth:`SharePartitionManager.release_member` (called by the group coordinator when a
+   share group's member leaves or its session expires) releases what the member holds everywhere and drops
+   its share session; :meth:`SharePartitionManager.connection_closed` does the same for the sessions of a
+   client connection that closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tidelog.clock import Clock
+from tidelog.coordinator.share.persister import SharePartitionKey, SharePersister
+from tidelog.errors import ErrorCode, KafkaError
+from tidelog.records import RecordsError, iter_batches
+from tidelog.records.batch import RecordBatchView
+from tidelog.records.control import ControlRecordType, decode_control_batch
+from tidelog.replica.fetch import READ_COMMITTED, PartitionFetch, PartitionRead
+from tidelog.replica.manager import ReplicaManager
+from tidelog.share.config import AcquireMode, ShareGroupSettings
+from tidelog.share.partition import AckBatch, AcquiredRange, FetchedBatch, SharePartition
+from tidelog.share.session import ShareSessionCache, TopicIdPartition
+
+
+@dataclass(slots=True)
+class ShareFetchResult:
+    """One partition's answer to a share fetch."""
+
+    error: ErrorCode = ErrorCode.NONE
+    error_message: str | None = None
+    records: bytes = b""
+    acquired: list[AcquiredRange] = field(default_factory=list)
+
+
+class SharePartitionManager:
+    """Every share partition this broker leads, and the share sessions of their consumers."""
+
+    def __init__(self, replicas: ReplicaManager, persister: SharePersister, clock: Clock,
+                 broker_values: Mapping[str, Any], sessions: ShareSessionCache | None = None,
+                 group_configs: Callable[[str], Mapping[str, Any] | None] | None = None) -> None:
+        self.replicas = replicas
+        self.persister = persister
+        self.clock = clock
+        self.broker_values = broker_values
+        self.sessions = sessions if sessions is not None else ShareSessionCache(
+            int(broker_values.get("group.share.max.share.sessions", 2000)))
+        self._group_configs = group_configs or (lambda group_id: None)
+        self.partitions: dict[SharePartitionKey, SharePartition] = {}
+        self._loading: dict[SharePartitionKey, asyncio.Future] = {}
+        self._waiters: set[asyncio.Future] = set()
+        self._closed = False
+
+    def settings(self, group_id: str) -> ShareGroupSettings:
+        return ShareGroupSettings.of(self.broker_values, self._group_configs(group_id))
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        found = self.replicas.image.topic_by_id(topic_id)
+        return found.name if found else None
+
+    # ------------------------------------------------------------------------- share partitions
+
+    def _wake(self) -> None:
+        waiters, self._waiters = self._waiters, set()
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(None)
+
+    async def share_partition(self, group_id: str, topic_id: uuid.UUID, partition: int) -> SharePartition:
+        """The share partition, initialized (rule 1); raises KafkaError (not the leader, unknown topic,
+        the persister's errors)."""
+        topic = self.topic_name(topic_id)
+        if topic is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no topic with id {topic_id}")
+        key = SharePartitionKey(group_id, topic_id, partition)
+        try:
+            offsets = self.replicas.leader_offsets(topic, partition)
+        except KafkaError:
+            self._drop(key)
+            raise
+        sp = self.partitions.get(key)
+        if sp is not None and sp.leader_epoch != self.replicas.leader_epoch(topic, partition):
+            self._drop(key)  # leadership moved away and back: the state is read again
+            sp = None
+        if sp is not None:
+            sp.move_start(offsets.log_start_offset)
+            return sp
+        loading = self._loading.get(key)
+        if loading is not None:
+            await asyncio.shield(loading)
+            return await self.share_partition(group_id, topic_id, partition)
+        settings = self.settings(group_id)
+        sp = SharePartition(key, topic, settings, self.persister, self.clock,
+                            self.replicas.leader_epoch(topic, partition), on_available=self._wake)
+        done = self._loading[key] = asyncio.get_running_loop().create_future()
+        try:
+            latest = offsets.last_stable_offset if settings.isolation_level == READ_COMMITTED else offsets.high_watermark
+            await sp.initialize(offsets.log_start_offset, latest)
+            self.partitions[key] = sp
+        finally:
+            del self._loading[key]
+            done.set_result(None)
+        return sp
+
+    def _drop(self, key: SharePartitionKey) -> None:
+        sp = self.partitions.pop(key, None)
+        if sp is not None:
+            task = asyncio.ensure_future(sp.close())
+            task.add_done_callback(lambda t: t.exception())
+
+    # -------------------------------------------------------------------------------- fetch (1, 2)
+
+    async def fetch(self, group_id: str, member_id: str, partitions: list[TopicIdPartition], *, max_wait_ms: int,
+                    max_bytes: int, max_records: int, mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED,
+                    ) -> dict[TopicIdPartition, ShareFetchResult]:
+        """Acquire records of ``partitions`` for the member (rules 1 and 2)."""
+        deadline = self.clock.monotonic_ms() + max(0, max_wait_ms)
+        while True:
+            results = await self._fetch_once(group_id, member_id, partitions, max_bytes, max_records, mode)
+            remaining = deadline - self.clock.monotonic_ms()
+            if self._closed or remaining <= 0 or not partitions or any(r.acquired or r.error for r in results.values()):
+                return results
+            await self._wait(group_id, partitions, remaining)
+
+    async def _wait(self, group_id: str, partitions: list[TopicIdPartition], max_wait_ms: int) -> None:
+        """Until records are released anywhere, new records reach a log of ``partitions`` whose share
+        partition has room for them, or ``max_wait_ms`` passes."""
+        woken = asyncio.get_running_loop().create_future()
+        self._waiters.add(woken)
+        timer = self.clock.call_later(max_wait_ms, lambda: woken.done() or woken.set_result(None))
+        fetches = []
+        for topic_id, p in partitions:
+            sp = self.partitions.get(SharePartitionKey(group_id, topic_id, p))
+            if sp is not None and sp.in_flight() < sp.settings.partition_max_record_locks:
+                fetches.append(PartitionFetch(sp.topic, topic_id, p, sp.end_offset, 1 << 20))
+        waits: set[asyncio.Future] = {woken}
+        data = None
+        if fetches:
+            isolation = self.settings(group_id).isolation_level
+            data = asyncio.ensure_future(self.replicas.wait_for_data(fetches, 1, max_wait_ms, isolation))
+            waits.add(data)
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            timer.cancel()
+            self._waiters.discard(woken)
+            if data is not None and not data.done():
+                data.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await data
+
+    async def _fetch_once(self, group_id: str, member_id: str, partitions: list[TopicIdPartition], max_bytes: int,
+                          max_records: int, mode: AcquireMode) -> dict[TopicIdPartition, ShareFetchResult]:
+        out: dict[TopicIdPartition, ShareFetchResult] = {}
+        budget = max_bytes
+        records_left = max_records if max_records > 0 else 1 << 31
+        for tp in partitions:
+            topic_id, p = tp
+            try:
+                sp = await self.share_partition(group_id, topic_id, p)
+            except KafkaError as e:
+                out[tp] = ShareFetchResult(e.code, e.message)
+                continue
+            if records_left <= 0 or budget <= 0 or not sp.can_acquire():
+                out[tp] = ShareFetchResult()
+                continue
+            fetch_offset = sp.next_fetch_offset()
+            pf = PartitionFetch(sp.topic, topic_id, p, fetch_offset, budget)
+            (read,) = self.replicas.read_partitions([pf], budget, sp.settings.isolation_level)
+            if read.error:
+                if read.error == ErrorCode.OFFSET_OUT_OF_RANGE and read.log_start_offset > sp.start_offset:
+                    sp.move_start(read.log_start_offset)
+                    out[tp] = ShareFetchResult()
+                    continue
+                out[tp] = ShareFetchResult(read.error, read.error_message)
+                continue
+            result = _acquire(sp, member_id, read, records_left, mode)
+            out[tp] = result
+            budget -= len(result.records)
+            records_left -= sum(r.last_offset - r.first_offset + 1 for r in result.acquired)
+        return out
+
+    # -------------------------------------------------------------------------------- acknowledge (3)
+
+    async def acknowledge(self, group_id: str, member_id: str, acks: dict[TopicIdPartition, list[AckBatch]],
+                          *, allow_renew: bool = False) -> dict[TopicIdPartition, ErrorCode]:
+        out: dict[TopicIdPartition, ErrorCode] = {}
+        for tp, batches in acks.items():
+            topic_id, p = tp
+            try:
+                sp = await self.share_partition(group_id, topic_id, p)
+            except KafkaError as e:
+                out[tp] = e.code
+                continue
+            out[tp] = await sp.acknowledge(member_id, batches, allow_renew=allow_renew)
+        return out
+
+    # ------------------------------------------------------------------------------- members (4)
+
+    async def release_member(self, group_id: str, member_id: str) -> None:
+        """The member left the share group (or its session expired): what it holds is released and its
+        share session is gone. Returns once the releases are written."""
+        self.sessions.remove(group_id, member_id)
+        tasks = [t for key, sp in list(self.partitions.items()) if key.group_id == group_id
+                 if (t := sp.release_member(member_id)) is not None]
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def connection_closed(self, connection_id: str) -> None:
+        """A client connection closed: its share sessions end and their members' records are released
+        (Kafka 4.1+; the network layer's hook calls it)."""
+        for session in self.sessions.of_connection(connection_id):
+            await self.release_member(session.group_id, session.member_id)
+
+    async def close(self) -> None:
+        self._closed = True
+        for key in list(self.partitions):
+            sp = self.partitions.pop(key)
+            await sp.close()
+        self._wake()
+
+
+def _acquire(sp: SharePartition, member_id: str, read: PartitionRead, max_records: int,
+             mode: AcquireMode) -> ShareFetchResult:
+    """The batches of ``read`` offered to ``sp``; the result carries the batches that hold acquired records."""
+    raw = b""
+    if read.records is not None:
+        try:
+            raw = read.records.read()
+        finally:
+            read.records.release()
+    batches: list[tuple[FetchedBatch, memoryview]] = []
+    aborted = read.aborted or []
+    try:
+        for entry in iter_batches(raw, allow_partial=True):
+            first = getattr(entry, "base_offset", None)
+            first = entry.last_offset if first is None else first
+            skip = False
+            if isinstance(entry, RecordBatchView):
+                if entry.is_control_batch:
+                    skip = True
+                    with contextlib.suppress(RecordsError):
+                        marker = decode_control_batch(entry)
+                        if marker is not None and marker.control_type == ControlRecordType.ABORT:
+                            aborted = [a for a in aborted if a.producer_id != entry.producer_id
+                                       or a.last_offset > entry.base_offset]
+                elif entry.is_transactional and any(a.producer_id == entry.producer_id
+                                                    and a.first_offset <= first <= a.last_offset for a in aborted):
+                    skip = True
+            batches.append((FetchedBatch(first, entry.last_offset, skip), entry.buffer))
+    except RecordsError as e:
+        return ShareFetchResult(ErrorCode.CORRUPT_MESSAGE, str(e))
+    acquired = sp.acquire(member_id, [b for b, _ in batches], max_records, mode)
+    if not acquired:
+        return ShareFetchResult()
+    parts = [bytes(buf) for b, buf in batches
+             if any(r.first_offset <= b.last_offset and b.first_offset <= r.last_offset for r in acquired)]
+    return ShareFetchResult(records=b"".join(parts), acquired=acquired)
+
+
+__all__ = ["ShareFetchResult", "SharePartitionManager"]

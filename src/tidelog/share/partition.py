@@ -1,0 +1,469 @@
+"""One share partition on the broker leading its topic partition: which records are in flight, to whom.
+
+A share group consumes a topic partition as a queue (KIP-932; Kafka's ``SharePartition``). Its state is
+a window of offsets, ``start_offset`` (every record before it is done with) to ``end_offset`` (exclusive:
+no record from it on has been fetched yet). Each record of the window is in one state:
+
+* AVAILABLE: may be handed out (never delivered, released, or its lock expired);
+* ACQUIRED: handed out to one member, under an acquisition lock (``record_lock_duration_ms``, a timer on
+  the broker's clock); when the lock expires the record is AVAILABLE again, or ARCHIVED if its delivery
+  count reached ``delivery_count_limit``;
+* ACKNOWLEDGED (ACCEPT) or ARCHIVED (REJECT, the delivery limit, a gap, an aborted transaction's record,
+  a control record): done with. The start offset moves past done records at the window's head.
+
+Rules:
+
+1. **Acquire.** A fetch reads the log from :meth:`SharePartition.next_fetch_offset` and offers the batches
+   it read to :meth:`SharePartition.acquire`: AVAILABLE records are acquired by the member, their delivery
+   count goes up by one. New records (at or after ``end_offset``) are acquired only while the window holds
+   fewer than ``partition_max_record_locks`` offsets. ``max_records`` is a soft limit in batch-optimized
+   mode (whole batches) and a hard one in record-limit mode (KIP-1206).
+2. **Acknowledge.** ACCEPT (1), RELEASE (2), REJECT (3), GAP (0, an offset with no record) and RENEW (4,
+   KIP-1222: the lock starts again) apply only to records the member holds; otherwise nothing of the
+   request is applied and the answer is INVALID_RECORD_STATE. The change is written through the
+   share-state persister before it takes effect in memory, so an acknowledgement answered is durable.
+3. **Expire and release.** A lock expiry or a member leaving (:meth:`SharePartition.release_member`)
+   makes the member's records AVAILABLE again (ARCHIVED at the delivery limit), written through the
+   persister too.
+4. **Restore.** :meth:`SharePartition.initialize` reads the persisted state: its start offset (-1: from
+   ``share.auto.offset.reset``) and state batches; persisted AVAILABLE records keep their delivery counts,
+   so what was in flight at a crash is delivered again with a count one higher.
+
+Pure but for its timers (the clock's ``call_later``) and the persister's calls; a log read is the
+caller's (:mod:`tidelog.share.manager`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from enum import IntEnum
+
+from tidelog.clock import Clock, TimerHandle
+from tidelog.coordinator.share.persister import (
+    DeliveryState,
+    SharePartitionKey,
+    SharePersister,
+    StateBatch,
+    StateWrite,
+)
+from tidelog.errors import ErrorCode, KafkaError
+from tidelog.share.config import AcquireMode, ShareGroupSettings
+
+log = logging.getLogger(__name__)
+
+RecordState = DeliveryState  # Kafka's RecordState: AVAILABLE 0, ACQUIRED 1, ACKNOWLEDGED 2, ARCHIVED 4
+
+
+class AckType(IntEnum):
+    """An acknowledgement's type as ShareFetch / ShareAcknowledge carry it."""
+
+    GAP = 0
+    ACCEPT = 1
+    RELEASE = 2
+    REJECT = 3
+    RENEW = 4
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedBatch:
+    """A batch a log read returned: its offsets, and whether its records are never delivered (a control
+    batch, or a batch of an aborted transaction under read_committed): those are archived."""
+
+    first_offset: int
+    last_offset: int
+    skip: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AcquiredRange:
+    """What ShareFetch's AcquiredRecords carries: offsets acquired together, with their delivery count."""
+
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class AckBatch:
+    """An acknowledgement: one type for every offset of the range, or one type per offset."""
+
+    first_offset: int
+    last_offset: int
+    types: tuple[int, ...]
+
+    def type_of(self, offset: int) -> int:
+        return self.types[0] if len(self.types) == 1 else self.types[offset - self.first_offset]
+
+
+class _Lock:
+    """One acquisition's lock: the offsets it still holds and its expiry timer."""
+
+    __slots__ = ("handle", "member_id", "offsets")
+
+    def __init__(self, member_id: str, offsets: set[int]) -> None:
+        self.member_id = member_id
+        self.offsets = offsets
+        self.handle: TimerHandle | None = None
+
+
+class _InFlight:
+    __slots__ = ("delivery_count", "lock", "state")
+
+    def __init__(self, state: RecordState, delivery_count: int, lock: _Lock | None = None) -> None:
+        self.state = state
+        self.delivery_count = delivery_count
+        self.lock = lock
+
+
+_DONE = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+
+
+class SharePartition:
+    """The in-flight state of one share partition (see the module docstring)."""
+
+    def __init__(self, key: SharePartitionKey, topic: str, settings: ShareGroupSettings, persister: SharePersister,
+                 clock: Clock, leader_epoch: int = -1, on_available: Callable[[], None] | None = None) -> None:
+        self.key = key
+        self.topic = topic
+        self.settings = settings
+        self.persister = persister
+        self.clock = clock
+        self.leader_epoch = leader_epoch
+        self.on_available = on_available
+        self.state_epoch = 0
+        self.start_offset = -1
+        self.end_offset = -1
+        self.initialized = False
+        self._persisted_start = -1
+        #: offsets of the window with a state; an offset of the window not here is AVAILABLE, never delivered
+        self._records: dict[int, _InFlight] = {}
+        self._tasks: set[asyncio.Task] = set()
+        self._write_lock = asyncio.Lock()
+
+    # ------------------------------------------------------------------------------ restore (4)
+
+    async def initialize(self, log_start_offset: int, latest_offset: int) -> None:
+        """Read the persisted state; a start offset of -1 becomes ``log_start_offset`` (earliest) or
+        ``latest_offset`` (latest: the high watermark, or the last stable offset under read_committed).
+        Raises KafkaError with the persister's error."""
+        state = await self.persister.read(self.key, self.leader_epoch)
+        if state.error:
+            raise KafkaError(state.error, state.error_message or f"reading the share state of {self.key}")
+        self.state_epoch = state.state_epoch
+        start = state.start_offset
+        resolved = start < 0
+        if resolved:
+            start = log_start_offset if self.settings.auto_offset_reset == "earliest" else latest_offset
+        start = max(start, log_start_offset)
+        self.start_offset = self.end_offset = start
+        for b in state.state_batches:
+            for offset in range(max(b.first_offset, start), b.last_offset + 1):
+                st = RecordState.AVAILABLE if b.delivery_state == RecordState.ACQUIRED else b.delivery_state
+                self._records[offset] = _InFlight(st, b.delivery_count)
+            self.end_offset = max(self.end_offset, b.last_offset + 1)
+        self._advance_start()
+        if resolved or self.start_offset != state.start_offset:
+            code = await self.persister.write(self.key, StateWrite(self.state_epoch, self.leader_epoch,
+                                                                   self.start_offset))
+            if code:
+                raise KafkaError(code, f"writing the start offset of {self.key}")
+        self._persisted_start = self.start_offset
+        self.initialized = True
+
+    # ------------------------------------------------------------------------------ acquire (1)
+
+    def state_of(self, offset: int) -> tuple[RecordState, int]:
+        """(state, delivery count) of an offset of the window; before it: ACKNOWLEDGED-or-ARCHIVED is
+        reported as ARCHIVED; after it: AVAILABLE with count 0."""
+        if offset < self.start_offset:
+            return RecordState.ARCHIVED, 0
+        rec = self._records.get(offset)
+        return (rec.state, rec.delivery_count) if rec is not None else (RecordState.AVAILABLE, 0)
+
+    def holder_of(self, offset: int) -> str | None:
+        rec = self._records.get(offset)
+        return rec.lock.member_id if rec is not None and rec.lock is not None else None
+
+    def in_flight(self) -> int:
+        """Offsets of the window (Kafka's in-flight records)."""
+        return max(0, self.end_offset - self.start_offset)
+
+    def acquired_count(self) -> int:
+        return sum(1 for r in self._records.values() if r.state == RecordState.ACQUIRED)
+
+    def next_fetch_offset(self) -> int:
+        """The first offset a fetch should read from: the first AVAILABLE one of the window, else its end."""
+        records = self._records
+        for offset in range(self.start_offset, self.end_offset):
+            rec = records.get(offset)
+            if rec is None or rec.state == RecordState.AVAILABLE:
+                return offset
+        return self.end_offset
+
+    def can_acquire(self) -> bool:
+        """Whether a fetch may find anything: an AVAILABLE record in the window, or room for new ones."""
+        return (self.next_fetch_offset() < self.end_offset
+                or self.end_offset - self.start_offset < self.settings.partition_max_record_locks)
+
+    def move_start(self, log_start_offset: int) -> None:
+        """The log's start moved past the window's (retention, DeleteRecords): forget what it removed."""
+        if log_start_offset <= self.start_offset:
+            return
+        for offset in range(self.start_offset, min(log_start_offset, self.end_offset)):
+            rec = self._records.pop(offset, None)
+            if rec is not None and rec.lock is not None:
+                self._unlock(rec, offset)
+        self.start_offset = log_start_offset
+        self.end_offset = max(self.end_offset, log_start_offset)
+        self._advance_start()
+
+    def acquire(self, member_id: str, batches: Iterable[FetchedBatch], max_records: int,
+                mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED) -> list[AcquiredRange]:
+        """Acquire for ``member_id`` the AVAILABLE records of ``batches`` (ascending, as read from the log
+        at :meth:`next_fetch_offset`); returns the acquired ranges. Offsets the log skipped (compacted
+        away) and ``skip`` batches are archived."""
+        records = self._records
+        limit = self.start_offset + self.settings.partition_max_record_locks  # new records end before it
+        max_records = max_records if max_records > 0 else 1 << 31
+        acquired: list[int] = []
+        archived_any = False
+        expected = self.next_fetch_offset()
+        stop = False
+        for b in batches:
+            if b.last_offset < self.start_offset:
+                continue
+            if b.first_offset > expected >= self.end_offset:  # a gap in the log: nothing to deliver there
+                for offset in range(expected, min(b.first_offset, limit)):
+                    records[offset] = _InFlight(RecordState.ARCHIVED, 0)
+                    archived_any = True
+                self.end_offset = max(self.end_offset, min(b.first_offset, limit))
+            first = max(b.first_offset, self.start_offset)
+            if not b.skip and len(acquired) >= max_records:
+                break
+            for offset in range(first, b.last_offset + 1):
+                if offset >= self.end_offset and offset >= limit:
+                    stop = True
+                    break
+                if (not b.skip and mode == AcquireMode.RECORD_LIMIT and len(acquired) >= max_records):
+                    stop = True
+                    break
+                rec = records.get(offset)
+                if offset >= self.end_offset:
+                    self.end_offset = offset + 1
+                if rec is not None and rec.state != RecordState.AVAILABLE:
+                    continue
+                if b.skip or (rec is not None and rec.delivery_count >= self.settings.delivery_count_limit):
+                    # never delivered (a control or aborted record), or delivered as often as the limit
+                    # allows (a limit lowered since): archived
+                    records[offset] = _InFlight(RecordState.ARCHIVED, rec.delivery_count if rec else 0)
+                    archived_any = True
+                    continue
+                if rec is None:
+                    rec = records[offset] = _InFlight(RecordState.AVAILABLE, 0)
+                rec.state = RecordState.ACQUIRED
+                rec.delivery_count += 1
+                acquired.append(offset)
+            expected = max(expected, b.last_offset + 1)
+            if stop:
+                break
+        if archived_any:
+            self._advance_start()
+        if not acquired:
+            return []
+        self._lock(member_id, acquired)
+        return self._ranges(acquired)
+
+    def _ranges(self, offsets: list[int]) -> list[AcquiredRange]:
+        out: list[AcquiredRange] = []
+        records = self._records
+        for offset in offsets:
+            count = records[offset].delivery_count
+            if out and out[-1].last_offset == offset - 1 and out[-1].delivery_count == count:
+                out[-1] = AcquiredRange(out[-1].first_offset, offset, count)
+            else:
+                out.append(AcquiredRange(offset, offset, count))
+        return out
+
+    def _lock(self, member_id: str, offsets: list[int]) -> None:
+        lock = _Lock(member_id, set(offsets))
+        for offset in offsets:
+            self._records[offset].lock = lock
+        lock.handle = self.clock.call_later(self.settings.record_lock_duration_ms, lambda: self._expire(lock))
+
+    def _unlock(self, rec: _InFlight, offset: int) -> None:
+        lock = rec.lock
+        rec.lock = None
+        if lock is not None:
+            lock.offsets.discard(offset)
+            if not lock.offsets and lock.handle is not None:
+                lock.handle.cancel()
+
+    # ------------------------------------------------------------------------- acknowledge (2)
+
+    async def acknowledge(self, member_id: str, batches: list[AckBatch], *, allow_renew: bool = True) -> ErrorCode:
+        """Apply ``member_id``'s acknowledgements (rule 2); the answer comes once the persister has them."""
+        records = self._records
+        previous_last = -1
+        for b in batches:
+            if b.first_offset <= previous_last:  # Kafka's rule: batches in order, not overlapping
+                return ErrorCode.INVALID_REQUEST
+            previous_last = b.last_offset
+            if b.last_offset < b.first_offset or not b.types or (
+                    len(b.types) != 1 and len(b.types) != b.last_offset - b.first_offset + 1):
+                return ErrorCode.INVALID_REQUEST
+            if any(t < AckType.GAP or t > (AckType.RENEW if allow_renew else AckType.REJECT) for t in b.types):
+                return ErrorCode.INVALID_REQUEST
+            for offset in range(b.first_offset, b.last_offset + 1):
+                rec = records.get(offset)
+                if (offset < self.start_offset or rec is None or rec.state != RecordState.ACQUIRED
+                        or rec.lock is None or rec.lock.member_id != member_id):
+                    return ErrorCode.INVALID_RECORD_STATE
+        changes: dict[int, tuple[RecordState, int]] = {}
+        renewed: list[int] = []
+        limit = self.settings.delivery_count_limit
+        for b in batches:
+            for offset in range(b.first_offset, b.last_offset + 1):
+                t = b.type_of(offset)
+                count = records[offset].delivery_count
+                if t == AckType.RENEW:
+                    renewed.append(offset)
+                elif t == AckType.ACCEPT:
+                    changes[offset] = (RecordState.ACKNOWLEDGED, count)
+                elif t == AckType.RELEASE:
+                    changes[offset] = (RecordState.ARCHIVED if count >= limit else RecordState.AVAILABLE, count)
+                else:  # REJECT, GAP
+                    changes[offset] = (RecordState.ARCHIVED, count)
+        if renewed:
+            for offset in renewed:
+                self._unlock(records[offset], offset)
+            self._lock(member_id, renewed)
+        if not changes:
+            return ErrorCode.NONE
+        code = await self._write(changes)
+        if code:
+            return code
+        # applied once durable, to the records the member still holds (a lock may have expired meanwhile)
+        self._apply({o: c for o, c in changes.items()
+                     if (rec := records.get(o)) is not None and rec.lock is not None
+                     and rec.lock.member_id == member_id})
+        return ErrorCode.NONE
+
+    def _apply(self, changes: dict[int, tuple[RecordState, int]]) -> None:
+        records = self._records
+        available = False
+        for offset, (state, count) in changes.items():
+            rec = records.get(offset)
+            if rec is None:
+                continue
+            self._unlock(rec, offset)
+            rec.state, rec.delivery_count = state, count
+            available = available or state == RecordState.AVAILABLE
+        start = self.start_offset
+        self._advance_start()
+        # records to offer again, or room in the window for new ones: a parked fetch may find something
+        if (available or self.start_offset != start) and self.on_available is not None:
+            self.on_available()
+
+    def _advance_start(self) -> None:
+        records = self._records
+        start = self.start_offset
+        while start < self.end_offset:
+            rec = records.get(start)
+            if rec is None or rec.state not in _DONE:
+                break
+            del records[start]
+            start += 1
+        self.start_offset = start
+
+    def _start_after(self, changes: dict[int, tuple[RecordState, int]]) -> int:
+        """Where the start offset will be once ``changes`` apply."""
+        start = self.start_offset
+        records = self._records
+        while start < self.end_offset:
+            state = changes[start][0] if start in changes else (
+                records[start].state if start in records else RecordState.AVAILABLE)
+            if state not in _DONE:
+                break
+            start += 1
+        return start
+
+    def _state_write(self, changes: dict[int, tuple[RecordState, int]]) -> StateWrite:
+        """The write of ``changes`` (and the start offset they lead to): runs of equal state and delivery
+        count become state batches, as Kafka writes them."""
+        start = self._start_after(changes)
+        batches: list[StateBatch] = []
+        for offset in sorted(o for o in changes if o >= start):
+            state, count = changes[offset]
+            last = batches[-1] if batches else None
+            if (last is not None and last.last_offset == offset - 1 and last.delivery_state == state
+                    and last.delivery_count == count):
+                batches[-1] = StateBatch(last.first_offset, offset, state, count)
+            else:
+                batches.append(StateBatch(offset, offset, state, count))
+        return StateWrite(self.state_epoch, self.leader_epoch, start if start != self._persisted_start else -1,
+                          tuple(batches))
+
+    async def _send(self, write: StateWrite) -> ErrorCode:
+        async with self._write_lock:
+            try:
+                code = await self.persister.write(self.key, write)
+            except KafkaError as e:
+                code = e.code
+        if code:
+            log.warning("share state write of %s failed: %s", self.key, code.name)
+        elif write.start_offset >= 0:
+            self._persisted_start = max(self._persisted_start, write.start_offset)
+        return code
+
+    async def _write(self, changes: dict[int, tuple[RecordState, int]]) -> ErrorCode:
+        return await self._send(self._state_write(changes))
+
+    # --------------------------------------------------------------------- expire, release (3)
+
+    def _expire(self, lock: _Lock) -> None:
+        if lock.offsets:
+            self._release(lock.member_id, sorted(lock.offsets), lambda o: self._records[o].lock is lock)
+
+    def release_member(self, member_id: str) -> asyncio.Task | None:
+        """Make every record ``member_id`` holds AVAILABLE again (ARCHIVED at the delivery limit); the
+        write goes on in a task (returned, None when the member held nothing)."""
+        held = sorted(o for o, r in self._records.items()
+                      if r.state == RecordState.ACQUIRED and r.lock is not None and r.lock.member_id == member_id)
+        if not held:
+            return None
+        return self._release(member_id, held, lambda o: True)
+
+    def _release(self, member_id: str, offsets: list[int], still: Callable[[int], bool]) -> asyncio.Task | None:
+        records = self._records
+        limit = self.settings.delivery_count_limit
+        changes = {}
+        for offset in offsets:
+            rec = records.get(offset)
+            if rec is None or rec.state != RecordState.ACQUIRED or not still(offset):
+                continue
+            changes[offset] = (RecordState.ARCHIVED if rec.delivery_count >= limit else RecordState.AVAILABLE,
+                               rec.delivery_count)
+        if not changes:
+            return None
+        # In memory at once (the records may be offered again now), then written: the persisted state of
+        # an acquired record is already AVAILABLE, so a crash before the write redelivers it anyway.
+        write = self._state_write(changes)
+        self._apply(changes)
+        task = asyncio.ensure_future(self._send(write))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def close(self) -> None:
+        """Stop the timers; wait for writes under way."""
+        for rec in self._records.values():
+            if rec.lock is not None and rec.lock.handle is not None:
+                rec.lock.handle.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+__all__ = ["AckBatch", "AckType", "AcquiredRange", "FetchedBatch", "RecordState", "SharePartition"]

@@ -1,0 +1,285 @@
+"""SharePartition (tidelog.share.partition): the in-flight state machine of one share partition, on a
+ManualClock with the in-memory share-state persister (tests/share_state_memory.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+from tests.share_state_memory import MemorySharePersister
+from tidelog.coordinator.share.persister import DeliveryState, SharePartitionKey, ShareState, StateBatch
+from tidelog.errors import ErrorCode, KafkaError
+from tidelog.share.config import AcquireMode, ShareGroupSettings
+from tidelog.share.partition import (
+    AckBatch,
+    AckType,
+    AcquiredRange,
+    FetchedBatch,
+    RecordState,
+    SharePartition,
+)
+from tidelog.testing import ManualClock
+
+KEY = SharePartitionKey("g", uuid.UUID(int=7), 0)
+LOCK_MS = 30_000
+
+
+def singles(first: int, last: int) -> list[FetchedBatch]:
+    """One record per batch, offsets first..last."""
+    return [FetchedBatch(o, o) for o in range(first, last + 1)]
+
+
+async def partition(persister: MemorySharePersister | None = None, *, clock: ManualClock | None = None,
+                    start: int = 0, log_start: int = 0, latest: int = 0, initialize: bool = True,
+                    **settings) -> tuple[SharePartition, MemorySharePersister, ManualClock]:
+    persister = persister or MemorySharePersister()
+    clock = clock or ManualClock()
+    if initialize:
+        assert await persister.initialize(KEY, 0, start) == ErrorCode.NONE
+    sp = SharePartition(KEY, "t", ShareGroupSettings(record_lock_duration_ms=LOCK_MS, **settings), persister, clock)
+    await sp.initialize(log_start, latest)
+    return sp, persister, clock
+
+
+async def settle() -> None:
+    for _ in range(10):
+        await asyncio.sleep(0)
+
+
+def test_acquire_gives_available_records_once_with_delivery_count_one() -> None:
+    async def main() -> None:
+        sp, _, _ = await partition()
+        got = sp.acquire("m1", [FetchedBatch(0, 4), FetchedBatch(5, 9)], max_records=500)
+        assert got == [AcquiredRange(0, 9, 1)]
+        assert sp.holder_of(3) == "m1" and sp.state_of(3) == (RecordState.ACQUIRED, 1)
+        # held records are not handed to another member; new ones are
+        assert sp.acquire("m2", [FetchedBatch(0, 4), FetchedBatch(5, 9), FetchedBatch(10, 10)], 500) == [
+            AcquiredRange(10, 10, 1)]
+        assert sp.next_fetch_offset() == 11
+
+    asyncio.run(main())
+
+
+def test_lock_expiry_redelivers_with_delivery_count_plus_one() -> None:
+    async def main() -> None:
+        sp, persister, clock = await partition()
+        assert sp.acquire("m1", singles(0, 2), 500) == [AcquiredRange(0, 2, 1)]
+        clock.advance(LOCK_MS - 1)
+        await settle()
+        assert sp.state_of(0) == (RecordState.ACQUIRED, 1)
+        clock.advance(1)
+        await settle()
+        assert sp.state_of(0) == (RecordState.AVAILABLE, 1) and sp.holder_of(0) is None
+        # the expiry is written through the persister: delivery count 1, AVAILABLE
+        assert persister.states[KEY].state_batches == (StateBatch(0, 2, DeliveryState.AVAILABLE, 1),)
+        assert sp.next_fetch_offset() == 0
+        assert sp.acquire("m2", singles(0, 2), 500) == [AcquiredRange(0, 2, 2)]
+
+    asyncio.run(main())
+
+
+def test_delivery_count_limit_archives_and_start_offset_moves() -> None:
+    async def main() -> None:
+        sp, persister, clock = await partition(delivery_count_limit=2)
+        for count in (1, 2):
+            assert sp.acquire("m1", singles(0, 1), 500) == [AcquiredRange(0, 1, count)]
+            clock.advance(LOCK_MS)
+            await settle()
+        assert sp.state_of(0)[0] == RecordState.ARCHIVED
+        assert sp.start_offset == 2 and sp.acquire("m1", singles(0, 1), 500) == []
+        assert persister.states[KEY].start_offset == 2
+
+    asyncio.run(main())
+
+
+def test_accept_release_reject() -> None:
+    async def main() -> None:
+        sp, persister, _ = await partition()
+        sp.acquire("m1", singles(0, 5), 500)
+        code = await sp.acknowledge("m1", [AckBatch(0, 1, (AckType.ACCEPT,)),
+                                           AckBatch(2, 4, (AckType.RELEASE, AckType.REJECT, AckType.ACCEPT))])
+        assert code == ErrorCode.NONE
+        # 0, 1 accepted: the start offset moved past them; 2 released; 3 rejected: archived; 4 accepted
+        assert sp.start_offset == 2
+        assert [sp.state_of(o)[0] for o in range(2, 6)] == [RecordState.AVAILABLE, RecordState.ARCHIVED,
+                                                            RecordState.ACKNOWLEDGED, RecordState.ACQUIRED]
+        state = persister.states[KEY]
+        assert state.start_offset == 2
+        assert state.state_batches == (StateBatch(2, 2, DeliveryState.AVAILABLE, 1),
+                                       StateBatch(3, 3, DeliveryState.ARCHIVED, 1),
+                                       StateBatch(4, 4, DeliveryState.ACKNOWLEDGED, 1))
+        # released: offered again, count 2
+        assert sp.acquire("m2", singles(2, 5), 500) == [AcquiredRange(2, 2, 2)]
+        assert await sp.acknowledge("m2", [AckBatch(2, 2, (AckType.ACCEPT,))]) == ErrorCode.NONE
+        assert await sp.acknowledge("m1", [AckBatch(5, 5, (AckType.ACCEPT,))]) == ErrorCode.NONE
+        assert sp.start_offset == 6 and persister.states[KEY].start_offset == 6
+
+    asyncio.run(main())
+
+
+def test_acknowledging_what_the_member_does_not_hold_is_invalid_record_state_and_changes_nothing() -> None:
+    async def main() -> None:
+        sp, persister, _ = await partition()
+        sp.acquire("m1", singles(0, 3), 500)
+        writes = len(persister.writes)
+        assert await sp.acknowledge("m2", [AckBatch(0, 0, (AckType.ACCEPT,))]) == ErrorCode.INVALID_RECORD_STATE
+        # one bad offset (5 was never acquired) refuses the whole request
+        assert await sp.acknowledge("m1", [AckBatch(0, 0, (AckType.ACCEPT,)), AckBatch(5, 5, (AckType.ACCEPT,))]) \
+            == ErrorCode.INVALID_RECORD_STATE
+        assert sp.state_of(0) == (RecordState.ACQUIRED, 1) and len(persister.writes) == writes
+        # a bad type or a types array of the wrong length: INVALID_REQUEST
+        assert await sp.acknowledge("m1", [AckBatch(0, 0, (9,))]) == ErrorCode.INVALID_REQUEST
+        assert await sp.acknowledge("m1", [AckBatch(0, 2, (1, 1))]) == ErrorCode.INVALID_REQUEST
+        assert await sp.acknowledge("m1", [AckBatch(0, 0, (AckType.RENEW,))], allow_renew=False) \
+            == ErrorCode.INVALID_REQUEST
+        # batches out of order or overlapping
+        assert await sp.acknowledge("m1", [AckBatch(0, 1, (1,)), AckBatch(1, 2, (1,))]) == ErrorCode.INVALID_REQUEST
+        assert await sp.acknowledge("m1", [AckBatch(2, 2, (1,)), AckBatch(0, 0, (1,))]) == ErrorCode.INVALID_REQUEST
+        assert sp.state_of(0) == (RecordState.ACQUIRED, 1) and len(persister.writes) == writes
+
+    asyncio.run(main())
+
+
+def test_renew_restarts_the_lock() -> None:
+    async def main() -> None:
+        sp, _, clock = await partition()
+        sp.acquire("m1", singles(0, 1), 500)
+        clock.advance(LOCK_MS - 1000)
+        await settle()
+        assert await sp.acknowledge("m1", [AckBatch(0, 0, (AckType.RENEW,))]) == ErrorCode.NONE
+        clock.advance(1000)
+        await settle()
+        # 1 expired with its first lock; 0 was renewed and is still held
+        assert sp.state_of(0) == (RecordState.ACQUIRED, 1) and sp.holder_of(0) == "m1"
+        assert sp.state_of(1) == (RecordState.AVAILABLE, 1)
+        clock.advance(LOCK_MS - 1000)
+        await settle()
+        assert sp.state_of(0) == (RecordState.AVAILABLE, 1)
+
+    asyncio.run(main())
+
+
+def test_max_record_locks_bounds_the_window() -> None:
+    async def main() -> None:
+        sp, _, _ = await partition(partition_max_record_locks=5)
+        assert sp.acquire("m1", [FetchedBatch(0, 9)], 500) == [AcquiredRange(0, 4, 1)]
+        assert sp.end_offset == 5 and not sp.can_acquire()
+        assert sp.acquire("m2", [FetchedBatch(5, 9)], 500) == []
+        assert await sp.acknowledge("m1", [AckBatch(0, 1, (AckType.ACCEPT,))]) == ErrorCode.NONE
+        assert sp.can_acquire() and sp.acquire("m2", [FetchedBatch(5, 9)], 500) == [AcquiredRange(5, 6, 1)]
+
+    asyncio.run(main())
+
+
+def test_max_records_soft_in_batch_mode_hard_in_record_limit_mode() -> None:
+    async def main() -> None:
+        sp, _, _ = await partition()
+        assert sp.acquire("m1", [FetchedBatch(0, 4), FetchedBatch(5, 9)], 3) == [AcquiredRange(0, 4, 1)]
+        assert sp.acquire("m1", [FetchedBatch(5, 9)], 3, AcquireMode.RECORD_LIMIT) == [AcquiredRange(5, 7, 1)]
+
+    asyncio.run(main())
+
+
+def test_gaps_and_skipped_batches_are_archived_never_delivered() -> None:
+    async def main() -> None:
+        sp, _, _ = await partition()
+        # offsets 2-4 compacted away; 5-6 a control or aborted batch
+        got = sp.acquire("m1", [FetchedBatch(0, 1), FetchedBatch(5, 6, skip=True), FetchedBatch(7, 8)], 500)
+        assert got == [AcquiredRange(0, 1, 1), AcquiredRange(7, 8, 1)]
+        assert [sp.state_of(o)[0] for o in range(2, 7)] == [RecordState.ARCHIVED] * 5
+        assert await sp.acknowledge("m1", [AckBatch(0, 1, (AckType.ACCEPT,))]) == ErrorCode.NONE
+        assert sp.start_offset == 7
+
+    asyncio.run(main())
+
+
+def test_gap_acknowledgement_archives() -> None:
+    async def main() -> None:
+        sp, _, _ = await partition()
+        sp.acquire("m1", [FetchedBatch(0, 3)], 500)
+        assert await sp.acknowledge("m1", [AckBatch(0, 3, (1, 0, 0, 1))]) == ErrorCode.NONE
+        assert sp.start_offset == 4
+
+    asyncio.run(main())
+
+
+def test_restore_after_a_crash_redelivers_what_was_in_flight() -> None:
+    async def main() -> None:
+        sp, persister, clock = await partition()
+        sp.acquire("m1", singles(0, 5), 500)
+        assert await sp.acknowledge("m1", [AckBatch(0, 0, (AckType.ACCEPT,)), AckBatch(1, 1, (AckType.RELEASE,)),
+                                           AckBatch(2, 2, (AckType.REJECT,))]) == ErrorCode.NONE
+        # the broker dies: the share partition's memory is lost; a new one reads the persisted state
+        await sp.close()
+        sp2, _, _ = await partition(persister, clock=clock, initialize=False)
+        assert sp2.start_offset == 1
+        assert sp2.state_of(1) == (RecordState.AVAILABLE, 1) and sp2.state_of(2) == (RecordState.ARCHIVED, 1)
+        got = sp2.acquire("m2", singles(1, 5), 500)
+        # 1 was released (count 1 persisted -> 2); 3-5 were in flight, never persisted: delivered again
+        assert got == [AcquiredRange(1, 1, 2), AcquiredRange(3, 5, 1)]
+
+    asyncio.run(main())
+
+
+def test_release_member_makes_its_records_available() -> None:
+    async def main() -> None:
+        sp, persister, _ = await partition()
+        sp.acquire("m1", singles(0, 1), 500)
+        sp.acquire("m2", singles(2, 2), 500)
+        task = sp.release_member("m1")
+        assert task is not None
+        await task
+        assert sp.state_of(0) == (RecordState.AVAILABLE, 1) and sp.holder_of(2) == "m2"
+        assert persister.states[KEY].state_batches == (StateBatch(0, 1, DeliveryState.AVAILABLE, 1),)
+        assert sp.release_member("m1") is None
+
+    asyncio.run(main())
+
+
+def test_start_offset_from_share_auto_offset_reset() -> None:
+    async def main() -> None:
+        latest, _, _ = await partition(start=-1, log_start=3, latest=10)
+        assert latest.start_offset == 10
+        earliest, persister, _ = await partition(start=-1, log_start=3, latest=10, auto_offset_reset="earliest")
+        assert earliest.start_offset == 3 and persister.states[KEY].start_offset == 3
+
+    asyncio.run(main())
+
+
+def test_uninitialized_share_partition_is_an_error() -> None:
+    async def main() -> None:
+        try:
+            await partition(initialize=False)
+        except KafkaError as e:
+            assert e.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        else:
+            raise AssertionError("read of an uninitialized share partition succeeded")
+
+    asyncio.run(main())
+
+
+def test_failed_write_leaves_records_acquired() -> None:
+    class Fenced(MemorySharePersister):
+        async def write(self, key, write):
+            return ErrorCode.FENCED_STATE_EPOCH
+
+    async def main() -> None:
+        persister = Fenced()
+        persister.states[KEY] = ShareState(0, 0)
+        sp, _, _ = await partition(persister, initialize=False)
+        sp.acquire("m1", singles(0, 0), 500)
+        assert await sp.acknowledge("m1", [AckBatch(0, 0, (AckType.ACCEPT,))]) == ErrorCode.FENCED_STATE_EPOCH
+        assert sp.state_of(0) == (RecordState.ACQUIRED, 1) and sp.start_offset == 0
+
+    asyncio.run(main())
+
+
+def test_a_record_at_the_delivery_limit_after_a_restore_is_archived_not_delivered() -> None:
+    async def main() -> None:
+        persister = MemorySharePersister()
+        persister.states[KEY] = ShareState(0, 0, (StateBatch(0, 0, DeliveryState.AVAILABLE, 3),))
+        sp, _, _ = await partition(persister, initialize=False, delivery_count_limit=3)
+        assert sp.acquire("m1", singles(0, 1), 500) == [AcquiredRange(1, 1, 1)]
+        assert sp.state_of(0)[0] == RecordState.ARCHIVED and sp.start_offset == 1
+
+    asyncio.run(main())
