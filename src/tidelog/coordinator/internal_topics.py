@@ -38,13 +38,14 @@ class InternalTopic:
     """One coordinator's internal topic (see the module docstring)."""
 
     name: str
-    #: FindCoordinator's ``key_type`` whose keys live in this topic
-    key_type: int
+    #: FindCoordinator's ``key_type`` whose keys live in this topic (None: no FindCoordinator key type)
+    key_type: int | None
     #: DESCRIBE on the key (a group id, a transactional id ...) is checked on this resource type;
     #: refused, FindCoordinator answers ``key_denied``
     key_resource: ResourceType
     key_denied: ErrorCode
-    num_partitions_config: str
+    #: the broker config of its partition count (None: always ``partitions``)
+    num_partitions_config: str | None
     replication_factor_config: str
     segment_bytes_config: str
     #: the broker config of the topic's min.insync.replicas (capped at its replication factor); None: the default
@@ -53,6 +54,10 @@ class InternalTopic:
     configs: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     #: the coordinator takes every partition on before the topic exists (nothing can be in it yet)
     loads_before_creation: bool = False
+    #: the partition count when no broker config gives it
+    partitions: int = 1
+    #: marked internal (clients may not produce to it); False: a plain topic the broker itself keeps
+    internal: bool = True
 
     def partition_for(self, key: str, num_partitions: int) -> int:
         """The partition that owns ``key``."""
@@ -60,6 +65,8 @@ class InternalTopic:
 
     def num_partitions(self, config: BrokerConfig) -> int:
         """The partition count it is created with."""
+        if self.num_partitions_config is None:
+            return self.partitions
         return config[self.num_partitions_config]
 
     def new_topic(self, config: BrokerConfig, live_brokers: int) -> NewTopic:
@@ -69,7 +76,7 @@ class InternalTopic:
         configs = {**self.configs, "segment.bytes": str(config[self.segment_bytes_config])}
         if self.min_isr_config is not None:
             configs["min.insync.replicas"] = str(min(config[self.min_isr_config], rf))
-        return NewTopic(self.name, self.num_partitions(config), rf, configs, internal=True)
+        return NewTopic(self.name, self.num_partitions(config), rf, configs, internal=self.internal)
 
 
 #: Kafka's group coordinator: committed offsets and group metadata (FindCoordinator key type GROUP).
@@ -93,10 +100,20 @@ TRANSACTION_STATE = InternalTopic(
                               "unclean.leader.election.enable": "false"}),
     loads_before_creation=True)
 
+#: The schema registry's state (docs/schema-registry.md): one partition, as Confluent's ``_schemas``;
+#: no FindCoordinator key type (the registry's HTTP API finds it). Not marked internal: in Kafka it is a
+#: plain topic, and a Confluent Schema Registry run beside Tidelog (schema.registry.enable=false) writes it.
+SCHEMAS = InternalTopic(
+    "_schemas", key_type=None, key_resource=ResourceType.TOPIC, key_denied=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    num_partitions_config=None, partitions=1,
+    replication_factor_config="schema.registry.topic.replication.factor",
+    segment_bytes_config="schema.registry.topic.segment.bytes",
+    configs=MappingProxyType({"cleanup.policy": "compact", "compression.type": "producer"}), internal=False)
+
 #: Every internal topic, one entry per coordinator.
-INTERNAL_TOPICS: tuple[InternalTopic, ...] = (CONSUMER_OFFSETS, TRANSACTION_STATE)
-#: Their names: topics clients may not produce to, nor add to transactions; marked internal in metadata.
-INTERNAL_TOPIC_NAMES: frozenset[str] = frozenset(t.name for t in INTERNAL_TOPICS)
+INTERNAL_TOPICS: tuple[InternalTopic, ...] = (CONSUMER_OFFSETS, TRANSACTION_STATE, SCHEMAS)
+#: The names of those marked internal: topics clients may not produce to, nor add to transactions.
+INTERNAL_TOPIC_NAMES: frozenset[str] = frozenset(t.name for t in INTERNAL_TOPICS if t.internal)
 
 
 def by_key_type(key_type: int, table: tuple[InternalTopic, ...] = INTERNAL_TOPICS) -> InternalTopic | None:
@@ -147,6 +164,7 @@ __all__ = [
     "CONSUMER_OFFSETS",
     "INTERNAL_TOPICS",
     "INTERNAL_TOPIC_NAMES",
+    "SCHEMAS",
     "TRANSACTION_STATE",
     "InternalTopic",
     "InternalTopicManager",
