@@ -71,14 +71,14 @@ class RegistryState:
             log.warning("_schemas: skipped a malformed %s record (%s): %r", keytype, e, (value or b"")[:200])
 
     def _apply_schema(self, subject: str, version: int, value: bytes | None) -> None:
-        versions = self.subjects.setdefault(subject, {})
         if value is None:  # hard delete
+            versions = self.subjects.get(subject, {})
             versions.pop(version, None)
             if not versions:
-                del self.subjects[subject]
+                self.subjects.pop(subject, None)
             return
         entry = records.parse_schema_value(value)
-        versions[version] = entry
+        self.subjects.setdefault(subject, {})[version] = entry
         self.max_id = max(self.max_id, entry.schema_id)
         if entry.schema_id not in self.schemas:
             self.schemas[entry.schema_id] = StoredSchema(entry.schema_id, entry.schema_type, entry.schema,
