@@ -26,7 +26,8 @@ Handler = Callable[[web.Request], Awaitable[Any]]
 
 
 def _answer(body: Any, status: int = 200) -> web.Response:
-    return web.Response(text=json.dumps(body), status=status, content_type=CONTENT_TYPE)
+    # bytes, not text: Confluent's content type carries no charset parameter
+    return web.Response(body=json.dumps(body).encode(), status=status, content_type=CONTENT_TYPE)
 
 
 def _flag(request: web.Request, name: str) -> bool:
@@ -146,7 +147,7 @@ def _wrap(handler: Handler) -> Callable[[web.Request], Awaitable[web.Response]]:
             log.exception("schema registry: %s %s failed", request.method, request.path)
             return _answer({"error_code": 50001, "message": f"Error in the backend data store: {e}"}, 500)
         if isinstance(value, _Raw):
-            return web.Response(text=str(value), content_type=CONTENT_TYPE)
+            return web.Response(body=str(value).encode(), content_type=CONTENT_TYPE)
         return _answer(value)
 
     return route
