@@ -11,7 +11,8 @@ import urllib.request
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.schema_registry.error import SchemaRegistryError
@@ -287,3 +288,32 @@ def test_the_registry_can_be_turned_off_and_moved(tmp_path) -> None:
         registry = client(moved)
         assert registry.register_schema("moved-value", Schema('"string"', "AVRO")) == 1
         assert http(moved, "GET", "/")[2] == {}
+
+
+def test_the_state_is_the_compacted_topic_schemas_in_confluents_layout(broker: BrokerProcess) -> None:
+    registry = client(broker)
+    schema_id = registry.register_schema("layout-value", Schema(record(NAME, name="Layout"), "AVRO"))
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    topic = admin.list_topics(timeout=15).topics["_schemas"]
+    assert len(topic.partitions) == 1
+    resource = ConfigResource(ConfigResource.Type.TOPIC, "_schemas")
+    assert admin.describe_configs([resource])[resource].result(15)["cleanup.policy"].value == "compact"
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "layout", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+    found = None
+    try:
+        consumer.assign([TopicPartition("_schemas", 0, 0)])
+        _, end = consumer.get_watermark_offsets(TopicPartition("_schemas", 0), timeout=15)
+        for _ in range(240):
+            m = consumer.poll(0.5)
+            if m is None or m.error() is not None:
+                continue
+            key = json.loads(m.key())
+            if key == {"keytype": "SCHEMA", "subject": "layout-value", "version": 1, "magic": 1}:
+                found = json.loads(m.value())
+            if m.offset() + 1 >= end:
+                break
+    finally:
+        consumer.close()
+    assert found == {"subject": "layout-value", "version": 1, "id": schema_id, "schema": record(NAME, name="Layout"),
+                     "deleted": False}

@@ -17,6 +17,9 @@ finds the partition (and so the coordinator) of a key; FindCoordinator answers t
 controller marks these names internal; :mod:`tidelog.coordinator.leadership` binds each entry to
 its coordinator (loads and unloads as leadership moves, and hands transaction markers on the topic
 to it). Adding a coordinator with its internal topic is one entry here plus its service.
+
+:data:`SCHEMAS` (``_schemas``, the schema registry's state) is declared here too and created the same
+way, but it is no coordinator's topic: it is not in :data:`INTERNAL_TOPICS`.
 """
 
 from __future__ import annotations
@@ -100,9 +103,11 @@ TRANSACTION_STATE = InternalTopic(
                               "unclean.leader.election.enable": "false"}),
     loads_before_creation=True)
 
-#: The schema registry's state (docs/schema-registry.md): one partition, as Confluent's ``_schemas``;
-#: no FindCoordinator key type (the registry's HTTP API finds it). Not marked internal: in Kafka it is a
-#: plain topic, and a Confluent Schema Registry run beside Tidelog (schema.registry.enable=false) writes it.
+#: The schema registry's state (docs/schema-registry.md): one partition, as Confluent's ``_schemas``.
+#: Declared here, created and found as the coordinators' topics are, but no coordinator's: not in
+#: INTERNAL_TOPICS (no FindCoordinator key type, no coordinator loads it), and not marked internal: in
+#: Kafka it is a plain topic, and a Confluent Schema Registry run beside Tidelog
+#: (schema.registry.enable=false) writes it as a client.
 SCHEMAS = InternalTopic(
     "_schemas", key_type=None, key_resource=ResourceType.TOPIC, key_denied=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
     num_partitions_config=None, partitions=1,
@@ -111,9 +116,9 @@ SCHEMAS = InternalTopic(
     configs=MappingProxyType({"cleanup.policy": "compact", "compression.type": "producer"}), internal=False)
 
 #: Every internal topic, one entry per coordinator.
-INTERNAL_TOPICS: tuple[InternalTopic, ...] = (CONSUMER_OFFSETS, TRANSACTION_STATE, SCHEMAS)
-#: The names of those marked internal: topics clients may not produce to, nor add to transactions.
-INTERNAL_TOPIC_NAMES: frozenset[str] = frozenset(t.name for t in INTERNAL_TOPICS if t.internal)
+INTERNAL_TOPICS: tuple[InternalTopic, ...] = (CONSUMER_OFFSETS, TRANSACTION_STATE)
+#: Their names: topics clients may not produce to, nor add to transactions; marked internal in metadata.
+INTERNAL_TOPIC_NAMES: frozenset[str] = frozenset(t.name for t in INTERNAL_TOPICS)
 
 
 def by_key_type(key_type: int, table: tuple[InternalTopic, ...] = INTERNAL_TOPICS) -> InternalTopic | None:

@@ -71,6 +71,7 @@ class BrokerProcess(ServerProcess):
             m = _READY.search(line)
             if m:
                 self.port = int(m.group(2))
+            if line.startswith("tidelog ports: "):  # the last line serve prints at start
                 threading.Thread(target=self.proc.stdout.read, daemon=True).start()
                 return self
         self.kill()
