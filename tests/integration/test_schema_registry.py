@@ -317,3 +317,52 @@ def test_the_state_is_the_compacted_topic_schemas_in_confluents_layout(broker: B
         consumer.close()
     assert found == {"subject": "layout-value", "version": 1, "id": schema_id, "schema": record(NAME, name="Layout"),
                      "deleted": False}
+
+
+def test_json_schema_and_protobuf_records_round_trip_through_the_broker(broker: BrokerProcess) -> None:
+    """confluent-kafka's JSONSerializer and ProtobufSerializer register their schemas here (Protobuf as
+    the base64 descriptor the Python serializer sends) and their deserializers read them back by id."""
+    from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
+    from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
+    from google.protobuf.timestamp_pb2 import Timestamp
+
+    registry = client(broker)
+    order_schema = json.dumps({"type": "object", "title": "Order", "properties": {
+        "id": {"type": "integer"}, "item": {"type": "string"}}, "required": ["id"]})
+    to_json = JSONSerializer(order_schema, registry)
+    to_proto = ProtobufSerializer(Timestamp, registry, {"use.deprecated.format": False})
+    orders = [{"id": i, "item": f"item-{i}"} for i in range(5)]
+    stamps = [Timestamp(seconds=1_700_000_000 + i, nanos=i) for i in range(5)]
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for order, stamp in zip(orders, stamps, strict=True):
+        producer.produce("sr-orders", value=to_json(order, SerializationContext("sr-orders", MessageField.VALUE)))
+        producer.produce("sr-stamps", value=to_proto(stamp, SerializationContext("sr-stamps", MessageField.VALUE)))
+    assert producer.flush(30) == 0
+    assert registry.get_latest_version("sr-orders-value").schema.schema_type == "JSON"
+    assert registry.get_latest_version("sr-stamps-value").schema.schema_type == "PROTOBUF"
+
+    fresh = SchemaRegistryClient({"url": broker.schema_registry_url})
+    from_json = JSONDeserializer(None, schema_registry_client=fresh)
+    from_proto = ProtobufDeserializer(Timestamp, {"use.deprecated.format": False})
+    got = {"sr-orders": [], "sr-stamps": []}
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "sr-json-proto",
+                         "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe(["sr-orders", "sr-stamps"])
+        for _ in range(240):
+            if len(got["sr-orders"]) == len(orders) and len(got["sr-stamps"]) == len(stamps):
+                break
+            m = consumer.poll(0.5)
+            if m is None or m.error() is not None:
+                continue
+            decode = from_json if m.topic() == "sr-orders" else from_proto
+            got[m.topic()].append(decode(m.value(), SerializationContext(m.topic(), MessageField.VALUE)))
+    finally:
+        consumer.close()
+    assert got == {"sr-orders": orders, "sr-stamps": stamps}
+    # the same descriptor registered again is the same id
+    again = ProtobufSerializer(Timestamp, SchemaRegistryClient({"url": broker.schema_registry_url}),
+                               {"use.deprecated.format": False})
+    framed = again(stamps[0], SerializationContext("sr-stamps", MessageField.VALUE))
+    assert registry.get_versions("sr-stamps-value") == [1]
+    assert framed[1:5] == to_proto(stamps[0], SerializationContext("sr-stamps", MessageField.VALUE))[1:5]

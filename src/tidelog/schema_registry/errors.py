@@ -96,6 +96,11 @@ def store_error(message: str) -> RegistryError:
     return RegistryError(500, 50001, f"Error while storing the schema registry's state: {message}")
 
 
+def not_ready() -> RegistryError:
+    """Before the broker has read ``_schemas`` at start (503: clients retry)."""
+    return RegistryError(503, 50002, "The schema registry is starting: _schemas is being read")
+
+
 def operation_timeout(message: str) -> RegistryError:
     return RegistryError(500, 50002, message)
 

@@ -7,8 +7,10 @@ text that identifies them (two registrations with the same identity get the same
   aliases do, as in Confluent's registry). ``normalize``: that same form is what is stored.
 * **JSON** (JSON Schema): the text must be a JSON object or boolean. Identity: compact JSON with
   sorted keys; ``normalize`` stores that form.
-* **PROTOBUF**: the ``.proto`` text is kept as given; it is not compiled (no descriptor is built).
-  Identity: the text without comments, whitespace collapsed.
+* **PROTOBUF**: kept in the form it was registered in: ``.proto`` text (not compiled: no descriptor is
+  built from it), or a base64 ``FileDescriptorProto`` as confluent-kafka's Python serializer sends
+  it (decoded with ``protobuf``; refused when it does not decode). Identity: the text without
+  comments, whitespace collapsed; a descriptor's deterministic serialization.
 """
 
 from __future__ import annotations
@@ -64,6 +66,9 @@ def parse(schema_type: str, text: str, references: list[tuple[str, str]] = ()) -
     return ParsedSchema("PROTOBUF", text, _proto_identity(text))
 
 
+_BASE64 = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
+
+
 def _parse_avro(text: str, references: list[str]) -> ParsedSchema:
     import avro.errors
     import avro.name
@@ -91,6 +96,19 @@ _PROTO_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 
 def _proto_identity(text: str) -> str:
+    stripped = text.strip()
+    if _BASE64.match(stripped) and len(stripped) % 4 == 0:  # no .proto text is one base64 word
+        import base64
+
+        from google.protobuf import descriptor_pb2
+        from google.protobuf.message import DecodeError
+
+        descriptor = descriptor_pb2.FileDescriptorProto()
+        try:
+            descriptor.ParseFromString(base64.standard_b64decode(stripped))
+        except (DecodeError, ValueError) as e:
+            raise errors.invalid_schema(f"Invalid schema {text}, details: not a FileDescriptorProto: {e}") from None
+        return "descriptor:" + base64.standard_b64encode(descriptor.SerializeToString(deterministic=True)).decode()
     return " ".join(_PROTO_COMMENTS.sub(" ", text).split())
 
 

@@ -46,6 +46,8 @@ class SchemaRegistry:
         #: identity -> schema id (schemas parsed once, on load or when written)
         self._ids: dict[tuple, int] = {}
         self._parsed: dict[int, ParsedSchema] = {}
+        #: the whole of _schemas has been read once (nothing is answered before: ids would be reused)
+        self.loaded = False
 
     # ------------------------------------------------------------------ the log
 
@@ -66,6 +68,7 @@ class SchemaRegistry:
         for stored in sorted(self.state.schemas.values(), key=lambda s: s.schema_id):
             if stored.identity is None:
                 self._index(stored)
+        self.loaded = True
         return count
 
     def _index(self, stored: StoredSchema) -> None:
@@ -92,6 +95,11 @@ class SchemaRegistry:
         if getattr(error, "value", 0) != 0:
             raise errors.operation_timeout(f"the write to _schemas was not committed: {error.name}")
         self.load()
+
+    def check_ready(self) -> None:
+        """Raises 503 until :meth:`load` has read the topic at start."""
+        if not self.loaded:
+            raise errors.not_ready()
 
     # ------------------------------------------------------------------ settings
 

@@ -103,7 +103,7 @@ class SchemaRegistryApi:
             ("DELETE", "/mode/{subject}", lambda q: r.delete_mode(q.match_info["subject"])),
         ]
         # "/" answers {} as Confluent's root does, only under a prefix (the root itself is the console's)
-        return [web.route(method, p + path, _wrap(handler))
+        return [web.route(method, p + path, _wrap(handler, r))
                 for method, path, handler in table if path != "/" or p]
 
     async def _root(self, request: web.Request) -> dict[str, Any]:
@@ -137,9 +137,10 @@ async def _ok(value: Any, raw: bool = False) -> Any:
     return _Raw(value) if raw else value
 
 
-def _wrap(handler: Handler) -> Callable[[web.Request], Awaitable[web.Response]]:
+def _wrap(handler: Handler, registry: SchemaRegistry) -> Callable[[web.Request], Awaitable[web.Response]]:
     async def route(request: web.Request) -> web.Response:
         try:
+            registry.check_ready()
             value = await handler(request)
         except RegistryError as e:
             return _answer(e.body(), e.status)

@@ -136,3 +136,17 @@ def test_references_resolve_named_types() -> None:
         parse("AVRO", user)
     parsed = parse("AVRO", user, [("AVRO", address)])
     assert "street" in parsed.canonical  # the referenced type is part of the identity
+
+
+def test_a_protobuf_descriptor_in_base64_is_decoded_and_identified_by_its_content() -> None:
+    import base64
+
+    from google.protobuf import timestamp_pb2
+
+    serialized = timestamp_pb2.DESCRIPTOR.serialized_pb
+    one = parse("PROTOBUF", base64.standard_b64encode(serialized).decode())
+    assert one.canonical.startswith("descriptor:")
+    assert parse("PROTOBUF", " " + base64.standard_b64encode(serialized).decode() + "\n").canonical == one.canonical
+    with pytest.raises(RegistryError) as e:
+        parse("PROTOBUF", base64.standard_b64encode(b"\xff\xff\xff\xff").decode())
+    assert e.value.error_code == 42201
