@@ -366,3 +366,26 @@ def test_json_schema_and_protobuf_records_round_trip_through_the_broker(broker: 
     framed = again(stamps[0], SerializationContext("sr-stamps", MessageField.VALUE))
     assert registry.get_versions("sr-stamps-value") == [1]
     assert framed[1:5] == to_proto(stamps[0], SerializationContext("sr-stamps", MessageField.VALUE))[1:5]
+
+
+def test_concurrent_registrations_get_distinct_ids_and_versions(broker: BrokerProcess) -> None:
+    """Changes are made one at a time: eight clients registering at once into one subject (NONE) and
+    into subjects of their own never share an id or a version."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    client(broker).set_compatibility("race-value", "NONE")
+
+    def register(i: int) -> tuple[int, int]:
+        registry = SchemaRegistryClient({"url": broker.schema_registry_url})
+        shared = registry.register_schema("race-value", Schema(record(NAME, name=f"Race{i}"), "AVRO"))
+        own = registry.register_schema(f"race-{i}-value", Schema(record(NAME, AGE_DEFAULT, name=f"Race{i}"), "AVRO"))
+        return shared, own
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(register, range(8)))
+    ids = [i for pair in results for i in pair]
+    assert len(set(ids)) == 16
+    registry = client(broker)
+    assert registry.get_versions("race-value") == list(range(1, 9))
+    assert sorted(registry.get_version("race-value", v).schema_id for v in range(1, 9)) == sorted(
+        shared for shared, _ in results)

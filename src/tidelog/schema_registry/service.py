@@ -65,9 +65,9 @@ class SchemaRegistry:
                 self.state.next_offset = batch.next_offset
         except KafkaError as e:  # no such topic yet: nothing registered
             log.debug("_schemas not readable (%s): nothing to load", e)
-        for stored in sorted(self.state.schemas.values(), key=lambda s: s.schema_id):
-            if stored.identity is None:
-                self._index(stored)
+        new_ids, self.state.new_ids = sorted(self.state.new_ids), []
+        for schema_id in new_ids:  # in id order: what a schema references was registered before it
+            self._index(self.state.schemas[schema_id])
         self.loaded = True
         return count
 
@@ -297,9 +297,6 @@ class SchemaRegistry:
             text = parsed.normalized() if normalize else parsed.text
             value = SchemaValue(subject, version, schema_id, parsed.schema_type, text, refs)
             await self._write([(records.schema_key(subject, version), records.schema_value(value))])
-            stored = self.state.schemas.get(schema_id)
-            if stored is not None and stored.identity is None:
-                self._index(stored)
         return {"id": schema_id}
 
     def _parsed_of(self, entry: SchemaValue) -> ParsedSchema:

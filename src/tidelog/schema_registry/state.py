@@ -42,6 +42,10 @@ class RegistryState:
     max_id: int = 0
     #: the next offset of _schemas to apply
     next_offset: int = 0
+    #: schema id -> the (subject, version) pairs registered with it, deleted ones included
+    by_id: dict[int, set[tuple[str, int]]] = field(default_factory=dict)
+    #: ids first read since the owner last took them (to parse and index them once)
+    new_ids: list[int] = field(default_factory=list)
 
     # ---------------------------------------------------------------- replay
 
@@ -73,16 +77,23 @@ class RegistryState:
     def _apply_schema(self, subject: str, version: int, value: bytes | None) -> None:
         if value is None:  # hard delete
             versions = self.subjects.get(subject, {})
-            versions.pop(version, None)
+            gone = versions.pop(version, None)
+            if gone is not None:
+                self.by_id.get(gone.schema_id, set()).discard((subject, version))
             if not versions:
                 self.subjects.pop(subject, None)
             return
         entry = records.parse_schema_value(value)
-        self.subjects.setdefault(subject, {})[version] = entry
+        previous = self.subjects.setdefault(subject, {}).get(version)
+        if previous is not None:
+            self.by_id.get(previous.schema_id, set()).discard((subject, version))
+        self.subjects[subject][version] = entry
+        self.by_id.setdefault(entry.schema_id, set()).add((subject, version))
         self.max_id = max(self.max_id, entry.schema_id)
         if entry.schema_id not in self.schemas:
             self.schemas[entry.schema_id] = StoredSchema(entry.schema_id, entry.schema_type, entry.schema,
                                                          entry.references)
+            self.new_ids.append(entry.schema_id)
 
     @staticmethod
     def _apply_setting(table: dict[str | None, str], subject: object, value: bytes | None, name: str) -> None:
@@ -112,9 +123,9 @@ class RegistryState:
         return sorted(out)
 
     def usages(self, schema_id: int, *, deleted: bool = False) -> list[SchemaValue]:
-        """Every subject version registered with ``schema_id``."""
-        return [entry for subject in sorted(self.subjects) for entry in self.versions(subject, deleted=deleted)
-                if entry.schema_id == schema_id]
+        """Every subject version registered with ``schema_id``, by subject and version."""
+        entries = (self.subjects[subject][version] for subject, version in sorted(self.by_id.get(schema_id, ())))
+        return [entry for entry in entries if deleted or not entry.deleted]
 
 
 def _soft_deleted(entry: SchemaValue) -> SchemaValue:
