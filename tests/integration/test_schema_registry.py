@@ -195,12 +195,28 @@ def test_error_bodies_codes_and_content_types(broker: BrokerProcess) -> None:
         ("POST", "/subjects/bad-value/versions", {"schema": '"int"', "schemaType": "XML"}, 422, 422),
         ("POST", "/subjects/bad-value/versions", {"schema": '"int"', "references": [
             {"name": "x", "subject": "nowhere", "version": 1}]}, 422, 42201),
+        ("POST", "/subjects/bad-value/versions", {"schema": '"int"', "references": [{"name": "x"}]}, 422, 422),
+        ("POST", "/subjects/bad-value/versions", {"schema": 5}, 422, 422),
+        ("POST", "/subjects/bad-value/versions", {"nothing": "here"}, 422, 422),
+        ("POST", "/subjects/bad-value/versions", [1, 2], 422, 422),
+        ("GET", "/schemas/ids/not-a-number", None, 404, 40403),
+        ("POST", "/compatibility/subjects/no-such-subject/versions/1", {"schema": '"int"'}, 404, 40401),
+        ("DELETE", "/config/no-config-here", None, 404, 40408),
+        ("DELETE", "/mode/no-mode-here", None, 404, 40409),
     ]
     for method, path, body, status, code in cases:
         got_status, content_type, answer = http(broker, method, path, body)
         assert (got_status, answer.get("error_code")) == (status, code), (method, path, answer)
         assert content_type == CONTENT_TYPE and isinstance(answer.get("message"), str) and answer["message"]
     assert http(broker, "GET", "/schemas/types")[1:] == (CONTENT_TYPE, ["JSON", "PROTOBUF", "AVRO"])
+    # a body that is not JSON at all
+    assert broker.schema_registry_url is not None
+    request = urllib.request.Request(broker.schema_registry_url.rstrip("/") + "/subjects/bad-value/versions",
+                                     data=b"{not json", method="POST", headers={"Content-Type": CONTENT_TYPE})
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(request, timeout=30)
+    assert e.value.code == 400 and json.loads(e.value.read())["error_code"] == 400
+    assert "bad-value" not in client(broker).get_subjects()
 
 
 def test_modes_read_only_and_import(broker: BrokerProcess) -> None:
