@@ -405,3 +405,21 @@ def test_concurrent_registrations_get_distinct_ids_and_versions(broker: BrokerPr
     assert registry.get_versions("race-value") == list(range(1, 9))
     assert sorted(registry.get_version("race-value", v).schema_id for v in range(1, 9)) == sorted(
         shared for shared, _ in results)
+
+
+def test_json_schema_evolution_allowed_and_refused(broker: BrokerProcess) -> None:
+    registry = client(broker)
+    subject = "json-evolve-value"
+    closed = {"type": "object", "additionalProperties": False}
+    v1 = {**closed, "properties": {"id": {"type": "integer"}}, "required": ["id"]}
+    v2 = {**closed, "properties": {"id": {"type": "integer"}, "note": {"type": "string"}}, "required": ["id"]}
+    v3 = {**v2, "required": ["id", "note"]}
+    registry.register_schema(subject, Schema(json.dumps(v1), "JSON"))
+    registry.register_schema(subject, Schema(json.dumps(v2), "JSON"))  # an optional property: BACKWARD
+    with pytest.raises(SchemaRegistryError) as e:
+        registry.register_schema(subject, Schema(json.dumps(v3), "JSON"))
+    assert (e.value.http_status_code, e.value.error_code) == (409, 409)
+    assert "REQUIRED_ATTRIBUTE_ADDED" in e.value.error_message
+    registry.set_compatibility(subject, "FORWARD")
+    registry.register_schema(subject, Schema(json.dumps(v3), "JSON"))  # old readers accept it
+    assert registry.get_versions(subject) == [1, 2, 3]

@@ -12,10 +12,11 @@ FULL                      both, against the latest version
 
 AVRO uses Avro's schema-resolution rules as Apache Avro's own checker implements them
 (``avro.compatibility.ReaderWriterCompatibilityChecker``: missing defaults, type promotions, enum
-symbols, union branches, names, fixed sizes). JSON and PROTOBUF compatibility is not checked yet: at
-any level but NONE, a new version of a subject that already has one is refused with a message that
-says so (docs/schema-registry.md). A schema of another type than the previous version's is always
-incompatible.
+symbols, union branches, names, fixed sizes). JSON uses
+:mod:`tidelog.schema_registry.json_compatibility` (a reader must accept every document the writer
+accepts). PROTOBUF compatibility is not checked yet: at any level but NONE, a new version of a
+subject that already has one is refused with a message that says so (docs/schema-registry.md). A
+schema of another type than the previous version's is always incompatible.
 """
 
 from __future__ import annotations
@@ -50,6 +51,11 @@ def check(level: str, new: ParsedSchema, previous: list[ParsedSchema]) -> list[s
         if old.schema_type != new.schema_type:
             messages.append(_message("TYPE_MISMATCH", f"Incompatible schema type {new.schema_type}: the version it "
                                      f"is checked against is {old.schema_type}", "/"))
+        elif new.schema_type == "JSON":
+            if base in ("BACKWARD", "FULL"):
+                messages.extend(json_problems(reader=new, writer=old, new_is_reader=True))
+            if base in ("FORWARD", "FULL"):
+                messages.extend(json_problems(reader=old, writer=new, new_is_reader=False))
         elif new.schema_type != "AVRO":
             messages.append(_message(
                 "COMPATIBILITY_NOT_CHECKED",
@@ -105,8 +111,20 @@ _DESCRIPTIONS = {
 }
 
 
+def json_problems(reader: ParsedSchema, writer: ParsedSchema, *, new_is_reader: bool) -> list[str]:
+    """JSON Schema: why ``reader`` may refuse documents ``writer`` accepts
+    (:mod:`tidelog.schema_registry.json_compatibility`)."""
+    import json
+
+    from tidelog.schema_registry.json_compatibility import problems
+
+    which = "new" if new_is_reader else "old"
+    return [_message(kind, f"{description} (reading with the {which} schema)", where)
+            for kind, where, description in problems(json.loads(writer.text), json.loads(reader.text))]
+
+
 def _message(kind: str, description: str, location: str) -> str:
     return f"{{errorType:'{kind}', description:'{description}', additionalInfo:'{location}'}}"
 
 
-__all__ = ["DEFAULT_LEVEL", "LEVELS", "against", "avro_problems", "check", "parse_level"]
+__all__ = ["DEFAULT_LEVEL", "LEVELS", "against", "avro_problems", "check", "json_problems", "parse_level"]

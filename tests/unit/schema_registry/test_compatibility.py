@@ -90,12 +90,67 @@ def test_a_renamed_record_is_incompatible() -> None:
     assert "NAME_MISMATCH" in compatibility.check("BACKWARD", avro(record(NAME, name="Person")), [V1])[0]
 
 
-def test_another_schema_type_is_incompatible_and_json_is_not_checked_yet() -> None:
+def test_another_schema_type_is_incompatible_and_protobuf_is_not_checked_yet() -> None:
     as_json = parse("JSON", '{"type": "object"}')
     assert "TYPE_MISMATCH" in compatibility.check("BACKWARD", as_json, [V1])[0]
-    problems = compatibility.check("BACKWARD", parse("JSON", '{"type": "string"}'), [as_json])
+    proto = parse("PROTOBUF", 'syntax = "proto3"; message A { string s = 1; }')
+    problems = compatibility.check("BACKWARD", parse("PROTOBUF", 'syntax = "proto3"; message A { int32 s = 1; }'),
+                                   [proto])
     assert problems and "COMPATIBILITY_NOT_CHECKED" in problems[0]
-    assert ok("NONE", parse("JSON", '{"type": "string"}'), as_json)
+    assert ok("NONE", parse("PROTOBUF", 'syntax = "proto3"; message B {}'), proto)
+
+
+def js(**schema) -> object:
+    return parse("JSON", json.dumps(schema))
+
+
+def kinds(level: str, new, old) -> list[str]:
+    return [m.split("'")[1] for m in compatibility.check(level, new, [old]) if m.startswith("{errorType:")]
+
+
+CLOSED = {"type": "object", "additionalProperties": False}
+OPEN = {"type": "object"}
+
+
+def test_json_closed_content_model_evolves_by_optional_properties() -> None:
+    v1 = js(**CLOSED, properties={"id": {"type": "integer"}}, required=["id"])
+    v2 = js(**CLOSED, properties={"id": {"type": "integer"}, "note": {"type": "string"}}, required=["id"])
+    assert kinds("BACKWARD", v2, v1) == []  # the new reader accepts every old document
+    assert kinds("FORWARD", v2, v1) == ["PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL"]  # old readers refuse "note"
+    v3 = js(**CLOSED, properties={"id": {"type": "integer"}, "note": {"type": "string"}}, required=["id", "note"])
+    assert kinds("BACKWARD", v3, v2) == ["REQUIRED_ATTRIBUTE_ADDED"]
+    assert kinds("FORWARD", v3, v2) == []
+
+
+def test_json_open_content_model_refuses_a_typed_new_property() -> None:
+    v1 = js(**OPEN, properties={"id": {"type": "integer"}})
+    v2 = js(**OPEN, properties={"id": {"type": "integer"}, "note": {"type": "string"}})
+    assert kinds("BACKWARD", v2, v1) == ["PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL"]  # old documents may hold any "note"
+    assert kinds("FORWARD", v2, v1) == []
+    assert kinds("BACKWARD", js(**OPEN, properties={"id": {"type": "integer"}, "note": {}}), v1) == []
+    assert kinds("BACKWARD", js(**CLOSED, properties={"id": {"type": "integer"}}), v1) == [
+        "ADDITIONAL_PROPERTIES_NARROWED"]
+
+
+def test_json_types_enums_bounds_and_items() -> None:
+    assert kinds("BACKWARD", js(type="number"), js(type="integer")) == []  # an integer is a number
+    assert kinds("BACKWARD", js(type="integer"), js(type="number")) == ["TYPE_CHANGED"]
+    assert kinds("BACKWARD", js(type="string"), js(type=["string", "null"])) == ["TYPE_NARROWED"]
+    assert kinds("BACKWARD", js(enum=["a", "b", "c"]), js(enum=["a", "b"])) == []
+    assert kinds("BACKWARD", js(enum=["a"]), js(enum=["a", "b"])) == ["ENUM_ARRAY_NARROWED"]
+    assert kinds("BACKWARD", js(type="string", maxLength=5), js(type="string", maxLength=10)) == [
+        "MAX_LENGTH_DECREASED"]
+    assert kinds("BACKWARD", js(type="integer", minimum=0), js(type="integer", minimum=5)) == []
+    assert kinds("BACKWARD", js(type="array", items={"type": "integer"}),
+                 js(type="array", items={"type": "string"})) == ["TYPE_CHANGED"]
+    assert kinds("FULL", js(type="string", description="now documented"), js(type="string")) == []
+
+
+def test_json_keywords_not_reasoned_about_must_not_change() -> None:
+    a = js(anyOf=[{"type": "string"}, {"type": "integer"}])
+    assert kinds("BACKWARD", a, a) == []
+    assert kinds("BACKWARD", js(anyOf=[{"type": "string"}]), a) == ["UNCHECKED_KEYWORD_CHANGED"]
+    assert kinds("BACKWARD", js(type="string", pattern="^a"), js(type="string")) == ["UNCHECKED_KEYWORD_CHANGED"]
 
 
 def test_levels_parse_in_any_case() -> None:
