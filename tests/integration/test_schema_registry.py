@@ -170,6 +170,8 @@ def test_soft_and_hard_deletes_and_deleted_listings(broker: BrokerProcess) -> No
     assert subject in http(broker, "GET", "/subjects?deleted=true")[2]
     assert refused(lambda: registry.get_versions(subject)) == (404, 40401)
     assert refused(lambda: registry.delete_subject(subject)) == (404, 40404)
+    assert http(broker, "GET", f"/subjects/{subject}/versions/latest")[2]["error_code"] == 40401
+    assert http(broker, "POST", f"/subjects/{subject}", {"schema": record(NAME, name="D")})[2]["error_code"] == 40401
     looked_up = http(broker, "POST", f"/subjects/{subject}?deleted=true", {"schema": record(NAME, name="D")})[2]
     assert looked_up["id"] == ids[0]
 

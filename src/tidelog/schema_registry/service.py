@@ -205,8 +205,8 @@ class SchemaRegistry:
     def _entry(self, subject: str, version: str, deleted: bool = False) -> SchemaValue:
         number = parse_version(version)
         entries = self.state.versions(subject, deleted=True)
-        if not entries:
-            raise errors.subject_not_found(subject)
+        if not entries or not (deleted or any(not e.deleted for e in entries)):
+            raise errors.subject_not_found(subject)  # none, or only soft-deleted ones (as Confluent answers)
         if number == -1:
             live = [e for e in entries if deleted or not e.deleted]
             if not live:
@@ -253,7 +253,7 @@ class SchemaRegistry:
 
     def lookup(self, subject: str, body: dict[str, Any], normalize: bool = False,
                deleted: bool = False) -> dict[str, Any]:
-        if not self.state.versions(subject, deleted=True):
+        if not self.state.versions(subject, deleted=deleted):
             raise errors.subject_not_found(subject)
         parsed, refs = self._parse_request(body)
         entry = self._find(subject, parsed, refs, deleted=deleted)
