@@ -425,3 +425,12 @@ def test_json_schema_evolution_allowed_and_refused(broker: BrokerProcess) -> Non
     registry.set_compatibility(subject, "FORWARD")
     registry.register_schema(subject, Schema(json.dumps(v3), "JSON"))  # old readers accept it
     assert registry.get_versions(subject) == [1, 2, 3]
+
+
+def test_subject_names_with_slashes_spaces_and_non_ascii(broker: BrokerProcess) -> None:
+    registry = client(broker)
+    for subject in ("team/orders-value", "with space", "ünïcode", "per%cent"):
+        schema_id = registry.register_schema(subject, Schema('"string"', "AVRO"))
+        assert registry.get_latest_version(subject).subject == subject
+        assert subject in registry.get_subjects_by_schema_id(schema_id)
+        assert registry.delete_subject(subject) == [1]
