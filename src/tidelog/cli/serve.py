@@ -131,6 +131,9 @@ async def _serve(config: BrokerConfig) -> int:
     if broker.http is not None:
         print(f"tidelog console: {broker.http.url}", flush=True)
     print(f"tidelog broker {broker.broker_id} listening on {broker.host or '0.0.0.0'}:{broker.port}", flush=True)
+    # after the broker's line, which scripts read as the second one (docs/schema-registry.md)
+    if broker.schema_registry_url is not None:
+        print(f"tidelog schema registry: {broker.schema_registry_url}", flush=True)
     # One machine-readable line with every port opened (tools and test fixtures parse it).
     print(f"tidelog ports: {json.dumps(broker.ports)}", flush=True)
     await stop.wait()

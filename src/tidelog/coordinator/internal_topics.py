@@ -20,6 +20,9 @@ finds the partition (and so the coordinator) of a key; FindCoordinator answers t
 controller marks these names internal; :mod:`tidelog.coordinator.leadership` binds each entry to
 its coordinator (loads and unloads as leadership moves, and hands transaction markers on the topic
 to it). Adding a coordinator with its internal topic is one entry here plus its service.
+
+:data:`SCHEMAS` (``_schemas``, the schema registry's state) is declared here too and created the same
+way, but it is no coordinator's topic: it is not in :data:`INTERNAL_TOPICS`.
 """
 
 from __future__ import annotations
@@ -42,14 +45,15 @@ class InternalTopic:
     """One coordinator's internal topic (see the module docstring)."""
 
     name: str
-    #: FindCoordinator's ``key_type`` whose keys live in this topic
-    key_type: int
+    #: FindCoordinator's ``key_type`` whose keys live in this topic (None: no FindCoordinator key type)
+    key_type: int | None
     #: DESCRIBE on the key (a group id, a transactional id ...) is checked on this resource type (with
     #: ``key_on_cluster``: ``key_operation`` on the cluster resource instead); refused, FindCoordinator
     #: answers ``key_denied``
     key_resource: ResourceType
     key_denied: ErrorCode
-    num_partitions_config: str
+    #: the broker config of its partition count (None: always ``partitions``)
+    num_partitions_config: str | None
     replication_factor_config: str
     segment_bytes_config: str
     #: the broker config of the topic's min.insync.replicas (capped at its replication factor); None: the default
@@ -66,6 +70,10 @@ class InternalTopic:
     min_find_coordinator_version: int = 0
     #: whether a key is well-formed (None: any string); a malformed key is INVALID_REQUEST
     key_valid: Callable[[str], bool] | None = None
+    #: the partition count when no broker config gives it
+    partitions: int = 1
+    #: marked internal (clients may not produce to it); False: a plain topic the broker itself keeps
+    internal: bool = True
 
     def authorization(self, key: str) -> tuple[AclOperation, ResourceType, str]:
         """What FindCoordinator checks before answering for ``key``: (operation, resource type, name)."""
@@ -79,6 +87,8 @@ class InternalTopic:
 
     def num_partitions(self, config: BrokerConfig) -> int:
         """The partition count it is created with."""
+        if self.num_partitions_config is None:
+            return self.partitions
         return config[self.num_partitions_config]
 
     def new_topic(self, config: BrokerConfig, live_brokers: int) -> NewTopic:
@@ -88,7 +98,7 @@ class InternalTopic:
         configs = {**self.configs, "segment.bytes": str(config[self.segment_bytes_config])}
         if self.min_isr_config is not None:
             configs["min.insync.replicas"] = str(min(config[self.min_isr_config], rf))
-        return NewTopic(self.name, self.num_partitions(config), rf, configs, internal=True)
+        return NewTopic(self.name, self.num_partitions(config), rf, configs, internal=self.internal)
 
 
 #: Kafka's group coordinator: committed offsets and group metadata (FindCoordinator key type GROUP).
@@ -125,6 +135,18 @@ SHARE_GROUP_STATE = InternalTopic(
     configs=MappingProxyType({"cleanup.policy": "delete", "compression.type": "producer", "retention.ms": "-1"}),
     key_operation=AclOperation.CLUSTER_ACTION, key_on_cluster=True, min_find_coordinator_version=6,
     key_valid=is_share_coordinator_key)
+
+#: The schema registry's state (docs/schema-registry.md): one partition, as Confluent's ``_schemas``.
+#: Declared here, created and found as the coordinators' topics are, but no coordinator's: not in
+#: INTERNAL_TOPICS (no FindCoordinator key type, no coordinator loads it), and not marked internal: in
+#: Kafka it is a plain topic, and a Confluent Schema Registry run beside Tidelog
+#: (schema.registry.enable=false) writes it as a client.
+SCHEMAS = InternalTopic(
+    "_schemas", key_type=None, key_resource=ResourceType.TOPIC, key_denied=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    num_partitions_config=None, partitions=1,
+    replication_factor_config="schema.registry.topic.replication.factor",
+    segment_bytes_config="schema.registry.topic.segment.bytes",
+    configs=MappingProxyType({"cleanup.policy": "compact", "compression.type": "producer"}), internal=False)
 
 #: Every internal topic, one entry per coordinator.
 INTERNAL_TOPICS: tuple[InternalTopic, ...] = (CONSUMER_OFFSETS, TRANSACTION_STATE, SHARE_GROUP_STATE)
@@ -189,6 +211,7 @@ __all__ = [
     "CONSUMER_OFFSETS",
     "INTERNAL_TOPICS",
     "INTERNAL_TOPIC_NAMES",
+    "SCHEMAS",
     "SHARE_GROUP_STATE",
     "TRANSACTION_STATE",
     "InternalTopic",

@@ -56,6 +56,7 @@ from tidelog.coordinator.group.service import GroupCoordinatorService
 from tidelog.coordinator.internal_topics import (
     CONSUMER_OFFSETS,
     INTERNAL_TOPIC_NAMES,
+    SCHEMAS,
     SHARE_GROUP_STATE,
     TRANSACTION_STATE,
     InternalTopicManager,
@@ -122,6 +123,7 @@ from tidelog.storage.log_manager import LogManager
 # Imported where they are used, only when configured: a broker without an HTTP listener, TubeMQ or
 # ZooKeeper starts without loading aiohttp, prometheus_client, protobuf or kazoo (bench/startup.py).
 if TYPE_CHECKING:
+    from tidelog.schema_registry.service import SchemaRegistry
     from tidelog.web.console import Console
     from tidelog.web.server import HttpServer
 
@@ -301,6 +303,16 @@ class Broker:
                                        "sasl" if config["authorizer.class.name"] else "none"),
                                    lookup=credentials.get, session_ms=config["connections.max.reauth.ms"])
             self.console.install(self.http.app)
+        # The schema registry (docs/schema-registry.md): Confluent's REST API, its state in _schemas.
+        self.schema_registry: SchemaRegistry | None = None
+        if self.http is not None and config["schema.registry.enable"]:
+            from tidelog.schema_registry.service import SchemaRegistry
+            from tidelog.web.schema_registry import SchemaRegistryApi
+
+            self.schema_registry = SchemaRegistry(
+                ReplicaWriter(replicas, SCHEMAS.name, internal_topics.ensurer(SCHEMAS)), clock.wall_ms)
+            path = config["schema.registry.path"]
+            self.http.add_routes(SchemaRegistryApi(self.schema_registry, "" if path == "/" else path).routes())
         self._serving = False
         self.startup_reports: list = []
         self.metrics = (self._metrics(self.http, traffic, request_times, flush_latency)
@@ -354,6 +366,13 @@ class Broker:
         for front_end in self.front_ends:
             out.update(front_end.ports())
         return out
+
+    @property
+    def schema_registry_url(self) -> str | None:
+        """The schema registry's base URL, as clients are given it (once started; None: not served)."""
+        if self.schema_registry is None or self.http is None or self.http.bound is None:
+            return None
+        return self.http.url.rstrip("/") + self.config["schema.registry.path"]
 
     # ---------------------------------------------------------------------------------- start
 
@@ -421,6 +440,8 @@ class Broker:
         self.housekeeping.schedule_purge()  # leftovers of deletions a crash interrupted
         # The coordinators load the partitions of their topics this broker leads (a single node: all).
         self.coordinators.load(self.store.image)
+        if self.schema_registry is not None:  # its state: every record of _schemas
+            log.info("schema registry: %d records of _schemas read", self.schema_registry.load())
 
     def _not_ready_reason(self) -> str | None:
         """/readyz: ready once the logs are loaded and the Kafka listeners accept connections."""

@@ -21,6 +21,7 @@ from tidelog.testing.server_process import ServerProcess
 
 _READY = re.compile(r"listening on (\S+):(\d+)")
 _CONSOLE = re.compile(r"tidelog console: (http://\S+)")
+_SCHEMA_REGISTRY = re.compile(r"tidelog schema registry: (http://\S+)")
 
 
 class BrokerProcess(ServerProcess):
@@ -34,6 +35,8 @@ class BrokerProcess(ServerProcess):
         self.overrides.setdefault("metrics.listener", "http://127.0.0.1:0")
         #: The HTTP listener's URL (metrics, health, console), None when metrics.listener is empty.
         self.http_url: str | None = None
+        #: The schema registry's base URL (docs/schema-registry.md), None when it is not served.
+        self.schema_registry_url: str | None = None
         self.port = port
         self.event_loop = event_loop
         self.start_timeout = start_timeout
@@ -62,9 +65,13 @@ class BrokerProcess(ServerProcess):
             console = _CONSOLE.search(line)
             if console:
                 self.http_url = console.group(1)
+            registry = _SCHEMA_REGISTRY.search(line)
+            if registry:
+                self.schema_registry_url = registry.group(1)
             m = _READY.search(line)
             if m:
                 self.port = int(m.group(2))
+            if line.startswith("tidelog ports: "):  # the last line serve prints at start
                 threading.Thread(target=self.proc.stdout.read, daemon=True).start()
                 return self
         self.kill()
