@@ -279,6 +279,11 @@ _BROKER_DEFS = [
               _parse_choice_ignoring_case("bidirectional", "upgrade", "downgrade", "disabled"), "bidirectional",
               "Online conversion of non-empty groups between the classic and the consumer protocol: upgrade "
               "(classic -> consumer), downgrade (consumer -> classic), bidirectional or disabled.", topic=False),
+    ConfigDef("group.share.session.timeout.ms", _int(1), 45_000,
+              "Session timeout of share group members (KIP-932).", topic=False),
+    ConfigDef("group.share.heartbeat.interval.ms", _int(1), 5000,
+              "Heartbeat interval given to share group members (KIP-932).", topic=False),
+    ConfigDef("group.share.max.size", _int(1), 200, "Most members a share group may have (KIP-932).", topic=False),
     ConfigDef("log.flush.scheduler.interval.ms", _long(), LONG_MAX,
               "How often the flusher checks whether a log needs an fsync by time.", topic=False),
     ConfigDef("log.flush.offset.checkpoint.interval.ms", _int(), 60_000,

@@ -52,6 +52,7 @@ from tidelog.cluster.topic_config import TopicConfigs
 from tidelog.config import BrokerConfig
 from tidelog.coordinator.group import GroupConfig, GroupCoordinator
 from tidelog.coordinator.group.modern.consumer.group_type import ConsumerGroupType
+from tidelog.coordinator.group.modern.share.group_type import ShareGroupType
 from tidelog.coordinator.group.service import GroupCoordinatorService
 from tidelog.coordinator.internal_topics import (
     CONSUMER_OFFSETS,
@@ -101,6 +102,7 @@ from tidelog.server.handlers.leadership import ElectLeadersHandler
 from tidelog.server.handlers.reassignment import ReassignmentHandlers
 from tidelog.server.handlers.sasl import SaslHandlers
 from tidelog.server.handlers.scram_credentials import ScramCredentialHandlers
+from tidelog.server.handlers.share_group import ShareGroupHandlers
 from tidelog.server.internal_client import InternalClient
 from tidelog.server.modes import broker_mode
 from tidelog.server.network import ConnectionSettings, ListenerError, SocketServer
@@ -178,9 +180,11 @@ class Broker:
         self.group_coordinator = groups = GroupCoordinator(
             GroupConfig.from_broker_config(config), clock,
             ReplicaWriter(replicas, CONSUMER_OFFSETS.name, internal_topics.ensurer(CONSUMER_OFFSETS)),
-            clock.call_later, group_types=[ConsumerGroupType], image_source=lambda: store.image,
+            clock.call_later, group_types=[ConsumerGroupType, ShareGroupType], image_source=lambda: store.image,
             topic_exists=lambda name: name in store.image.topics)
-        self.group_service = group_service = GroupCoordinatorService(groups)
+        # share_persister: the share coordinator's service once it is built (issue 27); until then share
+        # groups keep their partitions uninitialized (members join, nothing is assigned).
+        self.group_service = group_service = GroupCoordinatorService(groups, share_persister=None)
         consumer_groups = group_service.consumer_groups
         assert consumer_groups is not None
         coordinated = [CoordinatedTopic(CONSUMER_OFFSETS, groups, on_marker=groups.complete_transaction)]
@@ -216,7 +220,9 @@ class Broker:
         describer = ConfigDescriber(config, topic_configs)
         self.handlers = handlers = HandlerRegistry()
         handlers.add(
-            ApiVersionsHandler(handlers, {"transaction.version": (2, config["transaction.version"])}),
+            ApiVersionsHandler(handlers, {"transaction.version": (2, config["transaction.version"]),
+                                          **({"share.version": (1, min(config["share.version"], 1))}
+                                             if config["share.version"] >= 1 else {})}),
             MetadataHandler(store, controller, config, auth),
             DescribeTopicPartitionsHandler(store, auth),
             ProduceHandler(replicas, verifier, auth),
@@ -231,6 +237,7 @@ class Broker:
             GroupHandlers(group_service, auth),
             OffsetHandlers(group_service, store, auth),
             ConsumerGroupHandlers(group_service, store, config["group.coordinator.rebalance.protocols"], auth),
+            *([ShareGroupHandlers(group_service, store, auth)] if config["share.version"] >= 1 else []),
             InitProducerIdHandler(self.producer_ids, txn_service, auth),
             TransactionHandlers(txn_service, group_service, replicas, auth),
             TxnOffsetCommitHandler(group_service, replicas, verifier, internal_topics.ensurer(CONSUMER_OFFSETS), auth),
