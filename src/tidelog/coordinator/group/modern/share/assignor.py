@@ -4,7 +4,7 @@ Share groups may give one partition to several members (its records are still de
 time, by the share partition's locks), so the rules differ from the consumer groups' assignors:
 
 * Only *assignable* partitions are assigned: those whose share state the coordinator has initialized
-  (Kafka 4.1+, :mod:`~tidelog.coordinator.group.modern.share.initialization`).
+  (Kafka 4.1+, rule 4 of :mod:`~tidelog.coordinator.group.modern.share.manager`).
 * **Homogeneous** subscriptions (Kafka's ``SimpleHomogeneousAssignmentBuilder``), M members and N assignable
   partitions: every partition is shared by ``desired_sharing = ceil(M / N)`` members, and member ``i`` (in
   member-id order) should hold ``ceil(p * (i + 1)) - ceil(p * i)`` partitions, ``p = desired_sharing * N / M``
