@@ -242,3 +242,26 @@ def test_share_groups_are_rebuilt_from_the_log_after_a_restart(tmp_path: Path) -
                 dict(group.initialized), dict(group.initializing)) == live
 
     run(tmp_path, scenario, overrides=SHARE_ON)
+
+
+def test_share_group_configs_set_the_heartbeat_interval_and_session(tmp_path: Path) -> None:
+    from tidelog.protocol.messages import IncrementalAlterConfigsRequest
+
+    async def scenario(b: InProcessBroker) -> None:
+        await share_broker(b)
+        await b.create_topic("q", 1)
+        await find_coordinator(b, "cg")
+        R = IncrementalAlterConfigsRequest
+        resource = R.AlterConfigsResource(resource_type=32, resource_name="cg", configs=[
+            R.AlterableConfig(name="share.heartbeat.interval.ms", config_operation=0, value="6000"),
+            R.AlterableConfig(name="share.session.timeout.ms", config_operation=0, value="50000")])
+        (r,) = (await b.request(R(resources=[resource]), 1)).responses
+        assert r.error_code == 0
+        joined = await b.request(hb("cg", "m1", 0, "q"), 1)
+        assert joined.heartbeat_interval_ms == 6000
+        await b.advance(SESSION_MS + 1)  # past the broker's default session, within the group's
+        assert (await b.request(ShareGroupDescribeRequest(group_ids=["cg"]), 1)).groups[0].group_state == "Stable"
+        await b.advance(50_000 - SESSION_MS)
+        assert (await b.request(ShareGroupDescribeRequest(group_ids=["cg"]), 1)).groups[0].group_state == "Empty"
+
+    run(tmp_path, scenario, overrides=SHARE_ON)

@@ -456,6 +456,7 @@ class Broker:
         self.periodic.cancel()
         self.transactions.close()
         self.marker_writer.close()
+        await self.group_service.stop_share_tasks()
         self.group_coordinator.close()
         self._serving = False
         if self.http is not None:
