@@ -211,8 +211,8 @@ def test_share_group_offsets_describe_alter_delete(tmp_path: Path) -> None:
         dropped = await b.request(X(group_id="og", topics=[X.DeleteShareGroupOffsetsRequestTopic(topic_name="q"),
                                                           X.DeleteShareGroupOffsetsRequestTopic(topic_name="nope")]), 0)
         assert dropped.error_code == 0
-        assert sorted((t.topic_name, t.error_code) for t in dropped.responses) == [
-            ("nope", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), ("q", 0)]
+        assert [(t.topic_name, t.error_code, t.error_message) for t in dropped.responses] == [  # as Kafka 4.4
+            ("q", 0, None), ("nope", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")]
         assert persister.states == {}
         described = await b.request(D(groups=[D.DescribeShareGroupOffsetsRequestGroup(group_id="og", topics=None)]), 0)
         assert described.groups[0].topics == []

@@ -212,6 +212,8 @@ def test_session_timeout_fences_and_leave_removes(tmp_path: Path) -> None:
     h.heartbeat("b", 0)
     left = h.heartbeat("b", -1)
     assert left.member_epoch == -1 and set(h.group().members) == {"a"}
+    # As Kafka 4.4: the others' targets are computed at once, at the new group epoch.
+    assert h.group().assignment_epoch == h.group().group_epoch
     h.clock.advance(44_999)
     h.coordinator.poll()
     assert set(h.group().members) == {"a"}

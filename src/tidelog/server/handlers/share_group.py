@@ -190,20 +190,29 @@ class ShareGroupHandlers:
             raise KafkaError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         self._check_active()
         image = self.store.image
-        responses, wanted = [], {}
+        refused: dict[str, tuple[ErrorCode, str]] = {}
+        wanted = {}
         for t in request.topics:
             topic = image.topics.get(t.topic_name)
             if not self._allowed(ctx, AclOperation.READ, ResourceType.TOPIC, t.topic_name):
-                responses.append(XO.DeleteShareGroupOffsetsResponseTopic(
-                    topic_name=t.topic_name, error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)))
+                refused[t.topic_name] = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
             elif topic is None:
-                responses.append(XO.DeleteShareGroupOffsetsResponseTopic(
-                    topic_name=t.topic_name, error_code=int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)))
+                refused[t.topic_name] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                         "This server does not host this topic-partition.")
             else:
                 wanted[topic.topic_id] = t.topic_name
         codes = await self.groups.delete_share_group_offsets(request.group_id, wanted)
-        responses += [XO.DeleteShareGroupOffsetsResponseTopic(topic_name=wanted[t], topic_id=t, error_code=int(c))
-                      for t, c in codes.items()]
+        ids = {name: tid for tid, name in wanted.items()}
+        responses = []
+        for t in request.topics:  # in the request's order, as Kafka answers
+            if t.topic_name in refused:
+                code, message = refused[t.topic_name]
+                responses.append(XO.DeleteShareGroupOffsetsResponseTopic(topic_name=t.topic_name, error_code=int(code),
+                                                                         error_message=message))
+            elif t.topic_name in ids:
+                tid = ids[t.topic_name]
+                responses.append(XO.DeleteShareGroupOffsetsResponseTopic(topic_name=t.topic_name, topic_id=tid,
+                                                                         error_code=int(codes[tid])))
         return XO(responses=responses)
 
 

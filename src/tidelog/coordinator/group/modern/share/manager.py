@@ -177,9 +177,10 @@ class ShareGroupCoordinator:
                 raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
             member = ShareGroupMember(member_id)
         elif epoch != 0 and epoch != member.member_epoch and epoch != member.previous_member_epoch:
-            raise KafkaError(ErrorCode.FENCED_MEMBER_EPOCH, f"The share group member has a smaller or larger "
-                             f"member epoch ({epoch}) than the one known by the group coordinator "
-                             f"({member.member_epoch}).")
+            relation = "greater" if epoch > member.member_epoch else "smaller"
+            raise KafkaError(ErrorCode.FENCED_MEMBER_EPOCH, f"The share group member has a {relation} member epoch "
+                             f"({epoch}) than the one known by the group coordinator ({member.member_epoch}). "
+                             "The member must abandon all its partitions and rejoin.")
         updated = replace(member, rack_id=request.rack_id if request.rack_id is not None else member.rack_id,
                           subscribed_topic_names=(tuple(request.subscribed_topic_names)
                                                   if request.subscribed_topic_names is not None
@@ -334,13 +335,21 @@ class ShareGroupCoordinator:
     def removal_records(self, group: ShareGroup, member: ShareGroupMember) -> list[CoordinatorRecord]:
         gid, mid = group.group_id, member.member_id
         self.member_timers.cancel(gid, mid)
-        rest = {t for m in group.members.values() if m.member_id != mid for t in m.subscribed_topic_names}
+        remaining = {m: v for m, v in group.members.items() if m != mid}
+        rest = {t for m in remaining.values() for t in m.subscribed_topic_names}
         image = self.current_image()
         new_hash = metadata_hash(rest, image) if image is not None else group.metadata_hash
-        return [CoordinatorRecord(ShareGroupCurrentMemberAssignmentKey(gid, mid)),
-                CoordinatorRecord(ShareGroupTargetAssignmentMemberKey(gid, mid)),
-                CoordinatorRecord(ShareGroupMemberMetadataKey(gid, mid)),
-                CoordinatorRecord(ShareGroupMetadataKey(gid), ShareGroupMetadataValue(group.group_epoch + 1, new_hash))]
+        epoch = group.group_epoch + 1
+        records = [CoordinatorRecord(ShareGroupCurrentMemberAssignmentKey(gid, mid)),
+                   CoordinatorRecord(ShareGroupTargetAssignmentMemberKey(gid, mid)),
+                   CoordinatorRecord(ShareGroupMemberMetadataKey(gid, mid)),
+                   CoordinatorRecord(ShareGroupMetadataKey(gid), ShareGroupMetadataValue(epoch, new_hash))]
+        if image is not None:  # the others' new targets at once, as Kafka 4.4 (the members take them next)
+            try:
+                self._update_target(group, epoch, remaining, image, records)
+            except KafkaError as e:
+                log.warning("share group %s: no new target assignment after %s left: %s", gid, mid, e)
+        return records
 
     def on_loaded(self, group_ids: Iterable[str] | None = None) -> None:
         """Every member of the loaded groups gets a full session to heartbeat again."""
