@@ -333,8 +333,8 @@ _BROKER_DEFS = [
               "KIP-890's, where every transaction bumps the producer epoch.", topic=False),
     ConfigDef("share.version", _parse_int(0, 2), 0,
               "The share-group protocol the broker finalizes (Kafka's share.version feature, KIP-932): 0 serves "
-              "no share-group API. Share groups are being built (issue 27); until they are complete the "
-              "default stays 0.", topic=False),
+              "no share-group API; 1 serves share groups' membership and admin APIs (docs/share-groups.md). "
+              "Share groups are being built (issue 27); until they are complete the default stays 0.", topic=False),
     ConfigDef("max.incremental.fetch.session.cache.slots", _int(), 1000, "Fetch sessions kept.", topic=False),
     ConfigDef("metrics.listener", parse_http_endpoint, ("127.0.0.1", 9644),
               "HTTP listener for /metrics (Prometheus), /healthz, /readyz and the web console, as "
