@@ -265,3 +265,43 @@ def test_share_group_configs_set_the_heartbeat_interval_and_session(tmp_path: Pa
         assert (await b.request(ShareGroupDescribeRequest(group_ids=["cg"]), 1)).groups[0].group_state == "Empty"
 
     run(tmp_path, scenario, overrides=SHARE_ON)
+
+
+def test_a_deleted_topic_loses_its_share_state(tmp_path: Path) -> None:
+    from tidelog.protocol.messages import DeleteTopicsRequest
+
+    async def scenario(b: InProcessBroker) -> None:
+        persister = await share_broker(b)
+        await b.create_topic("gone", 2)
+        await b.create_topic("kept", 1)
+        gone, kept = await topic_id(b, "gone"), await topic_id(b, "kept")
+        await find_coordinator(b, "dg")
+        r = await b.request(ShareGroupHeartbeatRequest(group_id="dg", member_id="m", member_epoch=0,
+                                                       subscribed_topic_names=["gone", "kept"]), 1)
+        epoch, got = r.member_epoch, {}
+
+        async def holds_three() -> bool:
+            nonlocal epoch, got
+            await b.settle()
+            r = await b.request(hb("dg", "m", epoch), 1)
+            epoch, got = r.member_epoch, assigned(r) or got
+            return sum(len(ps) for ps in got.values()) == 3
+
+        await b.wait_until(holds_three, "all three partitions assigned")
+        assert {k.topic_id for k in persister.states} == {gone, kept}
+        deleted = await b.request(DeleteTopicsRequest(topic_names=["gone"], timeout_ms=10_000), 5)
+        assert deleted.responses[0].error_code == 0
+
+        async def forgotten() -> bool:
+            nonlocal epoch, got
+            await b.settle()
+            r = await b.request(hb("dg", "m", epoch), 1)
+            assert r.error_code == 0, r
+            epoch, got = r.member_epoch, assigned(r) or got
+            return {k.topic_id for k in persister.states} == {kept} and got == {kept: [0]}
+
+        await b.wait_until(forgotten, "the deleted topic's share state gone and the member left with 'kept'")
+        group = b.broker.group_service.share_groups.group("dg")
+        assert set(group.initialized) == {kept} and group.deleting == {}
+
+    run(tmp_path, scenario, overrides=SHARE_ON)

@@ -278,9 +278,31 @@ class GroupCoordinatorService:
             return
         state_epoch, pending = share_groups.take_initialization(group_id)
         if pending:
-            task = asyncio.get_running_loop().create_task(self._initialize(group_id, state_epoch, pending))
-            self._share_tasks.add(task)
-            task.add_done_callback(self._share_tasks.discard)
+            self._share_task(self._initialize(group_id, state_epoch, pending))
+        deleting = share_groups.take_deletion(group_id)
+        if deleting:
+            self._share_task(self._delete_deleted_topics(group_id, deleting))
+
+    def _share_task(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._share_tasks.add(task)
+        task.add_done_callback(self._share_tasks.discard)
+
+    async def _delete_deleted_topics(self, group_id: str, deleting: dict[Any, tuple[str, frozenset[int]]]) -> None:
+        """Manager rule 4: the share state of topics deleted from the cluster goes, then the group forgets them."""
+        share_groups = self.share_groups
+        assert share_groups is not None
+        done, failed = [], []
+        for topic_id, parts in deleting.items():
+            ok = await self._delete_share_state(group_id, {topic_id: parts}) == ErrorCode.NONE
+            (done if ok else failed).append(topic_id)
+        partition = self.partition_for(group_id)
+        try:
+            await self.runtime.run(partition, lambda: self.runtime.apply(
+                partition, lambda: share_groups.deleted(group_id, done, failed)))
+        except KafkaError as e:
+            share_groups.deleted(group_id, [], [*done, *failed])
+            log.info("share group %s: deletion of share state not recorded: %s", group_id, e)
 
     async def _initialize(self, group_id: str, state_epoch: int,
                           pending: dict[Any, tuple[str, frozenset[int]]]) -> None:

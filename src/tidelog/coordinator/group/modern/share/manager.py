@@ -24,6 +24,8 @@ Rules (Kafka 4.4's GroupMetadataManager share-group paths, ShareGroup and ShareG
    the share partition applies ``share.auto.offset.reset`` at its first fetch) and :meth:`initialized`
    moves them to *initialized* and bumps the group epoch; a failed one leaves *initializing* and is tried
    again at a later heartbeat. Partitions left *initializing* by a broker that stopped are tried again.
+   A subscribed topic that is deleted becomes *deleting* (found at a heartbeat); the service deletes its
+   share partitions' state, then :meth:`deleted` forgets it.
 5. **Sessions.** A member silent for ``share.session.timeout.ms`` (the group config; else
    ``group.share.session.timeout.ms``) is fenced; heartbeats are asked every ``share.heartbeat.interval.ms``
    (else ``group.share.heartbeat.interval.ms``). Timers live in memory: after a load every member gets a
@@ -243,6 +245,8 @@ class ShareGroupCoordinator:
 
     def _maybe_initialize(self, group: ShareGroup, names: Iterable[str], image: MetadataImage,
                           records: list[CoordinatorRecord]) -> None:
+        """Rule 4: subscribed partitions without share state start initializing; topics that were deleted
+        (their id is gone from the metadata) leave *initializing* and are marked *deleting*."""
         needed: Infos = {}
         for name in sorted(names):
             topic = image.topics.get(name)
@@ -253,11 +257,41 @@ class ShareGroupCoordinator:
             missing = frozenset(range(len(topic.partitions))) - have
             if missing:
                 needed[tid] = (name, missing)
-        if needed:
+        live = {t.topic_id for t in image.topics.values()}
+        gone = {tid: name for tid, (name, _) in {**group.initialized, **group.initializing}.items()
+                if tid not in live and tid not in group.deleting}
+        if needed or gone:
+            initializing = {t: v for t, v in merge_infos(group.initializing, needed).items() if t not in gone}
             records.append(CoordinatorRecord(ShareGroupStatePartitionMetadataKey(group.group_id),
                                              ShareGroupStatePartitionMetadataValue(
-                                                 merge_infos(group.initializing, needed), dict(group.initialized),
-                                                 dict(group.deleting))))
+                                                 initializing, dict(group.initialized), {**group.deleting, **gone})))
+
+    def take_deletion(self, group_id: str) -> Infos:
+        """The group's *deleting* topics (deleted from the cluster) whose share state this broker has not
+        started to delete yet (now marked started), with their initialized partitions."""
+        group = self.group(group_id)
+        if group is None:
+            return {}
+        out: Infos = {}
+        for tid, name in group.deleting.items():
+            if (group_id, tid, -1) not in self.in_flight:
+                self.in_flight.add((group_id, tid, -1))
+                out[tid] = (name, group.initialized.get(tid, (name, frozenset()))[1])
+        return out
+
+    def deleted(self, group_id: str, done: Iterable[uuid.UUID], failed: Iterable[uuid.UUID]) -> Result[None]:
+        """The share state of the ``done`` deleting topics is gone: they leave the group's state partitions;
+        ``failed`` ones stay *deleting*, to be tried again."""
+        done = list(done)
+        for tid in [*done, *failed]:
+            self.in_flight.discard((group_id, tid, -1))
+        group = self.group(group_id)
+        if group is None or not done:
+            return Result([])
+        return Result([CoordinatorRecord(ShareGroupStatePartitionMetadataKey(group_id), ShareGroupStatePartitionMetadataValue(
+            {t: v for t, v in group.initializing.items() if t not in done},
+            {t: v for t, v in group.initialized.items() if t not in done},
+            {t: n for t, n in group.deleting.items() if t not in done}))])
 
     # -- share-state initialization (rule 4) -------------------------------------------------------------
 
