@@ -13,8 +13,9 @@ time, by the share partition's locks), so the rules differ from the consumer gro
   then stickiness: a member keeps its current partitions of subscribed topics up to its count; a partition
   shared by more members than desired loses the extra ones; then the partitions short of members go, in
   (topic id, partition) order, round-robin to the members short of partitions that do not hold them yet.
-* **Heterogeneous** subscriptions: each topic's assignable partitions are shared, by the same rules, among
-  the members subscribed to it (Kafka balances across topics too; here the balance is per topic).
+* **Heterogeneous** subscriptions (Kafka's ``SimpleHeterogeneousAssignmentBuilder``): each topic's
+  assignable partitions are shared, by the same rules, among the members subscribed to it, and the
+  per-topic assignments are combined (balance is per topic, as in Kafka).
 
 A member subscribed to a topic with no metadata is an :class:`~tidelog.coordinator.group.modern.assignors.AssignorError`.
 Kafka iterates hash maps where Tidelog sorts (member ids, topic ids, partitions): the same rules, deterministic.
