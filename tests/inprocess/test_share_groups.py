@@ -21,12 +21,15 @@ from tidelog.protocol.messages import (
     AlterShareGroupOffsetsRequest,
     ApiVersionsRequest,
     ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
     DeleteGroupsRequest,
     DeleteShareGroupOffsetsRequest,
     DescribeGroupsRequest,
     DescribeShareGroupOffsetsRequest,
+    JoinGroupRequest,
     ListGroupsRequest,
     MetadataRequest,
+    OffsetCommitRequest,
     OffsetFetchRequest,
     ShareGroupDescribeRequest,
     ShareGroupHeartbeatRequest,
@@ -168,6 +171,21 @@ def test_members_share_the_initialized_partitions_then_leave_and_expire(tmp_path
         described = (await b.request(ShareGroupDescribeRequest(group_ids=["sg"]), 1)).groups[0]
         assert described.group_state == "Empty" and described.members == []
         assert (await b.request(hb("sg", "m1", r.member_epoch), 1)).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+
+        # An empty share group is not taken over by other protocols (as Kafka 4.4 answers).
+        join = await b.request(JoinGroupRequest(group_id="sg", session_timeout_ms=10_000, rebalance_timeout_ms=10_000,
+                                                member_id="", protocol_type="consumer", protocols=[
+                                                    JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"")]), 5)
+        assert join.error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        cg = await b.request(ConsumerGroupHeartbeatRequest(group_id="sg", member_id="c", member_epoch=0,
+                                                           rebalance_timeout_ms=10_000, subscribed_topic_names=["q"],
+                                                           topic_partitions=[]), 1)
+        assert (cg.error_code, cg.error_message) == (ErrorCode.GROUP_ID_NOT_FOUND, "Group sg is not a consumer group.")
+        commit = await b.request(OffsetCommitRequest(group_id="sg", generation_id_or_member_epoch=-1, member_id="", topics=[
+            OffsetCommitRequest.OffsetCommitRequestTopic(name="q", partitions=[
+                OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=0, committed_offset=0)])]), 8)
+        assert commit.topics[0].partitions[0].error_code == ErrorCode.GROUP_ID_NOT_FOUND
+        assert [g.group_type for g in (await b.request(ListGroupsRequest(), 5)).groups] == ["share"]
 
         # DeleteGroups of the empty share group deletes its share state too.
         deleted = await b.request(DeleteGroupsRequest(groups_names=["sg"]), 2)

@@ -40,6 +40,9 @@ class Group:
     """
 
     group_type: ClassVar[str] = ""
+    #: Whether a classic JoinGroup may take the group over once it is empty (share groups: never, Kafka
+    #: answers INCONSISTENT_GROUP_PROTOCOL).
+    classic_joinable: ClassVar[bool] = True
     group_id: str
 
     def state_name(self) -> str:

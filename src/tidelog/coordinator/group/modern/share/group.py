@@ -66,6 +66,7 @@ class ShareGroup(Group):
     """One share group's state, built only by replaying its records. Loop-only, not thread-safe."""
 
     group_type: ClassVar[str] = SHARE
+    classic_joinable: ClassVar[bool] = False
 
     def __init__(self, group_id: str) -> None:
         self.group_id = group_id
