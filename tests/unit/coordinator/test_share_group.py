@@ -229,3 +229,13 @@ def test_share_group_member_replay_of_a_tombstone_leaves_no_member() -> None:
     assert group.members == {"m": ShareGroupMember("m", None, "c", "/h", ("t",))}
     group.replay(ShareGroupMemberMetadataKey(GROUP, "m"), None)
     assert group.members == {} and group.is_empty()
+
+
+def test_an_empty_share_group_is_not_expired(tmp_path: Path) -> None:
+    h = Harness(tmp_path)
+    h.heartbeat("a", 0)
+    h.heartbeat("a", -1)
+    assert h.group().is_empty()
+    h.clock.advance(8 * 24 * 3_600_000)  # past offsets.retention.minutes
+    assert h.coordinator.cleanup_group_metadata() == 0
+    assert h.sg.group(GROUP) is not None

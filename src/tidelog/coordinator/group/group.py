@@ -84,6 +84,11 @@ class Group:
         """The time from which an offset's retention counts now, or None: do not expire offsets."""
         return commit_timestamp_ms
 
+    def should_expire(self) -> bool:
+        """Whether the offset expiry pass deletes the group once it is empty and its offsets expired
+        (Kafka's ``Group.shouldExpire``; share groups: never)."""
+        return True
+
     def tombstones(self) -> list[CoordinatorRecord]:
         """Records that delete the group (its offsets are deleted by the coordinator)."""
         return [group_tombstone(self.group_id)]

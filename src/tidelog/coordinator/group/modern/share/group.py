@@ -115,6 +115,9 @@ class ShareGroup(Group):
     def is_subscribed_to(self, topic: str) -> bool:
         return any(topic in m.subscribed_topic_names for m in self.members.values())
 
+    def should_expire(self) -> bool:
+        return False  # as Kafka's ShareGroup: an empty share group stays (its share state outlives members)
+
     def tombstones(self) -> list[CoordinatorRecord]:
         """Kafka's share group tombstones, in its order."""
         gid = self.group_id

@@ -31,7 +31,8 @@ Rules (Kafka 4.4's GroupMetadataManager share-group paths, ShareGroup and ShareG
    (else ``group.share.heartbeat.interval.ms``). Timers live in memory: after a load every member gets a
    new session.
 6. **State**: Empty (no members), Stable (members), Dead once deleted. DeleteGroups needs it Empty
-   (NON_EMPTY_GROUP); OffsetCommit/OffsetFetch/OffsetDelete on it answer GROUP_ID_NOT_FOUND.
+   (NON_EMPTY_GROUP); OffsetCommit/OffsetFetch/OffsetDelete on it answer GROUP_ID_NOT_FOUND. An empty
+   share group is never expired by the offset expiry pass (Kafka's ``shouldExpire``: false).
 7. **Result + replay**, as consumer groups: operations return the runtime's Result and change nothing;
    :meth:`ShareGroupCoordinator.replay` applies ShareGroup* records, and loading is the same replay.
 
