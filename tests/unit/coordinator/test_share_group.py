@@ -148,7 +148,12 @@ def test_join_initialize_assign_and_replay(tmp_path: Path) -> None:
     assert h.heartbeat("a", 2).member_epoch == 3
     with pytest.raises(KafkaError) as e:
         h.heartbeat("a", 7)
+    assert e.value.code == ErrorCode.FENCED_MEMBER_EPOCH and "a greater member epoch (7)" in e.value.message
+    with pytest.raises(KafkaError) as e:
+        h.heartbeat("a", 1)
     assert e.value.code == ErrorCode.FENCED_MEMBER_EPOCH
+    assert "a smaller member epoch (1) than the one known by the group coordinator (3), and it does not match " \
+           "the previous member epoch (2)" in e.value.message
 
     assert snapshot(h.reloaded().group(GROUP)) == snapshot(h.group())
 

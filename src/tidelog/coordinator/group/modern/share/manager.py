@@ -180,10 +180,15 @@ class ShareGroupCoordinator:
                 raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
             member = ShareGroupMember(member_id)
         elif epoch != 0 and epoch != member.member_epoch and epoch != member.previous_member_epoch:
-            relation = "greater" if epoch > member.member_epoch else "smaller"
-            raise KafkaError(ErrorCode.FENCED_MEMBER_EPOCH, f"The share group member has a {relation} member epoch "
-                             f"({epoch}) than the one known by the group coordinator ({member.member_epoch}). "
-                             "The member must abandon all its partitions and rejoin.")
+            if epoch > member.member_epoch:
+                detail = f"a greater member epoch ({epoch}) than the one known by the group coordinator " \
+                         f"({member.member_epoch})"
+            else:
+                detail = (f"a smaller member epoch ({epoch}) than the one known by the group coordinator "
+                          f"({member.member_epoch}), and it does not match the previous member epoch "
+                          f"({member.previous_member_epoch})")
+            raise KafkaError(ErrorCode.FENCED_MEMBER_EPOCH, f"The share group member has {detail}. The member must "
+                             "abandon all its partitions and rejoin.")
         updated = replace(member, rack_id=request.rack_id if request.rack_id is not None else member.rack_id,
                           subscribed_topic_names=(tuple(request.subscribed_topic_names)
                                                   if request.subscribed_topic_names is not None
