@@ -279,6 +279,19 @@ _BROKER_DEFS = [
               _parse_choice_ignoring_case("bidirectional", "upgrade", "downgrade", "disabled"), "bidirectional",
               "Online conversion of non-empty groups between the classic and the consumer protocol: upgrade "
               "(classic -> consumer), downgrade (consumer -> classic), bidirectional or disabled.", topic=False),
+    ConfigDef("group.share.session.timeout.ms", _int(1), 45_000,
+              "Session timeout of share group members (KIP-932).", topic=False),
+    ConfigDef("group.share.min.session.timeout.ms", _int(1), 45_000,
+              "Shortest session timeout of a share group (KIP-932).", topic=False),
+    ConfigDef("group.share.max.session.timeout.ms", _int(1), 60_000,
+              "Longest session timeout of a share group (KIP-932).", topic=False),
+    ConfigDef("group.share.heartbeat.interval.ms", _int(1), 5000,
+              "Heartbeat interval given to share group members (KIP-932).", topic=False),
+    ConfigDef("group.share.min.heartbeat.interval.ms", _int(1), 5000,
+              "Shortest heartbeat interval of a share group (KIP-932).", topic=False),
+    ConfigDef("group.share.max.heartbeat.interval.ms", _int(1), 15_000,
+              "Longest heartbeat interval of a share group (KIP-932).", topic=False),
+    ConfigDef("group.share.max.size", _int(1), 200, "Most members a share group may have (KIP-932).", topic=False),
     ConfigDef("log.flush.scheduler.interval.ms", _long(), LONG_MAX,
               "How often the flusher checks whether a log needs an fsync by time.", topic=False),
     ConfigDef("log.flush.offset.checkpoint.interval.ms", _int(), 60_000,
@@ -320,8 +333,8 @@ _BROKER_DEFS = [
               "KIP-890's, where every transaction bumps the producer epoch.", topic=False),
     ConfigDef("share.version", _parse_int(0, 2), 0,
               "The share-group protocol the broker finalizes (Kafka's share.version feature, KIP-932): 0 serves "
-              "no share-group API. Share groups are being built (issue 27); until they are complete the "
-              "default stays 0.", topic=False),
+              "no share-group API; 1 serves share groups' membership and admin APIs (docs/share-groups.md). "
+              "Share groups are being built (issue 27); until they are complete the default stays 0.", topic=False),
     ConfigDef("share.coordinator.state.topic.num.partitions", _int(1), 50,
               "Partitions of __share_group_state (the share coordinator's topic, KIP-932).", topic=False),
     ConfigDef("share.coordinator.state.topic.replication.factor", _int(1), 3,

@@ -370,11 +370,35 @@ def load_all(root: Path | None = None) -> list[MessageSpec]:
     return specs
 
 
+#: Record schemas taken from ``records-4.4/`` (Kafka 4.4's layout: ``coordinator-key`` / ``coordinator-value``
+#: with the record type in ``apiKey``) over ``records/``: the share groups' (issue 27) until every record
+#: schema is generated from ``records-4.4/``.
+RECORDS_44_PREFIXES = ("ShareGroupCurrentMemberAssignment", "ShareGroupMemberMetadata", "ShareGroupMetadata",
+                       "ShareGroupStatePartitionMetadata", "ShareGroupTargetAssignmentMember",
+                       "ShareGroupTargetAssignmentMetadata")
+
+
+def _record_44(path: Path) -> MessageSpec:
+    """A ``records-4.4/`` schema as a ``data`` spec: a key's versions are its record type (the int16 that
+    starts the key on disk), as in ``records/``."""
+    spec = load_file(path)
+    if spec.type == "coordinator-key" and spec.api_key is not None:
+        keyed = Versions.parse(str(spec.api_key))
+        spec = replace(spec, valid_versions=keyed, fields=tuple(replace(f, versions=keyed) for f in spec.fields))
+    return replace(spec, type="data", api_key=None)
+
+
 def load_records(root: Path | None = None) -> list[MessageSpec]:
-    """The internal-topic record schemas of ``records/`` (``"type": "data"``), sorted by name."""
+    """The internal-topic record schemas of ``records/`` (``"type": "data"``) and the share groups' of
+    ``records-4.4/`` (:data:`RECORDS_44_PREFIXES`), sorted by name."""
     root = root or default_spec_root()
-    specs = [load_file(p) for p in sorted((root / "records").glob("*.json"))]
-    for spec in specs:
+    specs = {p.name: load_file(p) for p in sorted((root / "records").glob("*.json"))}
+    for spec in specs.values():
         if spec.type != "data":
             raise SpecError(f"{spec.sources[0]}: type {spec.type!r}, expected 'data'")
-    return specs
+    for prefix in RECORDS_44_PREFIXES:
+        for suffix in ("Key", "Value"):
+            path = root / "records-4.4" / f"{prefix}{suffix}.json"
+            if path.exists():
+                specs[path.name] = _record_44(path)
+    return [specs[n] for n in sorted(specs)]

@@ -1,19 +1,21 @@
 """Per-group configs (ConfigResource type GROUP, KIP-848): their definitions with Kafka's names,
 each one's default on a broker (``group.consumer.*`` broker keys supply the consumer ones), and
 Kafka's ``GroupConfig.validate`` (known names, parsable values within the broker's bounds, session
-timeouts above heartbeat intervals). Share groups are not served; their configs are kept and
-described as Kafka does.
+timeouts above heartbeat intervals). The share group configs are Kafka 4.4's (``GroupConfig``; the
+broker's ``group.share.*`` supply the session and heartbeat defaults and bounds; the other bounds are
+Kafka's defaults of its ``group.share.min/max.*`` broker configs). ``share.assignment.interval.ms`` and
+``share.assignor.offload.enable`` are accepted and described; Tidelog assigns at each heartbeat.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from tidelog.config import BrokerConfig
-from tidelog.config_def import ConfigDef, parse_choice_ignoring_case
+from tidelog.config_def import ConfigDef, parse_bool, parse_choice
 from tidelog.config_def import int_value as _int
-from tidelog.config_def import parse_int as _parse_int
 from tidelog.errors import ConfigError
 
 #: ``broker_synonym`` is the broker key that supplies each default.
@@ -24,30 +26,53 @@ _GROUP_DEFS = [
     ConfigDef("consumer.heartbeat.interval.ms", _int(1), 5000,
               "Heartbeat interval given to the group's members (KIP-848 consumer groups).",
               "group.consumer.heartbeat.interval.ms", topic=False),
-    ConfigDef("share.session.timeout.ms", _int(1), 45_000, "Session timeout of share group members (not served).",
-              topic=False),
-    ConfigDef("share.heartbeat.interval.ms", _int(1), 5000, "Heartbeat interval of share group members (not served).",
-              topic=False),
+    ConfigDef("share.session.timeout.ms", _int(1), 45_000, "Session timeout of the share group's members.",
+              "group.share.session.timeout.ms", topic=False),
+    ConfigDef("share.heartbeat.interval.ms", _int(1), 5000, "Heartbeat interval given to the share group's members.",
+              "group.share.heartbeat.interval.ms", topic=False),
     ConfigDef("share.record.lock.duration.ms", _int(1000), 30_000,
-              "Record acquisition lock duration of share groups (not served).", topic=False),
-    ConfigDef("share.delivery.count.limit", _parse_int(2, 10), 5,
-              "Deliveries of a record to the share group after which it is archived.",
+              "Record acquisition lock duration of the share group.", "group.share.record.lock.duration.ms",
+              topic=False),
+    ConfigDef("share.delivery.count.limit", _int(1), 5,
+              "Delivery attempts of a record before it is archived (the share group's).",
               "group.share.delivery.count.limit", topic=False),
-    ConfigDef("share.partition.max.record.locks", _parse_int(100, 4000), 2000,
-              "Records in flight per share partition of the share group.",
+    ConfigDef("share.partition.max.record.locks", _int(1), 2000,
+              "Most records a share partition of the group may have acquired at once.",
               "group.share.partition.max.record.locks", topic=False),
-    ConfigDef("share.auto.offset.reset", parse_choice_ignoring_case("earliest", "latest"), "latest",
-              "Where a share group starts consuming a partition it has no start offset for.", topic=False),
-    ConfigDef("share.isolation.level", parse_choice_ignoring_case("read_committed", "read_uncommitted"),
-              "read_uncommitted", "Whether a share group's consumers get only committed transactional records.",
+    ConfigDef("share.auto.offset.reset", lambda k, v: _parse_share_reset(k, v), "latest",
+              "Where a share partition starts: latest, earliest or by_duration:<ISO 8601 duration>.", topic=False),
+    ConfigDef("share.isolation.level", parse_choice("read_uncommitted", "read_committed"), "read_uncommitted",
+              "Whether the share group delivers uncommitted transactional records.", topic=False),
+    ConfigDef("share.renew.acknowledge.enable", parse_bool, False,
+              "Whether members may RENEW their acquisition locks (KIP-1222).", topic=False),
+    ConfigDef("share.assignment.interval.ms", _int(0), 1000,
+              "Interval between assignment updates of the share group (accepted; Tidelog assigns at each "
+              "heartbeat).", topic=False),
+    ConfigDef("share.assignor.offload.enable", parse_bool, True,
+              "Whether the share group's assignment runs off the coordinator thread (accepted; ignored).",
               topic=False),
 ]
-#: Kafka's fixed bounds of the share group configs (broker configs Tidelog does not have).
+#: Kafka's bounds of the share group configs whose broker bounds Tidelog does not have (their defaults).
 SHARE_GROUP_BOUNDS = {
-    "share.session.timeout.ms": (45_000, 60_000),
-    "share.heartbeat.interval.ms": (5000, 15_000),
     "share.record.lock.duration.ms": (15_000, 60_000),
+    "share.delivery.count.limit": (2, 10),
+    "share.partition.max.record.locks": (100, 4000),
+    "share.assignment.interval.ms": (0, 15_000),
 }
+_DURATION = re.compile(r"P(?:\d+D)?(?:T(?:\d+H)?(?:\d+M)?(?:\d+(?:\.\d+)?S)?)?", re.IGNORECASE)
+
+
+def _parse_share_reset(key: str, raw: object) -> str:
+    """Kafka's ShareGroupAutoOffsetResetStrategy: latest, earliest, or by_duration:<non-negative ISO 8601>."""
+    value = str(raw).strip()
+    if value.lower() in ("latest", "earliest"):
+        return value
+    if value.lower().startswith("by_duration:"):
+        duration = value.split(":", 1)[1].strip()
+        if duration.lower() not in ("p", "pt") and _DURATION.fullmatch(duration):
+            return value
+    raise ConfigError(f"Invalid value {raw} for configuration {key}: must be latest, earliest or "
+                      "by_duration:PnDTnHnMn.nS")
 
 GROUP_CONFIGS: dict[str, ConfigDef] = {d.name: d for d in _GROUP_DEFS}
 
@@ -67,6 +92,8 @@ def validate_group_configs(configs: Mapping[str, Any], broker: BrokerConfig) -> 
     values = group_config_defaults(broker)
     values.update({k: GROUP_CONFIGS[k].parse(k, v) for k, v in configs.items()})
     bounds = dict(SHARE_GROUP_BOUNDS)
+    for kind in ("session.timeout.ms", "heartbeat.interval.ms"):
+        bounds[f"share.{kind}"] = (broker[f"group.share.min.{kind}"], broker[f"group.share.max.{kind}"])
     bounds["consumer.session.timeout.ms"] = (broker["group.consumer.min.session.timeout.ms"],
                                              broker["group.consumer.max.session.timeout.ms"])
     bounds["consumer.heartbeat.interval.ms"] = (broker["group.consumer.min.heartbeat.interval.ms"],
@@ -75,7 +102,10 @@ def validate_group_configs(configs: Mapping[str, Any], broker: BrokerConfig) -> 
                   "consumer.heartbeat.interval.ms": "group.consumer.{}.heartbeat.interval.ms",
                   "share.session.timeout.ms": "group.share.{}.session.timeout.ms",
                   "share.heartbeat.interval.ms": "group.share.{}.heartbeat.interval.ms",
-                  "share.record.lock.duration.ms": "group.share.{}.record.lock.duration.ms"}
+                  "share.record.lock.duration.ms": "group.share.{}.record.lock.duration.ms",
+                  "share.delivery.count.limit": "group.share.{}.delivery.count.limit",
+                  "share.partition.max.record.locks": "group.share.{}.partition.max.record.locks",
+                  "share.assignment.interval.ms": "group.share.{}.assignment.interval.ms"}
     for name, (lo, hi) in bounds.items():
         if values[name] < lo:
             raise ConfigError(f"{name} must be greater than or equal to {bound_keys[name].format('min')}")

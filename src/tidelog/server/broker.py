@@ -52,6 +52,7 @@ from tidelog.cluster.topic_config import TopicConfigs
 from tidelog.config import BrokerConfig
 from tidelog.coordinator.group import GroupConfig, GroupCoordinator
 from tidelog.coordinator.group.modern.consumer.group_type import ConsumerGroupType
+from tidelog.coordinator.group.modern.share.group_type import ShareGroupType
 from tidelog.coordinator.group.service import GroupCoordinatorService
 from tidelog.coordinator.internal_topics import (
     CONSUMER_OFFSETS,
@@ -107,6 +108,7 @@ from tidelog.server.handlers.reassignment import ReassignmentHandlers
 from tidelog.server.handlers.sasl import SaslHandlers
 from tidelog.server.handlers.scram_credentials import ScramCredentialHandlers
 from tidelog.server.handlers.share import ShareHandlers
+from tidelog.server.handlers.share_group import ShareGroupHandlers
 from tidelog.server.handlers.share_state import ShareStateHandlers
 from tidelog.server.internal_client import InternalClient
 from tidelog.server.modes import broker_mode
@@ -189,9 +191,16 @@ class Broker:
         self.group_coordinator = groups = GroupCoordinator(
             GroupConfig.from_broker_config(config), clock,
             ReplicaWriter(replicas, CONSUMER_OFFSETS.name, internal_topics.ensurer(CONSUMER_OFFSETS)),
-            clock.call_later, group_types=[ConsumerGroupType], image_source=lambda: store.image,
+            clock.call_later, group_types=[ConsumerGroupType, ShareGroupType], image_source=lambda: store.image,
             topic_exists=lambda name: name in store.image.topics)
-        self.group_service = group_service = GroupCoordinatorService(groups)
+        # The share coordinator (KIP-932) and the broker's share-state persister, with share groups only
+        # (``share_persister`` given: what the share groups and share partitions use instead, in tests).
+        self.share_coordinator, self.share_persister = share_state(
+            config, clock, ReplicaWriter(replicas, SHARE_GROUP_STATE.name, internal_topics.ensurer(SHARE_GROUP_STATE)),
+            clock.call_later, lambda: store.image, getattr(mode, "peers", None), self.broker_id
+        ) if config["share.version"] >= 1 else (None, None)
+        share_persister = share_persister or self.share_persister
+        self.group_service = group_service = GroupCoordinatorService(groups, share_persister=share_persister)
         consumer_groups = group_service.consumer_groups
         assert consumer_groups is not None
         coordinated = [CoordinatedTopic(CONSUMER_OFFSETS, groups, on_marker=groups.complete_transaction)]
@@ -206,11 +215,6 @@ class Broker:
             confirm_marker=self.marker_writer.confirm)
         txn_service = TransactionCoordinatorService(transactions)
         coordinated.append(CoordinatedTopic(TRANSACTION_STATE, transactions))
-        # The share coordinator (KIP-932) and the broker's share-state persister, with share groups only.
-        self.share_coordinator, self.share_persister = share_state(
-            config, clock, ReplicaWriter(replicas, SHARE_GROUP_STATE.name, internal_topics.ensurer(SHARE_GROUP_STATE)),
-            clock.call_later, lambda: store.image, getattr(mode, "peers", None), self.broker_id
-        ) if config["share.version"] >= 1 else (None, None)
         if self.share_coordinator is not None:
             coordinated.append(CoordinatedTopic(SHARE_GROUP_STATE, self.share_coordinator))
         self.coordinators = CoordinatorLeadership(self.broker_id, config, coordinated)
@@ -234,7 +238,9 @@ class Broker:
         describer = ConfigDescriber(config, topic_configs)
         self.handlers = handlers = HandlerRegistry()
         handlers.add(
-            ApiVersionsHandler(handlers, {"transaction.version": (2, config["transaction.version"])}),
+            ApiVersionsHandler(handlers, {"transaction.version": (2, config["transaction.version"]),
+                                          **({"share.version": (1, min(config["share.version"], 1))}
+                                             if config["share.version"] >= 1 else {})}),
             MetadataHandler(store, controller, config, auth),
             DescribeTopicPartitionsHandler(store, auth),
             ProduceHandler(replicas, verifier, auth),
@@ -249,6 +255,7 @@ class Broker:
             GroupHandlers(group_service, auth),
             OffsetHandlers(group_service, store, auth),
             ConsumerGroupHandlers(group_service, store, config["group.coordinator.rebalance.protocols"], auth),
+            *([ShareGroupHandlers(group_service, store, auth)] if config["share.version"] >= 1 else []),
             InitProducerIdHandler(self.producer_ids, txn_service, auth),
             TransactionHandlers(txn_service, group_service, replicas, auth),
             TxnOffsetCommitHandler(group_service, replicas, verifier, internal_topics.ensurer(CONSUMER_OFFSETS), auth),
@@ -265,7 +272,6 @@ class Broker:
         # Share groups' fetches (KIP-932), served only with share.version >= 1 and the share-state persister
         # (the share coordinator's service; tests pass an in-memory one).
         self.share_partitions: SharePartitionManager | None = None
-        share_persister = share_persister or self.share_persister
         if config["share.version"] >= 1 and share_persister is not None:
             self.share_partitions = SharePartitionManager(
                 replicas, share_persister, clock, config.values,
@@ -279,6 +285,10 @@ class Broker:
                                       config["connections.max.idle.ms"])
         self.network = SocketServer(handlers, clock, settings, use_sendfile, self.listener_security,
                                     request_times=request_times)
+        if self.share_partitions is not None:  # a closed connection ends its share sessions (Kafka 4.1+)
+            share_partitions = self.share_partitions
+            self.network.on_connection_closed.append(
+                lambda connection_id: asyncio.ensure_future(share_partitions.connection_closed(connection_id)))
         # Other front ends (TubeMQ, when its listeners are configured: docs/tubemq.md).
         self.front_ends: list[FrontEnd] = front_ends(config, clock, settings, store, topic_configs, self.log_dirs[0],
                                                      replicas, group_service)
@@ -498,6 +508,7 @@ class Broker:
         if self.share_persister is not None:
             self.share_persister.close()
         self.marker_writer.close()
+        await self.group_service.stop_share_tasks()
         self.group_coordinator.close()
         if self.share_partitions is not None:
             await self.share_partitions.close()

@@ -32,6 +32,7 @@ import inspect
 import logging
 import weakref
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tidelog.clock import Clock, TimerHandle
@@ -94,6 +95,8 @@ class SocketServer:
         self.failed_authentications: Counter[str] = Counter()
         self._auth_log_window = (0, 0, 0)  # (window start ms, lines logged in it, lines not logged)
         self._handshaking: weakref.WeakSet[TlsServerProtocol] = weakref.WeakSet()
+        #: called with a client connection's id when it closes (share sessions end with their connection)
+        self.on_connection_closed: list[Callable[[str], object]] = []
 
     async def bind(self, listeners: tuple[Listener, ...]) -> None:
         """Bind every listener without accepting connections (:meth:`start_serving` does)."""
@@ -236,6 +239,11 @@ class ClientProtocol(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.server.connections.discard(self)
+        for hook in self.server.on_connection_closed:
+            try:
+                hook(self.connection_id)
+            except Exception:  # a hook's failure must not keep the connection's resources
+                log.exception("connection-closed hook failed for %s", self.peer)
         if self._mute_timer is not None:
             self._mute_timer.cancel()
         if self._writer is not None:

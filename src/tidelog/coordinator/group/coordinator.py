@@ -162,6 +162,9 @@ class GroupCoordinator:
 
     def _classic_for(self, group_id: str, joining: bool = False) -> ClassicProtocol:
         group = self.groups.get(group_id)
+        if joining and group is not None and not group.classic_joinable:
+            raise KafkaError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+                             f"Group {group_id} is a {group.group_type} group: it has no classic members.")
         group_type = self.types.get(group.group_type) if group is not None else None
         handler = group_type.classic_protocol if group_type is not None else None
         if handler is None or group is None or (joining and group.is_empty()):

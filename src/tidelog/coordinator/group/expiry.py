@@ -43,7 +43,7 @@ def cleanup_group_metadata(groups: dict[str, Group], offsets: OffsetStore, runti
     by_partition = {}
     for group_id, group in [(g, group) for g, group in list(groups.items()) if served(g)]:
         records, all_expired = offsets.expired_records(group, now_ms, retention_ms)
-        if all_expired and group.is_empty():
+        if all_expired and group.is_empty() and group.should_expire():
             records += group.tombstones()
         if records:
             by_partition.setdefault(partition_for(group_id), []).extend(records)

@@ -40,6 +40,9 @@ class Group:
     """
 
     group_type: ClassVar[str] = ""
+    #: Whether a classic JoinGroup may take the group over once it is empty (share groups: never, Kafka
+    #: answers INCONSISTENT_GROUP_PROTOCOL).
+    classic_joinable: ClassVar[bool] = True
     group_id: str
 
     def state_name(self) -> str:
@@ -80,6 +83,11 @@ class Group:
     def offsets_expire_from(self, commit_timestamp_ms: int) -> int | None:
         """The time from which an offset's retention counts now, or None: do not expire offsets."""
         return commit_timestamp_ms
+
+    def should_expire(self) -> bool:
+        """Whether the offset expiry pass deletes the group once it is empty and its offsets expired
+        (Kafka's ``Group.shouldExpire``; share groups: never)."""
+        return True
 
     def tombstones(self) -> list[CoordinatorRecord]:
         """Records that delete the group (its offsets are deleted by the coordinator)."""

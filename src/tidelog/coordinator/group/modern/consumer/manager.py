@@ -286,7 +286,7 @@ class ConsumerGroupCoordinator:
             if epoch == 0 and isinstance(existing, ClassicGroup) and not existing.is_empty():
                 check_upgrade(existing, self.config)
                 return self._upgrade(existing, image, records, after)
-            if epoch != 0 or not existing.is_empty():
+            if epoch != 0 or not existing.is_empty() or not isinstance(existing, ClassicGroup):
                 raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
             records += existing.tombstones()  # an empty classic group gives way (its offsets stay)
         return ConsumerGroup(group_id)  # materialised when its records are replayed

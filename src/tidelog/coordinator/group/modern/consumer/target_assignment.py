@@ -1,8 +1,7 @@
-"""The target assignment of a consumer group (rule 2 of :mod:`tidelog.coordinator.group.modern.consumer.manager`;
-Kafka's TargetAssignmentBuilder): when the group epoch moves past the assignment epoch, the group's
-assignor (the one most members ask for in ``ServerAssignor``, else the first of
-``group.consumer.assignors``) computes every member's target from the members' subscriptions; records
-go for each member whose target changes, then the new assignment epoch. Pure functions.
+"""The target assignment of a consumer group (rule 2 of :mod:`tidelog.coordinator.group.modern.consumer.manager`):
+the group's assignor (the one most members ask for in ``ServerAssignor``, else the first of
+``group.consumer.assignors``) over the members' subscriptions (names and resolved regexes), through the
+shared :func:`~tidelog.coordinator.group.modern.target_assignment.build_target`. Pure functions.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 
 from tidelog.cluster.metadata import MetadataImage
-from tidelog.coordinator.group.modern.assignors import ASSIGNORS, AssignorError, MemberSpec, TopicPartitions
+from tidelog.coordinator.group.modern.assignors import ASSIGNORS, MemberSpec, TopicPartitions
 from tidelog.coordinator.group.modern.consumer.group import ConsumerGroup, ConsumerGroupMember
 from tidelog.coordinator.group.modern.consumer.records import (
     ConsumerGroupTargetAssignmentMemberKey,
@@ -21,8 +20,14 @@ from tidelog.coordinator.group.modern.consumer.records import (
 )
 from tidelog.coordinator.group.modern.member import EMPTY
 from tidelog.coordinator.group.modern.subscription import ResolvedRegex, subscribed_names, topic_ids
+from tidelog.coordinator.group.modern.target_assignment import TargetRecords, build_target
 from tidelog.coordinator.group.records import CoordinatorRecord
-from tidelog.errors import ErrorCode, KafkaError
+
+CONSUMER_TARGET_RECORDS = TargetRecords(
+    member=lambda gid, mid, tps: CoordinatorRecord(ConsumerGroupTargetAssignmentMemberKey(gid, mid),
+                                                   ConsumerGroupTargetAssignmentMemberValue(tps)),
+    epoch=lambda gid, epoch: CoordinatorRecord(ConsumerGroupTargetAssignmentMetadataKey(gid),
+                                               ConsumerGroupTargetAssignmentMetadataValue(epoch)))
 
 
 def update_target(group: ConsumerGroup, group_epoch: int, members: Mapping[str, ConsumerGroupMember], member_id: str,
@@ -40,19 +45,9 @@ def update_target(group: ConsumerGroup, group_epoch: int, members: Mapping[str, 
         for name in names & image.topics.keys():
             counts[image.topics[name].topic_id] = len(image.topics[name].partitions)
         specs[mid] = MemberSpec(topic_ids(names, image), previous(mid) or EMPTY, m.instance_id, m.rack_id)
-    try:
-        new_target = ASSIGNORS[assignor_for(members.values(), assignors)](specs, counts)
-    except AssignorError as e:
-        raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"Failed to compute a new target assignment for "
-                         f"epoch {group_epoch}: {e}") from None
-    for mid in sorted(members):
-        new = new_target.get(mid, {})
-        old = previous(mid)
-        if old is None or dict(old) != new:
-            records.append(CoordinatorRecord(ConsumerGroupTargetAssignmentMemberKey(group.group_id, mid),
-                                             ConsumerGroupTargetAssignmentMemberValue(new)))
-    records.append(CoordinatorRecord(ConsumerGroupTargetAssignmentMetadataKey(group.group_id),
-                                     ConsumerGroupTargetAssignmentMetadataValue(group_epoch)))
+    assign = ASSIGNORS[assignor_for(members.values(), assignors)]
+    new_target = build_target(group.group_id, group_epoch, members, previous, lambda: assign(specs, counts),
+                              CONSUMER_TARGET_RECORDS, records)
     return new_target.get(member_id, {})
 
 
@@ -68,4 +63,4 @@ def assignor_for(members: Iterable[ConsumerGroupMember], assignors: Sequence[str
     return min(votes, key=lambda n: (-votes[n], order.get(n, len(order)), n))
 
 
-__all__ = ["assignor_for", "update_target"]
+__all__ = ["CONSUMER_TARGET_RECORDS", "assignor_for", "update_target"]
