@@ -1,10 +1,8 @@
 """confluent-kafka's ShareConsumer (KIP-932) against a real ``tidelog serve``: share consumers of one group
 take a topic as a queue; each record goes to one of them; a released record comes back.
 
-Skipped until share groups are assembled: these need ShareGroupHeartbeat (the share-group type, built
-beside the share partitions) and the share coordinator as the broker's share-state persister (the broker
-builds the ShareFetch/ShareAcknowledge handlers only with both, and ``share.version=1``). The integrator
-removes the mark once they are merged (issue 27).
+The broker runs with ``share.version=1``: membership (ShareGroupHeartbeat), the share coordinator as the
+share-state persister, and ShareFetch/ShareAcknowledge together.
 """
 
 from __future__ import annotations
@@ -12,14 +10,10 @@ from __future__ import annotations
 import threading
 import time
 
-import pytest
 from confluent_kafka import Producer, ShareConsumer
 
 from tidelog.protocol.messages import IncrementalAlterConfigsRequest
 from tidelog.testing.client import WireClient
-
-pytestmark = pytest.mark.skip(reason="needs share-group membership (ShareGroupHeartbeat) and the share coordinator "
-                                     "wired as the broker's persister: enabled by the integrator (issue 27)")
 
 BROKER_OVERRIDES = {"share.version": "1"}
 GROUP_CONFIG = 32
