@@ -89,3 +89,52 @@ def test_a_released_record_is_delivered_again(broker, admin) -> None:
                     c.acknowledge(m, AcknowledgeType.RELEASE if len(offsets) == 1 else AcknowledgeType.ACCEPT)
             c.commit_sync()
         assert offsets == [0, 0]
+
+
+HOLDER = """
+import sys
+from confluent_kafka import ShareConsumer
+c = ShareConsumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2],
+                   "share.acknowledgement.mode": "explicit"})
+c.subscribe([sys.argv[3]])
+got = 0
+while got == 0:
+    got = sum(1 for m in c.poll(1.0) if m.error() is None)
+print("acquired", got, flush=True)
+sys.stdin.read()  # holds its records, unacknowledged, until killed
+"""
+
+
+def test_records_held_by_a_consumer_killed_9_go_to_another_before_their_lock_expires(broker, admin) -> None:
+    """A share consumer killed with records acquired: its connection closes, the broker ends its share
+    session and releases them (Kafka 4.1+), long before the acquisition lock (60 s here) would."""
+    import subprocess
+    import sys
+
+    from confluent_kafka.admin import NewTopic
+
+    topic, group, n = "share-kill", "share-k", 20
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    earliest(broker.bootstrap, group)
+    with WireClient.connect(broker.bootstrap) as wire:
+        r = wire.request(IncrementalAlterConfigsRequest(resources=[IncrementalAlterConfigsRequest.AlterConfigsResource(
+            resource_type=GROUP_CONFIG, resource_name=group, configs=[IncrementalAlterConfigsRequest.AlterableConfig(
+                name="share.record.lock.duration.ms", config_operation=0, value="60000")])]), 1)
+        assert r.responses[0].error_code == 0
+    produce(broker.bootstrap, topic, n)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, broker.bootstrap, group, topic],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        line = holder.stdout.readline() if holder.stdout else ""
+        assert line.startswith("acquired"), line
+    finally:
+        holder.kill()
+        holder.wait(30)
+    killed_at = time.monotonic()
+    offsets: list[int] = []
+    with share_consumer(broker.bootstrap, group) as c:
+        c.subscribe([topic])
+        while len(offsets) < n and time.monotonic() - killed_at < 45:
+            offsets.extend(m.offset() for m in c.poll(1.0) if m.error() is None)
+    assert sorted(offsets) == list(range(n)), "every record, the killed consumer's too"
+    assert time.monotonic() - killed_at < 45, "redelivered before the 60 s lock expired"
