@@ -7,8 +7,9 @@ tests inject ``tidelog.testing.ManualClock``, whose waits end when the test adva
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Protocol
 
 
@@ -58,4 +59,24 @@ class SystemClock:
         return asyncio.get_running_loop().call_later(max(0.0, ms) / 1000, fn)
 
 
-__all__ = ["Clock", "SystemClock", "TimerHandle"]
+@contextlib.asynccontextmanager
+async def clock_timeout(clock: Clock, ms: float) -> AsyncIterator[None]:
+    """``asyncio.timeout`` whose deadline is ``ms`` of ``clock`` from now: the block is cancelled and
+    TimeoutError raised once the clock's timer fires (a ManualClock's when the test advances it past)."""
+    async with asyncio.timeout(None) as timeout:
+        loop = asyncio.get_running_loop()
+        inside = True
+
+        def expire() -> None:
+            if inside:
+                timeout.reschedule(loop.time())  # due now: asyncio.timeout cancels the block at once
+
+        timer = clock.call_later(ms, expire)
+        try:
+            yield
+        finally:
+            inside = False
+            timer.cancel()
+
+
+__all__ = ["Clock", "SystemClock", "TimerHandle", "clock_timeout"]

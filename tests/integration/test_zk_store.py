@@ -52,7 +52,8 @@ class Node:
         settings = ZooKeeperSettings(parse_zookeeper_connect("zookeeper.connect", connect), session_ms, 5000,
                                      {"PLAINTEXT": "PLAINTEXT"}, INTERNAL_TOPIC_NAMES)
         self.store = ZooKeeperStore(settings, broker_id, self.loop.call_soon_threadsafe, self.events.put_threadsafe)
-        self.partitions = PartitionController(self.store, self.events, ManualClock(),
+        self.clock = ManualClock()
+        self.partitions = PartitionController(self.store, self.events, self.clock,
                                               alter=self.store.alter_partition_state,
                                               is_controller=lambda: self.store.is_controller, duties=self.store,
                                               unclean=self._unclean)
@@ -71,7 +72,10 @@ class Node:
         return self.loop.run_until_complete(coroutine)
 
     def open(self) -> Node:
+        """Open the store and run the loop until its image names a controller (an election is an event
+        of the queue: the first broker wins it here)."""
         self.store.open(self.broker)
+        self.pump_until(lambda: self.store.image.controller_id >= 0)
         return self
 
     def pump_until(self, predicate: Callable[[], bool], timeout: float = 10.0) -> None:

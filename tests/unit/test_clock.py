@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from tidelog.clock import SystemClock
+from tidelog.clock import SystemClock, clock_timeout
 from tidelog.testing import ManualClock
 
 
@@ -120,5 +120,32 @@ def test_cancelled_timers_do_not_pile_up() -> None:
         clock.advance(10_000)
         await turns()
         assert fired == ["kept"]
+
+    asyncio.run(main())
+
+
+def test_clock_timeout_ends_the_block_when_the_clock_says_not_real_time() -> None:
+    clock = ManualClock()
+
+    async def main() -> None:
+        never = asyncio.get_running_loop().create_future()
+
+        async def bounded() -> None:
+            async with clock_timeout(clock, 5_000):
+                await never
+
+        waiting = asyncio.ensure_future(bounded())
+        await asyncio.sleep(0.05)  # real time passes: still waiting
+        assert not waiting.done()
+        clock.advance(4_999)
+        await asyncio.sleep(0.01)
+        assert not waiting.done()
+        clock.advance(1)
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(waiting, 5)
+        # a block that ends in time leaves no timer behind, and a late timer does nothing
+        async with clock_timeout(clock, 1_000):
+            await asyncio.sleep(0)
+        assert clock.pending_timers() == 0
 
     asyncio.run(main())

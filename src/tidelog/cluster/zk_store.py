@@ -5,8 +5,9 @@ The same interface as the single node's :class:`~tidelog.cluster.store.EmbeddedS
 
 * :meth:`open` connects (creating the chroot of ``zookeeper.connect`` if missing), makes sure the
   persistent paths and ``/cluster/id`` exist, registers this broker (ephemeral ``/brokers/ids/<id>``;
-  an id a live broker holds is refused once the previous session of that id has had time to expire),
-  runs for controller and reads the image.
+  an id a live broker holds is refused once the previous session of that id has had time to expire:
+  the reader thread waits for ZooKeeper's watch on the old registration, bounded by the session
+  timeout in real time, ZooKeeper's own) and reads the image; a vacant ``/controller`` queues an election.
 * The image is ZooKeeper's content: live brokers, the controller, topics (their assignment,
   partition states and config overrides; topics marked for deletion are already gone), dynamic
   broker and group configs, the producer-id block, and the ACLs (Kafka's ``/kafka-acl`` layout,
@@ -22,8 +23,11 @@ The same interface as the single node's :class:`~tidelog.cluster.store.EmbeddedS
   changes nothing.
 * Controller election (Kafka's): create the ephemeral ``/controller`` and bump ``/controller_epoch``
   at the version just read, in one transaction; whoever loses sees the winner. Every broker watches
-  ``/controller`` and runs again when it disappears. The epoch fences an older controller: its
-  conditional writes fail once a newer one bumped the epoch.
+  ``/controller``; a read that finds it vacant (at start, or once the controller's session ended) only
+  queues the election, an event of the controller's queue (Kafka's ``Reelect``), which sends the
+  transaction asynchronously; its answer is queued as another event, which applies the outcome. A read that names another broker
+  ends this one's term. The epoch fences an older controller: its conditional writes fail once a newer
+  one bumped the epoch.
 * A lost session (expired): this broker is no longer controller; once ZooKeeper takes it back it
   registers again, runs for controller and re-reads.
 
@@ -34,8 +38,7 @@ The same interface as the single node's :class:`~tidelog.cluster.store.EmbeddedS
 
 Watches and session changes arrive on kazoo's threads. Re-reading ZooKeeper after them (and
 re-registering after a new session) runs in the store's reader thread, one job at a time, so a slow or
-paused ZooKeeper never holds up the event loop; reading decides nothing but who is controller (the race
-for ``/controller``). What reaches the loop from those threads goes through the injected ``enqueue``
+paused ZooKeeper never holds up the event loop; reading decides nothing. What reaches the loop from those threads goes through the injected ``enqueue``
 (the controller's event queue, :mod:`tidelog.server.controller_events`): a finished image, applied
 there in order, becomes current unless this broker wrote meanwhile (then it is read again); a lost or
 renewed session. The answers to this broker's own asynchronous writes go through ``dispatch``
@@ -111,6 +114,10 @@ class ZooKeeperStore:
         self._topic_versions: dict[str, int] = {}
         self._producer_id_block_version = -1
         self._dirty = threading.Event()
+        self._election_queued = False  # a controller election is in the queue (the reader thread sets it)
+        self._electing = False  # this broker's election transaction is on its way (the loop)
+        #: the reader thread's waits for an old registration to go (close() ends them)
+        self._waits: list[threading.Event] = []
         self._acl_changes: tuple[list[str], list[str]] | None = None
         self._acls: frozenset = frozenset()
         self._session_lost = False
@@ -129,8 +136,7 @@ class ZooKeeperStore:
         try:
             self.client.add_listener(self._on_state)
             self._register()
-            self._elect()
-            self._image, self.pending_deletions = self._read(version=1)
+            self._image, self.pending_deletions = self._read(version=1)  # a vacant /controller: an election queued
         except BaseException:
             self.close()  # a refused or failed start leaves no session (nor kazoo's threads) behind
             raise
@@ -158,6 +164,10 @@ class ZooKeeperStore:
             client.create(zk.CLUSTER_ID, zk.encode_cluster_id(new_cluster_id()), makepath=True)
         except NodeExistsError:
             pass
+        try:
+            client.create(zk.CONTROLLER_EPOCH, zk.encode_controller_epoch(0))
+        except NodeExistsError:
+            pass
         return client
 
     def _register(self) -> None:
@@ -165,6 +175,7 @@ class ZooKeeperStore:
         assert self.client is not None and self._broker is not None
         path = zk.broker_path(self.broker_id)
         data = zk.encode_broker(self._broker, self.settings.protocols or {})
+        # ZooKeeper's own time: the old session expires after its session timeout (real time, as kazoo's I/O)
         deadline = time.monotonic() + self.settings.session_timeout_ms / 1000 + 2
         while True:
             try:
@@ -172,17 +183,25 @@ class ZooKeeperStore:
                 log.info("registered broker %d at %s", self.broker_id, path)
                 return
             except NodeExistsError:
+                gone = threading.Event()  # set by ZooKeeper's watch when the old registration goes
                 try:
-                    _, stat = self.client.get(path)
+                    _, stat = self.client.get(path, watch=lambda _event, gone=gone: gone.set())
                 except NoNodeError:
                     continue
                 if stat.ephemeralOwner == self.client.client_id[0]:
                     self.client.set(path, data)
                     return
-                if time.monotonic() > deadline:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
                     raise ValueError(f"broker.id {self.broker_id} is already registered in ZooKeeper by a live "
                                      "broker; every broker of a cluster needs its own broker.id") from None
-                time.sleep(0.5)
+                self._waits.append(gone)
+                try:
+                    gone.wait(remaining)  # the watch (or close()) ends the wait; no polling
+                finally:
+                    self._waits.remove(gone)
+                if self._closed:
+                    raise ValueError(f"broker {self.broker_id}: closed while waiting to register") from None
 
     # -------------------------------------------------------------------------------- controller
 
@@ -190,32 +209,56 @@ class ZooKeeperStore:
     def is_controller(self) -> bool:
         return self.controller_epoch >= 0
 
-    def _elect(self) -> bool:
-        """Run for controller; True if this broker won."""
+    def _queue_election(self) -> None:
+        """The reader thread (or the loop): ``/controller`` is vacant; the election is an event of the
+        controller's queue (once for a burst of reads that saw it vacant)."""
+        if not self._election_queued:
+            self._election_queued = True
+            self.enqueue(self._run_for_controller)
+
+    def _run_for_controller(self) -> None:
+        """The event (Kafka's ``Reelect``): run for controller unless this broker is the controller or
+        its election is on its way. ZooKeeper's part is one conditional transaction sent asynchronously;
+        its answer is another event (:meth:`_elected`): nothing waits, nothing is decided off the loop."""
+        self._election_queued = False
+        if self._closed or self.is_controller or self._electing or not self._connected:
+            return
+        self._electing = True
+        self._elect(lambda epoch: self.enqueue(lambda: self._elected(epoch)))
+
+    def _elected(self, epoch: int | None) -> None:
+        """The event: the election's outcome (the epoch won, or None: another broker won, or ZooKeeper
+        failed); the re-read then shows who holds ``/controller`` (vacant again: another election)."""
+        self._electing = False
+        if self._closed:
+            return
+        if epoch is not None and not self._session_lost:
+            self.controller_epoch = epoch
+            log.info("broker %d is the controller (controller epoch %d)", self.broker_id, epoch)
+        self._on_watch(None)
+
+    def _elect(self, on_answer: Callable[[int | None], None]) -> None:
+        """Create the ephemeral ``/controller`` and bump ``/controller_epoch`` at the version read, in one
+        transaction, without waiting; ``on_answer(the epoch won, or None)`` runs on kazoo's thread."""
         client = self.client
-        assert client is not None
-        try:
+        if client is None:
+            on_answer(None)
+            return
+
+        def epoch_read(result) -> None:  # kazoo's thread: send the transaction, wait for nothing
             try:
-                raw, stat = client.get(zk.CONTROLLER_EPOCH)
-            except NoNodeError:
-                try:
-                    client.create(zk.CONTROLLER_EPOCH, zk.encode_controller_epoch(0))
-                except NodeExistsError:
-                    pass
-                raw, stat = client.get(zk.CONTROLLER_EPOCH)
+                raw, stat = result.get()
+            except KazooException as e:
+                log.warning("controller election interrupted: %r", e)
+                on_answer(None)
+                return
             epoch = zk.decode_controller_epoch(raw) + 1
             tx = client.transaction()
             tx.create(zk.CONTROLLER, zk.encode_controller(self.broker_id), ephemeral=True)
             tx.set_data(zk.CONTROLLER_EPOCH, zk.encode_controller_epoch(epoch), version=stat.version)
-            results = tx.commit()
-        except (ConnectionLoss, SessionExpiredError) as e:
-            log.warning("controller election interrupted: %r", e)
-            return False
-        if any(isinstance(r, Exception) for r in results):
-            return False
-        self.controller_epoch = epoch
-        log.info("broker %d is the controller (controller epoch %d)", self.broker_id, epoch)
-        return True
+            tx.commit_async().rawlink(lambda committed: on_answer(_won(committed, epoch)))
+
+        client.get_async(zk.CONTROLLER_EPOCH).rawlink(epoch_read)
 
     def delete_topics(self, names: Sequence[str], on_done: Callable[[bool], None]) -> None:
         """The controller's decision carried out: delete the topics marked for deletion, in the reader
@@ -357,13 +400,17 @@ class ZooKeeperStore:
 
     def _apply_new(self, read: tuple[MetadataImage, tuple[str, ...]], writes: int) -> None:
         """The loop (an event of the controller's queue): make a re-read current, unless this broker
-        wrote since it began (read again then)."""
+        wrote since it began (read again then). Another broker in ``/controller``: this one is not (or
+        no longer) the controller."""
         if self._closed:
             return
         if writes != self._writes:
             self._on_watch(None)
             return
         new, self.pending_deletions = read
+        if self.is_controller and new.controller_id not in (-1, self.broker_id):
+            log.warning("broker %d is no longer the controller: broker %d is", self.broker_id, new.controller_id)
+            self.controller_epoch = -1
         self._set(replace(new, version=self.image.version + 1))
 
     def _set(self, new: MetadataImage) -> None:
@@ -380,16 +427,13 @@ class ZooKeeperStore:
         """The image, and the topics marked for deletion (left out of it)."""
         client, watch = self.client, self._on_watch
         assert client is not None
-        if not client.exists(zk.CONTROLLER, watch=watch):
-            self._elect()
         controller_id = -1
         try:
-            raw, _ = client.get(zk.CONTROLLER, watch=watch)
+            raw, _ = client.get(zk.CONTROLLER, watch=watch)  # a data watch: its deletion re-reads
             controller_id = zk.decode_controller(raw)
         except NoNodeError:
-            pass
-        if controller_id != self.broker_id:
-            self.controller_epoch = -1
+            if client.exists(zk.CONTROLLER, watch=watch) is None:  # watched until some broker takes it
+                self._queue_election()
         try:
             self._cluster_controller_epoch = zk.decode_controller_epoch(client.get(zk.CONTROLLER_EPOCH)[0])
         except NoNodeError:
@@ -585,6 +629,8 @@ class ZooKeeperStore:
     def close(self) -> None:
         """End the session: this broker's registration (and /controller, if it held it) go at once."""
         self._closed = True
+        for wait in list(self._waits):
+            wait.set()
         self._reader.shutdown(wait=False, cancel_futures=True)
         if self.client is not None:
             try:
@@ -593,6 +639,17 @@ class ZooKeeperStore:
             except KazooException:
                 pass
             self.client = None
+
+
+def _won(committed, epoch: int) -> int | None:
+    """kazoo's thread: the epoch if the election's transaction committed, None if another broker won
+    (or ZooKeeper failed)."""
+    try:
+        results = committed.get()
+    except KazooException as e:
+        log.warning("controller election interrupted: %r", e)
+        return None
+    return None if any(isinstance(r, Exception) for r in results) else epoch
 
 
 __all__ = ["ZooKeeperSettings", "ZooKeeperStore", "ZooKeeperUnavailableError"]

@@ -38,7 +38,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from tidelog.clock import Clock
+from tidelog.clock import Clock, TimerHandle, clock_timeout
 from tidelog.cluster import reassignment
 from tidelog.cluster.election import elections
 from tidelog.cluster.leader_election import (
@@ -65,12 +65,13 @@ AlterPartitionState = Callable[[str, int, PartitionMetadata, Done], None]
 UncleanElection = Callable[[MetadataImage, str], bool]
 #: conflicting writes are decided again this many times
 ATTEMPTS = 5
-#: a duty whose write failed (a lost race, ZooKeeper unreachable) is tried again after this long, in case
-#: no new image comes to queue it (a race lost brings one; a connection lost and regained may not)
-DUTY_RETRY_S = 1.0
-#: how long an event waits for ZooKeeper's answer to its writes (kazoo answers every request, if only
-#: with an error; this bounds a stalled one so that the queue goes on)
-WRITE_WAIT_S = 10.0
+#: a duty whose write failed (a lost race, ZooKeeper unreachable) is tried again after this long (of the
+#: broker's Clock), in case no new image comes to queue it (a race lost brings one; a connection lost and
+#: regained may not)
+DUTY_RETRY_MS = 1_000
+#: how long (of the broker's Clock) an event waits for ZooKeeper's answer to its writes (kazoo answers every
+#: request, if only with an error; this bounds a stalled one so that the queue goes on)
+WRITE_WAIT_MS = 10_000
 
 
 class ControllerDuties(Protocol):
@@ -104,7 +105,7 @@ class PartitionController:
         self.reassigner = Reassigner(store)
         self.shutting_down: set[int] = set()
         self._duties_queued = False
-        self._duty_retry: asyncio.TimerHandle | None = None
+        self._duty_retry: TimerHandle | None = None
         self._changed: asyncio.Future | None = None
 
     # ------------------------------------------------------------------------------ metadata
@@ -131,7 +132,7 @@ class PartitionController:
         if duties is None or not duties.is_controller:
             return
         if not await self._carry_out_duties(duties) and self._duty_retry is None:
-            self._duty_retry = asyncio.get_running_loop().call_later(DUTY_RETRY_S, self._queue_duties)
+            self._duty_retry = self.clock.call_later(DUTY_RETRY_MS, self._queue_duties)
 
     async def _carry_out_duties(self, duties: ControllerDuties) -> bool:
         """Deletions, elections, reassignment completions; False if a write failed."""
@@ -289,16 +290,21 @@ class PartitionController:
                 log.warning("partition state of %s-%d not written: %r", topic, p.partition, e)
                 if not future.done():
                     future.set_result(False)
-        await asyncio.wait(futures.values(), timeout=WRITE_WAIT_S)
+        try:
+            async with clock_timeout(self.clock, WRITE_WAIT_MS):
+                await asyncio.wait(futures.values())
+        except TimeoutError:
+            pass  # those not answered count as not written
         return {key: future.done() and bool(future.result()) for key, future in futures.items()}
 
-    @staticmethod
-    async def _await_done(start: Callable[[Done], None]) -> bool:
-        """Start a store operation with an ``on_done(ok)`` callback and wait for it (bounded)."""
+    async def _await_done(self, start: Callable[[Done], None]) -> bool:
+        """Start a store operation with an ``on_done(ok)`` callback and wait for it (at most
+        :data:`WRITE_WAIT_MS` of the clock)."""
         future = asyncio.get_running_loop().create_future()
         start(lambda ok: future.done() or future.set_result(ok))
         try:
-            return bool(await asyncio.wait_for(future, WRITE_WAIT_S))
+            async with clock_timeout(self.clock, WRITE_WAIT_MS):
+                return bool(await future)
         except TimeoutError:
             return False
 
@@ -316,7 +322,8 @@ class PartitionController:
         if self._changed is None or self._changed.done():
             self._changed = asyncio.get_running_loop().create_future()
         try:
-            await asyncio.wait_for(asyncio.shield(self._changed), remaining / 1000)
+            async with clock_timeout(self.clock, remaining):
+                await asyncio.shield(self._changed)
         except TimeoutError:
             pass
 
