@@ -45,7 +45,7 @@ def _create(node: Node, name: str, *assignments: tuple[int, ...], configs=None):
     (topic,) = node.controller.create_topics([NewTopic(name, len(assignments), len(assignments[0]), configs,
                                                        assignments=assignments)])
     assert not isinstance(topic, Exception), topic
-    return topic
+    return test_zk_store.led(name, node)  # once the controller's queue decided the first leaders
 
 
 def _state(raw_client, topic: str, partition: int = 0) -> dict:

@@ -407,7 +407,10 @@ class ZooKeeperStore:
         if writes != self._writes:
             self._on_watch(None)
             return
-        new, self.pending_deletions = read
+        new, deleting = read
+        if new.controller_id < 0 and (self._election_queued or self._electing):
+            return  # read while the seat was vacant: the election's outcome brings the next read, with a controller
+        self.pending_deletions = deleting
         if self.is_controller and new.controller_id not in (-1, self.broker_id):
             log.warning("broker %d is no longer the controller: broker %d is", self.broker_id, new.controller_id)
             self.controller_epoch = -1
@@ -500,25 +503,28 @@ class ZooKeeperStore:
 
     def alter_partition_state(self, topic: str, partition: int, new: PartitionMetadata,
                               on_done: Callable[[bool], None]) -> None:
-        """A leader's ISR change (Kafka's ZooKeeper-era leaders wrote it themselves): set the state znode
-        at version ``new.partition_epoch`` without holding up the event loop; ``on_done(written)`` runs
-        on the loop afterwards (False: the state changed meanwhile, or ZooKeeper is unreachable)."""
+        """A partition state decided by the controller, or a leader's ISR change (Kafka's ZooKeeper-era
+        leaders wrote it themselves): set the state znode at version ``new.partition_epoch`` (-1: a new
+        partition's first state, created, with its parent) without holding up the event loop;
+        ``on_done(written)`` runs on the loop afterwards (False: the state changed or was created
+        meanwhile, or ZooKeeper is unreachable)."""
         client = self.client
         if client is None or not self._connected:
             on_done(False)
             return
-        result = client.set_async(zk.partition_state_path(topic, partition),
-                                  zk.encode_partition_state(new.leader, new.leader_epoch, new.isr, self._written_epoch),
-                                  version=new.partition_epoch)
+        path = zk.partition_state_path(topic, partition)
+        data = zk.encode_partition_state(new.leader, new.leader_epoch, new.isr, self._written_epoch)
+        result = (client.create_async(path, data, makepath=True) if new.is_new
+                  else client.set_async(path, data, version=new.partition_epoch))
 
         def done(async_result) -> None:  # kazoo's thread
             try:
                 async_result.get()
                 ok = True
-            except (BadVersionError, NoNodeError):
+            except (BadVersionError, NoNodeError, NodeExistsError):
                 ok = False
             except KazooException as e:
-                log.warning("ISR change of %s-%d not written: %r", topic, partition, e)
+                log.warning("partition state of %s-%d not written: %r", topic, partition, e)
                 ok = False
             self.dispatch(lambda: on_done(ok))
             if ok:
@@ -620,7 +626,7 @@ class ZooKeeperStore:
         if any(isinstance(r, NodeExistsError) for r in failures) and created:
             raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS,
                              f"Topic '{created[0]}' already exists (created by another broker).")
-        if any(isinstance(r, BadVersionError) for r in failures):
+        if any(isinstance(r, (BadVersionError, NodeExistsError)) for r in failures):
             raise KafkaError(ErrorCode.NOT_CONTROLLER, "the metadata changed concurrently in ZooKeeper; retry")
         raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"ZooKeeper refused the metadata change: {failures!r}")
 

@@ -89,7 +89,7 @@ class ModeRuntime(Protocol):
 class Mode(Protocol):
     store: MetadataStore
     credentials: CredentialStore
-    #: how partition states are written by requests (ElectLeaders ...); None: nothing to write (a single node)
+    #: how the partition states the controller decides are written (first states, ElectLeaders ...)
     alter_partition_state: AlterPartitionState | None
     #: what the active controller carries out after each metadata change (elections after a broker loss,
     #: reassignment completion, topic deletion); None: a single node has no such duties
@@ -128,14 +128,15 @@ def broker_mode(config: BrokerConfig, listeners: tuple[Listener, ...], data_dir:
 
 
 class SingleNode:
-    """Metadata and SCRAM users in the data dir; this broker leads every partition."""
+    """Metadata and SCRAM users in the data dir; this broker leads every partition (the first state of
+    each new one is decided in the controller's queue and written to the data dir, as a cluster's)."""
 
-    alter_partition_state = None
     controller_duties = None
 
     def __init__(self, data_dir: Path) -> None:
         self.store = EmbeddedStore(data_dir)
         self.credentials = EmbeddedCredentialStore(data_dir)
+        self.alter_partition_state: AlterPartitionState | None = self.store.alter_partition_state
 
     def replica_options(self) -> dict[str, Any]:
         return {}
