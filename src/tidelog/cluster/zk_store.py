@@ -53,7 +53,6 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -75,6 +74,7 @@ from tidelog.cluster.metadata import BrokerInfo, MetadataImage, PartitionMetadat
 from tidelog.cluster.store import MetadataListener, new_cluster_id
 from tidelog.cluster.zk_quota import read_client_quotas
 from tidelog.cluster.zk_read import read_acls, read_config, read_topics
+from tidelog.cluster.zk_session import Registration, send_election
 from tidelog.cluster.zk_write import WRITE_TIMEOUT_S, ReadVersions, add_changes
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.zookeeper_connect import ZooKeeperConnect
@@ -116,8 +116,7 @@ class ZooKeeperStore:
         self._dirty = threading.Event()
         self._election_queued = False  # a controller election is in the queue (the reader thread sets it)
         self._electing = False  # this broker's election transaction is on its way (the loop)
-        #: the reader thread's waits for an old registration to go (close() ends them)
-        self._waits: list[threading.Event] = []
+        self._registration = Registration()  # close() ends its wait for an old registration
         self._acl_changes: tuple[list[str], list[str]] | None = None
         self._acls: frozenset = frozenset()
         self._session_lost = False
@@ -171,37 +170,11 @@ class ZooKeeperStore:
         return client
 
     def _register(self) -> None:
-        """Create ``/brokers/ids/<id>``; wait out an old session of the same id, refuse a live one."""
+        """Create ``/brokers/ids/<id>`` (:class:`~tidelog.cluster.zk_session.Registration`)."""
         assert self.client is not None and self._broker is not None
-        path = zk.broker_path(self.broker_id)
-        data = zk.encode_broker(self._broker, self.settings.protocols or {})
-        # ZooKeeper's own time: the old session expires after its session timeout (real time, as kazoo's I/O)
-        deadline = time.monotonic() + self.settings.session_timeout_ms / 1000 + 2
-        while True:
-            try:
-                self.client.create(path, data, ephemeral=True)
-                log.info("registered broker %d at %s", self.broker_id, path)
-                return
-            except NodeExistsError:
-                gone = threading.Event()  # set by ZooKeeper's watch when the old registration goes
-                try:
-                    _, stat = self.client.get(path, watch=lambda _event, gone=gone: gone.set())
-                except NoNodeError:
-                    continue
-                if stat.ephemeralOwner == self.client.client_id[0]:
-                    self.client.set(path, data)
-                    return
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise ValueError(f"broker.id {self.broker_id} is already registered in ZooKeeper by a live "
-                                     "broker; every broker of a cluster needs its own broker.id") from None
-                self._waits.append(gone)
-                try:
-                    gone.wait(remaining)  # the watch (or close()) ends the wait; no polling
-                finally:
-                    self._waits.remove(gone)
-                if self._closed:
-                    raise ValueError(f"broker {self.broker_id}: closed while waiting to register") from None
+        self._registration.register(self.client, self.broker_id,
+                                    zk.encode_broker(self._broker, self.settings.protocols or {}),
+                                    self.settings.session_timeout_ms)
 
     # -------------------------------------------------------------------------------- controller
 
@@ -238,27 +211,12 @@ class ZooKeeperStore:
         self._on_watch(None)
 
     def _elect(self, on_answer: Callable[[int | None], None]) -> None:
-        """Create the ephemeral ``/controller`` and bump ``/controller_epoch`` at the version read, in one
-        transaction, without waiting; ``on_answer(the epoch won, or None)`` runs on kazoo's thread."""
-        client = self.client
-        if client is None:
+        """Send this broker's election (:func:`~tidelog.cluster.zk_session.send_election`); ``on_answer``
+        runs on kazoo's thread."""
+        if self.client is None:
             on_answer(None)
             return
-
-        def epoch_read(result) -> None:  # kazoo's thread: send the transaction, wait for nothing
-            try:
-                raw, stat = result.get()
-            except KazooException as e:
-                log.warning("controller election interrupted: %r", e)
-                on_answer(None)
-                return
-            epoch = zk.decode_controller_epoch(raw) + 1
-            tx = client.transaction()
-            tx.create(zk.CONTROLLER, zk.encode_controller(self.broker_id), ephemeral=True)
-            tx.set_data(zk.CONTROLLER_EPOCH, zk.encode_controller_epoch(epoch), version=stat.version)
-            tx.commit_async().rawlink(lambda committed: on_answer(_won(committed, epoch)))
-
-        client.get_async(zk.CONTROLLER_EPOCH).rawlink(epoch_read)
+        send_election(self.client, self.broker_id, on_answer)
 
     def delete_topics(self, names: Sequence[str], on_done: Callable[[bool], None]) -> None:
         """The controller's decision carried out: delete the topics marked for deletion, in the reader
@@ -635,8 +593,7 @@ class ZooKeeperStore:
     def close(self) -> None:
         """End the session: this broker's registration (and /controller, if it held it) go at once."""
         self._closed = True
-        for wait in list(self._waits):
-            wait.set()
+        self._registration.close()
         self._reader.shutdown(wait=False, cancel_futures=True)
         if self.client is not None:
             try:
@@ -645,17 +602,6 @@ class ZooKeeperStore:
             except KazooException:
                 pass
             self.client = None
-
-
-def _won(committed, epoch: int) -> int | None:
-    """kazoo's thread: the epoch if the election's transaction committed, None if another broker won
-    (or ZooKeeper failed)."""
-    try:
-        results = committed.get()
-    except KazooException as e:
-        log.warning("controller election interrupted: %r", e)
-        return None
-    return None if any(isinstance(r, Exception) for r in results) else epoch
 
 
 __all__ = ["ZooKeeperSettings", "ZooKeeperStore", "ZooKeeperUnavailableError"]
