@@ -15,23 +15,24 @@ The same interface as the single node's :class:`~tidelog.cluster.store.EmbeddedS
   re-reads everything on the event loop (coalesced) and notifies the subscribers if anything changed.
   Unchanged topics keep their objects, so subscribers can compare by identity.
 * :meth:`publish` (from the :class:`~tidelog.cluster.controller.Controller`) writes the difference
-  between the current image and the new one as ONE ZooKeeper transaction (built by :mod:`zk_write`): a new topic's assignment,
-  partition states and config are created together (creating a topic another broker created first
-  fails with TOPIC_ALREADY_EXISTS), partition states change only at the znode version they were
-  read at, a deleted topic becomes an ``/admin/delete_topics`` entry that the controller carries
+  between the current image and the new one as ONE ZooKeeper transaction (built by :mod:`zk_write`): a new topic's
+  assignment and config are created together (creating a topic another broker created first fails
+  with TOPIC_ALREADY_EXISTS; its partitions' first states are the controller's), partition states
+  change only at the znode version they were read at, a deleted topic becomes an ``/admin/delete_topics`` entry that the controller carries
   out. A conflicting writer or ZooKeeper being unreachable raises a retriable KafkaError and
   changes nothing.
 * Controller election (Kafka's): create the ephemeral ``/controller`` and bump ``/controller_epoch``
   at the version just read, in one transaction; whoever loses sees the winner. Every broker watches
   ``/controller``; a read that finds it vacant (at start, or once the controller's session ended) only
   queues the election, an event of the controller's queue (Kafka's ``Reelect``), which sends the
-  transaction asynchronously; its answer is queued as another event, which applies the outcome. A read that names another broker
-  ends this one's term. The epoch fences an older controller: its conditional writes fail once a newer
+  transaction asynchronously (:mod:`zk_session`); its answer is queued as another event, which applies
+  the outcome. A read that names another broker ends this one's term. The epoch fences an older controller: its conditional writes fail once a newer
   one bumped the epoch.
 * A lost session (expired): this broker is no longer controller; once ZooKeeper takes it back it
   registers again, runs for controller and re-reads.
 
-* The controller's partition-state decisions (elections, reassignment completion, topic deletions) are
+* The controller's partition-state decisions (new partitions' first states, elections, reassignment
+  completion, topic deletions) are
   not made here: the partition controller (:mod:`tidelog.server.partition_controller`) makes them in
   its event queue and has them carried out by :meth:`alter_partition_state`,
   :meth:`complete_reassignment` and :meth:`delete_topics`.
@@ -389,12 +390,16 @@ class ZooKeeperStore:
         client, watch = self.client, self._on_watch
         assert client is not None
         controller_id = -1
-        try:
-            raw, _ = client.get(zk.CONTROLLER, watch=watch)  # a data watch: its deletion re-reads
-            controller_id = zk.decode_controller(raw)
-        except NoNodeError:
-            if client.exists(zk.CONTROLLER, watch=watch) is None:  # watched until some broker takes it
-                self._queue_election()
+        while True:
+            try:
+                raw, _ = client.get(zk.CONTROLLER, watch=watch)  # a data watch: its deletion re-reads
+                controller_id = zk.decode_controller(raw)
+                break
+            except NoNodeError:
+                if client.exists(zk.CONTROLLER, watch=watch) is None:  # watched until some broker takes it
+                    self._queue_election()
+                    break
+                # taken in between: read who took it
         try:
             self._cluster_controller_epoch = zk.decode_controller_epoch(client.get(zk.CONTROLLER_EPOCH)[0])
         except NoNodeError:
