@@ -124,7 +124,7 @@ class ZooKeeperStore:
         self._closed = False
         #: re-reads after watches and reconnections run here, off the event loop (one at a time)
         self._reader = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tidelog-zk-metadata")
-        self._writes = 0  # publishes so far: a re-read begun before one may miss its change
+        self._writes = 0  # publishes (and elections) so far: a re-read begun before one may miss its change
         #: topics marked for deletion in the last image read (the controller deletes them)
         self.pending_deletions: tuple[str, ...] = ()
 
@@ -204,6 +204,7 @@ class ZooKeeperStore:
         """The event: the election's outcome (the epoch won, or None: another broker won, or ZooKeeper
         failed); the re-read then shows who holds ``/controller`` (vacant again: another election)."""
         self._electing = False
+        self._writes += 1  # a read begun before the outcome may show the seat vacant: it is read again
         if self._closed:
             return
         if epoch is not None and not self._session_lost:
