@@ -164,6 +164,7 @@ def run_path(tmp: Path, workloads: list[str], rounds: int, requests: int | None,
                 n = requests or (300 if records >= 100 else 6000) // (4 if quick else 1)
                 for b in brokers.values():
                     b.controller.create_topic(workload, 1)
+                    await b.partition_controller.await_leaders([workload], 30_000)  # decided in its queue
                 frame = produce_frame(workload, records, value_bytes)
                 for r in range(rounds):
                     for name in (("on", "off") if r % 2 == 0 else ("off", "on")):

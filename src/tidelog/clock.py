@@ -7,8 +7,9 @@ tests inject ``tidelog.testing.ManualClock``, whose waits end when the test adva
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Protocol, TypeVar
 
 T = TypeVar("T")
@@ -60,25 +61,35 @@ class SystemClock:
         return asyncio.get_running_loop().call_later(max(0.0, ms) / 1000, fn)
 
 
+@contextlib.asynccontextmanager
+async def clock_timeout(clock: Clock, ms: float) -> AsyncIterator[None]:
+    """``asyncio.timeout`` whose deadline is ``ms`` of ``clock`` from now: the block is cancelled and
+    TimeoutError raised once the clock's timer fires (a ManualClock's when the test advances it past)."""
+    async with asyncio.timeout(None) as timeout:
+        loop = asyncio.get_running_loop()
+        inside = True
+
+        def expire() -> None:
+            if inside:
+                timeout.reschedule(loop.time())  # due now: asyncio.timeout cancels the block at once
+
+        timer = clock.call_later(ms, expire)
+        try:
+            yield
+        finally:
+            inside = False
+            timer.cancel()
+
+
 async def within(clock: Clock, ms: float, awaitable: Awaitable[T]) -> T:
     """``await awaitable`` for at most ``ms`` milliseconds of ``clock`` (``asyncio.wait_for`` on the
-    clock's time): once they pass, it is cancelled and TimeoutError raised. Cancelling the caller
-    cancels it too."""
-    task = asyncio.ensure_future(awaitable)
-    expired = asyncio.get_running_loop().create_future()
-    timer = clock.call_later(ms, lambda: expired.done() or expired.set_result(None))
-    finished = False
+    clock's time, through :func:`clock_timeout`): once they pass, it is cancelled and TimeoutError
+    raised. Cancelling the caller cancels it too."""
     try:
-        await asyncio.wait((task, expired), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        timer.cancel()
-        expired.cancel()
-        finished = task.done()
-        if not finished:
-            task.cancel()
-    if not finished:
-        raise TimeoutError(f"not done within {ms:g} ms")
-    return task.result()
+        async with clock_timeout(clock, ms):
+            return await awaitable
+    except TimeoutError:
+        raise TimeoutError(f"not done within {ms:g} ms") from None
 
 
-__all__ = ["Clock", "SystemClock", "TimerHandle", "within"]
+__all__ = ["Clock", "SystemClock", "TimerHandle", "clock_timeout", "within"]

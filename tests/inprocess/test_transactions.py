@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.inprocess.harness import InProcessBroker, batch, run
+from tests.inprocess.test_groups import find_coordinator
 from tests.inprocess.wire import fetch, fetched, list_offsets, listed, produce, produced, values
 from tidelog.errors import ErrorCode
 from tidelog.protocol.messages import (
@@ -164,6 +165,7 @@ def test_offsets_committed_in_a_transaction_are_pending_until_it_commits(tmp_pat
         added = await b.request(AddOffsetsToTxnRequest(transactional_id="tx", producer_id=p.pid,
                                                        producer_epoch=p.epoch, group_id="g"), 3)
         assert added.error_code == 0
+        await find_coordinator(b, "g")  # as a client does before TxnOffsetCommit
         commit = TxnOffsetCommitRequest(transactional_id="tx", group_id="g", producer_id=p.pid,
                                         producer_epoch=p.epoch, generation_id=-1, member_id="", topics=[
                                             TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name="in", partitions=[

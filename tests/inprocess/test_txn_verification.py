@@ -14,6 +14,7 @@ import asyncio
 from pathlib import Path
 
 from tests.inprocess.harness import InProcessBroker, batch, run
+from tests.inprocess.test_groups import find_coordinator
 from tests.inprocess.wire import fetch, fetched, produce, produced
 from tidelog.errors import ErrorCode
 from tidelog.protocol.messages import EndTxnRequest, IncrementalAlterConfigsRequest, InitProducerIdRequest
@@ -36,6 +37,7 @@ async def min_insync(b: InProcessBroker, value: str | None) -> None:
 def test_a_write_waiting_for_the_previous_transaction_asks_again_after_the_backoff_of_the_clock(tmp_path: Path) -> None:
     async def scenario(b: InProcessBroker) -> None:
         await b.create_topic(TOPIC)
+        await find_coordinator(b, TXN_ID, key_type=1)  # as a client does first
         init = await b.request(InitProducerIdRequest(transactional_id=TXN_ID, transaction_timeout_ms=600_000), 5)
         assert init.error_code == 0
         pid, epoch = init.producer_id, init.producer_epoch

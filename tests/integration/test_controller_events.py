@@ -22,6 +22,7 @@ from tests.integration.test_zk_store import Node
 from tidelog.cluster.controller import NewTopic
 from tidelog.cluster.reassignment import ReassignmentRequest
 from tidelog.errors import ErrorCode
+from tidelog.server.partition_controller import DUTY_RETRY_MS
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("zk_store")]
 
@@ -44,7 +45,7 @@ def _create(node: Node, name: str, *assignments: tuple[int, ...], configs=None):
     (topic,) = node.controller.create_topics([NewTopic(name, len(assignments), len(assignments[0]), configs,
                                                        assignments=assignments)])
     assert not isinstance(topic, Exception), topic
-    return topic
+    return test_zk_store.led(name, node)  # once the controller's queue decided the first leaders
 
 
 def _state(raw_client, topic: str, partition: int = 0) -> dict:
@@ -86,6 +87,9 @@ def test_an_election_whose_write_failed_is_tried_again_without_a_new_image(chroo
 
     one.partitions.alter = unreachable_once
     _lose(two, nodes)
+    # the retry is a timer of the broker's Clock: it comes due when the clock moves, not in real time
+    one.pump_until(lambda: bool(failed) and one.events.idle and one.clock.pending_timers() == 1)
+    one.clock.advance(DUTY_RETRY_MS)
     one.pump_until(lambda: one.store.image.topics["retried"].partitions[0].leader == 1, timeout=20)
     assert len(failed) == 1 and failed[0].leader == 1
     assert _state(raw, "retried")["leader_epoch"] == 1
@@ -202,3 +206,24 @@ def test_an_event_that_fails_does_not_stop_the_queue(chroot, nodes):
     one.run(call())
     assert ran == [1]
     assert asyncio.iscoroutinefunction(one.partitions.elect_leaders)
+
+
+def test_the_controller_election_is_an_event_of_the_queue(chroot, nodes, raw):
+    """A vacant /controller seen by the store's reader thread only queues the election: it runs on the
+    loop, in turn, behind the events queued before it, and its outcome is applied there."""
+    one = Node(chroot, 1)
+    nodes.append(one)
+    gate = one.loop.create_future()
+    one.events.put(lambda: gate)  # an event that holds the queue until the gate opens
+    one.store.open(one.broker)
+    assert one.store.image.controller_id == -1 and not one.store.is_controller
+    one.run(asyncio.sleep(0.5))  # the loop runs: the election waits behind the held event
+    assert not one.store.is_controller and raw.exists("/controller") is None
+    gate.set_result(None)
+    one.pump_until(lambda: one.store.is_controller and one.store.image.controller_id == 1)
+    assert one.store.controller_epoch == 1 and json.loads(raw.get("/controller")[0])["brokerid"] == 1
+    # a broker that finds the seat taken queues nothing that changes it
+    two = Node(chroot, 2).open()
+    nodes.append(two)
+    assert two.store.image.controller_id == 1 and not two.store.is_controller
+    assert raw.get("/controller_epoch")[0] == b"1"

@@ -52,7 +52,8 @@ class Node:
         settings = ZooKeeperSettings(parse_zookeeper_connect("zookeeper.connect", connect), session_ms, 5000,
                                      {"PLAINTEXT": "PLAINTEXT"}, INTERNAL_TOPIC_NAMES)
         self.store = ZooKeeperStore(settings, broker_id, self.loop.call_soon_threadsafe, self.events.put_threadsafe)
-        self.partitions = PartitionController(self.store, self.events, ManualClock(),
+        self.clock = ManualClock()
+        self.partitions = PartitionController(self.store, self.events, self.clock,
                                               alter=self.store.alter_partition_state,
                                               is_controller=lambda: self.store.is_controller, duties=self.store,
                                               unclean=self._unclean)
@@ -71,7 +72,10 @@ class Node:
         return self.loop.run_until_complete(coroutine)
 
     def open(self) -> Node:
+        """Open the store and run the loop until its image names a controller (an election is an event
+        of the queue: the first broker wins it here)."""
         self.store.open(self.broker)
+        self.pump_until(lambda: self.store.image.controller_id >= 0)
         return self
 
     def pump_until(self, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
@@ -87,6 +91,21 @@ class Node:
         self.store.close()
         self.loop.run_until_complete(self.events.stop())
         self.loop.close()
+
+
+def led(name: str, *nodes: Node, timeout: float = 20.0):
+    """The topic once every node shows a leader for each of its partitions (the controller decides the first
+    ones in its queue: each node's loop runs in turn, the controller's deciding, the others reading)."""
+    def shown(node: Node) -> bool:
+        t = node.store.image.topics.get(name)
+        return t is not None and all(p.leader >= 0 for p in t.partitions)
+
+    deadline = time.monotonic() + timeout
+    while not all(shown(node) for node in nodes):
+        assert time.monotonic() < deadline, f"timed out waiting for the leaders of {name}"
+        for node in nodes:
+            node.run(asyncio.sleep(0.02))
+    return nodes[0].store.image.topics[name]
 
 
 @pytest.fixture
@@ -136,7 +155,8 @@ def test_created_topic_reaches_every_broker_with_its_assignment(chroot, nodes, r
     one, two, three = (Node(chroot, i).open() for i in (1, 2, 3))
     nodes.extend([one, two, three])
     two.pump_until(lambda: len(two.store.image.brokers) == 3)
-    topic = two.controller.create_topic("orders", 6, 3, {"retention.ms": "1000"})
+    two.controller.create_topic("orders", 6, 3, {"retention.ms": "1000"})  # the assignment; leaders: the controller's
+    topic = led("orders", two, one, three)
     for node in (one, three):
         node.pump_until(lambda n=node: "orders" in n.store.image.topics)
         assert node.store.image.topics["orders"] == topic
@@ -146,7 +166,7 @@ def test_created_topic_reaches_every_broker_with_its_assignment(chroot, nodes, r
     assert assignment["partitions"] == {str(p.partition): list(p.replicas) for p in topic.partitions}
     state = json.loads(raw.get("/brokers/topics/orders/partitions/0/state")[0])
     assert state["leader"] == topic.partitions[0].leader and state["leader_epoch"] == 0
-    assert state["controller_epoch"] == 1  # written by a broker that is not the controller, at its epoch
+    assert state["controller_epoch"] == 1  # written by the controller (1) in its queue, at its epoch
     assert json.loads(raw.get("/config/topics/orders")[0]) == {"version": 1, "config": {"retention.ms": "1000"}}
     # the subscribers heard of it (this is how replica managers create their logs)
     assert any("orders" in new.topics and "orders" not in old.topics for old, new in three.changes)
@@ -180,8 +200,9 @@ def test_partition_state_changes_only_at_the_version_read(chroot, nodes, raw):
     one, two = Node(chroot, 1).open(), Node(chroot, 2).open()
     nodes.extend([one, two])
     one.pump_until(lambda: len(one.store.image.brokers) == 2)
-    topic = one.controller.create_topic("fenced", 1, 2)
+    one.controller.create_topic("fenced", 1, 2)
     two.pump_until(lambda: "fenced" in two.store.image.topics)
+    topic = led("fenced", one, two)
     p = topic.partitions[0]
     moved = replace(p, leader=p.replicas[1], leader_epoch=1, isr=(p.replicas[1],))
     one.store.publish(one.store.image.with_topic(replace(topic, partitions=(moved,))))

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from tidelog.clock import SystemClock, within
+from tidelog.clock import SystemClock, clock_timeout, within
 from tidelog.testing import ManualClock
 
 
@@ -152,5 +152,32 @@ def test_within_ends_a_wait_when_its_clock_passes_the_timeout_not_before() -> No
         with pytest.raises(asyncio.CancelledError):
             await outer
         assert inner.cancelled()
+
+    asyncio.run(main())
+
+
+def test_clock_timeout_ends_the_block_when_the_clock_says_not_real_time() -> None:
+    clock = ManualClock()
+
+    async def main() -> None:
+        never = asyncio.get_running_loop().create_future()
+
+        async def bounded() -> None:
+            async with clock_timeout(clock, 5_000):
+                await never
+
+        waiting = asyncio.ensure_future(bounded())
+        await asyncio.sleep(0.05)  # real time passes: still waiting
+        assert not waiting.done()
+        clock.advance(4_999)
+        await asyncio.sleep(0.01)
+        assert not waiting.done()
+        clock.advance(1)
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(waiting, 5)
+        # a block that ends in time leaves no timer behind, and a late timer does nothing
+        async with clock_timeout(clock, 1_000):
+            await asyncio.sleep(0)
+        assert clock.pending_timers() == 0
 
     asyncio.run(main())

@@ -6,9 +6,11 @@ Rules (Kafka's):
   by ``.`` vs ``_`` collide in metric names: creating one while the other exists fails with
   INVALID_TOPIC_EXCEPTION, and a name with either character is allowed with a logged warning.
 * A new topic gets a random topic id; its partitions' replicas are assigned over the live brokers by
-  :mod:`tidelog.cluster.assignment` (a single node: every replica list is [broker id]); each starts
-  led by its first replica with leader epoch 0 and ISR = replicas. A replication factor larger than
-  the number of live brokers fails with INVALID_REPLICATION_FACTOR.
+  :mod:`tidelog.cluster.assignment` (a single node: every replica list is [broker id]). Only the
+  assignment is written here (Kafka's ZooKeeper-era ``AdminZkClient``): the active controller decides
+  each new partition's first leader and ISR in its event queue (:mod:`tidelog.server.partition_controller`,
+  :func:`~tidelog.cluster.election.first_states`) and writes them; whoever answers a client waits for
+  them. A replication factor larger than the number of live brokers fails with INVALID_REPLICATION_FACTOR.
 * Partitions can only be added (CreatePartitions), never removed.
 * One request may not write more than :data:`MAX_RECORDS_PER_REQUEST` metadata records (Kafka's
   controller bound): more partitions than that in one CreateTopics or CreatePartitions request, or
@@ -251,15 +253,13 @@ class Controller:
                         fixed_start: int | None = None) -> tuple[PartitionMetadata, ...]:
         assignment = assign_replicas(image.brokers.values(), count, replication_factor, start_partition=start,
                                      fixed_start=fixed_start)
-        return tuple(PartitionMetadata(start + i, replicas[0], 0, replicas, replicas)
-                     for i, replicas in enumerate(assignment))
+        return tuple(PartitionMetadata.new(start + i, replicas) for i, replicas in enumerate(assignment))
 
     @staticmethod
     def _manual_partitions(start: int, assignments: Sequence[Sequence[int]]) -> tuple[PartitionMetadata, ...]:
-        """Partitions ``start``, ``start + 1`` ... placed as given (checked by the caller); the first
-        replica leads."""
-        return tuple(PartitionMetadata(start + i, replicas[0], 0, tuple(replicas), tuple(replicas))
-                     for i, replicas in enumerate(assignments))
+        """Partitions ``start``, ``start + 1`` ... placed as given (checked by the caller), the preferred
+        replica first."""
+        return tuple(PartitionMetadata.new(start + i, tuple(replicas)) for i, replicas in enumerate(assignments))
 
     def delete_topic(self, name: str) -> None:
         self.delete_topics([name])

@@ -3,6 +3,9 @@
 
 For every partition, with ``live`` the registered brokers:
 
+0. A new partition (its assignment written, no state yet: Kafka's ``NewPartition``) gets its first
+   state (:func:`first_states`): the first live replica in assignment order leads, the ISR is the live
+   replicas, leader epoch 0. Without a live replica it waits, without a state, for one to register.
 1. A leader that is alive keeps leading; ISR members that are dead are removed from the ISR (never
    the leader itself), in the same leader epoch (acks=all stops waiting for them at once, rather than
    after ``replica.lag.time.max.ms``).
@@ -14,7 +17,8 @@ For every partition, with ``live`` the registered brokers:
    partition goes offline (leader -1, the leader epoch up by one, the ISR left as it was, so that the
    first of its members to come back leads again).
 
-Each change is written by the caller at the partition epoch it was read at (a conditional write).
+Each change is written by the caller at the partition epoch it was read at (a conditional write; a first
+state is created, and only once).
 """
 
 from __future__ import annotations
@@ -46,6 +50,28 @@ def elect_leader(p: PartitionMetadata, live: set[int], unclean: bool) -> Partiti
     return replace(p, leader=NO_LEADER, leader_epoch=p.leader_epoch + 1)
 
 
+def first_state(p: PartitionMetadata, live: set[int]) -> PartitionMetadata | None:
+    """A new partition's first state (rule 0), or None: none of its replicas is live."""
+    live_replicas = tuple(r for r in p.replicas if r in live)
+    if not live_replicas:
+        return None
+    return replace(p, leader=live_replicas[0], leader_epoch=0, isr=live_replicas)
+
+
+def first_states(image: MetadataImage) -> list[tuple[str, PartitionMetadata]]:
+    """The first state of every partition of ``image`` that has none yet and a live replica (written at
+    partition epoch -1: created)."""
+    live = set(image.brokers)
+    states = []
+    for topic in image.topics.values():
+        for p in topic.partitions:
+            if p.partition_epoch < 0:
+                first = first_state(p, live)
+                if first is not None:
+                    states.append((topic.name, first))
+    return states
+
+
 def elections(image: MetadataImage, unclean: Callable[[str], bool]) -> list[tuple[str, PartitionMetadata]]:
     """Every partition state the controller must change for the live brokers of ``image``."""
     live = set(image.brokers)
@@ -60,4 +86,4 @@ def elections(image: MetadataImage, unclean: Callable[[str], bool]) -> list[tupl
     return changes
 
 
-__all__ = ["NO_LEADER", "elect_leader", "elections"]
+__all__ = ["NO_LEADER", "elect_leader", "elections", "first_state", "first_states"]

@@ -46,6 +46,17 @@ class PartitionMetadata:
     def reassigning(self) -> bool:
         return bool(self.adding_replicas or self.removing_replicas)
 
+    @property
+    def is_new(self) -> bool:
+        """Assigned, no state yet: the controller has not decided its first leader and ISR."""
+        return self.partition_epoch < 0
+
+    @staticmethod
+    def new(partition: int, replicas: tuple[int, ...]) -> PartitionMetadata:
+        """A partition as its assignment alone says (no leader, no ISR, no epochs: the controller
+        decides them, :func:`tidelog.cluster.election.first_states`)."""
+        return PartitionMetadata(partition, -1, -1, tuple(replicas), (), -1)
+
 
 @dataclass(frozen=True, slots=True)
 class TopicMetadata:

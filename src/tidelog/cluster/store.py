@@ -101,6 +101,25 @@ class EmbeddedStore:
     def subscribe(self, listener: MetadataListener) -> None:
         self._listeners.append(listener)
 
+    def alter_partition_state(self, topic: str, partition: int, new: PartitionMetadata,
+                              on_done: Callable[[bool], None]) -> None:
+        """A partition state the controller decided (a new partition's first one), written as a
+        cluster's store writes it: only at the partition epoch it was read at (``new.partition_epoch``),
+        which then goes up by one; ``on_done(written)`` at once."""
+        t = self.image.topics.get(topic)
+        current = t.partitions[partition] if t is not None and partition < len(t.partitions) else None
+        if current is None or current.partition_epoch != new.partition_epoch:
+            on_done(False)
+            return
+        parts = list(t.partitions)  # type: ignore[union-attr]
+        parts[partition] = replace(new, partition_epoch=current.partition_epoch + 1)
+        try:
+            self.publish(self.image.with_topic(replace(t, partitions=tuple(parts))))  # type: ignore[type-var]
+        except KafkaError:
+            on_done(False)
+            return
+        on_done(True)
+
     def refresh(self) -> None:
         """Nothing to do: this image is the only copy."""
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import KazooException, NoNodeError
 
 from tidelog.cluster import zk_acl
 from tidelog.cluster import zk_data as zk
@@ -82,8 +82,10 @@ def read_topics(client: KazooClient, watch: Watch | None, deleting: set[str],
             try:
                 raw_state, state_stat = states[p].get()
                 meta, _ = zk.decode_partition_state(p, replicas, raw_state, state_stat.version)
-            except NoNodeError:  # no leader yet
-                meta = PartitionMetadata(p, -1, -1, replicas, (), -1)
+            except NoNodeError:  # no state yet: the controller decides the first one; its creation is watched
+                meta = PartitionMetadata.new(p, replicas)
+                if watch is not None:
+                    _watch_creation(client, zk.partition_state_path(name, p), watch)
             if p in adding or p in removing:
                 meta = replace(meta, adding_replicas=adding.get(p, ()), removing_replicas=removing.get(p, ()))
             partitions.append(meta)
@@ -93,6 +95,19 @@ def read_topics(client: KazooClient, watch: Watch | None, deleting: set[str],
         topics[name] = previous if previous == topic else topic
         versions[name] = stat.version
     return topics, versions
+
+
+def _watch_creation(client: KazooClient, path: str, watch: Watch) -> None:
+    """``watch`` fires once ``path`` exists (at once if it was created since it was found missing)."""
+    def found(result) -> None:  # kazoo's thread
+        try:
+            exists = result.get() is not None
+        except KazooException:  # a lost connection: reconnecting re-reads anyway
+            return
+        if exists:
+            watch(None)
+
+    client.exists_async(path, watch=watch).rawlink(found)
 
 
 __all__ = ["read_acls", "read_config", "read_topics"]

@@ -5,8 +5,9 @@ The same interface as the single node's :class:`~tidelog.cluster.store.EmbeddedS
 
 * :meth:`open` connects (creating the chroot of ``zookeeper.connect`` if missing), makes sure the
   persistent paths and ``/cluster/id`` exist, registers this broker (ephemeral ``/brokers/ids/<id>``;
-  an id a live broker holds is refused once the previous session of that id has had time to expire),
-  runs for controller and reads the image.
+  an id a live broker holds is refused once the previous session of that id has had time to expire:
+  the reader thread waits for ZooKeeper's watch on the old registration, bounded by the session
+  timeout in real time, ZooKeeper's own) and reads the image; a vacant ``/controller`` queues an election.
 * The image is ZooKeeper's content: live brokers, the controller, topics (their assignment,
   partition states and config overrides; topics marked for deletion are already gone), dynamic
   broker and group configs, the producer-id block, and the ACLs (Kafka's ``/kafka-acl`` layout,
@@ -14,28 +15,31 @@ The same interface as the single node's :class:`~tidelog.cluster.store.EmbeddedS
   re-reads everything on the event loop (coalesced) and notifies the subscribers if anything changed.
   Unchanged topics keep their objects, so subscribers can compare by identity.
 * :meth:`publish` (from the :class:`~tidelog.cluster.controller.Controller`) writes the difference
-  between the current image and the new one as ONE ZooKeeper transaction (built by :mod:`zk_write`): a new topic's assignment,
-  partition states and config are created together (creating a topic another broker created first
-  fails with TOPIC_ALREADY_EXISTS), partition states change only at the znode version they were
-  read at, a deleted topic becomes an ``/admin/delete_topics`` entry that the controller carries
+  between the current image and the new one as ONE ZooKeeper transaction (built by :mod:`zk_write`): a new topic's
+  assignment and config are created together (creating a topic another broker created first fails
+  with TOPIC_ALREADY_EXISTS; its partitions' first states are the controller's), partition states
+  change only at the znode version they were read at, a deleted topic becomes an ``/admin/delete_topics`` entry that the controller carries
   out. A conflicting writer or ZooKeeper being unreachable raises a retriable KafkaError and
   changes nothing.
 * Controller election (Kafka's): create the ephemeral ``/controller`` and bump ``/controller_epoch``
   at the version just read, in one transaction; whoever loses sees the winner. Every broker watches
-  ``/controller`` and runs again when it disappears. The epoch fences an older controller: its
-  conditional writes fail once a newer one bumped the epoch.
+  ``/controller``; a read that finds it vacant (at start, or once the controller's session ended) only
+  queues the election, an event of the controller's queue (Kafka's ``Reelect``), which sends the
+  transaction asynchronously (:mod:`zk_session`); its answer is queued as another event, which applies
+  the outcome. A read that names another broker ends this one's term. The epoch fences an older controller: its conditional writes fail once a newer
+  one bumped the epoch.
 * A lost session (expired): this broker is no longer controller; once ZooKeeper takes it back it
   registers again, runs for controller and re-reads.
 
-* The controller's partition-state decisions (elections, reassignment completion, topic deletions) are
+* The controller's partition-state decisions (new partitions' first states, elections, reassignment
+  completion, topic deletions) are
   not made here: the partition controller (:mod:`tidelog.server.partition_controller`) makes them in
   its event queue and has them carried out by :meth:`alter_partition_state`,
   :meth:`complete_reassignment` and :meth:`delete_topics`.
 
 Watches and session changes arrive on kazoo's threads. Re-reading ZooKeeper after them (and
 re-registering after a new session) runs in the store's reader thread, one job at a time, so a slow or
-paused ZooKeeper never holds up the event loop; reading decides nothing but who is controller (the race
-for ``/controller``). What reaches the loop from those threads goes through the injected ``enqueue``
+paused ZooKeeper never holds up the event loop; reading decides nothing. What reaches the loop from those threads goes through the injected ``enqueue``
 (the controller's event queue, :mod:`tidelog.server.controller_events`): a finished image, applied
 there in order, becomes current unless this broker wrote meanwhile (then it is read again); a lost or
 renewed session. The answers to this broker's own asynchronous writes go through ``dispatch``
@@ -50,7 +54,6 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -72,6 +75,7 @@ from tidelog.cluster.metadata import BrokerInfo, MetadataImage, PartitionMetadat
 from tidelog.cluster.store import MetadataListener, new_cluster_id
 from tidelog.cluster.zk_quota import read_client_quotas
 from tidelog.cluster.zk_read import read_acls, read_config, read_topics
+from tidelog.cluster.zk_session import Registration, send_election
 from tidelog.cluster.zk_write import WRITE_TIMEOUT_S, ReadVersions, add_changes
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.zookeeper_connect import ZooKeeperConnect
@@ -111,13 +115,16 @@ class ZooKeeperStore:
         self._topic_versions: dict[str, int] = {}
         self._producer_id_block_version = -1
         self._dirty = threading.Event()
+        self._election_queued = False  # a controller election is in the queue (the reader thread sets it)
+        self._electing = False  # this broker's election transaction is on its way (the loop)
+        self._registration = Registration()  # close() ends its wait for an old registration
         self._acl_changes: tuple[list[str], list[str]] | None = None
         self._acls: frozenset = frozenset()
         self._session_lost = False
         self._closed = False
         #: re-reads after watches and reconnections run here, off the event loop (one at a time)
         self._reader = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tidelog-zk-metadata")
-        self._writes = 0  # publishes so far: a re-read begun before one may miss its change
+        self._writes = 0  # publishes (and elections) so far: a re-read begun before one may miss its change
         #: topics marked for deletion in the last image read (the controller deletes them)
         self.pending_deletions: tuple[str, ...] = ()
 
@@ -129,8 +136,7 @@ class ZooKeeperStore:
         try:
             self.client.add_listener(self._on_state)
             self._register()
-            self._elect()
-            self._image, self.pending_deletions = self._read(version=1)
+            self._image, self.pending_deletions = self._read(version=1)  # a vacant /controller: an election queued
         except BaseException:
             self.close()  # a refused or failed start leaves no session (nor kazoo's threads) behind
             raise
@@ -158,31 +164,18 @@ class ZooKeeperStore:
             client.create(zk.CLUSTER_ID, zk.encode_cluster_id(new_cluster_id()), makepath=True)
         except NodeExistsError:
             pass
+        try:
+            client.create(zk.CONTROLLER_EPOCH, zk.encode_controller_epoch(0))
+        except NodeExistsError:
+            pass
         return client
 
     def _register(self) -> None:
-        """Create ``/brokers/ids/<id>``; wait out an old session of the same id, refuse a live one."""
+        """Create ``/brokers/ids/<id>`` (:class:`~tidelog.cluster.zk_session.Registration`)."""
         assert self.client is not None and self._broker is not None
-        path = zk.broker_path(self.broker_id)
-        data = zk.encode_broker(self._broker, self.settings.protocols or {})
-        deadline = time.monotonic() + self.settings.session_timeout_ms / 1000 + 2
-        while True:
-            try:
-                self.client.create(path, data, ephemeral=True)
-                log.info("registered broker %d at %s", self.broker_id, path)
-                return
-            except NodeExistsError:
-                try:
-                    _, stat = self.client.get(path)
-                except NoNodeError:
-                    continue
-                if stat.ephemeralOwner == self.client.client_id[0]:
-                    self.client.set(path, data)
-                    return
-                if time.monotonic() > deadline:
-                    raise ValueError(f"broker.id {self.broker_id} is already registered in ZooKeeper by a live "
-                                     "broker; every broker of a cluster needs its own broker.id") from None
-                time.sleep(0.5)
+        self._registration.register(self.client, self.broker_id,
+                                    zk.encode_broker(self._broker, self.settings.protocols or {}),
+                                    self.settings.session_timeout_ms)
 
     # -------------------------------------------------------------------------------- controller
 
@@ -190,32 +183,42 @@ class ZooKeeperStore:
     def is_controller(self) -> bool:
         return self.controller_epoch >= 0
 
-    def _elect(self) -> bool:
-        """Run for controller; True if this broker won."""
-        client = self.client
-        assert client is not None
-        try:
-            try:
-                raw, stat = client.get(zk.CONTROLLER_EPOCH)
-            except NoNodeError:
-                try:
-                    client.create(zk.CONTROLLER_EPOCH, zk.encode_controller_epoch(0))
-                except NodeExistsError:
-                    pass
-                raw, stat = client.get(zk.CONTROLLER_EPOCH)
-            epoch = zk.decode_controller_epoch(raw) + 1
-            tx = client.transaction()
-            tx.create(zk.CONTROLLER, zk.encode_controller(self.broker_id), ephemeral=True)
-            tx.set_data(zk.CONTROLLER_EPOCH, zk.encode_controller_epoch(epoch), version=stat.version)
-            results = tx.commit()
-        except (ConnectionLoss, SessionExpiredError) as e:
-            log.warning("controller election interrupted: %r", e)
-            return False
-        if any(isinstance(r, Exception) for r in results):
-            return False
-        self.controller_epoch = epoch
-        log.info("broker %d is the controller (controller epoch %d)", self.broker_id, epoch)
-        return True
+    def _queue_election(self) -> None:
+        """The reader thread (or the loop): ``/controller`` is vacant; the election is an event of the
+        controller's queue (once for a burst of reads that saw it vacant)."""
+        if not self._election_queued:
+            self._election_queued = True
+            self.enqueue(self._run_for_controller)
+
+    def _run_for_controller(self) -> None:
+        """The event (Kafka's ``Reelect``): run for controller unless this broker is the controller or
+        its election is on its way. ZooKeeper's part is one conditional transaction sent asynchronously;
+        its answer is another event (:meth:`_elected`): nothing waits, nothing is decided off the loop."""
+        self._election_queued = False
+        if self._closed or self.is_controller or self._electing or not self._connected:
+            return
+        self._electing = True
+        self._elect(lambda epoch: self.enqueue(lambda: self._elected(epoch)))
+
+    def _elected(self, epoch: int | None) -> None:
+        """The event: the election's outcome (the epoch won, or None: another broker won, or ZooKeeper
+        failed); the re-read then shows who holds ``/controller`` (vacant again: another election)."""
+        self._electing = False
+        self._writes += 1  # a read begun before the outcome may show the seat vacant: it is read again
+        if self._closed:
+            return
+        if epoch is not None and not self._session_lost:
+            self.controller_epoch = epoch
+            log.info("broker %d is the controller (controller epoch %d)", self.broker_id, epoch)
+        self._on_watch(None)
+
+    def _elect(self, on_answer: Callable[[int | None], None]) -> None:
+        """Send this broker's election (:func:`~tidelog.cluster.zk_session.send_election`); ``on_answer``
+        runs on kazoo's thread."""
+        if self.client is None:
+            on_answer(None)
+            return
+        send_election(self.client, self.broker_id, on_answer)
 
     def delete_topics(self, names: Sequence[str], on_done: Callable[[bool], None]) -> None:
         """The controller's decision carried out: delete the topics marked for deletion, in the reader
@@ -357,13 +360,20 @@ class ZooKeeperStore:
 
     def _apply_new(self, read: tuple[MetadataImage, tuple[str, ...]], writes: int) -> None:
         """The loop (an event of the controller's queue): make a re-read current, unless this broker
-        wrote since it began (read again then)."""
+        wrote since it began (read again then). Another broker in ``/controller``: this one is not (or
+        no longer) the controller."""
         if self._closed:
             return
         if writes != self._writes:
             self._on_watch(None)
             return
-        new, self.pending_deletions = read
+        new, deleting = read
+        if new.controller_id < 0 and (self._election_queued or self._electing):
+            return  # read while the seat was vacant: the election's outcome brings the next read, with a controller
+        self.pending_deletions = deleting
+        if self.is_controller and new.controller_id not in (-1, self.broker_id):
+            log.warning("broker %d is no longer the controller: broker %d is", self.broker_id, new.controller_id)
+            self.controller_epoch = -1
         self._set(replace(new, version=self.image.version + 1))
 
     def _set(self, new: MetadataImage) -> None:
@@ -380,16 +390,17 @@ class ZooKeeperStore:
         """The image, and the topics marked for deletion (left out of it)."""
         client, watch = self.client, self._on_watch
         assert client is not None
-        if not client.exists(zk.CONTROLLER, watch=watch):
-            self._elect()
         controller_id = -1
-        try:
-            raw, _ = client.get(zk.CONTROLLER, watch=watch)
-            controller_id = zk.decode_controller(raw)
-        except NoNodeError:
-            pass
-        if controller_id != self.broker_id:
-            self.controller_epoch = -1
+        while True:
+            try:
+                raw, _ = client.get(zk.CONTROLLER, watch=watch)  # a data watch: its deletion re-reads
+                controller_id = zk.decode_controller(raw)
+                break
+            except NoNodeError:
+                if client.exists(zk.CONTROLLER, watch=watch) is None:  # watched until some broker takes it
+                    self._queue_election()
+                    break
+                # taken in between: read who took it
         try:
             self._cluster_controller_epoch = zk.decode_controller_epoch(client.get(zk.CONTROLLER_EPOCH)[0])
         except NoNodeError:
@@ -456,25 +467,28 @@ class ZooKeeperStore:
 
     def alter_partition_state(self, topic: str, partition: int, new: PartitionMetadata,
                               on_done: Callable[[bool], None]) -> None:
-        """A leader's ISR change (Kafka's ZooKeeper-era leaders wrote it themselves): set the state znode
-        at version ``new.partition_epoch`` without holding up the event loop; ``on_done(written)`` runs
-        on the loop afterwards (False: the state changed meanwhile, or ZooKeeper is unreachable)."""
+        """A partition state decided by the controller, or a leader's ISR change (Kafka's ZooKeeper-era
+        leaders wrote it themselves): set the state znode at version ``new.partition_epoch`` (-1: a new
+        partition's first state, created, with its parent) without holding up the event loop;
+        ``on_done(written)`` runs on the loop afterwards (False: the state changed or was created
+        meanwhile, or ZooKeeper is unreachable)."""
         client = self.client
         if client is None or not self._connected:
             on_done(False)
             return
-        result = client.set_async(zk.partition_state_path(topic, partition),
-                                  zk.encode_partition_state(new.leader, new.leader_epoch, new.isr, self._written_epoch),
-                                  version=new.partition_epoch)
+        path = zk.partition_state_path(topic, partition)
+        data = zk.encode_partition_state(new.leader, new.leader_epoch, new.isr, self._written_epoch)
+        result = (client.create_async(path, data, makepath=True) if new.is_new
+                  else client.set_async(path, data, version=new.partition_epoch))
 
         def done(async_result) -> None:  # kazoo's thread
             try:
                 async_result.get()
                 ok = True
-            except (BadVersionError, NoNodeError):
+            except (BadVersionError, NoNodeError, NodeExistsError):
                 ok = False
             except KazooException as e:
-                log.warning("ISR change of %s-%d not written: %r", topic, partition, e)
+                log.warning("partition state of %s-%d not written: %r", topic, partition, e)
                 ok = False
             self.dispatch(lambda: on_done(ok))
             if ok:
@@ -576,7 +590,7 @@ class ZooKeeperStore:
         if any(isinstance(r, NodeExistsError) for r in failures) and created:
             raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS,
                              f"Topic '{created[0]}' already exists (created by another broker).")
-        if any(isinstance(r, BadVersionError) for r in failures):
+        if any(isinstance(r, (BadVersionError, NodeExistsError)) for r in failures):
             raise KafkaError(ErrorCode.NOT_CONTROLLER, "the metadata changed concurrently in ZooKeeper; retry")
         raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, f"ZooKeeper refused the metadata change: {failures!r}")
 
@@ -585,6 +599,7 @@ class ZooKeeperStore:
     def close(self) -> None:
         """End the session: this broker's registration (and /controller, if it held it) go at once."""
         self._closed = True
+        self._registration.close()
         self._reader.shutdown(wait=False, cancel_futures=True)
         if self.client is not None:
             try:

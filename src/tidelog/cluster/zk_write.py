@@ -2,11 +2,13 @@
 (:mod:`zk_data`, :mod:`zk_acl`, :mod:`zk_quota`): :func:`add_changes` compares two images and adds to
 a kazoo transaction what makes ZooKeeper hold the second one.
 
-* a new topic: its assignment, ``partitions/<p>/state`` znodes and config, created together (so a
-  topic another broker created first makes the transaction fail with NodeExists);
+* a new topic: its assignment and config, created together (so a topic another broker created first
+  makes the transaction fail with NodeExists); its partitions' states are the controller's to create
+  (:meth:`~tidelog.cluster.zk_store.ZooKeeperStore.alter_partition_state`), as Kafka's ``AdminZkClient``
+  leaves them (a partition given with a state is created with it);
 * a changed topic: the assignment (new partitions, KIP-455's adding/removing replicas) at the znode
-  version read, new partitions' states, changed partition states at their partition epoch (the
-  version read), the config;
+  version read, changed partition states at their partition epoch (the version read; a first state is
+  created), the config;
 * a deleted topic: an ``/admin/delete_topics/<t>`` entry the controller carries out;
 * dynamic broker and group configs, client quotas, ACLs (one znode per resource pattern plus a change
   notification), the producer-id block (at the version read).
@@ -24,7 +26,7 @@ from kazoo.client import KazooClient
 
 from tidelog.cluster import reassignment, zk_acl
 from tidelog.cluster import zk_data as zk
-from tidelog.cluster.metadata import MetadataImage, TopicMetadata
+from tidelog.cluster.metadata import MetadataImage, PartitionMetadata, TopicMetadata
 from tidelog.cluster.zk_quota import write_client_quotas
 
 #: How long a metadata write (one ZooKeeper transaction, a request's handler waits for it) may take.
@@ -105,8 +107,10 @@ def _write_acls(tx, client: KazooClient, old: frozenset, new: frozenset) -> None
 def _create_topic(tx, client: KazooClient, topic: TopicMetadata, controller_epoch: int) -> None:
     assignment = {p.partition: p.replicas for p in topic.partitions}
     tx.create(zk.topic_path(topic.name), zk.encode_topic(topic.topic_id, assignment))
-    tx.create(zk.partitions_path(topic.name))
-    for p in topic.partitions:
+    stated = [p for p in topic.partitions if not p.is_new]
+    if stated:
+        tx.create(zk.partitions_path(topic.name))
+    for p in stated:
         tx.create(zk.partition_path(topic.name, p.partition))
         tx.create(zk.partition_state_path(topic.name, p.partition),
                   zk.encode_partition_state(p.leader, p.leader_epoch, p.isr, controller_epoch))
@@ -119,17 +123,26 @@ def _update_topic(tx, client: KazooClient, previous: TopicMetadata, topic: Topic
         tx.set_data(zk.topic_path(topic.name), reassignment.encode_assignment(topic),
                     version=versions.topics.get(topic.name, -1))
     for p in topic.partitions[len(previous.partitions):]:
-        tx.create(zk.partition_path(topic.name, p.partition))
-        tx.create(zk.partition_state_path(topic.name, p.partition),
-                  zk.encode_partition_state(p.leader, p.leader_epoch, p.isr, versions.controller_epoch))
+        if not p.is_new:
+            _create_state(tx, client, topic.name, p, versions.controller_epoch)
     for before, after in zip(previous.partitions, topic.partitions):
-        if (before.leader, before.leader_epoch, before.isr) != (after.leader, after.leader_epoch, after.isr):
+        if (before.leader, before.leader_epoch, before.isr) == (after.leader, after.leader_epoch, after.isr):
+            continue
+        if before.is_new:  # no state znode yet: created (another writer's first makes the transaction fail)
+            _create_state(tx, client, topic.name, after, versions.controller_epoch)
+        else:
             tx.set_data(zk.partition_state_path(topic.name, after.partition),
                         zk.encode_partition_state(after.leader, after.leader_epoch, after.isr,
                                                   versions.controller_epoch),
                         version=before.partition_epoch)
     if topic.configs != previous.configs:
         _write_config(tx, client, zk.topic_config_path(topic.name), topic.configs)
+
+
+def _create_state(tx, client: KazooClient, topic: str, p: PartitionMetadata, controller_epoch: int) -> None:
+    client.ensure_path_async(zk.partition_path(topic, p.partition)).get(timeout=WRITE_TIMEOUT_S)
+    tx.create(zk.partition_state_path(topic, p.partition),
+              zk.encode_partition_state(p.leader, p.leader_epoch, p.isr, controller_epoch))
 
 
 def _write_config(tx, client: KazooClient, path: str, config: dict[str, str]) -> None:

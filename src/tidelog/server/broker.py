@@ -248,10 +248,10 @@ class Broker:
             ListOffsetsHandler(replicas, auth),
             OffsetForLeaderEpochHandler(replicas, auth),
             DeleteRecordsHandler(replicas, auth),
-            TopicHandlers(controller, config, describer, auth),
+            TopicHandlers(controller, config, describer, auth, leadership.await_leaders),
             ConfigHandlers(controller, describer, self.broker_id, auth),
             ClusterInfoHandlers(store, replicas.local_logs, auth),
-            FindCoordinatorHandler(store, internal_topics, auth),
+            FindCoordinatorHandler(store, internal_topics, auth, leadership.await_leaders),
             GroupHandlers(group_service, auth),
             OffsetHandlers(group_service, store, auth),
             ConsumerGroupHandlers(group_service, store, config["group.coordinator.rebalance.protocols"], auth),
@@ -438,6 +438,7 @@ class Broker:
         )
         _, host, port = endpoints[0]
         self.store.open(BrokerInfo(self.broker_id, host, port, self.config["broker.rack"], endpoints))
+        self.partition_controller.start()  # new partitions whose first state a restart interrupted
         self.client_quotas.update(self.store.image.client_quotas)
         reports = await asyncio.get_running_loop().run_in_executor(None, self.logs.startup)
         self.startup_reports = reports

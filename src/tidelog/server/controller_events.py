@@ -86,6 +86,15 @@ class ControllerEventManager:
         elif not loop.is_closed():
             loop.call_soon_threadsafe(self.put, event)
 
+    def dispatch_threadsafe(self, fn: Callable[[], object]) -> None:
+        """Any thread (ZooKeeper's callbacks): run ``fn`` on the loop, outside the queue: the answers to
+        this broker's own ZooKeeper writes, which an event of the queue may be waiting for (queued, they
+        would wait behind it). Dropped before :meth:`start` (nothing has been written yet) and once the
+        loop is closed."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(fn)
+
     def call(self, fn: Callable[[], Awaitable[T]]) -> asyncio.Future[T]:
         """The loop: run ``fn`` as an event; its result (or exception) comes back in the future."""
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()

@@ -89,7 +89,7 @@ class ModeRuntime(Protocol):
 class Mode(Protocol):
     store: MetadataStore
     credentials: CredentialStore
-    #: how partition states are written by requests (ElectLeaders ...); None: nothing to write (a single node)
+    #: how the partition states the controller decides are written (first states, ElectLeaders ...)
     alter_partition_state: AlterPartitionState | None
     #: what the active controller carries out after each metadata change (elections after a broker loss,
     #: reassignment completion, topic deletion); None: a single node has no such duties
@@ -128,14 +128,15 @@ def broker_mode(config: BrokerConfig, listeners: tuple[Listener, ...], data_dir:
 
 
 class SingleNode:
-    """Metadata and SCRAM users in the data dir; this broker leads every partition."""
+    """Metadata and SCRAM users in the data dir; this broker leads every partition (the first state of
+    each new one is decided in the controller's queue and written to the data dir, as a cluster's)."""
 
-    alter_partition_state = None
     controller_duties = None
 
     def __init__(self, data_dir: Path) -> None:
         self.store = EmbeddedStore(data_dir)
         self.credentials = EmbeddedCredentialStore(data_dir)
+        self.alter_partition_state: AlterPartitionState | None = self.store.alter_partition_state
 
     def replica_options(self) -> dict[str, Any]:
         return {}
@@ -182,21 +183,6 @@ class _SingleNodeRuntime:
 # ----------------------------------------------------------------------------------------- cluster
 
 
-class _LoopHandoff:
-    """Hands a callback from another thread (the ZooKeeper client's) to the broker's event loop,
-    which is known once the broker starts."""
-
-    def __init__(self) -> None:
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-
-    def __call__(self, fn: Callable[[], None]) -> None:
-        if self._loop is not None and not self._loop.is_closed():
-            self._loop.call_soon_threadsafe(fn)
-
-
 class ClusterMode:
     """One broker of a cluster whose metadata is in ZooKeeper (see the module docstring)."""
 
@@ -206,12 +192,12 @@ class ClusterMode:
 
         self.config = config
         self.broker_id: int = config["broker.id"]
-        self._handoff = _LoopHandoff()
         settings = ZooKeeperSettings(config["zookeeper.connect"], config["zookeeper.session.timeout.ms"],
                                      config["zookeeper.connection.timeout.ms"],
                                      dict(config["listener.security.protocol.map"]), frozenset(internal_topics))
         # ZooKeeper's callbacks: this broker's own writes' answers to the loop, everything read to the queue
-        self.store = store = ZooKeeperStore(settings, self.broker_id, self._handoff, events.put_threadsafe)
+        self.store = store = ZooKeeperStore(settings, self.broker_id, events.dispatch_threadsafe,
+                                            events.put_threadsafe)
         self.controller_duties: ControllerDuties | None = store
         # SCRAM users in /config/users, read from a cache (watched), never from ZooKeeper on the loop
         self.credentials = ZooKeeperCredentialStore(lambda: store.client)
@@ -247,7 +233,6 @@ class ClusterMode:
         return InterBrokerClient(self.broker_id, self.peers)
 
     def prepare(self, loop: asyncio.AbstractEventLoop) -> set[str]:
-        self._handoff.attach(loop)
         security = self.peers.prepare()  # reads PEM files
         log.info("connections to other brokers: %s", security.describe())
         return {jaas_key(security.listener, security.mechanism)} if security.mechanism else set()

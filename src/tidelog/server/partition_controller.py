@@ -2,8 +2,14 @@
 event queue (:mod:`tidelog.server.controller_events`) over the pure rules of :mod:`tidelog.cluster`.
 
 Duties (the active controller only; Kafka's ZooKeeper-era ``KafkaController``), after every metadata
-image the store applies (:meth:`PartitionController.on_metadata_change` queues them, coalesced):
+image the store applies (:meth:`PartitionController.on_metadata_change` queues them, coalesced), and
+once at start (:meth:`PartitionController.start`):
 
+* new partitions (Kafka's topic-change event: a broker that handled CreateTopics or CreatePartitions
+  wrote only their assignment) get their first leader and ISR (:func:`~tidelog.cluster.election.first_states`),
+  a single node's as a cluster's; whoever waits for them (:meth:`PartitionController.await_leaders`:
+  the CreateTopics answer, FindCoordinator's first use of an internal topic) sees them once this
+  broker's metadata shows them;
 * topics marked for deletion (``/admin/delete_topics``) are deleted;
 * elections (:mod:`tidelog.cluster.election`): a dead leader is replaced from the ISR, dead ISR members
   leave it, and without a live ISR member the partition goes offline, or, with
@@ -35,12 +41,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Protocol
 
-from tidelog.clock import Clock
+from tidelog.clock import Clock, TimerHandle, clock_timeout
 from tidelog.cluster import reassignment
-from tidelog.cluster.election import elections
+from tidelog.cluster.election import elections, first_states
 from tidelog.cluster.leader_election import (
     ElectionOutcome,
     ElectionType,
@@ -65,12 +71,13 @@ AlterPartitionState = Callable[[str, int, PartitionMetadata, Done], None]
 UncleanElection = Callable[[MetadataImage, str], bool]
 #: conflicting writes are decided again this many times
 ATTEMPTS = 5
-#: a duty whose write failed (a lost race, ZooKeeper unreachable) is tried again after this long, in case
-#: no new image comes to queue it (a race lost brings one; a connection lost and regained may not)
-DUTY_RETRY_S = 1.0
-#: how long an event waits for ZooKeeper's answer to its writes (kazoo answers every request, if only
-#: with an error; this bounds a stalled one so that the queue goes on)
-WRITE_WAIT_S = 10.0
+#: a duty whose write failed (a lost race, ZooKeeper unreachable) is tried again after this long (of the
+#: broker's Clock), in case no new image comes to queue it (a race lost brings one; a connection lost and
+#: regained may not)
+DUTY_RETRY_MS = 1_000
+#: how long (of the broker's Clock) an event waits for ZooKeeper's answer to its writes (kazoo answers every
+#: request, if only with an error; this bounds a stalled one so that the queue goes on)
+WRITE_WAIT_MS = 10_000
 
 
 class ControllerDuties(Protocol):
@@ -104,7 +111,7 @@ class PartitionController:
         self.reassigner = Reassigner(store)
         self.shutting_down: set[int] = set()
         self._duties_queued = False
-        self._duty_retry: asyncio.TimerHandle | None = None
+        self._duty_retry: TimerHandle | None = None
         self._changed: asyncio.Future | None = None
 
     # ------------------------------------------------------------------------------ metadata
@@ -118,20 +125,39 @@ class PartitionController:
             changed.set_result(None)
         self._queue_duties()
 
+    def start(self) -> None:
+        """Once the store is open: the duties of the image it opened with (a new partition whose first
+        state was not written before a restart)."""
+        self._queue_duties()
+
     def _queue_duties(self) -> None:
         self._duty_retry = None
-        if self.duties is not None and self.duties.is_controller and not self._duties_queued:
+        if self.is_controller() and not self._duties_queued:
             self._duties_queued = True
             self.events.put(self._run_duties)
 
     async def _run_duties(self) -> None:
         """The event: what the controller does with the current image."""
         self._duties_queued = False
-        duties = self.duties
-        if duties is None or not duties.is_controller:
+        if not self.is_controller():
             return
-        if not await self._carry_out_duties(duties) and self._duty_retry is None:
-            self._duty_retry = asyncio.get_running_loop().call_later(DUTY_RETRY_S, self._queue_duties)
+        ok = await self._start_new_partitions()
+        duties = self.duties
+        if duties is not None and duties.is_controller:
+            ok = await self._carry_out_duties(duties) and ok
+        if not ok and self._duty_retry is None:
+            self._duty_retry = self.clock.call_later(DUTY_RETRY_MS, self._queue_duties)
+
+    async def _start_new_partitions(self) -> bool:
+        """New partitions' first states (leader, ISR, leader epoch 0), each created only once; False if a
+        write failed."""
+        changes = first_states(self.store.image)
+        written = await self._write(changes)
+        for topic, p in changes:
+            if written[(topic, p.partition)]:
+                log.info("controller: new partition %s-%d: leader %d, ISR %s", topic, p.partition, p.leader,
+                         list(p.isr))
+        return all(written.values())
 
     async def _carry_out_duties(self, duties: ControllerDuties) -> bool:
         """Deletions, elections, reassignment completions; False if a write failed."""
@@ -289,20 +315,45 @@ class PartitionController:
                 log.warning("partition state of %s-%d not written: %r", topic, p.partition, e)
                 if not future.done():
                     future.set_result(False)
-        await asyncio.wait(futures.values(), timeout=WRITE_WAIT_S)
+        try:
+            async with clock_timeout(self.clock, WRITE_WAIT_MS):
+                await asyncio.wait(futures.values())
+        except TimeoutError:
+            pass  # those not answered count as not written
         return {key: future.done() and bool(future.result()) for key, future in futures.items()}
 
-    @staticmethod
-    async def _await_done(start: Callable[[Done], None]) -> bool:
-        """Start a store operation with an ``on_done(ok)`` callback and wait for it (bounded)."""
+    async def _await_done(self, start: Callable[[Done], None]) -> bool:
+        """Start a store operation with an ``on_done(ok)`` callback and wait for it (at most
+        :data:`WRITE_WAIT_MS` of the clock)."""
         future = asyncio.get_running_loop().create_future()
         start(lambda ok: future.done() or future.set_result(ok))
         try:
-            return bool(await asyncio.wait_for(future, WRITE_WAIT_S))
+            async with clock_timeout(self.clock, WRITE_WAIT_MS):
+                return bool(await future)
         except TimeoutError:
             return False
 
     # ---------------------------------------------------------------------------------- waiting
+
+    async def await_leaders(self, topics: Collection[str], timeout_ms: int) -> set[str]:
+        """Until every partition of ``topics`` has a leader in this broker's metadata (new ones: once the
+        controller decided their first state and the store shows it), at most ``timeout_ms`` of the
+        clock; returns the topics that still lack one (a topic that is gone lacks nothing)."""
+        deadline = self.clock.monotonic_ms() + timeout_ms
+
+        def leaderless() -> set[str]:
+            image = self.store.image
+            return {name for name in topics if (t := image.topics.get(name)) is not None
+                    and any(p.leader < 0 for p in t.partitions)}
+
+        waiting = leaderless()
+        while waiting and self.clock.monotonic_ms() < deadline:
+            before = self.store.image
+            await self._next_image(before, deadline)
+            if self.store.image is before:  # timed out
+                break
+            waiting = leaderless()
+        return waiting
 
     async def _next_image(self, seen: MetadataImage, deadline_ms: int) -> None:
         """Until the store's image is no longer ``seen`` (or the deadline)."""
@@ -316,7 +367,8 @@ class PartitionController:
         if self._changed is None or self._changed.done():
             self._changed = asyncio.get_running_loop().create_future()
         try:
-            await asyncio.wait_for(asyncio.shield(self._changed), remaining / 1000)
+            async with clock_timeout(self.clock, remaining):
+                await asyncio.shield(self._changed)
         except TimeoutError:
             pass
 

@@ -79,6 +79,7 @@ def test_added_partitions_continue_from_partition_zeros_leader(tmp_path):
     from dataclasses import replace
 
     from tidelog.cluster.controller import Controller
+    from tidelog.cluster.election import first_states
     from tidelog.cluster.store import EmbeddedStore
     from tidelog.cluster.topic_config import TopicConfigs
     from tidelog.config import TopicConfig
@@ -87,9 +88,18 @@ def test_added_partitions_continue_from_partition_zeros_leader(tmp_path):
     store.open(brokers(1)[0])
     store.publish(replace(store.image, brokers={b.broker_id: b for b in brokers(1, 2, 3)}))
     controller = Controller(store, 1, TopicConfigs(TopicConfig()))
+
+    def decided(name: str):
+        """The topic once the controller's first states (its rule, written as its queue writes them) are in."""
+        for topic, p in first_states(store.image):
+            store.alter_partition_state(topic, p.partition, p, lambda ok: None)
+        return store.image.topics[name]
+
     for n in range(5):  # whatever the random start of the topic, the leaders keep rotating
-        topic = controller.create_topic(f"t{n}", 3, 2)
-        grown = controller.create_partitions(f"t{n}", 9)
+        controller.create_topic(f"t{n}", 3, 2)
+        topic = decided(f"t{n}")
+        controller.create_partitions(f"t{n}", 9)
+        grown = decided(f"t{n}")
         leaders = [p.leader for p in grown.partitions]
         assert Counter(leaders) == {1: 3, 2: 3, 3: 3}
         assert leaders[3:6] == [leaders[0], (leaders[0] % 3) + 1, ((leaders[0] + 1) % 3) + 1]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from tidelog.cluster.election import elect_leader, elections
+from tidelog.cluster.election import elect_leader, elections, first_states
 from tidelog.cluster.metadata import BrokerInfo, MetadataImage, PartitionMetadata, TopicMetadata
 
 P = PartitionMetadata(0, leader=1, leader_epoch=4, replicas=(1, 2, 3), isr=(1, 2, 3), partition_epoch=9)
@@ -38,3 +38,15 @@ def test_elections_look_at_every_partition_and_skip_those_without_state() -> Non
     topic = TopicMetadata("t", uuid.uuid4(), (P, PartitionMetadata(1, -1, -1, (1, 2), (), -1)))
     image = MetadataImage("c", 2, brokers, {"t": topic})
     assert [(name, p.partition, p.leader) for name, p in elections(image, lambda t: False)] == [("t", 0, 2)]
+
+
+def test_a_new_partition_s_first_state_is_its_first_live_replica_leading_the_live_replicas() -> None:
+    brokers = {i: BrokerInfo(i, "h", 9000 + i) for i in (1, 3)}
+    new = TopicMetadata("new", uuid.uuid4(), (PartitionMetadata.new(0, (2, 3, 1)), PartitionMetadata.new(1, (1, 3)),
+                                              PartitionMetadata.new(2, (2,))))
+    stated = TopicMetadata("old", uuid.uuid4(), (P,))
+    image = MetadataImage("c", 1, brokers, {"new": new, "old": stated})
+    firsts = [(name, p.partition, p.leader, p.leader_epoch, p.isr, p.partition_epoch) for name, p in first_states(image)]
+    # written at partition epoch -1 (created); a partition with a state, or without a live replica, waits
+    assert firsts == [("new", 0, 3, 0, (3, 1), -1), ("new", 1, 1, 0, (1, 3), -1)]
+    assert all(p.is_new for p in new.partitions) and not P.is_new

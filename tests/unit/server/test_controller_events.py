@@ -167,3 +167,30 @@ def test_stop_ends_an_event_whose_first_cancellation_is_lost() -> None:
         return done.is_set()
 
     assert asyncio.run(main())
+
+
+def test_an_answer_dispatched_from_another_thread_reaches_the_event_that_awaits_it() -> None:
+    """ZooKeeper's answer to this broker's own write goes to the loop outside the queue: the event that
+    wrote waits for it (queued, the answer would wait behind that event for ever); before start it is dropped."""
+    events = ControllerEventManager()
+    events.dispatch_threadsafe(lambda: pytest.fail("dispatched before start"))
+
+    async def main() -> None:
+        events.start()
+        loop_thread = threading.get_ident()
+        answered: list[int] = []
+
+        async def writes() -> str:
+            answer = asyncio.get_running_loop().create_future()
+
+            def kazoo_thread() -> None:  # as ZooKeeper's callback answering the write
+                events.dispatch_threadsafe(lambda: (answered.append(threading.get_ident()), answer.set_result("ok")))
+
+            threading.Thread(target=kazoo_thread).start()
+            return await asyncio.wait_for(answer, 10)
+
+        assert await events.call(writes) == "ok"
+        assert answered == [loop_thread]
+        await events.stop()
+
+    asyncio.run(main())

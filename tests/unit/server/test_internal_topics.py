@@ -33,8 +33,11 @@ from tidelog.records import RecordBatchBuilder
 from tidelog.security.acl import AclOperation, ResourceType
 from tidelog.server.broker import Broker
 from tidelog.server.context import RequestContext
+from tidelog.server.controller_events import ControllerEventManager
 from tidelog.server.dispatcher import HandlerRegistry
 from tidelog.server.handlers import FindCoordinatorHandler
+from tidelog.server.partition_controller import PartitionController
+from tidelog.testing import ManualClock
 
 PARTITIONS = {"offsets.topic.num.partitions": "3", "transaction.state.log.num.partitions": "5"}
 
@@ -148,12 +151,26 @@ def test_a_new_table_entry_is_created_and_found_with_nothing_else_wired(tmp_path
     table = (*(t for t in INTERNAL_TOPICS if t is not SHARE_GROUP_STATE), SHARE_STATE)
     controller = Controller(store, 1, TopicConfigs(TopicConfig()), config,
                             internal_topics=frozenset(t.name for t in table))
+    # the controller's queue decides the new partitions' first leaders; FindCoordinator waits for them
+    events = ControllerEventManager()
+    leadership = PartitionController(store, events, ManualClock(), alter=store.alter_partition_state,
+                                     is_controller=lambda: True)
+    store.subscribe(leadership.on_metadata_change)
     handlers = HandlerRegistry()
-    handlers.add(FindCoordinatorHandler(store, InternalTopicManager(controller, config, lambda: store.image, table)))
+    handlers.add(FindCoordinatorHandler(store, InternalTopicManager(controller, config, lambda: store.image, table),
+                                        leaders=leadership.await_leaders))
 
     request = (FindCoordinatorRequest(key_type=2, coordinator_keys=["share:t:0"]) if version >= 4
                else FindCoordinatorRequest(key="share:t:0", key_type=2))
-    answer = asyncio.run(dispatch(handlers, request, version))
+
+    async def find():
+        events.start()
+        try:
+            return await dispatch(handlers, request, version)
+        finally:
+            await events.stop()
+
+    answer = asyncio.run(find())
     found = answer.coordinators[0] if version >= 4 else answer
     assert (found.error_code, found.node_id, found.host, found.port) == (0, 1, "127.0.0.1", 9092)
     topic = store.image.topics["__share_group_state"]

@@ -12,7 +12,7 @@ from tidelog.cluster.leader_election import ElectionType
 from tidelog.cluster.metadata import MetadataImage, PartitionMetadata
 from tidelog.errors import ErrorCode
 from tidelog.server.controller_events import ControllerEventManager
-from tidelog.server.partition_controller import PartitionController
+from tidelog.server.partition_controller import DUTY_RETRY_MS, WRITE_WAIT_MS, PartitionController
 from tidelog.testing.clock import ManualClock
 
 
@@ -116,3 +116,84 @@ def test_rebalance_runs_on_the_controller_only() -> None:
     assert _run(changes, lambda: changes.rebalance(10)) == 1
     assert [p.leader for p in store.image.topics["t"].partitions] == [1, 2]
     assert _run(changes, lambda: changes.rebalance(10)) == 0
+
+
+class _Duties:
+    """The controller's duties of a store that has nothing to delete or complete (elections only)."""
+
+    is_controller = True
+    pending_deletions: tuple[str, ...] = ()
+
+    def delete_topics(self, names, on_done) -> None:
+        raise AssertionError("nothing to delete")
+
+    def complete_reassignment(self, topic, done, on_done) -> None:
+        raise AssertionError("nothing to complete")
+
+
+def test_a_failed_duty_is_tried_again_when_the_clock_says() -> None:
+    """An election whose write failed (ZooKeeper unreachable for a moment: no new image comes) is tried
+    again after DUTY_RETRY_MS of the broker's Clock, not of real time."""
+    store = _ConditionalStore(_image([_p(0, 2, (2, 1), (2, 1))], live=(1, 3)))  # the leader 2 is gone
+    failed: list[PartitionMetadata] = []
+
+    def unreachable_once(topic, partition, new, on_done) -> None:
+        if not failed:
+            failed.append(new)
+            asyncio.get_running_loop().call_soon(on_done, False)
+            return
+        store.alter(topic, partition, new, on_done)
+
+    clock = ManualClock()
+    changes = PartitionController(store, ControllerEventManager(), clock, alter=unreachable_once,  # type: ignore[arg-type]
+                                  is_controller=lambda: True, duties=_Duties())
+
+    async def scenario() -> None:
+        changes.on_metadata_change(store.image, store.image)
+        await changes.events.wait_idle()
+        assert len(failed) == 1 and not store.writes
+        await asyncio.sleep(0.05)  # real time passes: nothing is tried again
+        await changes.events.wait_idle()
+        assert not store.writes and clock.pending_timers() == 1
+        clock.advance(DUTY_RETRY_MS - 1)
+        await asyncio.sleep(0.01)
+        await changes.events.wait_idle()
+        assert not store.writes
+        clock.advance(1)
+        for _ in range(100):
+            await asyncio.sleep(0.01)
+            await changes.events.wait_idle()
+            if store.writes:
+                break
+        assert [(w.leader, w.leader_epoch, w.isr) for w in store.writes] == [(1, 4, (1,))]
+        assert store.image.topics["t"].partitions[0].leader == 1
+
+    _run(changes, scenario)
+
+
+def test_a_write_zookeeper_never_answers_holds_the_queue_until_the_clock_ends_the_wait() -> None:
+    store = _ConditionalStore(_image([_p(0, 2, (1, 2), (1, 2))], live=(1, 2)))
+    unanswered: list[PartitionMetadata] = []
+    clock = ManualClock()
+    changes = PartitionController(store, ControllerEventManager(), clock,
+                                  alter=lambda topic, partition, new, on_done: unanswered.append(new),
+                                  is_controller=lambda: True)
+
+    async def scenario() -> None:
+        election = asyncio.ensure_future(changes.elect_leaders(ElectionType.PREFERRED, [("t", 0)], 5_000))
+        for _ in range(50):
+            await asyncio.sleep(0.01)
+            if unanswered:
+                break
+        await asyncio.sleep(0.05)
+        assert len(unanswered) == 1 and not election.done() and not changes.events.idle
+        clock.advance(WRITE_WAIT_MS)  # the event gives up on the answer: not written; past the request's
+        # timeout too, so the next attempt is at once (there is no new image to wait for)
+        for _ in range(100):
+            await asyncio.sleep(0.01)
+            if len(unanswered) == 2:
+                break
+        assert len(unanswered) == 2 and not election.done()
+        election.cancel()
+
+    _run(changes, scenario)

@@ -23,7 +23,12 @@ from tidelog.config import BrokerConfig
 from tidelog.coordinator.txn import TransactionState
 from tidelog.errors import ErrorCode
 from tidelog.protocol import encode_request
-from tidelog.protocol.messages import EndTxnRequest, InitProducerIdRequest, ProduceRequest
+from tidelog.protocol.messages import (
+    EndTxnRequest,
+    FindCoordinatorRequest,
+    InitProducerIdRequest,
+    ProduceRequest,
+)
 from tidelog.records import RecordBatchBuilder
 from tidelog.server.broker import Broker
 from tidelog.server.context import RequestContext
@@ -86,6 +91,11 @@ def test_pipelined_requests_of_a_new_epoch_are_appended_in_order(tmp_path: Path)
 
     async def scenario(broker: Broker) -> None:
         broker.controller.create_topic(TOPIC, 1)
+        # as a client does: the transaction coordinator is found first (which creates its topic; the
+        # controller's queue decides the new partitions' leaders)
+        found = await dispatch(broker, FindCoordinatorRequest(key_type=1, coordinator_keys=[TXN_ID]), 4)
+        assert found.coordinators[0].error_code == 0
+        await broker.partition_controller.await_leaders([TOPIC], 10_000)
         init = await dispatch(broker, InitProducerIdRequest(transactional_id=TXN_ID, transaction_timeout_ms=60_000), 5)
         assert init.error_code == 0
         pid, epoch = init.producer_id, init.producer_epoch

@@ -52,6 +52,7 @@ def run(tmp_path: Path, body, **extra: str):
 def test_appends_move_the_traffic_counters_and_the_log_gauges(tmp_path):
     async def body(broker: Broker):
         broker.controller.create_topic("t", 2)
+        await broker.partition_controller.await_leaders(["t"], 10_000)  # the controller's queue decides them
         data = batch(3)
         broker.replicas.append_records("t", 0, bytearray(data), acks=1)
         broker.replicas.append_records("t", 0, batch(2), acks=1)
@@ -81,6 +82,7 @@ def test_appends_move_the_traffic_counters_and_the_log_gauges(tmp_path):
 def test_deleting_a_topic_drops_its_series_but_not_the_totals(tmp_path):
     async def body(broker: Broker):
         broker.controller.create_topic("gone", 1)
+        await broker.partition_controller.await_leaders(["gone"], 10_000)
         broker.replicas.append_records("gone", 0, batch(4), acks=1)
         broker.controller.delete_topics(["gone"])
         return samples(broker)
@@ -93,6 +95,7 @@ def test_deleting_a_topic_drops_its_series_but_not_the_totals(tmp_path):
 def test_flushing_a_log_is_timed(tmp_path):
     async def body(broker: Broker):
         broker.controller.create_topic("t", 1)
+        await broker.partition_controller.await_leaders(["t"], 10_000)
         broker.replicas.append_records("t", 0, batch(1), acks=1)
         before = samples(broker)[("tidelog_log_flush_time_seconds_count", ())]
         broker.logs.get_log("t", 0).flush()
@@ -119,6 +122,7 @@ def test_two_brokers_in_one_process_have_separate_registries(tmp_path):
         await b.start()
         try:
             a.controller.create_topic("t", 1)
+            await a.partition_controller.await_leaders(["t"], 10_000)
             a.replicas.append_records("t", 0, batch(7), acks=1)
             return samples(a), samples(b)
         finally:

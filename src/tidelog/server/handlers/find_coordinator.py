@@ -6,10 +6,14 @@ GROUP (0) ``__consumer_offsets``, TRANSACTION (1) ``__transaction_state``, SHARE
 does. DESCRIBE on the key (CLUSTER_ACTION on the cluster for SHARE, v6+ only, a key
 ``group:topic id:partition``) is checked before anything is created. v4+ answers in
 the batched ``coordinator_keys`` form; a key type no internal topic answers is INVALID_REQUEST. An
-empty key is no error.
+empty key is no error. A topic just created has no leaders until the controller decides them (in its
+event queue): the answer waits for them, at most :data:`LEADERS_WAIT_MS`, then says
+COORDINATOR_NOT_AVAILABLE (retriable) for a partition still without one.
 """
 
 from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Collection
 
 from tidelog.cluster.store import MetadataStore
 from tidelog.coordinator.internal_topics import InternalTopicManager
@@ -21,6 +25,8 @@ from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
 
 NO_NODE = (-1, "", -1)
+#: How long (of the clock) an answer waits for the first leaders of an internal topic's new partitions.
+LEADERS_WAIT_MS = 5_000
 
 
 def _find_coordinator_error(request: FindCoordinatorRequest, code: ErrorCode, message: str | None):
@@ -37,8 +43,10 @@ class FindCoordinatorHandler:
     """Where a group's, a transactional id's (any internal topic's key type) coordinator is."""
 
     def __init__(self, store: MetadataStore, internal_topics: InternalTopicManager,
-                 authorizer: Authorizer = NO_AUTHORIZER) -> None:
+                 authorizer: Authorizer = NO_AUTHORIZER,
+                 leaders: Callable[[Collection[str], int], Awaitable[set[str]]] | None = None) -> None:
         self.authorizer = authorizer
+        self.leaders = leaders  # PartitionController.await_leaders (None: nothing to wait for)
         self.store = store
         self.internal_topics = internal_topics
 
@@ -64,17 +72,33 @@ class FindCoordinatorHandler:
         host, port = node.endpoint(ctx.listener_name)
         return ErrorCode.NONE, None, (node.broker_id, host, port)
 
+    async def _coordinators(self, ctx: RequestContext, key_type: int,
+                            keys: list[str]) -> list[tuple[ErrorCode, str | None, tuple[int, str, int]]]:
+        """Each key's answer, once the first leaders of a new internal topic are decided (bounded)."""
+        answers = [self._coordinator(ctx, key_type, key) for key in keys]
+        internal = self.internal_topics.by_key_type(key_type)
+        if self.leaders is None or internal is None or all(a[0] != ErrorCode.COORDINATOR_NOT_AVAILABLE for a in answers):
+            return answers
+        topic = self.store.image.topics.get(internal.name)
+        if topic is None or not any(p.is_new for p in topic.partitions):
+            return answers
+        await self.leaders([internal.name], LEADERS_WAIT_MS)
+        return [self._coordinator(ctx, key_type, key) if a[0] == ErrorCode.COORDINATOR_NOT_AVAILABLE else a
+                for key, a in zip(keys, answers)]
+
     @handles(ApiKey.FIND_COORDINATOR, 0, 6, _find_coordinator_error)
-    def handle_find_coordinator(self, ctx: RequestContext, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
+    async def handle_find_coordinator(self, ctx: RequestContext,
+                                      request: FindCoordinatorRequest) -> FindCoordinatorResponse:
         if ctx.api_version >= 4:
             coordinators = []
-            for key in request.coordinator_keys:
-                code, message, (node_id, host, port) = self._coordinator(ctx, request.key_type, key)
+            keys = list(request.coordinator_keys)
+            for key, (code, message, (node_id, host, port)) in zip(
+                    keys, await self._coordinators(ctx, request.key_type, keys)):
                 coordinators.append(FindCoordinatorResponse.Coordinator(
                     key=key, node_id=node_id, host=host, port=port, error_code=int(code),
                     error_message=message if code != ErrorCode.NONE else None))
             return FindCoordinatorResponse(coordinators=coordinators)
-        code, message, (node_id, host, port) = self._coordinator(ctx, request.key_type, request.key)
+        ((code, message, (node_id, host, port)),) = await self._coordinators(ctx, request.key_type, [request.key])
         return FindCoordinatorResponse(error_code=int(code),
                                        error_message=code.name if code == ErrorCode.NONE else message or code.message,
                                        node_id=node_id, host=host, port=port)

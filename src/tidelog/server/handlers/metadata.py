@@ -2,7 +2,9 @@
 
 Topics that do not exist are created when the request allows it (v4+ ``allow_auto_topic_creation``;
 always before v4) and the broker has ``auto.create.topics.enable``, with ``num.partitions`` partitions
-and ``default.replication.factor`` replicas.
+and ``default.replication.factor`` replicas; the answer comes at once, the new partitions
+LEADER_NOT_AVAILABLE until the controller has decided their first leaders (as Kafka answers an
+auto-created topic; the client asks again).
 
 Authorization (Kafka's): a topic the client may not DESCRIBE is left out of an all-topics answer and
 answered TOPIC_AUTHORIZATION_FAILED (without its id or partitions, whether it exists or not) when asked

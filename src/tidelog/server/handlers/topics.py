@@ -15,6 +15,13 @@ CreateTopics (Kafka's ``ControllerApis`` + ``ReplicationControlManager``), check
   be non-empty, name only registered brokers (on a single node: this one), no broker twice, the same
   length for every partition, and the partition indexes must run 0..n-1 (else INVALID_REPLICA_ASSIGNMENT).
 
+Only the topics' assignments are written here; the active controller decides each new partition's
+first leader and ISR in its event queue. The answer waits (at most the request's ``timeout_ms``; 0 or
+less: :data:`LEADERS_WAIT_MS`) until this broker's metadata shows a leader for every partition, so a
+client that looks next finds them, as it would on Kafka; a topic whose leaders do not come within a
+positive ``timeout_ms`` is answered REQUEST_TIMED_OUT (Kafka's ZooKeeper-era ``DelayedCreatePartitions``;
+the topic exists). CreatePartitions waits for its new partitions the same way.
+
 ``validate_only`` runs every check and changes nothing; its answer carries a fresh topic id, as Kafka's. From v5 a
 success carries the partition count, replication factor and every config of the topic with its source.
 
@@ -31,6 +38,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
+from collections.abc import Awaitable, Callable, Collection
 
 from tidelog.cluster.config_entries import ConfigDescriber
 from tidelog.cluster.controller import Controller, NewTopic
@@ -54,6 +62,11 @@ from tidelog.server.dispatcher import handles
 from tidelog.server.handlers.duplicates import duplicated
 
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
+#: How long an answer waits for new partitions' leaders when the request gives no timeout (ms of the clock).
+LEADERS_WAIT_MS = 30_000
+#: (topics, timeout in ms) -> the topics whose partitions still lack a leader once waited for
+#: (:meth:`~tidelog.server.partition_controller.PartitionController.await_leaders`)
+AwaitLeaders = Callable[[Collection[str], int], Awaitable[set[str]]]
 
 TopicResult = CreateTopicsResponse.CreatableTopicResult
 TopicConfigResult = CreateTopicsResponse.CreatableTopicConfigs
@@ -90,8 +103,9 @@ class TopicHandlers:
     """CreateTopics, DeleteTopics and CreatePartitions."""
 
     def __init__(self, controller: Controller, config: BrokerConfig, describer: ConfigDescriber,
-                 authorizer: Authorizer = NO_AUTHORIZER) -> None:
+                 authorizer: Authorizer = NO_AUTHORIZER, leaders: AwaitLeaders | None = None) -> None:
         self.controller = controller
+        self.leaders = leaders  # None: nothing to wait for (the states come with the assignment)
         self.config = config
         self.describer = describer
         self.authorizer = authorizer
@@ -106,8 +120,16 @@ class TopicHandlers:
 
     # ---------------------------------------------------------------------------- CreateTopics
 
+    async def _timed_out(self, names: list[str], timeout_ms: int) -> set[str]:
+        """Wait until the new partitions of ``names`` have leaders; those that did not within a positive
+        ``timeout_ms`` (answered REQUEST_TIMED_OUT)."""
+        if not names or self.leaders is None:
+            return set()
+        missing = await self.leaders(names, timeout_ms if timeout_ms > 0 else LEADERS_WAIT_MS)
+        return missing if timeout_ms > 0 else set()
+
     @handles(ApiKey.CREATE_TOPICS, 0, 7, create_topics_error_response)
-    def handle_create_topics(self, ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
+    async def handle_create_topics(self, ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
         v = ctx.api_version
         validate_only = v >= 1 and request.validate_only
         duplicates = duplicated(t.name for t in request.topics)
@@ -145,6 +167,9 @@ class TopicHandlers:
             else:
                 describable = self.authorizer.authorize(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name)
                 results.append(self._created(v, c, outcome, describable))
+        timed_out = await self._timed_out([r.name for r in results if r.error_code == 0 and created is not None],
+                                          request.timeout_ms)
+        results = [_failed(r.name, ErrorCode.REQUEST_TIMED_OUT, None) if r.name in timed_out else r for r in results]
         results += [_failed(n, ErrorCode.INVALID_REQUEST, "Duplicate topic name.") for n in duplicates]
         return CreateTopicsResponse(topics=results)
 
@@ -316,8 +341,8 @@ class TopicHandlers:
     # ------------------------------------------------------------------------ CreatePartitions
 
     @handles(ApiKey.CREATE_PARTITIONS, 0, 3, create_partitions_error_response)
-    def handle_create_partitions(self, ctx: RequestContext,
-                                 request: CreatePartitionsRequest) -> CreatePartitionsResponse:
+    async def handle_create_partitions(self, ctx: RequestContext,
+                                       request: CreatePartitionsRequest) -> CreatePartitionsResponse:
         duplicates = duplicated(t.name for t in request.topics)
         image = self.controller.image
         try:
@@ -339,6 +364,10 @@ class TopicHandlers:
                 results.append(PartitionsResult(name=t.name, error_code=0, error_message=None))
             except KafkaError as e:
                 results.append(PartitionsResult(name=t.name, error_code=int(e.code), error_message=e.message))
+        if not request.validate_only:
+            timed_out = await self._timed_out([r.name for r in results if r.error_code == 0], request.timeout_ms)
+            results = [PartitionsResult(name=r.name, error_code=int(ErrorCode.REQUEST_TIMED_OUT), error_message=None)
+                       if r.name in timed_out else r for r in results]
         results += [PartitionsResult(name=n, error_code=int(ErrorCode.INVALID_REQUEST),
                                      error_message="Duplicate topic name.") for n in duplicates]
         return CreatePartitionsResponse(results=results)
