@@ -26,6 +26,13 @@ async def topic_id(b: InProcessBroker, name: str) -> uuid.UUID:
     return next(t.topic_id for t in (await b.request(MetadataRequest(topics=None), 12)).topics if t.name == name)
 
 
+async def coordinator_found(b: InProcessBroker, tid: uuid.UUID, partition: int = 0) -> None:
+    """FindCoordinator first, as a broker's persister does: it creates __share_group_state and waits for
+    its leaders (a write to a brand-new internal topic before that answers NOT_COORDINATOR, as in Kafka)."""
+    found = await b.request(find_share(f"{GROUP}:{tid}:{partition}"), 6)
+    assert found.coordinators[0].error_code == 0
+
+
 def test_share_version_0_serves_no_share_state_api_and_no_share_coordinator(tmp_path):
     async def scenario(b: InProcessBroker) -> None:
         api_keys = {k.api_key for k in (await b.request(ApiVersionsRequest(), 2)).api_keys}
@@ -57,6 +64,7 @@ def test_state_written_is_read_back_also_after_a_restart(tmp_path):
     async def scenario(b: InProcessBroker) -> None:
         await b.create_topic("jobs", 2)
         tid = await topic_id(b, "jobs")
+        await coordinator_found(b, tid)
         assert only(await b.request(read(GROUP, tid, 0, 0), 0)).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         assert only(await b.request(initialize(GROUP, tid, 0, 1, 0), 0)).error_code == 0
         w = await b.request(write(GROUP, tid, 0, 1, 3, 0, [(0, 9, 0, 1), (2, 4, 2, 1)]), 0)
@@ -96,6 +104,7 @@ def test_unknown_topic_and_empty_group_id(tmp_path):
 def test_share_group_state_topic_is_created_as_kafka_creates_it(tmp_path):
     async def scenario(b: InProcessBroker) -> None:
         await b.create_topic("jobs")
+        await coordinator_found(b, await topic_id(b, "jobs"))
         assert only(await b.request(initialize(GROUP, await topic_id(b, "jobs"), 0, 0, 0), 0)).error_code == 0
         md = await b.request(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="__share_group_state")]),
                              12)
@@ -174,6 +183,7 @@ def test_a_delivery_state_kafka_does_not_persist_is_invalid(tmp_path):
     async def scenario(b: InProcessBroker) -> None:
         await b.create_topic("jobs")
         tid = await topic_id(b, "jobs")
+        await coordinator_found(b, tid)
         assert only(await b.request(initialize(GROUP, tid, 0, 0, 0), 0)).error_code == 0
         p = only(await b.request(write(GROUP, tid, 0, 0, 0, 0, [(0, 4, 3, 1)]), 0))
         assert p.error_code == ErrorCode.INVALID_REQUEST

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.share_state_wire import batches, initialize, only, read, summary, write
+from tests.share_state_wire import batches, find_share, initialize, only, read, summary, write
 from tidelog.errors import ErrorCode
 from tidelog.protocol.messages import CreateTopicsRequest, MetadataRequest
 from tidelog.testing import BrokerProcess
@@ -26,6 +26,10 @@ def test_share_state_survives_a_kill_9_of_the_broker(fresh_broker: BrokerProcess
             name="orders", num_partitions=2, replication_factor=1)], timeout_ms=10_000), 7)
         assert created.topics[0].error_code == 0
         tid = next(t.topic_id for t in wire.request(MetadataRequest(topics=None), 12).topics if t.name == "orders")
+        # FindCoordinator first, as a broker's persister does: it creates __share_group_state and waits
+        # for its leaders (a write to the brand-new topic before that answers NOT_COORDINATOR, as in Kafka)
+        found = wire.request(find_share(f"{GROUP}:{tid}:1"), 6)
+        assert found.coordinators[0].error_code == 0
         assert only(wire.request(initialize(GROUP, tid, 1, 2, 0), 0)).error_code == 0
         # ten writes: snapshots and updates interleave (a snapshot every 4 updates)
         for n in range(10):
