@@ -39,9 +39,11 @@ Phases (``--phases``):
   shows the median and the range.
 
 Before/after a change: ``--baseline SRC`` adds the target ``tidelog-baseline``, brokers importing
-Tidelog from another source tree (a checkout's ``src``), measured after this tree's; the targets run
-one after the other in ``--targets`` order, so ``--targets tidelog-baseline,tidelog`` runs the
-baseline first (run both orders: whatever else the machine does changes over a run).
+Tidelog from another source tree (a checkout's ``src``). Its recovery phase runs with this tree's: both
+clusters up at once, one run of each in turn (ABBA), so that the machine's load, which drifts over the
+minutes on a shared machine, weighs on both alike (measured one target after the other, the second
+came out up to 30% apart from the first with the same code); use several ``--recovery-runs``. The other
+phases run one target after the other, in ``--targets`` order.
 
 Figures are one run's, printed as they come and in closing tables with tidelog/kafka ratios. Nothing
 fails when a number gets worse; the machine may be shared (the load average is printed at the start
@@ -124,20 +126,16 @@ class TidelogTarget(Target):
     name = "tidelog"
 
     def __init__(self, root: Path, session_ms: int, src: str | None = None, name: str = "tidelog") -> None:
-        # tidelog-baseline: every broker it starts or restarts imports tidelog from ``src`` first, until close();
-        # ``name`` labels its lines (tidelog, tidelog-baseline).
+        # tidelog-baseline: every broker it starts or restarts imports tidelog from ``src`` first (PYTHONPATH
+        # while it starts, so that another target's brokers are not affected); ``name`` labels its lines.
         self.name = name
-        self._source = baseline_source(src)
-        self._source.__enter__()
+        self._src = src
         # ZooKeeper's own default tick (2 s; the test harness's 500 ms caps sessions at 20 ticks = 10 s,
         # which would cut the default 18 s session short).
         zookeeper = ZooKeeperProcess(root / "zk", tick_time_ms=2000)
-        try:
+        with baseline_source(src):
             self.cluster = LocalCluster(root, brokers=len(NODES), session_ms=session_ms, overrides=COMMON,
                                         zookeeper=zookeeper).start()
-        except BaseException:
-            self._source.__exit__(None, None, None)
-            raise
         self.describe = f"tidelog, zookeeper.session.timeout.ms={session_ms}" + (f", from {src}" if src else "")
 
     def bootstrap(self, *ids: int) -> str:
@@ -150,7 +148,8 @@ class TidelogTarget(Target):
         self.cluster.brokers[node].stop()
 
     def restart(self, node: int) -> None:
-        self.cluster.restart(node)
+        with baseline_source(self._src):
+            self.cluster.restart(node)
 
     def alive(self, node: int) -> bool:
         return self.cluster.brokers[node].alive
@@ -160,10 +159,7 @@ class TidelogTarget(Target):
         return proc.pid if proc is not None and self.alive(node) else None
 
     def close(self) -> None:
-        try:
-            self.cluster.stop()
-        finally:
-            self._source.__exit__(None, None, None)
+        self.cluster.stop()
 
 
 class KafkaTarget(Target):
@@ -429,21 +425,40 @@ def recovery_run(target: Target, args: argparse.Namespace, topic: str) -> Recove
     return result
 
 
+def recovery_step(target: Target, args: argparse.Namespace, i: int, result: Recovery) -> bool:
+    """Run ``i`` (from 0) of the recovery phase into ``result``; False once it failed."""
+    try:
+        r = recovery_run(target, args, "catch-up" if i == 0 else f"catch-up-{i + 1}")
+    except Exception as e:
+        result.error = f"{type(e).__name__}: {e}"
+        print(f"  {target.name:<16} recovery: failed: {result.error}", flush=True)
+        return False
+    result.runs.append(r)
+    cpu = "" if r.cpu_s is None else f"; CPU s: restarted broker {r.cpu_s:.2f}, the others {r.leaders_cpu_s:.2f}"
+    print(f"  {target.name:<16} recovery run {i + 1}: broker {r.node} missed {r.bytes / 2**20:,.0f} MiB (produced "
+          f"at {r.produce_mb_s:,.1f} MB/s); serving {r.listening_s:.2f} s after its start, in every ISR after "
+          f"{r.in_isr_s:.2f} s ({r.bytes / r.in_isr_s / 1e6:,.1f} MB/s){cpu}", flush=True)
+    return True
+
+
 def run_recovery(target: Target, args: argparse.Namespace) -> Recovery:
     result = Recovery()
     for i in range(args.recovery_runs):
-        try:
-            r = recovery_run(target, args, "catch-up" if i == 0 else f"catch-up-{i + 1}")
-        except Exception as e:
-            result.error = f"{type(e).__name__}: {e}"
-            print(f"  {target.name:<16} recovery: failed: {result.error}", flush=True)
+        if not recovery_step(target, args, i, result):
             break
-        result.runs.append(r)
-        cpu = "" if r.cpu_s is None else f"; CPU s: restarted broker {r.cpu_s:.2f}, the others {r.leaders_cpu_s:.2f}"
-        print(f"  {target.name:<16} recovery run {i + 1}: broker {r.node} missed {r.bytes / 2**20:,.0f} MiB (produced "
-              f"at {r.produce_mb_s:,.1f} MB/s); serving {r.listening_s:.2f} s after its start, in every ISR after "
-              f"{r.in_isr_s:.2f} s ({r.bytes / r.in_isr_s / 1e6:,.1f} MB/s){cpu}", flush=True)
     return result
+
+
+def run_recovery_alternating(targets: list[Target], args: argparse.Namespace) -> dict[str, Recovery]:
+    """The recovery phase of several targets, all running, one run of each in turn (ABBA: A B, B A, ...),
+    so that a machine whose load drifts over the minutes weighs on each alike."""
+    results = {target.name: Recovery() for target in targets}
+    failed: set[str] = set()
+    for i in range(args.recovery_runs):
+        for target in targets if i % 2 == 0 else targets[::-1]:
+            if target.name not in failed and not recovery_step(target, args, i, results[target.name]):
+                failed.add(target.name)
+    return results
 
 
 # --- report ------------------------------------------------------------------------------------------
@@ -523,6 +538,25 @@ def span(values: list[float]) -> str:
     return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
 
 
+def run_paired_recovery(root: Path, names: list[str], session_ms: int,
+                        args: argparse.Namespace) -> dict[str, Recovery]:
+    """The recovery phase of tidelog and tidelog-baseline, both clusters up, runs alternating."""
+    started: list[Target] = []
+    try:
+        for name in names:
+            print(f"# starting {name} (session {session_ms} ms, recovery runs alternating with the other)", flush=True)
+            src = str(Path(args.baseline).resolve()) if name == "tidelog-baseline" else None
+            try:
+                started.append(TidelogTarget(root / f"{name}-recovery", session_ms, src, name))
+            except Exception as e:
+                print(f"# {name} skipped: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", flush=True)
+        results = run_recovery_alternating(started, args)
+    finally:
+        for target in started:
+            target.close()
+    return {name: results[name] for name in names if name in results}
+
+
 # --- main --------------------------------------------------------------------------------------------
 
 def size(text: str) -> int:
@@ -589,16 +623,21 @@ def main(argv: list[str] | None = None) -> int:
     throughput: dict[str, dict[str, Rates]] = {}
     failovers: list[tuple[str, str, Failover]] = []
     recoveries: dict[str, Recovery] = {}
+    # Before/after: both Tidelog clusters run at once for the recovery phase, one run of each in turn.
+    paired = [t for t in targets if t in ("tidelog", "tidelog-baseline")] if "recovery" in phases else []
+    paired = paired if len(paired) == 2 else []
     with tempfile.TemporaryDirectory(prefix="tidelog-bench-cluster-") as tmp:
         root = Path(tmp)
+        if paired:
+            recoveries.update(run_paired_recovery(root, paired, sessions[-1], args))
         for name in targets:
             # Tidelog: the first cluster runs with the last (short) session and does every phase; each other
             # session gets a fresh cluster for its failover runs.
             plans: list[tuple[Callable[[], Target], set[str], str]]
             if name in ("tidelog", "tidelog-baseline"):
                 src = str(Path(args.baseline).resolve()) if name == "tidelog-baseline" else None
-                plans = [(lambda s=sessions[-1], src=src, name=name: TidelogTarget(root / f"{name}-{s}", s, src, name), phases,
-                          f"session {sessions[-1]} ms")]
+                plans = [(lambda s=sessions[-1], src=src, name=name: TidelogTarget(root / f"{name}-{s}", s, src, name),
+                          phases - ({"recovery"} if name in paired else set()), f"session {sessions[-1]} ms")]
                 plans += [(lambda s=s, src=src, name=name: TidelogTarget(root / f"{name}-{s}", s, src, name),
                            phases & {"failover"},
                            f"session {s} ms") for s in sessions[:-1]]
