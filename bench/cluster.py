@@ -41,8 +41,9 @@ Phases (``--phases``):
 Before/after a change: ``--baseline SRC`` adds the target ``tidelog-baseline``, brokers importing
 Tidelog from another source tree (a checkout's ``src``). Its recovery phase runs with this tree's: both
 clusters up at once, one run of each in turn (ABBA), so that the machine's load, which drifts over the
-minutes on a shared machine, weighs on both alike (measured one target after the other, the second
-came out up to 30% apart from the first with the same code); use several ``--recovery-runs``. The other
+minutes on a shared machine, weighs on both alike (measured one target after the other, the same two
+trees came out 0.89 and 1.25 apart in ISR time depending on which ran first); use several
+``--recovery-runs``. The other
 phases run one target after the other, in ``--targets`` order.
 
 Figures are one run's, printed as they come and in closing tables with tidelog/kafka ratios. Nothing
@@ -506,14 +507,14 @@ def print_report(args: argparse.Namespace, throughput: dict[str, dict[str, Rates
         print("\nRecovery: a broker stopped (SIGTERM), bytes produced with acks=all meanwhile, the broker started "
               "again; seconds from its process start; CPU seconds of the restarted broker (its start to in the ISR) "
               "and of the other brokers meanwhile; median of the runs (min-max)")
-        print(f"{'target':<17}{'runs':>5}{'missed MiB':>11}{'serving s':>19}{'in ISR s':>19}{'catch-up MB/s':>14}"
-              f"{'CPU s restarted':>19}{'CPU s others':>19}")
+        print(f"{'target':<17}{'runs':>5}{'missed MiB':>11} {'serving s':>20} {'in ISR s':>20}{'catch-up MB/s':>14}"
+              f" {'CPU s restarted':>20} {'CPU s others':>20}")
         for target, r in recoveries.items():
+            rate = format(statistics.median(x.bytes / x.in_isr_s / 1e6 for x in r.runs), ".1f") if r.runs else "-"
             print(f"{target:<17}{len(r.runs):>5}{(r.runs[0].bytes / 2**20 if r.runs else 0):>11,.0f}"
-                  f"{span([x.listening_s for x in r.runs]):>19}{span([x.in_isr_s for x in r.runs]):>19}"
-                  f"{(format(statistics.median(x.bytes / x.in_isr_s / 1e6 for x in r.runs), '.1f') if r.runs else '-'):>14}"
-                  f"{span([x.cpu_s for x in r.runs if x.cpu_s is not None]):>19}"
-                  f"{span([x.leaders_cpu_s for x in r.runs if x.leaders_cpu_s is not None]):>19}"
+                  f" {span([x.listening_s for x in r.runs]):>20} {span([x.in_isr_s for x in r.runs]):>20}{rate:>14}"
+                  f" {span([x.cpu_s for x in r.runs if x.cpu_s is not None]):>20}"
+                  f" {span([x.leaders_cpu_s for x in r.runs if x.leaders_cpu_s is not None]):>20}"
                   + (f"  {r.error}" if r.error else ""))
         for other in ("kafka", "tidelog-baseline"):
             if {"tidelog", other} <= set(recoveries) and recoveries["tidelog"].runs and recoveries[other].runs:
