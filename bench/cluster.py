@@ -43,8 +43,7 @@ Tidelog from another source tree (a checkout's ``src``). Its recovery phase runs
 clusters up at once, one run of each in turn (ABBA), so that the machine's load, which drifts over the
 minutes on a shared machine, weighs on both alike (measured one target after the other, the same two
 trees came out 0.89 and 1.25 apart in ISR time depending on which ran first); use several
-``--recovery-runs``. The other
-phases run one target after the other, in ``--targets`` order.
+``--recovery-runs``. The other phases run one target after the other, in ``--targets`` order.
 
 Figures are one run's, printed as they come and in closing tables with tidelog/kafka ratios. Nothing
 fails when a number gets worse; the machine may be shared (the load average is printed at the start
