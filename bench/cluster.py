@@ -33,7 +33,17 @@ Phases (``--phases``):
 * ``recovery``: a topic of ``--partitions`` partitions, RF=3, min.insync.replicas=2. One broker that
   leads none of them is stopped (SIGTERM), ``--catch-up-bytes`` (1 GiB) are produced with acks=all in
   65,000-byte records, the broker is started again, and the clock runs from its process start until
-  it is back in the ISR of every partition. MB/s is the bytes it missed over that time.
+  it is back in the ISR of every partition. MB/s is the bytes it missed over that time. CPU seconds
+  (Linux): the restarted broker's over that time, and the other brokers' meanwhile (steadier than the
+  clock on a shared machine). ``--recovery-runs`` repeats it, each run on a fresh topic; the table
+  shows the median and the range.
+
+Before/after a change: ``--baseline SRC`` adds the target ``tidelog-baseline``, brokers importing
+Tidelog from another source tree (a checkout's ``src``). Its recovery phase runs with this tree's: both
+clusters up at once, one run of each in turn (ABBA), so that the machine's load, which drifts over the
+minutes on a shared machine, weighs on both alike (measured one target after the other, the same two
+trees came out 0.89 and 1.25 apart in ISR time depending on which ran first); use several
+``--recovery-runs``. The other phases run one target after the other, in ``--targets`` order.
 
 Figures are one run's, printed as they come and in closing tables with tidelog/kafka ratios. Nothing
 fails when a number gets worse; the machine may be shared (the load average is printed at the start
@@ -91,6 +101,10 @@ class Target:
     def alive(self, node: int) -> bool:
         raise NotImplementedError
 
+    def pid(self, node: int) -> int | None:
+        """The process id of a live node (for its CPU seconds), None if it has none."""
+        raise NotImplementedError
+
     def close(self) -> None:
         raise NotImplementedError
 
@@ -111,19 +125,17 @@ class Target:
 class TidelogTarget(Target):
     name = "tidelog"
 
-    def __init__(self, root: Path, session_ms: int, src: str | None = None) -> None:
-        # tidelog-baseline: every broker it starts or restarts imports tidelog from ``src`` first, until close().
-        self._source = baseline_source(src)
-        self._source.__enter__()
+    def __init__(self, root: Path, session_ms: int, src: str | None = None, name: str = "tidelog") -> None:
+        # tidelog-baseline: every broker it starts or restarts imports tidelog from ``src`` first (PYTHONPATH
+        # while it starts, so that another target's brokers are not affected); ``name`` labels its lines.
+        self.name = name
+        self._src = src
         # ZooKeeper's own default tick (2 s; the test harness's 500 ms caps sessions at 20 ticks = 10 s,
         # which would cut the default 18 s session short).
         zookeeper = ZooKeeperProcess(root / "zk", tick_time_ms=2000)
-        try:
+        with baseline_source(src):
             self.cluster = LocalCluster(root, brokers=len(NODES), session_ms=session_ms, overrides=COMMON,
                                         zookeeper=zookeeper).start()
-        except BaseException:
-            self._source.__exit__(None, None, None)
-            raise
         self.describe = f"tidelog, zookeeper.session.timeout.ms={session_ms}" + (f", from {src}" if src else "")
 
     def bootstrap(self, *ids: int) -> str:
@@ -136,16 +148,18 @@ class TidelogTarget(Target):
         self.cluster.brokers[node].stop()
 
     def restart(self, node: int) -> None:
-        self.cluster.restart(node)
+        with baseline_source(self._src):
+            self.cluster.restart(node)
 
     def alive(self, node: int) -> bool:
         return self.cluster.brokers[node].alive
 
+    def pid(self, node: int) -> int | None:
+        proc = self.cluster.brokers[node].proc
+        return proc.pid if proc is not None and self.alive(node) else None
+
     def close(self) -> None:
-        try:
-            self.cluster.stop()
-        finally:
-            self._source.__exit__(None, None, None)
+        self.cluster.stop()
 
 
 class KafkaTarget(Target):
@@ -175,6 +189,10 @@ class KafkaTarget(Target):
 
     def alive(self, node: int) -> bool:
         return self.cluster.alive(node)
+
+    def pid(self, node: int) -> int | None:
+        proc = self.cluster.nodes[node].proc
+        return proc.pid if proc is not None and self.alive(node) else None
 
     def close(self) -> None:
         self.cluster.stop()
@@ -255,7 +273,7 @@ def run_throughput(target: Target, args: argparse.Namespace) -> dict[str, Rates]
             except Exception as e:  # reported in the table; the other workloads still run
                 rates.error = f"{type(e).__name__}: {e}"
                 break
-            print(f"  {target.name:<8} {name:<14} round {i + 1}: produce {rates.produce[-1]:>10,.0f} rec/s, "
+            print(f"  {target.name:<16} {name:<14} round {i + 1}: produce {rates.produce[-1]:>10,.0f} rec/s, "
                   f"consume {rates.consume[-1]:>10,.0f} rec/s", flush=True)
     return out
 
@@ -339,56 +357,108 @@ def run_failover(target: Target, args: argparse.Namespace, label: str) -> Failov
             elected, acked, killed = failover_run(target, topic, args.failover_timeout)
             result.elected.append(elected)
             result.acked.append(acked)
-            print(f"  {target.name:<8} {label:<22} run {i + 1}: leader {killed} killed; new leader in metadata "
+            print(f"  {target.name:<16} {label:<22} run {i + 1}: leader {killed} killed; new leader in metadata "
                   f"after {elected:.2f} s, first acks=all produce acknowledged after {acked:.2f} s", flush=True)
             target.restart(killed)
             wait_in_isr(target, topic, killed, args.failover_timeout + 60)
     except Exception as e:
         result.error = f"{type(e).__name__}: {e}"
-        print(f"  {target.name:<8} {label}: failed: {result.error}", flush=True)
+        print(f"  {target.name:<16} {label}: failed: {result.error}", flush=True)
     return result
 
 
 # --- recovery ----------------------------------------------------------------------------------------
 
 @dataclass
-class Recovery:
+class RecoveryRun:
     node: int = 0
     bytes: int = 0
     produce_mb_s: float = 0.0
     listening_s: float = 0.0  # process start -> serving
     in_isr_s: float = 0.0  # process start -> in the ISR of every partition
+    cpu_s: float | None = None  # CPU seconds of the restarted broker, process start -> in the ISR
+    leaders_cpu_s: float | None = None  # CPU seconds of the other brokers over the same time
+
+
+@dataclass
+class Recovery:
+    runs: list[RecoveryRun] = field(default_factory=list)
     error: str = ""
+
+
+def cpu_seconds(pid: int | None) -> float | None:
+    """User plus system CPU seconds of a live process so far (Linux's /proc), None where unknown."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def recovery_run(target: Target, args: argparse.Namespace, topic: str) -> RecoveryRun:
+    result = RecoveryRun()
+    target.create_topic(topic, args.partitions, 3, RF3_CONFIG)
+    admin = target.admin()
+    leaders = {leader for leader, _ in partition_states(admin, topic).values()}
+    result.node = node = max((i for i in NODES if i not in leaders), default=NODES[-1])
+    target.stop_node(node)
+    admin = target.admin()
+    wait_for(lambda: (states := partition_states(admin, topic)) and all(node not in isr for _, isr in states.values()),
+             60, f"broker {node} out of the ISR")
+    records = max(1, args.catch_up_bytes // CATCH_UP_VALUE)
+    result.bytes = records * CATCH_UP_VALUE
+    elapsed = produce_round_robin(target.bootstrap(), topic, records, b"r" * CATCH_UP_VALUE, args.partitions,
+                                  {"acks": "all", "message.max.bytes": 1_100_000})
+    result.produce_mb_s = result.bytes / elapsed / 1e6
+    others = {i: cpu_seconds(target.pid(i)) for i in NODES if i != node}
+    began = time.monotonic()
+    target.restart(node)
+    result.listening_s = time.monotonic() - began
+    result.in_isr_s = wait_in_isr(target, topic, node, args.recovery_timeout) - began
+    result.cpu_s = cpu_seconds(target.pid(node))
+    after = {i: cpu_seconds(target.pid(i)) for i in others}
+    if all(v is not None for v in (*others.values(), *after.values())):
+        result.leaders_cpu_s = sum(after[i] - others[i] for i in others)  # type: ignore[operator]
+    return result
+
+
+def recovery_step(target: Target, args: argparse.Namespace, i: int, result: Recovery) -> bool:
+    """Run ``i`` (from 0) of the recovery phase into ``result``; False once it failed."""
+    try:
+        r = recovery_run(target, args, "catch-up" if i == 0 else f"catch-up-{i + 1}")
+    except Exception as e:
+        result.error = f"{type(e).__name__}: {e}"
+        print(f"  {target.name:<16} recovery: failed: {result.error}", flush=True)
+        return False
+    result.runs.append(r)
+    cpu = "" if r.cpu_s is None else f"; CPU s: restarted broker {r.cpu_s:.2f}, the others {r.leaders_cpu_s:.2f}"
+    print(f"  {target.name:<16} recovery run {i + 1}: broker {r.node} missed {r.bytes / 2**20:,.0f} MiB (produced "
+          f"at {r.produce_mb_s:,.1f} MB/s); serving {r.listening_s:.2f} s after its start, in every ISR after "
+          f"{r.in_isr_s:.2f} s ({r.bytes / r.in_isr_s / 1e6:,.1f} MB/s){cpu}", flush=True)
+    return True
 
 
 def run_recovery(target: Target, args: argparse.Namespace) -> Recovery:
     result = Recovery()
-    topic = "catch-up"
-    try:
-        target.create_topic(topic, args.partitions, 3, RF3_CONFIG)
-        admin = target.admin()
-        leaders = {leader for leader, _ in partition_states(admin, topic).values()}
-        result.node = node = max((i for i in NODES if i not in leaders), default=NODES[-1])
-        target.stop_node(node)
-        admin = target.admin()
-        wait_for(lambda: (states := partition_states(admin, topic)) and all(node not in isr for _, isr in states.values()),
-                 60, f"broker {node} out of the ISR")
-        records = max(1, args.catch_up_bytes // CATCH_UP_VALUE)
-        result.bytes = records * CATCH_UP_VALUE
-        elapsed = produce_round_robin(target.bootstrap(), topic, records, b"r" * CATCH_UP_VALUE, args.partitions,
-                                      {"acks": "all", "message.max.bytes": 1_100_000})
-        result.produce_mb_s = result.bytes / elapsed / 1e6
-        began = time.monotonic()
-        target.restart(node)
-        result.listening_s = time.monotonic() - began
-        result.in_isr_s = wait_in_isr(target, topic, node, args.recovery_timeout) - began
-        print(f"  {target.name:<8} recovery: broker {node} missed {result.bytes / 2**20:,.0f} MiB (produced at "
-              f"{result.produce_mb_s:,.1f} MB/s); serving {result.listening_s:.2f} s after its start, in every "
-              f"ISR after {result.in_isr_s:.2f} s ({result.bytes / result.in_isr_s / 1e6:,.1f} MB/s)", flush=True)
-    except Exception as e:
-        result.error = f"{type(e).__name__}: {e}"
-        print(f"  {target.name:<8} recovery: failed: {result.error}", flush=True)
+    for i in range(args.recovery_runs):
+        if not recovery_step(target, args, i, result):
+            break
     return result
+
+
+def run_recovery_alternating(targets: list[Target], args: argparse.Namespace) -> dict[str, Recovery]:
+    """The recovery phase of several targets, all running, one run of each in turn (ABBA: A B, B A, ...),
+    so that a machine whose load drifts over the minutes weighs on each alike."""
+    results = {target.name: Recovery() for target in targets}
+    failed: set[str] = set()
+    for i in range(args.recovery_runs):
+        for target in targets if i % 2 == 0 else targets[::-1]:
+            if target.name not in failed and not recovery_step(target, args, i, results[target.name]):
+                failed.add(target.name)
+    return results
 
 
 # --- report ------------------------------------------------------------------------------------------
@@ -430,19 +500,61 @@ def print_report(args: argparse.Namespace, throughput: dict[str, dict[str, Rates
         print(f"{'target':<48}{'runs':>5}  {'new leader in metadata: median (min-max)':<42}"
               f"{'first ack after the kill: median (min-max)'}")
         for target, label, f in failovers:
-            def span(v: list[float]) -> str:
-                return f"{statistics.median(v):.2f} ({min(v):.2f}-{max(v):.2f})" if v else "-"
             print(f"{target + ', ' + label:<48}{len(f.acked):>5}  {span(f.elected):<42}{span(f.acked)}"
                   + (f"  {f.error}" if f.error else ""))
     if recoveries:
         print("\nRecovery: a broker stopped (SIGTERM), bytes produced with acks=all meanwhile, the broker started "
-              "again; seconds from its process start")
-        print(f"{'target':<17}{'broker':>7}{'missed MiB':>11}{'produce MB/s':>13}{'serving s':>10}{'in ISR s':>9}"
-              f"{'catch-up MB/s':>14}")
+              "again; seconds from its process start; CPU seconds of the restarted broker (its start to in the ISR) "
+              "and of the other brokers meanwhile; median of the runs (min-max)")
+        print(f"{'target':<17}{'runs':>5}{'missed MiB':>11} {'serving s':>20} {'in ISR s':>20}{'catch-up MB/s':>14}"
+              f" {'CPU s restarted':>20} {'CPU s others':>20}")
         for target, r in recoveries.items():
-            rate = f"{r.bytes / r.in_isr_s / 1e6:>14.1f}" if r.in_isr_s else f"{'-':>14}"
-            print(f"{target:<17}{r.node:>7}{r.bytes / 2**20:>11,.0f}{r.produce_mb_s:>13.1f}{r.listening_s:>10.2f}"
-                  f"{r.in_isr_s:>9.2f}{rate}" + (f"  {r.error}" if r.error else ""))
+            rate = format(statistics.median(x.bytes / x.in_isr_s / 1e6 for x in r.runs), ".1f") if r.runs else "-"
+            print(f"{target:<17}{len(r.runs):>5}{(r.runs[0].bytes / 2**20 if r.runs else 0):>11,.0f}"
+                  f" {span([x.listening_s for x in r.runs]):>20} {span([x.in_isr_s for x in r.runs]):>20}{rate:>14}"
+                  f" {span([x.cpu_s for x in r.runs if x.cpu_s is not None]):>20}"
+                  f" {span([x.leaders_cpu_s for x in r.runs if x.leaders_cpu_s is not None]):>20}"
+                  + (f"  {r.error}" if r.error else ""))
+        for other in ("kafka", "tidelog-baseline"):
+            if {"tidelog", other} <= set(recoveries) and recoveries["tidelog"].runs and recoveries[other].runs:
+                t, o = recoveries["tidelog"].runs, recoveries[other].runs
+
+                def med(runs: list[RecoveryRun], what: str) -> float | None:
+                    values = [getattr(x, what) for x in runs if getattr(x, what) is not None]
+                    return statistics.median(values) if values else None
+
+                ratios = []
+                for what, label in (("listening_s", "serving"), ("in_isr_s", "in ISR"), ("cpu_s", "CPU restarted"),
+                                    ("leaders_cpu_s", "CPU others")):
+                    a, b = med(t, what), med(o, what)
+                    ratios.append(f"{label} {a / b:.2f}" if a is not None and b else f"{label} -")
+                print(f"tidelog / {other} (medians; below 1 favours this tree's Tidelog): " + ", ".join(ratios))
+
+
+def span(values: list[float]) -> str:
+    """median (min-max), or - without values."""
+    if not values:
+        return "-"
+    return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+
+
+def run_paired_recovery(root: Path, names: list[str], session_ms: int,
+                        args: argparse.Namespace) -> dict[str, Recovery]:
+    """The recovery phase of tidelog and tidelog-baseline, both clusters up, runs alternating."""
+    started: list[Target] = []
+    try:
+        for name in names:
+            print(f"# starting {name} (session {session_ms} ms, recovery runs alternating with the other)", flush=True)
+            src = str(Path(args.baseline).resolve()) if name == "tidelog-baseline" else None
+            try:
+                started.append(TidelogTarget(root / f"{name}-recovery", session_ms, src, name))
+            except Exception as e:
+                print(f"# {name} skipped: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", flush=True)
+        results = run_recovery_alternating(started, args)
+    finally:
+        for target in started:
+            target.close()
+    return {name: results[name] for name in names if name in results}
 
 
 # --- main --------------------------------------------------------------------------------------------
@@ -480,6 +592,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--failover-timeout", type=float, default=60.0, help="seconds a failover run may take")
     ap.add_argument("--catch-up-bytes", type=size, help="bytes a stopped broker misses in the recovery phase "
                                                         "(default 1GiB; --quick 32MiB; suffixes KiB, MiB, GiB)")
+    ap.add_argument("--recovery-runs", type=int, default=1,
+                    help="recovery runs per target, each on a fresh topic (default 1)")
     ap.add_argument("--recovery-timeout", type=float, default=600.0, help="seconds the catch-up may take")
     ap.add_argument("--kafka-heap", default="512M", help="-Xmx and -Xms of each Kafka node (default 512M)")
     args = ap.parse_args(argv)
@@ -509,17 +623,23 @@ def main(argv: list[str] | None = None) -> int:
     throughput: dict[str, dict[str, Rates]] = {}
     failovers: list[tuple[str, str, Failover]] = []
     recoveries: dict[str, Recovery] = {}
+    # Before/after: both Tidelog clusters run at once for the recovery phase, one run of each in turn.
+    paired = [t for t in targets if t in ("tidelog", "tidelog-baseline")] if "recovery" in phases else []
+    paired = paired if len(paired) == 2 else []
     with tempfile.TemporaryDirectory(prefix="tidelog-bench-cluster-") as tmp:
         root = Path(tmp)
+        if paired:
+            recoveries.update(run_paired_recovery(root, paired, sessions[-1], args))
         for name in targets:
             # Tidelog: the first cluster runs with the last (short) session and does every phase; each other
             # session gets a fresh cluster for its failover runs.
             plans: list[tuple[Callable[[], Target], set[str], str]]
             if name in ("tidelog", "tidelog-baseline"):
                 src = str(Path(args.baseline).resolve()) if name == "tidelog-baseline" else None
-                plans = [(lambda s=sessions[-1], src=src, name=name: TidelogTarget(root / f"{name}-{s}", s, src), phases,
-                          f"session {sessions[-1]} ms")]
-                plans += [(lambda s=s, src=src, name=name: TidelogTarget(root / f"{name}-{s}", s, src), phases & {"failover"},
+                plans = [(lambda s=sessions[-1], src=src, name=name: TidelogTarget(root / f"{name}-{s}", s, src, name),
+                          phases - ({"recovery"} if name in paired else set()), f"session {sessions[-1]} ms")]
+                plans += [(lambda s=s, src=src, name=name: TidelogTarget(root / f"{name}-{s}", s, src, name),
+                           phases & {"failover"},
                            f"session {s} ms") for s in sessions[:-1]]
             else:
                 plans = [(lambda: KafkaTarget(root / "kafka", args.kafka_heap), phases, "KRaft defaults")]

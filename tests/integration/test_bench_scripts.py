@@ -80,7 +80,33 @@ def test_the_cluster_benchmark_runs_its_quick_tidelog_part() -> None:
                          out, re.M), out[-3000:]
     assert re.search(r"^tidelog, session 4000 ms +1 +[\d.]+ \([\d.]+-[\d.]+\) +[\d.]+ \([\d.]+-[\d.]+\)$", out, re.M), \
         out[-3000:]
-    assert re.search(r"^tidelog +\d +8 +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+$", out, re.M), out[-3000:]
+    # runs, missed MiB, serving s, in ISR s (median (min-max)), catch-up MB/s, CPU s of the brokers (Linux)
+    span = r"[\d.]+ \([\d.]+-[\d.]+\)"
+    assert re.search(rf"^tidelog +1 +8 +{span} +{span} +[\d.]+ +{span} +{span}$", out, re.M), out[-3000:]
+
+
+@pytest.mark.xdist_group("cluster")
+def test_the_cluster_benchmark_alternates_recovery_runs_with_the_baseline() -> None:
+    """bench/cluster.py --baseline: the baseline's lines are labelled tidelog-baseline (not tidelog), and
+    the recovery runs of the two clusters alternate (ABBA), both up at once. The baseline here is this
+    tree's own src. About a minute (two minutes at load 10)."""
+    from tests import toolchain
+
+    toolchain.require_command("java+maven", "java", "mvn")
+    src = Path(__file__).resolve().parents[2] / "src"
+    done = subprocess.run([sys.executable, str(BENCH / "cluster.py"), "--quick", "--targets", "tidelog",
+                           "--baseline", str(src), "--phases", "recovery", "--catch-up-bytes", "4MiB",
+                           "--recovery-runs", "2"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout
+    runs = re.findall(r"^  (tidelog|tidelog-baseline) +recovery run (\d):", out, re.M)
+    assert runs == [("tidelog", "1"), ("tidelog-baseline", "1"), ("tidelog-baseline", "2"), ("tidelog", "2")], \
+        out[-3000:]
+    span = r"[\d.]+ \([\d.]+-[\d.]+\)"
+    for target in ("tidelog", "tidelog-baseline"):
+        assert re.search(rf"^{target} +2 +4 +{span} +{span} +[\d.]+ +{span} +{span}$", out, re.M), out[-3000:]
+    assert re.search(r"^tidelog / tidelog-baseline \(medians.*\): serving [\d.]+, in ISR [\d.]+, "
+                     r"CPU restarted [\d.]+, CPU others [\d.]+$", out, re.M), out[-3000:]
 
 
 def test_the_startup_benchmark_runs_both_modes() -> None:
