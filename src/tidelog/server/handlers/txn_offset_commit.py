@@ -117,7 +117,7 @@ class TxnOffsetCommitHandler:
         try:
             codes.update(await self.groups.txn_offset_commit(
                 request_info(ctx), request.group_id, request.producer_id, request.producer_epoch,
-                request.member_id, request.group_instance_id, request.generation_id, commits))
+                request.member_id, request.group_instance_id, request.generation_id_or_member_epoch, commits))
         except KafkaError as e:
             return self._failed(request, version, codes, commits, e.code)
         return _response(request, codes, version)
