@@ -216,7 +216,10 @@ class Broker:
         describer = ConfigDescriber(config, topic_configs)
         self.handlers = handlers = HandlerRegistry()
         handlers.add(
-            ApiVersionsHandler(handlers, {"transaction.version": (2, config["transaction.version"])}),
+            ApiVersionsHandler(handlers, {
+                "group.version": (1, int("consumer" in config["group.coordinator.rebalance.protocols"])),
+                "transaction.version": (2, config["transaction.version"]),
+            }, lambda: store.image.cluster_id, self.broker_id),
             MetadataHandler(store, controller, config, auth),
             DescribeTopicPartitionsHandler(store, auth),
             ProduceHandler(replicas, verifier, auth),
