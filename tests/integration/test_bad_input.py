@@ -233,7 +233,7 @@ def test_api_versions_in_a_version_from_the_future(broker: BrokerProcess, witnes
         frame = c.receive_frame()
         corr, body = struct.unpack_from(">i", frame)[0], frame[4:]
         assert corr == 4242
-        assert body == struct.pack(">hi", ErrorCode.UNSUPPORTED_VERSION, 1) + struct.pack(">hhh", 18, 0, 4)
+        assert body == struct.pack(">hi", ErrorCode.UNSUPPORTED_VERSION, 1) + struct.pack(">hhh", 18, 0, 5)
         decoded = ApiVersionsResponse.decode(body, 0, strict=True)
         assert decoded.error_code == ErrorCode.UNSUPPORTED_VERSION
         # the client retries at the version it was told; the connection stays usable
