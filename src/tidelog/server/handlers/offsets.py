@@ -44,7 +44,7 @@ from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
 from tidelog.server.handlers.groups import request_info
 
-#: The placeholder name of a topic id that names no topic ("\0" is in no topic name).
+#: Starts the placeholder name of a topic id that names no topic (no topic name contains "\0").
 UNKNOWN_ID_MARK = "\0"
 
 
