@@ -167,7 +167,7 @@ def test_offsets_committed_in_a_transaction_are_pending_until_it_commits(tmp_pat
         assert added.error_code == 0
         await find_coordinator(b, "g")  # as a client does before TxnOffsetCommit
         commit = TxnOffsetCommitRequest(transactional_id="tx", group_id="g", producer_id=p.pid,
-                                        producer_epoch=p.epoch, generation_id=-1, member_id="", topics=[
+                                        producer_epoch=p.epoch, generation_id_or_member_epoch=-1, member_id="", topics=[
                                             TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name="in", partitions=[
                                                 TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(
                                                     partition_index=0, committed_offset=17)])])

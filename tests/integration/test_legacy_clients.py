@@ -94,7 +94,7 @@ def test_api_versions_v0(client: WireClient) -> None:
     r = client.request(ApiVersionsRequest(), 0)
     assert r.error_code == 0
     ranges = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
-    assert ranges[ApiKey.API_VERSIONS] == (0, 4)
+    assert ranges[ApiKey.API_VERSIONS] == (0, 5)
     for key in (ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.METADATA):
         assert ranges[key][0] == 0, f"{key.name} must be served from v0 for seed-era clients"
 

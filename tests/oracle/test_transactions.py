@@ -460,10 +460,9 @@ TRANSACTIONAL_APIS = (ApiKey.PRODUCE, ApiKey.INIT_PRODUCER_ID, ApiKey.ADD_PARTIT
                       ApiKey.END_TXN, ApiKey.WRITE_TXN_MARKERS, ApiKey.TXN_OFFSET_COMMIT, ApiKey.DESCRIBE_TRANSACTIONS,
                       ApiKey.LIST_TRANSACTIONS, ApiKey.DESCRIBE_PRODUCERS)
 
-#: Newest versions Kafka 4.4 serves and Tidelog does not (docs/transactions.md, "Differences from Kafka"):
-#: Produce v13 names topics by id (KIP-516); TxnOffsetCommit v6 and WriteTxnMarkers v2 are newer than the
-#: Kafka 4.1 message specs Tidelog's codec is generated from. Clients negotiate down to Tidelog's newest.
-KNOWN_NEWER_IN_KAFKA = {"PRODUCE": (13, 12), "TXN_OFFSET_COMMIT": (6, 5), "WRITE_TXN_MARKERS": (2, 1)}
+#: Newest versions Kafka 4.4 serves and Tidelog does not: none (Produce v13, TxnOffsetCommit v6 and
+#: WriteTxnMarkers v2 are served since the codec follows Kafka 4.4's specs).
+KNOWN_NEWER_IN_KAFKA: dict[str, tuple[int, int]] = {}
 
 
 def advertised(bootstrap: str) -> tuple[dict[str, tuple[int, int]], dict[str, int]]:

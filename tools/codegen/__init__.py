@@ -2,10 +2,10 @@
 
 Two generated packages, both committed:
 
-* :mod:`tidelog.protocol.messages` from ``messages-4.1/`` and ``messages/`` (every request, response
-  and header);
-* :mod:`tidelog.protocol.coordinator_records` from ``records/`` (the keys and values of
-  ``__consumer_offsets`` and ``__transaction_state``).
+* :mod:`tidelog.protocol.messages` from ``messages-4.4/``, ``messages-4.1/`` and ``messages/`` (every
+  request, response and header; the newest folder wins where it defines a version);
+* :mod:`tidelog.protocol.coordinator_records` from ``records-4.4/`` (the keys and values of
+  ``__consumer_offsets``, ``__share_group_state`` and ``__transaction_state``).
 
 Usage, from the repository root (``make codegen`` runs the first)::
 
@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 
 from tools.codegen.module import by_module, render_init, render_module, render_records_init
-from tools.codegen.spec import default_spec_root, load_all, load_records
+from tools.codegen.spec import MESSAGE_LAYERS, RECORDS_DIR, default_spec_root, load_all, load_records
 
 REPO = Path(__file__).resolve().parents[2]
 #: The folder that holds the generated packages.
@@ -67,12 +67,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.codegen", description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if a committed module is stale")
     parser.add_argument("--spec-root", type=Path, default=None,
-                        help="folder holding messages/, messages-4.1/ and records/ (default ../shared/kafka-protocol)")
+                        help="folder holding messages/, messages-4.1/, messages-4.4/ and records-4.4/ (default ../shared/kafka-protocol)")
     parser.add_argument("--out", type=Path, default=OUT_DIR,
                         help="folder that holds the generated packages (default src/tidelog/protocol)")
     args = parser.parse_args(argv)
     root = args.spec_root or default_spec_root()
-    missing = [d for d in ("messages", "messages-4.1", "records") if not (root / d).is_dir()]
+    missing = [d for d in (*MESSAGE_LAYERS, RECORDS_DIR) if not (root / d).is_dir()]
     if missing:
         print(f"python -m tools.codegen: spec folders not found in {root}: {', '.join(missing)}", file=sys.stderr)
         return 2

@@ -366,7 +366,8 @@ def non_default_test(f: FieldSpec, attr: str, ctx: Ctx) -> str:
     """An expression true when ``attr`` differs from the field's default (cheap for lists and structs)."""
     dexpr, factory = default_expr(f, ctx)
     if factory and dexpr == "list":
-        return attr
+        # Kafka's generator: an empty default list; null differs from it (written as the null marker).
+        return f"({attr} is None or {attr})" if f.nullable_versions else attr
     if factory:  # a struct: compare with a shared, never-returned default instance
         return f"{attr} != _D{dexpr}"
     return f"{attr} != {dexpr}"

@@ -21,6 +21,11 @@ BANNER = (
 )
 
 
+def is_record(spec: MessageSpec) -> bool:
+    """An internal-topic record schema (frozen classes; ``apiKey`` is its record type, not an API)."""
+    return spec.type in ("data", "coordinator-key", "coordinator-value")
+
+
 def module_name(message_name: str) -> str:
     """The module of a message or record schema: its name without Request/Response or Key/Value."""
     for suffix in ("Request", "Response", "Key", "Value"):
@@ -102,7 +107,7 @@ def emit_class(cls_name: str, qualname: str, fields: tuple[FieldSpec, ...], ctx:
     ``Frozen`` (records) adds immutability and ``__hash__``."""
     valid = ctx.valid
     live = [f for f in fields if f.versions.intersect(valid)]
-    frozen = ctx.spec.type == "data"
+    frozen = is_record(ctx.spec)
     attrs = [snake(f.name) for f in live] + ["unknown_tagged_fields"]
     bases = f"Frozen, {base}" if frozen else base
     out = ["", "", f"class {cls_name}({bases}):"]
@@ -182,19 +187,24 @@ def emit_message(spec: MessageSpec, fmt_consts: dict[str, str]) -> tuple[list[st
         schemas.extend(schema_lines(class_names[s], st.fields, ctx))
         body.extend(["", "", f"_D{class_names[s]} = {class_names[s]}()  # default instance, for comparisons only"])
     flex = spec.flexible_versions.intersect(spec.valid_versions)
+    record = is_record(spec)
     extra = [
-        f"    API_KEY: ClassVar[int | None] = {spec.api_key!r}",
+        f"    API_KEY: ClassVar[int | None] = {None if record else spec.api_key!r}",
         f"    MIN_VERSION: ClassVar[int] = {spec.valid_versions.lowest}",
         f"    MAX_VERSION: ClassVar[int] = {spec.valid_versions.highest}",
         f"    FLEXIBLE_FROM: ClassVar[int | None] = {flex.lowest if flex else None}",
     ]
+    if record and spec.api_key is not None:
+        extra.append(f"    RECORD_TYPE: ClassVar[int] = {spec.api_key!r}")
     for s in structs:
         extra.append(f"    {s}: ClassVar[type] = {class_names[s]}")
     doc = f"{spec.name}, versions {spec.valid_versions}"
     doc += f", flexible from v{flex.lowest}." if flex else ", never flexible."
     if spec.latest_version_unstable:
         doc += " The highest version is unstable in Kafka and not advertised by default."
-    if spec.type == "data":
+    if record and spec.api_key is not None:
+        doc += f" Record type {spec.api_key} (the int16 in front of the key on disk)."
+    if record:
         doc += " Immutable."
     body.extend(emit_class(spec.name, spec.name, spec.fields, ctx, "Message", doc, extra))
     schemas.extend(schema_lines(spec.name, spec.fields, ctx))
@@ -337,12 +347,15 @@ def render_init(specs: list[MessageSpec]) -> str:
 
 RECORDS_DOC = """The key and value schemas of the records in Kafka's internal topics, generated from Kafka's JSON.
 
-``__consumer_offsets`` holds ``OffsetCommit*``, ``GroupMetadata*``, ``ConsumerGroup*`` and
-``ShareGroup*`` records, ``__transaction_state`` ``TransactionLog*`` records. On disk a record's key and
-value each start with an int16 version, which these classes do not write: ``encode(version)`` gives the
-bytes after it and ``decode(data, version)`` reads them. A key schema's versions are the key versions
-that name its record type (``OffsetCommitKey`` 0-1, ``GroupMetadataKey`` 2, ...). Which versions to
-write, tombstones and the dispatch by key version belong to the coordinators
+Kafka 4.4.0's coordinator records: ``__consumer_offsets`` holds ``LegacyOffsetCommit*`` and
+``OffsetCommit*``, ``GroupMetadata*``, ``ConsumerGroup*`` (with ``ConsumerGroupRegularExpression*``),
+``ShareGroup*`` and ``StreamsGroup*`` records, ``__share_group_state`` ``ShareSnapshot*`` and
+``ShareUpdate*`` records, ``__transaction_state`` ``TransactionLog*`` records. On disk a record's key
+starts with an int16, its record type (the class's ``RECORD_TYPE``: ``OffsetCommitKey`` 1,
+``GroupMetadataKey`` 2, ...; ``LegacyOffsetCommitKey`` 0 has the same layout as ``OffsetCommitKey``), and
+the key schema after it is version 0; a value starts with an int16 version. These classes write neither:
+``encode(version)`` gives the bytes after it and ``decode(data, version)`` reads them. Which versions to
+write, tombstones and the dispatch by record type belong to the coordinators
 (:mod:`tidelog.coordinator.group.records`). Every class is frozen.
 """
 

@@ -9,12 +9,14 @@ a default, and ``ignorable``. ``commonStructs`` defines struct types shared by s
 without ``versions`` exists in its ``taggedVersions`` (as in Kafka's generator); one with neither is an
 error.
 
-Tidelog reads two folders: ``messages-4.1`` (Kafka 4.x layouts) and ``messages`` (an older trunk that
-still defines the versions 4.0 removed). For each message, versions inside the 4.x ``validVersions``
-follow the 4.x file and older versions follow the older file; :func:`merge_specs` builds one spec that
-covers the union, field by field. A third folder, ``records``, holds the ``"type": "data"`` schemas of
-the keys and values in Kafka's internal topics (``__consumer_offsets``, ``__transaction_state``); they
-are loaded as they are (:func:`load_records`).
+Tidelog reads three message folders, oldest first (:data:`MESSAGE_LAYERS`): ``messages`` (an older
+trunk that still defines the versions 4.0 removed), ``messages-4.1`` and ``messages-4.4`` (Kafka 4.4.0).
+For each message, the versions inside a newer folder's ``validVersions`` follow the newer file and the
+others follow the older one; :func:`merge_specs` builds one spec that covers the union, field by field.
+Files are matched by API key and type, so a renamed API (key 74, ``ListConfigResources`` since 4.1)
+keeps its newest name. ``records-4.4`` holds the ``coordinator-key`` / ``coordinator-value`` schemas of the
+keys and values in Kafka's internal topics (``__consumer_offsets``, ``__share_group_state``,
+``__transaction_state``); they are loaded as they are (:func:`load_records`).
 
 This module only reads files; it is part of the development tool :mod:`tools.codegen` and never
 imported by the broker at run time. Objects here are immutable after loading.
@@ -353,52 +355,41 @@ def default_spec_root() -> Path:
     return repo.parent / "shared" / "kafka-protocol"
 
 
+#: The message folders, oldest first: each newer one's ``validVersions`` wins over the older ones'.
+MESSAGE_LAYERS = ("messages", "messages-4.1", "messages-4.4")
+#: The folder of the internal-topic record schemas (Kafka 4.4's coordinator records).
+RECORDS_DIR = "records-4.4"
+#: The ``type`` of a record schema: Kafka 4.x's coordinator records (the key's int16 prefix on disk is the
+#: record type, ``apiKey``; the key schema itself has version 0), or the older ``data``.
+RECORD_TYPES = ("coordinator-key", "coordinator-value", "data")
+
+
+def _identity(spec: MessageSpec) -> tuple:
+    """What makes two files of different folders the same message: the API key and the type (key 74 is
+    ``ListClientMetricsResources`` before Kafka 4.1 and ``ListConfigResources`` after), else the name."""
+    return (spec.api_key, spec.type) if spec.api_key is not None else (None, spec.name)
+
+
 def load_all(root: Path | None = None) -> list[MessageSpec]:
-    """Every message of both folders, merged by file name, sorted by (api key, type)."""
+    """Every message of the :data:`MESSAGE_LAYERS`, merged by API key and type (the newest folder's name
+    and layout win where it defines a version), sorted by (api key, type)."""
     root = root or default_spec_root()
-    old_dir, new_dir = root / "messages", root / "messages-4.1"
-    names = sorted({p.name for p in old_dir.glob("*.json")} | {p.name for p in new_dir.glob("*.json")})
-    specs = []
-    for name in names:
-        old = load_file(old_dir / name) if (old_dir / name).exists() else None
-        new = load_file(new_dir / name) if (new_dir / name).exists() else None
-        spec = merge_specs(old, new)
-        if not spec.valid_versions:
-            continue
-        specs.append(spec)
+    merged: dict[tuple, MessageSpec] = {}
+    for layer in MESSAGE_LAYERS:
+        for path in sorted((root / layer).glob("*.json")):
+            spec = load_file(path)
+            ident = _identity(spec)
+            merged[ident] = merge_specs(merged.get(ident), spec)
+    specs = [s for s in merged.values() if s.valid_versions]
     specs.sort(key=lambda s: (s.api_key if s.api_key is not None else -1, s.type, s.name))
     return specs
 
 
-#: Record schemas taken from ``records-4.4/`` (Kafka 4.4's layout: ``coordinator-key`` / ``coordinator-value``
-#: with the record type in ``apiKey``) over ``records/``: the share groups' (issue 27) until every record
-#: schema is generated from ``records-4.4/``.
-RECORDS_44_PREFIXES = ("ShareGroupCurrentMemberAssignment", "ShareGroupMemberMetadata", "ShareGroupMetadata",
-                       "ShareGroupStatePartitionMetadata", "ShareGroupTargetAssignmentMember",
-                       "ShareGroupTargetAssignmentMetadata")
-
-
-def _record_44(path: Path) -> MessageSpec:
-    """A ``records-4.4/`` schema as a ``data`` spec: a key's versions are its record type (the int16 that
-    starts the key on disk), as in ``records/``."""
-    spec = load_file(path)
-    if spec.type == "coordinator-key" and spec.api_key is not None:
-        keyed = Versions.parse(str(spec.api_key))
-        spec = replace(spec, valid_versions=keyed, fields=tuple(replace(f, versions=keyed) for f in spec.fields))
-    return replace(spec, type="data", api_key=None)
-
-
 def load_records(root: Path | None = None) -> list[MessageSpec]:
-    """The internal-topic record schemas of ``records/`` (``"type": "data"``) and the share groups' of
-    ``records-4.4/`` (:data:`RECORDS_44_PREFIXES`), sorted by name."""
+    """The internal-topic record schemas of :data:`RECORDS_DIR`, sorted by name."""
     root = root or default_spec_root()
-    specs = {p.name: load_file(p) for p in sorted((root / "records").glob("*.json"))}
-    for spec in specs.values():
-        if spec.type != "data":
-            raise SpecError(f"{spec.sources[0]}: type {spec.type!r}, expected 'data'")
-    for prefix in RECORDS_44_PREFIXES:
-        for suffix in ("Key", "Value"):
-            path = root / "records-4.4" / f"{prefix}{suffix}.json"
-            if path.exists():
-                specs[path.name] = _record_44(path)
-    return [specs[n] for n in sorted(specs)]
+    specs = [load_file(p) for p in sorted((root / RECORDS_DIR).glob("*.json"))]
+    for spec in specs:
+        if spec.type not in RECORD_TYPES:
+            raise SpecError(f"{spec.sources[0]}: type {spec.type!r}, expected one of {RECORD_TYPES}")
+    return specs

@@ -176,6 +176,11 @@ class ReplicaManager:
         plog = self._leader_log(topic, partition)
         return sorted(plog.producer_state.active_producers.values(), key=lambda e: e.producer_id)
 
+    def producer_epoch(self, topic: str, partition: int, producer_id: int) -> int | None:
+        """The epoch the partition (led here) last saw of ``producer_id``, or None. Raises KafkaError."""
+        entry = self._leader_log(topic, partition).producer_state.last_entry(producer_id)
+        return None if entry is None else entry.producer_epoch
+
     def has_ongoing_transaction(self, topic: str, partition: int, producer_id: int, producer_epoch: int) -> bool:
         """Whether the partition's log has an open transaction of this producer in this epoch: its
         later batches need no verification with the transaction coordinator (KIP-890)."""

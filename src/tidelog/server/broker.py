@@ -238,9 +238,11 @@ class Broker:
         describer = ConfigDescriber(config, topic_configs)
         self.handlers = handlers = HandlerRegistry()
         handlers.add(
-            ApiVersionsHandler(handlers, {"transaction.version": (2, config["transaction.version"]),
-                                          **({"share.version": (1, min(config["share.version"], 1))}
-                                             if config["share.version"] >= 1 else {})}),
+            ApiVersionsHandler(handlers, {
+                "group.version": (1, int("consumer" in config["group.coordinator.rebalance.protocols"])),
+                "transaction.version": (2, config["transaction.version"]),
+                **({"share.version": (1, min(config["share.version"], 1))} if config["share.version"] >= 1 else {}),
+            }, lambda: store.image.cluster_id, self.broker_id),
             MetadataHandler(store, controller, config, auth),
             DescribeTopicPartitionsHandler(store, auth),
             ProduceHandler(replicas, verifier, auth),

@@ -17,6 +17,7 @@ Not thread-safe: one session per broker.
 
 from __future__ import annotations
 
+import copy
 import time
 import uuid
 from collections.abc import Callable
@@ -28,6 +29,7 @@ from tests.oracle.wire.variation import MUTATIONS, fit, mutations_for, substitut
 from tidelog.protocol.api_keys import API_REGISTRY, ApiKey
 from tidelog.protocol.message import Message, in_ranges
 from tidelog.protocol.messages import ApiVersionsRequest
+from tidelog.protocol.primitives import ZERO_UUID
 from tidelog.testing.client import ConnectionClosed, WireClient
 
 Build = Message | Callable[["Session"], Message]
@@ -78,7 +80,7 @@ class Session:
 
     def call(self, body: Message, version: int, connection: str = "main") -> Message:
         """An uncompared request (set-up, polling)."""
-        return self.client(connection).request(fit(body, version), version)
+        return self.client(connection).request(fit(by_id(body, version, self), version), version)
 
 
 @dataclass(frozen=True)
@@ -203,7 +205,8 @@ class Program:
 
     def _send(self, session: Session, step: Step) -> None:
         try:
-            body = fit(step.build(session) if callable(step.build) else step.build, step.version)
+            built = step.build(session) if callable(step.build) else step.build
+            body = fit(by_id(built, step.version, session), step.version)
         except KeyError as e:  # an id an earlier step should have handed out is missing on this broker
             self._record_failure(session, step.key, {"<not sent>": f"no {e.args[0]} from an earlier step"},
                                  step.compare)
@@ -279,6 +282,42 @@ def _api_of(build: Build) -> int:
         assert build.API_KEY is not None
         return build.API_KEY
     raise ValueError("a request built by a function needs api=")
+
+
+#: The field that names a topic in a struct that also has a topic id.
+_NAME_FIELDS = ("name", "topic")
+#: The namespace of the ids given to topic names a broker does not know (the same on both brokers).
+_UNKNOWN_NAMES = uuid.UUID("5b1ee7ab-4a1d-4c43-9f15-7a3e0d1e0c44")
+
+
+def by_id(message: Message, version: int, session: Session) -> Message:
+    """A copy of ``message`` in which each topic named by name, in a struct that says only its id at
+    ``version`` (Produce 13, OffsetCommit / OffsetFetch 10, TxnOffsetCommit 6 ...), gets this broker's
+    id for it (a name no earlier answer gave an id: a fixed id derived from it, unknown to both), so
+    the cases are written once, with names, for every version. An id already set stays."""
+    out = copy.deepcopy(message)
+    _by_id(out, version, session)
+    return out
+
+
+def _by_id(struct: Any, version: int, session: Session) -> None:
+    fields = {f.name: f for f in struct.SCHEMA}
+    id_field = fields.get("topic_id")
+    name_field = next((fields[n] for n in _NAME_FIELDS if n in fields), None)
+    if (id_field is not None and name_field is not None and in_ranges(version, id_field.versions)
+            and not in_ranges(version, name_field.versions) and struct.topic_id == ZERO_UUID):
+        name = getattr(struct, name_field.name)
+        if name:
+            try:
+                struct.topic_id = session.topic_id(name)
+            except KeyError:
+                struct.topic_id = uuid.uuid5(_UNKNOWN_NAMES, name)
+    for f in struct.SCHEMA:
+        if f.struct is None or not in_ranges(version, f.versions):
+            continue
+        value = getattr(struct, f.name)
+        for item in value if isinstance(value, list) else ([value] if value is not None else []):
+            _by_id(item, version, session)
 
 
 def fits(message: Message, version: int) -> bool:

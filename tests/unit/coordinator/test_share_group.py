@@ -118,8 +118,8 @@ def parts(response) -> set[int]:
 ])
 def test_records_round_trip_with_kafka_key_versions(record: CoordinatorRecord) -> None:
     key, value = serialize(record)
-    assert int.from_bytes(key[:2], "big") == type(record.key).MAX_VERSION
-    assert 10 <= type(record.key).MAX_VERSION <= 15
+    assert int.from_bytes(key[:2], "big") == type(record.key).RECORD_TYPE
+    assert 10 <= type(record.key).RECORD_TYPE <= 15
     assert deserialize(key, value) == record
 
 

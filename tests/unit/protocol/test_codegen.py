@@ -61,20 +61,19 @@ def test_missing_spec_folder_is_one_clear_line(tmp_path: Path, capsys: pytest.Ca
     (tmp_path / "messages").mkdir()
     assert codegen.main(["--check", "--spec-root", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "messages-4.1, records" in err
+    assert err.count("\n") == 1 and "messages-4.1, messages-4.4, records-4.4" in err
 
 
 @needs_specs
 def test_every_record_schema_is_loaded() -> None:
     specs = {s.name: s for s in load_records(SPEC_ROOT)}
-    names = {p.name for p in (SPEC_ROOT / "records").glob("*.json")}
-    names |= {p.name for p in (SPEC_ROOT / "records-4.4").glob("ShareGroup*.json")}
-    assert len(specs) == len(names)
-    # Kafka 4.4's share group records: a key's version is its record type, as on disk.
-    assert list(specs["ShareGroupMemberMetadataKey"].valid_versions) == [10]
-    assert [f.name for f in specs["ShareGroupMetadataValue"].fields] == ["Epoch", "MetadataHash"]
-    assert {"OffsetCommitKey", "GroupMetadataValue", "TransactionLogKey", "TransactionLogValue"} <= specs.keys()
-    assert all(s.type == "data" for s in specs.values())
+    assert len(specs) == len(list((SPEC_ROOT / "records-4.4").glob("*.json")))
+    assert {"OffsetCommitKey", "LegacyOffsetCommitKey", "GroupMetadataValue", "TransactionLogKey",
+            "TransactionLogValue", "ShareSnapshotValue", "StreamsGroupTopologyValue"} <= specs.keys()
+    assert {s.type for s in specs.values()} == {"coordinator-key", "coordinator-value"}
+    # Kafka 4.x: the record type is apiKey; a key schema is version 0 only.
+    assert (specs["OffsetCommitKey"].api_key, str(specs["OffsetCommitKey"].valid_versions)) == (1, "0")
+    assert specs["LegacyOffsetCommitKey"].api_key == 0
     # Tagged-only fields without "versions" exist in their taggedVersions, as in Kafka's generator.
     fields = {f.name: f for f in specs["TransactionLogValue"].fields}
     assert str(fields["PreviousProducerId"].versions) == "1+"

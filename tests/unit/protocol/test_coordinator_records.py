@@ -4,7 +4,7 @@
 * truncated encodings are malformed;
 * golden bytes computed by hand from the layouts Kafka's JSON documents (no ../shared needed);
 * a cross-check against an independent codec: kafka-python's spec-driven ``ApiData`` classes built from
-  the same JSON files in ``../shared/kafka-protocol/records`` (skipped when ../shared is absent) decode
+  the same JSON files in ``../shared/kafka-protocol/records-4.4`` (skipped when ../shared is absent) decode
   our bytes to the same field values, consume them exactly, and write them back identically.
 """
 
@@ -37,11 +37,15 @@ SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=list(H
 
 def test_record_schemas_are_data_not_messages_of_an_api() -> None:
     assert all(issubclass(cls, Message) and cls.API_KEY is None for cls in ALL_RECORDS)
-    # A key schema's versions are the key versions that name its record type.
-    assert (records.OffsetCommitKey.MIN_VERSION, records.OffsetCommitKey.MAX_VERSION) == (0, 1)
-    assert records.GroupMetadataKey.MIN_VERSION == records.GroupMetadataKey.MAX_VERSION == 2
-    assert records.ConsumerGroupCurrentMemberAssignmentKey.MIN_VERSION == 8
+    # Kafka 4.x: a key schema is version 0; its record type (the int16 in front of it on disk) is RECORD_TYPE.
+    assert all(cls.MIN_VERSION == cls.MAX_VERSION == 0 for cls in ALL_RECORDS if cls.__name__.endswith("Key"))
+    assert (records.LegacyOffsetCommitKey.RECORD_TYPE, records.OffsetCommitKey.RECORD_TYPE) == (0, 1)
+    assert records.GroupMetadataKey.RECORD_TYPE == records.GroupMetadataValue.RECORD_TYPE == 2
+    assert records.ConsumerGroupCurrentMemberAssignmentKey.RECORD_TYPE == 8
+    assert records.ConsumerGroupRegularExpressionKey.RECORD_TYPE == 16
+    assert records.ShareSnapshotKey.RECORD_TYPE == records.TransactionLogKey.RECORD_TYPE == 0
     assert records.TransactionLogValue.FLEXIBLE_FROM == 1
+    assert (records.OffsetCommitValue.MAX_VERSION, records.OffsetCommitValue.FLEXIBLE_FROM) == (4, 4)
 
 
 def test_records_are_frozen() -> None:
@@ -161,7 +165,7 @@ def test_a_null_tagged_struct_is_written_as_kafka_writes_it() -> None:
 
 # ------------------------------------------------------------------------ kafka-python cross-check
 
-SPEC_DIR = default_spec_root() / "records"
+SPEC_DIR = default_spec_root() / "records-4.4"
 needs_specs = pytest.mark.skipif(
     not SPEC_DIR.is_dir(),
     reason=f"Kafka JSON record schemas not found at {SPEC_DIR} (they live in ../shared, outside the repository): "
@@ -189,6 +193,7 @@ def kafka_python_class(name: str) -> type:
     from kafka.protocol.schemas.load_json import _resolve_common_structs
 
     spec = json.loads(_COMMENTS.sub("", (SPEC_DIR / f"{name}.json").read_text()))
+    spec["type"] = "data"  # kafka-python knows "data"; Kafka 4.x's coordinator-key/-value have that layout
     _with_tagged_versions_as_versions(spec["fields"])
     _resolve_common_structs(spec["fields"], {s["name"]: s["fields"] for s in spec.get("commonStructs", [])})
     cls = JsonSchemaData(name, (ApiData,), {"_json": spec, "_struct": StructField(spec)}, init=False)
@@ -262,8 +267,26 @@ def test_kafka_python_reads_and_rewrites_our_bytes(cls: type[Message], version: 
         # generator (and ours) with the unsigned varint 0 (test_a_null_tagged_struct_is_written_as_kafka_
         # writes_it), so kafka-python cannot read these bytes: nothing to cross-check.
         return
+    if cls.__name__ in KAFKA_PYTHON_CANNOT_BUILD:
+        pytest.skip(KAFKA_PYTHON_CANNOT_BUILD[cls.__name__])
     stream = io.BytesIO(encoded)
     theirs = kafka_python_class(cls.__name__).decode(stream, version=version, header=False)
     assert stream.tell() == len(encoded), "kafka-python read a different length"
     assert kafka_python_plain(theirs, value, version) == ours_plain(value, version)
-    assert theirs.encode(version=version, header=False) == encoded
+    if not tags_out_of_order(cls, version):
+        assert theirs.encode(version=version, header=False) == encoded
+
+
+#: Schemas kafka-python 3.0 cannot build objects of, and why.
+KAFKA_PYTHON_CANNOT_BUILD = {
+    "ConsumerGroupRegularExpressionValue": "its field Version collides with kafka-python's version argument",
+}
+
+
+def tags_out_of_order(cls: type, version: int) -> bool:
+    """Whether ``cls`` (or a struct in it) declares tagged fields out of tag order (TransactionLogValue's
+    NextProducerEpoch, tag 3, comes before tag 2 in Kafka 4.4's JSON). Kafka's generator, and ours, write
+    tags in ascending order (KIP-482); kafka-python in declaration order, so its bytes differ there."""
+    tags = [f.tag for f in cls.SCHEMA if in_ranges(version, f.tagged_versions)]
+    return tags != sorted(tags) or any(
+        tags_out_of_order(f.struct, version) for f in cls.SCHEMA if f.struct is not None and in_ranges(version, f.versions))

@@ -12,8 +12,8 @@ plus the request and response headers:
 * ``test_defaults_crosscheck``: the same for the all-defaults value of each message.
 
 Versions only one side defines are listed as skipped with the reason: kio follows Kafka ~4.3 and has
-dropped what Kafka 4.0 removed (KIP-896), while our layouts come from Kafka 4.1's files plus an older
-pre-4.0 folder for the versions 4.x removed.
+dropped what Kafka 4.0 removed (KIP-896), while our layouts come from Kafka 4.4's files (then 4.1's, and an older
+pre-4.0 folder for the versions 4.x removed).
 
 What kio's Python types cannot hold is not generated (see ``kio_primitive``): error codes outside its
 ``ErrorCode`` enum, negative timestamps (kio rejects them, except -1 as null where its field is Optional),
@@ -130,14 +130,14 @@ def _kio_entity(path: str) -> type:
 
 def _kio_lacks(ours: type[Message], version: int) -> str:
     """Why kio lacks a version we have: below Kafka 4.x's ``validVersions``, we take it from the old folder."""
-    path = default_spec_root() / "messages-4.1" / f"{ours.__name__}.json"
+    path = default_spec_root() / "messages-4.4" / f"{ours.__name__}.json"
     if not path.exists():
         return f"kio lacks {ours.__name__} v{version}; Kafka 4.x no longer defines it"
     valid = load_file(path).valid_versions
-    if version in valid:  # would be kio dropping a version Kafka 4.1 still has: worth a look
-        return f"kio lacks {ours.__name__} v{version}, although Kafka 4.1 defines it ({valid.ranges})"
+    if version in valid:  # kio follows Kafka ~4.3: a version 4.4 added
+        return f"kio lacks {ours.__name__} v{version}: kio follows Kafka ~4.3, Kafka 4.4 defines it ({valid.ranges})"
     return (
-        f"kio lacks {ours.__name__} v{version}: Kafka 4.x no longer defines it (4.1 has "
+        f"kio lacks {ours.__name__} v{version}: Kafka 4.x no longer defines it (4.4 has "
         f"{', '.join(f'{lo}-{hi}' if lo != hi else str(lo) for lo, hi in valid.ranges) or 'none'}); "
         "our codec takes it from the pre-4.0 spec folder"
     )
@@ -169,7 +169,7 @@ def _pairs() -> list[Pair]:
                             None,
                             v,
                             f"our codec lacks {ours.__name__} v{v}: kio follows Kafka ~4.3, "
-                            "our specs are Kafka 4.1's",
+                            "our specs are Kafka 4.4's",
                         )
                     )
                 else:
@@ -305,6 +305,13 @@ def crosscheck(pair: Pair, value: Message) -> None:
     assert ours.decode(kio_wire, version, strict=True) == value
 
 
+# Fields Kafka 4.4 renamed after the ~4.3 specs kio follows (same wire layout): our name -> kio's.
+KAFKA_44_RENAMES = {
+    "TxnOffsetCommitRequest.generation_id_or_member_epoch": "generation_id",  # KIP-1251 (TxnOffsetCommit v6)
+    "StreamsGroupHeartbeatResponse.acceptable_recovery_lag_legacy": "acceptable_recovery_lag",  # KIP-1071
+}
+
+
 def _normalized_name(f: FieldInfo, kf: dataclasses.Field) -> str:
     name = kf.name.removesuffix("_")  # kio appends "_" to names that shadow builtins ("id_")
     if kio_type(kf) in ("timedelta_i32", "timedelta_i64", "datetime_i64") and f.name.endswith("_ms"):
@@ -321,7 +328,7 @@ def _schema_differences(ours: type, kio_cls: type, version: int, path: str) -> l
     out = []
     for f, kf in zip(ours_fields, kio_fields):
         where = f"{path}.{f.name}"
-        if _normalized_name(f, kf) != f.name:
+        if _normalized_name(f, kf) != f.name and KAFKA_44_RENAMES.get(where) != kf.name:
             out.append(f"{where}: kio names it {kf.name!r}")
         tag = f.tag if in_ranges(version, f.tagged_versions) else None
         kio_tag = kf.metadata.get("tag")

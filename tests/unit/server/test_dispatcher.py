@@ -20,6 +20,7 @@ from tidelog.protocol.messages import (
 from tidelog.server.broker import Broker
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import CloseConnection, HandlerRegistry, handles
+from tidelog.server.handlers.api_versions import ApiVersionsHandler
 
 # The registry a broker builds. Building a broker reads and writes nothing, so the data dir is never made.
 REGISTRY = Broker(BrokerConfig.from_props({"log.dirs": "/nonexistent/tidelog-never-created"})).handlers
@@ -45,7 +46,7 @@ def test_every_advertised_version_is_within_the_codec_and_round_trips() -> None:
             assert entry.response.decode(entry.response().encode(v), v) == entry.response()
 
 
-@pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4, 5])
 def test_api_versions_lists_the_registry(version: int) -> None:
     resp = _api_versions(version)
     listed = {(k.api_key, k.min_version, k.max_version) for k in resp.api_keys}
@@ -61,22 +62,50 @@ def test_api_versions_finalizes_transaction_version_2(version: int) -> None:
     # The Java client takes KIP-890's protocol (EndTxn v5, Produce v12) from this finalized feature.
     resp = _api_versions(version)
     assert resp.finalized_features_epoch >= 0
+    # group.version 1: KIP-848's consumer groups (Kafka 4.4 finalizes it too; tests/oracle checks the levels).
     assert [(f.name, f.min_version_level, f.max_version_level) for f in resp.finalized_features] == [
-        ("transaction.version", 2, 2)]
+        ("group.version", 1, 1), ("transaction.version", 2, 2)]
     # v3 leaves out supported features whose lowest level is 0, as Kafka's schema says.
     supported = [(f.name, f.min_version, f.max_version) for f in resp.supported_features]
-    assert supported == ([("transaction.version", 0, 2)] if version >= 4 else [])
+    assert supported == ([("group.version", 0, 1), ("transaction.version", 0, 2)] if version >= 4 else [])
     versions = {k.api_key: k.max_version for k in resp.api_keys}
-    assert versions[ApiKey.END_TXN] == 5 and versions[ApiKey.PRODUCE] == 12
+    assert versions[ApiKey.END_TXN] == 5 and versions[ApiKey.PRODUCE] == 13
 
 
 def test_api_versions_above_range_gets_kip511_v0_body() -> None:
-    # A v5 request cannot be decoded by the codec, but its header can: answer with a v0 body.
-    frame = struct.pack(">hhih", 18, 5, 77, 1) + b"c" + b"\x00" + b"\x00" * 4
+    # A v6 request cannot be decoded by the codec, but its header can: answer with a v0 body.
+    frame = struct.pack(">hhih", 18, 6, 77, 1) + b"c" + b"\x00" + b"\x00" * 4
     d = dispatch(frame, _no_context)
     assert d.api_version == 0 and d.correlation_id == 77
     assert d.result.error_code == ErrorCode.UNSUPPORTED_VERSION
-    assert [(k.api_key, k.min_version, k.max_version) for k in d.result.api_keys] == [(18, 0, 4)]
+    assert [(k.api_key, k.min_version, k.max_version) for k in d.result.api_keys] == [(18, 0, 5)]
+
+
+MINE = object()  # this broker's cluster id / node id
+CLUSTER_ID, NODE_ID = "cluster-4QUxMTY0", 3
+
+
+@pytest.mark.parametrize(("cluster_id", "node_id", "code"), [
+    (MINE, MINE, ErrorCode.NONE),
+    (None, -1, ErrorCode.NONE),  # neither: no check
+    ("another-cluster", MINE, ErrorCode.REBOOTSTRAP_REQUIRED),
+    (MINE, 99, ErrorCode.REBOOTSTRAP_REQUIRED),
+    (MINE, -5, ErrorCode.REBOOTSTRAP_REQUIRED),
+    ("", MINE, ErrorCode.REBOOTSTRAP_REQUIRED),
+    (MINE, -1, ErrorCode.INVALID_REQUEST),  # one without the other
+    (None, MINE, ErrorCode.INVALID_REQUEST),
+    (None, -5, ErrorCode.INVALID_REQUEST),
+])
+def test_api_versions_v5_checks_the_cluster_and_node_meant(cluster_id, node_id, code: ErrorCode) -> None:
+    # KIP-1242, with the answers Kafka 4.4 gives to each combination (probed against the oracle).
+    registry = HandlerRegistry()
+    registry.add(ApiVersionsHandler(registry, {}, lambda: CLUSTER_ID, NODE_ID))
+    request = ApiVersionsRequest(client_software_name="t", client_software_version="1",
+                                 cluster_id=CLUSTER_ID if cluster_id is MINE else cluster_id,
+                                 node_id=NODE_ID if node_id is MINE else node_id)
+    d = registry.dispatch(encode_request(request, 5, 9), lambda header: RequestContext(header, "test", "127.0.0.1"))
+    assert d.result.error_code == code
+    assert bool(d.result.api_keys) == (code == ErrorCode.NONE)
 
 
 def test_unknown_key_and_garbage_close_the_connection() -> None:

@@ -366,15 +366,18 @@ class GroupCoordinator:
 
         def op() -> Result[dict[tuple[str, int], ErrorCode]]:
             group = self.groups.get(group_id)
+            # v6 (KIP-1251) has GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH; older versions ILLEGAL_GENERATION
             if group is None:
                 if generation_id >= 0:
-                    raise KafkaError(ErrorCode.ILLEGAL_GENERATION, f"group {group_id} does not exist")
+                    code = ErrorCode.GROUP_ID_NOT_FOUND if info.api_version >= 6 else ErrorCode.ILLEGAL_GENERATION
+                    raise KafkaError(code, f"Group {group_id} not found." if info.api_version >= 6
+                                     else f"group {group_id} does not exist")
             else:
                 try:
                     group.validate_offset_commit(member_id, group_instance_id, generation_id, info.api_version,
                                                  transactional=True)
                 except KafkaError as e:
-                    if e.code == ErrorCode.STALE_MEMBER_EPOCH:
+                    if e.code == ErrorCode.STALE_MEMBER_EPOCH and info.api_version < 6:
                         raise KafkaError(ErrorCode.ILLEGAL_GENERATION, e.message) from None
                     raise
             records, accepted = self.offsets.commit_records(group_id, commits, self.clock.wall_ms(), -1,

@@ -1,11 +1,14 @@
 """The records of ``__consumer_offsets``: record types by key version, the versions written, tombstones.
 
-Every key and every value starts with an ``int16`` version; the bytes after it follow Kafka's JSON
-schemas, generated into :mod:`tidelog.protocol.coordinator_records` (``make codegen``; the field
-layouts of every version are documented there). The key version names the record type::
+Every key starts with an ``int16`` record type and every value with an ``int16`` version; the bytes
+after them follow Kafka 4.4's JSON schemas, generated into :mod:`tidelog.protocol.coordinator_records`
+(``make codegen``; the field layouts of every version are documented there; a key's schema is version
+0, its class's ``RECORD_TYPE`` is the int16 in front of it)::
 
-    key version   key                         value (versions read; version Tidelog writes)
-    0, 1          OffsetCommitKey             OffsetCommitValue 0-4; writes 3, or 1 when the commit
+    record type   key                         value (versions read; version Tidelog writes)
+    0             LegacyOffsetCommitKey       read as OffsetCommitKey (the same layout; Kafka 0.8.2 wrote it),
+                                              its value as OffsetCommitValue 0-4; never written
+    1             OffsetCommitKey             OffsetCommitValue 0-4; writes 3, or 1 when the commit
                                               carries an expire timestamp (OffsetCommit v2-v4 retention)
     2             GroupMetadataKey            GroupMetadataValue 0-4; writes 3
     3-8, 16 ...   ConsumerGroup*Key (KIP-848) the consumer group type's (its ``RECORD_TYPES``)
@@ -14,7 +17,7 @@ A :class:`RecordSerde` reads and writes the record types of one table: the group
 its own from :data:`CLASSIC_RECORD_TYPES` and its group types' ``record_types``
 (:mod:`tidelog.coordinator.group.serde` has the table of every type Tidelog writes).
 
-Keys are written in their highest version (OffsetCommitKey: 1) and are the generated key classes
+Keys are written with their record type in front (OffsetCommitKey: 1) and are the generated key classes
 themselves (frozen, hashable). Values are this module's frozen dataclasses, the coordinator's view
 (tuples, the field order its code uses); they are converted to and from the generated classes at the
 edge. A record whose value is null is a tombstone: it deletes its key (and compaction later drops
@@ -46,8 +49,8 @@ from tidelog.protocol.primitives import (
 )
 from tidelog.varint import VarintError
 
-OFFSET_COMMIT_KEY_VERSION = OffsetCommitKey.MAX_VERSION  # 1; 0 is read too
-GROUP_METADATA_KEY_VERSION = GroupMetadataKey.MAX_VERSION  # 2
+OFFSET_COMMIT_KEY_VERSION = OffsetCommitKey.RECORD_TYPE  # 1; 0 (LegacyOffsetCommitKey) is read too
+GROUP_METADATA_KEY_VERSION = GroupMetadataKey.RECORD_TYPE  # 2
 OFFSET_COMMIT_VALUE_VERSION = 3
 OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY = 1
 GROUP_METADATA_VALUE_VERSION = 3
@@ -108,13 +111,13 @@ class RecordType:
     is written in front of keys; ``read_*`` take ``(buf, pos, version)`` and return ``(obj, pos)``;
     ``write_key(key) -> bytes`` and ``write_value(value) -> bytes`` include the version prefix."""
 
-    key_version: int
+    key_version: int  # the record type
     key_cls: type
     read_key: Callable[[memoryview, int, int], tuple[Any, int]]
     write_key: Callable[[Any], bytes]
     read_value: Callable[[memoryview, int, int], tuple[Any, int]]
     write_value: Callable[[Any], bytes]
-    #: Further key versions that mean the same type (OffsetCommitKey: 0 and 1).
+    #: Further record types read as this one (OffsetCommitKey: LegacyOffsetCommitKey's 0).
     aliases: tuple[int, ...] = field(default=())
 
 
@@ -186,17 +189,21 @@ def write_schema(obj: Message, version: int) -> bytes:
 
 def schema_record_type(key_cls: type[Message], value_cls: type[Message],
                        value_from_schema: Callable[[Any], Any], value_to_schema: Callable[[Any], Message],
-                       value_version: Callable[[Any], int]) -> RecordType:
-    """A record type whose keys are the generated ``key_cls`` (read in any of its versions, written in
-    the highest) and whose values go through the generated ``value_cls``: ``value_from_schema`` and
+                       value_version: Callable[[Any], int], legacy_key_cls: type[Message] | None = None) -> RecordType:
+    """A record type whose keys are the generated ``key_cls`` (its ``RECORD_TYPE`` in front, then the key
+    in version 0) and whose values go through the generated ``value_cls``: ``value_from_schema`` and
     ``value_to_schema`` convert between it and the coordinator's value; ``value_version(value)`` picks
-    the version to write."""
+    the version to write. Keys of ``legacy_key_cls``'s record type (the same layout) are read as
+    ``key_cls``, never written."""
 
-    def read_key(buf: memoryview, pos: int, version: int) -> tuple[Any, int]:
-        return read_schema(key_cls, buf, pos, version)
+    def read_key(buf: memoryview, pos: int, record_type: int) -> tuple[Any, int]:
+        if legacy_key_cls is not None and record_type == legacy_key_cls.RECORD_TYPE:
+            legacy, pos = read_schema(legacy_key_cls, buf, pos, 0)
+            return same_fields(key_cls, legacy), pos
+        return read_schema(key_cls, buf, pos, 0)
 
     def write_key(key: Any) -> bytes:
-        return write_schema(key, key_cls.MAX_VERSION)
+        return INT16.pack(key_cls.RECORD_TYPE) + key.encode(0)
 
     def read_value(buf: memoryview, pos: int, version: int) -> tuple[Any, int]:
         obj, pos = read_schema(value_cls, buf, pos, version)
@@ -205,8 +212,8 @@ def schema_record_type(key_cls: type[Message], value_cls: type[Message],
     def write_value(value: Any) -> bytes:
         return write_schema(value_to_schema(value), value_version(value))
 
-    aliases = tuple(range(key_cls.MIN_VERSION, key_cls.MAX_VERSION))
-    return RecordType(key_cls.MAX_VERSION, key_cls, read_key, write_key, read_value, write_value, aliases)
+    aliases = () if legacy_key_cls is None else (legacy_key_cls.RECORD_TYPE,)
+    return RecordType(key_cls.RECORD_TYPE, key_cls, read_key, write_key, read_value, write_value, aliases)
 
 
 def same_fields(cls: type, obj: Any, **changed: Any) -> Any:
@@ -236,7 +243,8 @@ def offset_value_version(value: OffsetCommitValue) -> int:
 
 
 def _offset_value_schema(value: OffsetCommitValue) -> schema.OffsetCommitValue:
-    return same_fields(schema.OffsetCommitValue, value)
+    # topicId (v4+, tagged) is not kept: Tidelog writes versions 1 and 3, as Kafka does.
+    return same_fields(schema.OffsetCommitValue, value, topic_id=schema.OffsetCommitValue().topic_id)
 
 
 def write_offset_value(value: OffsetCommitValue, version: int | None = None) -> bytes:
@@ -260,7 +268,7 @@ def write_group_value(value: GroupMetadataValue, version: int = GROUP_METADATA_V
 #: The record types of classic groups and committed offsets (every group coordinator reads these).
 CLASSIC_RECORD_TYPES: tuple[RecordType, ...] = (
     schema_record_type(OffsetCommitKey, schema.OffsetCommitValue, lambda obj: same_fields(OffsetCommitValue, obj),
-                       _offset_value_schema, offset_value_version),
+                       _offset_value_schema, offset_value_version, legacy_key_cls=schema.LegacyOffsetCommitKey),
     schema_record_type(GroupMetadataKey, schema.GroupMetadataValue, _group_value, _group_value_schema,
                        lambda _: GROUP_METADATA_VALUE_VERSION),
 )

@@ -4,12 +4,12 @@ Every key and value starts with an ``int16`` version; the bytes after it are Kaf
 ``TransactionLogKey`` / ``TransactionLogValue`` (generated into
 :mod:`tidelog.protocol.coordinator_records`, where the field layouts are documented)::
 
-    key     version 0   transactional_id
+    key     record type 0, then (schema version 0) transactional_id
     value   version 0   producer_id, producer_epoch, transaction_timeout_ms, transaction_status (state id),
                         transaction_partitions (null in Empty, else [topic, [partition]]),
                         transaction_last_update_timestamp_ms, transaction_start_timestamp_ms
-            version 1   the same, flexible, with tagged previous_producer_id (0), next_producer_id (1)
-                        and client_transaction_version (2)
+            version 1   the same, flexible, with tagged previous_producer_id (0), next_producer_id (1),
+                        client_transaction_version (2) and next_producer_epoch (3, Kafka 4.4; not kept)
     null value          a tombstone: the id expired
 
 The value version written follows the coordinator's transaction version (0 at level 0, else 1), as
@@ -30,7 +30,7 @@ from tidelog.protocol.coordinator_records import TransactionLogKey, TransactionL
 from tidelog.protocol.exceptions import MalformedMessageError, ProtocolError
 from tidelog.protocol.primitives import INT16
 
-KEY_VERSION = 0
+KEY_VERSION = TransactionLogKey.RECORD_TYPE  # 0: the record type in front of the key
 Partitions = TransactionLogValue.PartitionsSchema
 
 
@@ -82,7 +82,7 @@ class TxnLogSerde:
     def serialize(self, record: TxnLogRecord) -> tuple[bytes, bytes | None]:
         if record.value is not None and record.value.state is TransactionState.EMPTY and record.value.topic_partitions:
             raise ValueError(f"{record.transactional_id}: an Empty transaction has no partitions")
-        key = INT16.pack(KEY_VERSION) + TransactionLogKey(record.transactional_id).encode(KEY_VERSION)
+        key = INT16.pack(KEY_VERSION) + TransactionLogKey(record.transactional_id).encode(0)
         if record.value is None:
             return key, None
         return key, INT16.pack(self.value_version) + _to_schema(record.value).encode(self.value_version)
@@ -94,7 +94,7 @@ class TxnLogSerde:
             (version,) = INT16.unpack_from(key, 0)
             if version != KEY_VERSION:
                 raise UnknownRecordTypeError(f"unknown __transaction_state key version {version}")
-            k, _ = TransactionLogKey.decode_from(memoryview(key), 2, version)
+            k, _ = TransactionLogKey.decode_from(memoryview(key), 2, 0)
             if value is None:
                 return TxnLogRecord(k.transactional_id)
             (value_version,) = INT16.unpack_from(value, 0)

@@ -2,12 +2,15 @@
 # Regenerate with `make codegen`; tests/unit/protocol/test_codegen.py fails when this file is stale.
 """The key and value schemas of the records in Kafka's internal topics, generated from Kafka's JSON.
 
-``__consumer_offsets`` holds ``OffsetCommit*``, ``GroupMetadata*``, ``ConsumerGroup*`` and
-``ShareGroup*`` records, ``__transaction_state`` ``TransactionLog*`` records. On disk a record's key and
-value each start with an int16 version, which these classes do not write: ``encode(version)`` gives the
-bytes after it and ``decode(data, version)`` reads them. A key schema's versions are the key versions
-that name its record type (``OffsetCommitKey`` 0-1, ``GroupMetadataKey`` 2, ...). Which versions to
-write, tombstones and the dispatch by key version belong to the coordinators
+Kafka 4.4.0's coordinator records: ``__consumer_offsets`` holds ``LegacyOffsetCommit*`` and
+``OffsetCommit*``, ``GroupMetadata*``, ``ConsumerGroup*`` (with ``ConsumerGroupRegularExpression*``),
+``ShareGroup*`` and ``StreamsGroup*`` records, ``__share_group_state`` ``ShareSnapshot*`` and
+``ShareUpdate*`` records, ``__transaction_state`` ``TransactionLog*`` records. On disk a record's key
+starts with an int16, its record type (the class's ``RECORD_TYPE``: ``OffsetCommitKey`` 1,
+``GroupMetadataKey`` 2, ...; ``LegacyOffsetCommitKey`` 0 has the same layout as ``OffsetCommitKey``), and
+the key schema after it is version 0; a value starts with an int16 version. These classes write neither:
+``encode(version)`` gives the bytes after it and ``decode(data, version)`` reads them. Which versions to
+write, tombstones and the dispatch by record type belong to the coordinators
 (:mod:`tidelog.coordinator.group.records`). Every class is frozen."""
 
 # ruff: noqa
@@ -17,9 +20,11 @@ from tidelog.protocol.coordinator_records.consumer_group_current_member_assignme
 from tidelog.protocol.coordinator_records.consumer_group_member_metadata import ConsumerGroupMemberMetadataKey, ConsumerGroupMemberMetadataValue
 from tidelog.protocol.coordinator_records.consumer_group_metadata import ConsumerGroupMetadataKey, ConsumerGroupMetadataValue
 from tidelog.protocol.coordinator_records.consumer_group_partition_metadata import ConsumerGroupPartitionMetadataKey, ConsumerGroupPartitionMetadataValue
+from tidelog.protocol.coordinator_records.consumer_group_regular_expression import ConsumerGroupRegularExpressionKey, ConsumerGroupRegularExpressionValue
 from tidelog.protocol.coordinator_records.consumer_group_target_assignment_member import ConsumerGroupTargetAssignmentMemberKey, ConsumerGroupTargetAssignmentMemberValue
 from tidelog.protocol.coordinator_records.consumer_group_target_assignment_metadata import ConsumerGroupTargetAssignmentMetadataKey, ConsumerGroupTargetAssignmentMetadataValue
 from tidelog.protocol.coordinator_records.group_metadata import GroupMetadataKey, GroupMetadataValue
+from tidelog.protocol.coordinator_records.legacy_offset_commit import LegacyOffsetCommitKey, LegacyOffsetCommitValue
 from tidelog.protocol.coordinator_records.offset_commit import OffsetCommitKey, OffsetCommitValue
 from tidelog.protocol.coordinator_records.share_group_current_member_assignment import ShareGroupCurrentMemberAssignmentKey, ShareGroupCurrentMemberAssignmentValue
 from tidelog.protocol.coordinator_records.share_group_member_metadata import ShareGroupMemberMetadataKey, ShareGroupMemberMetadataValue
@@ -27,6 +32,14 @@ from tidelog.protocol.coordinator_records.share_group_metadata import ShareGroup
 from tidelog.protocol.coordinator_records.share_group_state_partition_metadata import ShareGroupStatePartitionMetadataKey, ShareGroupStatePartitionMetadataValue
 from tidelog.protocol.coordinator_records.share_group_target_assignment_member import ShareGroupTargetAssignmentMemberKey, ShareGroupTargetAssignmentMemberValue
 from tidelog.protocol.coordinator_records.share_group_target_assignment_metadata import ShareGroupTargetAssignmentMetadataKey, ShareGroupTargetAssignmentMetadataValue
+from tidelog.protocol.coordinator_records.share_snapshot import ShareSnapshotKey, ShareSnapshotValue
+from tidelog.protocol.coordinator_records.share_update import ShareUpdateKey, ShareUpdateValue
+from tidelog.protocol.coordinator_records.streams_group_current_member_assignment import StreamsGroupCurrentMemberAssignmentKey, StreamsGroupCurrentMemberAssignmentValue
+from tidelog.protocol.coordinator_records.streams_group_member_metadata import StreamsGroupMemberMetadataKey, StreamsGroupMemberMetadataValue
+from tidelog.protocol.coordinator_records.streams_group_metadata import StreamsGroupMetadataKey, StreamsGroupMetadataValue
+from tidelog.protocol.coordinator_records.streams_group_target_assignment_member import StreamsGroupTargetAssignmentMemberKey, StreamsGroupTargetAssignmentMemberValue
+from tidelog.protocol.coordinator_records.streams_group_target_assignment_metadata import StreamsGroupTargetAssignmentMetadataKey, StreamsGroupTargetAssignmentMetadataValue
+from tidelog.protocol.coordinator_records.streams_group_topology import StreamsGroupTopologyKey, StreamsGroupTopologyValue
 from tidelog.protocol.coordinator_records.transaction_log import TransactionLogKey, TransactionLogValue
 
-__all__ = ['ConsumerGroupCurrentMemberAssignmentKey', 'ConsumerGroupCurrentMemberAssignmentValue', 'ConsumerGroupMemberMetadataKey', 'ConsumerGroupMemberMetadataValue', 'ConsumerGroupMetadataKey', 'ConsumerGroupMetadataValue', 'ConsumerGroupPartitionMetadataKey', 'ConsumerGroupPartitionMetadataValue', 'ConsumerGroupTargetAssignmentMemberKey', 'ConsumerGroupTargetAssignmentMemberValue', 'ConsumerGroupTargetAssignmentMetadataKey', 'ConsumerGroupTargetAssignmentMetadataValue', 'GroupMetadataKey', 'GroupMetadataValue', 'OffsetCommitKey', 'OffsetCommitValue', 'ShareGroupCurrentMemberAssignmentKey', 'ShareGroupCurrentMemberAssignmentValue', 'ShareGroupMemberMetadataKey', 'ShareGroupMemberMetadataValue', 'ShareGroupMetadataKey', 'ShareGroupMetadataValue', 'ShareGroupStatePartitionMetadataKey', 'ShareGroupStatePartitionMetadataValue', 'ShareGroupTargetAssignmentMemberKey', 'ShareGroupTargetAssignmentMemberValue', 'ShareGroupTargetAssignmentMetadataKey', 'ShareGroupTargetAssignmentMetadataValue', 'TransactionLogKey', 'TransactionLogValue']
+__all__ = ['ConsumerGroupCurrentMemberAssignmentKey', 'ConsumerGroupCurrentMemberAssignmentValue', 'ConsumerGroupMemberMetadataKey', 'ConsumerGroupMemberMetadataValue', 'ConsumerGroupMetadataKey', 'ConsumerGroupMetadataValue', 'ConsumerGroupPartitionMetadataKey', 'ConsumerGroupPartitionMetadataValue', 'ConsumerGroupRegularExpressionKey', 'ConsumerGroupRegularExpressionValue', 'ConsumerGroupTargetAssignmentMemberKey', 'ConsumerGroupTargetAssignmentMemberValue', 'ConsumerGroupTargetAssignmentMetadataKey', 'ConsumerGroupTargetAssignmentMetadataValue', 'GroupMetadataKey', 'GroupMetadataValue', 'LegacyOffsetCommitKey', 'LegacyOffsetCommitValue', 'OffsetCommitKey', 'OffsetCommitValue', 'ShareGroupCurrentMemberAssignmentKey', 'ShareGroupCurrentMemberAssignmentValue', 'ShareGroupMemberMetadataKey', 'ShareGroupMemberMetadataValue', 'ShareGroupMetadataKey', 'ShareGroupMetadataValue', 'ShareGroupStatePartitionMetadataKey', 'ShareGroupStatePartitionMetadataValue', 'ShareGroupTargetAssignmentMemberKey', 'ShareGroupTargetAssignmentMemberValue', 'ShareGroupTargetAssignmentMetadataKey', 'ShareGroupTargetAssignmentMetadataValue', 'ShareSnapshotKey', 'ShareSnapshotValue', 'ShareUpdateKey', 'ShareUpdateValue', 'StreamsGroupCurrentMemberAssignmentKey', 'StreamsGroupCurrentMemberAssignmentValue', 'StreamsGroupMemberMetadataKey', 'StreamsGroupMemberMetadataValue', 'StreamsGroupMetadataKey', 'StreamsGroupMetadataValue', 'StreamsGroupTargetAssignmentMemberKey', 'StreamsGroupTargetAssignmentMemberValue', 'StreamsGroupTargetAssignmentMetadataKey', 'StreamsGroupTargetAssignmentMetadataValue', 'StreamsGroupTopologyKey', 'StreamsGroupTopologyValue', 'TransactionLogKey', 'TransactionLogValue']

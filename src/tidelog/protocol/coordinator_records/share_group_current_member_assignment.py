@@ -18,18 +18,19 @@ _S_iib = struct.Struct('>iib')
 
 
 class ShareGroupCurrentMemberAssignmentKey(Frozen, Message):
-    """ShareGroupCurrentMemberAssignmentKey, versions 14, never flexible. Immutable."""
+    """ShareGroupCurrentMemberAssignmentKey, versions 0, never flexible. Record type 14 (the int16 in front of the key on disk). Immutable."""
 
     __qualname__ = "ShareGroupCurrentMemberAssignmentKey"
     __slots__ = ('group_id', 'member_id', 'unknown_tagged_fields')
     __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 14
-    MAX_VERSION: ClassVar[int] = 14
+    MIN_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = None
-    #: The group id. (versions 14)
+    RECORD_TYPE: ClassVar[int] = 14
+    #: The group id. (versions 0)
     group_id: str
-    #: The member id. (versions 14)
+    #: The member id. (versions 0)
     member_id: str
     unknown_tagged_fields: list[tuple[int, bytes]] | None
 
@@ -115,7 +116,7 @@ _D_ShareGroupCurrentMemberAssignmentValue_TopicPartitions = _ShareGroupCurrentMe
 
 
 class ShareGroupCurrentMemberAssignmentValue(Frozen, Message):
-    """ShareGroupCurrentMemberAssignmentValue, versions 0, flexible from v0. Immutable."""
+    """ShareGroupCurrentMemberAssignmentValue, versions 0, flexible from v0. Record type 14 (the int16 in front of the key on disk). Immutable."""
 
     __qualname__ = "ShareGroupCurrentMemberAssignmentValue"
     __slots__ = ('member_epoch', 'previous_member_epoch', 'state', 'assigned_partitions', 'unknown_tagged_fields')
@@ -124,6 +125,7 @@ class ShareGroupCurrentMemberAssignmentValue(Frozen, Message):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
+    RECORD_TYPE: ClassVar[int] = 14
     TopicPartitions: ClassVar[type] = _ShareGroupCurrentMemberAssignmentValue_TopicPartitions
     #: The current member epoch that is expected from the member in the heartbeat request. (versions 0)
     member_epoch: int
@@ -191,8 +193,8 @@ class ShareGroupCurrentMemberAssignmentValue(Frozen, Message):
 
 
 ShareGroupCurrentMemberAssignmentKey.SCHEMA = (
-    FieldInfo('group_id', 'string', ((14, 14), ), (), (), None, False, None),
-    FieldInfo('member_id', 'string', ((14, 14), ), (), (), None, False, None),
+    FieldInfo('group_id', 'string', ((0, 0), ), (), (), None, False, None),
+    FieldInfo('member_id', 'string', ((0, 0), ), (), (), None, False, None),
 )
 _ShareGroupCurrentMemberAssignmentValue_TopicPartitions.SCHEMA = (
     FieldInfo('topic_id', 'uuid', ((0, 0), ), (), (), None, False, None),

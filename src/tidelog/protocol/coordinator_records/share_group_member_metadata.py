@@ -17,18 +17,19 @@ from tidelog.protocol.primitives import *  # noqa: F403
 
 
 class ShareGroupMemberMetadataKey(Frozen, Message):
-    """ShareGroupMemberMetadataKey, versions 10, never flexible. Immutable."""
+    """ShareGroupMemberMetadataKey, versions 0, never flexible. Record type 10 (the int16 in front of the key on disk). Immutable."""
 
     __qualname__ = "ShareGroupMemberMetadataKey"
     __slots__ = ('group_id', 'member_id', 'unknown_tagged_fields')
     __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 10
-    MAX_VERSION: ClassVar[int] = 10
+    MIN_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = None
-    #: The group id. (versions 10)
+    RECORD_TYPE: ClassVar[int] = 10
+    #: The group id. (versions 0)
     group_id: str
-    #: The member id. (versions 10)
+    #: The member id. (versions 0)
     member_id: str
     unknown_tagged_fields: list[tuple[int, bytes]] | None
 
@@ -51,7 +52,7 @@ class ShareGroupMemberMetadataKey(Frozen, Message):
 
 
 class ShareGroupMemberMetadataValue(Frozen, Message):
-    """ShareGroupMemberMetadataValue, versions 0, flexible from v0. Immutable."""
+    """ShareGroupMemberMetadataValue, versions 0, flexible from v0. Record type 10 (the int16 in front of the key on disk). Immutable."""
 
     __qualname__ = "ShareGroupMemberMetadataValue"
     __slots__ = ('rack_id', 'client_id', 'client_host', 'subscribed_topic_names', 'unknown_tagged_fields')
@@ -60,6 +61,7 @@ class ShareGroupMemberMetadataValue(Frozen, Message):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
+    RECORD_TYPE: ClassVar[int] = 10
     #: The (optional) rack id. (versions 0, nullable 0)
     rack_id: str | None
     #: The client id. (versions 0)
@@ -128,8 +130,8 @@ class ShareGroupMemberMetadataValue(Frozen, Message):
 
 
 ShareGroupMemberMetadataKey.SCHEMA = (
-    FieldInfo('group_id', 'string', ((10, 10), ), (), (), None, False, None),
-    FieldInfo('member_id', 'string', ((10, 10), ), (), (), None, False, None),
+    FieldInfo('group_id', 'string', ((0, 0), ), (), (), None, False, None),
+    FieldInfo('member_id', 'string', ((0, 0), ), (), (), None, False, None),
 )
 ShareGroupMemberMetadataValue.SCHEMA = (
     FieldInfo('rack_id', 'string', ((0, 0), ), ((0, 0), ), (), None, False, None),

@@ -18,16 +18,17 @@ _S_iq = struct.Struct('>iq')
 
 
 class ShareGroupMetadataKey(Frozen, Message):
-    """ShareGroupMetadataKey, versions 11, never flexible. Immutable."""
+    """ShareGroupMetadataKey, versions 0, never flexible. Record type 11 (the int16 in front of the key on disk). Immutable."""
 
     __qualname__ = "ShareGroupMetadataKey"
     __slots__ = ('group_id', 'unknown_tagged_fields')
     __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 11
-    MAX_VERSION: ClassVar[int] = 11
+    MIN_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = None
-    #: The group id. (versions 11)
+    RECORD_TYPE: ClassVar[int] = 11
+    #: The group id. (versions 0)
     group_id: str
     unknown_tagged_fields: list[tuple[int, bytes]] | None
 
@@ -47,7 +48,7 @@ class ShareGroupMetadataKey(Frozen, Message):
 
 
 class ShareGroupMetadataValue(Frozen, Message):
-    """ShareGroupMetadataValue, versions 0, flexible from v0. Immutable."""
+    """ShareGroupMetadataValue, versions 0, flexible from v0. Record type 11 (the int16 in front of the key on disk). Immutable."""
 
     __qualname__ = "ShareGroupMetadataValue"
     __slots__ = ('epoch', 'metadata_hash', 'unknown_tagged_fields')
@@ -56,6 +57,7 @@ class ShareGroupMetadataValue(Frozen, Message):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
+    RECORD_TYPE: ClassVar[int] = 11
     #: The group epoch. (versions 0)
     epoch: int
     #: The hash of all topics in the group. (versions 0)
@@ -100,7 +102,7 @@ class ShareGroupMetadataValue(Frozen, Message):
 
 
 ShareGroupMetadataKey.SCHEMA = (
-    FieldInfo('group_id', 'string', ((11, 11), ), (), (), None, False, None),
+    FieldInfo('group_id', 'string', ((0, 0), ), (), (), None, False, None),
 )
 ShareGroupMetadataValue.SCHEMA = (
     FieldInfo('epoch', 'int32', ((0, 0), ), (), (), None, False, None),

@@ -17,16 +17,17 @@ from tidelog.protocol.primitives import *  # noqa: F403
 
 
 class ShareGroupStatePartitionMetadataKey(Frozen, Message):
-    """ShareGroupStatePartitionMetadataKey, versions 15, never flexible. Immutable."""
+    """ShareGroupStatePartitionMetadataKey, versions 0, never flexible. Record type 15 (the int16 in front of the key on disk). Immutable."""
 
     __qualname__ = "ShareGroupStatePartitionMetadataKey"
     __slots__ = ('group_id', 'unknown_tagged_fields')
     __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 15
-    MAX_VERSION: ClassVar[int] = 15
+    MIN_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = None
-    #: The group id. (versions 15)
+    RECORD_TYPE: ClassVar[int] = 15
+    #: The group id. (versions 0)
     group_id: str
     unknown_tagged_fields: list[tuple[int, bytes]] | None
 
@@ -167,7 +168,7 @@ _D_ShareGroupStatePartitionMetadataValue_TopicInfo = _ShareGroupStatePartitionMe
 
 
 class ShareGroupStatePartitionMetadataValue(Frozen, Message):
-    """ShareGroupStatePartitionMetadataValue, versions 0, flexible from v0. Immutable."""
+    """ShareGroupStatePartitionMetadataValue, versions 0, flexible from v0. Record type 15 (the int16 in front of the key on disk). Immutable."""
 
     __qualname__ = "ShareGroupStatePartitionMetadataValue"
     __slots__ = ('initializing_topics', 'initialized_topics', 'deleting_topics', 'unknown_tagged_fields')
@@ -176,6 +177,7 @@ class ShareGroupStatePartitionMetadataValue(Frozen, Message):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
+    RECORD_TYPE: ClassVar[int] = 15
     TopicPartitionsInfo: ClassVar[type] = _ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo
     TopicInfo: ClassVar[type] = _ShareGroupStatePartitionMetadataValue_TopicInfo
     #: The topic-partitions whose share-group state is being initialized. (versions 0)
@@ -270,7 +272,7 @@ class ShareGroupStatePartitionMetadataValue(Frozen, Message):
 
 
 ShareGroupStatePartitionMetadataKey.SCHEMA = (
-    FieldInfo('group_id', 'string', ((15, 15), ), (), (), None, False, None),
+    FieldInfo('group_id', 'string', ((0, 0), ), (), (), None, False, None),
 )
 _ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo.SCHEMA = (
     FieldInfo('topic_id', 'uuid', ((0, 0), ), (), (), None, False, None),

@@ -17,18 +17,19 @@ from tidelog.protocol.primitives import *  # noqa: F403
 
 
 class ShareGroupTargetAssignmentMemberKey(Frozen, Message):
-    """ShareGroupTargetAssignmentMemberKey, versions 13, never flexible. Immutable."""
+    """ShareGroupTargetAssignmentMemberKey, versions 0, never flexible. Record type 13 (the int16 in front of the key on disk). Immutable."""
 
     __qualname__ = "ShareGroupTargetAssignmentMemberKey"
     __slots__ = ('group_id', 'member_id', 'unknown_tagged_fields')
     __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 13
-    MAX_VERSION: ClassVar[int] = 13
+    MIN_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = None
-    #: The group id. (versions 13)
+    RECORD_TYPE: ClassVar[int] = 13
+    #: The group id. (versions 0)
     group_id: str
-    #: The member id. (versions 13)
+    #: The member id. (versions 0)
     member_id: str
     unknown_tagged_fields: list[tuple[int, bytes]] | None
 
@@ -114,7 +115,7 @@ _D_ShareGroupTargetAssignmentMemberValue_TopicPartition = _ShareGroupTargetAssig
 
 
 class ShareGroupTargetAssignmentMemberValue(Frozen, Message):
-    """ShareGroupTargetAssignmentMemberValue, versions 0, flexible from v0. Immutable."""
+    """ShareGroupTargetAssignmentMemberValue, versions 0, flexible from v0. Record type 13 (the int16 in front of the key on disk). Immutable."""
 
     __qualname__ = "ShareGroupTargetAssignmentMemberValue"
     __slots__ = ('topic_partitions', 'unknown_tagged_fields')
@@ -123,6 +124,7 @@ class ShareGroupTargetAssignmentMemberValue(Frozen, Message):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
+    RECORD_TYPE: ClassVar[int] = 13
     TopicPartition: ClassVar[type] = _ShareGroupTargetAssignmentMemberValue_TopicPartition
     #: The assigned partitions. (versions 0)
     topic_partitions: list[_ShareGroupTargetAssignmentMemberValue_TopicPartition]
@@ -178,8 +180,8 @@ class ShareGroupTargetAssignmentMemberValue(Frozen, Message):
 
 
 ShareGroupTargetAssignmentMemberKey.SCHEMA = (
-    FieldInfo('group_id', 'string', ((13, 13), ), (), (), None, False, None),
-    FieldInfo('member_id', 'string', ((13, 13), ), (), (), None, False, None),
+    FieldInfo('group_id', 'string', ((0, 0), ), (), (), None, False, None),
+    FieldInfo('member_id', 'string', ((0, 0), ), (), (), None, False, None),
 )
 _ShareGroupTargetAssignmentMemberValue_TopicPartition.SCHEMA = (
     FieldInfo('topic_id', 'uuid', ((0, 0), ), (), (), None, False, None),

@@ -19,16 +19,17 @@ _S_q = struct.Struct('>q')
 
 
 class ShareGroupTargetAssignmentMetadataKey(Frozen, Message):
-    """ShareGroupTargetAssignmentMetadataKey, versions 12, never flexible. Immutable."""
+    """ShareGroupTargetAssignmentMetadataKey, versions 0, never flexible. Record type 12 (the int16 in front of the key on disk). Immutable."""
 
     __qualname__ = "ShareGroupTargetAssignmentMetadataKey"
     __slots__ = ('group_id', 'unknown_tagged_fields')
     __match_args__ = __slots__
     API_KEY: ClassVar[int | None] = None
-    MIN_VERSION: ClassVar[int] = 12
-    MAX_VERSION: ClassVar[int] = 12
+    MIN_VERSION: ClassVar[int] = 0
+    MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = None
-    #: The group id. (versions 12)
+    RECORD_TYPE: ClassVar[int] = 12
+    #: The group id. (versions 0)
     group_id: str
     unknown_tagged_fields: list[tuple[int, bytes]] | None
 
@@ -48,7 +49,7 @@ class ShareGroupTargetAssignmentMetadataKey(Frozen, Message):
 
 
 class ShareGroupTargetAssignmentMetadataValue(Frozen, Message):
-    """ShareGroupTargetAssignmentMetadataValue, versions 0, flexible from v0. Immutable."""
+    """ShareGroupTargetAssignmentMetadataValue, versions 0, flexible from v0. Record type 12 (the int16 in front of the key on disk). Immutable."""
 
     __qualname__ = "ShareGroupTargetAssignmentMetadataValue"
     __slots__ = ('assignment_epoch', 'assignment_timestamp', 'unknown_tagged_fields')
@@ -57,6 +58,7 @@ class ShareGroupTargetAssignmentMetadataValue(Frozen, Message):
     MIN_VERSION: ClassVar[int] = 0
     MAX_VERSION: ClassVar[int] = 0
     FLEXIBLE_FROM: ClassVar[int | None] = 0
+    RECORD_TYPE: ClassVar[int] = 12
     #: The assignment epoch. (versions 0)
     assignment_epoch: int
     #: The time at which the assignment calculation finished. (versions 0, tag 0 in 0)
@@ -113,7 +115,7 @@ class ShareGroupTargetAssignmentMetadataValue(Frozen, Message):
 
 
 ShareGroupTargetAssignmentMetadataKey.SCHEMA = (
-    FieldInfo('group_id', 'string', ((12, 12), ), (), (), None, False, None),
+    FieldInfo('group_id', 'string', ((0, 0), ), (), (), None, False, None),
 )
 ShareGroupTargetAssignmentMetadataValue.SCHEMA = (
     FieldInfo('assignment_epoch', 'int32', ((0, 0), ), (), (), None, False, None),

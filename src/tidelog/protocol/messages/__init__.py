@@ -135,8 +135,6 @@ _MODULES: dict[str, str] = {
     'LeaderAndIsrResponse': 'leader_and_isr',
     'LeaveGroupRequest': 'leave_group',
     'LeaveGroupResponse': 'leave_group',
-    'ListClientMetricsResourcesRequest': 'list_client_metrics_resources',
-    'ListClientMetricsResourcesResponse': 'list_client_metrics_resources',
     'ListConfigResourcesRequest': 'list_config_resources',
     'ListConfigResourcesResponse': 'list_config_resources',
     'ListGroupsRequest': 'list_groups',
@@ -187,12 +185,16 @@ _MODULES: dict[str, str] = {
     'StreamsGroupDescribeResponse': 'streams_group_describe',
     'StreamsGroupHeartbeatRequest': 'streams_group_heartbeat',
     'StreamsGroupHeartbeatResponse': 'streams_group_heartbeat',
+    'StreamsGroupTopologyDescriptionUpdateRequest': 'streams_group_topology_description_update',
+    'StreamsGroupTopologyDescriptionUpdateResponse': 'streams_group_topology_description_update',
     'SyncGroupRequest': 'sync_group',
     'SyncGroupResponse': 'sync_group',
     'TxnOffsetCommitRequest': 'txn_offset_commit',
     'TxnOffsetCommitResponse': 'txn_offset_commit',
     'UnregisterBrokerRequest': 'unregister_broker',
     'UnregisterBrokerResponse': 'unregister_broker',
+    'UnregisterControllerRequest': 'unregister_controller',
+    'UnregisterControllerResponse': 'unregister_controller',
     'UpdateFeaturesRequest': 'update_features',
     'UpdateFeaturesResponse': 'update_features',
     'UpdateMetadataRequest': 'update_metadata',
@@ -313,6 +315,8 @@ class ApiKey(enum.IntEnum):
     DESCRIBE_SHARE_GROUP_OFFSETS = 90
     ALTER_SHARE_GROUP_OFFSETS = 91
     DELETE_SHARE_GROUP_OFFSETS = 92
+    STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE = 93
+    UNREGISTER_CONTROLLER = 94
 
 
 #: API key -> (request class name, response class name, lowest version, highest version, lowest
@@ -320,7 +324,7 @@ class ApiKey(enum.IntEnum):
 API_VERSIONS: dict[int, tuple[str, str, int, int, int | None]] = {
     0: ('ProduceRequest', 'ProduceResponse', 0, 13, 9),
     1: ('FetchRequest', 'FetchResponse', 0, 18, 12),
-    2: ('ListOffsetsRequest', 'ListOffsetsResponse', 0, 10, 6),
+    2: ('ListOffsetsRequest', 'ListOffsetsResponse', 0, 11, 6),
     3: ('MetadataRequest', 'MetadataResponse', 0, 13, 9),
     4: ('LeaderAndIsrRequest', 'LeaderAndIsrResponse', 0, 7, 4),
     5: ('StopReplicaRequest', 'StopReplicaResponse', 0, 4, 2),
@@ -336,7 +340,7 @@ API_VERSIONS: dict[int, tuple[str, str, int, int, int | None]] = {
     15: ('DescribeGroupsRequest', 'DescribeGroupsResponse', 0, 6, 5),
     16: ('ListGroupsRequest', 'ListGroupsResponse', 0, 5, 3),
     17: ('SaslHandshakeRequest', 'SaslHandshakeResponse', 0, 1, None),
-    18: ('ApiVersionsRequest', 'ApiVersionsResponse', 0, 4, 3),
+    18: ('ApiVersionsRequest', 'ApiVersionsResponse', 0, 5, 3),
     19: ('CreateTopicsRequest', 'CreateTopicsResponse', 0, 7, 5),
     20: ('DeleteTopicsRequest', 'DeleteTopicsResponse', 0, 6, 4),
     21: ('DeleteRecordsRequest', 'DeleteRecordsResponse', 0, 2, 2),
@@ -345,22 +349,22 @@ API_VERSIONS: dict[int, tuple[str, str, int, int, int | None]] = {
     24: ('AddPartitionsToTxnRequest', 'AddPartitionsToTxnResponse', 0, 5, 3),
     25: ('AddOffsetsToTxnRequest', 'AddOffsetsToTxnResponse', 0, 4, 3),
     26: ('EndTxnRequest', 'EndTxnResponse', 0, 5, 3),
-    27: ('WriteTxnMarkersRequest', 'WriteTxnMarkersResponse', 0, 1, 1),
-    28: ('TxnOffsetCommitRequest', 'TxnOffsetCommitResponse', 0, 5, 3),
+    27: ('WriteTxnMarkersRequest', 'WriteTxnMarkersResponse', 0, 2, 1),
+    28: ('TxnOffsetCommitRequest', 'TxnOffsetCommitResponse', 0, 6, 3),
     29: ('DescribeAclsRequest', 'DescribeAclsResponse', 0, 3, 2),
     30: ('CreateAclsRequest', 'CreateAclsResponse', 0, 3, 2),
     31: ('DeleteAclsRequest', 'DeleteAclsResponse', 0, 3, 2),
     32: ('DescribeConfigsRequest', 'DescribeConfigsResponse', 0, 4, 4),
     33: ('AlterConfigsRequest', 'AlterConfigsResponse', 0, 2, 2),
     34: ('AlterReplicaLogDirsRequest', 'AlterReplicaLogDirsResponse', 0, 2, 2),
-    35: ('DescribeLogDirsRequest', 'DescribeLogDirsResponse', 0, 4, 2),
+    35: ('DescribeLogDirsRequest', 'DescribeLogDirsResponse', 0, 5, 2),
     36: ('SaslAuthenticateRequest', 'SaslAuthenticateResponse', 0, 2, 2),
     37: ('CreatePartitionsRequest', 'CreatePartitionsResponse', 0, 3, 2),
     38: ('CreateDelegationTokenRequest', 'CreateDelegationTokenResponse', 0, 3, 2),
     39: ('RenewDelegationTokenRequest', 'RenewDelegationTokenResponse', 0, 2, 2),
     40: ('ExpireDelegationTokenRequest', 'ExpireDelegationTokenResponse', 0, 2, 2),
     41: ('DescribeDelegationTokenRequest', 'DescribeDelegationTokenResponse', 0, 3, 2),
-    42: ('DeleteGroupsRequest', 'DeleteGroupsResponse', 0, 2, 2),
+    42: ('DeleteGroupsRequest', 'DeleteGroupsResponse', 0, 3, 2),
     43: ('ElectLeadersRequest', 'ElectLeadersResponse', 0, 2, 2),
     44: ('IncrementalAlterConfigsRequest', 'IncrementalAlterConfigsResponse', 0, 1, 1),
     45: ('AlterPartitionReassignmentsRequest', 'AlterPartitionReassignmentsResponse', 0, 1, 0),
@@ -381,7 +385,7 @@ API_VERSIONS: dict[int, tuple[str, str, int, int, int | None]] = {
     60: ('DescribeClusterRequest', 'DescribeClusterResponse', 0, 2, 0),
     61: ('DescribeProducersRequest', 'DescribeProducersResponse', 0, 0, 0),
     62: ('BrokerRegistrationRequest', 'BrokerRegistrationResponse', 0, 4, 0),
-    63: ('BrokerHeartbeatRequest', 'BrokerHeartbeatResponse', 0, 1, 0),
+    63: ('BrokerHeartbeatRequest', 'BrokerHeartbeatResponse', 0, 2, 0),
     64: ('UnregisterBrokerRequest', 'UnregisterBrokerResponse', 0, 0, 0),
     65: ('DescribeTransactionsRequest', 'DescribeTransactionsResponse', 0, 0, 0),
     66: ('ListTransactionsRequest', 'ListTransactionsResponse', 0, 2, 0),
@@ -396,21 +400,23 @@ API_VERSIONS: dict[int, tuple[str, str, int, int, int | None]] = {
     75: ('DescribeTopicPartitionsRequest', 'DescribeTopicPartitionsResponse', 0, 0, 0),
     76: ('ShareGroupHeartbeatRequest', 'ShareGroupHeartbeatResponse', 0, 1, 0),
     77: ('ShareGroupDescribeRequest', 'ShareGroupDescribeResponse', 0, 1, 0),
-    78: ('ShareFetchRequest', 'ShareFetchResponse', 0, 1, 0),
-    79: ('ShareAcknowledgeRequest', 'ShareAcknowledgeResponse', 0, 1, 0),
-    80: ('AddRaftVoterRequest', 'AddRaftVoterResponse', 0, 0, 0),
+    78: ('ShareFetchRequest', 'ShareFetchResponse', 0, 2, 0),
+    79: ('ShareAcknowledgeRequest', 'ShareAcknowledgeResponse', 0, 2, 0),
+    80: ('AddRaftVoterRequest', 'AddRaftVoterResponse', 0, 1, 0),
     81: ('RemoveRaftVoterRequest', 'RemoveRaftVoterResponse', 0, 0, 0),
     82: ('UpdateRaftVoterRequest', 'UpdateRaftVoterResponse', 0, 0, 0),
     83: ('InitializeShareGroupStateRequest', 'InitializeShareGroupStateResponse', 0, 0, 0),
     84: ('ReadShareGroupStateRequest', 'ReadShareGroupStateResponse', 0, 0, 0),
-    85: ('WriteShareGroupStateRequest', 'WriteShareGroupStateResponse', 0, 0, 0),
+    85: ('WriteShareGroupStateRequest', 'WriteShareGroupStateResponse', 0, 1, 0),
     86: ('DeleteShareGroupStateRequest', 'DeleteShareGroupStateResponse', 0, 0, 0),
-    87: ('ReadShareGroupStateSummaryRequest', 'ReadShareGroupStateSummaryResponse', 0, 0, 0),
-    88: ('StreamsGroupHeartbeatRequest', 'StreamsGroupHeartbeatResponse', 0, 0, 0),
-    89: ('StreamsGroupDescribeRequest', 'StreamsGroupDescribeResponse', 0, 0, 0),
-    90: ('DescribeShareGroupOffsetsRequest', 'DescribeShareGroupOffsetsResponse', 0, 0, 0),
+    87: ('ReadShareGroupStateSummaryRequest', 'ReadShareGroupStateSummaryResponse', 0, 1, 0),
+    88: ('StreamsGroupHeartbeatRequest', 'StreamsGroupHeartbeatResponse', 0, 1, 0),
+    89: ('StreamsGroupDescribeRequest', 'StreamsGroupDescribeResponse', 0, 1, 0),
+    90: ('DescribeShareGroupOffsetsRequest', 'DescribeShareGroupOffsetsResponse', 0, 1, 0),
     91: ('AlterShareGroupOffsetsRequest', 'AlterShareGroupOffsetsResponse', 0, 0, 0),
     92: ('DeleteShareGroupOffsetsRequest', 'DeleteShareGroupOffsetsResponse', 0, 0, 0),
+    93: ('StreamsGroupTopologyDescriptionUpdateRequest', 'StreamsGroupTopologyDescriptionUpdateResponse', 0, 0, 0),
+    94: ('UnregisterControllerRequest', 'UnregisterControllerResponse', 0, 0, 0),
 }
 
 
@@ -430,4 +436,4 @@ class _ApiMessages(Mapping):
 
 API_MESSAGES: Mapping[int, tuple[type, type]] = _ApiMessages()
 
-__all__ = ['API_MESSAGES', 'API_VERSIONS', 'ApiKey', 'AddOffsetsToTxnRequest', 'AddOffsetsToTxnResponse', 'AddPartitionsToTxnRequest', 'AddPartitionsToTxnResponse', 'AddRaftVoterRequest', 'AddRaftVoterResponse', 'AllocateProducerIdsRequest', 'AllocateProducerIdsResponse', 'AlterClientQuotasRequest', 'AlterClientQuotasResponse', 'AlterConfigsRequest', 'AlterConfigsResponse', 'AlterPartitionReassignmentsRequest', 'AlterPartitionReassignmentsResponse', 'AlterPartitionRequest', 'AlterPartitionResponse', 'AlterReplicaLogDirsRequest', 'AlterReplicaLogDirsResponse', 'AlterShareGroupOffsetsRequest', 'AlterShareGroupOffsetsResponse', 'AlterUserScramCredentialsRequest', 'AlterUserScramCredentialsResponse', 'ApiVersionsRequest', 'ApiVersionsResponse', 'AssignReplicasToDirsRequest', 'AssignReplicasToDirsResponse', 'BeginQuorumEpochRequest', 'BeginQuorumEpochResponse', 'BrokerHeartbeatRequest', 'BrokerHeartbeatResponse', 'BrokerRegistrationRequest', 'BrokerRegistrationResponse', 'ConsumerGroupDescribeRequest', 'ConsumerGroupDescribeResponse', 'ConsumerGroupHeartbeatRequest', 'ConsumerGroupHeartbeatResponse', 'ControlledShutdownRequest', 'ControlledShutdownResponse', 'ControllerRegistrationRequest', 'ControllerRegistrationResponse', 'CreateAclsRequest', 'CreateAclsResponse', 'CreateDelegationTokenRequest', 'CreateDelegationTokenResponse', 'CreatePartitionsRequest', 'CreatePartitionsResponse', 'CreateTopicsRequest', 'CreateTopicsResponse', 'DeleteAclsRequest', 'DeleteAclsResponse', 'DeleteGroupsRequest', 'DeleteGroupsResponse', 'DeleteRecordsRequest', 'DeleteRecordsResponse', 'DeleteShareGroupOffsetsRequest', 'DeleteShareGroupOffsetsResponse', 'DeleteShareGroupStateRequest', 'DeleteShareGroupStateResponse', 'DeleteTopicsRequest', 'DeleteTopicsResponse', 'DescribeAclsRequest', 'DescribeAclsResponse', 'DescribeClientQuotasRequest', 'DescribeClientQuotasResponse', 'DescribeClusterRequest', 'DescribeClusterResponse', 'DescribeConfigsRequest', 'DescribeConfigsResponse', 'DescribeDelegationTokenRequest', 'DescribeDelegationTokenResponse', 'DescribeGroupsRequest', 'DescribeGroupsResponse', 'DescribeLogDirsRequest', 'DescribeLogDirsResponse', 'DescribeProducersRequest', 'DescribeProducersResponse', 'DescribeQuorumRequest', 'DescribeQuorumResponse', 'DescribeShareGroupOffsetsRequest', 'DescribeShareGroupOffsetsResponse', 'DescribeTopicPartitionsRequest', 'DescribeTopicPartitionsResponse', 'DescribeTransactionsRequest', 'DescribeTransactionsResponse', 'DescribeUserScramCredentialsRequest', 'DescribeUserScramCredentialsResponse', 'ElectLeadersRequest', 'ElectLeadersResponse', 'EndQuorumEpochRequest', 'EndQuorumEpochResponse', 'EndTxnRequest', 'EndTxnResponse', 'EnvelopeRequest', 'EnvelopeResponse', 'ExpireDelegationTokenRequest', 'ExpireDelegationTokenResponse', 'FetchRequest', 'FetchResponse', 'FetchSnapshotRequest', 'FetchSnapshotResponse', 'FindCoordinatorRequest', 'FindCoordinatorResponse', 'GetTelemetrySubscriptionsRequest', 'GetTelemetrySubscriptionsResponse', 'HeartbeatRequest', 'HeartbeatResponse', 'IncrementalAlterConfigsRequest', 'IncrementalAlterConfigsResponse', 'InitProducerIdRequest', 'InitProducerIdResponse', 'InitializeShareGroupStateRequest', 'InitializeShareGroupStateResponse', 'JoinGroupRequest', 'JoinGroupResponse', 'LeaderAndIsrRequest', 'LeaderAndIsrResponse', 'LeaveGroupRequest', 'LeaveGroupResponse', 'ListClientMetricsResourcesRequest', 'ListClientMetricsResourcesResponse', 'ListConfigResourcesRequest', 'ListConfigResourcesResponse', 'ListGroupsRequest', 'ListGroupsResponse', 'ListOffsetsRequest', 'ListOffsetsResponse', 'ListPartitionReassignmentsRequest', 'ListPartitionReassignmentsResponse', 'ListTransactionsRequest', 'ListTransactionsResponse', 'MetadataRequest', 'MetadataResponse', 'OffsetCommitRequest', 'OffsetCommitResponse', 'OffsetDeleteRequest', 'OffsetDeleteResponse', 'OffsetFetchRequest', 'OffsetFetchResponse', 'OffsetForLeaderEpochRequest', 'OffsetForLeaderEpochResponse', 'ProduceRequest', 'ProduceResponse', 'PushTelemetryRequest', 'PushTelemetryResponse', 'ReadShareGroupStateRequest', 'ReadShareGroupStateResponse', 'ReadShareGroupStateSummaryRequest', 'ReadShareGroupStateSummaryResponse', 'RemoveRaftVoterRequest', 'RemoveRaftVoterResponse', 'RenewDelegationTokenRequest', 'RenewDelegationTokenResponse', 'RequestHeader', 'ResponseHeader', 'SaslAuthenticateRequest', 'SaslAuthenticateResponse', 'SaslHandshakeRequest', 'SaslHandshakeResponse', 'ShareAcknowledgeRequest', 'ShareAcknowledgeResponse', 'ShareFetchRequest', 'ShareFetchResponse', 'ShareGroupDescribeRequest', 'ShareGroupDescribeResponse', 'ShareGroupHeartbeatRequest', 'ShareGroupHeartbeatResponse', 'StopReplicaRequest', 'StopReplicaResponse', 'StreamsGroupDescribeRequest', 'StreamsGroupDescribeResponse', 'StreamsGroupHeartbeatRequest', 'StreamsGroupHeartbeatResponse', 'SyncGroupRequest', 'SyncGroupResponse', 'TxnOffsetCommitRequest', 'TxnOffsetCommitResponse', 'UnregisterBrokerRequest', 'UnregisterBrokerResponse', 'UpdateFeaturesRequest', 'UpdateFeaturesResponse', 'UpdateMetadataRequest', 'UpdateMetadataResponse', 'UpdateRaftVoterRequest', 'UpdateRaftVoterResponse', 'VoteRequest', 'VoteResponse', 'WriteShareGroupStateRequest', 'WriteShareGroupStateResponse', 'WriteTxnMarkersRequest', 'WriteTxnMarkersResponse']
+__all__ = ['API_MESSAGES', 'API_VERSIONS', 'ApiKey', 'AddOffsetsToTxnRequest', 'AddOffsetsToTxnResponse', 'AddPartitionsToTxnRequest', 'AddPartitionsToTxnResponse', 'AddRaftVoterRequest', 'AddRaftVoterResponse', 'AllocateProducerIdsRequest', 'AllocateProducerIdsResponse', 'AlterClientQuotasRequest', 'AlterClientQuotasResponse', 'AlterConfigsRequest', 'AlterConfigsResponse', 'AlterPartitionReassignmentsRequest', 'AlterPartitionReassignmentsResponse', 'AlterPartitionRequest', 'AlterPartitionResponse', 'AlterReplicaLogDirsRequest', 'AlterReplicaLogDirsResponse', 'AlterShareGroupOffsetsRequest', 'AlterShareGroupOffsetsResponse', 'AlterUserScramCredentialsRequest', 'AlterUserScramCredentialsResponse', 'ApiVersionsRequest', 'ApiVersionsResponse', 'AssignReplicasToDirsRequest', 'AssignReplicasToDirsResponse', 'BeginQuorumEpochRequest', 'BeginQuorumEpochResponse', 'BrokerHeartbeatRequest', 'BrokerHeartbeatResponse', 'BrokerRegistrationRequest', 'BrokerRegistrationResponse', 'ConsumerGroupDescribeRequest', 'ConsumerGroupDescribeResponse', 'ConsumerGroupHeartbeatRequest', 'ConsumerGroupHeartbeatResponse', 'ControlledShutdownRequest', 'ControlledShutdownResponse', 'ControllerRegistrationRequest', 'ControllerRegistrationResponse', 'CreateAclsRequest', 'CreateAclsResponse', 'CreateDelegationTokenRequest', 'CreateDelegationTokenResponse', 'CreatePartitionsRequest', 'CreatePartitionsResponse', 'CreateTopicsRequest', 'CreateTopicsResponse', 'DeleteAclsRequest', 'DeleteAclsResponse', 'DeleteGroupsRequest', 'DeleteGroupsResponse', 'DeleteRecordsRequest', 'DeleteRecordsResponse', 'DeleteShareGroupOffsetsRequest', 'DeleteShareGroupOffsetsResponse', 'DeleteShareGroupStateRequest', 'DeleteShareGroupStateResponse', 'DeleteTopicsRequest', 'DeleteTopicsResponse', 'DescribeAclsRequest', 'DescribeAclsResponse', 'DescribeClientQuotasRequest', 'DescribeClientQuotasResponse', 'DescribeClusterRequest', 'DescribeClusterResponse', 'DescribeConfigsRequest', 'DescribeConfigsResponse', 'DescribeDelegationTokenRequest', 'DescribeDelegationTokenResponse', 'DescribeGroupsRequest', 'DescribeGroupsResponse', 'DescribeLogDirsRequest', 'DescribeLogDirsResponse', 'DescribeProducersRequest', 'DescribeProducersResponse', 'DescribeQuorumRequest', 'DescribeQuorumResponse', 'DescribeShareGroupOffsetsRequest', 'DescribeShareGroupOffsetsResponse', 'DescribeTopicPartitionsRequest', 'DescribeTopicPartitionsResponse', 'DescribeTransactionsRequest', 'DescribeTransactionsResponse', 'DescribeUserScramCredentialsRequest', 'DescribeUserScramCredentialsResponse', 'ElectLeadersRequest', 'ElectLeadersResponse', 'EndQuorumEpochRequest', 'EndQuorumEpochResponse', 'EndTxnRequest', 'EndTxnResponse', 'EnvelopeRequest', 'EnvelopeResponse', 'ExpireDelegationTokenRequest', 'ExpireDelegationTokenResponse', 'FetchRequest', 'FetchResponse', 'FetchSnapshotRequest', 'FetchSnapshotResponse', 'FindCoordinatorRequest', 'FindCoordinatorResponse', 'GetTelemetrySubscriptionsRequest', 'GetTelemetrySubscriptionsResponse', 'HeartbeatRequest', 'HeartbeatResponse', 'IncrementalAlterConfigsRequest', 'IncrementalAlterConfigsResponse', 'InitProducerIdRequest', 'InitProducerIdResponse', 'InitializeShareGroupStateRequest', 'InitializeShareGroupStateResponse', 'JoinGroupRequest', 'JoinGroupResponse', 'LeaderAndIsrRequest', 'LeaderAndIsrResponse', 'LeaveGroupRequest', 'LeaveGroupResponse', 'ListConfigResourcesRequest', 'ListConfigResourcesResponse', 'ListGroupsRequest', 'ListGroupsResponse', 'ListOffsetsRequest', 'ListOffsetsResponse', 'ListPartitionReassignmentsRequest', 'ListPartitionReassignmentsResponse', 'ListTransactionsRequest', 'ListTransactionsResponse', 'MetadataRequest', 'MetadataResponse', 'OffsetCommitRequest', 'OffsetCommitResponse', 'OffsetDeleteRequest', 'OffsetDeleteResponse', 'OffsetFetchRequest', 'OffsetFetchResponse', 'OffsetForLeaderEpochRequest', 'OffsetForLeaderEpochResponse', 'ProduceRequest', 'ProduceResponse', 'PushTelemetryRequest', 'PushTelemetryResponse', 'ReadShareGroupStateRequest', 'ReadShareGroupStateResponse', 'ReadShareGroupStateSummaryRequest', 'ReadShareGroupStateSummaryResponse', 'RemoveRaftVoterRequest', 'RemoveRaftVoterResponse', 'RenewDelegationTokenRequest', 'RenewDelegationTokenResponse', 'RequestHeader', 'ResponseHeader', 'SaslAuthenticateRequest', 'SaslAuthenticateResponse', 'SaslHandshakeRequest', 'SaslHandshakeResponse', 'ShareAcknowledgeRequest', 'ShareAcknowledgeResponse', 'ShareFetchRequest', 'ShareFetchResponse', 'ShareGroupDescribeRequest', 'ShareGroupDescribeResponse', 'ShareGroupHeartbeatRequest', 'ShareGroupHeartbeatResponse', 'StopReplicaRequest', 'StopReplicaResponse', 'StreamsGroupDescribeRequest', 'StreamsGroupDescribeResponse', 'StreamsGroupHeartbeatRequest', 'StreamsGroupHeartbeatResponse', 'StreamsGroupTopologyDescriptionUpdateRequest', 'StreamsGroupTopologyDescriptionUpdateResponse', 'SyncGroupRequest', 'SyncGroupResponse', 'TxnOffsetCommitRequest', 'TxnOffsetCommitResponse', 'UnregisterBrokerRequest', 'UnregisterBrokerResponse', 'UnregisterControllerRequest', 'UnregisterControllerResponse', 'UpdateFeaturesRequest', 'UpdateFeaturesResponse', 'UpdateMetadataRequest', 'UpdateMetadataResponse', 'UpdateRaftVoterRequest', 'UpdateRaftVoterResponse', 'VoteRequest', 'VoteResponse', 'WriteShareGroupStateRequest', 'WriteShareGroupStateResponse', 'WriteTxnMarkersRequest', 'WriteTxnMarkersResponse']

@@ -2,13 +2,15 @@
 
 From v3 the client names its software (KIP-511); as in Kafka, a name or version that is not letters,
 digits, dots and dashes, starting and ending with a letter or digit, gets INVALID_REQUEST and no
-versions.
+versions. From v5 (KIP-1242) a client may name the cluster and the node it means to reach (both or
+neither, else INVALID_REQUEST); a broker of another cluster, or another node, answers
+REBOOTSTRAP_REQUIRED and no versions.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from tidelog.errors import ErrorCode
 from tidelog.protocol.api_keys import ApiKey
@@ -26,17 +28,25 @@ FINALIZED_FEATURES_EPOCH = 1
 
 class ApiVersionsHandler:
     """``features``: feature name -> (highest supported level, finalized level), sent from v3 on
-    (KIP-584); the Java client reads ``transaction.version`` there to choose KIP-890's protocol."""
+    (KIP-584); the Java client reads ``transaction.version`` there to choose KIP-890's protocol.
+    ``cluster_id()`` and ``node_id`` are this broker's, for v5's check."""
 
-    def __init__(self, registry: HandlerRegistry, features: Mapping[str, tuple[int, int]] | None = None) -> None:
+    def __init__(self, registry: HandlerRegistry, features: Mapping[str, tuple[int, int]] | None = None,
+                 cluster_id: Callable[[], str | None] = lambda: None, node_id: int = -1) -> None:
         self.registry = registry
         self.features = dict(features or {})
+        self.cluster_id = cluster_id
+        self.node_id = node_id
 
-    @handles(ApiKey.API_VERSIONS, 0, 4)
+    @handles(ApiKey.API_VERSIONS, 0, 5)
     def handle_api_versions(self, ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
         if ctx.api_version >= 3 and not (SOFTWARE_PATTERN.fullmatch(request.client_software_name)
                                          and SOFTWARE_PATTERN.fullmatch(request.client_software_version)):
             return ApiVersionsResponse(error_code=int(ErrorCode.INVALID_REQUEST), api_keys=[], throttle_time_ms=0)
+        if ctx.api_version >= 5:
+            code = self._check_target(request)
+            if code is not None:
+                return ApiVersionsResponse(error_code=int(code), api_keys=[], throttle_time_ms=0)
         return ApiVersionsResponse(
             error_code=0,
             api_keys=[
@@ -52,6 +62,16 @@ class ApiVersionsHandler:
                                                                         max_version_level=level)
                                 for name, (_, level) in self.features.items() if level > 0],
         )
+
+    def _check_target(self, request: ApiVersionsRequest) -> ErrorCode | None:
+        """KIP-1242, as Kafka 4.4 answers: the cluster id and the node id come both (node id not -1) or
+        neither, else INVALID_REQUEST; both given and either not this broker's: REBOOTSTRAP_REQUIRED."""
+        has_cluster, has_node = request.cluster_id is not None, request.node_id != -1
+        if has_cluster != has_node:
+            return ErrorCode.INVALID_REQUEST
+        if has_cluster and (request.cluster_id != self.cluster_id() or request.node_id != self.node_id):
+            return ErrorCode.REBOOTSTRAP_REQUIRED
+        return None
 
 
 __all__ = ["SOFTWARE_PATTERN", "ApiVersionsHandler"]

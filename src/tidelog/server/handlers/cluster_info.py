@@ -85,7 +85,7 @@ class ClusterInfoHandlers:
         )
 
 
-    @handles(ApiKey.DESCRIBE_LOG_DIRS, 0, 4)
+    @handles(ApiKey.DESCRIBE_LOG_DIRS, 0, 5)  # v5: IsCordoned, false (no cordoned log dirs, KIP-1066)
     def handle_describe_log_dirs(self, ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
         if not self.authorizer.authorize(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
             return DescribeLogDirsResponse(error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), results=[])

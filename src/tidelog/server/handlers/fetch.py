@@ -42,7 +42,7 @@ class FetchHandler:
         self.sessions = sessions
         self.authorizer = authorizer
 
-    @handles(ApiKey.FETCH, 0, 17, fetch_error_response)
+    @handles(ApiKey.FETCH, 0, 18, fetch_error_response)  # v18: a follower's high watermark (KIP-1166), unused
     def handle_fetch(self, ctx: RequestContext, request: FetchRequest):
         v = ctx.api_version
         image = self.replicas.image

@@ -52,7 +52,7 @@ class MetadataHandler:
         self.config = config
         self.authorizer = authorizer
 
-    @handles(ApiKey.METADATA, 0, 12)
+    @handles(ApiKey.METADATA, 0, 13)  # v13: a top-level error code (KIP-1102), 0: no error applies to the whole answer
     def handle_metadata(self, ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
         v = ctx.api_version
         wanted = _requested(ctx, request)

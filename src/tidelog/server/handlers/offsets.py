@@ -11,6 +11,11 @@ and shape the answer for the request's version:
   retries until the transaction ends).
 * OffsetDelete: per-partition codes, group-level errors at the top.
 
+From OffsetCommit and OffsetFetch v10 (and TxnOffsetCommit v6) topics are named by id (KIP-848): the
+handler looks each id up (:func:`name_topics_by_id`); a partition of an unknown id gets
+UNKNOWN_TOPIC_ID, and the answer names topics by id (an all-topics OffsetFetch leaves out the topics
+that no longer exist, which have no id).
+
 Authorization (Kafka's): OffsetCommit needs READ on the group (GROUP_AUTHORIZATION_FAILED for every
 partition) and READ on each topic (TOPIC_AUTHORIZATION_FAILED); OffsetFetch DESCRIBE on the group and
 on each topic asked for (topics it may not describe are left out of an all-topics answer);
@@ -19,6 +24,7 @@ OffsetDelete DELETE on the group and READ on each topic.
 
 from __future__ import annotations
 
+from tidelog.cluster.metadata import MetadataImage
 from tidelog.cluster.store import MetadataStore
 from tidelog.coordinator.group import PartitionCommit
 from tidelog.coordinator.group.service import GroupCoordinatorService
@@ -38,15 +44,34 @@ from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
 from tidelog.server.handlers.groups import request_info
 
+#: Starts the placeholder name of a topic id that names no topic (no topic name contains "\0").
+UNKNOWN_ID_MARK = "\0"
+
+
+def name_topics_by_id(image: MetadataImage, topics: list) -> dict[tuple[str, int], ErrorCode]:
+    """Versions that name topics by id: set each request topic's ``name`` from its ``topic_id``; a
+    topic id no topic has gets a placeholder name, and each of its partitions UNKNOWN_TOPIC_ID (the
+    codes returned, by (placeholder, partition))."""
+    unknown: dict[tuple[str, int], ErrorCode] = {}
+    for t in topics:
+        found = image.topic_by_id(t.topic_id)
+        t.name = found.name if found is not None else f"{UNKNOWN_ID_MARK}{t.topic_id}"
+        if found is None:
+            parts = t.partition_indexes if hasattr(t, "partition_indexes") else [p.partition_index for p in t.partitions]
+            unknown.update({(t.name, p): ErrorCode.UNKNOWN_TOPIC_ID for p in parts})
+    return unknown
+
+
 # --------------------------------------------------------------------------------- OffsetCommit
 
 
 def _commit_response(request: OffsetCommitRequest, codes: dict[tuple[str, int], int]) -> OffsetCommitResponse:
     Topic, Partition = OffsetCommitResponse.OffsetCommitResponseTopic, OffsetCommitResponse.OffsetCommitResponsePartition
     return OffsetCommitResponse(topics=[
-        Topic(name=t.name, partitions=[Partition(partition_index=p.partition_index,
-                                                 error_code=int(codes.get((t.name, p.partition_index), 0)))
-                                       for p in t.partitions])
+        Topic(name=t.name, topic_id=t.topic_id,
+              partitions=[Partition(partition_index=p.partition_index,
+                                    error_code=int(codes.get((t.name, p.partition_index), 0)))
+                          for p in t.partitions])
         for t in request.topics])
 
 
@@ -127,13 +152,17 @@ class OffsetHandlers:
         t = self.store.image.topics.get(topic)
         return t is not None and 0 <= partition < len(t.partitions)
 
-    @handles(ApiKey.OFFSET_COMMIT, 0, 9, _commit_error)
+    @handles(ApiKey.OFFSET_COMMIT, 0, 10, _commit_error)
     async def handle_offset_commit(self, ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
         if not self._may(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
             raise KafkaError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         codes: dict[tuple[str, int], int] = {}
+        if ctx.api_version >= 10:
+            codes.update(name_topics_by_id(self.store.image, request.topics))
         commits = []
         for t in request.topics:
+            if t.name.startswith(UNKNOWN_ID_MARK):
+                continue
             denied = not self._may(ctx, AclOperation.READ, ResourceType.TOPIC, t.name)
             for p in t.partitions:
                 if denied:
@@ -153,7 +182,7 @@ class OffsetHandlers:
                 codes.update({(c.topic, c.partition): e.code for c in commits})
         return _commit_response(request, codes)
 
-    @handles(ApiKey.OFFSET_FETCH, 0, 9, _fetch_error)
+    @handles(ApiKey.OFFSET_FETCH, 0, 10, _fetch_error)
     async def handle_offset_fetch(self, ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
         version = ctx.api_version
         stable = version >= 7 and request.require_stable
@@ -163,10 +192,41 @@ class OffsetHandlers:
                                     version)
         groups = []
         for g in request.groups:
-            topics = None if g.topics is None else [(t.name, list(t.partition_indexes)) for t in g.topics]
-            groups.append(await self._fetch_group(ctx, g.group_id, topics, g.member_id, g.member_epoch,
-                                            require_stable=stable))
+            unknown = {} if version < 10 or g.topics is None else name_topics_by_id(self.store.image, g.topics)
+            topics = None if g.topics is None else [(t.name, list(t.partition_indexes)) for t in g.topics
+                                                    if not t.name.startswith(UNKNOWN_ID_MARK)]
+            group = await self._fetch_group(ctx, g.group_id, topics, g.member_id, g.member_epoch,
+                                            require_stable=stable)
+            if version >= 10:
+                self._by_id(group, g, unknown)
+            groups.append(group)
         return OffsetFetchResponse(groups=groups)
+
+    def _by_id(self, group: FetchGroup, asked, unknown: dict[tuple[str, int], ErrorCode]) -> None:
+        """v10: the group's topics named by id; UNKNOWN_TOPIC_ID for the ids asked for that name no topic
+        (in the order asked), and, for all topics, none of those that no longer exist."""
+        image = self.store.image
+        Topic, Partition = OffsetFetchResponse.OffsetFetchResponseTopics, OffsetFetchResponse.OffsetFetchResponsePartitions
+        by_name = {t.name: t for t in group.topics}
+        if asked.topics is not None and not group.error_code:
+            ordered = []
+            for t in asked.topics:
+                if t.name.startswith(UNKNOWN_ID_MARK):
+                    ordered.append(Topic(name="", topic_id=t.topic_id, partitions=[
+                        Partition(partition_index=p, committed_offset=-1, committed_leader_epoch=-1, metadata="",
+                                  error_code=int(unknown[(t.name, p)])) for p in t.partition_indexes]))
+                elif t.name in by_name:
+                    ordered.append(by_name.pop(t.name))
+            group.topics = ordered + list(by_name.values())
+        kept = []
+        for t in group.topics:
+            if t.name:
+                meta = image.topics.get(t.name)
+                if meta is None:
+                    continue
+                t.topic_id = meta.topic_id
+            kept.append(t)
+        group.topics = kept
 
     @handles(ApiKey.OFFSET_DELETE, 0, 0)
     async def handle_offset_delete(self, ctx: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:

@@ -93,7 +93,7 @@ class ProduceHandler:
         #: (or refused); the producer's next transactional request waits for it
         self._in_order: dict[int, asyncio.Future[None]] = {}
 
-    @handles(ApiKey.PRODUCE, 0, 12, produce_error_response)
+    @handles(ApiKey.PRODUCE, 0, 13, produce_error_response)
     def handle_produce(self, ctx: RequestContext, request: ProduceRequest):
         v = ctx.api_version
         names = [self._topic_name(v, t) for t in request.topic_data]

@@ -10,7 +10,10 @@ them, as for Produce);
 then the group coordinator writes the offsets in a transactional batch of the producer, where they
 stay pending until the transaction's marker (``GroupCoordinator.commit_transactional_offsets``). A
 failure of the whole request is reported on every partition, as the coordinator reports append
-errors; v0-v1 clients get COORDINATOR_NOT_AVAILABLE for COORDINATOR_LOAD_IN_PROGRESS.
+errors; v0-v1 clients get COORDINATOR_NOT_AVAILABLE for COORDINATOR_LOAD_IN_PROGRESS. v6 names
+topics by id (UNKNOWN_TOPIC_ID for an unknown one) and its generation field is a consumer group
+member's epoch too: a stale one is STALE_MEMBER_EPOCH and a group that does not exist
+GROUP_ID_NOT_FOUND (ILLEGAL_GENERATION for both before v6).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
 from tidelog.server.handlers.groups import request_info
+from tidelog.server.handlers.offsets import UNKNOWN_ID_MARK, name_topics_by_id
 from tidelog.server.txn_verification import TransactionSupportedOperation, TransactionVerifier
 
 Topic = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
@@ -43,9 +47,10 @@ def _response(request: TxnOffsetCommitRequest, codes: dict[tuple[str, int], Erro
         return int(code)
 
     return TxnOffsetCommitResponse(topics=[
-        Topic(name=t.name, partitions=[Partition(partition_index=p.partition_index,
-                                                 error_code=final(codes.get((t.name, p.partition_index), ErrorCode.NONE)))
-                                       for p in t.partitions])
+        Topic(name=t.name, topic_id=t.topic_id,
+              partitions=[Partition(partition_index=p.partition_index,
+                                    error_code=final(codes.get((t.name, p.partition_index), ErrorCode.NONE)))
+                          for p in t.partitions])
         for t in request.topics])
 
 
@@ -62,7 +67,7 @@ class TxnOffsetCommitHandler:
         self.verifier = verifier
         self.ensure_offsets_topic = ensure_offsets_topic
 
-    @handles(ApiKey.TXN_OFFSET_COMMIT, 0, 5, _error)
+    @handles(ApiKey.TXN_OFFSET_COMMIT, 0, 6, _error)
     async def handle_txn_offset_commit(self, ctx: RequestContext, request: TxnOffsetCommitRequest
                                        ) -> TxnOffsetCommitResponse:
         auth = self.authorizer
@@ -72,8 +77,12 @@ class TxnOffsetCommitHandler:
             raise KafkaError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         version = ctx.api_version
         codes: dict[tuple[str, int], ErrorCode] = {}
+        if version >= 6:  # topics by id (KIP-1251): UNKNOWN_TOPIC_ID for an id no topic has
+            codes.update(name_topics_by_id(self.replicas.image, request.topics))
         commits = []
         for t in request.topics:
+            if t.name.startswith(UNKNOWN_ID_MARK):
+                continue
             denied = not auth.authorize(ctx, AclOperation.READ, ResourceType.TOPIC, t.name)
             for p in t.partitions:
                 if denied:
@@ -117,7 +126,7 @@ class TxnOffsetCommitHandler:
         try:
             codes.update(await self.groups.txn_offset_commit(
                 request_info(ctx), request.group_id, request.producer_id, request.producer_epoch,
-                request.member_id, request.group_instance_id, request.generation_id, commits))
+                request.member_id, request.group_instance_id, request.generation_id_or_member_epoch, commits))
         except KafkaError as e:
             return self._failed(request, version, codes, commits, e.code)
         return _response(request, codes, version)

@@ -5,7 +5,9 @@
   :class:`~tidelog.coordinator.txn.marker_writer.TxnMarkerWriter` (which also lets the group
   coordinator apply markers of ``__consumer_offsets``). Per partition the append's error
   (UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, INVALID_PRODUCER_EPOCH,
-  TRANSACTION_COORDINATOR_FENCED ...), grouped by producer id as Kafka answers.
+  TRANSACTION_COORDINATOR_FENCED ...), grouped by producer id as Kafka answers. From v2 (KIP-1228) a
+  marker names its transaction version; one of version 2 must carry an epoch above the producer's
+  last one in the partition (the coordinator bumped it), else INVALID_PRODUCER_EPOCH.
 * DescribeProducers: the active producers of each partition this broker leads (producer state:
   epoch, last sequence and timestamp, the coordinator epoch of its last marker, the first offset
   of its open transaction or -1).
@@ -59,7 +61,7 @@ class TxnPartitionHandlers:
         self.markers = markers
         self.replicas = replicas
 
-    @handles(ApiKey.WRITE_TXN_MARKERS, 0, 1, _markers_error)
+    @handles(ApiKey.WRITE_TXN_MARKERS, 0, 2, _markers_error)
     def handle_write_txn_markers(self, ctx: RequestContext, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
         auth = self.authorizer  # brokers only: ALTER or CLUSTER_ACTION on the cluster
         if not (auth.authorize(ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME)
@@ -70,8 +72,9 @@ class TxnPartitionHandlers:
             topics = by_producer.setdefault(marker.producer_id, {})
             for t in marker.topics:
                 for p in t.partition_indexes:
-                    code = self.markers.write(t.name, p, marker.producer_id, marker.producer_epoch,
-                                              marker.coordinator_epoch, marker.transaction_result)
+                    code = self._stale_tv2_marker(t.name, p, marker) or self.markers.write(
+                        t.name, p, marker.producer_id, marker.producer_epoch, marker.coordinator_epoch,
+                        marker.transaction_result)
                     topics.setdefault(t.name, []).append(MarkerPartition(partition_index=p, error_code=int(code)))
         response = WriteTxnMarkersResponse(markers=[
             MarkerResult(producer_id=pid, topics=[MarkerTopic(name=name, partitions=parts)
@@ -80,6 +83,20 @@ class TxnPartitionHandlers:
         if self.replicas.replication is None:
             return response
         return self._when_committed(response)
+
+    def _stale_tv2_marker(self, topic: str, partition: int, marker) -> ErrorCode | None:
+        """v2 (KIP-1228): a marker of transaction version 2 ends a transaction whose epoch the
+        coordinator bumped, so its epoch must be above the producer's last one here; an equal one is a
+        late or duplicate marker: INVALID_PRODUCER_EPOCH. Other errors are the write's to report."""
+        if marker.transaction_version < 2:
+            return None
+        try:
+            current = self.replicas.producer_epoch(topic, partition, marker.producer_id)
+        except KafkaError:
+            return None
+        if current is not None and marker.producer_epoch <= current:
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        return None
 
     async def _when_committed(self, response: WriteTxnMarkersResponse) -> WriteTxnMarkersResponse:
         """Cluster mode: answered once each marker written is committed (Kafka writes them acks=all)."""

@@ -37,6 +37,15 @@ def _api_versions(program: Program) -> None:
                                         ("software-name-with-dots-and-dashes", "a.b-c", "1-2.3")):
                 program.request(case, v, ApiVersionsRequest(client_software_name=name,
                                                             client_software_version=version))
+        if v >= 5:  # KIP-1242: the cluster and node the client means (both single-node brokers are node 0)
+            for case, cluster_id, node_id in (("another-cluster", "not-this-cluster-id", 0),
+                                              ("another-node", "not-this-cluster-id", 7),
+                                              ("cluster-id-without-node-id", "not-this-cluster-id", -1),
+                                              ("node-id-without-cluster-id", None, 0),
+                                              ("negative-node-id", None, -5)):
+                program.request(case, v, ApiVersionsRequest(client_software_name="tidelog-diff",
+                                                            client_software_version="1", cluster_id=cluster_id,
+                                                            node_id=node_id))
 
 
 def _describe_cluster(program: Program) -> None:

@@ -7,7 +7,7 @@ this module's frozen dataclasses (the coordinator's view: tuples, and ``TopicPar
 id to partitions), converted to and from the generated classes of
 :mod:`tidelog.protocol.coordinator_records`, which hold the byte layouts::
 
-    key version  key (generated)                           value
+    record type  key (generated)                           value
     3            ConsumerGroupMetadataKey                  ConsumerGroupMetadataValue
     5            ConsumerGroupMemberMetadataKey            ConsumerGroupMemberMetadataValue
     6            ConsumerGroupTargetAssignmentMetadataKey  ConsumerGroupTargetAssignmentMetadataValue
@@ -15,17 +15,17 @@ id to partitions), converted to and from the generated classes of
     8            ConsumerGroupCurrentMemberAssignmentKey   ConsumerGroupCurrentMemberAssignmentValue
     16           ConsumerGroupRegularExpressionKey         ConsumerGroupRegularExpressionValue (by hand)
 
-Key version 4 (ConsumerGroupPartitionMetadata, before 4.1) is not written; 4.1 replaced it by the
-metadata hash. Two things are newer than the schemas in ../shared (Kafka trunk of October 2024) and
-are written by hand here:
+Record type 4 (ConsumerGroupPartitionMetadata, before 4.1) is not written; 4.1 replaced it by the
+metadata hash, ``ConsumerGroupMetadataValue.MetadataHash`` (KIP-1101: tagged field 0, int64, default 0;
+written, as Kafka writes it, only when it is not 0). The ConsumerGroupRegularExpression record (Kafka
+4.0) keeps its own key class here (its field ``regex``; Kafka's schema calls it ``RegularExpression``),
+written by hand in the same layout as Kafka 4.4's schema::
 
-* ``ConsumerGroupMetadataValue.MetadataHash`` (KIP-1101, Kafka 4.1): tagged field 0, int64, default 0;
-  written, as Kafka writes it, only when it is not 0.
-* the ConsumerGroupRegularExpression record (Kafka 4.0)::
-
-      key    int16 version 16, group_id string, regex string
+      key    int16 record type 16, group_id string, regex string
       value  int16 version 0, topics compact array of compact string, version int64,
              timestamp int64, tagged fields
+
+``ConsumerGroupTargetAssignmentMetadataValue.AssignmentTimestamp`` (tagged, ignorable) is not kept.
 
 A member's ClassicMemberMetadata (tag 0 of the member metadata) is its classic-protocol session
 timeout and protocols (name, metadata) for a member that joined with JoinGroup (online migration),
@@ -66,8 +66,6 @@ from tidelog.protocol.primitives import (
     write_string,
 )
 
-#: ConsumerGroupMetadataValue's tagged field MetadataHash (KIP-1101), newer than the schemas in ../shared.
-METADATA_HASH_TAG = 0
 REGULAR_EXPRESSION_KEY_VERSION = 16
 
 
@@ -157,16 +155,11 @@ def _topic_partitions_schema(cls: type, tps: TopicPartitions) -> list:
 
 
 def _group_value(obj: schema.ConsumerGroupMetadataValue) -> ConsumerGroupMetadataValue:
-    metadata_hash = 0
-    for tag, data in obj.unknown_tagged_fields or ():
-        if tag == METADATA_HASH_TAG and len(data) == 8:
-            (metadata_hash,) = INT64.unpack(data)
-    return ConsumerGroupMetadataValue(obj.epoch, metadata_hash)
+    return ConsumerGroupMetadataValue(obj.epoch, obj.metadata_hash)
 
 
 def _group_value_schema(value: ConsumerGroupMetadataValue) -> schema.ConsumerGroupMetadataValue:
-    tags = [(METADATA_HASH_TAG, INT64.pack(value.metadata_hash))] if value.metadata_hash else None
-    return schema.ConsumerGroupMetadataValue(epoch=value.epoch, unknown_tagged_fields=tags)
+    return schema.ConsumerGroupMetadataValue(epoch=value.epoch, metadata_hash=value.metadata_hash)
 
 
 def _member_value(obj: schema.ConsumerGroupMemberMetadataValue) -> ConsumerGroupMemberMetadataValue:
@@ -264,7 +257,7 @@ RECORD_TYPES: tuple[RecordType, ...] = (
            _member_value_schema),
           (ConsumerGroupTargetAssignmentMetadataKey, schema.ConsumerGroupTargetAssignmentMetadataValue,
            lambda obj: same_fields(ConsumerGroupTargetAssignmentMetadataValue, obj),
-           lambda value: same_fields(schema.ConsumerGroupTargetAssignmentMetadataValue, value)),
+           lambda value: schema.ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=value.assignment_epoch)),
           (ConsumerGroupTargetAssignmentMemberKey, schema.ConsumerGroupTargetAssignmentMemberValue,
            _target_member_value, _target_member_value_schema),
           (ConsumerGroupCurrentMemberAssignmentKey, schema.ConsumerGroupCurrentMemberAssignmentValue, _current_value,

@@ -5,7 +5,7 @@ classes of :mod:`tidelog.protocol.coordinator_records`; values are this module's
 coordinator's view: tuples, and ``TopicPartitions`` maps of topic id to partitions), converted to and from the
 generated classes at the edge::
 
-    key version  key                                      value
+    record type  key                                     value
     10           ShareGroupMemberMetadataKey              ShareGroupMemberMetadataValue
     11           ShareGroupMetadataKey                    ShareGroupMetadataValue (epoch, metadata hash)
     12           ShareGroupTargetAssignmentMetadataKey    ShareGroupTargetAssignmentMetadataValue
