@@ -97,6 +97,7 @@ def test_txn_offset_commit_v6_names_topics_by_id_and_has_its_own_group_errors(tm
                     T(topic_id=tid, partitions=[P(partition_index=0, committed_offset=3)]),
                     T(topic_id=NO_SUCH_ID, partitions=[P(partition_index=0, committed_offset=3)])])
 
+        await find_coordinator(b, "g6")  # as a client does before TxnOffsetCommit
         # A generation for a group that does not exist: GROUP_ID_NOT_FOUND from v6, ILLEGAL_GENERATION before.
         r = await b.request(commit(4), 6)
         assert r.topics[0].partitions[0].error_code == ErrorCode.GROUP_ID_NOT_FOUND
