@@ -1,7 +1,8 @@
 """Share groups (KIP-932) in the web console's JSON API (docs/console.md), against a real broker with
 ``share.version=1`` and confluent-kafka's ShareConsumer holding records: the group in the list, its members
 and assignment, the share start offset, end offset and lag per partition, the in-flight records this broker
-leads; resetting its start offsets and deleting it while empty, refused (409) while it has members."""
+leads; resetting its start offsets and deleting it while empty, refused (409) while it has members. And
+the same group's page in headless Chromium (the fixtures of test_console_browser.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from confluent_kafka import AcknowledgeType, ShareConsumer
 
 from tests.integration.console_http import call, ok
 from tests.integration.kafka_io import create_topic, produce, wait_for
+from tests.integration.test_console_browser import chromium, page  # noqa: F401  (the browser fixtures)
 from tidelog.protocol.messages import IncrementalAlterConfigsRequest
 from tidelog.testing.client import WireClient
 
@@ -110,3 +112,45 @@ def test_a_share_group_shows_members_offsets_lag_and_in_flight_records(broker) -
     assert status == 404 and answer["code"] == "GROUP_ID_NOT_FOUND", answer
     status, answer = call(broker, "DELETE", f"/groups/{group}")
     assert status == 404 and answer["code"] == "GROUP_ID_NOT_FOUND", answer
+
+
+def test_a_share_groups_page_shows_its_in_flight_records_and_deletes_it(broker, page) -> None:  # noqa: F811
+    from playwright.sync_api import expect
+
+    suffix = uuid.uuid4().hex[:8]
+    topic, group = f"ui-share-{suffix}", f"ui-share-g-{suffix}"
+    create_topic(broker, topic, 1)
+    _group_configs(broker.bootstrap, group, share_auto_offset_reset="earliest",
+                   share_record_lock_duration_ms="60000")
+    produce(broker, topic, [f"v{i}" for i in range(6)], config={"linger.ms": 200})
+    consumer = ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": group,
+                              "share.acknowledgement.mode": "explicit"})
+    try:
+        consumer.subscribe([topic])
+        held: list = []
+        wait_for(lambda: held, 60, "records acquired by the share consumer",
+                 poll=lambda: held.extend(m for m in consumer.poll(1.0) if m.error() is None))
+        page.goto(broker.http_url + "#/groups")
+        row = page.get_by_test_id("groups").locator("tr", has_text=group)
+        expect(row).to_contain_text("share")
+        expect(row).to_contain_text("Stable")
+        row.get_by_text(group).click()
+        expect(page.get_by_test_id("group-title")).to_have_text(group)
+        expect(page.get_by_test_id("members").locator("tbody tr")).to_have_count(1)
+        cells = page.get_by_test_id("share-table").locator("tbody tr").first.locator("td")
+        expect(cells.nth(2)).to_have_text("0")  # start offset
+        expect(cells.nth(3)).to_have_text("6")  # end offset
+        expect(cells.nth(4)).to_have_text("6")  # lag
+        expect(cells.nth(5)).to_have_text(str(len(held)))  # acquired
+        expect(page.get_by_test_id("lag-chart")).to_have_count(0)
+    finally:
+        consumer.close()
+
+    expect(page.locator(".title-row .badge")).to_have_text("Empty")
+    page.get_by_test_id("delete-group").click()
+    dialog = page.locator("dialog#confirm")
+    dialog.wait_for(state="visible")
+    page.get_by_test_id("confirm-ok").click()
+    expect(page).to_have_url(broker.http_url + "#/groups")
+    expect(page.get_by_test_id("groups").locator("tr", has_text=group)).to_have_count(0)
+    assert _listed(broker, group) is None
