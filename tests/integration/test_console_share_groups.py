@@ -105,6 +105,7 @@ def test_a_share_group_shows_members_offsets_lag_and_in_flight_records(broker) -
     assert settled()["start_offset"] == 4, "a dry run changes nothing"
     ok(broker, "POST", f"/groups/{group}/reset-offsets", {"to": "offset", "offset": 2, "topic": topic})
     wait_for(lambda: settled()["start_offset"] == 2, 60, "the share start offset reset to 2")
+    assert settled()["lag"] == n - 2, "from the new start offset (no window of the old one counted)"
 
     assert ok(broker, "DELETE", f"/groups/{group}") == {"group_id": group, "deleted": True}
     assert _listed(broker, group) is None

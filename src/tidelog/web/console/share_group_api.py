@@ -7,11 +7,13 @@ The in-flight records are the share partitions' windows held by this broker's sh
 coordinator is for the lag sampler); a partition led by another broker shows no in-flight figures.
 
 Lag (KIP-1226): the records from the share start offset to the log end offset (the high watermark) that are
-not yet delivery-complete (acknowledged or archived). Where this broker holds the partition's window it is
-``high watermark - window start - records of the window acknowledged or archived``; elsewhere it is
-``high watermark - share start offset`` (records past the start that are already done are not known here,
-so this is an upper bound). No lag while the start offset is not known yet (-1: the share partition starts
-at its first fetch, by ``share.auto.offset.reset``) or the high watermark is not (another broker leads).
+not yet delivery-complete (acknowledged or archived). Where this broker holds the partition's window and the
+window starts at the share start offset it is ``high watermark - start offset - records of the window
+acknowledged or archived``; otherwise (another broker leads; or the window and the persisted start offset
+differ, e.g. the log start moved, or the offsets were reset while this broker held the window) it is
+``high watermark - share start offset``, an upper bound. No lag while the start offset is not known yet
+(-1: the share partition starts at its first fetch, by ``share.auto.offset.reset``) or the high watermark
+is not (another broker leads).
 """
 
 from __future__ import annotations
@@ -75,10 +77,10 @@ class ShareGroupView:
 def _lag(start: int, end: int | None, window: SharePartitionSnapshot | None) -> int | None:
     if end is None:
         return None
-    if window is not None:
-        return max(0, end - window.start_offset - window.delivery_complete)
     if start < 0:
         return None
+    if window is not None and window.start_offset == start:  # the window agrees with the persisted state
+        return max(0, end - window.start_offset - window.delivery_complete)
     return max(0, end - start)
 
 
