@@ -62,7 +62,7 @@ class ShareGroupView:
             window = windows.get((topic, partition))
             offsets.append({
                 "topic": topic, "partition": partition, "start_offset": start if start >= 0 else None,
-                "end_offset": end, "lag": _lag(start, end, window), "member_ids": sorted(owners.get((topic, partition), [])),
+                "end_offset": end, "lag": share_lag(start, end, window), "member_ids": sorted(owners.get((topic, partition), [])),
                 "in_flight": None if window is None else {
                     "acquired": window.acquired, "available": window.available,
                     "delivery_complete": window.delivery_complete,
@@ -74,7 +74,7 @@ class ShareGroupView:
                 "members": members, "offsets": offsets, "lag": sum(known) if known else None}
 
 
-def _lag(start: int, end: int | None, window: SharePartitionSnapshot | None) -> int | None:
+def share_lag(start: int, end: int | None, window: SharePartitionSnapshot | None) -> int | None:
     if end is None:
         return None
     if start < 0:
@@ -84,4 +84,4 @@ def _lag(start: int, end: int | None, window: SharePartitionSnapshot | None) -> 
     return max(0, end - start)
 
 
-__all__ = ["InFlight", "ShareGroupView", "no_in_flight"]
+__all__ = ["InFlight", "ShareGroupView", "no_in_flight", "share_lag"]
