@@ -84,6 +84,7 @@ def test_a_share_group_shows_members_offsets_lag_and_in_flight_records(broker) -
         assert part["in_flight"]["delivery_complete"] == past_start
         assert part["in_flight"]["window_start"] == 4
         assert part["lag"] == n - 4 - past_start  # KIP-1226: from the start to the end, not yet complete
+        assert _listed(broker, group)["lag"] == n - 4 - past_start
 
         # While the group has a member: no reset, no delete.
         status, answer = call(broker, "POST", f"/groups/{group}/reset-offsets", {"to": "earliest"})

@@ -51,10 +51,16 @@ class GroupApi:
                 web.post("/api/v1/groups/{group}/reset-offsets", self.reset_offsets)]
 
     async def list_groups(self, request: web.Request) -> web.Response:
-        groups = await self.admin.list_groups(principal_of(request))
+        principal = principal_of(request)
+        groups = await self.admin.list_groups(principal)
         for g in groups:
             points = self.sampler.groups.get(g["group_id"])
             g["lag"] = points.points[-1][1] if points and points.points else None
+            if g["type"] == "share":  # not sampled: its lag now, from its start offsets
+                try:
+                    g["lag"] = await self.shares.total_lag(principal, g["group_id"])
+                except ApiError:
+                    g["lag"] = None
         return web.json_response({"groups": sorted(groups, key=lambda g: g["group_id"])})
 
     async def _listed(self, request: web.Request, group_id: str) -> dict[str, str] | None:

@@ -39,6 +39,14 @@ class ShareGroupView:
         self.sampler = sampler
         self.in_flight = in_flight
 
+    async def total_lag(self, principal: KafkaPrincipal, group_id: str) -> int | None:
+        """The group's lag for the group list (the sum of its partitions' known lags)."""
+        starts = await self.admin.share_start_offsets(principal, group_id)
+        windows = {(s.topic, s.partition): s for s in self.in_flight(group_id)}
+        known = [lag for (t, p), start in starts.items()
+                 if (lag := share_lag(start, self.sampler.end_offset(t, p), windows.get((t, p)))) is not None]
+        return sum(known) if known else None
+
     async def describe(self, principal: KafkaPrincipal, listed: dict[str, str]) -> dict[str, Any]:
         group_id = listed["group_id"]
         g = await self.admin.describe_share_group(principal, group_id)
