@@ -446,7 +446,8 @@ def test_read_only_by_default_every_change_is_403(tmp_path):
                    ("DELETE", "/topics/existing", None),
                    ("PATCH", "/topics/existing/configs", {"configs": {"retention.ms": "1"}}),
                    ("POST", "/topics/existing/messages", {"value": "x"}),
-                   ("POST", "/groups/g/reset-offsets", {"to": "earliest", "topic": "existing"})]
+                   ("POST", "/groups/g/reset-offsets", {"to": "earliest", "topic": "existing"}),
+                   ("DELETE", "/groups/g", None)]
         for method, path, body in changes:
             status, answer = call(broker, method, path, body) if body is not None else call(broker, method, path)
             assert status == 403 and answer["code"] == "CONSOLE_READ_ONLY", (method, path, answer)

@@ -313,7 +313,9 @@ class Broker:
                                    sample_interval_ms=config["console.sample.interval.ms"],
                                    authentication=config["console.authentication"] or (
                                        "sasl" if config["authorizer.class.name"] else "none"),
-                                   lookup=credentials.get, session_ms=config["connections.max.reauth.ms"])
+                                   lookup=credentials.get, session_ms=config["connections.max.reauth.ms"],
+                                   **({"share_in_flight": self.share_partitions.snapshot}
+                                      if self.share_partitions is not None else {}))
             self.console.install(self.http.app)
         # The schema registry (docs/schema-registry.md): Confluent's REST API, its state in _schemas.
         self.schema_registry: SchemaRegistry | None = None

@@ -41,7 +41,7 @@ from tidelog.records.control import ControlRecordType, decode_control_batch
 from tidelog.replica.fetch import READ_COMMITTED, PartitionFetch, PartitionRead
 from tidelog.replica.manager import ReplicaManager
 from tidelog.share.config import AcquireMode, ShareGroupSettings
-from tidelog.share.partition import AckBatch, AcquiredRange, FetchedBatch, SharePartition
+from tidelog.share.partition import AckBatch, AcquiredRange, FetchedBatch, RecordState, SharePartition
 from tidelog.share.session import ShareSessionCache, TopicIdPartition
 
 
@@ -53,6 +53,20 @@ class ShareFetchResult:
     error_message: str | None = None
     records: bytes = b""
     acquired: list[AcquiredRange] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class SharePartitionSnapshot:
+    """A read-only view of one share partition's window of in-flight records (for the console)."""
+
+    topic: str
+    topic_id: uuid.UUID
+    partition: int
+    start_offset: int
+    end_offset: int
+    acquired: int  # handed out, under an acquisition lock
+    available: int  # in the window and may be handed out (again): released, lock expired, not yet delivered
+    delivery_complete: int  # acknowledged or archived, after the start offset
 
 
 class SharePartitionManager:
@@ -129,6 +143,20 @@ class SharePartitionManager:
         if sp is not None:
             task = asyncio.ensure_future(sp.close())
             task.add_done_callback(lambda t: t.exception())
+
+    def snapshot(self, group_id: str) -> list[SharePartitionSnapshot]:
+        """The windows of the group's share partitions this broker holds (it leads their topic partitions),
+        read-only: nothing is built, loaded or changed."""
+        out = []
+        for key, sp in sorted(self.partitions.items(), key=lambda kv: (kv[1].topic, kv[0].partition)):
+            if key.group_id != group_id or not sp.initialized:
+                continue
+            counts = sp.state_counts()
+            out.append(SharePartitionSnapshot(
+                sp.topic, key.topic_id, key.partition, sp.start_offset, sp.end_offset,
+                acquired=counts[RecordState.ACQUIRED], available=counts[RecordState.AVAILABLE],
+                delivery_complete=counts[RecordState.ACKNOWLEDGED] + counts[RecordState.ARCHIVED]))
+        return out
 
     # -------------------------------------------------------------------------------- fetch (1, 2)
 
@@ -280,4 +308,4 @@ def _acquire(sp: SharePartition, member_id: str, read: PartitionRead, max_record
     return ShareFetchResult(records=b"".join(parts), acquired=acquired)
 
 
-__all__ = ["ShareFetchResult", "SharePartitionManager"]
+__all__ = ["ShareFetchResult", "SharePartitionManager", "SharePartitionSnapshot"]

@@ -194,6 +194,17 @@ class SharePartition:
     def acquired_count(self) -> int:
         return sum(1 for r in self._records.values() if r.state == RecordState.ACQUIRED)
 
+    def state_counts(self) -> dict[RecordState, int]:
+        """How many offsets of the window are in each state (read-only; offsets with no entry yet are
+        AVAILABLE), for the console."""
+        counts = dict.fromkeys((RecordState.AVAILABLE, RecordState.ACQUIRED, RecordState.ACKNOWLEDGED,
+                                RecordState.ARCHIVED), 0)
+        for offset in range(self.start_offset, self.end_offset):
+            rec = self._records.get(offset)
+            state = rec.state if rec is not None else RecordState.AVAILABLE
+            counts[state] = counts.get(state, 0) + 1
+        return counts
+
     def next_fetch_offset(self) -> int:
         """The first offset a fetch should read from: the first AVAILABLE one of the window, else its end."""
         records = self._records

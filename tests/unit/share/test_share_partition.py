@@ -283,3 +283,18 @@ def test_a_record_at_the_delivery_limit_after_a_restore_is_archived_not_delivere
         assert sp.state_of(0)[0] == RecordState.ARCHIVED and sp.start_offset == 1
 
     asyncio.run(main())
+
+
+def test_state_counts_of_the_window_for_the_console() -> None:
+    async def main() -> None:
+        sp, _, _ = await partition()
+        assert sum(sp.state_counts().values()) == 0
+        sp.acquire("m1", singles(0, 5), 500)
+        assert await sp.acknowledge("m1", [AckBatch(0, 3, (AckType.ACCEPT, AckType.RELEASE, AckType.REJECT,
+                                                           AckType.ACCEPT))]) == ErrorCode.NONE
+        # 0 accepted (the start moved past it); 1 released; 2 archived, 3 acknowledged; 4, 5 still acquired
+        assert sp.start_offset == 1 and sp.end_offset == 6
+        assert sp.state_counts() == {RecordState.AVAILABLE: 1, RecordState.ACQUIRED: 2,
+                                     RecordState.ACKNOWLEDGED: 1, RecordState.ARCHIVED: 1}
+
+    asyncio.run(main())

@@ -26,6 +26,8 @@ from tidelog.web.console.principal import NONE, ConsoleAuthentication, Lookup
 from tidelog.web.console.sampler import Sampler
 from tidelog.web.console.security_api import SecurityApi
 from tidelog.web.console.session import SessionStore
+from tidelog.web.console.share_admin import ShareAdmin
+from tidelog.web.console.share_group_api import InFlight, no_in_flight
 from tidelog.web.console.topic_api import TopicApi
 from tidelog.web.console.transaction_api import TransactionApi
 
@@ -38,10 +40,12 @@ SESSION_PATHS = frozenset({"/api/v1/login", "/api/v1/logout"})
 class Console:
     def __init__(self, replicas: ReplicaManager, send: Send, clock: Clock, *, groups: GroupCoordinator,
                  broker_id: int, read_only: bool, sample_interval_ms: int, authentication: str = NONE,
-                 lookup: Lookup = lambda user, mechanism: None, session_ms: int = 0) -> None:
+                 lookup: Lookup = lambda user, mechanism: None, session_ms: int = 0,
+                 share_in_flight: InFlight = no_in_flight) -> None:
         """``authentication``: ``none`` or ``sasl`` (logins checked with ``lookup``, the broker's SCRAM
         credential store's ``get``; sessions last ``session_ms``, 8 h when 0). ``groups``: the broker's
-        group coordinator, whose committed offsets the lag sampler reads."""
+        group coordinator, whose committed offsets the lag sampler reads. ``share_in_flight``: the share
+        partition manager's read-only snapshot of a share group's in-flight records on this broker."""
         self.read_only = read_only
         self.authentication = ConsoleAuthentication(authentication, lookup, SessionStore(clock.monotonic_ms, session_ms))
         self.sample_interval_ms = sample_interval_ms
@@ -51,7 +55,7 @@ class Console:
         self.apis = (self.authentication,
                      ClusterApi(topics, admin, self.sampler, self.authentication, broker_id=broker_id,
                                 read_only=read_only, sample_interval_ms=sample_interval_ms),
-                     topics, MessageApi(replicas, admin, clock), GroupApi(replicas, admin, self.sampler, sample_interval_ms),
+                     topics, MessageApi(replicas, admin, clock), GroupApi(replicas, admin, self.sampler, sample_interval_ms, ShareAdmin(send), share_in_flight),
                      SecurityApi(admin), TransactionApi(admin))
 
     def install(self, app: web.Application) -> None:

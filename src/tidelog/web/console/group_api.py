@@ -1,11 +1,15 @@
-"""Consumer groups: list, describe (members, assignment, committed offsets and lag per partition), the
-sampled lag history, and resetting offsets.
+"""Groups: list, describe (members, assignment, committed offsets and lag per partition), the sampled lag
+history, resetting offsets, and deleting a group.
 
 Groups are described with the broker's own ListGroups, DescribeGroups (classic groups) or
 ConsumerGroupDescribe (KIP-848 groups) and OffsetFetch handlers. A reset is Kafka's
 ``kafka-consumer-groups --reset-offsets``: allowed only while the group has no members (Empty or Dead,
 else 409 NON_EMPTY_GROUP, as Kafka's tool refuses), the target offsets clamped to each partition's
 [log start, high watermark], then written with an admin OffsetCommit (no member, generation -1).
+
+Share groups (type ``share``, KIP-932) are described by :mod:`tidelog.web.console.share_group_api`; their
+reset writes the targets as new share start offsets (AlterShareGroupOffsets), under the same rules. A
+group of any type is deleted with DeleteGroups (Kafka refuses one with members: 409 NON_EMPTY_GROUP).
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from tidelog.web.console.api_error import ApiError
 from tidelog.web.console.params import INT_MAX, field, json_body
 from tidelog.web.console.principal import principal_of
 from tidelog.web.console.sampler import Sampler
+from tidelog.web.console.share_admin import ShareAdmin
+from tidelog.web.console.share_group_api import InFlight, ShareGroupView, no_in_flight
 
 RESET_TARGETS = ("earliest", "latest", "offset", "timestamp")
 INACTIVE_STATES = ("empty", "dead")
@@ -29,23 +35,32 @@ INACTIVE_STATES = ("empty", "dead")
 
 class GroupApi:
     def __init__(self, replicas: ReplicaManager, admin: ConsoleAdmin, sampler: Sampler,
-                 sample_interval_ms: int) -> None:
+                 sample_interval_ms: int, share_admin: ShareAdmin, in_flight: InFlight = no_in_flight) -> None:
         self.replicas = replicas
         self.sample_interval_ms = sample_interval_ms
         self.admin = admin
         self.sampler = sampler
+        self.share_admin = share_admin
+        self.shares = ShareGroupView(share_admin, sampler, in_flight)
 
     def routes(self) -> list[web.RouteDef]:
         return [web.get("/api/v1/groups", self.list_groups),
                 web.get("/api/v1/groups/{group}", self.describe),
+                web.delete("/api/v1/groups/{group}", self.delete),
                 web.get("/api/v1/groups/{group}/lag-history", self.lag_history),
                 web.post("/api/v1/groups/{group}/reset-offsets", self.reset_offsets)]
 
     async def list_groups(self, request: web.Request) -> web.Response:
-        groups = await self.admin.list_groups(principal_of(request))
+        principal = principal_of(request)
+        groups = await self.admin.list_groups(principal)
         for g in groups:
             points = self.sampler.groups.get(g["group_id"])
             g["lag"] = points.points[-1][1] if points and points.points else None
+            if g["type"] == "share":  # not sampled: its lag now, from its start offsets
+                try:
+                    g["lag"] = await self.shares.total_lag(principal, g["group_id"])
+                except ApiError:
+                    g["lag"] = None
         return web.json_response({"groups": sorted(groups, key=lambda g: g["group_id"])})
 
     async def _listed(self, request: web.Request, group_id: str) -> dict[str, str] | None:
@@ -58,6 +73,8 @@ class GroupApi:
         listed = await self._listed(request, group_id)
         if listed is None:
             raise ApiError.from_kafka(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} does not exist.")
+        if listed["type"] == "share":
+            return web.json_response(await self.shares.describe(principal, listed))
         members, protocol = await self._members(principal, group_id, listed["type"])
         owner = {(a["topic"], p): m["member_id"] for m in members for a in m["assignment"] for p in a["partitions"]}
         committed = await self.admin.committed_offsets(principal, group_id)
@@ -131,7 +148,12 @@ class GroupApi:
                 ErrorCode.NON_EMPTY_GROUP,
                 f"Offsets can only be reset while group {group_id} has no members, but it is {listed['state']}: "
                 "stop its consumers first.")
-        committed = await self.admin.committed_offsets(principal, group_id)
+        share = listed is not None and listed["type"] == "share"
+        if share:
+            committed = await self.share_admin.share_start_offsets(principal, group_id)
+            committed = {tp: o for tp, o in committed.items() if o >= 0}
+        else:
+            committed = await self.admin.committed_offsets(principal, group_id)
         partitions = self._partitions(topic, wanted, committed)
         offsets: dict[tuple[str, int], int] = {}
         for t, p in partitions:
@@ -145,11 +167,18 @@ class GroupApi:
                     offsets[(t, p)] = min(max(chosen, bounds.log_start_offset), bounds.high_watermark)  # type: ignore[type-var]
             except KafkaError as e:
                 raise ApiError.from_kafka(e.code, f"{t}-{p}: {e.message}") from None
-        if not dry_run:
+        if not dry_run and share:
+            await self.share_admin.alter_share_start_offsets(principal, group_id, offsets)
+        elif not dry_run:
             await self.admin.commit_offsets(principal, group_id, offsets)
         return web.json_response({"group_id": group_id, "dry_run": dry_run, "offsets": [
             {"topic": t, "partition": p, "previous_offset": committed.get((t, p)), "offset": o}
             for (t, p), o in sorted(offsets.items())]})
+
+    async def delete(self, request: web.Request) -> web.Response:
+        group_id = request.match_info["group"]
+        await self.share_admin.delete_group(principal_of(request), group_id)
+        return web.json_response({"group_id": group_id, "deleted": True})
 
     def _partitions(self, topic: str | None, wanted: list[int] | None,
                     committed: dict[tuple[str, int], int]) -> list[tuple[str, int]]:

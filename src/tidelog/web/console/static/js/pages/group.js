@@ -1,4 +1,5 @@
-// One consumer group: members and their assignment, lag per partition, lag over time, reset offsets.
+// One group: members and their assignment, lag per partition, lag over time, reset offsets, delete.
+// A share group (KIP-932) shows per partition its share start offset, lag and in-flight records instead.
 import { api, enc } from "../api.js";
 import { confirmAction, errorBox, every, h, num, refreshMs, replace, table, toast } from "../dom.js";
 import { lineChart } from "../chart.js";
@@ -10,19 +11,26 @@ export async function render(main, [id], ctx) {
   const lag = h("section", { class: "panel" });
   const chart = h("div", { class: "panel-body" });
   const reset = h("section", { class: "panel" });
+  const history = h("section", { class: "panel" }, h("h2", {}, "Lag over time"), chart);
   main.append(h("p", { class: "crumbs" }, h("a", { href: "#/groups" }, "Consumer groups"), " / "),
-    head, h("section", { class: "panel" }, h("h2", {}, "Lag over time"), chart), lag, members, reset);
+    head, history, lag, members, reset, deleteGroup(id, ctx));
   let group = null;
   let resetDrawn = false;
   const stop = every(refreshMs(ctx), async () => {
     try {
-      const [g, history] = await Promise.all([api("/groups/" + enc(id)), api("/groups/" + enc(id) + "/lag-history")]);
+      const g = await api("/groups/" + enc(id));
       group = g;
+      const share = g.type === "share";
       replace(head, h("div", { class: "title-row inline" }, h("h1", { "data-testid": "group-title" }, id), stateBadge(g.state)),
         h("p", { class: "muted" }, `${g.type} group · ${g.members.length} member(s) · protocol ${g.protocol || "–"} · total lag `,
           h("strong", { "data-testid": "group-lag" }, num(g.lag))));
-      replace(chart, lineChart([{ name: "total lag", points: history.points.map((p) => [p.time, p.lag]) }], { testid: "lag-chart" }));
-      replace(lag, h("h2", {}, "Lag per partition"), table([
+      history.hidden = share;  // the lag sampler follows committed offsets: consumer groups only
+      if (!share) {
+        const points = (await api("/groups/" + enc(id) + "/lag-history")).points;
+        replace(chart, lineChart([{ name: "total lag", points: points.map((p) => [p.time, p.lag]) }], { testid: "lag-chart" }));
+      }
+      if (share) replace(lag, h("h2", {}, "Share partitions"), shareTable(g));
+      else replace(lag, h("h2", {}, "Lag per partition"), table([
         { label: "Topic", cell: (o) => h("a", { href: "#/topics/" + enc(o.topic) }, o.topic) },
         { label: "Partition", cell: (o) => String(o.partition), class: "num" },
         { label: "Committed", cell: (o) => num(o.committed_offset), class: "num" },
@@ -42,6 +50,40 @@ export async function render(main, [id], ctx) {
     }
   });
   return stop;
+}
+
+function shareTable(g) {
+  const flight = (key) => (o) => o.in_flight ? num(o.in_flight[key]) : h("span", { class: "muted", title: "led by another broker" }, "–");
+  return table([
+    { label: "Topic", cell: (o) => h("a", { href: "#/topics/" + enc(o.topic) }, o.topic) },
+    { label: "Partition", cell: (o) => String(o.partition), class: "num" },
+    { label: "Start offset", cell: (o) => num(o.start_offset), class: "num" },
+    { label: "End offset", cell: (o) => num(o.end_offset), class: "num" },
+    { label: "Lag", cell: (o) => num(o.lag), class: "num" },
+    { label: "Acquired", cell: flight("acquired"), class: "num" },
+    { label: "Available", cell: flight("available"), class: "num" },
+    { label: "Members", cell: (o) => o.member_ids.length ? o.member_ids.map((m) => h("code", {}, m + " ")) : h("span", { class: "muted" }, "–") },
+  ], g.offsets, { empty: "No share partitions yet.", testid: "share-table" });
+}
+
+function deleteGroup(id, ctx) {
+  const del = h("button", { type: "button", class: "danger", disabled: ctx.read_only, "data-testid": "delete-group",
+    title: ctx.read_only ? "read-only console" : null }, "Delete group");
+  const out = h("div");
+  del.addEventListener("click", async () => {
+    replace(out);
+    if (!(await confirmAction("Delete group", h("p", {}, "Delete group ", h("strong", {}, id), " and its offsets? This cannot be undone."), "Delete"))) return;
+    try {
+      await api("/groups/" + enc(id), { method: "DELETE" });
+      toast("Group " + id + " deleted");
+      location.hash = "#/groups";
+    } catch (e) {
+      replace(out, errorBox(e));
+    }
+  });
+  return h("section", { class: "panel" }, h("h2", {}, "Delete"),
+    h("p", { class: "muted" }, ctx.read_only ? "Read-only console: deleting is disabled."
+      : "A group can be deleted only while it has no members, as in Kafka."), del, out);
 }
 
 function drawReset(holder, id, current, ctx) {
