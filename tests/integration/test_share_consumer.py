@@ -138,3 +138,39 @@ def test_records_held_by_a_consumer_killed_9_go_to_another_before_their_lock_exp
             offsets.extend(m.offset() for m in c.poll(1.0) if m.error() is None)
     assert sorted(offsets) == list(range(n)), "every record, the killed consumer's too"
     assert time.monotonic() - killed_at < 45, "redelivered before the 60 s lock expired"
+
+
+def test_a_reset_of_the_start_offset_takes_effect_on_the_partition_s_leader(broker, admin) -> None:
+    """AlterShareGroupOffsets on an empty share group: the next consumer starts at the new start offset,
+    although the leader still held the share partition's old window (it is dropped and read again)."""
+    from confluent_kafka.admin import NewTopic
+
+    from tidelog.protocol.messages import AlterShareGroupOffsetsRequest as R
+
+    topic, group, n = "share-reset", "share-z", 10
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    earliest(broker.bootstrap, group)
+    produce(broker.bootstrap, topic, n)
+
+    def consume_all(expected: int) -> list[int]:
+        offsets: list[int] = []
+        with share_consumer(broker.bootstrap, group) as c:
+            c.subscribe([topic])
+            deadline = time.monotonic() + 60
+            while len(offsets) < expected and time.monotonic() < deadline:
+                offsets.extend(m.offset() for m in c.poll(1.0) if m.error() is None)
+        return sorted(offsets)
+
+    assert consume_all(n) == list(range(n))  # implicitly acknowledged: the start offset moves to 10
+    request = R(group_id=group, topics=[R.AlterShareGroupOffsetsRequestTopic(
+        topic_name=topic, partitions=[R.AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=2)])])
+    with WireClient.connect(broker.bootstrap) as wire:
+        deadline = time.monotonic() + 60
+        while True:  # the group is empty once the closed consumer's leave is through
+            r = wire.request(request, 0)
+            codes = [p.error_code for t in r.responses for p in t.partitions]
+            if r.error_code == 0 and codes == [0]:
+                break
+            assert time.monotonic() < deadline, (r.error_code, codes)
+            time.sleep(0.5)
+    assert consume_all(n - 2) == list(range(2, n))

@@ -119,7 +119,7 @@ from tidelog.server.quota import ClientQuotaManagers
 from tidelog.server.throttle import RequestThrottler
 from tidelog.server.tls import ListenerSecurity, ignored_listener_keys, listener_security
 from tidelog.server.txn_verification import TransactionVerifier
-from tidelog.share.manager import SharePartitionManager
+from tidelog.share.manager import ResettingPersister, SharePartitionManager
 from tidelog.storage.log_manager import LogManager
 
 # Imported where they are used, only when configured: a broker without an HTTP listener, TubeMQ or
@@ -200,7 +200,11 @@ class Broker:
             clock.call_later, lambda: store.image, getattr(mode, "peers", None), self.broker_id
         ) if config["share.version"] >= 1 else (None, None)
         share_persister = share_persister or self.share_persister
-        self.group_service = group_service = GroupCoordinatorService(groups, share_persister=share_persister)
+        # The group coordinator's resets of share state drop the share partitions this broker holds for it.
+        self.share_partitions: SharePartitionManager | None = None
+        self.group_service = group_service = GroupCoordinatorService(
+            groups, share_persister=ResettingPersister(share_persister, lambda: self.share_partitions)
+            if share_persister is not None else None)
         consumer_groups = group_service.consumer_groups
         assert consumer_groups is not None
         coordinated = [CoordinatedTopic(CONSUMER_OFFSETS, groups, on_marker=groups.complete_transaction)]
@@ -273,7 +277,6 @@ class Broker:
         )
         # Share groups' fetches (KIP-932), served only with share.version >= 1 and the share-state persister
         # (the share coordinator's service; tests pass an in-memory one).
-        self.share_partitions: SharePartitionManager | None = None
         if config["share.version"] >= 1 and share_persister is not None:
             self.share_partitions = SharePartitionManager(
                 replicas, share_persister, clock, config.values,

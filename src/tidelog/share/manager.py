@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tidelog.clock import Clock
-from tidelog.coordinator.share.persister import SharePartitionKey, SharePersister
+from tidelog.coordinator.share.persister import SharePartitionKey, SharePersister, ShareState, StateWrite
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.records import RecordsError, iter_batches
 from tidelog.records.batch import RecordBatchView
@@ -127,7 +127,8 @@ class SharePartitionManager:
             return await self.share_partition(group_id, topic_id, partition)
         settings = self.settings(group_id)
         sp = SharePartition(key, topic, settings, self.persister, self.clock,
-                            self.replicas.leader_epoch(topic, partition), on_available=self._wake)
+                            self.replicas.leader_epoch(topic, partition), on_available=self._wake,
+                            on_fenced=lambda fenced: self.forget(fenced.key, fenced))
         done = self._loading[key] = asyncio.get_running_loop().create_future()
         try:
             latest = offsets.last_stable_offset if settings.isolation_level == READ_COMMITTED else offsets.high_watermark
@@ -137,6 +138,13 @@ class SharePartitionManager:
             del self._loading[key]
             done.set_result(None)
         return sp
+
+    def forget(self, key: SharePartitionKey, only: SharePartition | None = None) -> None:
+        """Drop the share partition of ``key`` (``only``: if it is still that one): its state was initialized
+        again or deleted (AlterShareGroupOffsets, DeleteShareGroupOffsets, DeleteGroups), or a write of it
+        was fenced; the next fetch reads the state again."""
+        if only is None or self.partitions.get(key) is only:
+            self._drop(key)
 
     def _drop(self, key: SharePartitionKey) -> None:
         sp = self.partitions.pop(key, None)
@@ -308,4 +316,41 @@ def _acquire(sp: SharePartition, member_id: str, read: PartitionRead, max_record
     return ShareFetchResult(records=b"".join(parts), acquired=acquired)
 
 
-__all__ = ["ShareFetchResult", "SharePartitionManager", "SharePartitionSnapshot"]
+class ResettingPersister:
+    """The share-state persister as the group coordinator uses it on this broker: once it has initialized a
+    share partition's state again or deleted it (AlterShareGroupOffsets, DeleteShareGroupOffsets, DeleteGroups),
+    the share partition this broker holds for that key is dropped, so the next fetch reads the new state.
+    A share partition led by another broker learns it when its next write is fenced."""
+
+    def __init__(self, persister: SharePersister, manager: Callable[[], SharePartitionManager | None]) -> None:
+        self.persister = persister
+        self.manager = manager
+
+    def _forget(self, key: SharePartitionKey) -> None:
+        manager = self.manager()
+        if manager is not None:
+            manager.forget(key)
+
+    async def initialize(self, key: SharePartitionKey, state_epoch: int, start_offset: int) -> ErrorCode:
+        code = await self.persister.initialize(key, state_epoch, start_offset)
+        if code == ErrorCode.NONE:
+            self._forget(key)
+        return code
+
+    async def read(self, key: SharePartitionKey, leader_epoch: int) -> ShareState:
+        return await self.persister.read(key, leader_epoch)
+
+    async def read_summary(self, key: SharePartitionKey, leader_epoch: int) -> ShareState:
+        return await self.persister.read_summary(key, leader_epoch)
+
+    async def write(self, key: SharePartitionKey, write: StateWrite) -> ErrorCode:
+        return await self.persister.write(key, write)
+
+    async def delete(self, key: SharePartitionKey) -> ErrorCode:
+        code = await self.persister.delete(key)
+        if code == ErrorCode.NONE:
+            self._forget(key)
+        return code
+
+
+__all__ = ["ResettingPersister", "ShareFetchResult", "SharePartitionManager", "SharePartitionSnapshot"]

@@ -125,7 +125,8 @@ class SharePartition:
     """The in-flight state of one share partition (see the module docstring)."""
 
     def __init__(self, key: SharePartitionKey, topic: str, settings: ShareGroupSettings, persister: SharePersister,
-                 clock: Clock, leader_epoch: int = -1, on_available: Callable[[], None] | None = None) -> None:
+                 clock: Clock, leader_epoch: int = -1, on_available: Callable[[], None] | None = None,
+                 on_fenced: Callable[[SharePartition], None] | None = None) -> None:
         self.key = key
         self.topic = topic
         self.settings = settings
@@ -133,6 +134,10 @@ class SharePartition:
         self.clock = clock
         self.leader_epoch = leader_epoch
         self.on_available = on_available
+        #: called once when a write is fenced (the state was initialized again, AlterShareGroupOffsets, or a
+        #: newer leader read it): this window is stale and must be read again (Kafka fences the share partition)
+        self.on_fenced = on_fenced
+        self.fenced = False
         self.state_epoch = 0
         self.start_offset = -1
         self.end_offset = -1
@@ -423,7 +428,12 @@ class SharePartition:
                 code = await self.persister.write(self.key, write)
             except KafkaError as e:
                 code = e.code
-        if code:
+        if code in (ErrorCode.FENCED_STATE_EPOCH, ErrorCode.FENCED_LEADER_EPOCH) and not self.fenced:
+            log.info("share partition %s fenced (%s): its state is read again", self.key, code.name)
+            self.fenced = True
+            if self.on_fenced is not None:
+                self.on_fenced(self)
+        elif code:
             log.warning("share state write of %s failed: %s", self.key, code.name)
         elif write.start_offset >= 0:
             self._persisted_start = max(self._persisted_start, write.start_offset)

@@ -298,3 +298,22 @@ def test_state_counts_of_the_window_for_the_console() -> None:
                                      RecordState.ACKNOWLEDGED: 1, RecordState.ARCHIVED: 1}
 
     asyncio.run(main())
+
+
+def test_a_write_fenced_by_a_newer_state_epoch_marks_the_share_partition_fenced_once() -> None:
+    """The state was initialized again (AlterShareGroupOffsets): the next write is refused with
+    FENCED_STATE_EPOCH; the share partition is fenced and says so once, so its holder reads it again."""
+    async def main() -> None:
+        sp, persister, _ = await partition()
+        fenced: list[SharePartition] = []
+        sp.on_fenced = fenced.append
+        assert sp.acquire("m1", singles(0, 3), 500) == [AcquiredRange(0, 3, 1)]
+        assert await persister.initialize(KEY, 1, 2) == ErrorCode.NONE  # a reset elsewhere
+        code = await sp.acknowledge("m1", [AckBatch(0, 1, (AckType.ACCEPT,))])
+        assert code == ErrorCode.FENCED_STATE_EPOCH
+        assert sp.fenced and fenced == [sp]
+        assert await sp.acknowledge("m1", [AckBatch(2, 2, (AckType.ACCEPT,))]) == ErrorCode.FENCED_STATE_EPOCH
+        assert fenced == [sp]  # once
+        assert persister.states[KEY].start_offset == 2 and persister.states[KEY].state_batches == ()
+
+    asyncio.run(main())
