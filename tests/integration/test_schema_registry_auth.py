@@ -18,7 +18,7 @@ import pytest
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 
-from tests.integration.acl_matrix import grant
+from tests.integration.acl_matrix import describe_acls, grant
 from tidelog.security.acl import AclOperation, ResourceType
 from tidelog.testing import BrokerProcess
 from tidelog.testing.client import WireClient
@@ -52,6 +52,11 @@ def http(broker: BrokerProcess, method: str, path: str, authorization: str | Non
             return response.status, dict(response.headers), json.loads(response.read())
     except urllib.error.HTTPError as e:
         return e.code, dict(e.headers), json.loads(e.read())
+
+
+def acls(broker: BrokerProcess, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tidelog", "acls", *args, "--bootstrap-server", broker.bootstrap],
+                          capture_output=True, text=True, timeout=60)
 
 
 def basic(user: str, password: str) -> str:
@@ -91,9 +96,12 @@ def test_acls_on_subjects(broker: BrokerProcess) -> None:
     assert alice.get_subjects() == []
     assert refused(lambda: alice.get_schema(admin_id)) == (403, 40301)
 
-    with WireClient.connect(broker.bootstrap) as wire:
-        grant(wire, "User:alice", [(ResourceType.SUBJECT, "alice-orders-value", AclOperation.WRITE),
-                                   (ResourceType.SUBJECT, "alice-orders-value", AclOperation.READ)])
+    added = acls(broker, "add", "--allow-principal", "User:alice", "--operation", "Write", "--operation", "Read",
+                 "--subject", "alice-orders-value")
+    assert added.returncode == 0, added.stderr
+    assert added.stdout.splitlines() == [
+        "Added ALLOW User:alice from * WRITE on SUBJECT alice-orders-value (LITERAL)",
+        "Added ALLOW User:alice from * READ on SUBJECT alice-orders-value (LITERAL)"]
     schema_id = alice.register_schema("alice-orders-value", Schema(AVRO, "AVRO"))
     assert schema_id == admin_id  # the same schema: its one global id
     assert alice.get_latest_version("alice-orders-value").version == 1
@@ -114,6 +122,21 @@ def test_acls_on_subjects(broker: BrokerProcess) -> None:
     assert bob.get_compatibility() == "BACKWARD"
     assert bob.delete_subject("alice-orders-value") == [1]
     assert alice.get_subjects() == []
+
+    # tidelog acls lists SUBJECT ACLs by name beside the others, and removes them
+    listed = acls(broker, "list", "--principal", "User:alice")
+    assert [line.split() for line in listed.stdout.splitlines()[1:]] == [
+        ["SUBJECT", "alice-orders-value", "LITERAL", "User:alice", "*", "READ", "ALLOW"],
+        ["SUBJECT", "alice-orders-value", "LITERAL", "User:alice", "*", "WRITE", "ALLOW"]], listed.stderr
+    everything = acls(broker, "list")
+    assert sorted(line.split()[0] for line in everything.stdout.splitlines()[1:]) == [
+        "CLUSTER", "SUBJECT", "SUBJECT", "SUBJECT"], everything.stdout
+    removed = acls(broker, "remove", "--allow-principal", "User:alice", "--operation", "Write",
+                   "--subject", "alice-orders-value")
+    assert removed.returncode == 0, removed.stderr
+    assert "Removed ALLOW User:alice from * WRITE on SUBJECT alice-orders-value (LITERAL)" in removed.stdout
+    with WireClient.connect(broker.bootstrap) as wire:
+        assert [a[:6:5] for a in describe_acls(wire, "User:alice")] == [("SUBJECT", "READ")]
 
     # the CLI with --user-info
     cli = subprocess.run([sys.executable, "-m", "tidelog", "schemas", "list", "--registry-url",
