@@ -10,6 +10,7 @@ import base64
 import json
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -81,6 +82,32 @@ def test_basic_auth_is_required(broker: BrokerProcess) -> None:
     assert refused(lambda: registry(broker, "alice", "wrong").get_subjects()) == (401, 401)
     status, _, types = http(broker, "GET", "/schemas/types", basic("bob", "bob-secret"))  # no ACL needed
     assert status == 200 and sorted(types) == ["AVRO", "JSON", "PROTOBUF"]
+
+
+def test_a_changed_password_is_checked_again(broker: BrokerProcess) -> None:
+    """The registry remembers a credential that checked out; a new password for the user ends that."""
+    old, new = basic("carol", "carol-old"), basic("carol", "carol-new")
+    assert http(broker, "GET", "/schemas/types", old)[0] == 401  # no such user yet
+    add = ["tidelog", "users", "add", "carol", "--bootstrap-server", broker.bootstrap]
+    done = subprocess.run([sys.executable, "-m", *add, "--password", "carol-old"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert wait_for_status(broker, old, 200)
+    assert http(broker, "GET", "/schemas/types", old)[0] == 200  # remembered now
+    done = subprocess.run([sys.executable, "-m", *add, "--password", "carol-new"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert wait_for_status(broker, new, 200)
+    assert http(broker, "GET", "/schemas/types", old)[0] == 401
+
+
+def wait_for_status(broker: BrokerProcess, authorization: str, status: int, timeout_s: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if http(broker, "GET", "/schemas/types", authorization)[0] == status:
+            return True
+        time.sleep(0.1)
+    return False
 
 
 def test_acls_on_subjects(broker: BrokerProcess) -> None:
