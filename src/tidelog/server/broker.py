@@ -328,6 +328,10 @@ class Broker:
                 "sasl" if config["authorizer.class.name"] else "none")) == "sasl", credentials.get, self.authorizer)
             self.http.add_routes(
                 SchemaRegistryApi(self.schema_registry, "" if path == "/" else path, access).routes())
+            if self.console is not None:  # the console's Schemas page
+                from tidelog.web.console.schema_api import SchemaApi
+
+                self.http.add_routes(SchemaApi(self.schema_registry, access).routes())
         self._serving = False
         self.startup_reports: list = []
         self.metrics = (self._metrics(self.http, traffic, request_times, flush_latency)
