@@ -177,3 +177,38 @@ def test_acls_on_subjects(broker: BrokerProcess) -> None:
     assert denied.returncode == 1
     assert denied.stderr == ("tidelog schemas get: User is denied operation Read on Subject: admin-orders-value "
                              "(error 40301)\n")
+
+
+def test_the_console_schemas_page_shows_what_the_user_may_read(broker: BrokerProcess) -> None:
+    admin = registry(broker, "admin")
+    admin.register_schema("console-a-value", Schema(AVRO, "AVRO"))
+    admin.register_schema("console-b-value", Schema(AVRO, "AVRO"))
+    with WireClient.connect(broker.bootstrap) as wire:
+        grant(wire, "User:alice", [(ResourceType.SUBJECT, "console-a-value", AclOperation.READ)])
+    assert broker.http_url is not None
+    login = urllib.request.Request(broker.http_url + "api/v1/login", method="POST",
+                                   data=json.dumps({"username": "alice", "password": "alice-secret"}).encode(),
+                                   headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(login, timeout=30) as response:
+        cookie = response.headers["Set-Cookie"].split(";")[0]
+
+    def console(path: str) -> tuple[int, Any]:
+        request = urllib.request.Request(broker.http_url + "api/v1" + path, headers={"Cookie": cookie})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    status, body = console("/schemas")
+    assert status == 200 and [s["subject"] for s in body["subjects"]] == ["console-a-value"]
+    assert console("/schemas/console-a-value")[0] == 200
+    status, body = console("/schemas/console-b-value")
+    assert (status, body["code"]) == (403, "SUBJECT_AUTHORIZATION_FAILED")
+    assert console("/schemas/console-b-value/diff?from=1&to=1")[0] == 403
+    try:  # without the session cookie
+        with urllib.request.urlopen(broker.http_url + "api/v1/schemas", timeout=30) as r:
+            status = r.status
+    except urllib.error.HTTPError as e:
+        status = e.code
+    assert status == 401
