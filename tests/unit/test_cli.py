@@ -59,7 +59,8 @@ from tidelog.cli import main as cli_main  # noqa: E402
 
 NOWHERE = ["--bootstrap-server", "127.0.0.1:1"]
 #: Commands that take no --bootstrap-server.
-OFFLINE = (("info",), ("serve",), ("dev-cluster",))
+OFFLINE = (("info",), ("serve",), ("dev-cluster",), ("schemas", "list"), ("schemas", "get"), ("schemas", "register"),
+           ("schemas", "check"), ("schemas", "delete"))
 
 #: A valid invocation of each command (the path of sub-command names, then arguments).
 VALID = {
@@ -102,11 +103,21 @@ VALID = {
     ("acls", "add"): ["--allow-principal", "User:a", "--topic", "t"],
     ("acls", "list"): [],
     ("acls", "remove"): ["--topic", "t"],
+    ("schemas", "list"): [],
+    ("schemas", "get"): ["s"],
+    ("schemas", "register"): ["s", "f"],
+    ("schemas", "check"): ["s", "f"],
+    ("schemas", "delete"): ["s"],
 }
 
 #: Bad arguments for each command (besides an unknown option and a bad --bootstrap-server, tried on all).
 BAD = {
     ("info",): [["extra"]],
+    ("schemas", "list"): [["a", "b"]],
+    ("schemas", "get"): [["--id", "x"]],
+    ("schemas", "register"): [[], ["s"], ["s", "f", "--type", "XML"]],
+    ("schemas", "check"): [["s"], ["s", "f", "--type", "xml"]],
+    ("schemas", "delete"): [[]],
     ("serve",): [["--port", "x"]],
     ("users", "add"): [[], ["u", "--iterations", "x"], ["u", "--iterations", "100"], ["u", "--mechanism", "MD5"],
                        ["u", "--password", "p", "--password-stdin"], ["", "--password", "p"],

@@ -11,7 +11,9 @@ DeleteAcls; the options follow ``kafka-acls.sh``)::
 to All, the pattern type to literal). ``list`` prints every ACL matching the options (the pattern type
 defaults to any). ``remove`` deletes the ACLs matching the options, as a filter: a dimension not given
 matches everything (so ``remove --topic orders`` removes every literal ACL of that topic). Resources:
-``--topic``, ``--group``, ``--transactional-id`` (each repeatable) and ``--cluster``.
+``--topic``, ``--group``, ``--transactional-id`` (each repeatable) and ``--cluster``, and Tidelog's own
+``--subject`` (schema registry subjects: docs/schema-registry.md; through Tidelog's codec, as
+confluent-kafka's admin API has no such resource type: :mod:`tidelog.cli.subject_acls`).
 
 Exit codes as every client command: 1 when the broker refuses (no authorizer: SECURITY_DISABLED; not
 allowed to change ACLs, or to list them: CLUSTER_AUTHORIZATION_FAILED; an invalid ACL), 2 for bad options.
@@ -79,6 +81,8 @@ def _resource_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--transactional-id", action="append", type=_name, default=[], metavar="ID",
                    help="a transactional id (repeatable; * means every one)")
     p.add_argument("--cluster", action="store_true", help="the cluster (cluster-wide operations)")
+    p.add_argument("--subject", action="append", type=_name, default=[], metavar="SUBJECT",
+                   help="a schema registry subject (repeatable; * means every subject; Tidelog's own resource type)")
 
 
 def _entry_options(p: argparse.ArgumentParser, *, listing: bool = False) -> None:
@@ -152,8 +156,8 @@ def _add_check(args: argparse.Namespace) -> None:
 
 
 def _remove_check(args: argparse.Namespace) -> None:
-    if not _resources(args):
-        raise ValueError("give a resource: --topic, --group, --transactional-id or --cluster")
+    if not _resources(args) and not args.subject:
+        raise ValueError("give a resource: --topic, --group, --transactional-id, --cluster or --subject")
     if args.allow_host and not args.allow_principal:
         raise ValueError("--allow-host needs --allow-principal")
     if args.deny_host and not args.deny_principal:
@@ -170,19 +174,37 @@ def _fail(error: BaseException) -> CliError:
 
 
 def _add(args: argparse.Namespace) -> int:
+    from tidelog.cli import subject_acls as subjects  # the wire codec: loaded only when run
+    from tidelog.cli.subject_acls import SubjectAcl
+
     pattern = PATTERN_TYPES[args.resource_pattern_type]
     bindings = [AclBinding(rtype, name, pattern, principal, host, op, permission)
                 for (rtype, name), (principal, host, permission), op
                 in itertools.product(_resources(args), _entries(args), args.operation or [AclOperation.ALL])]
+    subject_acls = [SubjectAcl(name, pattern.value, principal, host, op.value, permission.value)
+                    for name, (principal, host, permission), op
+                    in itertools.product(args.subject, _entries(args), args.operation or [AclOperation.ALL])]
+    failed = 0
+    if subject_acls:
+        refusals = subjects.create(args, subject_acls)
+        if len(refusals) == 1 and refusals[0] and not bindings:
+            raise CliError(refusals[0])
+        for acl, refusal in zip(subject_acls, refusals, strict=True):
+            if refusal:
+                failed += 1
+                print(f"{args.prog}: {acl.describe()}: {refusal}", file=sys.stderr)
+            else:
+                print(f"Added {acl.describe()}")
+    if not bindings:
+        return 1 if failed else 0
     admin = _admin(args)  # kept alive until every future is done (librdkafka destroys a collected handle)
     futures = admin.create_acls(bindings, request_timeout=REQUEST_TIMEOUT_S)
-    failed = 0
     for binding, future in futures.items():
         try:
             future.result()
             print(f"Added {_describe(binding)}")
         except KafkaException as e:
-            if not failed and len(futures) == 1:
+            if not failed and len(futures) == 1 and not subject_acls:
                 raise _fail(e) from None
             failed += 1
             print(f"{args.prog}: {_describe(binding)}: {describe_error(e)}", file=sys.stderr)
@@ -190,19 +212,30 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
+    from tidelog.cli import subject_acls as subjects  # the wire codec: loaded only when run
+    from tidelog.cli.subject_acls import SubjectAcl
+
     pattern = PATTERN_TYPES[args.resource_pattern_type]
+    given = bool(_resources(args) or args.subject)
     filters = [AclBindingFilter(rtype, name, pattern, args.principal, None, AclOperation.ANY, AclPermissionType.ANY)
-               for rtype, name in _resources(args)] or [
+               for rtype, name in _resources(args)] or ([] if given else [
         AclBindingFilter(ResourceType.ANY, None, pattern, args.principal, None, AclOperation.ANY,
-                         AclPermissionType.ANY)]
-    admin = _admin(args)
-    found: dict[tuple, AclBinding] = {}
-    for acl_filter in filters:
-        try:
-            for binding in admin.describe_acls(acl_filter, request_timeout=REQUEST_TIMEOUT_S).result():
-                found[_key(binding)] = binding
-        except KafkaException as e:
-            raise _fail(e) from None
+                         AclPermissionType.ANY)])
+    found: dict[tuple, object] = {}
+    if filters:
+        admin = _admin(args)
+        for acl_filter in filters:
+            try:
+                for binding in admin.describe_acls(acl_filter, request_timeout=REQUEST_TIMEOUT_S).result():
+                    if binding.restype != ResourceType.UNKNOWN:  # SUBJECT ACLs: listed below, by name
+                        found[_key(binding)] = binding
+            except KafkaException as e:
+                raise _fail(e) from None
+    if args.subject or not given:
+        for name in args.subject or [None]:
+            for acl in subjects.describe(args, SubjectAcl(name, pattern.value, args.principal, None,
+                                                          AclOperation.ANY.value, AclPermissionType.ANY.value)):
+                found[acl.row()] = acl
     if not found:
         _refusal(args)
     print_table(["RESOURCE-TYPE", "NAME", "PATTERN", "PRINCIPAL", "HOST", "OPERATION", "PERMISSION"],
@@ -227,22 +260,32 @@ def _refusal(args: argparse.Namespace) -> None:
 
 
 def _remove(args: argparse.Namespace) -> int:
+    from tidelog.cli import subject_acls as subjects  # the wire codec: loaded only when run
+    from tidelog.cli.subject_acls import SubjectAcl
+
     pattern = PATTERN_TYPES[args.resource_pattern_type]
     entries = _entries(args) or [(None, None, AclPermissionType.ANY)]
     filters = [AclBindingFilter(rtype, name, pattern, principal, host, op, permission)
                for (rtype, name), (principal, host, permission), op
                in itertools.product(_resources(args), entries, args.operation or [AclOperation.ANY])]
-    admin = _admin(args)
-    futures = admin.delete_acls(filters, request_timeout=REQUEST_TIMEOUT_S)
-    removed: dict[tuple, AclBinding] = {}
-    for future in futures.values():
-        try:
-            for binding in future.result():
-                removed[_key(binding)] = binding
-        except KafkaException as e:
-            raise _fail(e) from None
+    removed: dict[tuple, str] = {}
+    if filters:
+        admin = _admin(args)
+        futures = admin.delete_acls(filters, request_timeout=REQUEST_TIMEOUT_S)
+        for future in futures.values():
+            try:
+                for binding in future.result():
+                    removed[_key(binding)] = _describe(binding)
+            except KafkaException as e:
+                raise _fail(e) from None
+    if args.subject:
+        subject_filters = [SubjectAcl(name, pattern.value, principal, host, op.value, permission.value)
+                           for name, (principal, host, permission), op
+                           in itertools.product(args.subject, entries, args.operation or [AclOperation.ANY])]
+        for acl in subjects.delete(args, subject_filters):
+            removed[acl.row()] = acl.describe()
     for key in sorted(removed):
-        print(f"Removed {_describe(removed[key])}")
+        print(f"Removed {removed[key]}")
     print(f"{len(removed)} ACL(s) removed")
     return 0
 

@@ -21,8 +21,8 @@ from tidelog.cli.argument import (
     resolve_command_config,
 )
 
-#: Commands that run no Kafka client, so take no --bootstrap-server.
-_OFFLINE = ("info", "serve", "dev-cluster")
+#: Commands that run no Kafka client, so take no --bootstrap-server (``schemas`` speaks HTTP to the registry).
+_OFFLINE = ("info", "serve", "dev-cluster", "schemas")
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
@@ -73,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
         perf,
         produce,
         quotas,
+        schemas,
         serve,
         topics,
         transactions,
@@ -94,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     perf.add_parser(sub)
     dev_cluster.add_parser(sub)
     users.add_parser(sub)
+    schemas.add_parser(sub)
     return parser
 
 

@@ -32,7 +32,7 @@ ACL_PATHS = (LITERAL_ACLS, f"{EXTENDED_ACLS}/prefixed", LITERAL_CHANGES, EXTENDE
 RESOURCE_TYPE_NAMES = {
     ResourceType.TOPIC: "Topic", ResourceType.GROUP: "Group", ResourceType.CLUSTER: "Cluster",
     ResourceType.TRANSACTIONAL_ID: "TransactionalId", ResourceType.DELEGATION_TOKEN: "DelegationToken",
-    ResourceType.USER: "User",
+    ResourceType.USER: "User", ResourceType.SUBJECT: "Subject",  # Tidelog's own (schema registry)
 }
 _TYPES_BY_NAME = {v.lower(): k for k, v in RESOURCE_TYPE_NAMES.items()}
 

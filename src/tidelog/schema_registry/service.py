@@ -22,6 +22,10 @@ from tidelog.schema_registry.records import Reference, SchemaValue
 from tidelog.schema_registry.schemas import ParsedSchema, check_type, parse
 from tidelog.schema_registry.state import RegistryState, StoredSchema
 
+#: What an append answers while ``_schemas`` has no leader yet (just created); retried every _RETRY_MS.
+_NOT_LED_YET = frozenset({"NOT_LEADER_OR_FOLLOWER", "UNKNOWN_TOPIC_OR_PARTITION", "LEADER_NOT_AVAILABLE"})
+_RETRY_MS = 50
+
 log = logging.getLogger(__name__)
 
 MODES = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT")
@@ -87,11 +91,19 @@ class SchemaRegistry:
         now = self.now_ms()
         for key, value in pairs:
             builder.append(now, key, value)
-        try:
-            base = self.log.append(0, builder.build())
-            error = await self.log.wait_committed(0, base + len(pairs), self.timeout_ms)
-        except KafkaError as e:
-            raise errors.store_error(f"{e.code.name}: {e.message}") from None
+        batch = builder.build()
+        waited_ms = 0
+        while True:
+            try:
+                base = self.log.append(0, batch)
+                error = await self.log.wait_committed(0, base + len(pairs), self.timeout_ms)
+                break
+            except KafkaError as e:
+                # _schemas created by this very write: its leader is decided by the controller a moment later
+                if e.code.name not in _NOT_LED_YET or waited_ms >= self.timeout_ms:
+                    raise errors.store_error(f"{e.code.name}: {e.message}") from None
+            await asyncio.sleep(_RETRY_MS / 1000)
+            waited_ms += _RETRY_MS
         if getattr(error, "value", 0) != 0:
             raise errors.operation_timeout(f"the write to _schemas was not committed: {error.name}")
         self.load()

@@ -43,7 +43,8 @@ class AclOperation(IntEnum):
 
 
 class ResourceType(IntEnum):
-    """Kafka's ``ResourceType`` codes."""
+    """Kafka's ``ResourceType`` codes, and Tidelog's own SUBJECT (a schema registry subject:
+    docs/schema-registry.md; a code far above Kafka's, which Kafka's clients and tools do not know)."""
 
     UNKNOWN = 0
     ANY = 1
@@ -53,6 +54,7 @@ class ResourceType(IntEnum):
     TRANSACTIONAL_ID = 5
     DELEGATION_TOKEN = 6
     USER = 7
+    SUBJECT = 100
 
 
 class PatternType(IntEnum):

@@ -325,11 +325,20 @@ class Broker:
         if self.http is not None and config["schema.registry.enable"]:
             from tidelog.schema_registry.service import SchemaRegistry
             from tidelog.web.schema_registry import SchemaRegistryApi
+            from tidelog.web.schema_registry_access import RegistryAccess
 
             self.schema_registry = SchemaRegistry(
                 ReplicaWriter(replicas, SCHEMAS.name, internal_topics.ensurer(SCHEMAS)), clock.wall_ms)
             path = config["schema.registry.path"]
-            self.http.add_routes(SchemaRegistryApi(self.schema_registry, "" if path == "/" else path).routes())
+            # who may use it: the console's login users over HTTP basic auth, the broker's ACLs on subjects
+            access = RegistryAccess((config["console.authentication"] or (
+                "sasl" if config["authorizer.class.name"] else "none")) == "sasl", credentials.get, self.authorizer)
+            self.http.add_routes(
+                SchemaRegistryApi(self.schema_registry, "" if path == "/" else path, access).routes())
+            if self.console is not None:  # the console's Schemas page
+                from tidelog.web.console.schema_api import SchemaApi
+
+                self.http.add_routes(SchemaApi(self.schema_registry, access).routes())
         self._serving = False
         self.startup_reports: list = []
         self.metrics = (self._metrics(self.http, traffic, request_times, flush_latency)

@@ -17,12 +17,20 @@ from aiohttp import web
 from tidelog.schema_registry import errors
 from tidelog.schema_registry.errors import RegistryError
 from tidelog.schema_registry.service import SchemaRegistry
+from tidelog.security.acl import AclOperation
+from tidelog.web.schema_registry_access import REALM, Caller, RegistryAccess, open_access
 
 log = logging.getLogger(__name__)
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 
 Handler = Callable[[web.Request], Awaitable[Any]]
+#: Who may call a route: OPEN (whoever authenticated), or (SUBJECT | GLOBAL | BY_ID, operation).
+Rule = tuple[str, AclOperation] | None
+OPEN: Rule = None
+SUBJECT, GLOBAL = "subject", "global"
+BY_ID: Rule = ("id", AclOperation.READ)
+CALLER = "schema_registry_caller"
 
 
 def _answer(body: Any, status: int = 200) -> web.Response:
@@ -55,56 +63,77 @@ def _schema_id(request: web.Request) -> int:
 class SchemaRegistryApi:
     """The routes, under ``prefix`` ("" or "/some/path")."""
 
-    def __init__(self, registry: SchemaRegistry, prefix: str = "") -> None:
+    def __init__(self, registry: SchemaRegistry, prefix: str = "", access: RegistryAccess | None = None) -> None:
         self.registry = registry
         self.prefix = prefix.rstrip("/")
+        self.access = access if access is not None else open_access()
 
     def routes(self) -> list[web.RouteDef]:
         p, r = self.prefix, self.registry
-        table: list[tuple[str, str, Handler]] = [
-            ("GET", "/", self._root),
-            ("GET", "/schemas/types", lambda q: _ok(r.schema_types())),
-            ("GET", "/schemas/ids/{id}", lambda q: _ok(r.schema_by_id(_schema_id(q)))),
-            ("GET", "/schemas/ids/{id}/schema", lambda q: _ok(r.schema_by_id(_schema_id(q))["schema"], raw=True)),
+        # (method, path, handler, who may: an operation on the path's {subject} / on the subjects holding
+        # schema {id} / on the global settings (CLUSTER); OPEN: any caller that authenticated)
+        table: list[tuple[str, str, Handler, Rule]] = [
+            ("GET", "/", self._root, OPEN),
+            ("GET", "/schemas/types", lambda q: _ok(r.schema_types()), OPEN),
+            ("GET", "/schemas/ids/{id}", lambda q: _ok(r.schema_by_id(_schema_id(q))), BY_ID),
+            ("GET", "/schemas/ids/{id}/schema", lambda q: _ok(r.schema_by_id(_schema_id(q))["schema"], raw=True),
+             BY_ID),
             ("GET", "/schemas/ids/{id}/subjects",
-             lambda q: _ok(r.subjects_of_id(_schema_id(q), _flag(q, "deleted")))),
+             lambda q: _ok(self._visible(q, r.subjects_of_id(_schema_id(q), _flag(q, "deleted")))), BY_ID),
             ("GET", "/schemas/ids/{id}/versions",
-             lambda q: _ok(r.versions_of_id(_schema_id(q), _flag(q, "deleted")))),
-            ("GET", "/subjects", lambda q: _ok(r.subjects(_flag(q, "deleted"), q.query.get("subjectPrefix", "")))),
-            ("POST", "/subjects/{subject}", self._lookup),
+             lambda q: _ok([v for v in r.versions_of_id(_schema_id(q), _flag(q, "deleted"))
+                            if v["subject"] in self._visible(q, [v["subject"]])]), BY_ID),
+            ("GET", "/subjects",
+             lambda q: _ok(self._visible(q, r.subjects(_flag(q, "deleted"), q.query.get("subjectPrefix", "")))),
+             OPEN),
+            ("POST", "/subjects/{subject}", self._lookup, (SUBJECT, AclOperation.READ)),
             ("DELETE", "/subjects/{subject}",
-             lambda q: r.delete_subject(q.match_info["subject"], _flag(q, "permanent"))),
+             lambda q: r.delete_subject(q.match_info["subject"], _flag(q, "permanent")),
+             (SUBJECT, AclOperation.DELETE)),
             ("GET", "/subjects/{subject}/versions",
-             lambda q: _ok(r.versions(q.match_info["subject"], _flag(q, "deleted")))),
-            ("POST", "/subjects/{subject}/versions", self._register),
+             lambda q: _ok(r.versions(q.match_info["subject"], _flag(q, "deleted"))), (SUBJECT, AclOperation.READ)),
+            ("POST", "/subjects/{subject}/versions", self._register, (SUBJECT, AclOperation.WRITE)),
             ("GET", "/subjects/{subject}/versions/{version}",
-             lambda q: _ok(r.version(q.match_info["subject"], q.match_info["version"], _flag(q, "deleted")))),
+             lambda q: _ok(r.version(q.match_info["subject"], q.match_info["version"], _flag(q, "deleted"))),
+             (SUBJECT, AclOperation.READ)),
             ("GET", "/subjects/{subject}/versions/{version}/schema",
              lambda q: _ok(r.version(q.match_info["subject"], q.match_info["version"],
-                                     _flag(q, "deleted"))["schema"], raw=True)),
+                                     _flag(q, "deleted"))["schema"], raw=True), (SUBJECT, AclOperation.READ)),
             ("GET", "/subjects/{subject}/versions/{version}/referencedby",
-             lambda q: _ok(r.referenced_by(q.match_info["subject"], q.match_info["version"]))),
+             lambda q: _ok(r.referenced_by(q.match_info["subject"], q.match_info["version"])),
+             (SUBJECT, AclOperation.READ)),
             ("DELETE", "/subjects/{subject}/versions/{version}",
-             lambda q: r.delete_version(q.match_info["subject"], q.match_info["version"], _flag(q, "permanent"))),
-            ("POST", "/compatibility/subjects/{subject}/versions/{version}", self._compatibility),
-            ("POST", "/compatibility/subjects/{subject}/versions", self._compatibility),
-            ("GET", "/config", lambda q: _ok(r.get_config(None))),
-            ("PUT", "/config", self._put_config),
-            ("DELETE", "/config", lambda q: r.delete_config(None)),
+             lambda q: r.delete_version(q.match_info["subject"], q.match_info["version"], _flag(q, "permanent")),
+             (SUBJECT, AclOperation.DELETE)),
+            ("POST", "/compatibility/subjects/{subject}/versions/{version}", self._compatibility,
+             (SUBJECT, AclOperation.READ)),
+            ("POST", "/compatibility/subjects/{subject}/versions", self._compatibility, (SUBJECT, AclOperation.READ)),
+            ("GET", "/config", lambda q: _ok(r.get_config(None)), (GLOBAL, AclOperation.DESCRIBE_CONFIGS)),
+            ("PUT", "/config", self._put_config, (GLOBAL, AclOperation.ALTER_CONFIGS)),
+            ("DELETE", "/config", lambda q: r.delete_config(None), (GLOBAL, AclOperation.ALTER_CONFIGS)),
             ("GET", "/config/{subject}",
-             lambda q: _ok(r.get_config(q.match_info["subject"], _flag(q, "defaultToGlobal")))),
-            ("PUT", "/config/{subject}", self._put_config),
-            ("DELETE", "/config/{subject}", lambda q: r.delete_config(q.match_info["subject"])),
-            ("GET", "/mode", lambda q: _ok(r.get_mode(None))),
-            ("PUT", "/mode", self._put_mode),
+             lambda q: _ok(r.get_config(q.match_info["subject"], _flag(q, "defaultToGlobal"))),
+             (SUBJECT, AclOperation.DESCRIBE_CONFIGS)),
+            ("PUT", "/config/{subject}", self._put_config, (SUBJECT, AclOperation.ALTER_CONFIGS)),
+            ("DELETE", "/config/{subject}", lambda q: r.delete_config(q.match_info["subject"]),
+             (SUBJECT, AclOperation.ALTER_CONFIGS)),
+            ("GET", "/mode", lambda q: _ok(r.get_mode(None)), (GLOBAL, AclOperation.DESCRIBE_CONFIGS)),
+            ("PUT", "/mode", self._put_mode, (GLOBAL, AclOperation.ALTER_CONFIGS)),
             ("GET", "/mode/{subject}",
-             lambda q: _ok(r.get_mode(q.match_info["subject"], _flag(q, "defaultToGlobal")))),
-            ("PUT", "/mode/{subject}", self._put_mode),
-            ("DELETE", "/mode/{subject}", lambda q: r.delete_mode(q.match_info["subject"])),
+             lambda q: _ok(r.get_mode(q.match_info["subject"], _flag(q, "defaultToGlobal"))),
+             (SUBJECT, AclOperation.DESCRIBE_CONFIGS)),
+            ("PUT", "/mode/{subject}", self._put_mode, (SUBJECT, AclOperation.ALTER_CONFIGS)),
+            ("DELETE", "/mode/{subject}", lambda q: r.delete_mode(q.match_info["subject"]),
+             (SUBJECT, AclOperation.ALTER_CONFIGS)),
         ]
         # "/" answers {} as Confluent's root does, only under a prefix (the root itself is the console's)
-        return [web.route(method, p + path, _wrap(handler, r))
-                for method, path, handler in table if path != "/" or p]
+        return [web.route(method, p + path, _wrap(handler, r, self.access, rule))
+                for method, path, handler, rule in table if path != "/" or p]
+
+    def _visible(self, request: web.Request, subjects: list[str]) -> list[str]:
+        """The subjects of ``subjects`` the caller may see (DESCRIBE: READ, WRITE, DELETE imply it)."""
+        caller: Caller = request[CALLER]
+        return [s for s in subjects if self.access.allows(caller, AclOperation.DESCRIBE, s)]
 
     async def _root(self, request: web.Request) -> dict[str, Any]:
         return {}
@@ -137,13 +166,35 @@ async def _ok(value: Any, raw: bool = False) -> Any:
     return _Raw(value) if raw else value
 
 
-def _wrap(handler: Handler, registry: SchemaRegistry) -> Callable[[web.Request], Awaitable[web.Response]]:
+def _authorize(request: web.Request, registry: SchemaRegistry, access: RegistryAccess, caller: Caller,
+               rule: Rule) -> None:
+    if rule is None:
+        return
+    scope, operation = rule
+    if scope == SUBJECT:
+        access.check(caller, operation, request.match_info["subject"])
+    elif scope == GLOBAL:
+        access.check(caller, operation, None)
+    else:  # a schema by id: READ on one of the subjects that hold it (an unknown id: 40403 from the handler)
+        subjects = registry.subjects_of_id(_schema_id(request), deleted=True)
+        if not any(access.allows(caller, operation, s) for s in subjects):
+            raise RegistryError(403, 40301, f"User is denied operation Read on the subjects of schema "
+                                            f"{_schema_id(request)}")
+
+
+def _wrap(handler: Handler, registry: SchemaRegistry, access: RegistryAccess,
+          rule: Rule) -> Callable[[web.Request], Awaitable[web.Response]]:
     async def route(request: web.Request) -> web.Response:
         try:
+            caller = request[CALLER] = await access.caller(request)
             registry.check_ready()
+            _authorize(request, registry, access, caller, rule)
             value = await handler(request)
         except RegistryError as e:
-            return _answer(e.body(), e.status)
+            response = _answer(e.body(), e.status)
+            if e.status == 401:
+                response.headers["WWW-Authenticate"] = REALM
+            return response
         except Exception as e:  # a bug: Confluent's 500 with the reason, never a dropped connection
             log.exception("schema registry: %s %s failed", request.method, request.path)
             return _answer({"error_code": 50001, "message": f"Error in the backend data store: {e}"}, 500)

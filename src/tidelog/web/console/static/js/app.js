@@ -11,6 +11,8 @@ import * as users from "./pages/users.js";
 import * as acls from "./pages/acls.js";
 import * as transactions from "./pages/transactions.js";
 import * as transaction from "./pages/transaction.js";
+import * as schemas from "./pages/schemas.js";
+import * as schema from "./pages/schema.js";
 
 const routes = [
   [/^\/$/, overview, "overview"],
@@ -22,6 +24,8 @@ const routes = [
   [/^\/transactions\/(.+)$/, transaction, "transactions"],
   [/^\/users$/, users, "users"],
   [/^\/acls$/, acls, "acls"],
+  [/^\/schemas$/, schemas, "schemas"],
+  [/^\/schemas\/(.+)$/, schema, "schemas"],
 ];
 
 let cleanup = null;
@@ -78,6 +82,12 @@ async function start() {
     banner.setAttribute("data-testid", "read-only-banner");
     banner.textContent = "Read-only console: browsing only. Set console.read.only=false in the broker's " +
       "configuration to create or delete topics, change configs, produce messages or reset offsets.";
+  }
+  try {  // the Schemas page, when the broker serves a schema registry (docs/schema-registry.md)
+    await api("/schemas");
+    document.getElementById("nav").append(h("a", { href: "#/schemas", "data-page": "schemas" }, "Schemas"));
+  } catch {
+    // no registry here (404), or not ready yet: no link
   }
   window.addEventListener("hashchange", show);
   await show();
