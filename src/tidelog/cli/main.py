@@ -74,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
         produce,
         quotas,
         serve,
+        share_groups,
         topics,
         transactions,
         users,
@@ -86,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     consume.add_parser(sub)
     offsets.add_parser(sub)
     groups.add_parser(sub)
+    share_groups.add_parser(sub)
     configs.add_parser(sub)
     cluster.add_parser(sub)
     quotas.add_parser(sub)
