@@ -283,6 +283,10 @@ def _plan(args: argparse.Namespace, admin: AdminClient, partitions: list[tuple[s
         return {tp: latest[tp] for tp in partitions}
     if args.to_datetime is not None:
         found = list_offsets(admin, partitions, OffsetSpec.for_timestamp(args.to_datetime))
+        for tp in partitions:
+            if found.get(tp, -1) < 0:
+                _warn(args, f"{tp[0]}-{tp[1]} has no record at or after {args.to_datetime} ms; using its log end "
+                      "offset")
         return {tp: found[tp] if found.get(tp, -1) >= 0 else latest[tp] for tp in partitions}
     earliest = list_offsets(admin, partitions, OffsetSpec.earliest())
     plan = {}
