@@ -72,21 +72,24 @@ def test_kafka_share_groups_tool(tool, share_queue) -> None:
         out = tool("kafka-share-groups", "--describe", "--group", GROUP, "--offsets").stdout
         return {int(r[2]): r[3] for r in rows(out, GROUP) if r[1] == TOPIC}
 
+    # Every record was accepted. Tidelog moves (and persists) the start offset past them; Kafka 4.4 keeps
+    # its persisted start offset at 0 and answers LAG 0 (docs/share-groups.md, differences).
+    start = "50" if subject() == "tidelog" else "0"
     deadline = time.monotonic() + 60
-    while start_offsets() != {0: "50", 1: "50"} and time.monotonic() < deadline:
+    while start_offsets() != {0: start, 1: start} and time.monotonic() < deadline:
         time.sleep(1)
-    assert start_offsets() == {0: "50", 1: "50"}
+    assert start_offsets() == {0: start, 1: start}
     (state,) = rows(tool("kafka-share-groups", "--describe", "--group", GROUP, "--state").stdout, GROUP)
     assert state[-2:] == ["Empty", "0"]
 
     dry = tool("kafka-share-groups", "--reset-offsets", "--group", GROUP, "--topic", TOPIC, "--to-earliest",
                "--dry-run").stdout
     assert rows(dry, GROUP) == [[GROUP, TOPIC, "0", "0"], [GROUP, TOPIC, "1", "0"]]
-    assert start_offsets() == {0: "50", 1: "50"}
+    assert start_offsets() == {0: start, 1: start}
     done = tool("kafka-share-groups", "--reset-offsets", "--group", GROUP, "--topic", f"{TOPIC}:0", "--to-offset",
                 40, "--execute").stdout
     assert rows(done, GROUP) == [[GROUP, TOPIC, "0", "40"]]
-    assert start_offsets() == {0: "40", 1: "50"}
+    assert start_offsets() == {0: "40", 1: start}
 
     deleted = tool("kafka-share-groups", "--delete-offsets", "--group", GROUP, "--topic", TOPIC).stdout
     assert rows(deleted, TOPIC) == [[TOPIC, "Successful"]]
