@@ -181,6 +181,8 @@ def _describe(args: argparse.Namespace) -> int:
                 continue
             if description.state in ("Empty", "Dead") and not args.state:
                 _warn(args, f"share group {group!r} has no active members")
+            if not lines and not args.state and not args.members:
+                _warn(args, f"share group {group!r} has no offset information")
             if lines:
                 if printed:
                     print()
