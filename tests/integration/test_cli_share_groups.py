@@ -17,6 +17,7 @@ from tidelog.protocol.messages import IncrementalAlterConfigsRequest
 from tidelog.testing.client import WireClient
 
 BROKER_OVERRIDES = {"share.version": "1"}
+FRESH_BROKER_OVERRIDES = {"share.version": "0"}
 BASE_MS = int(datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC).timestamp() * 1000)  # record i: BASE_MS + i s
 GROUP_CONFIG = 32
 
@@ -84,6 +85,8 @@ def test_list_describe_reset_delete_a_share_group(broker, admin) -> None:
         assert members[0][-2:] == ["2", f"{topic}:0,1"]
         verbose = ok(b, "describe", group, "--members", "--verbose")
         assert verbose.splitlines()[0].split()[-3:] == ["#PARTITIONS", "MEMBER-EPOCH", "ASSIGNMENT"]
+        everything = ok(b, "describe", "--all-groups", "--state")
+        assert [r[0] for r in rows(everything) if r and r[0] == group] == [group]
         state = ok(b, "describe", group, "--state")
         assert state.splitlines()[0].split() == ["GROUP", "COORDINATOR", "(ID)", "STATE", "#MEMBERS"]
         assert state.splitlines()[1].split()[0] == group and state.splitlines()[1].split()[-2:] == ["Stable", "1"]
@@ -146,3 +149,14 @@ def test_errors_are_one_line_with_exit_codes(broker, admin) -> None:
     no_topic = share_groups(b, "reset-offsets", "g", "--topic", "sg-no-such-topic", "--to-latest")
     assert no_topic.returncode == 1 and "sg-no-such-topic" in no_topic.stderr
     assert len(no_topic.stderr.strip().splitlines()) == 1, no_topic.stderr
+
+
+def test_a_broker_without_share_groups(fresh_broker) -> None:
+    """share.version=0: no share group is listed, and a request that needs the share APIs says so."""
+    b = fresh_broker.bootstrap
+    assert ok(b, "list") == ""
+    done = share_groups(b, "describe", "g")
+    assert done.returncode == 1
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("tidelog share-groups describe: the broker at ")
+    assert line.endswith(" does not serve ShareGroupDescribe")
