@@ -75,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
         quotas,
         schemas,
         serve,
+        share_groups,
         topics,
         transactions,
         users,
@@ -87,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     consume.add_parser(sub)
     offsets.add_parser(sub)
     groups.add_parser(sub)
+    share_groups.add_parser(sub)
     configs.add_parser(sub)
     cluster.add_parser(sub)
     quotas.add_parser(sub)

@@ -263,6 +263,12 @@ class SharePartitionManager:
                  if (t := sp.release_member(member_id)) is not None]
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+        if not self.sessions.has_group(group_id):
+            # The group has no member here any more (Kafka's onGroupEmpty): its share partitions leave the
+            # cache, so the next member reads their state again, as AlterShareGroupOffsets or
+            # DeleteShareGroupOffsets (only allowed while the group is empty) may have changed it.
+            for key in [k for k in self.partitions if k.group_id == group_id]:
+                self._drop(key)
 
     async def connection_closed(self, connection_id: str) -> None:
         """A client connection closed: its share sessions end and their members' records are released

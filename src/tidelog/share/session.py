@@ -116,6 +116,9 @@ class ShareSessionCache:
     def of_connection(self, connection_id: str) -> list[ShareSession]:
         return [s for s in self.sessions.values() if s.connection_id == connection_id]
 
+    def has_group(self, group_id: str) -> bool:
+        return any(k[0] == group_id for k in self.sessions)
+
     def remove_group(self, group_id: str) -> None:
         for key in [k for k in self.sessions if k[0] == group_id]:
             del self.sessions[key]
