@@ -20,7 +20,10 @@ NON_EMPTY_GROUP otherwise). The requests are in :mod:`tidelog.cli.share_group_ad
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
@@ -30,9 +33,17 @@ from tidelog.cli.client import CliError, Cluster, command, require_partition, re
 from tidelog.cli.consumer_group import assignment_text, group_id
 from tidelog.cli.offset_reset import _topic_spec as topic_spec
 from tidelog.cli.offsets import list_offsets
-from tidelog.cli.share_group_admin import ShareGroup, ShareGroupAdmin, ShareGroupError, error_name
 from tidelog.cli.table import MISSING, print_table, table
 from tidelog.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from tidelog.cli.share_group_admin import ShareGroup, ShareGroupAdmin
+
+
+def _requests() -> ModuleType:
+    """tidelog.cli.share_group_admin, imported when a command runs: it loads the wire codec, which the
+    CLI's start leaves out (about half a second)."""
+    return importlib.import_module("tidelog.cli.share_group_admin")
 
 #: Kafka's share group states (GroupState), as ListGroups and ShareGroupDescribe name them.
 STATES = ("Empty", "Stable", "Dead", "Unknown")
@@ -128,7 +139,7 @@ def _warn(args: argparse.Namespace, message: str) -> None:
 def _admin(args: argparse.Namespace) -> tuple[AdminClient, ShareGroupAdmin]:
     cluster = Cluster(args.bootstrap_server, args.client_properties)
     admin, metadata = cluster.connect()
-    return admin, ShareGroupAdmin(metadata, args.client_properties)
+    return admin, _requests().ShareGroupAdmin(metadata, args.client_properties)
 
 
 def _missing(group: str) -> str:
@@ -174,7 +185,7 @@ def _describe(args: argparse.Namespace) -> int:
                     lines = _member_lines(description, args.verbose)
                 else:
                     lines = _offset_lines(share, description, args.verbose)
-            except ShareGroupError as e:
+            except _requests().ShareGroupError as e:
                 failed += 1
                 _warn(args, _missing(group) if e.code == ErrorCode.GROUP_ID_NOT_FOUND
                       else f"cannot describe share group {group!r}: {e}")
@@ -232,7 +243,7 @@ def _reset(args: argparse.Namespace) -> int:
     with share:
         try:
             description: ShareGroup | None = share.describe(group)
-        except ShareGroupError as e:
+        except _requests().ShareGroupError as e:
             if e.code != ErrorCode.GROUP_ID_NOT_FOUND:
                 raise CliError(f"cannot describe share group {group!r}: {e}") from None
             description = None
@@ -252,7 +263,7 @@ def _reset(args: argparse.Namespace) -> int:
             return 0
         try:
             share.alter_start_offsets(group, plan)
-        except ShareGroupError as e:
+        except _requests().ShareGroupError as e:
             if e.code == ErrorCode.NON_EMPTY_GROUP:
                 raise CliError(f"share group {group!r} is not empty now; stop its consumers first") from None
             raise CliError(f"cannot alter the start offsets of share group {group!r}: {e}") from None
@@ -310,7 +321,7 @@ def _delete_offsets(args: argparse.Namespace) -> int:
     with share:
         try:
             results = share.delete_start_offsets(args.group, topics)
-        except ShareGroupError as e:
+        except _requests().ShareGroupError as e:
             if e.code == ErrorCode.GROUP_ID_NOT_FOUND:
                 raise CliError(_missing(args.group)) from None
             if e.code == ErrorCode.NON_EMPTY_GROUP:
@@ -319,7 +330,7 @@ def _delete_offsets(args: argparse.Namespace) -> int:
     rows = []
     for topic in topics:
         code, message = results.get(topic, (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None))
-        rows.append([topic, "Successful" if code == 0 else f"Error: {message or error_name(code)}"])
+        rows.append([topic, "Successful" if code == 0 else f"Error: {message or _requests().error_name(code)}"])
     print_table(["TOPIC", "STATUS"], rows)
     return 1 if any(row[1] != "Successful" for row in rows) else 0
 
@@ -332,7 +343,7 @@ def _delete(args: argparse.Namespace) -> int:
             try:
                 share.describe(group)  # only share groups: DeleteGroups would delete any group of that id
                 code = share.delete_group(group)
-            except ShareGroupError as e:
+            except _requests().ShareGroupError as e:
                 code = e.code
                 if code not in (ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.NON_EMPTY_GROUP):
                     _warn(args, f"cannot delete share group {group!r}: {e}")
@@ -345,7 +356,7 @@ def _delete(args: argparse.Namespace) -> int:
             elif code == ErrorCode.NON_EMPTY_GROUP:
                 _warn(args, f"cannot delete share group {group!r}: it has members (stop its consumers first)")
             elif code:
-                _warn(args, f"cannot delete share group {group!r}: {error_name(code)}")
+                _warn(args, f"cannot delete share group {group!r}: {_requests().error_name(code)}")
             else:
                 print(f"Deleted share group {group}.")
                 continue
