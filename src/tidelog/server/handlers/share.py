@@ -1,9 +1,15 @@
 """ShareFetch (78) and ShareAcknowledge (79): share groups' consumers fetching records as a queue (KIP-932).
 
 Thin: the share sessions' rules are :mod:`tidelog.share.session`'s, acquisition, acknowledgement and the
-wait for records :mod:`tidelog.share.manager`'s. Served at v1 (Kafka 4.1's first stable version; v2, with
-RENEW acknowledgements and the acquire mode, comes with the 4.4 codecs). Registered only when the broker's
-``share.version`` is 1 or more.
+wait for records :mod:`tidelog.share.manager`'s. Served at v1-v2 (Kafka 4.4's newest). Registered only
+when the broker's ``share.version`` is 1 or more.
+
+v2 (KIP-1206, KIP-1222): ShareFetch's ``ShareAcquireMode`` (0 batch-optimized, 1 record-limit; another
+value is INVALID_REQUEST) and, in both requests, ``IsRenewAck``: RENEW acknowledgements (type 4, the
+acquisition lock starts again) are honoured only in a request that sets it, and only when the group's
+``share.renew.acknowledge.enable`` is true (else the request is INVALID_REQUEST); a RENEW in a request
+without it is INVALID_REQUEST for its partition. A ShareFetch with ``IsRenewAck`` only acknowledges: it
+acquires nothing and answers at once. ShareAcknowledge v2 answers the acquisition lock timeout too.
 
 ShareFetch: acknowledgements piggy-backed on the fetch are applied first (each partition's answer in its
 ``acknowledge_error_code``), then the session's partitions are fetched; a request with epoch -1 only
@@ -32,6 +38,7 @@ from tidelog.security.acl import AclOperation, ResourceType
 from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
+from tidelog.share.config import AcquireMode
 from tidelog.share.manager import ShareFetchResult, SharePartitionManager
 from tidelog.share.partition import AckBatch
 from tidelog.share.session import FINAL_EPOCH, INITIAL_EPOCH
@@ -102,21 +109,36 @@ class ShareHandlers:
         return factory.LeaderIdAndEpoch(leader_id=pm.leader if broker is not None else -1,
                                         leader_epoch=pm.leader_epoch)
 
+    def _renew(self, ctx: RequestContext, group_id: str, request) -> bool:
+        """Whether the request's RENEW acknowledgements are honoured (module docstring)."""
+        if ctx.api_version < 2 or not request.is_renew_ack:
+            return False
+        if not self.manager.settings(group_id).renew_acknowledge_enable:
+            raise KafkaError(ErrorCode.INVALID_REQUEST,
+                             "renew acknowledgements are not enabled (share.renew.acknowledge.enable)")
+        return True
+
     async def _acknowledge(self, ctx: RequestContext, group_id: str, member_id: str,
-                           acks: dict[TopicIdPartition, list[AckBatch]], version: int) -> dict[TopicIdPartition, ErrorCode]:
+                           acks: dict[TopicIdPartition, list[AckBatch]], renew: bool) -> dict[TopicIdPartition, ErrorCode]:
         refused = self._refused(ctx, acks)
         done = await self.manager.acknowledge(group_id, member_id,
                                               {tp: b for tp, b in acks.items() if tp not in refused},
-                                              allow_renew=version >= 2)
+                                              allow_renew=renew)
         return {**refused, **done}
 
     # ------------------------------------------------------------------------------- ShareFetch
 
-    @handles(ApiKey.SHARE_FETCH, 1, 1, share_fetch_error_response)
+    @handles(ApiKey.SHARE_FETCH, 1, 2, share_fetch_error_response)
     async def handle_share_fetch(self, ctx: RequestContext, request: ShareFetchRequest) -> ShareFetchResponse:
         self._check_request(ctx, request.group_id, request.member_id)
         group_id, member_id = request.group_id, request.member_id
         assert group_id is not None and member_id is not None
+        try:
+            mode = AcquireMode(request.share_acquire_mode if ctx.api_version >= 2 else 0)
+        except ValueError:
+            raise KafkaError(ErrorCode.INVALID_REQUEST,
+                             f"unknown share acquire mode {request.share_acquire_mode}") from None
+        renew = self._renew(ctx, group_id, request)
         epoch = request.share_session_epoch
         requested = [(t.topic_id, p.partition_index) for t in request.topics for p in t.partitions]
         forgotten = [(t.topic_id, p) for t in request.forgotten_topics_data for p in t.partitions]
@@ -124,17 +146,20 @@ class ShareHandlers:
         session = self.manager.sessions.fetch_session(group_id, member_id, epoch,
                                                       requested if epoch != FINAL_EPOCH else [],
                                                       forgotten, bool(acks), ctx.connection_id)
-        ack_results = await self._acknowledge(ctx, group_id, member_id, acks, ctx.api_version) if acks else {}
+        ack_results = await self._acknowledge(ctx, group_id, member_id, acks, renew) if acks else {}
         results: dict[TopicIdPartition, ShareFetchResult] = {}
         if session is None:  # epoch -1: acknowledge, then close
             await self.manager.release_member(group_id, member_id)
+        elif renew:  # a renewal only acknowledges (KIP-1222): no records, no wait
+            pass
         else:
             partitions = list(session.partitions)
             refused = self._refused(ctx, partitions)
             results = {tp: ShareFetchResult(code) for tp, code in refused.items()}
             fetched = await self.manager.fetch(
                 group_id, member_id, [tp for tp in partitions if tp not in refused],
-                max_wait_ms=request.max_wait_ms, max_bytes=request.max_bytes, max_records=request.max_records)
+                max_wait_ms=request.max_wait_ms, max_bytes=request.max_bytes, max_records=request.max_records,
+                mode=mode)
             results.update(fetched)
             if epoch != INITIAL_EPOCH:  # an incremental answer names only what has news
                 results = {tp: r for tp, r in results.items() if r.acquired or r.error or tp in ack_results}
@@ -166,15 +191,16 @@ class ShareHandlers:
 
     # ------------------------------------------------------------------------- ShareAcknowledge
 
-    @handles(ApiKey.SHARE_ACKNOWLEDGE, 1, 1, share_acknowledge_error_response)
+    @handles(ApiKey.SHARE_ACKNOWLEDGE, 1, 2, share_acknowledge_error_response)
     async def handle_share_acknowledge(self, ctx: RequestContext,
                                        request: ShareAcknowledgeRequest) -> ShareAcknowledgeResponse:
         self._check_request(ctx, request.group_id, request.member_id)
         group_id, member_id = request.group_id, request.member_id
         assert group_id is not None and member_id is not None
+        renew = self._renew(ctx, group_id, request)
         session = self.manager.sessions.acknowledge_session(group_id, member_id, request.share_session_epoch)
         acks = _acks(request.topics)
-        results = await self._acknowledge(ctx, group_id, member_id, acks, ctx.api_version)
+        results = await self._acknowledge(ctx, group_id, member_id, acks, renew)
         if session is None:
             await self.manager.release_member(group_id, member_id)
         by_topic: dict[uuid.UUID, ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse] = {}
@@ -188,8 +214,9 @@ class ShareHandlers:
             if code in _NOT_SERVED:
                 data.current_leader = self._leader(ctx, tp, endpoints, ShareAcknowledgeResponse)
             topic.partitions.append(data)
-        return ShareAcknowledgeResponse(error_code=0, responses=list(by_topic.values()),
-                                        node_endpoints=list(endpoints.values()))
+        return ShareAcknowledgeResponse(
+            error_code=0, responses=list(by_topic.values()), node_endpoints=list(endpoints.values()),
+            acquisition_lock_timeout_ms=self.manager.settings(group_id).record_lock_duration_ms)
 
 
 __all__ = ["ShareHandlers", "share_acknowledge_error_response", "share_fetch_error_response"]
