@@ -41,18 +41,21 @@ def test_renew_is_honoured_only_when_asked_for_and_enabled(tmp_path: Path) -> No
         tid = await queue(b, persister)
         await b.request(produce("q", batch(b"a", b"b")), 9)
         assert acquired(await b.request(share_fetch(tid, "m1", 0), 2)) == [(0, 1, 1)]
-        # the group does not enable renewals (share.renew.acknowledge.enable's default): the request is refused
+        # the group disables renewals (share.renew.acknowledge.enable is true by default, as in Kafka 4.4)
+        await group_config(b, GROUP, {"share.renew.acknowledge.enable": "false"})
         r = await b.request(renewing(share_ack(tid, "m1", 1, [(0, 1, [RENEW])])), 2)
-        assert r.error_code == ErrorCode.INVALID_REQUEST
+        (p,) = r.responses[0].partitions
+        assert (r.error_code, p.error_code, p.error_message) == (
+            0, ErrorCode.INVALID_RECORD_STATE, "Renewing acquisition locks is not enabled for the group.")
         await group_config(b, GROUP, {"share.renew.acknowledge.enable": "true"})
         # a RENEW in a request that does not say IsRenewAck (or a v1 one) is refused for its partition
-        r = await b.request(share_ack(tid, "m1", 1, [(0, 1, [RENEW])]), 2)
+        r = await b.request(share_ack(tid, "m1", 2, [(0, 1, [RENEW])]), 2)
         assert [p.error_code for p in r.responses[0].partitions] == [ErrorCode.INVALID_REQUEST]
-        r = await b.request(share_ack(tid, "m1", 2, [(0, 1, [RENEW])]), 1)
+        r = await b.request(share_ack(tid, "m1", 3, [(0, 1, [RENEW])]), 1)
         assert [p.error_code for p in r.responses[0].partitions] == [ErrorCode.INVALID_REQUEST]
 
         await b.advance(12_000)
-        r = await b.request(renewing(share_ack(tid, "m1", 3, [(0, 1, [RENEW])])), 2)
+        r = await b.request(renewing(share_ack(tid, "m1", 4, [(0, 1, [RENEW])])), 2)
         assert r.error_code == 0 and [p.error_code for p in r.responses[0].partitions] == [0]
         assert r.acquisition_lock_timeout_ms == LOCK_MS  # v2 answers the lock duration
         # the lock started again at 12 s: at 24 s (past the first lock's end) the records are still m1's
@@ -61,9 +64,14 @@ def test_renew_is_honoured_only_when_asked_for_and_enabled(tmp_path: Path) -> No
         await b.advance(3_000)
         assert acquired(await b.request(share_fetch(tid, "m2", 1), 2)) == [(0, 1, 2)]
 
-        # a ShareFetch that renews only acknowledges: no records acquired, no wait, though records are there
+        # a ShareFetch that renews asks for nothing (else INVALID_REQUEST) and acquires nothing, though
+        # records are there
         await b.request(produce("q", batch(b"c")), 9)
         r = await b.request(renewing(share_fetch(tid, "m2", 2, acks=[(0, 1, [RENEW])], max_wait_ms=60_000)), 2)
+        assert r.error_code == ErrorCode.INVALID_REQUEST
+        request = renewing(share_fetch(tid, "m2", 2, acks=[(0, 1, [RENEW])], max_records=0))
+        request.min_bytes = request.max_bytes = 0
+        r = await b.request(request, 2)
         p = partition(r)
         assert (p.acknowledge_error_code, p.acquired_records) == (0, [])
         await b.advance(LOCK_MS - 1)  # renewed just now: still m2's; offset 2 was not acquired by the renewal
@@ -83,8 +91,8 @@ def test_share_acquire_mode(tmp_path: Path) -> None:
         # batch-optimized (0, the default): the rest of the batch, past max_records
         assert acquired(await b.request(share_fetch(tid, "m2", 0, max_records=2), 2)) == [(2, 4, 1)]
         request = share_fetch(tid, "m3", 0)
-        request.share_acquire_mode = 2
-        assert (await b.request(request, 2)).error_code == ErrorCode.INVALID_REQUEST
+        request.share_acquire_mode = 2  # as Kafka 4.4 answers an unknown mode
+        assert (await b.request(request, 2)).error_code == ErrorCode.UNKNOWN_SERVER_ERROR
 
     persister = MemorySharePersister()
     share_run(tmp_path, scenario, persister=persister)
