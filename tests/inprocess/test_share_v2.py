@@ -23,8 +23,11 @@ from tests.inprocess.test_share_groups import join_until_assigned, topic_id
 from tests.inprocess.wire import produce
 from tests.share_state_memory import MemorySharePersister
 from tests.share_state_wire import find_share, initialize, only, summary, write
-from tidelog.coordinator.share.persister import SharePartitionKey
+from tidelog.clock import SystemClock
+from tidelog.coordinator.share.persister import DeliveryState, SharePartitionKey, StateBatch, StateWrite
+from tidelog.coordinator.share.remote import RemoteSharePersister
 from tidelog.errors import ErrorCode
+from tidelog.peer.client import PeerClient, PeerSettings
 from tidelog.protocol.messages import DescribeShareGroupOffsetsRequest
 
 LOCK_MS = 15_000  # group.share.min.record.lock.duration.ms: a group config may not be below it
@@ -169,3 +172,27 @@ def test_describe_share_group_offsets_v1_answers_the_lag(tmp_path: Path) -> None
         assert await described(1) == (0, 4)
 
     run(tmp_path, scenario, overrides={"share.version": "1"})
+
+
+def test_the_brokers_persister_sends_the_delivery_complete_count_to_its_peer(tmp_path: Path) -> None:
+    """The remote persister (a broker reaching the share coordinator on another broker) speaks v1: the
+    count it writes comes back in the summary, over a real socket."""
+
+    async def scenario(b: InProcessBroker) -> None:
+        await b.create_topic("jobs")
+        tid = await topic_id(b, "jobs")
+        me = b.broker.broker_id
+        settings = PeerSettings(lambda i: ("127.0.0.1", b.broker.port) if i == me else None)
+        remote = RemoteSharePersister(PeerClient(settings, "share-test"), lambda: [me], SystemClock(),
+                                      backoff_ms=10, max_attempts=2)
+        try:
+            k = SharePartitionKey("g", tid, 0)
+            assert await remote.initialize(k, 1, 0) == ErrorCode.NONE
+            done = (StateBatch(0, 2, DeliveryState.ACKNOWLEDGED, 1),)
+            assert await remote.write(k, StateWrite(1, 0, -1, done, delivery_complete_count=3)) == ErrorCode.NONE
+            s = await remote.read_summary(k, 0)
+            assert (s.error, s.start_offset, s.delivery_complete_count) == (ErrorCode.NONE, 0, 3)
+        finally:
+            remote.close()
+
+    run(tmp_path, scenario, overrides={"share.version": "1", "share.coordinator.state.topic.num.partitions": "3"})
