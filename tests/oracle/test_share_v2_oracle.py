@@ -96,6 +96,14 @@ def program(bootstrap: str) -> dict[str, object]:
             return True if held else None
 
         _until("assignment", assigned)
+        d = DescribeShareGroupOffsetsRequest
+        describe = d(groups=[d.DescribeShareGroupOffsetsRequestGroup(group_id=GROUP, topics=None)])
+
+        def offsets():
+            (g,) = wire.request(describe, 1).groups
+            return [(p.partition_index, p.start_offset, p.lag, p.error_code) for t in g.topics for p in t.partitions]
+
+        out["offsets before the first fetch"] = offsets()
         session = {"epoch": 0}
 
         def fetch(**fields) -> ShareFetchRequest:
@@ -151,19 +159,17 @@ def program(bootstrap: str) -> dict[str, object]:
         out["accept 1 and 3"] = ack([(1, 1, ACCEPT), (3, 3, ACCEPT)], False)
         out["unknown acquire mode"] = wire.request(fetch(share_acquire_mode=2), 2).error_code
 
-        d = DescribeShareGroupOffsetsRequest
-        describe = d(groups=[d.DescribeShareGroupOffsetsRequestGroup(group_id=GROUP, topics=None)])
-
         def lag():
-            (g,) = wire.request(describe, 1).groups
-            parts = [(p.partition_index, p.start_offset, p.lag, p.error_code) for t in g.topics for p in t.partitions]
+            parts = offsets()
             return parts if parts and parts[0][2] == 3 else None
 
         try:
             out["lag"] = _until("lag 3", lag, 20)
         except AssertionError:
-            (g,) = wire.request(describe, 1).groups
-            out["lag"] = [(p.partition_index, p.start_offset, p.lag, p.error_code) for t in g.topics for p in t.partitions]
+            out["lag"] = offsets()
+        producer.produce(TOPIC, value=b"5")
+        assert producer.flush(30) == 0
+        out["lag after one more record"] = offsets()
     return out
 
 
