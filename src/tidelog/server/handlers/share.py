@@ -4,6 +4,10 @@ Thin: the share sessions' rules are :mod:`tidelog.share.session`'s, acquisition,
 wait for records :mod:`tidelog.share.manager`'s. Served at v1-v2 (Kafka 4.4's newest). Registered only
 when the broker's ``share.version`` is 1 or more.
 
+ShareFetch: acknowledgements piggy-backed on the fetch are applied first (each partition's answer in its
+``acknowledge_error_code``), then the session's partitions are fetched; a request with epoch -1 only
+acknowledges, closes the session and releases what the member still holds.
+
 v2 (KIP-1206, KIP-1222), as Kafka 4.4 answers (checked against it, tests/oracle/test_share_v2_oracle.py):
 ShareFetch's ``ShareAcquireMode`` (0 batch-optimized, 1 record-limit; another value is UNKNOWN_SERVER_ERROR)
 and, in both requests, ``IsRenewAck``. RENEW acknowledgements (type 4: the acquisition lock starts again)
