@@ -242,7 +242,7 @@ def test_share_apis_are_served_only_with_share_version_1(tmp_path: Path) -> None
 
     async def on(b: InProcessBroker) -> None:
         got = await versions(b)
-        assert got[78] == (1, 1) and got[79] == (1, 1)
+        assert got[78] == (1, 2) and got[79] == (1, 2)
 
     async def off(b: InProcessBroker) -> None:
         got = await versions(b)

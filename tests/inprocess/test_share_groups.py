@@ -93,7 +93,7 @@ def test_share_apis_are_served_only_with_share_version_1(tmp_path: Path) -> None
     async def on(b: InProcessBroker) -> None:
         versions = await b.request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 4)
         served = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
-        assert served[76] == (1, 1) and served[77] == (1, 1) and served[90] == (0, 0)
+        assert served[76] == (1, 1) and served[77] == (1, 1) and served[90] == (0, 1)
         assert ("share.version", 1, 1) in [(f.name, f.min_version_level, f.max_version_level)
                                            for f in versions.finalized_features]
         assert ("share.version", 0, 1) in [(f.name, f.min_version, f.max_version) for f in versions.supported_features]

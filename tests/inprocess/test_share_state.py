@@ -47,8 +47,7 @@ def test_share_version_1_advertises_the_five_apis_and_finds_the_coordinator(tmp_
     async def scenario(b: InProcessBroker) -> None:
         versions = {k.api_key: (k.min_version, k.max_version)
                     for k in (await b.request(ApiVersionsRequest(), 2)).api_keys}
-        # Kafka 4.4: Write and ReadSummary at v1 (DeliveryCompleteCount), the others v0
-        assert {k: versions.get(k) for k in SHARE_APIS} == {**dict.fromkeys(SHARE_APIS, (0, 0)), 85: (0, 1), 87: (0, 1)}
+        assert {k: versions.get(k) for k in SHARE_APIS} == {83: (0, 0), 84: (0, 0), 85: (0, 1), 86: (0, 0), 87: (0, 1)}
         key = f"{GROUP}:{uuid.uuid4()}:0"
         found = await b.request(find_share(key), 6)
         assert [(c.key, c.error_code, c.node_id) for c in found.coordinators] == [(key, 0, b.broker.broker_id)]

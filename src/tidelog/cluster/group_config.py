@@ -43,8 +43,9 @@ _GROUP_DEFS = [
               "Where a share partition starts: latest, earliest or by_duration:<ISO 8601 duration>.", topic=False),
     ConfigDef("share.isolation.level", parse_choice("read_uncommitted", "read_committed"), "read_uncommitted",
               "Whether the share group delivers uncommitted transactional records.", topic=False),
-    ConfigDef("share.renew.acknowledge.enable", parse_bool, False,
-              "Whether members may RENEW their acquisition locks (KIP-1222).", topic=False),
+    ConfigDef("share.renew.acknowledge.enable", parse_bool, True,
+              "Whether members may RENEW their acquisition locks (KIP-1222; Kafka 4.4's default true).",
+              topic=False),
     ConfigDef("share.assignment.interval.ms", _int(0), 1000,
               "Interval between assignment updates of the share group (accepted; Tidelog assigns at each "
               "heartbeat).", topic=False),

@@ -261,7 +261,9 @@ class Broker:
             GroupHandlers(group_service, auth),
             OffsetHandlers(group_service, store, auth),
             ConsumerGroupHandlers(group_service, store, config["group.coordinator.rebalance.protocols"], auth),
-            *([ShareGroupHandlers(group_service, store, auth)] if config["share.version"] >= 1 else []),
+            *([ShareGroupHandlers(group_service, store, auth, high_watermarks=lambda t, p: (
+                o.high_watermark if (o := replicas.local_logs.offsets(t, p)) is not None else None))]
+              if config["share.version"] >= 1 else []),
             InitProducerIdHandler(self.producer_ids, txn_service, auth),
             TransactionHandlers(txn_service, group_service, replicas, auth),
             TxnOffsetCommitHandler(group_service, replicas, verifier, internal_topics.ensurer(CONSUMER_OFFSETS), auth),

@@ -32,6 +32,8 @@ class ShareGroupSettings:
     auto_offset_reset: str = "latest"
     #: READ_UNCOMMITTED (0) or READ_COMMITTED (1) (``share.isolation.level``)
     isolation_level: int = READ_UNCOMMITTED
+    #: RENEW acknowledgements (KIP-1222) accepted (``share.renew.acknowledge.enable``; Kafka 4.4's default true)
+    renew_acknowledge_enable: bool = True
 
     @classmethod
     def of(cls, broker: Mapping[str, Any], group: Mapping[str, Any] | None = None) -> ShareGroupSettings:
@@ -52,6 +54,7 @@ class ShareGroupSettings:
                                             "group.share.partition.max.record.locks", 2000),
             auto_offset_reset=str(group.get("share.auto.offset.reset", "latest")).lower(),
             isolation_level=READ_COMMITTED if isolation == "read_committed" else READ_UNCOMMITTED,
+            renew_acknowledge_enable=str(group.get("share.renew.acknowledge.enable", "true")).lower() == "true",
         )
 
 

@@ -420,7 +420,14 @@ class SharePartition:
             else:
                 batches.append(StateBatch(offset, offset, state, count))
         return StateWrite(self.state_epoch, self.leader_epoch, start if start != self._persisted_start else -1,
-                          tuple(batches))
+                          tuple(batches), self._complete_after(changes, start))
+
+    def _complete_after(self, changes: dict[int, tuple[RecordState, int]], start: int) -> int:
+        """KIP-1226's delivery-complete count once ``changes`` apply: the records from the start offset on
+        whose delivery is complete (ACKNOWLEDGED or ARCHIVED)."""
+        records = self._records
+        return sum(1 for o in records.keys() | changes.keys() if o >= start
+                   and (changes[o][0] if o in changes else records[o].state) in _DONE)
 
     async def _send(self, write: StateWrite) -> ErrorCode:
         async with self._write_lock:

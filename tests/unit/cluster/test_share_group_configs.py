@@ -23,7 +23,7 @@ def test_kafka_44_share_group_config_names_and_defaults() -> None:
     assert defaults["share.session.timeout.ms"] == 50_000  # the broker's group.share.session.timeout.ms
     assert (defaults["share.auto.offset.reset"], defaults["share.isolation.level"], defaults["share.delivery.count.limit"],
             defaults["share.partition.max.record.locks"], defaults["share.renew.acknowledge.enable"]) == (
-        "latest", "read_uncommitted", 5, 2000, False)
+        "latest", "read_uncommitted", 5, 2000, True)  # renew: Kafka 4.4 describes a group's as true
 
 
 @pytest.mark.parametrize("configs", [

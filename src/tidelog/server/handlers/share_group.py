@@ -1,4 +1,4 @@
-"""Share groups (KIP-932): ShareGroupHeartbeat (v1), ShareGroupDescribe (v1), DescribeShareGroupOffsets (v0),
+"""Share groups (KIP-932): ShareGroupHeartbeat (v1), ShareGroupDescribe (v1), DescribeShareGroupOffsets (v0-v1),
 AlterShareGroupOffsets (v0), DeleteShareGroupOffsets (v0).
 
 Thin: the group coordinator service and its share group type own every rule. Registered only when the
@@ -6,9 +6,16 @@ broker's ``share.version`` is 1 or more; otherwise these APIs are not in ApiVers
 UNSUPPORTED_VERSION, as Kafka with share groups disabled. ACLs as Kafka checks them: READ on the group for
 a heartbeat (and DESCRIBE on every subscribed topic), DESCRIBE on the group to describe it or its offsets,
 READ on the group and on each topic to alter or delete its offsets.
+
+DescribeShareGroupOffsets v1 answers each partition's lag (KIP-1226): the partition's high watermark less
+the share partition's start offset and its delivery-complete count (the records from the start offset on
+already acknowledged or archived), from the share state summary; -1 (unknown) while the share partition has
+no start offset or no delivery-complete count yet, or when this broker has no replica of the partition.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from tidelog.cluster.store import MetadataStore
 from tidelog.coordinator.group.service import GroupCoordinatorService
@@ -34,6 +41,16 @@ from tidelog.server.dispatcher import handles
 DO = DescribeShareGroupOffsetsResponse
 AO = AlterShareGroupOffsetsResponse
 XO = DeleteShareGroupOffsetsResponse
+
+#: a partition's high watermark as this broker's replica knows it, None without a replica
+HighWatermarks = Callable[[str, int], "int | None"]
+
+
+def share_partition_lag(start_offset: int, delivery_complete_count: int, high_watermark: int | None) -> int:
+    """KIP-1226's lag of a share partition; -1 when it cannot be known."""
+    if start_offset < 0 or delivery_complete_count < 0 or high_watermark is None or high_watermark < 0:
+        return -1
+    return max(0, high_watermark - start_offset - delivery_complete_count)
 
 
 def _heartbeat_error(request: ShareGroupHeartbeatRequest, code: ErrorCode, message: str | None
@@ -65,10 +82,11 @@ def _delete_error(request: DeleteShareGroupOffsetsRequest, code: ErrorCode, mess
 
 class ShareGroupHandlers:
     def __init__(self, groups: GroupCoordinatorService, store: MetadataStore,
-                 authorizer: Authorizer = NO_AUTHORIZER) -> None:
+                 authorizer: Authorizer = NO_AUTHORIZER, high_watermarks: HighWatermarks | None = None) -> None:
         self.groups = groups
         self.store = store
         self.authorizer = authorizer
+        self.high_watermarks: HighWatermarks = high_watermarks or (lambda topic, partition: None)
 
     def _check_active(self) -> None:
         if not self.groups.active:
@@ -113,7 +131,7 @@ class ShareGroupHandlers:
                 out.append(group)
         return R(groups=out)
 
-    @handles(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 0, _offsets_error)
+    @handles(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1, _offsets_error)
     async def handle_describe_share_group_offsets(self, ctx: RequestContext, request: DescribeShareGroupOffsetsRequest
                                                   ) -> DescribeShareGroupOffsetsResponse:
         self._check_active()
@@ -142,6 +160,9 @@ class ShareGroupHandlers:
                     part.start_offset, part.leader_epoch = state.start_offset, state.leader_epoch
                     part.error_code = int(state.error)
                     part.error_message = state.error_message
+                    if not state.error and topic_id in names:
+                        part.lag = share_partition_lag(state.start_offset, state.delivery_complete_count,
+                                                       self.high_watermarks(names[topic_id], p))
                 by_topic.setdefault(topic_id, []).append(part)
             topics = [DO.DescribeShareGroupOffsetsResponseTopic(topic_name=names.get(t, ""), topic_id=t, partitions=ps)
                       for t, ps in by_topic.items()]
