@@ -70,6 +70,7 @@ from tidelog.coordinator.share.remote import share_state
 from tidelog.coordinator.txn import TransactionCoordinator, TxnConfig
 from tidelog.coordinator.txn.marker_writer import TxnMarkerWriter
 from tidelog.coordinator.txn.service import TransactionCoordinatorService
+from tidelog.errors import KafkaError
 from tidelog.listener import NON_ROUTABLE_HOSTS, Listener
 from tidelog.meter import PartitionTraffic, RequestTimes, SyncHistogram
 from tidelog.replica.events import LogEvents
@@ -103,6 +104,7 @@ from tidelog.server.handlers import (
     TxnPartitionHandlers,
 )
 from tidelog.server.handlers.client_quotas import ClientQuotaHandlers
+from tidelog.server.handlers.find_coordinator import LEADERS_WAIT_MS
 from tidelog.server.handlers.leadership import ElectLeadersHandler
 from tidelog.server.handlers.reassignment import ReassignmentHandlers
 from tidelog.server.handlers.sasl import SaslHandlers
@@ -204,7 +206,9 @@ class Broker:
         self.share_partitions: SharePartitionManager | None = None
         self.group_service = group_service = GroupCoordinatorService(
             groups, share_persister=ResettingPersister(share_persister, lambda: self.share_partitions)
-            if share_persister is not None else None)
+            if share_persister is not None else None,
+            ready=functools.partial(self._offsets_partition_ready, internal_topics, leadership, groups, clock,
+                                    self.broker_id))
         consumer_groups = group_service.consumer_groups
         assert consumer_groups is not None
         coordinated = [CoordinatedTopic(CONSUMER_OFFSETS, groups, on_marker=groups.complete_transaction)]
@@ -403,6 +407,32 @@ class Broker:
         return self.http.url.rstrip("/") + self.config["schema.registry.path"]
 
     # ---------------------------------------------------------------------------------- start
+
+    @staticmethod
+    async def _offsets_partition_ready(internal_topics: InternalTopicManager, leadership: PartitionController,
+                                       groups: GroupCoordinator, clock: Clock, broker_id: int,
+                                       partition: int) -> None:
+        """A brand-new ``__consumer_offsets`` (this call creates it) has no leaders yet: wait, bounded as
+        FindCoordinator waits, for the controller to decide them and for this broker to load the partition,
+        instead of answering NOT_COORDINATOR to a front end that does not look its coordinator up first."""
+        topic = internal_topics.image().topics.get(CONSUMER_OFFSETS.name)
+        if topic is not None and partition < len(topic.partitions) and not topic.partitions[partition].is_new:
+            return
+        try:
+            internal_topics.ensure(CONSUMER_OFFSETS)
+        except KafkaError:
+            return
+        await leadership.await_leaders([CONSUMER_OFFSETS.name], LEADERS_WAIT_MS)
+        topic = internal_topics.image().topics.get(CONSUMER_OFFSETS.name)
+        if topic is None or partition >= len(topic.partitions) or topic.partitions[partition].leader != broker_id:
+            return  # another broker coordinates it: NOT_COORDINATOR, as Kafka answers
+        deadline = clock.monotonic_ms() + LEADERS_WAIT_MS
+        while clock.monotonic_ms() < deadline:
+            try:
+                groups.runtime.check_owned(partition)
+                return
+            except KafkaError:  # not led here (yet), or loading
+                await clock.sleep(10)
 
     async def start(self) -> None:
         for key in self.config.unknown:

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, TypeVar
 
 from tidelog.cluster.metadata import MetadataImage
 from tidelog.coordinator.group.coordinator import FetchGroup, GroupCoordinator
@@ -66,13 +66,20 @@ log = logging.getLogger(__name__)
 
 OffsetCodes = dict[tuple[str, int], ErrorCode]
 
+T = TypeVar("T")
+
 
 class GroupCoordinatorService:
     """The group APIs over one :class:`GroupCoordinator` (and its consumer group type, if built with one)."""
 
-    def __init__(self, coordinator: GroupCoordinator, share_persister: SharePersister | None = None) -> None:
+    def __init__(self, coordinator: GroupCoordinator, share_persister: SharePersister | None = None,
+                 ready: Callable[[int], Awaitable[None]] | None = None) -> None:
         """``share_persister``: the share coordinator's state (share groups initialize and delete share
-        partitions through it; none: share groups' partitions stay uninitialized, and unassigned)."""
+        partitions through it; none: share groups' partitions stay uninitialized, and unassigned).
+        ``ready``: awaited before a call on a ``__consumer_offsets`` partition (the broker waits there,
+        bounded, for a brand-new topic's first leaders and its load, as FindCoordinator does, for the
+        callers that do not look their coordinator up first: TubeMQ, the console)."""
+        self.ready = ready
         self.coordinator = coordinator
         self.runtime = coordinator.runtime
         consumer = coordinator.types.get(CONSUMER)
@@ -82,6 +89,11 @@ class GroupCoordinatorService:
         self.share_groups: ShareGroupCoordinator | None = share.manager if isinstance(share, ShareGroupType) else None
         self.share_persister = share_persister
         self._share_tasks: set[asyncio.Task[None]] = set()
+
+    async def _run(self, partition: int, fn: Callable[[], T]) -> T:
+        if self.ready is not None:
+            await self.ready(partition)
+        return await self.runtime.run(partition, fn)
 
     @property
     def active(self) -> bool:
@@ -112,7 +124,7 @@ class GroupCoordinatorService:
             if not answer.done():
                 answer.set_result(response)
 
-        await self.runtime.run(partition, lambda: start(respond))
+        await self._run(partition, lambda: start(respond))
         response = await answer
         await self.runtime.wait_committed(partition)  # the writes made while it was parked
         return response
@@ -131,13 +143,13 @@ class GroupCoordinatorService:
 
     async def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None,
                         generation_id: int) -> HeartbeatResponse:
-        return await self.runtime.run(self.partition_for(group_id), lambda: self.coordinator.heartbeat(
+        return await self._run(self.partition_for(group_id), lambda: self.coordinator.heartbeat(
             group_id, member_id, group_instance_id, generation_id))
 
     async def leave_group(self, group_id: str, members: list[tuple[str, str | None, str | None]]
                           ) -> LeaveGroupResponse:
         """``members``: (member id, group instance id, reason) triples."""
-        return await self.runtime.run(self.partition_for(group_id),
+        return await self._run(self.partition_for(group_id),
                                       lambda: self.coordinator.leave_group(group_id, members))
 
     # ---------------------------------------------------------------------------------- offsets
@@ -146,25 +158,25 @@ class GroupCoordinatorService:
                             generation_or_epoch: int, commits: list[PartitionCommit],
                             retention_time_ms: int = -1) -> OffsetCodes:
         """OffsetCommit: the code of each partition; KafkaError when the whole request fails."""
-        return await self.runtime.run(self.partition_for(group_id), lambda: self.coordinator.commit_offsets(
+        return await self._run(self.partition_for(group_id), lambda: self.coordinator.commit_offsets(
             info, group_id, member_id, group_instance_id, generation_or_epoch, commits, retention_time_ms))
 
     async def txn_offset_commit(self, info: RequestInfo, group_id: str, producer_id: int, producer_epoch: int,
                                 member_id: str, group_instance_id: str | None, generation_id: int,
                                 commits: list[PartitionCommit]) -> OffsetCodes:
         """TxnOffsetCommit: pending offsets of the producer's transaction (offsets.py rule 5)."""
-        return await self.runtime.run(self.partition_for(group_id), lambda: self.coordinator.commit_transactional_offsets(
+        return await self._run(self.partition_for(group_id), lambda: self.coordinator.commit_transactional_offsets(
             info, group_id, producer_id, producer_epoch, member_id, group_instance_id, generation_id, commits))
 
     async def offset_fetch(self, group_id: str, topics: list[tuple[str, list[int]]] | None,
                            member_id: str | None = None, member_epoch: int = -1,
                            require_stable: bool = False) -> FetchGroup:
         """OffsetFetch for one group (``topics=None``: every committed offset)."""
-        return await self.runtime.run(self.partition_for(group_id), lambda: self.coordinator.fetch_offsets(
+        return await self._run(self.partition_for(group_id), lambda: self.coordinator.fetch_offsets(
             group_id, topics, member_id, member_epoch, require_stable))
 
     async def offset_delete(self, group_id: str, topics: list[tuple[str, list[int]]]) -> OffsetDeleteResponse:
-        return await self.runtime.run(self.partition_for(group_id),
+        return await self._run(self.partition_for(group_id),
                                       lambda: self.coordinator.delete_offsets(group_id, topics))
 
     # ------------------------------------------------------------------------------------ admin
@@ -216,7 +228,7 @@ class GroupCoordinatorService:
         """ConsumerGroupHeartbeat (join, heartbeat, leave); a KafkaError is the answer's error code."""
         consumer_groups = self._consumer_groups()
         partition = self.partition_for(request.group_id)
-        response = await self.runtime.run(partition, lambda: self.runtime.apply(partition, lambda: consumer_groups.heartbeat(
+        response = await self._run(partition, lambda: self.runtime.apply(partition, lambda: consumer_groups.heartbeat(
             request, api_version=api_version, image=image, client_id=client_id, client_host=client_host)))
         assert response is not None
         return response
@@ -266,7 +278,7 @@ class GroupCoordinatorService:
         partitions the heartbeat found uninitialized are initialized in the background (manager rule 4)."""
         share_groups = self._share_groups()
         partition = self.partition_for(request.group_id)
-        response = await self.runtime.run(partition, lambda: self.runtime.apply(partition, lambda: share_groups.heartbeat(
+        response = await self._run(partition, lambda: self.runtime.apply(partition, lambda: share_groups.heartbeat(
             request, api_version=api_version, image=image, client_id=client_id, client_host=client_host)))
         assert response is not None
         self._start_initialization(request.group_id)
@@ -298,7 +310,7 @@ class GroupCoordinatorService:
             (done if ok else failed).append(topic_id)
         partition = self.partition_for(group_id)
         try:
-            await self.runtime.run(partition, lambda: self.runtime.apply(
+            await self._run(partition, lambda: self.runtime.apply(
                 partition, lambda: share_groups.deleted(group_id, done, failed)))
         except KafkaError as e:
             share_groups.deleted(group_id, [], [*done, *failed])
@@ -322,7 +334,7 @@ class GroupCoordinatorService:
                 target[topic_id] = (name, target.get(topic_id, (name, frozenset()))[1] | {p})
         partition = self.partition_for(group_id)
         try:
-            await self.runtime.run(partition, lambda: self.runtime.apply(
+            await self._run(partition, lambda: self.runtime.apply(
                 partition, lambda: share_groups.initialized(group_id, done, failed)))
         except KafkaError as e:  # not the coordinator any more: the next one initializes them again
             share_groups.initialized(group_id, {}, {**done, **failed})
@@ -405,7 +417,7 @@ class GroupCoordinatorService:
             if code == ErrorCode.NONE:
                 done[topic_id] = (name, done.get(topic_id, (name, frozenset()))[1] | {p})
         partition = self.partition_for(group_id)
-        await self.runtime.run(partition, lambda: self.runtime.apply(partition, lambda: share_groups.record_initialized(
+        await self._run(partition, lambda: self.runtime.apply(partition, lambda: share_groups.record_initialized(
             group_id, done)))
         return codes
 
@@ -427,7 +439,7 @@ class GroupCoordinatorService:
             if codes[topic_id] == ErrorCode.NONE:
                 gone[topic_id] = parts
         partition = self.partition_for(group_id)
-        await self.runtime.run(partition, lambda: self.runtime.apply(partition, lambda: share_groups.forget_partitions(
+        await self._run(partition, lambda: self.runtime.apply(partition, lambda: share_groups.forget_partitions(
             group_id, gone)))
         return codes
 
