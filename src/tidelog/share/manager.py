@@ -43,6 +43,7 @@ from tidelog.replica.manager import ReplicaManager
 from tidelog.share.config import AcquireMode, ShareGroupSettings
 from tidelog.share.partition import AckBatch, AcquiredRange, FetchedBatch, SharePartition
 from tidelog.share.session import ShareSessionCache, TopicIdPartition
+from tidelog.share.stats import ShareStats
 
 
 @dataclass(slots=True)
@@ -69,6 +70,8 @@ class SharePartitionManager:
             int(broker_values.get("group.share.max.share.sessions", 2000)))
         self._group_configs = group_configs or (lambda group_id: None)
         self.partitions: dict[SharePartitionKey, SharePartition] = {}
+        #: each share partition's counters for the metrics, kept for the broker's life (docs/metrics.md)
+        self.stats: dict[SharePartitionKey, ShareStats] = {}
         self._loading: dict[SharePartitionKey, asyncio.Future] = {}
         self._waiters: set[asyncio.Future] = set()
         self._closed = False
@@ -112,8 +115,11 @@ class SharePartitionManager:
             await asyncio.shield(loading)
             return await self.share_partition(group_id, topic_id, partition)
         settings = self.settings(group_id)
+        stats = self.stats.get(key)
+        if stats is None or stats.topic != topic:
+            stats = self.stats[key] = ShareStats(group_id, topic, partition)
         sp = SharePartition(key, topic, settings, self.persister, self.clock,
-                            self.replicas.leader_epoch(topic, partition), on_available=self._wake)
+                            self.replicas.leader_epoch(topic, partition), on_available=self._wake, stats=stats)
         done = self._loading[key] = asyncio.get_running_loop().create_future()
         try:
             latest = offsets.last_stable_offset if settings.isolation_level == READ_COMMITTED else offsets.high_watermark

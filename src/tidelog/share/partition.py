@@ -51,6 +51,7 @@ from tidelog.coordinator.share.persister import (
 )
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.share.config import AcquireMode, ShareGroupSettings
+from tidelog.share.stats import ShareStats
 
 log = logging.getLogger(__name__)
 
@@ -125,8 +126,11 @@ class SharePartition:
     """The in-flight state of one share partition (see the module docstring)."""
 
     def __init__(self, key: SharePartitionKey, topic: str, settings: ShareGroupSettings, persister: SharePersister,
-                 clock: Clock, leader_epoch: int = -1, on_available: Callable[[], None] | None = None) -> None:
+                 clock: Clock, leader_epoch: int = -1, on_available: Callable[[], None] | None = None,
+                 stats: ShareStats | None = None) -> None:
         self.key = key
+        #: counters for the metrics (the manager's, kept across rebuilds of this share partition)
+        self.stats = stats if stats is not None else ShareStats(key.group_id, topic, key.partition)
         self.topic = topic
         self.settings = settings
         self.persister = persister
@@ -230,6 +234,8 @@ class SharePartition:
         max_records = max_records if max_records > 0 else 1 << 31
         acquired: list[int] = []
         archived_any = False
+        stats = self.stats
+        redelivered = 0
         expected = self.next_fetch_offset()
         stop = False
         for b in batches:
@@ -239,6 +245,7 @@ class SharePartition:
                 for offset in range(expected, min(b.first_offset, limit)):
                     records[offset] = _InFlight(RecordState.ARCHIVED, 0)
                     archived_any = True
+                    stats.archived["not_deliverable"] += 1
                 self.end_offset = max(self.end_offset, min(b.first_offset, limit))
             first = max(b.first_offset, self.start_offset)
             if not b.skip and len(acquired) >= max_records:
@@ -260,9 +267,12 @@ class SharePartition:
                     # allows (a limit lowered since): archived
                     records[offset] = _InFlight(RecordState.ARCHIVED, rec.delivery_count if rec else 0)
                     archived_any = True
+                    stats.archived["not_deliverable" if b.skip else "delivery_count_limit"] += 1
                     continue
                 if rec is None:
                     rec = records[offset] = _InFlight(RecordState.AVAILABLE, 0)
+                elif rec.delivery_count:
+                    redelivered += 1
                 rec.state = RecordState.ACQUIRED
                 rec.delivery_count += 1
                 acquired.append(offset)
@@ -273,6 +283,8 @@ class SharePartition:
             self._advance_start()
         if not acquired:
             return []
+        stats.acquired += len(acquired)
+        stats.redelivered += redelivered
         self._lock(member_id, acquired)
         return self._ranges(acquired)
 
@@ -340,16 +352,33 @@ class SharePartition:
             for offset in renewed:
                 self._unlock(records[offset], offset)
             self._lock(member_id, renewed)
+            self.stats.acknowledged[AckType.RENEW] += len(renewed)
         if not changes:
             return ErrorCode.NONE
         code = await self._write(changes)
         if code:
             return code
         # applied once durable, to the records the member still holds (a lock may have expired meanwhile)
-        self._apply({o: c for o, c in changes.items()
-                     if (rec := records.get(o)) is not None and rec.lock is not None
-                     and rec.lock.member_id == member_id})
+        applied = {o: c for o, c in changes.items()
+                   if (rec := records.get(o)) is not None and rec.lock is not None and rec.lock.member_id == member_id}
+        self._count_acks(batches, applied)
+        self._apply(applied)
         return ErrorCode.NONE
+
+    def _count_acks(self, batches: list[AckBatch], applied: dict[int, tuple[RecordState, int]]) -> None:
+        stats = self.stats
+        for b in batches:
+            for offset in range(b.first_offset, b.last_offset + 1):
+                change = applied.get(offset)
+                if change is None:
+                    continue
+                t = b.type_of(offset)
+                if t in stats.acknowledged:
+                    stats.acknowledged[t] += 1
+                if change[0] == RecordState.ARCHIVED:
+                    reason = ("rejected" if t == AckType.REJECT else
+                              "not_deliverable" if t == AckType.GAP else "delivery_count_limit")
+                    stats.archived[reason] += 1
 
     def _apply(self, changes: dict[int, tuple[RecordState, int]]) -> None:
         records = self._records
@@ -425,7 +454,8 @@ class SharePartition:
 
     def _expire(self, lock: _Lock) -> None:
         if lock.offsets:
-            self._release(lock.member_id, sorted(lock.offsets), lambda o: self._records[o].lock is lock)
+            self._release(lock.member_id, sorted(lock.offsets), lambda o: self._records[o].lock is lock,
+                          expired=True)
 
     def release_member(self, member_id: str) -> asyncio.Task | None:
         """Make every record ``member_id`` holds AVAILABLE again (ARCHIVED at the delivery limit); the
@@ -434,9 +464,10 @@ class SharePartition:
                       if r.state == RecordState.ACQUIRED and r.lock is not None and r.lock.member_id == member_id)
         if not held:
             return None
-        return self._release(member_id, held, lambda o: True)
+        return self._release(member_id, held, lambda o: True, expired=False)
 
-    def _release(self, member_id: str, offsets: list[int], still: Callable[[int], bool]) -> asyncio.Task | None:
+    def _release(self, member_id: str, offsets: list[int], still: Callable[[int], bool], *,
+                 expired: bool) -> asyncio.Task | None:
         records = self._records
         limit = self.settings.delivery_count_limit
         changes = {}
@@ -448,6 +479,12 @@ class SharePartition:
                                rec.delivery_count)
         if not changes:
             return None
+        stats = self.stats
+        if expired:
+            stats.lock_timeouts += len(changes)
+        else:
+            stats.released_on_leave += len(changes)
+        stats.archived["delivery_count_limit"] += sum(1 for state, _ in changes.values() if state == RecordState.ARCHIVED)
         # In memory at once (the records may be offered again now), then written: the persisted state of
         # an acquired record is already AVAILABLE, so a crash before the write redelivers it anyway.
         write = self._state_write(changes)
