@@ -120,6 +120,10 @@ class _InFlight:
 
 
 _DONE = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+# The states as module constants: the per-record loops below compare against them (an enum member looked
+# up on its class costs more than a global).
+_AVAILABLE, _ACQUIRED = RecordState.AVAILABLE, RecordState.ACQUIRED
+_ACKNOWLEDGED, _ARCHIVED = RecordState.ACKNOWLEDGED, RecordState.ARCHIVED
 
 
 class SharePartition:
@@ -238,65 +242,88 @@ class SharePartition:
         redelivered = 0
         expected = self.next_fetch_offset()
         stop = False
+        # A per-record loop on the fetch path: attributes and constants in locals.
+        start_offset, end = self.start_offset, self.end_offset
+        record_limit = mode == AcquireMode.RECORD_LIMIT
+        count_limit = self.settings.delivery_count_limit
+        lock = _Lock(member_id, set())  # given to the records acquired; its timer starts if there are any
         for b in batches:
-            if b.last_offset < self.start_offset:
+            if b.last_offset < start_offset:
                 continue
-            if b.first_offset > expected >= self.end_offset:  # a gap in the log: nothing to deliver there
+            if b.first_offset > expected >= end:  # a gap in the log: nothing to deliver there
                 for offset in range(expected, min(b.first_offset, limit)):
-                    records[offset] = _InFlight(RecordState.ARCHIVED, 0)
+                    records[offset] = _InFlight(_ARCHIVED, 0)
                     archived_any = True
                     stats.archived["not_deliverable"] += 1
-                self.end_offset = max(self.end_offset, min(b.first_offset, limit))
-            first = max(b.first_offset, self.start_offset)
-            if not b.skip and len(acquired) >= max_records:
+                end = max(end, min(b.first_offset, limit))
+            first = max(b.first_offset, start_offset)
+            skip = b.skip
+            if not skip and len(acquired) >= max_records:
                 break
             for offset in range(first, b.last_offset + 1):
-                if offset >= self.end_offset and offset >= limit:
+                if offset >= end and offset >= limit:
                     stop = True
                     break
-                if (not b.skip and mode == AcquireMode.RECORD_LIMIT and len(acquired) >= max_records):
+                if record_limit and not skip and len(acquired) >= max_records:
                     stop = True
                     break
                 rec = records.get(offset)
-                if offset >= self.end_offset:
-                    self.end_offset = offset + 1
-                if rec is not None and rec.state != RecordState.AVAILABLE:
+                if offset >= end:
+                    end = offset + 1
+                if rec is None:
+                    if skip:  # never delivered (a control or aborted record): archived
+                        records[offset] = _InFlight(_ARCHIVED, 0)
+                        archived_any = True
+                        stats.archived["not_deliverable"] += 1
+                        continue
+                    records[offset] = _InFlight(_ACQUIRED, 1, lock)
+                    acquired.append(offset)
                     continue
-                if b.skip or (rec is not None and rec.delivery_count >= self.settings.delivery_count_limit):
+                if rec.state != _AVAILABLE:
+                    continue
+                if skip or rec.delivery_count >= count_limit:
                     # never delivered (a control or aborted record), or delivered as often as the limit
                     # allows (a limit lowered since): archived
-                    records[offset] = _InFlight(RecordState.ARCHIVED, rec.delivery_count if rec else 0)
+                    records[offset] = _InFlight(_ARCHIVED, rec.delivery_count)
                     archived_any = True
-                    stats.archived["not_deliverable" if b.skip else "delivery_count_limit"] += 1
+                    stats.archived["not_deliverable" if skip else "delivery_count_limit"] += 1
                     continue
-                if rec is None:
-                    rec = records[offset] = _InFlight(RecordState.AVAILABLE, 0)
-                elif rec.delivery_count:
+                if rec.delivery_count:
                     redelivered += 1
-                rec.state = RecordState.ACQUIRED
+                rec.state = _ACQUIRED
                 rec.delivery_count += 1
+                rec.lock = lock
                 acquired.append(offset)
             expected = max(expected, b.last_offset + 1)
             if stop:
                 break
+        self.end_offset = end
         if archived_any:
             self._advance_start()
         if not acquired:
             return []
         stats.acquired += len(acquired)
         stats.redelivered += redelivered
-        self._lock(member_id, acquired)
+        lock.offsets.update(acquired)
+        lock.handle = self.clock.call_later(self.settings.record_lock_duration_ms, lambda: self._expire(lock))
         return self._ranges(acquired)
 
     def _ranges(self, offsets: list[int]) -> list[AcquiredRange]:
+        """Runs of consecutive offsets with the same delivery count (one object per run, not per record)."""
         out: list[AcquiredRange] = []
         records = self._records
+        run_first = run_last = run_count = -1
         for offset in offsets:
             count = records[offset].delivery_count
-            if out and out[-1].last_offset == offset - 1 and out[-1].delivery_count == count:
-                out[-1] = AcquiredRange(out[-1].first_offset, offset, count)
-            else:
-                out.append(AcquiredRange(offset, offset, count))
+            if offset == run_last + 1 and count == run_count and run_first >= 0:
+                run_last = offset
+                continue
+            if run_first >= 0:
+                out.append(AcquiredRange(run_first, run_last, run_count))
+            run_first = run_last = offset
+            run_count = count
+        if run_first >= 0:
+            out.append(AcquiredRange(run_first, run_last, run_count))
         return out
 
     def _lock(self, member_id: str, offsets: list[int]) -> None:
@@ -328,26 +355,32 @@ class SharePartition:
                 return ErrorCode.INVALID_REQUEST
             if any(t < AckType.GAP or t > (AckType.RENEW if allow_renew else AckType.REJECT) for t in b.types):
                 return ErrorCode.INVALID_REQUEST
+            if b.first_offset < self.start_offset:
+                return ErrorCode.INVALID_RECORD_STATE
             for offset in range(b.first_offset, b.last_offset + 1):
                 rec = records.get(offset)
-                if (offset < self.start_offset or rec is None or rec.state != RecordState.ACQUIRED
-                        or rec.lock is None or rec.lock.member_id != member_id):
+                if (rec is None or rec.state != _ACQUIRED or rec.lock is None
+                        or rec.lock.member_id != member_id):
                     return ErrorCode.INVALID_RECORD_STATE
         changes: dict[int, tuple[RecordState, int]] = {}
         renewed: list[int] = []
         limit = self.settings.delivery_count_limit
         for b in batches:
+            if len(b.types) == 1 and b.types[0] == AckType.ACCEPT:  # the common case, one tuple per record
+                for offset in range(b.first_offset, b.last_offset + 1):
+                    changes[offset] = (_ACKNOWLEDGED, records[offset].delivery_count)
+                continue
             for offset in range(b.first_offset, b.last_offset + 1):
                 t = b.type_of(offset)
                 count = records[offset].delivery_count
                 if t == AckType.RENEW:
                     renewed.append(offset)
                 elif t == AckType.ACCEPT:
-                    changes[offset] = (RecordState.ACKNOWLEDGED, count)
+                    changes[offset] = (_ACKNOWLEDGED, count)
                 elif t == AckType.RELEASE:
-                    changes[offset] = (RecordState.ARCHIVED if count >= limit else RecordState.AVAILABLE, count)
+                    changes[offset] = (_ARCHIVED if count >= limit else _AVAILABLE, count)
                 else:  # REJECT, GAP
-                    changes[offset] = (RecordState.ARCHIVED, count)
+                    changes[offset] = (_ARCHIVED, count)
         if renewed:
             for offset in renewed:
                 self._unlock(records[offset], offset)
@@ -361,13 +394,18 @@ class SharePartition:
         # applied once durable, to the records the member still holds (a lock may have expired meanwhile)
         applied = {o: c for o, c in changes.items()
                    if (rec := records.get(o)) is not None and rec.lock is not None and rec.lock.member_id == member_id}
-        self._count_acks(batches, applied)
+        self._count_acks(batches, applied, len(applied) == len(changes))
         self._apply(applied)
         return ErrorCode.NONE
 
-    def _count_acks(self, batches: list[AckBatch], applied: dict[int, tuple[RecordState, int]]) -> None:
+    def _count_acks(self, batches: list[AckBatch], applied: dict[int, tuple[RecordState, int]],
+                    everything: bool) -> None:
+        """Count the acknowledgements applied (``everything``: all those asked for but renewals)."""
         stats = self.stats
         for b in batches:
+            if everything and len(b.types) == 1 and b.types[0] == AckType.ACCEPT:  # the common case
+                stats.acknowledged[AckType.ACCEPT] += b.last_offset - b.first_offset + 1
+                continue
             for offset in range(b.first_offset, b.last_offset + 1):
                 change = applied.get(offset)
                 if change is None:
@@ -387,9 +425,17 @@ class SharePartition:
             rec = records.get(offset)
             if rec is None:
                 continue
-            self._unlock(rec, offset)
-            rec.state, rec.delivery_count = state, count
-            available = available or state == RecordState.AVAILABLE
+            lock = rec.lock
+            if lock is not None:  # _unlock, inlined: once per record acknowledged
+                rec.lock = None
+                held = lock.offsets
+                held.discard(offset)
+                if not held and lock.handle is not None:
+                    lock.handle.cancel()
+            rec.state = state
+            rec.delivery_count = count
+            if state == _AVAILABLE:
+                available = True
         start = self.start_offset
         self._advance_start()
         # records to offer again, or room in the window for new ones: a parked fetch may find something
@@ -411,9 +457,14 @@ class SharePartition:
         """Where the start offset will be once ``changes`` apply."""
         start = self.start_offset
         records = self._records
-        while start < self.end_offset:
-            state = changes[start][0] if start in changes else (
-                records[start].state if start in records else RecordState.AVAILABLE)
+        end = self.end_offset
+        while start < end:
+            change = changes.get(start)
+            if change is not None:
+                state = change[0]
+            else:
+                rec = records.get(start)
+                state = rec.state if rec is not None else _AVAILABLE
             if state not in _DONE:
                 break
             start += 1
@@ -424,14 +475,19 @@ class SharePartition:
         count become state batches, as Kafka writes them."""
         start = self._start_after(changes)
         batches: list[StateBatch] = []
+        run_first = run_last = -1
+        run: tuple[RecordState, int] | None = None
         for offset in sorted(o for o in changes if o >= start):
-            state, count = changes[offset]
-            last = batches[-1] if batches else None
-            if (last is not None and last.last_offset == offset - 1 and last.delivery_state == state
-                    and last.delivery_count == count):
-                batches[-1] = StateBatch(last.first_offset, offset, state, count)
-            else:
-                batches.append(StateBatch(offset, offset, state, count))
+            change = changes[offset]
+            if offset == run_last + 1 and change == run:
+                run_last = offset
+                continue
+            if run is not None:
+                batches.append(StateBatch(run_first, run_last, run[0], run[1]))
+            run_first = run_last = offset
+            run = change
+        if run is not None:
+            batches.append(StateBatch(run_first, run_last, run[0], run[1]))
         return StateWrite(self.state_epoch, self.leader_epoch, start if start != self._persisted_start else -1,
                           tuple(batches))
 
