@@ -145,6 +145,8 @@ class SharePartition:
         self.start_offset = -1
         self.end_offset = -1
         self.initialized = False
+        #: bytes per offset of the last log read (the manager sizes its next read by it; 0: not known yet)
+        self.read_bytes_per_offset = 0.0
         self._persisted_start = -1
         #: offsets of the window with a state; an offset of the window not here is AVAILABLE, never delivered
         self._records: dict[int, _InFlight] = {}
