@@ -49,3 +49,20 @@ def test_lock_expiries_and_member_releases_are_counted_apart() -> None:
         assert (st.lock_timeouts, st.released_on_leave) == (3, 4)
 
     asyncio.run(main())
+
+
+def test_a_share_fetch_reads_about_what_the_window_can_take_not_the_whole_budget() -> None:
+    from tidelog.share.manager import FIRST_READ_BYTES, _read_bytes
+
+    async def main() -> None:
+        sp, _, _ = await partition(partition_max_record_locks=200)
+        budget = 50 << 20
+        assert _read_bytes(sp, 0, budget, 1 << 31) == FIRST_READ_BYTES  # the record size is not known yet
+        assert _read_bytes(sp, 0, 1000, 1 << 31) == 1000  # never more than the budget
+        sp.read_bytes_per_offset = 100.0
+        window = _read_bytes(sp, 0, budget, 1 << 31)
+        assert 200 * 100 <= window < 200 * 100 * 2 + 16384  # the window's 200 records, with a margin
+        assert _read_bytes(sp, 0, budget, 10) < window  # fewer records wanted: less read
+        assert _read_bytes(sp, 150, budget, 1 << 31) < window  # a window already partly in flight
+
+    asyncio.run(main())
