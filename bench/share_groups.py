@@ -28,6 +28,9 @@ acknowledges nor polls again (it stays connected and heartbeating); a second con
 and polls. The latency is from the holder's poll returning to the second consumer receiving the held
 records, against the lock duration (target: within 10% above it).
 
+Each broker first gets one unmeasured 1-consumer round (``--no-warmup`` skips it): a fresh JVM's first
+round measured Kafka at a fifth of its later rate.
+
 Ratios are "tidelog / kafka" (above 1 favours Tidelog for rates). Nothing fails when a number gets worse;
 the machine may be shared, so the load average is printed first.
 """
@@ -274,7 +277,7 @@ def measure_throughput(target: str, bootstrap: str, records: int, count: int, se
                        timeout: float) -> Throughput:
     """``count`` consumers join a share group on an empty topic; once each has the partition, ``records``
     records are produced (much faster than they are consumed) and consumed."""
-    group = topic = f"bench-share-{serial}-{count}"
+    group = topic = f"bench-share-{serial if serial >= 0 else 'warmup'}-{count}"
     create_topic(bootstrap, topic)
     set_group_configs(bootstrap, group, {"share.auto.offset.reset": "earliest"})
     consumers = Consumers()
@@ -334,6 +337,9 @@ def measure_redelivery(bootstrap: str, lock_ms: int, serial: int, timeout: float
 
 
 def run_target(target: str, bootstrap: str, args, results: dict) -> None:
+    if args.warmup:  # not measured: Kafka's JIT (and both brokers' first share-state writes) warm up
+        measure_throughput(target, bootstrap, args.records, 1, -1, args.timeout)
+        print(f"# {target}: warmed up", flush=True)
     for count in CONSUMER_COUNTS:
         rows = [measure_throughput(target, bootstrap, args.records, count, r, args.timeout)
                 for r in range(args.repeats)]
@@ -413,6 +419,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--redeliveries", type=int, help="redelivery samples (default 3; --quick 1)")
     ap.add_argument("--lock-ms", type=int, default=15000,
                     help="share.record.lock.duration.ms of the redelivery group (default 15000, Kafka's minimum)")
+    ap.add_argument("--no-warmup", dest="warmup", action="store_false",
+                    help="skip the unmeasured 1-consumer round each broker gets first")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds a throughput round may take (300)")
     ap.add_argument("--targets", default="tidelog,kafka", help="tidelog, kafka or both (default)")
     args = ap.parse_args(argv)
