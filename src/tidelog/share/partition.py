@@ -16,8 +16,10 @@ Rules:
 1. **Acquire.** A fetch reads the log from :meth:`SharePartition.next_fetch_offset` and offers the batches
    it read to :meth:`SharePartition.acquire`: AVAILABLE records are acquired by the member, their delivery
    count goes up by one. New records (at or after ``end_offset``) are acquired only while the window holds
-   fewer than ``partition_max_record_locks`` offsets. ``max_records`` is a soft limit in batch-optimized
-   mode (whole batches) and a hard one in record-limit mode (KIP-1206).
+   fewer than ``partition_max_record_locks`` offsets; in batch-optimized mode the batch holding the limit
+   offset is acquired whole (as Kafka does), so the window may exceed the limit by less than a batch.
+   ``max_records`` is a soft limit in batch-optimized mode (whole batches) and a hard one in record-limit
+   mode (KIP-1206).
 2. **Acknowledge.** ACCEPT (1), RELEASE (2), REJECT (3), GAP (0, an offset with no record) and RENEW (4,
    KIP-1222: the lock starts again) apply only to records the member holds; otherwise nothing of the
    request is applied and the answer is INVALID_RECORD_STATE. The change is written through the
@@ -262,8 +264,11 @@ class SharePartition:
             skip = b.skip
             if not skip and len(acquired) >= max_records:
                 break
+            # Batch-optimized, a batch that starts inside the window is acquired whole even if it runs past
+            # the window's limit (Kafka acquires up to the end of the batch holding the limit offset).
+            whole = not record_limit and b.first_offset < limit
             for offset in range(first, b.last_offset + 1):
-                if offset >= end and offset >= limit:
+                if offset >= end and offset >= limit and not whole:
                     stop = True
                     break
                 if record_limit and not skip and len(acquired) >= max_records:
