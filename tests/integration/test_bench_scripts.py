@@ -117,3 +117,17 @@ def test_the_startup_benchmark_runs_both_modes() -> None:
             if line.startswith("tidelog.Broker()")}
     assert set(rows) == {"tidelog.Broker() thread", "tidelog.Broker() subprocess"}, done.stdout
     assert all(float(seconds) > 0 and float(rss) > 0 for seconds, _cpu, rss in rows.values()), done.stdout
+
+
+def test_the_share_groups_benchmark_runs_its_tidelog_part() -> None:
+    """bench/share_groups.py on Tidelog only (Kafka needs java and mvn), 2,000 records: every consumer count
+    and the redelivery after a 15 s lock print their figures. About 60 s (the lock expiry is 15 of them)."""
+    done = subprocess.run([sys.executable, str(BENCH / "share_groups.py"), "--quick", "--targets", "tidelog",
+                           "--records", "2000", "--no-warmup"], capture_output=True, text=True, timeout=400)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout
+    for count in (1, 2, 4):
+        assert re.search(rf"^ +{count} +[\d,]+ +[\d,]+ +[\d,]+$", out, re.M), out[-3000:]
+    m = re.search(r"^tidelog +[\d.]+ +([\d.]+) +([\d.]+)$", out, re.M)
+    assert m, out[-3000:]
+    assert float(m.group(1)) >= 14.0, "redelivered only once the 15 s lock expired"

@@ -174,3 +174,55 @@ def test_a_reset_of_the_start_offset_takes_effect_on_the_partition_s_leader(brok
             assert time.monotonic() < deadline, (r.error_code, codes)
             time.sleep(0.5)
     assert consume_all(n - 2) == list(range(2, n))
+
+
+def test_metrics_count_acquisitions_acknowledgements_by_type_redeliveries_and_in_flight_records(broker, admin) -> None:
+    """GET /metrics after a ShareConsumer accepted, rejected and released records (the released ones come
+    back and are accepted): Kafka's acknowledgement types, redeliveries, archives and the in-flight gauges."""
+    from confluent_kafka import AcknowledgeType
+    from confluent_kafka.admin import NewTopic
+
+    from tests.integration.kafka_io import wait_for
+    from tests.integration.test_metrics import scrape, value
+
+    topic, group, n = "share-metrics", "share-m", 30
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    earliest(broker.bootstrap, group)
+    produce(broker.bootstrap, topic, n)
+    deliveries: list[int] = []
+    with share_consumer(broker.bootstrap, group, **{"share.acknowledgement.mode": "explicit"}) as c:
+        c.subscribe([topic])
+        deadline = time.monotonic() + 90
+        while len(deliveries) < n + 5 and time.monotonic() < deadline:
+            for m in c.poll(1.0):
+                if m.error() is not None:
+                    continue
+                first_time = m.offset() not in deliveries
+                deliveries.append(m.offset())
+                if first_time and 10 <= m.offset() < 15:
+                    c.acknowledge(m, AcknowledgeType.REJECT)
+                elif first_time and 15 <= m.offset() < 20:
+                    c.acknowledge(m, AcknowledgeType.RELEASE)
+                else:
+                    c.acknowledge(m, AcknowledgeType.ACCEPT)
+            c.commit_sync()
+        assert sorted(deliveries) == sorted([*range(n), *range(15, 20)])
+        labels = {"group": group, "topic": topic, "partition": "0"}
+
+        def settled() -> bool:
+            s = scrape(broker)
+            return value(s, "tidelog_share_record_acknowledgements_total", **labels, ack_type="Accept") == 25
+
+        wait_for(settled, 60, "the last acknowledgements in the metrics")
+        s = scrape(broker)
+        assert value(s, "tidelog_share_records_acquired_total", **labels) == n + 5
+        assert value(s, "tidelog_share_records_redelivered_total", **labels) == 5
+        assert value(s, "tidelog_share_record_acknowledgements_total", **labels, ack_type="Reject") == 5
+        assert value(s, "tidelog_share_record_acknowledgements_total", **labels, ack_type="Release") == 5
+        assert value(s, "tidelog_share_records_archived_total", **labels, reason="rejected") == 5
+        assert value(s, "tidelog_share_acquisition_lock_timeouts_total", **labels) == 0
+        # everything is done with: the window is empty, nothing is held, the start offset is past the end
+        assert value(s, "tidelog_share_partition_in_flight_messages", **labels) == 0
+        assert value(s, "tidelog_share_partition_acquired_records", **labels) == 0
+        assert value(s, "tidelog_share_partition_start_offset", **labels) == n
+        assert ("tidelog_share_partition_in_flight_messages", tuple(sorted(labels.items()))) in s

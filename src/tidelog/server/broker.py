@@ -370,7 +370,8 @@ class Broker:
             traffic, request_times, flush_latency, isr_changes,
             connections=lambda: Counter(c.listener_name for c in self.network.connections),
             startup_reports=lambda: self.startup_reports,
-            failed_authentications=lambda: self.network.failed_authentications)
+            failed_authentications=lambda: self.network.failed_authentications,
+            share_partitions=self.share_partitions)
         registry = metrics_registry(self.metrics_sources)
         http.add_routes(metrics_routes(registry))
         return registry

@@ -43,6 +43,7 @@ from tidelog.replica.manager import ReplicaManager
 from tidelog.share.config import AcquireMode, ShareGroupSettings
 from tidelog.share.partition import AckBatch, AcquiredRange, FetchedBatch, RecordState, SharePartition
 from tidelog.share.session import ShareSessionCache, TopicIdPartition
+from tidelog.share.stats import ShareStats
 
 
 @dataclass(slots=True)
@@ -83,6 +84,8 @@ class SharePartitionManager:
             int(broker_values.get("group.share.max.share.sessions", 2000)))
         self._group_configs = group_configs or (lambda group_id: None)
         self.partitions: dict[SharePartitionKey, SharePartition] = {}
+        #: each share partition's counters for the metrics, kept for the broker's life (docs/metrics.md)
+        self.stats: dict[SharePartitionKey, ShareStats] = {}
         self._loading: dict[SharePartitionKey, asyncio.Future] = {}
         self._waiters: set[asyncio.Future] = set()
         self._closed = False
@@ -126,8 +129,11 @@ class SharePartitionManager:
             await asyncio.shield(loading)
             return await self.share_partition(group_id, topic_id, partition)
         settings = self.settings(group_id)
+        stats = self.stats.get(key)
+        if stats is None or stats.topic != topic:
+            stats = self.stats[key] = ShareStats(group_id, topic, partition)
         sp = SharePartition(key, topic, settings, self.persister, self.clock,
-                            self.replicas.leader_epoch(topic, partition), on_available=self._wake,
+                            self.replicas.leader_epoch(topic, partition), on_available=self._wake, stats=stats,
                             on_fenced=lambda fenced: self.forget(fenced.key, fenced))
         done = self._loading[key] = asyncio.get_running_loop().create_future()
         try:
@@ -223,7 +229,7 @@ class SharePartitionManager:
                 out[tp] = ShareFetchResult()
                 continue
             fetch_offset = sp.next_fetch_offset()
-            pf = PartitionFetch(sp.topic, topic_id, p, fetch_offset, budget)
+            pf = PartitionFetch(sp.topic, topic_id, p, fetch_offset, _read_bytes(sp, fetch_offset, budget, records_left))
             (read,) = self.replicas.read_partitions([pf], budget, sp.settings.isolation_level)
             if read.error:
                 if read.error == ErrorCode.OFFSET_OUT_OF_RANGE and read.log_start_offset > sp.start_offset:
@@ -284,6 +290,24 @@ class SharePartitionManager:
         self._wake()
 
 
+#: What a share partition reads from its log while it has not yet seen how big its records are.
+FIRST_READ_BYTES = 1 << 20
+
+
+def _read_bytes(sp: SharePartition, fetch_offset: int, budget: int, records_left: int) -> int:
+    """How much of the log one fetch reads for ``sp``: about what it can acquire from ``fetch_offset`` (the
+    in-flight window's room, ``share.partition.max.record.locks``, and the records the request still wants)
+    at the record size of its last read, with a margin; never more than ``budget``. A consumer's budget
+    (``fetch.max.bytes``, 50 MiB by default) would otherwise make every fetch read and parse megabytes of
+    records to acquire a window's worth. The read always returns at least one batch."""
+    per_offset = sp.read_bytes_per_offset
+    if per_offset <= 0:
+        return min(budget, FIRST_READ_BYTES)
+    span = max(sp.start_offset + sp.settings.partition_max_record_locks, sp.end_offset) - fetch_offset
+    span = max(1, min(span, records_left))
+    return min(budget, int(span * per_offset * 1.5) + 16384)
+
+
 def _acquire(sp: SharePartition, member_id: str, read: PartitionRead, max_records: int,
              mode: AcquireMode) -> ShareFetchResult:
     """The batches of ``read`` offered to ``sp``; the result carries the batches that hold acquired records."""
@@ -314,6 +338,8 @@ def _acquire(sp: SharePartition, member_id: str, read: PartitionRead, max_record
             batches.append((FetchedBatch(first, entry.last_offset, skip), entry.buffer))
     except RecordsError as e:
         return ShareFetchResult(ErrorCode.CORRUPT_MESSAGE, str(e))
+    if batches:  # the record size the next read is sized by
+        sp.read_bytes_per_offset = len(raw) / max(1, batches[-1][0].last_offset - batches[0][0].first_offset + 1)
     acquired = sp.acquire(member_id, [b for b, _ in batches], max_records, mode)
     if not acquired:
         return ShareFetchResult()

@@ -16,8 +16,10 @@ Rules:
 1. **Acquire.** A fetch reads the log from :meth:`SharePartition.next_fetch_offset` and offers the batches
    it read to :meth:`SharePartition.acquire`: AVAILABLE records are acquired by the member, their delivery
    count goes up by one. New records (at or after ``end_offset``) are acquired only while the window holds
-   fewer than ``partition_max_record_locks`` offsets. ``max_records`` is a soft limit in batch-optimized
-   mode (whole batches) and a hard one in record-limit mode (KIP-1206).
+   fewer than ``partition_max_record_locks`` offsets; in batch-optimized mode the batch holding the limit
+   offset is acquired whole (as Kafka does), so the window may exceed the limit by less than a batch.
+   ``max_records`` is a soft limit in batch-optimized mode (whole batches) and a hard one in record-limit
+   mode (KIP-1206).
 2. **Acknowledge.** ACCEPT (1), RELEASE (2), REJECT (3), GAP (0, an offset with no record) and RENEW (4,
    KIP-1222: the lock starts again) apply only to records the member holds; otherwise nothing of the
    request is applied and the answer is INVALID_RECORD_STATE. The change is written through the
@@ -51,6 +53,7 @@ from tidelog.coordinator.share.persister import (
 )
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.share.config import AcquireMode, ShareGroupSettings
+from tidelog.share.stats import ShareStats
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +122,10 @@ class _InFlight:
 
 
 _DONE = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+# The states as module constants: the per-record loops below compare against them (an enum member looked
+# up on its class costs more than a global).
+_AVAILABLE, _ACQUIRED = RecordState.AVAILABLE, RecordState.ACQUIRED
+_ACKNOWLEDGED, _ARCHIVED = RecordState.ACKNOWLEDGED, RecordState.ARCHIVED
 
 
 class SharePartition:
@@ -126,8 +133,10 @@ class SharePartition:
 
     def __init__(self, key: SharePartitionKey, topic: str, settings: ShareGroupSettings, persister: SharePersister,
                  clock: Clock, leader_epoch: int = -1, on_available: Callable[[], None] | None = None,
-                 on_fenced: Callable[[SharePartition], None] | None = None) -> None:
+                 stats: ShareStats | None = None, on_fenced: Callable[[SharePartition], None] | None = None) -> None:
         self.key = key
+        #: counters for the metrics (the manager's, kept across rebuilds of this share partition)
+        self.stats = stats if stats is not None else ShareStats(key.group_id, topic, key.partition)
         self.topic = topic
         self.settings = settings
         self.persister = persister
@@ -142,6 +151,8 @@ class SharePartition:
         self.start_offset = -1
         self.end_offset = -1
         self.initialized = False
+        #: bytes per offset of the last log read (the manager sizes its next read by it; 0: not known yet)
+        self.read_bytes_per_offset = 0.0
         self._persisted_start = -1
         #: offsets of the window with a state; an offset of the window not here is AVAILABLE, never delivered
         self._records: dict[int, _InFlight] = {}
@@ -246,61 +257,95 @@ class SharePartition:
         max_records = max_records if max_records > 0 else 1 << 31
         acquired: list[int] = []
         archived_any = False
+        stats = self.stats
+        redelivered = 0
         expected = self.next_fetch_offset()
         stop = False
+        # A per-record loop on the fetch path: attributes and constants in locals.
+        start_offset, end = self.start_offset, self.end_offset
+        record_limit = mode == AcquireMode.RECORD_LIMIT
+        count_limit = self.settings.delivery_count_limit
+        lock = _Lock(member_id, set())  # given to the records acquired; its timer starts if there are any
         for b in batches:
-            if b.last_offset < self.start_offset:
+            if b.last_offset < start_offset:
                 continue
-            if b.first_offset > expected >= self.end_offset:  # a gap in the log: nothing to deliver there
+            if b.first_offset > expected >= end:  # a gap in the log: nothing to deliver there
                 for offset in range(expected, min(b.first_offset, limit)):
-                    records[offset] = _InFlight(RecordState.ARCHIVED, 0)
+                    records[offset] = _InFlight(_ARCHIVED, 0)
                     archived_any = True
-                self.end_offset = max(self.end_offset, min(b.first_offset, limit))
-            first = max(b.first_offset, self.start_offset)
-            if not b.skip and len(acquired) >= max_records:
+                    stats.archived["not_deliverable"] += 1
+                end = max(end, min(b.first_offset, limit))
+            first = max(b.first_offset, start_offset)
+            skip = b.skip
+            if not skip and len(acquired) >= max_records:
                 break
+            # Batch-optimized, a batch that starts inside the window is acquired whole even if it runs past
+            # the window's limit (Kafka acquires up to the end of the batch holding the limit offset).
+            whole = not record_limit and b.first_offset < limit
             for offset in range(first, b.last_offset + 1):
-                if offset >= self.end_offset and offset >= limit:
+                if offset >= end and offset >= limit and not whole:
                     stop = True
                     break
-                if (not b.skip and mode == AcquireMode.RECORD_LIMIT and len(acquired) >= max_records):
+                if record_limit and not skip and len(acquired) >= max_records:
                     stop = True
                     break
                 rec = records.get(offset)
-                if offset >= self.end_offset:
-                    self.end_offset = offset + 1
-                if rec is not None and rec.state != RecordState.AVAILABLE:
+                if offset >= end:
+                    end = offset + 1
+                if rec is None:
+                    if skip:  # never delivered (a control or aborted record): archived
+                        records[offset] = _InFlight(_ARCHIVED, 0)
+                        archived_any = True
+                        stats.archived["not_deliverable"] += 1
+                        continue
+                    records[offset] = _InFlight(_ACQUIRED, 1, lock)
+                    acquired.append(offset)
                     continue
-                if b.skip or (rec is not None and rec.delivery_count >= self.settings.delivery_count_limit):
+                if rec.state != _AVAILABLE:
+                    continue
+                if skip or rec.delivery_count >= count_limit:
                     # never delivered (a control or aborted record), or delivered as often as the limit
                     # allows (a limit lowered since): archived
-                    records[offset] = _InFlight(RecordState.ARCHIVED, rec.delivery_count if rec else 0)
+                    records[offset] = _InFlight(_ARCHIVED, rec.delivery_count)
                     archived_any = True
+                    stats.archived["not_deliverable" if skip else "delivery_count_limit"] += 1
                     continue
-                if rec is None:
-                    rec = records[offset] = _InFlight(RecordState.AVAILABLE, 0)
-                rec.state = RecordState.ACQUIRED
+                if rec.delivery_count:
+                    redelivered += 1
+                rec.state = _ACQUIRED
                 rec.delivery_count += 1
+                rec.lock = lock
                 acquired.append(offset)
             expected = max(expected, b.last_offset + 1)
             if stop:
                 break
+        self.end_offset = end
         if archived_any:
             self._advance_start()
         if not acquired:
             return []
-        self._lock(member_id, acquired)
+        stats.acquired += len(acquired)
+        stats.redelivered += redelivered
+        lock.offsets.update(acquired)
+        lock.handle = self.clock.call_later(self.settings.record_lock_duration_ms, lambda: self._expire(lock))
         return self._ranges(acquired)
 
     def _ranges(self, offsets: list[int]) -> list[AcquiredRange]:
+        """Runs of consecutive offsets with the same delivery count (one object per run, not per record)."""
         out: list[AcquiredRange] = []
         records = self._records
+        run_first = run_last = run_count = -1
         for offset in offsets:
             count = records[offset].delivery_count
-            if out and out[-1].last_offset == offset - 1 and out[-1].delivery_count == count:
-                out[-1] = AcquiredRange(out[-1].first_offset, offset, count)
-            else:
-                out.append(AcquiredRange(offset, offset, count))
+            if offset == run_last + 1 and count == run_count and run_first >= 0:
+                run_last = offset
+                continue
+            if run_first >= 0:
+                out.append(AcquiredRange(run_first, run_last, run_count))
+            run_first = run_last = offset
+            run_count = count
+        if run_first >= 0:
+            out.append(AcquiredRange(run_first, run_last, run_count))
         return out
 
     def _lock(self, member_id: str, offsets: list[int]) -> None:
@@ -332,40 +377,68 @@ class SharePartition:
                 return ErrorCode.INVALID_REQUEST
             if any(t < AckType.GAP or t > (AckType.RENEW if allow_renew else AckType.REJECT) for t in b.types):
                 return ErrorCode.INVALID_REQUEST
+            if b.first_offset < self.start_offset:
+                return ErrorCode.INVALID_RECORD_STATE
             for offset in range(b.first_offset, b.last_offset + 1):
                 rec = records.get(offset)
-                if (offset < self.start_offset or rec is None or rec.state != RecordState.ACQUIRED
-                        or rec.lock is None or rec.lock.member_id != member_id):
+                if (rec is None or rec.state != _ACQUIRED or rec.lock is None
+                        or rec.lock.member_id != member_id):
                     return ErrorCode.INVALID_RECORD_STATE
         changes: dict[int, tuple[RecordState, int]] = {}
         renewed: list[int] = []
         limit = self.settings.delivery_count_limit
         for b in batches:
+            if len(b.types) == 1 and b.types[0] == AckType.ACCEPT:  # the common case, one tuple per record
+                for offset in range(b.first_offset, b.last_offset + 1):
+                    changes[offset] = (_ACKNOWLEDGED, records[offset].delivery_count)
+                continue
             for offset in range(b.first_offset, b.last_offset + 1):
                 t = b.type_of(offset)
                 count = records[offset].delivery_count
                 if t == AckType.RENEW:
                     renewed.append(offset)
                 elif t == AckType.ACCEPT:
-                    changes[offset] = (RecordState.ACKNOWLEDGED, count)
+                    changes[offset] = (_ACKNOWLEDGED, count)
                 elif t == AckType.RELEASE:
-                    changes[offset] = (RecordState.ARCHIVED if count >= limit else RecordState.AVAILABLE, count)
+                    changes[offset] = (_ARCHIVED if count >= limit else _AVAILABLE, count)
                 else:  # REJECT, GAP
-                    changes[offset] = (RecordState.ARCHIVED, count)
+                    changes[offset] = (_ARCHIVED, count)
         if renewed:
             for offset in renewed:
                 self._unlock(records[offset], offset)
             self._lock(member_id, renewed)
+            self.stats.acknowledged[AckType.RENEW] += len(renewed)
         if not changes:
             return ErrorCode.NONE
         code = await self._write(changes)
         if code:
             return code
         # applied once durable, to the records the member still holds (a lock may have expired meanwhile)
-        self._apply({o: c for o, c in changes.items()
-                     if (rec := records.get(o)) is not None and rec.lock is not None
-                     and rec.lock.member_id == member_id})
+        applied = {o: c for o, c in changes.items()
+                   if (rec := records.get(o)) is not None and rec.lock is not None and rec.lock.member_id == member_id}
+        self._count_acks(batches, applied, len(applied) == len(changes))
+        self._apply(applied)
         return ErrorCode.NONE
+
+    def _count_acks(self, batches: list[AckBatch], applied: dict[int, tuple[RecordState, int]],
+                    everything: bool) -> None:
+        """Count the acknowledgements applied (``everything``: all those asked for but renewals)."""
+        stats = self.stats
+        for b in batches:
+            if everything and len(b.types) == 1 and b.types[0] == AckType.ACCEPT:  # the common case
+                stats.acknowledged[AckType.ACCEPT] += b.last_offset - b.first_offset + 1
+                continue
+            for offset in range(b.first_offset, b.last_offset + 1):
+                change = applied.get(offset)
+                if change is None:
+                    continue
+                t = b.type_of(offset)
+                if t in stats.acknowledged:
+                    stats.acknowledged[t] += 1
+                if change[0] == RecordState.ARCHIVED:
+                    reason = ("rejected" if t == AckType.REJECT else
+                              "not_deliverable" if t == AckType.GAP else "delivery_count_limit")
+                    stats.archived[reason] += 1
 
     def _apply(self, changes: dict[int, tuple[RecordState, int]]) -> None:
         records = self._records
@@ -374,9 +447,17 @@ class SharePartition:
             rec = records.get(offset)
             if rec is None:
                 continue
-            self._unlock(rec, offset)
-            rec.state, rec.delivery_count = state, count
-            available = available or state == RecordState.AVAILABLE
+            lock = rec.lock
+            if lock is not None:  # _unlock, inlined: once per record acknowledged
+                rec.lock = None
+                held = lock.offsets
+                held.discard(offset)
+                if not held and lock.handle is not None:
+                    lock.handle.cancel()
+            rec.state = state
+            rec.delivery_count = count
+            if state == _AVAILABLE:
+                available = True
         start = self.start_offset
         self._advance_start()
         # records to offer again, or room in the window for new ones: a parked fetch may find something
@@ -398,9 +479,14 @@ class SharePartition:
         """Where the start offset will be once ``changes`` apply."""
         start = self.start_offset
         records = self._records
-        while start < self.end_offset:
-            state = changes[start][0] if start in changes else (
-                records[start].state if start in records else RecordState.AVAILABLE)
+        end = self.end_offset
+        while start < end:
+            change = changes.get(start)
+            if change is not None:
+                state = change[0]
+            else:
+                rec = records.get(start)
+                state = rec.state if rec is not None else _AVAILABLE
             if state not in _DONE:
                 break
             start += 1
@@ -411,14 +497,19 @@ class SharePartition:
         count become state batches, as Kafka writes them."""
         start = self._start_after(changes)
         batches: list[StateBatch] = []
+        run_first = run_last = -1
+        run: tuple[RecordState, int] | None = None
         for offset in sorted(o for o in changes if o >= start):
-            state, count = changes[offset]
-            last = batches[-1] if batches else None
-            if (last is not None and last.last_offset == offset - 1 and last.delivery_state == state
-                    and last.delivery_count == count):
-                batches[-1] = StateBatch(last.first_offset, offset, state, count)
-            else:
-                batches.append(StateBatch(offset, offset, state, count))
+            change = changes[offset]
+            if offset == run_last + 1 and change == run:
+                run_last = offset
+                continue
+            if run is not None:
+                batches.append(StateBatch(run_first, run_last, run[0], run[1]))
+            run_first = run_last = offset
+            run = change
+        if run is not None:
+            batches.append(StateBatch(run_first, run_last, run[0], run[1]))
         return StateWrite(self.state_epoch, self.leader_epoch, start if start != self._persisted_start else -1,
                           tuple(batches), self._complete_after(changes, start))
 
@@ -453,7 +544,8 @@ class SharePartition:
 
     def _expire(self, lock: _Lock) -> None:
         if lock.offsets:
-            self._release(lock.member_id, sorted(lock.offsets), lambda o: self._records[o].lock is lock)
+            self._release(lock.member_id, sorted(lock.offsets), lambda o: self._records[o].lock is lock,
+                          expired=True)
 
     def release_member(self, member_id: str) -> asyncio.Task | None:
         """Make every record ``member_id`` holds AVAILABLE again (ARCHIVED at the delivery limit); the
@@ -462,9 +554,10 @@ class SharePartition:
                       if r.state == RecordState.ACQUIRED and r.lock is not None and r.lock.member_id == member_id)
         if not held:
             return None
-        return self._release(member_id, held, lambda o: True)
+        return self._release(member_id, held, lambda o: True, expired=False)
 
-    def _release(self, member_id: str, offsets: list[int], still: Callable[[int], bool]) -> asyncio.Task | None:
+    def _release(self, member_id: str, offsets: list[int], still: Callable[[int], bool], *,
+                 expired: bool) -> asyncio.Task | None:
         records = self._records
         limit = self.settings.delivery_count_limit
         changes = {}
@@ -476,6 +569,12 @@ class SharePartition:
                                rec.delivery_count)
         if not changes:
             return None
+        stats = self.stats
+        if expired:
+            stats.lock_timeouts += len(changes)
+        else:
+            stats.released_on_leave += len(changes)
+        stats.archived["delivery_count_limit"] += sum(1 for state, _ in changes.values() if state == RecordState.ARCHIVED)
         # In memory at once (the records may be offered again now), then written: the persisted state of
         # an acquired record is already AVAILABLE, so a crash before the write redelivers it anyway.
         write = self._state_write(changes)

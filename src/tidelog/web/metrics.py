@@ -43,6 +43,8 @@ from tidelog.meter import (
 )
 from tidelog.protocol.api_keys import API_REGISTRY
 from tidelog.replica.manager import ReplicaManager
+from tidelog.share.manager import SharePartitionManager
+from tidelog.share.stats import ACK_TYPE_NAMES, ARCHIVE_REASONS
 from tidelog.storage.log_manager import StartupReport
 
 #: Metric name of each request phase (Kafka's RequestMetrics: TotalTimeMs, RequestQueueTimeMs, ...).
@@ -106,6 +108,8 @@ class BrokerSources:
     startup_reports: Callable[[], Sequence[StartupReport]]
     #: listener name -> connections closed for failed authentication (TLS handshake or SASL)
     failed_authentications: Callable[[], Mapping[str, int]] = dict
+    #: share groups' partitions on this broker (share.version >= 1), else None
+    share_partitions: SharePartitionManager | None = None
 
 
 def _tp(topic: str, partition: int) -> list[str]:
@@ -125,6 +129,7 @@ class BrokerCollector(Collector):
         yield from self.partition_metrics(self.s.store.image)
         yield from self._groups()
         yield from self._transactions()
+        yield from self._share_groups()
         yield from self._storage()
 
     # -------------------------------------------------------------------------------- traffic
@@ -283,6 +288,55 @@ class BrokerCollector(Collector):
         for state, n in sorted(states.items()):
             family.add_metric([state], n)
         yield family
+
+    def _share_groups(self) -> Iterator[Metric]:
+        """Share partitions led here: what happened to their records (counters) and what is in flight."""
+        manager = self.s.share_partitions
+        if manager is None:
+            return
+        labels = ["group", "topic", "partition"]
+        acquired = CounterMetricFamily("tidelog_share_records_acquired", "Records acquired by share consumers",
+                                       labels=labels)
+        redelivered = CounterMetricFamily("tidelog_share_records_redelivered",
+                                          "Records acquired again (delivery count above 1)", labels=labels)
+        acks = CounterMetricFamily("tidelog_share_record_acknowledgements",
+                                   "Records acknowledged, per type (Kafka's RecordAcknowledgementsPerSec)",
+                                   labels=[*labels, "ack_type"])
+        timeouts = CounterMetricFamily("tidelog_share_acquisition_lock_timeouts",
+                                       "Records whose acquisition lock expired (Kafka's AcquisitionLockTimeoutPerSec)",
+                                       labels=labels)
+        left = CounterMetricFamily("tidelog_share_records_released_on_leave",
+                                   "Records released because their member left or its connection closed",
+                                   labels=labels)
+        archived = CounterMetricFamily("tidelog_share_records_archived", "Records archived, per reason",
+                                       labels=[*labels, "reason"])
+        for key, st in sorted(manager.stats.items(), key=lambda kv: (kv[1].group_id, kv[1].topic, kv[1].partition)):
+            if manager.topic_name(key.topic_id) is None:
+                continue  # the topic is gone: so are its series
+            tp = [st.group_id, st.topic, str(st.partition)]
+            acquired.add_metric(tp, st.acquired)
+            redelivered.add_metric(tp, st.redelivered)
+            for ack_type, name in ACK_TYPE_NAMES.items():
+                acks.add_metric([*tp, name], st.acknowledged[ack_type])
+            timeouts.add_metric(tp, st.lock_timeouts)
+            left.add_metric(tp, st.released_on_leave)
+            for reason in ARCHIVE_REASONS:
+                archived.add_metric([*tp, reason], st.archived[reason])
+        yield from (acquired, redelivered, acks, timeouts, left, archived)
+        in_flight = GaugeMetricFamily("tidelog_share_partition_in_flight_messages",
+                                      "Offsets of the share partition's window, start offset to end offset "
+                                      "(Kafka's InFlightMessageCount)", labels=labels)
+        held = GaugeMetricFamily("tidelog_share_partition_acquired_records",
+                                 "Records acquired and not yet acknowledged, released or expired", labels=labels)
+        start = GaugeMetricFamily("tidelog_share_partition_start_offset",
+                                  "The share partition's start offset (every record before it is done with)",
+                                  labels=labels)
+        for sp in sorted(manager.partitions.values(), key=lambda sp: (sp.key.group_id, sp.topic, sp.key.partition)):
+            tp = [sp.key.group_id, sp.topic, str(sp.key.partition)]
+            in_flight.add_metric(tp, sp.in_flight())
+            held.add_metric(tp, sp.acquired_count())
+            start.add_metric(tp, sp.start_offset)
+        yield from (in_flight, held, start)
 
     # --------------------------------------------------------------------------------- storage
 

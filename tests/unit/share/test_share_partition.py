@@ -162,11 +162,27 @@ def test_renew_restarts_the_lock() -> None:
 def test_max_record_locks_bounds_the_window() -> None:
     async def main() -> None:
         sp, _, _ = await partition(partition_max_record_locks=5)
-        assert sp.acquire("m1", [FetchedBatch(0, 9)], 500) == [AcquiredRange(0, 4, 1)]
+        assert sp.acquire("m1", singles(0, 9), 500) == [AcquiredRange(0, 4, 1)]
         assert sp.end_offset == 5 and not sp.can_acquire()
-        assert sp.acquire("m2", [FetchedBatch(5, 9)], 500) == []
+        assert sp.acquire("m2", singles(5, 9), 500) == []
         assert await sp.acknowledge("m1", [AckBatch(0, 1, (AckType.ACCEPT,))]) == ErrorCode.NONE
-        assert sp.can_acquire() and sp.acquire("m2", [FetchedBatch(5, 9)], 500) == [AcquiredRange(5, 6, 1)]
+        assert sp.can_acquire() and sp.acquire("m2", singles(5, 9), 500) == [AcquiredRange(5, 6, 1)]
+
+    asyncio.run(main())
+
+
+def test_the_batch_holding_the_window_limit_is_acquired_whole_in_batch_mode_only() -> None:
+    """As Kafka: batch-optimized acquisition takes the batch holding the limit offset to its end (the
+    window exceeds the limit by less than a batch); a batch starting past the limit waits; record-limit
+    mode stops at the limit."""
+    async def main() -> None:
+        sp, _, _ = await partition(partition_max_record_locks=5)
+        assert sp.acquire("m1", [FetchedBatch(0, 9), FetchedBatch(10, 14)], 500) == [AcquiredRange(0, 9, 1)]
+        assert sp.end_offset == 10 and not sp.can_acquire()
+        assert sp.acquire("m2", [FetchedBatch(10, 14)], 500) == []
+        strict, _, _ = await partition(partition_max_record_locks=5)
+        assert strict.acquire("m1", [FetchedBatch(0, 9)], 500, AcquireMode.RECORD_LIMIT) == [AcquiredRange(0, 4, 1)]
+        assert strict.end_offset == 5
 
     asyncio.run(main())
 

@@ -1,0 +1,462 @@
+"""Share groups (KIP-932): records/s through 1, 2 and 4 share consumers, and redelivery after a lock
+expiry, on Tidelog and on Apache Kafka 4.4 in one run.
+
+Run from the repository root::
+
+    .venv/bin/python bench/share_groups.py            # 200,000 records, 3 redeliveries (about 4 minutes)
+    .venv/bin/python bench/share_groups.py --quick    # 50,000 records, 1 redelivery (about 2 minutes)
+
+Each target is a fresh broker, one after the other: ``tidelog serve`` with ``share.version=1``
+(:class:`tidelog.testing.BrokerProcess`) and a one-node KRaft Kafka from the oracle harness
+(:class:`tests.oracle.kafka.KafkaProcess`, the release pinned in tests/java/pom.xml, formatted with
+``--feature share.version=1``; skipped with the reason when java 17+ or mvn are missing).
+
+Throughput. For 1, 2 and 4 consumers, a fresh one-partition topic and a fresh share group
+(``share.auto.offset.reset=earliest``, set with IncrementalAlterConfigs on the GROUP resource): each
+consumer is a confluent-kafka ``ShareConsumer`` (implicit acknowledgement: each poll acknowledges the
+previous batch as ACCEPT) in its own process (``--consumer``), polling the empty topic until
+ShareGroupDescribe shows every member with the partition assigned; then a producer writes ``--records``
+records of 100 bytes (acks=1, linger.ms=20; it writes several times faster than share consumers read).
+The rate is the records over the time from the first record any consumer received to the moment all
+were received (the join is not counted); "per cons." is that rate divided by the consumers. Records
+delivered more than once (a duplicate offset) are reported.
+
+Redelivery. A share group with ``share.record.lock.duration.ms`` = ``--lock-ms`` (15,000, Kafka 4.4's
+minimum ``group.share.min.record.lock.duration.ms``; the same value on both targets) and a topic of 10
+records: a holder process (explicit acknowledgement) polls until it has records and then never
+acknowledges nor polls again (it stays connected and heartbeating); a second consumer process then joins
+and polls. The latency is from the holder's poll returning to the second consumer receiving the held
+records, against the lock duration (target: within 10% above it).
+
+Each broker first gets one unmeasured 1-consumer round (``--no-warmup`` skips it): a fresh JVM's first
+round measured Kafka at a fifth of its later rate.
+
+Ratios are "tidelog / kafka" (above 1 favours Tidelog for rates). Nothing fails when a number gets worse;
+the machine may be shared, so the load average is printed first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.oracle: the Kafka broker
+
+from tidelog.protocol.messages import IncrementalAlterConfigsRequest, ShareGroupDescribeRequest
+from tidelog.testing import BrokerProcess
+from tidelog.testing.client import WireClient
+
+VALUE = b"x" * 100
+GROUP_RESOURCE = 32
+CONSUMER_COUNTS = (1, 2, 4)
+HELD = 10  # records of the redelivery topic
+_QUIET = logging.getLogger("bench.share_groups.librdkafka")
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False
+
+
+# ---------------------------------------------------------------------------------------- consumer processes
+
+
+def emit(obj: dict) -> None:
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def consumer_main(spec: dict) -> int:
+    """A share consumer: build and subscribe, say "ready", poll on "go" and report progress as JSON lines
+    (offsets seen, first/last record times) until "stop" or stdin ends.  With ``hold`` it reports the
+    offsets of its first non-empty poll and then neither polls nor acknowledges again."""
+    from confluent_kafka import ShareConsumer
+
+    conf = dict(spec["conf"], logger=_QUIET)
+    consumer = ShareConsumer(conf)
+    consumer.subscribe([spec["topic"]])
+    go, stop = threading.Event(), threading.Event()
+
+    def read_commands() -> None:
+        for line in sys.stdin:
+            if line.strip() == "go":
+                go.set()
+            elif line.strip() == "stop":
+                break
+        stop.set()
+        go.set()
+
+    threading.Thread(target=read_commands, daemon=True).start()
+    emit({"event": "ready"})
+    go.wait()
+    if spec.get("hold"):
+        while not stop.is_set():
+            got = [m.offset() for m in consumer.poll(1.0) if m.error() is None]
+            if got:
+                emit({"event": "held", "t": time.monotonic(), "offsets": got})
+                break
+        stop.wait()
+        consumer.close()
+        return 0
+    first = last = 0.0
+    offsets: list[int] = []
+    reported = 0
+    next_report = time.monotonic() + 0.2
+    while not stop.is_set():
+        batch = consumer.poll(0.5)
+        now = time.monotonic()
+        for m in batch:
+            if m.error() is None:
+                offsets.append(m.offset())
+        if batch:
+            first = first or now
+            last = now
+        if now >= next_report and len(offsets) > reported:
+            emit({"event": "progress", "first": first, "last": last, "offsets": offsets[reported:]})
+            reported = len(offsets)
+            next_report = now + 0.2
+    if len(offsets) > reported:
+        emit({"event": "progress", "first": first, "last": last, "offsets": offsets[reported:]})
+    consumer.close()
+    emit({"event": "closed"})
+    return 0
+
+
+@dataclass
+class Proc:
+    popen: subprocess.Popen
+    ready: threading.Event = field(default_factory=threading.Event)
+    first: float = 0.0
+    last: float = 0.0
+    offsets: list[int] = field(default_factory=list)
+    held_at: float = 0.0
+    held: list[int] = field(default_factory=list)
+    stderr: list[str] = field(default_factory=list)
+
+
+class Consumers:
+    """Share-consumer processes and what they reported."""
+
+    def __init__(self) -> None:
+        self.procs: list[Proc] = []
+        self.cond = threading.Condition()
+
+    def spawn(self, bootstrap: str, group: str, topic: str, *, hold: bool = False, **conf: str) -> Proc:
+        spec = {"topic": topic, "hold": hold,
+                "conf": {"bootstrap.servers": bootstrap, "group.id": group, **conf}}
+        popen = subprocess.Popen([sys.executable, __file__, "--consumer", json.dumps(spec)], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 env=dict(os.environ, PYTHONUNBUFFERED="1"))
+        proc = Proc(popen)
+        threading.Thread(target=self._read, args=(proc,), daemon=True).start()
+        threading.Thread(target=self._drain, args=(proc,), daemon=True).start()
+        self.procs.append(proc)
+        return proc
+
+    def _read(self, proc: Proc) -> None:
+        assert proc.popen.stdout is not None
+        for line in proc.popen.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            with self.cond:
+                if event["event"] == "ready":
+                    proc.ready.set()
+                elif event["event"] == "progress":
+                    proc.first = proc.first or event["first"]
+                    proc.last = event["last"]
+                    proc.offsets += event["offsets"]
+                elif event["event"] == "held":
+                    proc.held_at, proc.held = event["t"], event["offsets"]
+                self.cond.notify_all()
+
+    def _drain(self, proc: Proc) -> None:
+        assert proc.popen.stderr is not None
+        for line in proc.popen.stderr:
+            proc.stderr = [*proc.stderr, line][-20:]
+
+    def command(self, procs: list[Proc], line: str) -> None:
+        for p in procs:
+            if p.popen.poll() is None and p.popen.stdin is not None:
+                try:
+                    p.popen.stdin.write(line + "\n")
+                    p.popen.stdin.flush()
+                except BrokenPipeError:
+                    pass
+
+    def wait_ready(self, procs: list[Proc], timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        for p in procs:
+            if not p.ready.wait(max(0.0, deadline - time.monotonic())):
+                raise RuntimeError("a consumer did not start:\n" + "".join(p.stderr))
+
+    def wait(self, predicate, timeout: float) -> bool:
+        with self.cond:
+            return self.cond.wait_for(predicate, timeout)
+
+    def close(self) -> None:
+        self.command(self.procs, "stop")
+        for p in self.procs:
+            try:
+                p.popen.wait(30)
+            except subprocess.TimeoutExpired:
+                p.popen.kill()
+                p.popen.wait()
+        self.procs.clear()
+
+
+# ---------------------------------------------------------------------------------------- measurements
+
+
+def set_group_configs(bootstrap: str, group: str, configs: dict[str, str]) -> None:
+    with WireClient.connect(bootstrap) as wire:
+        r = wire.request(IncrementalAlterConfigsRequest(resources=[IncrementalAlterConfigsRequest.AlterConfigsResource(
+            resource_type=GROUP_RESOURCE, resource_name=group, configs=[
+                IncrementalAlterConfigsRequest.AlterableConfig(name=k, config_operation=0, value=v)
+                for k, v in configs.items()])]), 1)
+        res = r.responses[0]
+        if res.error_code != 0:
+            raise RuntimeError(f"IncrementalAlterConfigs on group {group}: error {res.error_code} {res.error_message}")
+
+
+def create_topic(bootstrap: str, topic: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)], request_timeout=30)[topic].result(60)
+
+
+def produce(bootstrap: str, topic: str, n: int) -> None:
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1 << 20, "acks": 1})
+    for _ in range(n):
+        while True:
+            try:
+                p.produce(topic, VALUE)
+                break
+            except BufferError:
+                p.poll(0.01)
+    if p.flush(60) != 0:
+        raise RuntimeError(f"produce to {topic}: records left unsent")
+
+
+@dataclass
+class Throughput:
+    target: str
+    consumers: int
+    records: int
+    seconds: float
+    duplicates: int
+    per_consumer: list[int]
+
+    @property
+    def rate(self) -> float:
+        return self.records / self.seconds if self.seconds > 0 else 0.0
+
+
+def assigned_members(bootstrap: str, group: str) -> int:
+    """Members of the share group that have the partition assigned (ShareGroupDescribe; one broker is the
+    coordinator)."""
+    with WireClient.connect(bootstrap) as wire:
+        r = wire.request(ShareGroupDescribeRequest(group_ids=[group]), 1)
+    g = r.groups[0]
+    if g.error_code:
+        return 0
+    return sum(1 for m in g.members if any(tp.partitions for tp in m.assignment.topic_partitions))
+
+
+def measure_throughput(target: str, bootstrap: str, records: int, count: int, serial: int,
+                       timeout: float) -> Throughput:
+    """``count`` consumers join a share group on an empty topic; once each has the partition, ``records``
+    records are produced (much faster than they are consumed) and consumed."""
+    group = topic = f"bench-share-{serial if serial >= 0 else 'warmup'}-{count}"
+    create_topic(bootstrap, topic)
+    set_group_configs(bootstrap, group, {"share.auto.offset.reset": "earliest"})
+    consumers = Consumers()
+    try:
+        procs = [consumers.spawn(bootstrap, group, topic) for _ in range(count)]
+        consumers.wait_ready(procs)
+        consumers.command(procs, "go")
+        deadline = time.monotonic() + 120
+        while (joined := assigned_members(bootstrap, group)) < count:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{target}: {joined} of {count} share consumers assigned after 120 s")
+            time.sleep(0.2)
+        time.sleep(1.0)  # a heartbeat answered with the assignment; the consumer's first ShareFetch follows
+        produce(bootstrap, topic, records)
+
+        def distinct() -> int:
+            return len({o for p in procs for o in p.offsets})
+
+        if not consumers.wait(lambda: distinct() >= records, timeout):
+            raise RuntimeError(f"{target}, {count} consumers: {distinct():,} of {records:,} records in {timeout:.0f} s")
+        with consumers.cond:
+            first = min(p.first for p in procs if p.first)
+            last = max(p.last for p in procs)
+            total = sum(len(p.offsets) for p in procs)
+            per = [len(p.offsets) for p in procs]
+        return Throughput(target, count, records, last - first, total - records, per)
+    finally:
+        consumers.close()
+
+
+def measure_redelivery(bootstrap: str, lock_ms: int, serial: int, timeout: float) -> float:
+    """Seconds from the holder's poll returning to another consumer receiving the held records."""
+    group, topic = f"bench-share-lock-{serial}", f"bench-share-lock-{serial}"
+    create_topic(bootstrap, topic)
+    set_group_configs(bootstrap, group, {"share.auto.offset.reset": "earliest",
+                                         "share.record.lock.duration.ms": str(lock_ms)})
+    produce(bootstrap, topic, HELD)
+    consumers = Consumers()
+    try:
+        holder = consumers.spawn(bootstrap, group, topic, hold=True, **{"share.acknowledgement.mode": "explicit"})
+        consumers.wait_ready([holder])
+        consumers.command([holder], "go")
+        if not consumers.wait(lambda: bool(holder.held), 120):
+            raise RuntimeError("the holder got no records:\n" + "".join(holder.stderr))
+        held = set(holder.held)
+        other = consumers.spawn(bootstrap, group, topic)
+        consumers.wait_ready([other])
+        consumers.command([other], "go")
+        if not consumers.wait(lambda: held <= set(other.offsets), timeout):
+            raise RuntimeError(f"the held records were not redelivered within {timeout:.0f} s")
+        return other.last - holder.held_at
+    finally:
+        consumers.close()
+
+
+# ---------------------------------------------------------------------------------------- targets
+
+
+def run_target(target: str, bootstrap: str, args, results: dict) -> None:
+    if args.warmup:  # not measured: Kafka's JIT (and both brokers' first share-state writes) warm up
+        measure_throughput(target, bootstrap, args.records, 1, -1, args.timeout)
+        print(f"# {target}: warmed up", flush=True)
+    for count in CONSUMER_COUNTS:
+        rows = [measure_throughput(target, bootstrap, args.records, count, r, args.timeout)
+                for r in range(args.repeats)]
+        best = max(rows, key=lambda r: r.rate)
+        results["throughput"][(target, count)] = (best, statistics.median(r.rate for r in rows))
+        print(f"# {target}: {count} consumer(s): {best.rate:,.0f} records/s (split {best.per_consumer}, "
+              f"{best.duplicates} duplicates)", flush=True)
+    samples = []
+    for r in range(args.redeliveries):
+        samples.append(measure_redelivery(bootstrap, args.lock_ms, r, args.lock_ms / 1000 * 4 + 60))
+        print(f"# {target}: redelivered after {samples[-1]:.2f} s", flush=True)
+    results["redelivery"][target] = samples
+
+
+class ShareKafka:
+    """KafkaProcess formatted with share.version=1 (a subclass built lazily: tests.oracle needs java)."""
+
+    @staticmethod
+    def make(data_dir: Path, classpath: str):
+        from tests.oracle import jvm
+        from tests.oracle.kafka import KafkaProcess, random_cluster_id
+
+        class _Kafka(KafkaProcess):
+            def _format(self) -> None:
+                if (self.log_dir / "meta.properties").exists():
+                    return
+                self.cluster_id = self.cluster_id or random_cluster_id()
+                done = jvm.run_tool(self.classpath, "kafka-storage", "format", "-t", self.cluster_id,
+                                    "-c", self.properties_file, "--feature", "share.version=1", timeout=120)
+                if done.returncode != 0:
+                    raise RuntimeError(f"kafka-storage format failed:\n{done.stdout}{done.stderr}")
+
+        return _Kafka(data_dir, classpath=classpath, start_timeout=600)
+
+
+def print_tables(results: dict, targets: list[str], lock_ms: int) -> None:
+    print("\nShare consumers on one partition (100 B records; best of the rounds, median beside)")
+    print(f"{'consumers':>9}  " + "".join(f"{t + ' rec/s':>18}{'median':>10}{'per cons.':>11}" for t in targets)
+          + ("   tidelog/kafka" if len(targets) == 2 else ""))
+    for count in CONSUMER_COUNTS:
+        line = f"{count:>9}  "
+        rates = []
+        for t in targets:
+            got = results["throughput"].get((t, count))
+            if got is None:
+                line += f"{'-':>18}{'-':>10}{'-':>11}"
+                rates.append(None)
+                continue
+            best, median = got
+            rates.append(best.rate)
+            line += f"{best.rate:>18,.0f}{median:>10,.0f}{best.rate / count:>11,.0f}"
+        if len(targets) == 2 and all(rates):
+            line += f"   {rates[0] / rates[1]:>13.2f}"
+        print(line)
+    print(f"\nRedelivery after a lock expiry (share.record.lock.duration.ms = {lock_ms:,}; target <= 1.10 x lock)")
+    print(f"{'target':<10}{'samples s':<28}{'median s':>10}{'/ lock':>8}")
+    medians = {}
+    for t in targets:
+        samples = results["redelivery"].get(t)
+        if not samples:
+            print(f"{t:<10}-")
+            continue
+        medians[t] = statistics.median(samples)
+        print(f"{t:<10}{', '.join(f'{s:.2f}' for s in samples):<28}{medians[t]:>10.2f}"
+              f"{medians[t] / (lock_ms / 1000):>8.3f}")
+    if len(medians) == 2:
+        a, b = targets
+        print(f"{a}/{b} redelivery latency: {medians[a] / medians[b]:.3f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--consumer", help=argparse.SUPPRESS)
+    ap.add_argument("--quick", action="store_true", help="50,000 records, 1 round, 1 redelivery sample")
+    ap.add_argument("--records", type=int, help="records of the topic (default 200,000; --quick 50,000)")
+    ap.add_argument("--repeats", type=int, help="rounds per consumer count (default 2; --quick 1)")
+    ap.add_argument("--redeliveries", type=int, help="redelivery samples (default 3; --quick 1)")
+    ap.add_argument("--lock-ms", type=int, default=15000,
+                    help="share.record.lock.duration.ms of the redelivery group (default 15000, Kafka's minimum)")
+    ap.add_argument("--no-warmup", dest="warmup", action="store_false",
+                    help="skip the unmeasured 1-consumer round each broker gets first")
+    ap.add_argument("--timeout", type=float, default=300.0, help="seconds a throughput round may take (300)")
+    ap.add_argument("--targets", default="tidelog,kafka", help="tidelog, kafka or both (default)")
+    args = ap.parse_args(argv)
+    if args.consumer:
+        return consumer_main(json.loads(args.consumer))
+    args.records = args.records or (50_000 if args.quick else 200_000)
+    args.repeats = args.repeats or (1 if args.quick else 2)
+    args.redeliveries = args.redeliveries or (1 if args.quick else 3)
+    targets = [t.strip() for t in args.targets.split(",") if t.strip()]
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs; "
+          f"{args.records:,} records, {args.repeats} round(s), lock {args.lock_ms} ms", flush=True)
+    results: dict = {"throughput": {}, "redelivery": {}}
+    with tempfile.TemporaryDirectory(prefix="tidelog-bench-share-") as tmp:
+        for target in targets:
+            if target == "tidelog":
+                with BrokerProcess(Path(tmp) / "tidelog", overrides={"share.version": "1"}) as broker:
+                    run_target(target, broker.bootstrap, args, results)
+            elif target == "kafka":
+                try:
+                    from tests.oracle import maven
+                    classpath = maven.build()
+                except Exception as e:  # no java/mvn: Kafka is skipped, Tidelog still measured
+                    print(f"# kafka skipped: {e}", flush=True)
+                    continue
+                with ShareKafka.make(Path(tmp) / "kafka", classpath) as broker:
+                    try:
+                        run_target(target, broker.bootstrap, args, results)
+                    except Exception:
+                        print(f"# kafka failed (alive: {broker.alive}); the end of its log:", flush=True)
+                        print("".join(broker.log_file.read_text(errors="replace").splitlines(True)[-30:]))
+                        raise
+            else:
+                ap.error(f"unknown target {target!r}")
+    print_tables(results, targets, args.lock_ms)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
