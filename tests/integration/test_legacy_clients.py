@@ -100,7 +100,15 @@ def test_api_versions_v0(client: WireClient) -> None:
 
 
 def test_metadata_v0(broker: BrokerProcess, client: WireClient) -> None:
-    r = client.request(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="seed-meta")]), 0)
+    request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="seed-meta")])
+    r = client.request(request, 0)
+    # Auto-created: until the controller has decided its leader the partition is LEADER_NOT_AVAILABLE (as in
+    # Kafka); an old client asks again
+    deadline = time.monotonic() + 30
+    while r.topics[0].partitions and r.topics[0].partitions[0].error_code == ErrorCode.LEADER_NOT_AVAILABLE:
+        assert time.monotonic() < deadline, "no leader in 30 s"
+        time.sleep(0.1)
+        r = client.request(request, 0)
     [b] = r.brokers
     assert (b.host, b.port) == ("127.0.0.1", broker.port)
     [t] = r.topics

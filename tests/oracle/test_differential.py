@@ -138,6 +138,8 @@ def test_every_kafka_topic_config_is_described(admin_outcomes) -> None:
 #: its broker (Kafka's internal topics are configured for one node in its server.properties).
 ENVIRONMENT = {"listeners", "advertised.listeners", "listener.security.protocol.map", "log.dir", "log.dirs", "offsets.topic.replication.factor",
                "transaction.state.log.replication.factor", "transaction.state.log.min.isr", "broker.id",
+               # the single-broker Kafka needs its share-state topic at one replica (Tidelog caps it at the brokers)
+               "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
                "node.id", "min.insync.replicas",
                # the Kafka fixture must name its inter-broker listener (KRaft); Tidelog's single node leaves it unset
                "inter.broker.listener.name"}

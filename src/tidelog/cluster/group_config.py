@@ -3,8 +3,8 @@ each one's default on a broker (``group.consumer.*`` broker keys supply the cons
 Kafka's ``GroupConfig.validate`` (known names, parsable values within the broker's bounds, session
 timeouts above heartbeat intervals). The share group configs are Kafka 4.4's (``GroupConfig``; the
 broker's ``group.share.*`` supply the session and heartbeat defaults and bounds; the other bounds are
-Kafka's defaults of its ``group.share.min/max.*`` broker configs). ``share.assignment.interval.ms`` and
-``share.assignor.offload.enable`` are accepted and described; Tidelog assigns at each heartbeat.
+Kafka's defaults of its ``group.share.min/max.*`` broker configs). ``share.assignment.interval.ms`` is
+accepted and described; Tidelog assigns at each heartbeat.
 """
 
 from __future__ import annotations
@@ -49,9 +49,6 @@ _GROUP_DEFS = [
     ConfigDef("share.assignment.interval.ms", _int(0), 1000,
               "Interval between assignment updates of the share group (accepted; Tidelog assigns at each "
               "heartbeat).", topic=False),
-    ConfigDef("share.assignor.offload.enable", parse_bool, True,
-              "Whether the share group's assignment runs off the coordinator thread (accepted; ignored).",
-              topic=False),
 ]
 #: Kafka's bounds of the share group configs whose broker bounds Tidelog does not have (their defaults).
 SHARE_GROUP_BOUNDS = {

@@ -17,8 +17,8 @@ def broker(**props: str) -> BrokerConfig:
 def test_kafka_44_share_group_config_names_and_defaults() -> None:
     assert {"share.session.timeout.ms", "share.heartbeat.interval.ms", "share.record.lock.duration.ms",
             "share.delivery.count.limit", "share.partition.max.record.locks", "share.auto.offset.reset",
-            "share.isolation.level", "share.renew.acknowledge.enable", "share.assignment.interval.ms",
-            "share.assignor.offload.enable"} <= GROUP_CONFIGS.keys()
+            "share.isolation.level", "share.renew.acknowledge.enable", "share.assignment.interval.ms"} <= GROUP_CONFIGS.keys()
+    assert "share.assignor.offload.enable" not in GROUP_CONFIGS  # Kafka 4.4 does not describe it
     defaults = group_config_defaults(broker(**{"group.share.session.timeout.ms": "50000"}))
     assert defaults["share.session.timeout.ms"] == 50_000  # the broker's group.share.session.timeout.ms
     assert (defaults["share.auto.offset.reset"], defaults["share.isolation.level"], defaults["share.delivery.count.limit"],
