@@ -12,9 +12,8 @@ coordinator record ``apiKey``)::
     state batch         first_offset (int64), last_offset (int64), delivery_state (int8), delivery_count (int16)
     null value          a tombstone: the share partition's state was deleted
 
-The codec is written by hand here (the project's generated ``coordinator_records`` package does not hold
-these two record types yet; it is regenerated from records-4.4 separately): the layouts are small and
-fixed at version 0. A key version other than 0 or 1 is an unknown record type
+The codec is the generated :mod:`tidelog.protocol.coordinator_records` ``share_snapshot`` and
+``share_update`` modules (records-4.4); this module converts to and from them. A key version other than 0 or 1 is an unknown record type
 (:class:`UnknownRecordTypeError`, a ``LookupError`` the runtime's loader logs and skips, as Kafka's does).
 
 Pure functions and immutable values; safe from any thread.
@@ -25,31 +24,17 @@ from __future__ import annotations
 import struct
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from tidelog.coordinator.share.persister import DeliveryState, SharePartitionKey, StateBatch
-from tidelog.protocol.exceptions import MalformedMessageError
-from tidelog.protocol.primitives import (
-    INT16,
-    read_compact_array_len,
-    read_string,
-    read_uuid,
-    write_compact_array_len,
-    write_string,
-    write_tagged,
-    write_uuid,
-)
-from tidelog.varint import read_uvarint, write_uvarint
+from tidelog.protocol.coordinator_records.share_snapshot import ShareSnapshotKey, ShareSnapshotValue
+from tidelog.protocol.coordinator_records.share_update import ShareUpdateKey, ShareUpdateValue
+from tidelog.protocol.exceptions import MalformedMessageError, ProtocolError
+from tidelog.protocol.primitives import INT16
 
-SNAPSHOT_KEY_VERSION = 0
-UPDATE_KEY_VERSION = 1
+SNAPSHOT_KEY_VERSION = ShareSnapshotKey.RECORD_TYPE  # 0
+UPDATE_KEY_VERSION = ShareUpdateKey.RECORD_TYPE  # 1
 VALUE_VERSION = 0
-
-_SNAPSHOT_HEAD = struct.Struct(">iiiq")  # snapshot_epoch, state_epoch, leader_epoch, start_offset
-_TIMESTAMPS = struct.Struct(">qq")  # create_timestamp, write_timestamp
-_UPDATE_HEAD = struct.Struct(">iiq")  # snapshot_epoch, leader_epoch, start_offset
-_BATCH = struct.Struct(">qqbh")
-_INT32 = struct.Struct(">i")
-_DELIVERY_COMPLETE_TAG = 0
 
 
 class UnknownRecordTypeError(LookupError):
@@ -98,76 +83,30 @@ def is_share_coordinator_key(key: str) -> bool:
     return True
 
 
-def _write_batches(b: bytearray, batches: tuple[StateBatch, ...]) -> None:
-    write_compact_array_len(b, len(batches))
-    for s in batches:
-        b += _BATCH.pack(s.first_offset, s.last_offset, int(s.delivery_state), s.delivery_count)
-        write_uvarint(b, 0)  # no tagged fields
-
-
-def _read_batches(buf: memoryview, pos: int) -> tuple[tuple[StateBatch, ...], int]:
-    n, pos = read_compact_array_len(buf, pos, _BATCH.size + 1)
-    if n < 0:
-        raise MalformedMessageError("null state batches")
-    out = []
-    for _ in range(n):
-        first, last, state, count = _BATCH.unpack_from(buf, pos)
-        pos = _skip_tagged(buf, pos + _BATCH.size)
-        try:
-            delivery_state = DeliveryState(state)
-        except ValueError:
-            raise MalformedMessageError(f"unknown delivery state {state}") from None
-        out.append(StateBatch(first, last, delivery_state, count))
-    return tuple(out), pos
-
-
-def _skip_tagged(buf: memoryview, pos: int) -> int:
-    count, pos = read_uvarint(buf, pos)
-    for _ in range(count):
-        _, pos = read_uvarint(buf, pos)
-        size, pos = read_uvarint(buf, pos)
-        if size > len(buf) - pos:
-            raise MalformedMessageError("tagged field truncated")
-        pos += size
-    return pos
-
-
-def _read_value_tags(buf: memoryview, pos: int) -> tuple[int, int]:
-    """The value's tagged fields: (delivery_complete_count or -1, new position)."""
-    count, pos = read_uvarint(buf, pos)
-    dcc = -1
-    for _ in range(count):
-        tag, pos = read_uvarint(buf, pos)
-        size, pos = read_uvarint(buf, pos)
-        if size > len(buf) - pos:
-            raise MalformedMessageError("tagged field truncated")
-        if tag == _DELIVERY_COMPLETE_TAG:
-            if size != 4:
-                raise MalformedMessageError("DeliveryCompleteCount is not an int32")
-            (dcc,) = _INT32.unpack_from(buf, pos)
-        pos += size
-    return dcc, pos
+def _batches(schema: Any) -> tuple[StateBatch, ...]:
+    try:
+        return tuple(StateBatch(b.first_offset, b.last_offset, DeliveryState(b.delivery_state), b.delivery_count)
+                     for b in schema.state_batches)
+    except ValueError as e:
+        raise MalformedMessageError(f"unknown delivery state: {e}") from None
 
 
 def serialize(record: ShareRecord) -> tuple[bytes, bytes | None]:
     """A record's key and value bytes (each with its version prefix)."""
-    key = bytearray(INT16.pack(SNAPSHOT_KEY_VERSION if record.snapshot else UPDATE_KEY_VERSION))
-    write_string(key, record.key.group_id)
-    write_uuid(key, record.key.topic_id)
-    key += _INT32.pack(record.key.partition)
+    key_cls, value_cls = (ShareSnapshotKey, ShareSnapshotValue) if record.snapshot else (ShareUpdateKey, ShareUpdateValue)
+    k = record.key
+    key = INT16.pack(key_cls.RECORD_TYPE) + key_cls(k.group_id, k.topic_id, k.partition).encode(0)
     v = record.value
     if v is None:
-        return bytes(key), None
-    value = bytearray(INT16.pack(VALUE_VERSION))
+        return key, None
+    batches = [value_cls.StateBatch(b.first_offset, b.last_offset, int(b.delivery_state), b.delivery_count)
+               for b in v.state_batches]
     if record.snapshot:
-        value += _SNAPSHOT_HEAD.pack(v.snapshot_epoch, v.state_epoch, v.leader_epoch, v.start_offset)
-        value += _TIMESTAMPS.pack(v.create_timestamp, v.write_timestamp)
+        value = ShareSnapshotValue(v.snapshot_epoch, v.state_epoch, v.leader_epoch, v.start_offset,
+                                   v.delivery_complete_count, v.create_timestamp, v.write_timestamp, batches)
     else:
-        value += _UPDATE_HEAD.pack(v.snapshot_epoch, v.leader_epoch, v.start_offset)
-    _write_batches(value, v.state_batches)
-    write_tagged(value, [(_DELIVERY_COMPLETE_TAG, _INT32.pack(v.delivery_complete_count))]
-                 if v.delivery_complete_count != -1 else [])
-    return bytes(key), bytes(value)
+        value = ShareUpdateValue(v.snapshot_epoch, v.leader_epoch, v.start_offset, v.delivery_complete_count, batches)
+    return key, INT16.pack(VALUE_VERSION) + value.encode(VALUE_VERSION)
 
 
 def deserialize(key: bytes | memoryview, value: bytes | memoryview | None) -> ShareRecord:
@@ -177,33 +116,29 @@ def deserialize(key: bytes | memoryview, value: bytes | memoryview | None) -> Sh
         (version,) = INT16.unpack_from(kbuf, 0)
         if version not in (SNAPSHOT_KEY_VERSION, UPDATE_KEY_VERSION):
             raise UnknownRecordTypeError(f"unknown __share_group_state key version {version}")
-        group_id, pos = read_string(kbuf, 2)
-        topic_id, pos = read_uuid(kbuf, pos)
-        (partition,) = _INT32.unpack_from(kbuf, pos)
-        share_key = SharePartitionKey(group_id, topic_id, partition)
         snapshot = version == SNAPSHOT_KEY_VERSION
+        k, _ = (ShareSnapshotKey if snapshot else ShareUpdateKey).decode_from(kbuf, 2, 0)
+        share_key = SharePartitionKey(k.group_id, k.topic_id, k.partition)
         if value is None:
             return ShareRecord(share_key, snapshot)
         vbuf = memoryview(value)
         (value_version,) = INT16.unpack_from(vbuf, 0)
         if value_version != VALUE_VERSION:
             raise MalformedMessageError(f"unknown share record value version {value_version}")
-        if snapshot:
-            snapshot_epoch, state_epoch, leader_epoch, start_offset = _SNAPSHOT_HEAD.unpack_from(vbuf, 2)
-            create_ts, write_ts = _TIMESTAMPS.unpack_from(vbuf, 2 + _SNAPSHOT_HEAD.size)
-            pos = 2 + _SNAPSHOT_HEAD.size + _TIMESTAMPS.size
-        else:
-            snapshot_epoch, leader_epoch, start_offset = _UPDATE_HEAD.unpack_from(vbuf, 2)
-            state_epoch, create_ts, write_ts = -1, -1, -1
-            pos = 2 + _UPDATE_HEAD.size
-        batches, pos = _read_batches(vbuf, pos)
-        dcc, _ = _read_value_tags(vbuf, pos)
+        v, _ = (ShareSnapshotValue if snapshot else ShareUpdateValue).decode_from(vbuf, 2, VALUE_VERSION)
     except (struct.error, IndexError):
         raise MalformedMessageError("__share_group_state record truncated") from None
+    except ProtocolError as e:
+        raise MalformedMessageError(str(e)) from None
     except (ValueError, UnicodeDecodeError) as e:
         raise MalformedMessageError(str(e)) from None
-    return ShareRecord(share_key, snapshot, ShareValue(snapshot_epoch, leader_epoch, start_offset, batches, dcc,
-                                                       state_epoch, create_ts, write_ts))
+    batches = _batches(v)
+    if snapshot:
+        return ShareRecord(share_key, True, ShareValue(v.snapshot_epoch, v.leader_epoch, v.start_offset, batches,
+                                                       v.delivery_complete_count, v.state_epoch, v.create_timestamp,
+                                                       v.write_timestamp))
+    return ShareRecord(share_key, False, ShareValue(v.snapshot_epoch, v.leader_epoch, v.start_offset, batches,
+                                                    v.delivery_complete_count))
 
 
 __all__ = [
