@@ -23,7 +23,6 @@ from tidelog.protocol.messages import (
     DescribeLogDirsRequest,
     DescribeTransactionsRequest,
     DescribeUserScramCredentialsRequest,
-    FindCoordinatorRequest,
     IncrementalAlterConfigsRequest,
     ListGroupsRequest,
     ListTransactionsRequest,
@@ -194,9 +193,6 @@ class ConsoleAdmin:
                                       group_instance_id=None, retention_time_ms=-1, topics=[
                                           OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=ps)
                                           for t, ps in by_topic.items()])
-        # FindCoordinator first, as Kafka's clients do: on a new broker it creates __consumer_offsets and
-        # waits for its leaders (a commit before that answers NOT_COORDINATOR, as Kafka's does)
-        await self._send(FindCoordinatorRequest(key_type=0, coordinator_keys=[group_id]), 4, principal)
         response = await self._send(request, 8, principal)
         for t in response.topics:
             for p in t.partitions:
