@@ -298,7 +298,9 @@ def wait_in_isr(target: Target, topic: str, node: int, timeout: float) -> float:
 
 def failover_run(target: Target, topic: str, timeout: float) -> tuple[float, float, int]:
     """One kill -9 of the leader under an acks=all producer: (elected s, acked s, the killed broker)."""
-    leader = partition_states(target.admin(), topic)[0][0]
+    # the broker asked may be another than create_topic's (each learns of the leader from ZooKeeper)
+    leader = wait_for(lambda: max(partition_states(target.admin(), topic).get(0, (-1, []))[0], 0), 60,
+                      f"a leader of {topic}")
     acked_after: list[float] = []
     acked_before: list[float] = []
     killed_at = [float("inf")]

@@ -15,10 +15,12 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from tidelog.cli.zookeeper import ZooKeeperProcess, ZooKeeperUnavailable
 from tidelog.testing.broker import BrokerProcess
+from tidelog.testing.cluster import metadata_brokers
 
 CHROOT = "/tidelog"
 
@@ -109,6 +111,15 @@ def run(args: argparse.Namespace) -> int:
                 return _fail(f"broker {i} did not start: {e}")
             brokers.append(broker)
             print(f"broker {i} on {broker.bootstrap} (data in {broker.data_dir}, console {broker.http_url})", flush=True)
+        # each broker learns of the others from ZooKeeper a moment after they registered: the cluster is
+        # ready (and the bootstrap servers printed) once every broker's Metadata lists every broker
+        everyone = set(range(1, args.brokers + 1))
+        deadline = time.monotonic() + 60
+        while not all(everyone <= metadata_brokers(b.bootstrap) for b in brokers):
+            if time.monotonic() > deadline:
+                return _fail("the brokers did not all see each other within 60 s")
+            if stop.wait(0.1):
+                break
         print(f"bootstrap servers: {','.join(b.bootstrap for b in brokers)}", flush=True)
         reported: set[int] = set()
         while not stop.wait(1.0):

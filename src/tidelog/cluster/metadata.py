@@ -70,6 +70,19 @@ class TopicMetadata:
     def replication_factor(self) -> int:
         return len(self.partitions[0].replicas) if self.partitions else 0
 
+    @property
+    def decided_partitions(self) -> tuple[PartitionMetadata, ...]:
+        """The partitions clients are told about: those whose first leader and ISR the controller has
+        decided. Partitions being added (CreatePartitions) are the last ones; until the decision is
+        seen the topic keeps its old count, as a Kafka broker shows new partitions only once committed
+        with their leaders. Empty while the topic itself is being created (or an earlier partition
+        still lacks its state), so a client never sees a wrong partition count."""
+        parts = self.partitions
+        first_new = next((i for i, p in enumerate(parts) if p.is_new), len(parts))
+        if any(not p.is_new for p in parts[first_new:]):
+            return ()
+        return parts[:first_new]
+
 
 @dataclass(frozen=True, slots=True)
 class MetadataImage:

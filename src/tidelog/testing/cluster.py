@@ -54,6 +54,16 @@ def log_batches(data_dir: Path, topic: str, partition: int = 0) -> list[tuple[in
     return out
 
 
+def metadata_brokers(bootstrap: str) -> set[int]:
+    """The broker ids one broker's Metadata lists (empty while it does not answer)."""
+    from confluent_kafka.admin import AdminClient
+
+    try:
+        return set(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=5).brokers)
+    except Exception:  # not answering yet
+        return set()
+
+
 class ZooKeeper(Protocol):
     """The ZooKeeper a cluster uses (:class:`tidelog.cli.zookeeper.ZooKeeperProcess`)."""
 
@@ -120,10 +130,7 @@ class LocalCluster:
                          what=f"broker {i}'s metadata to list brokers {sorted(wanted)}", interval=0.2)
 
     def _metadata_brokers(self, broker_id: int) -> set[int]:
-        try:
-            return set(self.admin(broker_id).list_topics(timeout=5).brokers)
-        except Exception:  # not answering yet
-            return set()
+        return metadata_brokers(self.bootstrap(broker_id))
 
     def stop(self) -> None:
         self.stop_brokers()
@@ -271,4 +278,4 @@ class LocalCluster:
         return broker.start()
 
 
-__all__ = ["LocalCluster", "log_batches", "wait_for"]
+__all__ = ["LocalCluster", "log_batches", "metadata_brokers", "wait_for"]

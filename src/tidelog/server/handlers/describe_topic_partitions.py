@@ -92,6 +92,10 @@ def _known(image: MetadataImage, name: str) -> Topic | None:
 
 def described_topic(image: MetadataImage, name: str, partitions) -> Topic:
     t = image.topics[name]
+    decided = {p.partition for p in t.decided_partitions}
+    if not decided:  # being created: not yet seen with its first leaders (see metadata.py)
+        return Topic(error_code=int(ErrorCode.LEADER_NOT_AVAILABLE), name=name, topic_id=t.topic_id,
+                     is_internal=t.is_internal, topic_authorized_operations=OPERATIONS)
     return Topic(
         error_code=0, name=name, topic_id=t.topic_id, is_internal=t.is_internal,
         topic_authorized_operations=OPERATIONS,
@@ -102,7 +106,7 @@ def described_topic(image: MetadataImage, name: str, partitions) -> Topic:
                               leader_epoch=p.leader_epoch, replica_nodes=list(p.replicas), isr_nodes=list(p.isr),
                               eligible_leader_replicas=[], last_known_elr=[],
                               offline_replicas=[r for r in p.replicas if r not in image.brokers])
-                    for p in partitions])
+                    for p in partitions if p.partition in decided])
 
 
 __all__ = ["DescribeTopicPartitionsHandler", "described_topic"]

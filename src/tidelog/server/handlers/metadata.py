@@ -2,9 +2,10 @@
 
 Topics that do not exist are created when the request allows it (v4+ ``allow_auto_topic_creation``;
 always before v4) and the broker has ``auto.create.topics.enable``, with ``num.partitions`` partitions
-and ``default.replication.factor`` replicas; the answer comes at once, the new partitions
-LEADER_NOT_AVAILABLE until the controller has decided their first leaders (as Kafka answers an
-auto-created topic; the client asks again).
+and ``default.replication.factor`` replicas; the answer comes at once, the topic LEADER_NOT_AVAILABLE
+(without partitions) until the controller's first leaders are seen here (as Kafka answers an
+auto-created topic; the client asks again). The same holds for a topic another broker created a
+moment ago; partitions being added by CreatePartitions appear once their leaders are decided.
 
 Authorization (Kafka's): a topic the client may not DESCRIBE is left out of an all-topics answer and
 answered TOPIC_AUTHORIZATION_FAILED (without its id or partitions, whether it exists or not) when asked
@@ -137,6 +138,11 @@ def topic_metadata(image: MetadataImage, name: str, version: int) -> Topic:
     broker list does not name (clients look leaders up in that list). Replicas on brokers that are not
     live are listed as offline (Kafka: on a fenced or unregistered broker, or an offline log dir)."""
     t = image.topics[name]
+    decided = t.decided_partitions
+    if not decided:
+        # being created: its assignment is written, the controller's first leaders not yet seen here
+        return Topic(error_code=int(ErrorCode.LEADER_NOT_AVAILABLE), name=name,
+                     topic_id=t.topic_id if version >= 10 else ZERO_UUID, is_internal=t.is_internal, partitions=[])
     return Topic(
         error_code=0,
         name=name,
@@ -152,7 +158,7 @@ def topic_metadata(image: MetadataImage, name: str, version: int) -> Topic:
                 isr_nodes=list(p.isr),
                 offline_replicas=[r for r in p.replicas if r not in image.brokers],
             )
-            for p in t.partitions
+            for p in decided
         ],
     )
 
