@@ -29,7 +29,7 @@ run: $(RUN_STAMP)
 ## test: install into .venv, lint, check import layers and run the whole test suite
 test: $(STAMP) lint
 	tools/debian_test_deps.sh
-	$(PY) -m pytest -q -n 2 --dist loadgroup tests
+	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=40 tests
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests $(wildcard bench tools examples)
