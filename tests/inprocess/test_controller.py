@@ -19,10 +19,15 @@ def _create(name: str, partitions: int, timeout_ms: int = 30_000) -> CreateTopic
         timeout_ms=timeout_ms)
 
 
-async def _partitions(b: InProcessBroker, name: str) -> list[tuple[int, int, int, list[int]]]:
-    """(partition, error code, leader, ISR) of each partition, as Metadata v12 answers."""
+async def _topic(b: InProcessBroker, name: str):
     (topic,) = (await b.request(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=name)],
                                                 allow_auto_topic_creation=False), 12)).topics
+    return topic
+
+
+async def _partitions(b: InProcessBroker, name: str) -> list[tuple[int, int, int, list[int]]]:
+    """(partition, error code, leader, ISR) of each partition, as Metadata v12 answers."""
+    topic = await _topic(b, name)
     return sorted((p.partition_index, p.error_code, p.leader_id, list(p.isr_nodes)) for p in topic.partitions)
 
 
@@ -38,9 +43,11 @@ def test_a_new_topic_s_first_leaders_are_decided_in_the_controller_s_queue(tmp_p
         gate = _hold(b)
         answer = b.send(_create("t", 3), 7)
         await b.settle()
-        # the assignment is written, the leaders are not: the decision waits its turn in the queue
+        # the assignment is written, the leaders are not: the decision waits its turn in the queue, and
+        # Metadata shows the topic being created (no partitions, LEADER_NOT_AVAILABLE: clients ask again)
         assert not answer.done()
-        assert await _partitions(b, "t") == [(i, ErrorCode.LEADER_NOT_AVAILABLE, -1, []) for i in range(3)]
+        topic = await _topic(b, "t")
+        assert (topic.error_code, list(topic.partitions)) == (ErrorCode.LEADER_NOT_AVAILABLE, [])
         gate.set_result(None)
         (created,) = (await asyncio.wait_for(answer, 30)).topics
         assert (created.error_code, created.num_partitions) == (0, 3)
@@ -52,6 +59,8 @@ def test_a_new_topic_s_first_leaders_are_decided_in_the_controller_s_queue(tmp_p
             name="t", count=5, assignments=None)], timeout_ms=30_000, validate_only=False), 3)
         await b.settle()
         assert not grown.done()
+        # until their leaders are decided, the new partitions are not shown: the topic keeps its 3
+        assert await _partitions(b, "t") == [(i, 0, 0, [0]) for i in range(3)]
         gate.set_result(None)
         assert [r.error_code for r in (await asyncio.wait_for(grown, 30)).results] == [0]
         assert await _partitions(b, "t") == [(i, 0, 0, [0]) for i in range(5)]

@@ -27,7 +27,7 @@ way, but it is no coordinator's topic: it is not in :data:`INTERNAL_TOPICS`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -36,7 +36,7 @@ from tidelog.cluster.metadata import MetadataImage, TopicMetadata
 from tidelog.config import BrokerConfig
 from tidelog.coordinator.runtime import partition_for
 from tidelog.coordinator.share.records import is_share_coordinator_key
-from tidelog.errors import ErrorCode
+from tidelog.errors import ErrorCode, KafkaError
 from tidelog.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 
@@ -100,6 +100,10 @@ class InternalTopic:
             configs["min.insync.replicas"] = str(min(config[self.min_isr_config], rf))
         return NewTopic(self.name, self.num_partitions(config), rf, configs, internal=self.internal)
 
+
+#: How long (of the clock) a first use of an internal topic waits for the first leaders of its new partitions
+#: (FindCoordinator, a front end writing to a brand-new ``__consumer_offsets``).
+FIRST_LEADERS_WAIT_MS = 5_000
 
 #: Kafka's group coordinator: committed offsets and group metadata (FindCoordinator key type GROUP).
 CONSUMER_OFFSETS = InternalTopic(
@@ -173,11 +177,30 @@ class InternalTopicManager:
     on the first FindCoordinator), and where a key's coordinator is. Loop-only."""
 
     def __init__(self, controller: Controller, config: BrokerConfig, image: Callable[[], MetadataImage],
-                 table: tuple[InternalTopic, ...] = INTERNAL_TOPICS) -> None:
+                 table: tuple[InternalTopic, ...] = INTERNAL_TOPICS,
+                 leaders: Callable[[Collection[str], int], Awaitable[set[str]]] | None = None) -> None:
         self.controller = controller
         self.config = config
         self.image = image
         self.table = table
+        #: waits until topics' partitions have leaders (PartitionController.await_leaders; None: no wait)
+        self.leaders = leaders
+
+    async def ready(self, topic: InternalTopic, timeout_ms: int = FIRST_LEADERS_WAIT_MS) -> TopicMetadata | None:
+        """The topic once its partitions have their first leaders: created first if it does not exist, then,
+        while the controller has not yet decided a brand-new partition's state, a wait of at most
+        ``timeout_ms``. None while the topic is not seen here (another broker's creation); a partition may
+        still lack a leader when the wait ran out (callers answer a retriable error then)."""
+        metadata = self.image().topics.get(topic.name)
+        if metadata is not None and not any(p.is_new for p in metadata.partitions):
+            return metadata
+        try:
+            self.ensure(topic)
+        except KafkaError:
+            return None
+        if self.leaders is not None:
+            await self.leaders([topic.name], timeout_ms)
+        return self.image().topics.get(topic.name)
 
     def ensure(self, topic: InternalTopic) -> TopicMetadata:
         """The topic, created first if it does not exist yet (KafkaError COORDINATOR_NOT_AVAILABLE
@@ -209,6 +232,7 @@ class InternalTopicManager:
 
 __all__ = [
     "CONSUMER_OFFSETS",
+    "FIRST_LEADERS_WAIT_MS",
     "INTERNAL_TOPICS",
     "INTERNAL_TOPIC_NAMES",
     "SCHEMAS",

@@ -56,6 +56,7 @@ from tidelog.coordinator.group.modern.share.group_type import ShareGroupType
 from tidelog.coordinator.group.service import GroupCoordinatorService
 from tidelog.coordinator.internal_topics import (
     CONSUMER_OFFSETS,
+    FIRST_LEADERS_WAIT_MS,
     INTERNAL_TOPIC_NAMES,
     SCHEMAS,
     SHARE_GROUP_STATE,
@@ -104,7 +105,6 @@ from tidelog.server.handlers import (
     TxnPartitionHandlers,
 )
 from tidelog.server.handlers.client_quotas import ClientQuotaHandlers
-from tidelog.server.handlers.find_coordinator import LEADERS_WAIT_MS
 from tidelog.server.handlers.leadership import ElectLeadersHandler
 from tidelog.server.handlers.reassignment import ReassignmentHandlers
 from tidelog.server.handlers.sasl import SaslHandlers
@@ -170,9 +170,6 @@ class Broker:
             producer_id_expiration_ms=config["producer.id.expiration.ms"], flush_latency=flush_latency)
         self.controller = controller = Controller(store, self.broker_id, topic_configs, config,
                                                   internal_topics=INTERNAL_TOPIC_NAMES)
-        # The coordinators' internal topics (coordinator/internal_topics.py): created on first use, found by key.
-        self.internal_topics = internal_topics = InternalTopicManager(controller, config, lambda: store.image,
-                                                                         enabled_internal_topics(config))
 
         # The partitions this broker hosts, and what happens to their logs.
         self.events = events = LogEvents()
@@ -188,6 +185,9 @@ class Broker:
             unclean=lambda image, topic: topic_configs.for_topic(image, topic).unclean_leader_election_enable)
         store.subscribe(leadership.on_metadata_change)
         self.mode_runtime = mode_runtime = mode.runtime(logs, replicas, leadership)
+        # The coordinators' internal topics (coordinator/internal_topics.py): created on first use, found by key.
+        self.internal_topics = internal_topics = InternalTopicManager(
+            controller, config, lambda: store.image, enabled_internal_topics(config), leadership.await_leaders)
 
         # Coordinators, each bound to its internal topic (loaded and unloaded as its partitions' leadership moves).
         self.group_coordinator = groups = GroupCoordinator(
@@ -207,7 +207,7 @@ class Broker:
         self.group_service = group_service = GroupCoordinatorService(
             groups, share_persister=ResettingPersister(share_persister, lambda: self.share_partitions)
             if share_persister is not None else None,
-            ready=functools.partial(self._offsets_partition_ready, internal_topics, leadership, groups, clock,
+            ready=functools.partial(self._offsets_partition_ready, internal_topics, groups, clock,
                                     self.broker_id))
         consumer_groups = group_service.consumer_groups
         assert consumer_groups is not None
@@ -261,7 +261,7 @@ class Broker:
             TopicHandlers(controller, config, describer, auth, leadership.await_leaders),
             ConfigHandlers(controller, describer, self.broker_id, auth),
             ClusterInfoHandlers(store, replicas.local_logs, auth),
-            FindCoordinatorHandler(store, internal_topics, auth, leadership.await_leaders),
+            FindCoordinatorHandler(store, internal_topics, auth),
             GroupHandlers(group_service, auth),
             OffsetHandlers(group_service, store, auth),
             ConsumerGroupHandlers(group_service, store, config["group.coordinator.rebalance.protocols"], auth),
@@ -410,24 +410,18 @@ class Broker:
     # ---------------------------------------------------------------------------------- start
 
     @staticmethod
-    async def _offsets_partition_ready(internal_topics: InternalTopicManager, leadership: PartitionController,
-                                       groups: GroupCoordinator, clock: Clock, broker_id: int,
-                                       partition: int) -> None:
+    async def _offsets_partition_ready(internal_topics: InternalTopicManager, groups: GroupCoordinator, clock: Clock,
+                                       broker_id: int, partition: int) -> None:
         """A brand-new ``__consumer_offsets`` (this call creates it) has no leaders yet: wait, bounded as
         FindCoordinator waits, for the controller to decide them and for this broker to load the partition,
         instead of answering NOT_COORDINATOR to a front end that does not look its coordinator up first."""
         topic = internal_topics.image().topics.get(CONSUMER_OFFSETS.name)
         if topic is not None and partition < len(topic.partitions) and not topic.partitions[partition].is_new:
             return
-        try:
-            internal_topics.ensure(CONSUMER_OFFSETS)
-        except KafkaError:
-            return
-        await leadership.await_leaders([CONSUMER_OFFSETS.name], LEADERS_WAIT_MS)
-        topic = internal_topics.image().topics.get(CONSUMER_OFFSETS.name)
+        topic = await internal_topics.ready(CONSUMER_OFFSETS)
         if topic is None or partition >= len(topic.partitions) or topic.partitions[partition].leader != broker_id:
             return  # another broker coordinates it: NOT_COORDINATOR, as Kafka answers
-        deadline = clock.monotonic_ms() + LEADERS_WAIT_MS
+        deadline = clock.monotonic_ms() + FIRST_LEADERS_WAIT_MS
         while clock.monotonic_ms() < deadline:
             try:
                 groups.runtime.check_owned(partition)

@@ -157,8 +157,8 @@ def test_a_new_table_entry_is_created_and_found_with_nothing_else_wired(tmp_path
                                      is_controller=lambda: True)
     store.subscribe(leadership.on_metadata_change)
     handlers = HandlerRegistry()
-    handlers.add(FindCoordinatorHandler(store, InternalTopicManager(controller, config, lambda: store.image, table),
-                                        leaders=leadership.await_leaders))
+    handlers.add(FindCoordinatorHandler(store, InternalTopicManager(controller, config, lambda: store.image, table,
+                                                                    leadership.await_leaders)))
 
     request = (FindCoordinatorRequest(key_type=2, coordinator_keys=["share:t:0"]) if version >= 4
                else FindCoordinatorRequest(key="share:t:0", key_type=2))

@@ -7,13 +7,12 @@ does. DESCRIBE on the key (CLUSTER_ACTION on the cluster for SHARE, v6+ only, a 
 ``group:topic id:partition``) is checked before anything is created. v4+ answers in
 the batched ``coordinator_keys`` form; a key type no internal topic answers is INVALID_REQUEST. An
 empty key is no error. A topic just created has no leaders until the controller decides them (in its
-event queue): the answer waits for them, at most :data:`LEADERS_WAIT_MS`, then says
+event queue): the answer waits for them (:meth:`InternalTopicManager.ready
+<tidelog.coordinator.internal_topics.InternalTopicManager.ready>`, bounded), then says
 COORDINATOR_NOT_AVAILABLE (retriable) for a partition still without one.
 """
 
 from __future__ import annotations
-
-from collections.abc import Awaitable, Callable, Collection
 
 from tidelog.cluster.store import MetadataStore
 from tidelog.coordinator.internal_topics import InternalTopicManager
@@ -25,8 +24,6 @@ from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
 
 NO_NODE = (-1, "", -1)
-#: How long (of the clock) an answer waits for the first leaders of an internal topic's new partitions.
-LEADERS_WAIT_MS = 5_000
 
 
 def _find_coordinator_error(request: FindCoordinatorRequest, code: ErrorCode, message: str | None):
@@ -43,10 +40,8 @@ class FindCoordinatorHandler:
     """Where a group's, a transactional id's (any internal topic's key type) coordinator is."""
 
     def __init__(self, store: MetadataStore, internal_topics: InternalTopicManager,
-                 authorizer: Authorizer = NO_AUTHORIZER,
-                 leaders: Callable[[Collection[str], int], Awaitable[set[str]]] | None = None) -> None:
+                 authorizer: Authorizer = NO_AUTHORIZER) -> None:
         self.authorizer = authorizer
-        self.leaders = leaders  # PartitionController.await_leaders (None: nothing to wait for)
         self.store = store
         self.internal_topics = internal_topics
 
@@ -77,12 +72,9 @@ class FindCoordinatorHandler:
         """Each key's answer, once the first leaders of a new internal topic are decided (bounded)."""
         answers = [self._coordinator(ctx, key_type, key) for key in keys]
         internal = self.internal_topics.by_key_type(key_type)
-        if self.leaders is None or internal is None or all(a[0] != ErrorCode.COORDINATOR_NOT_AVAILABLE for a in answers):
+        if internal is None or all(a[0] != ErrorCode.COORDINATOR_NOT_AVAILABLE for a in answers):
             return answers
-        topic = self.store.image.topics.get(internal.name)
-        if topic is None or not any(p.is_new for p in topic.partitions):
-            return answers
-        await self.leaders([internal.name], LEADERS_WAIT_MS)
+        await self.internal_topics.ready(internal)
         return [self._coordinator(ctx, key_type, key) if a[0] == ErrorCode.COORDINATOR_NOT_AVAILABLE else a
                 for key, a in zip(keys, answers)]
 
