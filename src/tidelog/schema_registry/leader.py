@@ -121,9 +121,11 @@ class RegistryCluster:
         while True:
             leader = self.leader_id()
             if leader is None or self.leads():
+                # the leader's view moves with its own changes and before each read (sync); this only
+                # keeps what reads nothing (the console's pages) from lagging behind a new leader's log
                 if leader is not None and self.registry.load():
                     self._advanced()
-                await self.clock.sleep(self.backoff_ms if leader is None else 100)
+                await self.clock.sleep(self.backoff_ms if leader is None else 1000)
                 continue
             try:
                 response = await self.follow.send(leader, self._fetch(self.wait_ms), FETCH_VERSION,
