@@ -61,6 +61,7 @@ class RegistryCluster:
         self.sync_timeout_ms = sync_timeout_ms
         self.request_timeout_ms = request_timeout_ms
         self._progress = asyncio.Event()
+        self._wake = asyncio.Event()
         self._task: asyncio.Task | None = None
         registry.cluster = self
 
@@ -86,6 +87,12 @@ class RegistryCluster:
         leader = self.leader_id()
         broker = self.image().brokers.get(leader) if leader is not None else None
         return broker.http_url if broker is not None else None
+
+    def on_metadata(self, old: MetadataImage, new: MetadataImage) -> None:
+        """A metadata listener: a new leader of ``_schemas`` ends the follower loop's idle wait."""
+        before, after = old.topics.get(self.topic), new.topics.get(self.topic)
+        if before is None or after is None or before.partitions[:1] != after.partitions[:1]:
+            self._wake.set()
 
     async def await_leader(self, timeout_ms: int) -> int | None:
         """The leader of ``_schemas``, creating the topic if it does not exist yet (on the first change,
@@ -125,17 +132,28 @@ class RegistryCluster:
                 # keeps what reads nothing (the console's pages) from lagging behind a new leader's log
                 if leader is not None and self.registry.load():
                     self._advanced()
-                await self.clock.sleep(self.backoff_ms if leader is None else 1000)
+                await self._idle(self.backoff_ms if leader is None else 1000)
                 continue
             try:
                 response = await self.follow.send(leader, self._fetch(self.wait_ms), FETCH_VERSION,
                                                   timeout_ms=self.wait_ms + self.request_timeout_ms)
             except _UNREACHABLE as e:
                 log.debug("schema registry: fetch of %s from broker %d failed: %s", self.topic, leader, e)
-                await self.clock.sleep(self.backoff_ms)
+                await self._idle(self.backoff_ms)
                 continue
             if not self._apply(response):
-                await self.clock.sleep(self.backoff_ms)
+                await self._idle(self.backoff_ms)
+
+    async def _idle(self, ms: int) -> None:
+        """Sleep ``ms`` on the clock, or until the leader of ``_schemas`` changes (:meth:`on_metadata`)."""
+        self._wake.clear()
+        sleeping = asyncio.ensure_future(self.clock.sleep(ms))
+        woken = asyncio.ensure_future(self._wake.wait())
+        try:
+            await asyncio.wait((sleeping, woken), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleeping.cancel()
+            woken.cancel()
 
     def _fetch(self, max_wait_ms: int, max_bytes: int = 1 << 20) -> FetchRequest:
         partition = FetchRequest.FetchPartition(partition=0, fetch_offset=self.registry.state.next_offset,

@@ -354,6 +354,7 @@ class Broker:
                     self.schema_registry, SCHEMAS.name, self.broker_id, lambda: replicas.image, replicas.may_lead,
                     internal_topics.ensurer(SCHEMAS), PeerClient(peers, f"broker-{self.broker_id}-schema-registry"),
                     PeerClient(peers, f"broker-{self.broker_id}-schema-registry-sync"), clock)
+                self.store.subscribe(self.schema_registry_cluster.on_metadata)
                 self.schema_registry_forwarder = Forwarder(self.schema_registry_cluster)
             self.http.add_routes(SchemaRegistryApi(self.schema_registry, "" if path == "/" else path, access,
                                                    self.schema_registry_forwarder).routes())
