@@ -46,7 +46,8 @@ class RegistryCluster:
     def __init__(self, registry: SchemaRegistry, topic: str, broker_id: int, image: Callable[[], MetadataImage],
                  may_lead: Callable[[], bool], ensure_topic: Callable[[], object], follow: PeerClient,
                  ask: PeerClient, clock: Clock, *, wait_ms: int = 500, backoff_ms: int = 200,
-                 sync_timeout_ms: int = 10_000, request_timeout_ms: int = 30_000) -> None:
+                 sync_timeout_ms: int = 10_000, ask_timeout_ms: int = 5_000,
+                 request_timeout_ms: int = 30_000) -> None:
         self.registry = registry
         self.topic = topic
         self.broker_id = broker_id
@@ -59,6 +60,8 @@ class RegistryCluster:
         self.wait_ms = wait_ms
         self.backoff_ms = backoff_ms
         self.sync_timeout_ms = sync_timeout_ms
+        #: how long a read waits for the leader's high watermark (a leader that hangs: then the view answers)
+        self.ask_timeout_ms = ask_timeout_ms
         self.request_timeout_ms = request_timeout_ms
         self._progress = asyncio.Event()
         self._wake = asyncio.Event()
@@ -219,7 +222,7 @@ class RegistryCluster:
             return
         try:
             response = await self.ask.send(leader, self._fetch(0, max_bytes=1), FETCH_VERSION,
-                                           timeout_ms=min(self.request_timeout_ms, self.sync_timeout_ms))
+                                           timeout_ms=self.ask_timeout_ms)
         except _UNREACHABLE as e:
             log.debug("schema registry: the leader's high watermark is not known (%s): answering from the view", e)
             return
