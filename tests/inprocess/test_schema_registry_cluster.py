@@ -174,8 +174,10 @@ def test_changes_through_a_follower_are_forwarded_or_answered_as_confluent_does(
                 "error_code": 50003, "message": "Error while forwarding update config request to the leader"})
             assert await call(follower, "DELETE", "/subjects/f-value/versions/1") == (500, {
                 "error_code": 50003, "message": "Error while forwarding delete schema version request to the leader"})
-            # reads go on from the follower's own view
+            # reads go on from the follower's own view, and so does registering what is registered already
+            # (a serializer's first call): answered by the follower, as Confluent's do
             assert (await call(follower, "GET", "/schemas/ids/1"))[0] == 200
+            assert await call(follower, "POST", "/subjects/f-value/versions", avro("F")) == (200, {"id": 1})
 
             register_http(p, {1: None, 2: servers[2].url.rstrip("/")})  # where the leader is: not known
             assert await call(follower, "POST", "/subjects/g-value/versions", avro("G")) == (500, {

@@ -327,6 +327,20 @@ class SchemaRegistry:
             raise errors.schema_not_found()
         return _version_body(entry)
 
+    def registered(self, subject: str, body: dict[str, Any]) -> dict[str, Any] | None:
+        """What registering ``body`` under ``subject`` answers with no change (it is registered there
+        already, in READWRITE mode), else None: a broker that does not lead answers it itself instead of
+        forwarding it, as Confluent's followers do."""
+        if self.mode(subject) != "READWRITE" or body.get("id") not in (None, -1, 0) or body.get(
+                "version") not in (None, -1, 0):
+            return None
+        try:
+            parsed, refs = self._parse_request(body)
+        except errors.RegistryError:
+            return None  # the leader's answer, forwarded
+        existing = self._find(subject, parsed, refs)
+        return None if existing is None else {"id": existing.schema_id}
+
     async def register(self, subject: str, body: dict[str, Any], normalize: bool = False) -> dict[str, Any]:
         parsed, refs = self._parse_request(body)
         async with self._writing():

@@ -191,6 +191,18 @@ def _authorize(request: web.Request, registry: SchemaRegistry, access: RegistryA
                                             f"{_schema_id(request)}")
 
 
+REGISTER = ("POST", "/subjects/{subject}/versions")
+
+
+async def _registered(request: web.Request, registry: SchemaRegistry) -> dict[str, Any] | None:
+    """A registration a follower answers itself: the schema is registered under the subject already
+    (its view first brought up to the leader's, so a delete made since is seen)."""
+    body = await _body(request)
+    if registry.cluster is not None:
+        await registry.cluster.sync()
+    return registry.registered(request.match_info["subject"], body)
+
+
 def _wrap(handler: Handler, registry: SchemaRegistry, access: RegistryAccess, rule: Rule,
           forwarder: Forwarder | None = None,
           change: tuple[str, str] | None = None) -> Callable[[web.Request], Awaitable[web.Response]]:
@@ -204,6 +216,9 @@ def _wrap(handler: Handler, registry: SchemaRegistry, access: RegistryAccess, ru
                 await registry.cluster.sync()
             _authorize(request, registry, access, caller, rule)
             if change is not None and forwarder is not None and not await forwarder.leader(request, change):
+                known = await _registered(request, registry) if change == REGISTER else None
+                if known is not None:
+                    return _answer(known)
                 return await forwarder.forward(request, change)
             try:
                 value = await handler(request)
