@@ -377,8 +377,8 @@ _BROKER_DEFS = [
     # The schema registry (docs/schema-registry.md): Confluent's REST API on the HTTP listener.
     ConfigDef("schema.registry.enable", _parse_bool, True,
               "Serve a schema registry with Confluent's REST API on the HTTP listener (metrics.listener), its "
-              "state in the compacted topic _schemas. A single node only for now: with zookeeper.connect it is "
-              "off, and setting it to true is refused.", topic=False),
+              "state in the compacted topic _schemas. In a cluster every broker serves it: the leader of _schemas "
+              "writes, the others forward writes to it.", topic=False),
     ConfigDef("schema.registry.path", lambda key, raw: _parse_registry_path(key, raw), "/",
               "Where the schema registry's API is on the HTTP listener: / (the default: /subjects, /schemas ... "
               "at the root) or a prefix such as /schema-registry; clients are given http://HOST:PORT/PATH.",
@@ -496,7 +496,6 @@ class BrokerConfig:
         _free_http_port(values, normalized)
         check_tubemq_listeners(values)
         check_inter_broker_listener(values)
-        _single_node_registry(values, normalized)
         if values["zookeeper.connect"] is not None and "broker.id" not in normalized:
             raise ConfigError("broker.id (or node.id) must be set when zookeeper.connect is: each broker of a "
                               "cluster needs its own id")
@@ -523,16 +522,6 @@ def _parse_registry_path(key: str, raw: Any) -> str:
     if not value.startswith("/") or any(c in value for c in "{}?#% ") or "//" in value:
         raise ConfigError(f"Invalid value {raw!r} for configuration {key}: a path such as / or /schema-registry")
     return value.rstrip("/") or "/"
-
-
-def _single_node_registry(values: dict[str, Any], given: Mapping[str, str]) -> None:
-    """The schema registry serves a single node only (its writes are not forwarded to a leader yet)."""
-    if values["zookeeper.connect"] is None:
-        return
-    if "schema.registry.enable" in given and values["schema.registry.enable"]:
-        raise ConfigError("schema.registry.enable=true is refused with zookeeper.connect: the schema registry "
-                          "serves a single node only for now (docs/schema-registry.md)")
-    values["schema.registry.enable"] = False
 
 
 def _free_http_port(values: dict[str, Any], given: Mapping[str, str]) -> None:

@@ -217,17 +217,16 @@ def test_a_first_listener_on_port_0_frees_the_http_port_unless_it_is_set() -> No
     assert BrokerConfig.from_props({"listeners": "PLAINTEXT://:0", "metrics.listener": ""})["metrics.listener"] is None
 
 
-def test_the_schema_registry_is_on_in_a_single_node_and_refused_in_a_cluster() -> None:
-    """schema.registry.enable (docs/schema-registry.md): on by default on a single node; with
-    zookeeper.connect it is off, and asking for it is refused with one line naming why."""
+def test_the_schema_registry_is_on_in_a_single_node_and_in_a_cluster() -> None:
+    """schema.registry.enable (docs/schema-registry.md): on by default, on a single node and (every
+    broker serving it, the leader of _schemas writing) with zookeeper.connect; false turns it off."""
     assert BrokerConfig.from_props({})["schema.registry.enable"] is True
     assert BrokerConfig.from_props({})["schema.registry.path"] == "/"
     assert BrokerConfig.from_props({"schema.registry.path": "/schema-registry/"})["schema.registry.path"] == (
         "/schema-registry")
     cluster = {"zookeeper.connect": "127.0.0.1:2181", "broker.id": "1"}
-    assert BrokerConfig.from_props(cluster)["schema.registry.enable"] is False
+    assert BrokerConfig.from_props(cluster)["schema.registry.enable"] is True
+    assert BrokerConfig.from_props({**cluster, "schema.registry.enable": "true"})["schema.registry.enable"] is True
     assert BrokerConfig.from_props({**cluster, "schema.registry.enable": "false"})["schema.registry.enable"] is False
-    with pytest.raises(ConfigError, match="schema.registry.enable=true is refused with zookeeper.connect"):
-        BrokerConfig.from_props({**cluster, "schema.registry.enable": "true"})
     with pytest.raises(ConfigError, match="schema.registry.path"):
         BrokerConfig.from_props({"schema.registry.path": "no-slash"})

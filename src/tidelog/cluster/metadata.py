@@ -20,6 +20,9 @@ class BrokerInfo:
     rack: str | None = None
     #: (listener name, advertised host, advertised port) of every listener; host/port above are the first's
     endpoints: tuple[tuple[str, str, int], ...] = ()
+    #: the broker's HTTP listener (metrics.listener) as http://HOST:PORT, None without one: where the
+    #: other brokers forward schema registry writes to when it leads _schemas (docs/schema-registry.md)
+    http_url: str | None = None
 
     def endpoint(self, listener_name: str | None) -> tuple[str, int]:
         """The address a client connected through ``listener_name`` is told about (Kafka answers

@@ -5,7 +5,8 @@ Under the chroot of ``zookeeper.connect``::
     /cluster/id                                  {"version":"1","id":<cluster id>}
     /brokers/ids/<id>                            ephemeral: {"version":5,"host","port","endpoints":["NAME://host:port"],
                                                   "listener_security_protocol_map","jmx_port":-1,"timestamp","rack"?,
-                                                  "features":{}}
+                                                  "features":{},"tidelog_http"?: "http://host:port" (the
+                                                  broker's HTTP listener, a field of Tidelog's own)}
     /brokers/topics/<topic>                      {"version":3,"topic_id","partitions":{"0":[1,2,3]},
                                                   "adding_replicas":{},"removing_replicas":{}} (a partition
                                                   being reassigned: "partitions" has the union of the
@@ -114,6 +115,8 @@ def encode_broker(broker: BrokerInfo, protocols: dict[str, str]) -> bytes:
     }
     if broker.rack is not None:
         data["rack"] = broker.rack
+    if broker.http_url is not None:
+        data["tidelog_http"] = broker.http_url
     return _encode(data)
 
 
@@ -128,7 +131,9 @@ def decode_broker(broker_id: int, raw: bytes) -> BrokerInfo:
         _, host, port = endpoints[0]
     else:
         host, port = data["host"], int(data["port"])
-    return BrokerInfo(broker_id, host, port, data.get("rack"), tuple(endpoints))
+    http_url = data.get("tidelog_http")
+    return BrokerInfo(broker_id, host, port, data.get("rack"), tuple(endpoints),
+                      http_url if isinstance(http_url, str) else None)
 
 
 # ----------------------------------------------------------------------------------------- topics

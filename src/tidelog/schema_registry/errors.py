@@ -105,4 +105,8 @@ def operation_timeout(message: str) -> RegistryError:
     return RegistryError(500, 50002, message)
 
 
-__all__ = ["RegistryError"]
+class NotLeader(Exception):
+    """A change asked of a broker that does not lead ``_schemas`` (the HTTP layer forwards it)."""
+
+
+__all__ = ["NotLeader", "RegistryError"]

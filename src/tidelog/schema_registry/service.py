@@ -6,13 +6,20 @@ Reads answer from :class:`~tidelog.schema_registry.state.RegistryState`. A chang
 only once committed; the state then catches up by reading the log from where it stood, so what is
 answered is what the log holds. Changes are made one at a time (ids and versions are allocated in
 order). At start the broker replays the whole topic (:meth:`SchemaRegistry.load`).
+
+In a cluster (:mod:`tidelog.schema_registry.leader`) only the leader of ``_schemas`` partition 0 runs
+the changes: before its first change as leader (of a leader epoch) it appends a NOOP record and waits
+until it is committed and read, so that every id handed out before is known (Confluent's leader does
+the same); the other brokers follow the topic (:meth:`SchemaRegistry.apply_batches`) and answer
+:class:`~tidelog.schema_registry.errors.NotLeader` to a change, which the HTTP layer forwards.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, Protocol
 
 from tidelog.errors import KafkaError
@@ -38,6 +45,14 @@ class SchemasLog(Protocol):
     def append(self, partition: int, batch: bytes) -> int: ...
     def batches(self, partition: int, start_offset: int = -1) -> Any: ...
     async def wait_committed(self, partition: int, offset: int, timeout_ms: int) -> Any: ...
+    def is_committed(self, partition: int, offset: int) -> bool: ...
+
+
+class Leadership(Protocol):
+    """Who writes ``_schemas`` in a cluster (:class:`tidelog.schema_registry.leader.RegistryCluster`)."""
+
+    def leads(self) -> bool: ...
+    def leader_epoch(self) -> int: ...
 
 
 class SchemaRegistry:
@@ -52,28 +67,65 @@ class SchemaRegistry:
         self._parsed: dict[int, ParsedSchema] = {}
         #: the whole of _schemas has been read once (nothing is answered before: ids would be reused)
         self.loaded = False
+        #: a cluster's leadership of _schemas (None: a single node, which always leads)
+        self.cluster: Leadership | None = None
+        #: the leader epoch of _schemas-0 whose NOOP this broker has read (caught up as that leader)
+        self._caught_up_epoch: int | None = None
 
     # ------------------------------------------------------------------ the log
 
     def load(self) -> int:
-        """Apply every record of ``_schemas`` not applied yet; returns how many were read."""
+        """Apply every committed record of ``_schemas`` in the local log (this broker leads it, or a
+        single node) not applied yet; returns how many were read."""
         count = 0
         try:
-            batches = self.log.batches(0, self.state.next_offset)
-            for batch in batches:
-                if not batch.is_control_batch:
-                    for record in batch.records():
-                        if record.offset >= self.state.next_offset:
-                            self.state.apply(record.key, record.value)
-                            count += 1
-                self.state.next_offset = batch.next_offset
-        except KafkaError as e:  # no such topic yet: nothing registered
+            count = self.apply_batches(self.log.batches(0, self.state.next_offset), committed=True)
+        except KafkaError as e:  # no such topic yet: nothing registered (in a cluster: led elsewhere)
             log.debug("_schemas not readable (%s): nothing to load", e)
+        self.loaded = True
+        return count
+
+    def apply_batches(self, batches: Iterable[Any], committed: bool = False) -> int:
+        """Apply the records of ``batches`` (from the state's next offset on; with ``committed``, only
+        up to the high watermark); returns how many were applied."""
+        count = 0
+        for batch in batches:
+            if batch.next_offset <= self.state.next_offset:
+                continue
+            if committed and not self.log.is_committed(0, batch.next_offset):
+                break
+            if not batch.is_control_batch:
+                for record in batch.records():
+                    if record.offset >= self.state.next_offset:
+                        self.state.apply(record.key, record.value)
+                        count += 1
+            self.state.next_offset = batch.next_offset
         new_ids, self.state.new_ids = sorted(self.state.new_ids), []
         for schema_id in new_ids:  # in id order: what a schema references was registered before it
             self._index(self.state.schemas[schema_id])
-        self.loaded = True
         return count
+
+    def reset(self) -> None:
+        """Forget the state (the log it was read from is gone: read it again from the start)."""
+        self.state = RegistryState()
+        self._ids.clear()
+        self._parsed.clear()
+        self._caught_up_epoch = None
+
+    @contextlib.asynccontextmanager
+    async def _writing(self) -> AsyncIterator[None]:
+        """One change at a time, made by the leader of ``_schemas`` once it has read the whole log
+        (raises NotLeader on another broker of a cluster)."""
+        async with self._lock:
+            cluster = self.cluster
+            if cluster is not None:
+                if not cluster.leads():
+                    raise errors.NotLeader()
+                epoch = cluster.leader_epoch()
+                if epoch != self._caught_up_epoch:  # a new leader: read up to a record of its own
+                    await self._write([(records.noop_key(), None)])
+                    self._caught_up_epoch = epoch
+            yield
 
     def _index(self, stored: StoredSchema) -> None:
         try:
@@ -100,6 +152,8 @@ class SchemaRegistry:
                 break
             except KafkaError as e:
                 # _schemas created by this very write: its leader is decided by the controller a moment later
+                if e.code.name == "NOT_LEADER_OR_FOLLOWER" and self.cluster is not None and not self.cluster.leads():
+                    raise errors.NotLeader() from None
                 if e.code.name not in _NOT_LED_YET or waited_ms >= self.timeout_ms:
                     raise errors.store_error(f"{e.code.name}: {e.message}") from None
             await asyncio.sleep(_RETRY_MS / 1000)
@@ -136,12 +190,12 @@ class SchemaRegistry:
         level = compatibility.parse_level(body.get("compatibility", body.get("compatibilityLevel")))
         if level is None:
             raise errors.invalid_compatibility_level(body.get("compatibility"))
-        async with self._lock:
+        async with self._writing():
             await self._write([(records.config_key(subject), records.config_value(level))])
         return {"compatibility": level}
 
     async def delete_config(self, subject: str | None) -> dict[str, Any]:
-        async with self._lock:
+        async with self._writing():
             if subject is not None and subject not in self.state.configs:
                 raise errors.subject_config_not_found(subject)
             previous = self.level(subject)
@@ -158,7 +212,7 @@ class SchemaRegistry:
         if not isinstance(mode, str) or mode.upper() not in MODES:
             raise errors.invalid_mode(mode)
         mode = mode.upper()
-        async with self._lock:
+        async with self._writing():
             if mode == "IMPORT" and not force:
                 names = [subject] if subject is not None else list(self.state.subjects)
                 if any(self.state.versions(s, deleted=True) for s in names if s is not None):
@@ -169,7 +223,7 @@ class SchemaRegistry:
         return {"mode": mode}
 
     async def delete_mode(self, subject: str) -> dict[str, Any]:
-        async with self._lock:
+        async with self._writing():
             if subject not in self.state.modes:
                 raise errors.subject_mode_not_found(subject)
             previous = self.state.modes[subject]
@@ -273,9 +327,23 @@ class SchemaRegistry:
             raise errors.schema_not_found()
         return _version_body(entry)
 
+    def registered(self, subject: str, body: dict[str, Any]) -> dict[str, Any] | None:
+        """What registering ``body`` under ``subject`` answers with no change (it is registered there
+        already, in READWRITE mode), else None: a broker that does not lead answers it itself instead of
+        forwarding it, as Confluent's followers do."""
+        if self.mode(subject) != "READWRITE" or body.get("id") not in (None, -1, 0) or body.get(
+                "version") not in (None, -1, 0):
+            return None
+        try:
+            parsed, refs = self._parse_request(body)
+        except errors.RegistryError:
+            return None  # the leader's answer, forwarded
+        existing = self._find(subject, parsed, refs)
+        return None if existing is None else {"id": existing.schema_id}
+
     async def register(self, subject: str, body: dict[str, Any], normalize: bool = False) -> dict[str, Any]:
         parsed, refs = self._parse_request(body)
-        async with self._lock:
+        async with self._writing():
             mode = self.mode(subject)
             if mode in ("READONLY", "READONLY_OVERRIDE"):
                 raise errors.operation_not_permitted(f"Subject {subject} is in read-only mode")
@@ -344,7 +412,7 @@ class SchemaRegistry:
     # ------------------------------------------------------------------ deletes
 
     async def delete_subject(self, subject: str, permanent: bool = False) -> list[int]:
-        async with self._lock:
+        async with self._writing():
             self._writable(subject)
             every = self.state.versions(subject, deleted=True)
             live = [e for e in every if not e.deleted]
@@ -371,7 +439,7 @@ class SchemaRegistry:
 
     async def delete_version(self, subject: str, version: str, permanent: bool = False) -> int:
         number = parse_version(version)
-        async with self._lock:
+        async with self._writing():
             self._writable(subject)
             every = self.state.versions(subject, deleted=True)
             if not every:

@@ -127,8 +127,10 @@ from tidelog.storage.log_manager import LogManager
 # Imported where they are used, only when configured: a broker without an HTTP listener, TubeMQ or
 # ZooKeeper starts without loading aiohttp, prometheus_client, protobuf or kazoo (bench/startup.py).
 if TYPE_CHECKING:
+    from tidelog.schema_registry.leader import RegistryCluster
     from tidelog.schema_registry.service import SchemaRegistry
     from tidelog.web.console import Console
+    from tidelog.web.schema_registry_forward import Forwarder
     from tidelog.web.server import HttpServer
 
 log = logging.getLogger(__name__)
@@ -328,6 +330,8 @@ class Broker:
             self.console.install(self.http.app)
         # The schema registry (docs/schema-registry.md): Confluent's REST API, its state in _schemas.
         self.schema_registry: SchemaRegistry | None = None
+        self.schema_registry_cluster: RegistryCluster | None = None
+        self.schema_registry_forwarder: Forwarder | None = None
         if self.http is not None and config["schema.registry.enable"]:
             from tidelog.schema_registry.service import SchemaRegistry
             from tidelog.web.schema_registry import SchemaRegistryApi
@@ -339,8 +343,21 @@ class Broker:
             # who may use it: the console's login users over HTTP basic auth, the broker's ACLs on subjects
             access = RegistryAccess((config["console.authentication"] or (
                 "sasl" if config["authorizer.class.name"] else "none")) == "sasl", credentials.get, self.authorizer)
-            self.http.add_routes(
-                SchemaRegistryApi(self.schema_registry, "" if path == "/" else path, access).routes())
+            # a cluster: the leader of _schemas writes, the others follow it and forward changes to it
+            peers = getattr(mode, "peers", None)
+            if peers is not None:
+                from tidelog.peer.client import PeerClient
+                from tidelog.schema_registry.leader import RegistryCluster
+                from tidelog.web.schema_registry_forward import Forwarder
+
+                self.schema_registry_cluster = RegistryCluster(
+                    self.schema_registry, SCHEMAS.name, self.broker_id, lambda: replicas.image, replicas.may_lead,
+                    internal_topics.ensurer(SCHEMAS), PeerClient(peers, f"broker-{self.broker_id}-schema-registry"),
+                    PeerClient(peers, f"broker-{self.broker_id}-schema-registry-sync"), clock)
+                self.store.subscribe(self.schema_registry_cluster.on_metadata)
+                self.schema_registry_forwarder = Forwarder(self.schema_registry_cluster)
+            self.http.add_routes(SchemaRegistryApi(self.schema_registry, "" if path == "/" else path, access,
+                                                   self.schema_registry_forwarder).routes())
             if self.console is not None:  # the console's Schemas page
                 from tidelog.web.console.schema_api import SchemaApi
 
@@ -480,7 +497,8 @@ class Broker:
             for listener in self.listeners
         )
         _, host, port = endpoints[0]
-        self.store.open(BrokerInfo(self.broker_id, host, port, self.config["broker.rack"], endpoints))
+        self.store.open(BrokerInfo(self.broker_id, host, port, self.config["broker.rack"], endpoints,
+                                   self._http_address(host)))
         self.partition_controller.start()  # new partitions whose first state a restart interrupted
         self.client_quotas.update(self.store.image.client_quotas)
         reports = await asyncio.get_running_loop().run_in_executor(None, self.logs.startup)
@@ -496,6 +514,18 @@ class Broker:
         self.coordinators.load(self.store.image)
         if self.schema_registry is not None:  # its state: every record of _schemas
             log.info("schema registry: %d records of _schemas read", self.schema_registry.load())
+            if self.schema_registry_cluster is not None:
+                self.schema_registry_cluster.start()
+
+    def _http_address(self, advertised_host: str) -> str | None:
+        """The HTTP listener as the other brokers reach it (registered: schema registry writes are
+        forwarded there); a wildcard host is the first listener's advertised host, as in Kafka."""
+        if self.http is None or self.http.bound is None:
+            return None
+        host, port = self.http.bound
+        if host in ("", "0.0.0.0", "::"):
+            host = advertised_host
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
     def _not_ready_reason(self) -> str | None:
         """/readyz: ready once the logs are loaded and the Kafka listeners accept connections."""
@@ -557,6 +587,10 @@ class Broker:
         if self.share_partitions is not None:
             await self.share_partitions.close()
         self._serving = False
+        if self.schema_registry_cluster is not None:
+            await self.schema_registry_cluster.stop()
+        if self.schema_registry_forwarder is not None:
+            await self.schema_registry_forwarder.close()
         if self.http is not None:
             await self.http.stop()
         self.network.close()

@@ -3,6 +3,10 @@
 :class:`~tidelog.schema_registry.service.SchemaRegistry` method and encodes its answer as
 ``application/vnd.schemaregistry.v1+json``; a refusal is Confluent's ``{"error_code", "message"}``
 with its HTTP status.
+
+In a cluster, a change sent to a broker that does not lead ``_schemas`` is forwarded to the leader
+(:mod:`tidelog.web.schema_registry_forward`), and a read first brings this broker's view up to the
+leader's (:meth:`tidelog.schema_registry.leader.RegistryCluster.sync`).
 """
 
 from __future__ import annotations
@@ -15,10 +19,11 @@ from typing import Any
 from aiohttp import web
 
 from tidelog.schema_registry import errors
-from tidelog.schema_registry.errors import RegistryError
+from tidelog.schema_registry.errors import NotLeader, RegistryError
 from tidelog.schema_registry.service import SchemaRegistry
 from tidelog.security.acl import AclOperation
 from tidelog.web.schema_registry_access import REALM, Caller, RegistryAccess, open_access
+from tidelog.web.schema_registry_forward import MESSAGES, OFFSET_HEADER, Forwarder
 
 log = logging.getLogger(__name__)
 
@@ -63,10 +68,13 @@ def _schema_id(request: web.Request) -> int:
 class SchemaRegistryApi:
     """The routes, under ``prefix`` ("" or "/some/path")."""
 
-    def __init__(self, registry: SchemaRegistry, prefix: str = "", access: RegistryAccess | None = None) -> None:
+    def __init__(self, registry: SchemaRegistry, prefix: str = "", access: RegistryAccess | None = None,
+                 forwarder: Forwarder | None = None) -> None:
         self.registry = registry
         self.prefix = prefix.rstrip("/")
         self.access = access if access is not None else open_access()
+        #: a cluster's: changes to the leader of _schemas (None: a single node)
+        self.forwarder = forwarder
 
     def routes(self) -> list[web.RouteDef]:
         p, r = self.prefix, self.registry
@@ -127,7 +135,8 @@ class SchemaRegistryApi:
              (SUBJECT, AclOperation.ALTER_CONFIGS)),
         ]
         # "/" answers {} as Confluent's root does, only under a prefix (the root itself is the console's)
-        return [web.route(method, p + path, _wrap(handler, r, self.access, rule))
+        return [web.route(method, p + path, _wrap(handler, r, self.access, rule, self.forwarder,
+                                                  (method, path) if (method, path) in MESSAGES else None))
                 for method, path, handler, rule in table if path != "/" or p]
 
     def _visible(self, request: web.Request, subjects: list[str]) -> list[str]:
@@ -182,14 +191,41 @@ def _authorize(request: web.Request, registry: SchemaRegistry, access: RegistryA
                                             f"{_schema_id(request)}")
 
 
-def _wrap(handler: Handler, registry: SchemaRegistry, access: RegistryAccess,
-          rule: Rule) -> Callable[[web.Request], Awaitable[web.Response]]:
+REGISTER = ("POST", "/subjects/{subject}/versions")
+
+
+async def _registered(request: web.Request, registry: SchemaRegistry) -> dict[str, Any] | None:
+    """A registration a follower answers itself: the schema is registered under the subject already
+    (its view first brought up to the leader's, so a delete made since is seen)."""
+    body = await _body(request)
+    if registry.cluster is not None:
+        await registry.cluster.sync()
+    return registry.registered(request.match_info["subject"], body)
+
+
+def _wrap(handler: Handler, registry: SchemaRegistry, access: RegistryAccess, rule: Rule,
+          forwarder: Forwarder | None = None,
+          change: tuple[str, str] | None = None) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """``change``: the route's (method, path) when it changes the registry (the leader's to run)."""
+
     async def route(request: web.Request) -> web.Response:
         try:
             caller = request[CALLER] = await access.caller(request)
             registry.check_ready()
+            if change is None and registry.cluster is not None:  # a read: the view as the leader's now
+                await registry.cluster.sync()
             _authorize(request, registry, access, caller, rule)
-            value = await handler(request)
+            if change is not None and forwarder is not None and not await forwarder.leader(request, change):
+                known = await _registered(request, registry) if change == REGISTER else None
+                if known is not None:
+                    return _answer(known)
+                return await forwarder.forward(request, change)
+            try:
+                value = await handler(request)
+            except NotLeader:  # leadership moved away meanwhile
+                if forwarder is None or change is None:
+                    raise errors.store_error("this broker does not lead _schemas") from None
+                return await forwarder.forward(request, change)
         except RegistryError as e:
             response = _answer(e.body(), e.status)
             if e.status == 401:
@@ -200,7 +236,10 @@ def _wrap(handler: Handler, registry: SchemaRegistry, access: RegistryAccess,
             return _answer({"error_code": 50001, "message": f"Error in the backend data store: {e}"}, 500)
         if isinstance(value, _Raw):
             return web.Response(body=str(value).encode(), content_type=CONTENT_TYPE)
-        return _answer(value)
+        response = _answer(value)
+        if change is not None and registry.cluster is not None:  # how far a forwarding broker waits to read
+            response.headers[OFFSET_HEADER] = str(registry.state.next_offset)
+        return response
 
     return route
 

@@ -25,10 +25,21 @@ def test_broker_registration_round_trip_with_rack_and_listeners():
     assert zk.decode_broker(2, raw) == broker
 
 
+def test_broker_registration_carries_the_http_listener():
+    """The HTTP listener's URL (where schema registry writes are forwarded to its leader) is a field of
+    Tidelog's own; a registration without it (Kafka's) has none."""
+    broker = BrokerInfo(1, "h1", 9092, None, (("PLAINTEXT", "h1", 9092),), "http://h1:9644")
+    raw = zk.encode_broker(broker, {"PLAINTEXT": "PLAINTEXT"})
+    assert json.loads(raw)["tidelog_http"] == "http://h1:9644"
+    assert zk.decode_broker(1, raw) == broker
+    assert "tidelog_http" not in json.loads(zk.encode_broker(BrokerInfo(1, "h1", 9092), {}))
+
+
 def test_broker_registration_written_by_kafka():
     raw = (b'{"listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},"endpoints":["PLAINTEXT://k1:9092"],'
            b'"jmx_port":-1,"features":{},"host":"k1","timestamp":"1","port":9092,"version":5}')
     assert zk.decode_broker(1, raw) == BrokerInfo(1, "k1", 9092, None, (("PLAINTEXT", "k1", 9092),))
+    assert zk.decode_broker(1, raw).http_url is None
 
 
 def test_topic_assignment_round_trip_and_kafka_uuid_text():
