@@ -32,6 +32,10 @@ def avro(name: str) -> dict:
     return {"schema": json.dumps({"type": "record", "name": name, "fields": [{"name": "a", "type": "string"}]})}
 
 
+async def _no_wait(timeout_ms: int) -> None:
+    """The topic is created by the pair's set-up: nothing to create or wait for."""
+
+
 class Registries:
     """A registry per broker of the pair, each with its RegistryCluster (not following until ``follow``)."""
 
@@ -46,7 +50,7 @@ class Registries:
             registry.load()
             self.registry[i] = registry
             self.cluster[i] = RegistryCluster(
-                registry, TOPIC, i, lambda: p.store.image, lambda: True, lambda: None,
+                registry, TOPIC, i, lambda: p.store.image, lambda: True, _no_wait,
                 PeerClient(settings, f"registry-{i}"), PeerClient(settings, f"registry-{i}-sync"), p.clock)
             p.store.subscribe(self.cluster[i].on_metadata)
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from tidelog.clock import Clock
 from tidelog.cluster.metadata import MetadataImage
@@ -44,7 +44,7 @@ class RegistryCluster:
     """Leadership of ``_schemas`` and this broker's view of it (see the module docstring)."""
 
     def __init__(self, registry: SchemaRegistry, topic: str, broker_id: int, image: Callable[[], MetadataImage],
-                 may_lead: Callable[[], bool], ensure_topic: Callable[[], object], follow: PeerClient,
+                 may_lead: Callable[[], bool], ready: Callable[[int], Awaitable[object]], follow: PeerClient,
                  ask: PeerClient, clock: Clock, *, wait_ms: int = 500, backoff_ms: int = 200,
                  sync_timeout_ms: int = 10_000, ask_timeout_ms: int = 5_000,
                  request_timeout_ms: int = 30_000) -> None:
@@ -53,7 +53,8 @@ class RegistryCluster:
         self.broker_id = broker_id
         self.image = image
         self.may_lead = may_lead
-        self.ensure_topic = ensure_topic
+        #: InternalTopicManager.ready of _schemas: created on first use, its first leader waited for (bounded)
+        self.ready = ready
         self.follow = follow  # the long-polled fetches
         self.ask = ask  # the high watermark, asked before a read (never behind a long poll)
         self.clock = clock
@@ -100,15 +101,8 @@ class RegistryCluster:
     async def await_leader(self, timeout_ms: int) -> int | None:
         """The leader of ``_schemas``, creating the topic if it does not exist yet (on the first change,
         as a single node does) and waiting, bounded, for the controller to decide its leader."""
-        if self.leader_id() is None and self.image().topics.get(self.topic) is None:
-            try:
-                self.ensure_topic()
-            except Exception as e:
-                log.info("schema registry: cannot create %s: %s", self.topic, e)
-                return None
-        deadline = self.clock.monotonic_ms() + timeout_ms
-        while self.leader_id() is None and self.clock.monotonic_ms() < deadline:
-            await self.clock.sleep(50)
+        if self.leader_id() is None:
+            await self.ready(timeout_ms)
         return self.leader_id()
 
     # ------------------------------------------------------------------ the view

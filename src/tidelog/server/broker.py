@@ -352,7 +352,8 @@ class Broker:
 
                 self.schema_registry_cluster = RegistryCluster(
                     self.schema_registry, SCHEMAS.name, self.broker_id, lambda: replicas.image, replicas.may_lead,
-                    internal_topics.ensurer(SCHEMAS), PeerClient(peers, f"broker-{self.broker_id}-schema-registry"),
+                    functools.partial(internal_topics.ready, SCHEMAS),
+                    PeerClient(peers, f"broker-{self.broker_id}-schema-registry"),
                     PeerClient(peers, f"broker-{self.broker_id}-schema-registry-sync"), clock)
                 self.store.subscribe(self.schema_registry_cluster.on_metadata)
                 self.schema_registry_forwarder = Forwarder(self.schema_registry_cluster)
