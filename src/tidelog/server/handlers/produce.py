@@ -35,6 +35,7 @@ import asyncio
 import inspect
 from collections.abc import Callable
 
+from tidelog.config import TopicConfig
 from tidelog.coordinator.internal_topics import INTERNAL_TOPIC_NAMES
 from tidelog.errors import ErrorCode, KafkaError, RecordValidationError
 from tidelog.protocol.api_keys import ApiKey
@@ -48,7 +49,7 @@ from tidelog.records.batch import (
     MAGIC_OFFSET,
 )
 from tidelog.replica.manager import ReplicaManager
-from tidelog.schema_registry.validation import SchemaIdValidation
+from tidelog.schema_registry.validation import SchemaIdValidation, validates
 from tidelog.security.acl import AclOperation, ResourceType
 from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
@@ -229,10 +230,11 @@ class ProduceHandler:
                 raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}")
             schema_ids = self.schema_ids
 
-            def check(records) -> None:
+            def check(records, config: TopicConfig) -> None:
                 checked.append(_check_format(version, records))
-                if schema_ids is not None:  # a topic without validation: two booleans of its config looked at
-                    schema_ids.check(topic, self.replicas.leader_config(topic, p.index), records)
+                # broker-side schema id validation: a topic without it costs two booleans of its config
+                if schema_ids is not None and validates(config):
+                    schema_ids.check(topic, config, records)
 
             result = self.replicas.append_records(topic, p.index, p.records, acks=request.acks, check=check)
         except KafkaError as e:
