@@ -2,11 +2,12 @@
 # Debian packages the test suite drives besides Python: Chromium (the web console's end-to-end tests, with
 # Playwright), promtool (from the prometheus package, checks the /metrics output) and kcat (linked to
 # Debian's librdkafka, older than 2.6.1: tests/oracle/test_scram_clients.py checks such clients' SCRAM) and faketime
-# (libfaketime: the fault lab's clock-jump nemesis, tests/fault/test_jepsen.py). Installed only when a
+# (libfaketime: the fault lab's clock-jump nemesis, tests/fault/test_jepsen.py) and node + npm (tests/js: kafkajs and
+# @kafkajs/confluent-schema-registry, installed by tests/js/deps.py). Installed only when a
 # command is missing and this runs as root with apt-get (a CI machine); otherwise it says what is missing
 # and carries on: those tests skip locally and fail in CI (tests/toolchain.py).
 set -uo pipefail
-declare -A PACKAGE_OF=([chromium]=chromium [promtool]=prometheus [kcat]=kcat [faketime]=faketime)
+declare -A PACKAGE_OF=([chromium]=chromium [promtool]=prometheus [kcat]=kcat [faketime]=faketime [node]=nodejs [npm]=npm)
 missing=()
 for cmd in "${!PACKAGE_OF[@]}"; do
     command -v "$cmd" >/dev/null 2>&1 || missing+=("${PACKAGE_OF[$cmd]}")

@@ -25,6 +25,7 @@ from tidelog.config_def import (
     INT_MAX,
     LONG_MAX,
     SASL_MECHANISMS,
+    TOPIC_NAME_STRATEGY,
     ConfigDef,
 )
 from tidelog.config_def import int_value as _int
@@ -43,6 +44,7 @@ from tidelog.config_def import parse_log_dirs as _parse_log_dirs
 from tidelog.config_def import parse_pem_type as _parse_pem_type
 from tidelog.config_def import parse_sasl_mechanisms as _parse_sasl_mechanisms
 from tidelog.config_def import parse_string as _parse_string
+from tidelog.config_def import parse_subject_name_strategy as _parse_subject_name_strategy
 from tidelog.config_def import parse_super_users as _parse_super_users
 from tidelog.errors import ConfigError
 from tidelog.listener import (
@@ -117,6 +119,18 @@ _TOPIC_DEFS = [
               "Roll a new segment after this long even if it is not full.", "log.roll.ms"),
     ConfigDef("unclean.leader.election.enable", _parse_bool, False,
               "Allow an out-of-sync replica to become leader.", "unclean.leader.election.enable"),
+    # Broker-side schema id validation, as Confluent Server names it (docs/schema-registry.md): topic-only,
+    # no broker default.
+    ConfigDef("confluent.key.schema.validation", _parse_bool, False,
+              "Refuse records whose key does not carry a schema id registered for the key's subject.", None),
+    ConfigDef("confluent.key.subject.name.strategy", _parse_subject_name_strategy, TOPIC_NAME_STRATEGY,
+              "How the key's subject is named for confluent.key.schema.validation: TopicNameStrategy "
+              "(<topic>-key), RecordNameStrategy or TopicRecordNameStrategy.", None),
+    ConfigDef("confluent.value.schema.validation", _parse_bool, False,
+              "Refuse records whose value does not carry a schema id registered for the value's subject.", None),
+    ConfigDef("confluent.value.subject.name.strategy", _parse_subject_name_strategy, TOPIC_NAME_STRATEGY,
+              "How the value's subject is named for confluent.value.schema.validation: TopicNameStrategy "
+              "(<topic>-value), RecordNameStrategy or TopicRecordNameStrategy.", None),
 ]
 
 _BROKER_DEFS = [
@@ -573,6 +587,10 @@ class TopicConfig:
     segment_jitter_ms: int = 0
     segment_ms: int = 604_800_000
     unclean_leader_election_enable: bool = False
+    confluent_key_schema_validation: bool = False
+    confluent_key_subject_name_strategy: str = TOPIC_NAME_STRATEGY
+    confluent_value_schema_validation: bool = False
+    confluent_value_subject_name_strategy: str = TOPIC_NAME_STRATEGY
 
     @property
     def compact(self) -> bool:

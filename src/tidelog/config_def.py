@@ -168,6 +168,23 @@ def parse_super_users(key: str, raw: Any) -> tuple[str, ...]:
 
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 
+#: ``confluent.{key,value}.subject.name.strategy`` values: Confluent's serializers' class names (the
+#: short names are accepted too and stored as the class name).
+SUBJECT_NAME_STRATEGY_PACKAGE = "io.confluent.kafka.serializers.subject."
+TOPIC_NAME_STRATEGY = SUBJECT_NAME_STRATEGY_PACKAGE + "TopicNameStrategy"
+RECORD_NAME_STRATEGY = SUBJECT_NAME_STRATEGY_PACKAGE + "RecordNameStrategy"
+TOPIC_RECORD_NAME_STRATEGY = SUBJECT_NAME_STRATEGY_PACKAGE + "TopicRecordNameStrategy"
+SUBJECT_NAME_STRATEGIES = (TOPIC_NAME_STRATEGY, RECORD_NAME_STRATEGY, TOPIC_RECORD_NAME_STRATEGY)
+
+
+def parse_subject_name_strategy(key: str, raw: Any) -> str:
+    value = str(raw).strip()
+    full = value if "." in value else SUBJECT_NAME_STRATEGY_PACKAGE + value
+    if full not in SUBJECT_NAME_STRATEGIES:
+        raise ConfigError(f"Invalid value {value!r} for configuration {key}: must be one of "
+                          + ", ".join(SUBJECT_NAME_STRATEGIES))
+    return full
+
 
 @dataclass(frozen=True)
 class ConfigDef:
@@ -201,7 +218,11 @@ __all__ = [
     "CONSOLE_AUTHENTICATIONS",
     "INT_MAX",
     "LONG_MAX",
+    "RECORD_NAME_STRATEGY",
     "SASL_MECHANISMS",
+    "SUBJECT_NAME_STRATEGIES",
+    "TOPIC_NAME_STRATEGY",
+    "TOPIC_RECORD_NAME_STRATEGY",
     "ConfigDef",
     "int_value",
     "long_value",
@@ -218,5 +239,6 @@ __all__ = [
     "parse_pem_type",
     "parse_sasl_mechanisms",
     "parse_string",
+    "parse_subject_name_strategy",
     "parse_super_users",
 ]

@@ -7,6 +7,7 @@
 //	tidelog-go-clients franz-consume  -brokers B -topic T -count N [-partitions 0,1] [-offset O]
 //	tidelog-go-clients franz-group    -brokers B -group G -topic T [-name M] [-balancer B] [-server-side]
 //	tidelog-go-clients franz-admin    -brokers B            (requests on stdin, one JSON object per line)
+//	tidelog-go-clients franz-sr       -brokers B -registry URL -topic T -type avro|json|protobuf  (schemas.go)
 //	tidelog-go-clients sarama-produce -brokers B -topic T -version V [-async] [-codec C] [-idempotent] [-acks A]
 //	tidelog-go-clients sarama-consume -brokers B -topic T -version V -partition P -offset O -count N
 //	tidelog-go-clients sarama-group   -brokers B -group G -topic T -version V [-name M]
@@ -166,6 +167,7 @@ var commands = map[string]func(args []string){
 	"franz-consume":  franzConsume,
 	"franz-group":    franzGroup,
 	"franz-admin":    franzAdmin,
+	"franz-sr":       franzSchemaRegistry,
 	"sarama-produce": saramaProduce,
 	"sarama-consume": saramaConsume,
 	"sarama-group":   saramaGroup,

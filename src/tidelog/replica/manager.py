@@ -129,16 +129,17 @@ class ReplicaManager:
     # -------------------------------------------------------------------------------- append (2)
 
     def append_records(self, topic: str, partition: int, records, *, acks: int,
-                       check: Callable[[Any], None] | None = None, from_client: bool = True) -> AppendResult:
-        """Append as leader; raises KafkaError (nothing written). ``check(records)``, the caller's
-        own validation of the request's records, runs after the acks, leadership and ISR checks.
+                       check: Callable[[Any, TopicConfig], None] | None = None, from_client: bool = True) -> AppendResult:
+        """Append as leader; raises KafkaError (nothing written). ``check(records, config)``, the caller's
+        own validation of the request's records (with the log's topic config), runs after the acks,
+        leadership and ISR checks.
         ``from_client=False`` marks a coordinator's write (no sequence checks, Kafka's
         ``AppendOrigin.COORDINATOR``)."""
         if acks not in (0, 1, -1):
             raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS, f"acks must be 0, 1 or -1, not {acks}")
         plog, meta = self._writable_log(topic, partition, acks)
         if check is not None:
-            check(records)
+            check(records, plog.config)
         result = plog.append_as_leader(records, leader_epoch=meta.leader_epoch, from_client=from_client)
         if not result.duplicate:
             self.events.appended(topic, partition, plog)

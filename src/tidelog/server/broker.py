@@ -77,6 +77,7 @@ from tidelog.meter import PartitionTraffic, RequestTimes, SyncHistogram
 from tidelog.replica.events import LogEvents
 from tidelog.replica.housekeeping import LogHousekeeping
 from tidelog.replica.manager import ReplicaManager
+from tidelog.schema_registry.validation import SchemaIdValidation
 from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.controller_events import ControllerEventManager
 from tidelog.server.dispatcher import HandlerRegistry
@@ -246,6 +247,8 @@ class Broker:
 
         # The front end: one handler object per API family, each with what it uses.
         describer = ConfigDescriber(config, topic_configs)
+        # Broker-side schema id validation (confluent.*.schema.validation): given the registry below, if served.
+        schema_ids = SchemaIdValidation()
         self.handlers = handlers = HandlerRegistry()
         handlers.add(
             ApiVersionsHandler(handlers, {
@@ -255,7 +258,7 @@ class Broker:
             }, lambda: store.image.cluster_id, self.broker_id),
             MetadataHandler(store, controller, config, auth),
             DescribeTopicPartitionsHandler(store, auth),
-            ProduceHandler(replicas, verifier, auth),
+            ProduceHandler(replicas, verifier, auth, schema_ids),
             FetchHandler(replicas, self.fetch_sessions, auth),
             ListOffsetsHandler(replicas, auth),
             OffsetForLeaderEpochHandler(replicas, auth),
@@ -339,6 +342,7 @@ class Broker:
 
             self.schema_registry = SchemaRegistry(
                 ReplicaWriter(replicas, SCHEMAS.name, internal_topics.ensurer(SCHEMAS)), clock.wall_ms)
+            schema_ids.registry = self.schema_registry  # broker-side schema id validation reads its state
             path = config["schema.registry.path"]
             # who may use it: the console's login users over HTTP basic auth, the broker's ACLs on subjects
             access = RegistryAccess((config["console.authentication"] or (

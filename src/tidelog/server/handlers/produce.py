@@ -35,6 +35,7 @@ import asyncio
 import inspect
 from collections.abc import Callable
 
+from tidelog.config import TopicConfig
 from tidelog.coordinator.internal_topics import INTERNAL_TOPIC_NAMES
 from tidelog.errors import ErrorCode, KafkaError, RecordValidationError
 from tidelog.protocol.api_keys import ApiKey
@@ -48,6 +49,7 @@ from tidelog.records.batch import (
     MAGIC_OFFSET,
 )
 from tidelog.replica.manager import ReplicaManager
+from tidelog.schema_registry.validation import SchemaIdValidation, validates
 from tidelog.security.acl import AclOperation, ResourceType
 from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
@@ -85,10 +87,12 @@ Refusals = dict[tuple[str, int], tuple[ErrorCode, str | None]]
 
 class ProduceHandler:
     def __init__(self, replicas: ReplicaManager, verifier: TransactionVerifier,
-                 authorizer: Authorizer = NO_AUTHORIZER) -> None:
+                 authorizer: Authorizer = NO_AUTHORIZER, schema_ids: SchemaIdValidation | None = None) -> None:
         self.replicas = replicas
         self.verifier = verifier
         self.authorizer = authorizer
+        #: broker-side schema id validation of the topics that ask for it (confluent.*.schema.validation)
+        self.schema_ids = schema_ids
         #: producer id -> done once the producer's latest request waiting for the coordinator is appended
         #: (or refused); the producer's next transactional request waits for it
         self._in_order: dict[int, asyncio.Future[None]] = {}
@@ -224,8 +228,15 @@ class ProduceHandler:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, "unknown topic id")
             if topic in INTERNAL_TOPIC_NAMES:
                 raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}")
-            result = self.replicas.append_records(topic, p.index, p.records, acks=request.acks,
-                                                  check=lambda records: checked.append(_check_format(version, records)))
+            schema_ids = self.schema_ids
+
+            def check(records, config: TopicConfig) -> None:
+                checked.append(_check_format(version, records))
+                # broker-side schema id validation: a topic without it costs two booleans of its config
+                if schema_ids is not None and validates(config):
+                    schema_ids.check(topic, config, records)
+
+            result = self.replicas.append_records(topic, p.index, p.records, acks=request.acks, check=check)
         except KafkaError as e:
             response = PartitionResponse(index=p.index, error_code=int(e.code), base_offset=-1, error_message=e.message)
             if topic is not None and e.code not in _NO_LOG_START_OFFSET and (checked or e.code == ErrorCode.NOT_ENOUGH_REPLICAS):
