@@ -40,6 +40,7 @@ import functools
 import logging
 import socket
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -121,6 +122,7 @@ from tidelog.server.quota import ClientQuotaManagers
 from tidelog.server.throttle import RequestThrottler
 from tidelog.server.tls import ListenerSecurity, ignored_listener_keys, listener_security
 from tidelog.server.txn_verification import TransactionVerifier
+from tidelog.share.dead_letter import DeadLetterWriter
 from tidelog.share.manager import ResettingPersister, SharePartitionManager
 from tidelog.storage.log_manager import LogManager
 
@@ -249,7 +251,7 @@ class Broker:
             ApiVersionsHandler(handlers, {
                 "group.version": (1, int("consumer" in config["group.coordinator.rebalance.protocols"])),
                 "transaction.version": (2, config["transaction.version"]),
-                **({"share.version": (1, min(config["share.version"], 1))} if config["share.version"] >= 1 else {}),
+                **({"share.version": (2, config["share.version"])} if config["share.version"] >= 1 else {}),
             }, lambda: store.image.cluster_id, self.broker_id),
             MetadataHandler(store, controller, config, auth),
             DescribeTopicPartitionsHandler(store, auth),
@@ -286,7 +288,8 @@ class Broker:
         if config["share.version"] >= 1 and share_persister is not None:
             self.share_partitions = SharePartitionManager(
                 replicas, share_persister, clock, config.values,
-                group_configs=lambda group_id: store.image.group_configs.get(group_id))
+                group_configs=lambda group_id: store.image.group_configs.get(group_id),
+                dead_letters=self._dead_letter_writer(config, replicas, controller, leadership, clock))
             handlers.add(ShareHandlers(self.share_partitions, auth))
         # Client quotas (docs/security.md "Quotas"): measured and enforced around every handler.
         self.client_quotas = ClientQuotaManagers(config["quota.window.num"], config["quota.window.size.seconds"])
@@ -353,6 +356,25 @@ class Broker:
         self.periodic = PeriodicJobs(clock)
         self._loaded = False
         self.stopped = asyncio.Event()
+
+    def _dead_letter_writer(self, config: BrokerConfig, replicas: ReplicaManager, controller: Controller,
+                            leadership: PartitionController, clock: Clock) -> DeadLetterWriter | None:
+        """Share groups' dead-letter queues (KIP-1191), with share.version 2: written through the replica
+        manager, or to the DLQ partition's leader over the inter-broker client."""
+        if config["share.version"] < 2:
+            return None
+        store = self.store
+
+        async def create_topic(name: str, configs: Mapping[str, str]) -> None:
+            controller.create_topic(name, config["num.partitions"], config["default.replication.factor"], configs)
+            await leadership.await_leaders([name], 30_000)
+
+        peers = getattr(self.mode, "peers", None)
+        return DeadLetterWriter(
+            replicas, share_version=config["share.version"], broker_values=config.values,
+            group_configs=lambda group_id: store.image.group_configs.get(group_id), create_topic=create_topic,
+            wall_ms=clock.wall_ms, remote=(lambda leader, request: peers.send(leader, request, 9))
+            if peers is not None else None)
 
     def _metrics(self, http: HttpServer, traffic: PartitionTraffic | None, request_times: RequestTimes | None,
                  flush_latency: SyncHistogram | None):

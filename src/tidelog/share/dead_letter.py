@@ -140,7 +140,7 @@ class DeadLetterWriter:
 
     def __init__(self, replicas: ReplicaManager, *, share_version: int, broker_values: Mapping[str, Any],
                  group_configs: Callable[[str], Mapping[str, Any] | None],
-                 create_topic: Callable[[str, Mapping[str, str]], object],
+                 create_topic: Callable[[str, Mapping[str, str]], Awaitable[object]],
                  wall_ms: Callable[[], int], remote: RemoteProduce | None = None) -> None:
         self.replicas = replicas
         self.share_version = share_version
@@ -203,7 +203,7 @@ class DeadLetterWriter:
         image = self.replicas.image
         if name not in image.topics:
             try:
-                self.create_topic(name, {TOPIC_ENABLE_CONFIG: "true", "message.timestamp.type": "CreateTime"})
+                await self.create_topic(name, {TOPIC_ENABLE_CONFIG: "true", "message.timestamp.type": "CreateTime"})
             except KafkaError as e:
                 if e.code != ErrorCode.TOPIC_ALREADY_EXISTS:
                     return f"creating the DLQ topic {name}: {e.code.name}"
