@@ -14,8 +14,8 @@ What is written, one record per offset, as Kafka 4.4 writes it:
   ``__dlq.errors.message`` (``Offset rejected by client.`` or ``Offset delivery count exceeded the
   threshold.``);
 * the original record's key and value only with the group config
-  ``errors.deadletterqueue.copy.record.enable`` (default false: null key and value); the original
-  headers are never copied;
+  ``errors.deadletterqueue.copy.record.enable`` (default false: null key and value; a record larger than
+  the DLQ topic's ``max.message.bytes`` also gets none); the original headers are never copied;
 * the time of the write as a CreateTime timestamp, no producer id, uncompressed;
 * to partition ``source partition % partitions of the DLQ topic``.
 
@@ -248,6 +248,8 @@ class DeadLetterWriter:
             original = originals.get(offset)
             key = original.key if original is not None else None
             value = original.value if original is not None else None
+            if len(key or b"") + len(value or b"") > max_bytes:  # too large to copy: headers only, as Kafka does
+                key = value = None
             headers = dlq_headers(letters, offset)
             record_size = 24 + len(key or b"") + len(value or b"") + sum(len(k) + len(v) + 4 for k, v in headers)
             if builder is not None and size + record_size > max_bytes:
