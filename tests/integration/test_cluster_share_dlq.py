@@ -72,4 +72,5 @@ def test_dead_letters_reach_a_dlq_partition_led_by_another_broker(cluster: Local
                 got[headers["__dlq.errors.partition"]] = m.value()
     finally:
         reader.close()
-    assert got == {b"0": b"v0", b"1": b"v1", b"2": b"v2"}
+    logged = [line for b in cluster.brokers.values() for line in b.stderr_lines if "DLQ" in line]
+    assert got == {b"0": b"v0", b"1": b"v1", b"2": b"v2"}, logged

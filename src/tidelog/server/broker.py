@@ -74,6 +74,7 @@ from tidelog.coordinator.txn.service import TransactionCoordinatorService
 from tidelog.errors import KafkaError
 from tidelog.listener import NON_ROUTABLE_HOSTS, Listener
 from tidelog.meter import PartitionTraffic, RequestTimes, SyncHistogram
+from tidelog.peer.client import PeerClient
 from tidelog.replica.events import LogEvents
 from tidelog.replica.housekeeping import LogHousekeeping
 from tidelog.replica.manager import ReplicaManager
@@ -122,7 +123,7 @@ from tidelog.server.quota import ClientQuotaManagers
 from tidelog.server.throttle import RequestThrottler
 from tidelog.server.tls import ListenerSecurity, ignored_listener_keys, listener_security
 from tidelog.server.txn_verification import TransactionVerifier
-from tidelog.share.dead_letter import DeadLetterWriter
+from tidelog.share.dead_letter import PRODUCE_VERSION, DeadLetterWriter
 from tidelog.share.manager import ResettingPersister, SharePartitionManager
 from tidelog.storage.log_manager import LogManager
 
@@ -206,6 +207,7 @@ class Broker:
         share_persister = share_persister or self.share_persister
         # The group coordinator's resets of share state drop the share partitions this broker holds for it.
         self.share_partitions: SharePartitionManager | None = None
+        self._dead_letter_peers: PeerClient | None = None  # share groups' DLQ writes to other brokers
         self.group_service = group_service = GroupCoordinatorService(
             groups, share_persister=ResettingPersister(share_persister, lambda: self.share_partitions)
             if share_persister is not None else None,
@@ -369,11 +371,13 @@ class Broker:
             controller.create_topic(name, config["num.partitions"], config["default.replication.factor"], configs)
             await leadership.await_leaders([name], 30_000)
 
-        peers = getattr(self.mode, "peers", None)
+        peer_settings = getattr(self.mode, "peers", None)
+        peers = self._dead_letter_peers = (PeerClient(peer_settings, f"tidelog-share-dlq-{self.broker_id}")
+                                           if peer_settings is not None else None)
         return DeadLetterWriter(
             replicas, share_version=config["share.version"], broker_values=config.values,
             group_configs=lambda group_id: store.image.group_configs.get(group_id), create_topic=create_topic,
-            wall_ms=clock.wall_ms, remote=(lambda leader, request: peers.send(leader, request, 9))
+            wall_ms=clock.wall_ms, remote=(lambda leader, request: peers.send(leader, request, PRODUCE_VERSION))
             if peers is not None else None)
 
     def _metrics(self, http: HttpServer, traffic: PartitionTraffic | None, request_times: RequestTimes | None,
@@ -579,6 +583,8 @@ class Broker:
         self.transactions.close()
         if self.share_persister is not None:
             self.share_persister.close()
+        if self._dead_letter_peers is not None:
+            self._dead_letter_peers.close()
         self.marker_writer.close()
         await self.group_service.stop_share_tasks()
         self.group_coordinator.close()

@@ -65,6 +65,8 @@ HEADER_GROUP = "__dlq.errors.group"
 HEADER_DELIVERY_COUNT = "__dlq.errors.delivery.count"
 HEADER_MESSAGE = "__dlq.errors.message"
 
+#: The Produce version of a write to another broker (by topic name)
+PRODUCE_VERSION = 9
 #: How long a write waits for the ISR (Kafka's DLQ produce: acks=-1, timeout 30 s).
 WRITE_TIMEOUT_MS = 30_000
 #: A record batch's fixed size before its records (Kafka's ``RECORD_BATCH_OVERHEAD``).
@@ -292,6 +294,7 @@ __all__ = [
     "CLIENT_REJECT",
     "COPY_RECORD_CONFIG",
     "DELIVERY_COUNT_EXCEEDED",
+    "PRODUCE_VERSION",
     "TOPIC_ENABLE_CONFIG",
     "TOPIC_NAME_CONFIG",
     "DeadLetterSink",
