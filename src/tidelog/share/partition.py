@@ -616,7 +616,9 @@ class SharePartition:
 
     async def _send_then_dead_letters(self, write: StateWrite, archiving: dict[int, int]) -> ErrorCode:
         code = await self._send(write)
-        if not code:  # Kafka starts the dead-letter write once the ARCHIVING state is written
+        # Kafka starts the dead-letter write once the ARCHIVING state's write has ended (also a failed one: the
+        # records are ARCHIVING in memory already and must not stay so); a fenced window is read again
+        if not self.fenced:
             self._start_dead_letters(archiving, lambda _o: DELIVERY_COUNT_EXCEEDED)
         return code
 
