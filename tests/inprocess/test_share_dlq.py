@@ -90,6 +90,8 @@ def test_rejected_records_go_to_the_dlq_with_kafkas_headers(tmp_path: Path) -> N
         # the rejected records are archived once written: the share partition's start moved past them
         await b.wait_until(lambda: _start_is(persister, tid, 3), "the start offset past the dead letters")
         assert persister.states[SharePartitionKey(GROUP, tid, 0)].state_batches == ()
+        stats = b.broker.share_partitions.stats[SharePartitionKey(GROUP, tid, 0)]
+        assert (stats.dead_lettered, stats.dead_letter_failures, stats.archived["rejected"]) == (2, 0, 2)
 
     persister = MemorySharePersister()
     share_run(tmp_path, scenario, V2, persister)
@@ -193,6 +195,8 @@ def test_dlq_topic_checks_and_auto_creation(tmp_path: Path) -> None:
         await group_config(b, GROUP, {"errors.deadletterqueue.topic.name": "dlq.missing"})
         await reject_all(b, tid, "m3", 2)
         assert "dlq.missing" not in b.broker.store.image.topics
+        stats = b.broker.share_partitions.stats[SharePartitionKey(GROUP, tid, 0)]
+        assert (stats.dead_lettered, stats.dead_letter_failures) == (0, 3)
 
     persister = MemorySharePersister()
     share_run(tmp_path, scenario, V2, persister)

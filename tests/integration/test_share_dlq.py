@@ -88,3 +88,9 @@ def test_rejected_and_over_the_limit_records_reach_the_dlq(broker, admin) -> Non
          "__dlq.errors.message": b"Offset delivery count exceeded the threshold."}]
     # nothing more is written there, and the records are not offered again
     assert len(read_all(broker.bootstrap, dlq, 3, timeout_s=5)) == 2
+    from tests.integration.test_metrics import scrape, value
+
+    labels = {"group": group, "topic": topic, "partition": "0"}
+    samples = scrape(broker)
+    assert value(samples, "tidelog_share_dead_letter_records_total", **labels) == 2
+    assert value(samples, "tidelog_share_dead_letter_failed_writes_total", **labels) == 0

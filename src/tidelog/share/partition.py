@@ -638,7 +638,10 @@ class SharePartition:
 
     async def _dead_letter(self, letters: DeadLetters) -> None:
         if self.dead_letters is not None:
-            await self.dead_letters.send(letters)
+            if await self.dead_letters.send(letters) is None:
+                self.stats.dead_lettered += letters.last_offset - letters.first_offset + 1
+            else:
+                self.stats.dead_letter_failures += 1
         # archived whether the DLQ write succeeded or not (Kafka: "proceeding to ARCHIVED regardless")
         records = self._records
         changes = {o: (_ARCHIVED, rec.delivery_count) for o in range(letters.first_offset, letters.last_offset + 1)
