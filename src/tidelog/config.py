@@ -131,6 +131,8 @@ _TOPIC_DEFS = [
     ConfigDef("confluent.value.subject.name.strategy", _parse_subject_name_strategy, TOPIC_NAME_STRATEGY,
               "How the value's subject is named for confluent.value.schema.validation: TopicNameStrategy "
               "(<topic>-value), RecordNameStrategy or TopicRecordNameStrategy.", None),
+    ConfigDef("errors.deadletterqueue.group.enable", _parse_bool, False,
+              "Whether share groups may use this topic as their dead-letter queue (KIP-1191)."),
 ]
 
 _BROKER_DEFS = [
@@ -347,8 +349,15 @@ _BROKER_DEFS = [
               "KIP-890's, where every transaction bumps the producer epoch.", topic=False),
     ConfigDef("share.version", _parse_int(0, 2), 0,
               "The share-group protocol the broker finalizes (Kafka's share.version feature, KIP-932): 0 serves "
-              "no share-group API; 1 serves share groups' membership and admin APIs (docs/share-groups.md). "
-              "Share groups are being built (issue 27); until they are complete the default stays 0.", topic=False),
+              "no share-group API; 1 serves share groups (docs/share-groups.md); 2 adds their dead-letter queues "
+              "(KIP-1191). Share groups are being built (issue 27); until they are complete the default stays 0.",
+              topic=False),
+    ConfigDef("errors.deadletterqueue.auto.create.topics.enable", _parse_bool, False,
+              "Whether the broker creates a share group's dead-letter queue topic when it does not exist "
+              "(KIP-1191, share.version=2).", topic=False),
+    ConfigDef("errors.deadletterqueue.topic.name.prefix", _parse_string, "dlq.",
+              "The prefix every share group's dead-letter queue topic name must have (KIP-1191); empty: any "
+              "name.", topic=False),
     ConfigDef("share.coordinator.state.topic.num.partitions", _int(1), 50,
               "Partitions of __share_group_state (the share coordinator's topic, KIP-932).", topic=False),
     ConfigDef("share.coordinator.state.topic.replication.factor", _int(1), 3,
@@ -591,6 +600,7 @@ class TopicConfig:
     confluent_key_subject_name_strategy: str = TOPIC_NAME_STRATEGY
     confluent_value_schema_validation: bool = False
     confluent_value_subject_name_strategy: str = TOPIC_NAME_STRATEGY
+    errors_deadletterqueue_group_enable: bool = False
 
     @property
     def compact(self) -> bool:

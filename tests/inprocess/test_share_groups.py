@@ -96,7 +96,7 @@ def test_share_apis_are_served_only_with_share_version_1(tmp_path: Path) -> None
         assert served[76] == (1, 1) and served[77] == (1, 1) and served[90] == (0, 1)
         assert ("share.version", 1, 1) in [(f.name, f.min_version_level, f.max_version_level)
                                            for f in versions.finalized_features]
-        assert ("share.version", 0, 1) in [(f.name, f.min_version, f.max_version) for f in versions.supported_features]
+        assert ("share.version", 0, 2) in [(f.name, f.min_version, f.max_version) for f in versions.supported_features]
 
     run(tmp_path / "off", off)
     run(tmp_path / "on", on, overrides=SHARE_ON)

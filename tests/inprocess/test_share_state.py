@@ -185,7 +185,7 @@ def test_a_delivery_state_kafka_does_not_persist_is_invalid(tmp_path):
         tid = await topic_id(b, "jobs")
         await coordinator_found(b, tid)
         assert only(await b.request(initialize(GROUP, tid, 0, 0, 0), 0)).error_code == 0
-        p = only(await b.request(write(GROUP, tid, 0, 0, 0, 0, [(0, 4, 3, 1)]), 0))
+        p = only(await b.request(write(GROUP, tid, 0, 0, 0, 0, [(0, 4, 5, 1)]), 0))  # 3 is ARCHIVING (KIP-1191)
         assert p.error_code == ErrorCode.INVALID_REQUEST
         p = only(await b.request(read(GROUP, tid, 0, 0), 0))
         assert (p.error_code, batches(p)) == (0, [])  # nothing was written

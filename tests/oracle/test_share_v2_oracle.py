@@ -1,7 +1,9 @@
 """Share groups at Kafka 4.4's newest versions, Apache Kafka 4.4 against Tidelog: one raw-request program
 (ShareGroupHeartbeat, ShareFetch/ShareAcknowledge v2 with RENEW and ShareAcquireMode, DescribeShareGroupOffsets
-v1's lag) run against each broker, the answers compared. Kafka 4.4 has share groups on by default; the
-Tidelog broker gets ``share.version=1``. (The wire differential suite runs Tidelog without share groups.)"""
+v1's lag) run against each broker, the answers compared; and a confluent-kafka ShareConsumer program whose
+rejected and over-the-limit records go to the group's dead-letter queue (KIP-1191), the DLQ topic's records
+compared. Kafka 4.4 has share groups on by default, at share.version 2; the Tidelog broker gets
+``share.version=2``. (The wire differential suite runs Tidelog without share groups.)"""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import AcknowledgeType, Consumer, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.oracle.fixtures import SHARED_OVERRIDES
@@ -34,7 +36,7 @@ ACCEPT, RENEW = 1, 4
 
 @pytest.fixture(scope="module")
 def tidelog_broker(broker_overrides: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    with BrokerProcess(tmp_path_factory.mktemp("tidelog"), overrides={**broker_overrides, "share.version": "1"}) as b:
+    with BrokerProcess(tmp_path_factory.mktemp("tidelog"), overrides={**broker_overrides, "share.version": "2"}) as b:
         yield b
 
 
@@ -178,4 +180,93 @@ def test_share_v2_and_lag_answer_as_kafka(kafka_broker, tidelog_broker) -> None:
     tidelog = program(tidelog_broker.bootstrap)
     print("kafka  ", kafka)
     print("tidelog", tidelog)
+    assert tidelog == kafka
+
+
+DLQ_TOPIC, DLQ, DLQ_GROUP = "share-dlq", "dlq.share-dlq", "share-dlq-group"
+
+
+def _records(bootstrap: str, topic: str, n: int, timeout_s: float) -> list[tuple]:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"read-{uuid.uuid4()}", "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False})
+    try:
+        c.subscribe([topic])
+        got: list[tuple] = []
+        deadline = time.monotonic() + timeout_s
+        while len(got) < n and time.monotonic() < deadline:
+            m = c.poll(1.0)
+            if m is not None and m.error() is None:
+                got.append((m.partition(), m.key(), m.value(), m.headers()))
+        return got
+    finally:
+        c.close()
+
+
+def dlq_program(bootstrap: str) -> dict[str, object]:
+    """A ShareConsumer rejects offset 0, releases offset 1 up to the delivery limit (2) and accepts the rest
+    (and the next group, without copying records, rejects everything); what the DLQ topics hold."""
+    out: dict[str, object] = {}
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(DLQ_TOPIC, 1, 1)])[DLQ_TOPIC].result(60)
+    for name in (DLQ, DLQ + "-2"):
+        admin.create_topics([NewTopic(name, 2, 1, config={"errors.deadletterqueue.group.enable": "true"})])[
+            name].result(60)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(4):
+        producer.produce(DLQ_TOPIC, key=b"k%d" % i, value=b"v%d" % i, headers=[("original", b"h%d" % i)])
+    assert producer.flush(30) == 0
+    with WireClient.connect(bootstrap, timeout=30) as wire:
+        _until("group coordinator", lambda: True if wire.request(FindCoordinatorRequest(
+            key_type=0, coordinator_keys=[DLQ_GROUP]), 4).coordinators[0].error_code == 0 else None)
+        r = IncrementalAlterConfigsRequest
+
+        def configure(group: str, configs: dict[str, str]) -> int:
+            answer = wire.request(r(resources=[r.AlterConfigsResource(resource_type=32, resource_name=group, configs=[
+                r.AlterableConfig(name=k, config_operation=0, value=v) for k, v in configs.items()])]), 1)
+            return answer.responses[0].error_code
+
+        out["a DLQ name starting with __"] = configure(DLQ_GROUP, {"errors.deadletterqueue.topic.name": "__dlq"})
+        out["configs"] = configure(DLQ_GROUP, {
+            "share.auto.offset.reset": "earliest", "share.delivery.count.limit": "2",
+            "errors.deadletterqueue.topic.name": DLQ, "errors.deadletterqueue.copy.record.enable": "true"})
+        out["configs of the second group"] = configure(DLQ_GROUP + "-2", {
+            "share.auto.offset.reset": "earliest", "errors.deadletterqueue.topic.name": DLQ + "-2"})
+
+    def consume(group: str, decide) -> dict[int, int]:
+        deliveries: dict[int, int] = {}
+        with ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group,
+                            "share.acknowledgement.mode": "explicit"}) as c:
+            c.subscribe([DLQ_TOPIC])
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and not decide(None, deliveries):
+                for m in c.poll(1.0):
+                    if m.error() is None:
+                        deliveries[m.offset()] = deliveries.get(m.offset(), 0) + 1
+                        c.acknowledge(m, decide(m.offset(), deliveries))
+                c.commit_sync()
+        return deliveries
+
+    def first(offset, deliveries):
+        if offset is None:  # done?
+            return deliveries.get(1, 0) >= 2 and 2 in deliveries and 3 in deliveries
+        return {0: AcknowledgeType.REJECT, 1: AcknowledgeType.RELEASE}.get(offset, AcknowledgeType.ACCEPT)
+
+    def second(offset, deliveries):
+        return len(deliveries) >= 4 if offset is None else AcknowledgeType.REJECT
+
+    out["deliveries"] = consume(DLQ_GROUP, first)
+    out["deliveries of the second group"] = consume(DLQ_GROUP + "-2", second)
+    out["dlq"] = _records(bootstrap, DLQ, 2, 60)
+    out["dlq of the second group"] = _records(bootstrap, DLQ + "-2", 4, 60)
+    # nothing else arrives
+    out["dlq record count"] = len(_records(bootstrap, DLQ, 3, 5))
+    return out
+
+
+def test_dead_letter_queues_hold_what_kafkas_hold(kafka_broker, tidelog_broker) -> None:
+    kafka = dlq_program(kafka_broker.bootstrap)
+    tidelog = dlq_program(tidelog_broker.bootstrap)
+    print("kafka  ", kafka)
+    print("tidelog", tidelog)
+    assert kafka["dlq record count"] == 2  # the program does what it means to on Kafka
     assert tidelog == kafka

@@ -32,8 +32,10 @@ def test_every_topic_config_has_an_attribute_and_a_broker_synonym() -> None:
     c = TopicConfig()
     for name, d in TOPIC_CONFIGS.items():
         assert getattr(c, name.replace(".", "_")) == d.default, name
-        # Confluent Server's schema validation configs are topic-only, as there
-        assert (d.broker_synonym is None) == name.startswith("confluent."), name
+        # Confluent Server's schema validation configs are topic-only, as there; as in Kafka, the share
+        # groups' DLQ flag (KIP-1191) has no broker default
+        assert (d.broker_synonym is None) == (name.startswith("confluent.")
+                                              or name == "errors.deadletterqueue.group.enable"), name
     assert BROKER_SYNONYMS["log.segment.bytes"] == "segment.bytes"
 
 

@@ -4,7 +4,8 @@ Kafka's ``GroupConfig.validate`` (known names, parsable values within the broker
 timeouts above heartbeat intervals). The share group configs are Kafka 4.4's (``GroupConfig``; the
 broker's ``group.share.*`` supply the session and heartbeat defaults and bounds; the other bounds are
 Kafka's defaults of its ``group.share.min/max.*`` broker configs). ``share.assignment.interval.ms`` is
-accepted and described; Tidelog assigns at each heartbeat.
+accepted and described; Tidelog assigns at each heartbeat. ``errors.deadletterqueue.topic.name`` and
+``errors.deadletterqueue.copy.record.enable`` are a share group's dead-letter queue (KIP-1191).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tidelog.config import BrokerConfig
-from tidelog.config_def import ConfigDef, parse_bool, parse_choice
+from tidelog.config_def import ConfigDef, parse_bool, parse_choice, parse_string
 from tidelog.config_def import int_value as _int
 from tidelog.errors import ConfigError
 
@@ -49,6 +50,12 @@ _GROUP_DEFS = [
     ConfigDef("share.assignment.interval.ms", _int(0), 1000,
               "Interval between assignment updates of the share group (accepted; Tidelog assigns at each "
               "heartbeat).", topic=False),
+    # KIP-1191 (Kafka 4.4, share.version=2): the share group's dead-letter queue (tidelog.share.dead_letter)
+    ConfigDef("errors.deadletterqueue.topic.name", parse_string, "",
+              "The share group's dead-letter queue topic; empty (the default): none.", topic=False),
+    ConfigDef("errors.deadletterqueue.copy.record.enable", parse_bool, False,
+              "Whether a dead-letter record copies the original record's key and value (else headers only).",
+              topic=False),
 ]
 #: Kafka's bounds of the share group configs whose broker bounds Tidelog does not have (their defaults).
 SHARE_GROUP_BOUNDS = {
@@ -112,6 +119,8 @@ def validate_group_configs(configs: Mapping[str, Any], broker: BrokerConfig) -> 
     for kind in ("consumer", "share"):
         if values[f"{kind}.session.timeout.ms"] <= values[f"{kind}.heartbeat.interval.ms"]:
             raise ConfigError(f"{kind}.session.timeout.ms must be greater than {kind}.heartbeat.interval.ms")
+    if values["errors.deadletterqueue.topic.name"].startswith("__"):
+        raise ConfigError("errors.deadletterqueue.topic.name: DLQ topic name must not start with '__'")
     return values
 
 

@@ -40,6 +40,7 @@ import functools
 import logging
 import socket
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -74,6 +75,7 @@ from tidelog.coordinator.txn.service import TransactionCoordinatorService
 from tidelog.errors import KafkaError
 from tidelog.listener import NON_ROUTABLE_HOSTS, Listener
 from tidelog.meter import PartitionTraffic, RequestTimes, SyncHistogram
+from tidelog.peer.client import PeerClient
 from tidelog.replica.events import LogEvents
 from tidelog.replica.housekeeping import LogHousekeeping
 from tidelog.replica.manager import ReplicaManager
@@ -122,6 +124,7 @@ from tidelog.server.quota import ClientQuotaManagers
 from tidelog.server.throttle import RequestThrottler
 from tidelog.server.tls import ListenerSecurity, ignored_listener_keys, listener_security
 from tidelog.server.txn_verification import TransactionVerifier
+from tidelog.share.dead_letter import PRODUCE_VERSION, DeadLetterWriter
 from tidelog.share.manager import ResettingPersister, SharePartitionManager
 from tidelog.storage.log_manager import LogManager
 
@@ -207,6 +210,7 @@ class Broker:
         share_persister = share_persister or self.share_persister
         # The group coordinator's resets of share state drop the share partitions this broker holds for it.
         self.share_partitions: SharePartitionManager | None = None
+        self._dead_letter_peers: PeerClient | None = None  # share groups' DLQ writes to other brokers
         self.group_service = group_service = GroupCoordinatorService(
             groups, share_persister=ResettingPersister(share_persister, lambda: self.share_partitions)
             if share_persister is not None else None,
@@ -254,7 +258,7 @@ class Broker:
             ApiVersionsHandler(handlers, {
                 "group.version": (1, int("consumer" in config["group.coordinator.rebalance.protocols"])),
                 "transaction.version": (2, config["transaction.version"]),
-                **({"share.version": (1, min(config["share.version"], 1))} if config["share.version"] >= 1 else {}),
+                **({"share.version": (2, config["share.version"])} if config["share.version"] >= 1 else {}),
             }, lambda: store.image.cluster_id, self.broker_id),
             MetadataHandler(store, controller, config, auth),
             DescribeTopicPartitionsHandler(store, auth),
@@ -291,7 +295,8 @@ class Broker:
         if config["share.version"] >= 1 and share_persister is not None:
             self.share_partitions = SharePartitionManager(
                 replicas, share_persister, clock, config.values,
-                group_configs=lambda group_id: store.image.group_configs.get(group_id))
+                group_configs=lambda group_id: store.image.group_configs.get(group_id),
+                dead_letters=self._dead_letter_writer(config, replicas, controller, leadership, clock))
             handlers.add(ShareHandlers(self.share_partitions, auth))
         # Client quotas (docs/security.md "Quotas"): measured and enforced around every handler.
         self.client_quotas = ClientQuotaManagers(config["quota.window.num"], config["quota.window.size.seconds"])
@@ -375,6 +380,27 @@ class Broker:
         self.periodic = PeriodicJobs(clock)
         self._loaded = False
         self.stopped = asyncio.Event()
+
+    def _dead_letter_writer(self, config: BrokerConfig, replicas: ReplicaManager, controller: Controller,
+                            leadership: PartitionController, clock: Clock) -> DeadLetterWriter | None:
+        """Share groups' dead-letter queues (KIP-1191), with share.version 2: written through the replica
+        manager, or to the DLQ partition's leader over the inter-broker client."""
+        if config["share.version"] < 2:
+            return None
+        store = self.store
+
+        async def create_topic(name: str, configs: Mapping[str, str]) -> None:
+            controller.create_topic(name, config["num.partitions"], config["default.replication.factor"], configs)
+            await leadership.await_leaders([name], 30_000)
+
+        peer_settings = getattr(self.mode, "peers", None)
+        peers = self._dead_letter_peers = (PeerClient(peer_settings, f"tidelog-share-dlq-{self.broker_id}")
+                                           if peer_settings is not None else None)
+        return DeadLetterWriter(
+            replicas, share_version=config["share.version"], broker_values=config.values,
+            group_configs=lambda group_id: store.image.group_configs.get(group_id), create_topic=create_topic,
+            wall_ms=clock.wall_ms, remote=(lambda leader, request: peers.send(leader, request, PRODUCE_VERSION))
+            if peers is not None else None)
 
     def _metrics(self, http: HttpServer, traffic: PartitionTraffic | None, request_times: RequestTimes | None,
                  flush_latency: SyncHistogram | None):
@@ -586,6 +612,8 @@ class Broker:
         self.transactions.close()
         if self.share_persister is not None:
             self.share_persister.close()
+        if self._dead_letter_peers is not None:
+            self._dead_letter_peers.close()
         self.marker_writer.close()
         await self.group_service.stop_share_tasks()
         self.group_coordinator.close()

@@ -41,6 +41,7 @@ from tidelog.records.control import ControlRecordType, decode_control_batch
 from tidelog.replica.fetch import READ_COMMITTED, PartitionFetch, PartitionRead
 from tidelog.replica.manager import ReplicaManager
 from tidelog.share.config import AcquireMode, ShareGroupSettings
+from tidelog.share.dead_letter import DeadLetterSink
 from tidelog.share.partition import AckBatch, AcquiredRange, FetchedBatch, RecordState, SharePartition
 from tidelog.share.session import ShareSessionCache, TopicIdPartition
 from tidelog.share.stats import ShareStats
@@ -75,7 +76,8 @@ class SharePartitionManager:
 
     def __init__(self, replicas: ReplicaManager, persister: SharePersister, clock: Clock,
                  broker_values: Mapping[str, Any], sessions: ShareSessionCache | None = None,
-                 group_configs: Callable[[str], Mapping[str, Any] | None] | None = None) -> None:
+                 group_configs: Callable[[str], Mapping[str, Any] | None] | None = None,
+                 dead_letters: DeadLetterSink | None = None) -> None:
         self.replicas = replicas
         self.persister = persister
         self.clock = clock
@@ -83,6 +85,8 @@ class SharePartitionManager:
         self.sessions = sessions if sessions is not None else ShareSessionCache(
             int(broker_values.get("group.share.max.share.sessions", 2000)))
         self._group_configs = group_configs or (lambda group_id: None)
+        #: share groups' dead-letter queues (KIP-1191, share.version 2; None: rejected records are archived)
+        self.dead_letters = dead_letters
         self.partitions: dict[SharePartitionKey, SharePartition] = {}
         #: each share partition's counters for the metrics, kept for the broker's life (docs/metrics.md)
         self.stats: dict[SharePartitionKey, ShareStats] = {}
@@ -134,7 +138,7 @@ class SharePartitionManager:
             stats = self.stats[key] = ShareStats(group_id, topic, partition)
         sp = SharePartition(key, topic, settings, self.persister, self.clock,
                             self.replicas.leader_epoch(topic, partition), on_available=self._wake, stats=stats,
-                            on_fenced=lambda fenced: self.forget(fenced.key, fenced))
+                            on_fenced=lambda fenced: self.forget(fenced.key, fenced), dead_letters=self.dead_letters)
         done = self._loading[key] = asyncio.get_running_loop().create_future()
         try:
             latest = offsets.last_stable_offset if settings.isolation_level == READ_COMMITTED else offsets.high_watermark

@@ -10,6 +10,10 @@ no record from it on has been fetched yet). Each record of the window is in one 
   count reached ``delivery_count_limit``;
 * ACKNOWLEDGED (ACCEPT) or ARCHIVED (REJECT, the delivery limit, a gap, an aborted transaction's record,
   a control record): done with. The start offset moves past done records at the window's head.
+* ARCHIVING (KIP-1191, when the group has a dead-letter queue: :mod:`tidelog.share.dead_letter`): a
+  record REJECTed or at its delivery limit, on its way to the DLQ topic; never offered again, not done
+  with yet. Once its state is written, its dead-letter write starts; when that ends (written or not) it is
+  ARCHIVED. A restart finds it ARCHIVING in the persisted state and writes it to the DLQ then.
 
 Rules:
 
@@ -53,11 +57,18 @@ from tidelog.coordinator.share.persister import (
 )
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.share.config import AcquireMode, ShareGroupSettings
+from tidelog.share.dead_letter import (
+    CLIENT_REJECT,
+    DELIVERY_COUNT_EXCEEDED,
+    DeadLetters,
+    DeadLetterSink,
+    dead_letter_runs,
+)
 from tidelog.share.stats import ShareStats
 
 log = logging.getLogger(__name__)
 
-RecordState = DeliveryState  # Kafka's RecordState: AVAILABLE 0, ACQUIRED 1, ACKNOWLEDGED 2, ARCHIVED 4
+RecordState = DeliveryState  # Kafka's RecordState: AVAILABLE 0, ACQUIRED 1, ACKNOWLEDGED 2, ARCHIVING 3, ARCHIVED 4
 
 
 class AckType(IntEnum):
@@ -126,6 +137,7 @@ _DONE = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
 # up on its class costs more than a global).
 _AVAILABLE, _ACQUIRED = RecordState.AVAILABLE, RecordState.ACQUIRED
 _ACKNOWLEDGED, _ARCHIVED = RecordState.ACKNOWLEDGED, RecordState.ARCHIVED
+_ARCHIVING = RecordState.ARCHIVING
 
 
 class SharePartition:
@@ -133,8 +145,11 @@ class SharePartition:
 
     def __init__(self, key: SharePartitionKey, topic: str, settings: ShareGroupSettings, persister: SharePersister,
                  clock: Clock, leader_epoch: int = -1, on_available: Callable[[], None] | None = None,
-                 stats: ShareStats | None = None, on_fenced: Callable[[SharePartition], None] | None = None) -> None:
+                 stats: ShareStats | None = None, on_fenced: Callable[[SharePartition], None] | None = None,
+                 dead_letters: DeadLetterSink | None = None) -> None:
         self.key = key
+        #: the group's dead-letter queue (KIP-1191; None: records are archived at once)
+        self.dead_letters = dead_letters
         #: counters for the metrics (the manager's, kept across rebuilds of this share partition)
         self.stats = stats if stats is not None else ShareStats(key.group_id, topic, key.partition)
         self.topic = topic
@@ -188,6 +203,11 @@ class SharePartition:
                 raise KafkaError(code, f"writing the start offset of {self.key}")
         self._persisted_start = self.start_offset
         self.initialized = True
+        # records that were on their way to the DLQ when the state was written: written there now
+        limit = self.settings.delivery_count_limit
+        archiving = {o: r.delivery_count for o, r in self._records.items() if r.state == _ARCHIVING}
+        self._start_dead_letters(archiving, lambda o: DELIVERY_COUNT_EXCEEDED
+                                 if archiving[o] >= limit else CLIENT_REJECT)
 
     # ------------------------------------------------------------------------------ acquire (1)
 
@@ -214,7 +234,7 @@ class SharePartition:
         """How many offsets of the window are in each state (read-only; offsets with no entry yet are
         AVAILABLE), for the console."""
         counts = dict.fromkeys((RecordState.AVAILABLE, RecordState.ACQUIRED, RecordState.ACKNOWLEDGED,
-                                RecordState.ARCHIVED), 0)
+                                RecordState.ARCHIVED), 0)  # and ARCHIVING while records are on their way to a DLQ
         for offset in range(self.start_offset, self.end_offset):
             rec = self._records.get(offset)
             state = rec.state if rec is not None else RecordState.AVAILABLE
@@ -387,6 +407,8 @@ class SharePartition:
         changes: dict[int, tuple[RecordState, int]] = {}
         renewed: list[int] = []
         limit = self.settings.delivery_count_limit
+        # with a dead-letter queue, REJECT and RELEASE at the limit go there first (Kafka's ARCHIVING)
+        dead = _ARCHIVING if self._dead_letters_on() else _ARCHIVED
         for b in batches:
             if len(b.types) == 1 and b.types[0] == AckType.ACCEPT:  # the common case, one tuple per record
                 for offset in range(b.first_offset, b.last_offset + 1):
@@ -400,8 +422,10 @@ class SharePartition:
                 elif t == AckType.ACCEPT:
                     changes[offset] = (_ACKNOWLEDGED, count)
                 elif t == AckType.RELEASE:
-                    changes[offset] = (_ARCHIVED if count >= limit else _AVAILABLE, count)
-                else:  # REJECT, GAP
+                    changes[offset] = (dead if count >= limit else _AVAILABLE, count)
+                elif t == AckType.REJECT:
+                    changes[offset] = (dead, count)
+                else:  # GAP
                     changes[offset] = (_ARCHIVED, count)
         if renewed:
             for offset in renewed:
@@ -418,6 +442,11 @@ class SharePartition:
                    if (rec := records.get(o)) is not None and rec.lock is not None and rec.lock.member_id == member_id}
         self._count_acks(batches, applied, len(applied) == len(changes))
         self._apply(applied)
+        if dead == _ARCHIVING:
+            archiving = {o: c for o, (state, c) in applied.items() if state == _ARCHIVING}
+            # a REJECT is the client's; a RELEASE that reached the limit is the delivery count's (Kafka's causes)
+            self._start_dead_letters(archiving, lambda o: DELIVERY_COUNT_EXCEEDED
+                                     if _ack_type(batches, o) == AckType.RELEASE else CLIENT_REJECT)
         return ErrorCode.NONE
 
     def _count_acks(self, batches: list[AckBatch], applied: dict[int, tuple[RecordState, int]],
@@ -435,7 +464,7 @@ class SharePartition:
                 t = b.type_of(offset)
                 if t in stats.acknowledged:
                     stats.acknowledged[t] += 1
-                if change[0] == RecordState.ARCHIVED:
+                if change[0] in (_ARCHIVED, _ARCHIVING):
                     reason = ("rejected" if t == AckType.REJECT else
                               "not_deliverable" if t == AckType.GAP else "delivery_count_limit")
                     stats.archived[reason] += 1
@@ -560,13 +589,13 @@ class SharePartition:
                  expired: bool) -> asyncio.Task | None:
         records = self._records
         limit = self.settings.delivery_count_limit
+        dead = _ARCHIVING if self._dead_letters_on() else _ARCHIVED
         changes = {}
         for offset in offsets:
             rec = records.get(offset)
             if rec is None or rec.state != RecordState.ACQUIRED or not still(offset):
                 continue
-            changes[offset] = (RecordState.ARCHIVED if rec.delivery_count >= limit else RecordState.AVAILABLE,
-                               rec.delivery_count)
+            changes[offset] = (dead if rec.delivery_count >= limit else RecordState.AVAILABLE, rec.delivery_count)
         if not changes:
             return None
         stats = self.stats
@@ -574,15 +603,54 @@ class SharePartition:
             stats.lock_timeouts += len(changes)
         else:
             stats.released_on_leave += len(changes)
-        stats.archived["delivery_count_limit"] += sum(1 for state, _ in changes.values() if state == RecordState.ARCHIVED)
+        stats.archived["delivery_count_limit"] += sum(1 for state, _ in changes.values() if state == dead)
         # In memory at once (the records may be offered again now), then written: the persisted state of
         # an acquired record is already AVAILABLE, so a crash before the write redelivers it anyway.
         write = self._state_write(changes)
         self._apply(changes)
-        task = asyncio.ensure_future(self._send(write))
+        archiving = {o: c for o, (state, c) in changes.items() if state == _ARCHIVING}
+        task = asyncio.ensure_future(self._send_then_dead_letters(write, archiving))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
+
+    async def _send_then_dead_letters(self, write: StateWrite, archiving: dict[int, int]) -> ErrorCode:
+        code = await self._send(write)
+        # Kafka starts the dead-letter write once the ARCHIVING state's write has ended (also a failed one: the
+        # records are ARCHIVING in memory already and must not stay so); a fenced window is read again
+        if not self.fenced:
+            self._start_dead_letters(archiving, lambda _o: DELIVERY_COUNT_EXCEEDED)
+        return code
+
+    # ------------------------------------------------------------------ dead-letter queue (KIP-1191)
+
+    def _dead_letters_on(self) -> bool:
+        return self.dead_letters is not None and self.dead_letters.enabled(self.key.group_id)
+
+    def _start_dead_letters(self, archiving: dict[int, int], reason_of: Callable[[int], str]) -> None:
+        """Send the ARCHIVING offsets (with their delivery counts) to the DLQ in runs of consecutive offsets
+        with one count and reason, each in a task that archives its run once its write is done."""
+        key = self.key
+        for letters in dead_letter_runs(key.group_id, self.topic, key.partition, archiving, reason_of):
+            task = asyncio.ensure_future(self._dead_letter(letters))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _dead_letter(self, letters: DeadLetters) -> None:
+        if self.dead_letters is not None:
+            if await self.dead_letters.send(letters) is None:
+                self.stats.dead_lettered += letters.last_offset - letters.first_offset + 1
+            else:
+                self.stats.dead_letter_failures += 1
+        # archived whether the DLQ write succeeded or not (Kafka: "proceeding to ARCHIVED regardless")
+        records = self._records
+        changes = {o: (_ARCHIVED, rec.delivery_count) for o in range(letters.first_offset, letters.last_offset + 1)
+                   if (rec := records.get(o)) is not None and rec.state == _ARCHIVING}
+        if not changes or self.fenced:
+            return
+        write = self._state_write(changes)
+        self._apply(changes)
+        await self._send(write)
 
     async def close(self) -> None:
         """Stop the timers; wait for writes under way."""
@@ -591,6 +659,13 @@ class SharePartition:
                 rec.lock.handle.cancel()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def _ack_type(batches: list[AckBatch], offset: int) -> int:
+    for b in batches:
+        if b.first_offset <= offset <= b.last_offset:
+            return b.type_of(offset)
+    return AckType.REJECT
 
 
 __all__ = ["AckBatch", "AckType", "AcquiredRange", "FetchedBatch", "RecordState", "SharePartition"]

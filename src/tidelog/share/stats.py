@@ -26,8 +26,8 @@ ARCHIVE_REASONS = ("delivery_count_limit", "rejected", "not_deliverable")
 class ShareStats:
     """Counters of one share partition (group, topic, partition)."""
 
-    __slots__ = ("acknowledged", "acquired", "archived", "group_id", "lock_timeouts", "partition",
-                 "redelivered", "released_on_leave", "topic")
+    __slots__ = ("acknowledged", "acquired", "archived", "dead_letter_failures", "dead_lettered", "group_id",
+                 "lock_timeouts", "partition", "redelivered", "released_on_leave", "topic")
 
     def __init__(self, group_id: str, topic: str, partition: int) -> None:
         self.group_id, self.topic, self.partition = group_id, topic, partition
@@ -37,6 +37,8 @@ class ShareStats:
         self.lock_timeouts = 0  # records whose acquisition lock expired
         self.released_on_leave = 0  # records released because their member left or its connection closed
         self.archived = dict.fromkeys(ARCHIVE_REASONS, 0)
+        self.dead_lettered = 0  # records written to the group's dead-letter queue (KIP-1191)
+        self.dead_letter_failures = 0  # dead-letter writes that failed (their records archived all the same)
 
 
 __all__ = ["ACK_TYPE_NAMES", "ARCHIVE_REASONS", "ShareStats"]

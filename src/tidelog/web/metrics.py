@@ -310,6 +310,12 @@ class BrokerCollector(Collector):
                                    labels=labels)
         archived = CounterMetricFamily("tidelog_share_records_archived", "Records archived, per reason",
                                        labels=[*labels, "reason"])
+        dead = CounterMetricFamily("tidelog_share_dead_letter_records",
+                                   "Records written to the group's dead-letter queue (KIP-1191; Kafka's "
+                                   "DeadLetterQueueRecordCount)", labels=labels)
+        dead_failed = CounterMetricFamily("tidelog_share_dead_letter_failed_writes",
+                                          "Dead-letter writes that failed, their records archived all the same "
+                                          "(Kafka's DeadLetterQueueFailedProduceRequestsPerSec)", labels=labels)
         for key, st in sorted(manager.stats.items(), key=lambda kv: (kv[1].group_id, kv[1].topic, kv[1].partition)):
             if manager.topic_name(key.topic_id) is None:
                 continue  # the topic is gone: so are its series
@@ -322,7 +328,9 @@ class BrokerCollector(Collector):
             left.add_metric(tp, st.released_on_leave)
             for reason in ARCHIVE_REASONS:
                 archived.add_metric([*tp, reason], st.archived[reason])
-        yield from (acquired, redelivered, acks, timeouts, left, archived)
+            dead.add_metric(tp, st.dead_lettered)
+            dead_failed.add_metric(tp, st.dead_letter_failures)
+        yield from (acquired, redelivered, acks, timeouts, left, archived, dead, dead_failed)
         in_flight = GaugeMetricFamily("tidelog_share_partition_in_flight_messages",
                                       "Offsets of the share partition's window, start offset to end offset "
                                       "(Kafka's InFlightMessageCount)", labels=labels)

@@ -35,11 +35,14 @@ from tidelog.errors import ErrorCode
 class DeliveryState(IntEnum):
     """A state batch's delivery state as persisted (Kafka's ``RecordState`` persisted values).
 
-    ACQUIRED (1) exists only in a broker's memory: a persisted acquired record reads back as AVAILABLE."""
+    ACQUIRED (1) exists only in a broker's memory: a persisted acquired record reads back as AVAILABLE.
+    ARCHIVING (3, KIP-1191, share.version=2) is a record on its way to the group's dead-letter queue: it is
+    never offered again and becomes ARCHIVED once the dead-letter write is done."""
 
     AVAILABLE = 0
     ACQUIRED = 1
     ACKNOWLEDGED = 2
+    ARCHIVING = 3
     ARCHIVED = 4
 
 

@@ -78,7 +78,7 @@ def test_truncated_value_is_malformed():
 def test_unknown_delivery_state_is_malformed():
     key, value = serialize(ShareRecord(KEY, False, ShareValue(0, 1, 10, BATCHES[:1])))
     broken = bytearray(value)
-    broken[2 + 16 + 1 + 16] = 3  # the batch's delivery state
+    broken[2 + 16 + 1 + 16] = 5  # the batch's delivery state (3 is ARCHIVING, KIP-1191)
     with pytest.raises(MalformedMessageError):
         deserialize(key, bytes(broken))
 
