@@ -13,6 +13,8 @@ import * as transactions from "./pages/transactions.js";
 import * as transaction from "./pages/transaction.js";
 import * as schemas from "./pages/schemas.js";
 import * as schema from "./pages/schema.js";
+import * as clients from "./pages/clients.js";
+import * as client from "./pages/client.js";
 
 const routes = [
   [/^\/$/, overview, "overview"],
@@ -26,6 +28,8 @@ const routes = [
   [/^\/acls$/, acls, "acls"],
   [/^\/schemas$/, schemas, "schemas"],
   [/^\/schemas\/(.+)$/, schema, "schemas"],
+  [/^\/clients$/, clients, "clients"],
+  [/^\/clients\/(.+)$/, client, "clients"],
 ];
 
 let cleanup = null;
