@@ -104,7 +104,7 @@ def test_subscriptions_are_described_listed_and_kept_across_a_restart(fresh_brok
         assert {e.name: (e.value, e.config_source) for e in result.configs} == {
             "metrics": ("org.apache.kafka.consumer.", 7), "interval.ms": ("60000", 7), "match": ("", 5)}
         # fresh_broker runs with the defaults: telemetry.enable is off, the APIs are not advertised
-        keys = {k.api_key for k in c.request(ApiVersionsRequest(), 3).api_keys}
+        keys = {k.api_key for k in c.request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3).api_keys}
         assert GET_TELEMETRY not in keys and PUSH_TELEMETRY not in keys and LIST_CONFIG_RESOURCES in keys
     assert subscribe(broker.bootstrap, "kept", metrics=None, interval_ms=None) == (0, None)
     with WireClient.connect(broker.bootstrap) as c:
@@ -113,6 +113,6 @@ def test_subscriptions_are_described_listed_and_kept_across_a_restart(fresh_brok
 
 def test_the_apis_are_advertised_with_telemetry_enable(broker: BrokerProcess) -> None:
     with WireClient.connect(broker.bootstrap) as c:
-        versions = {k.api_key: (k.min_version, k.max_version) for k in c.request(ApiVersionsRequest(), 3).api_keys}
+        versions = {k.api_key: (k.min_version, k.max_version) for k in c.request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3).api_keys}
     assert versions[GET_TELEMETRY] == (0, 0) and versions[PUSH_TELEMETRY] == (0, 0)
     assert versions[LIST_CONFIG_RESOURCES] == (0, 1)
