@@ -5,6 +5,8 @@ Subscriptions survive a restart; the APIs are advertised only with telemetry.ena
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 
 import pytest
@@ -116,3 +118,22 @@ def test_the_apis_are_advertised_with_telemetry_enable(broker: BrokerProcess) ->
         versions = {k.api_key: (k.min_version, k.max_version) for k in c.request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3).api_keys}
     assert versions[GET_TELEMETRY] == (0, 0) and versions[PUSH_TELEMETRY] == (0, 0)
     assert versions[LIST_CONFIG_RESOURCES] == (0, 1)
+
+
+def tidelog(b: BrokerProcess, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tidelog", *args, "--bootstrap-server", b.bootstrap],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_the_client_metrics_cli(broker: BrokerProcess) -> None:
+    done = tidelog(broker, "client-metrics", "alter", "--name", "cli-sub", "--metrics", "org.apache.kafka.consumer.",
+                   "--interval", "20000", "--match", "client_id=cli-.*")
+    assert done.returncode == 0 and "Altered client metrics config for cli-sub." in done.stdout, done.stderr
+    assert "cli-sub" in tidelog(broker, "client-metrics", "list").stdout.split()
+    described = tidelog(broker, "client-metrics", "describe", "--name", "cli-sub").stdout.splitlines()
+    assert described == ["Client metrics configs for cli-sub are:", "  interval.ms=20000", "  match=client_id=cli-.*",
+                         "  metrics=org.apache.kafka.consumer."]
+    bad = tidelog(broker, "client-metrics", "alter", "--name", "cli-sub", "--interval", "99")
+    assert bad.returncode == 1 and "INVALID_REQUEST" in bad.stderr
+    assert tidelog(broker, "client-metrics", "delete", "--name", "cli-sub").returncode == 0
+    assert "cli-sub" not in tidelog(broker, "client-metrics", "list").stdout.split()
