@@ -348,8 +348,8 @@ class ConfigHandlers:
                 self.controller.set_group_configs(r.resource_name, merged)
         elif r.resource_type == CLIENT_METRICS:
             current = dict(image.client_metrics_configs.get(r.resource_name, {}))
-            changes = _apply_ops(r.configs, current, lambda k: client_metrics.DEFAULTS.get(k),
-                                 lambda k: k in (client_metrics.METRICS, client_metrics.MATCH))
+            # Kafka types none of them as LIST here: APPEND and SUBTRACT are INVALID_CONFIG, as in Kafka 4.4
+            changes = _apply_ops(r.configs, current, lambda k: None, lambda k: False)
             for key, value in changes.items():
                 if value is None:
                     current.pop(key, None)
@@ -395,16 +395,18 @@ class ConfigHandlers:
 
 
 def _client_metrics_entries(configs: dict[str, str]) -> list[ConfigEntry]:
-    """Kafka's ``createClientMetricsConfigEntry``: every config, CLIENT_METRICS_CONFIG where set, else its default."""
+    """Kafka's ``createClientMetricsConfigEntry``: every config, CLIENT_METRICS_CONFIG where set, else its default
+    (DEFAULT_CONFIG)."""
     types = {client_metrics.METRICS: ConfigType.LIST, client_metrics.INTERVAL_MS: ConfigType.INT,
              client_metrics.MATCH: ConfigType.LIST}
     entries = []
     for name in sorted(client_metrics.CONFIG_NAMES):
-        if name in configs:
-            value, source = configs[name], ConfigSource.CLIENT_METRICS_CONFIG
+        if name in configs:  # a set config has itself as its one synonym; a default none
+            value = configs[name]
+            synonyms = [(name, value, ConfigSource.CLIENT_METRICS_CONFIG)]
         else:
-            value, source = client_metrics.DEFAULTS[name], ConfigSource.DEFAULT_CONFIG
-        entries.append(make_entry(name, value, [(name, value, source)], False, types[name], client_metrics.DOCS[name]))
+            value, synonyms = client_metrics.DEFAULTS[name], []
+        entries.append(make_entry(name, value, synonyms, False, types[name], client_metrics.DOCS[name]))
     return entries
 
 

@@ -267,7 +267,9 @@ def _client_metrics(program: Program) -> None:
     _read_back(program, "after-client-metrics-legacy", CLIENT_METRICS, "diff-metrics-legacy", None)
     for v in program.versions(LIST_RESOURCES):
         program.request("client-metrics", v, ListConfigResourcesRequest(resource_types=[CLIENT_METRICS] if v else []))
-        program.request("default-types", v, ListConfigResourcesRequest())
+    # v0 without types lists the client-metrics resources; v1 without types lists every type, topics too,
+    # whose order carries no meaning and is not keyed (a broker id is both a BROKER and a BROKER_LOGGER name)
+    program.request("default-types", 0, ListConfigResourcesRequest())
     if 1 in program.versions(LIST_RESOURCES):
         for case, types in {"groups": [GROUP], "brokers": [BROKER], "loggers": [BROKER_LOGGER],
                             "unknown-type": [CLIENT_METRICS, UNKNOWN_TYPE]}.items():
