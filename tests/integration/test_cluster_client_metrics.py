@@ -31,22 +31,22 @@ def _listed(bootstrap: str) -> list[str]:
 
 def test_a_subscription_reaches_every_broker_and_survives_a_restart(cluster: LocalCluster) -> None:
     R = IncrementalAlterConfigsRequest
-    with WireClient.connect(cluster.bootstrap(0)) as c:
+    with WireClient.connect(cluster.bootstrap(1)) as c:
         (r,) = c.request(R(resources=[R.AlterConfigsResource(resource_type=CLIENT_METRICS, resource_name="zk-sub",
                                                              configs=[
             R.AlterableConfig(name="metrics", config_operation=SET, value="org.apache.kafka.producer."),
             R.AlterableConfig(name="interval.ms", config_operation=SET, value="15000")])]), 1).responses
         assert r.error_code == 0, r.error_message
-    wait_for(lambda: _listed(cluster.bootstrap(1)) == ["zk-sub"], 30, "broker 1 to list the subscription")
+    wait_for(lambda: _listed(cluster.bootstrap(2)) == ["zk-sub"], 30, "broker 2 to list the subscription")
     raw, _ = cluster.zk.get("/config/client-metrics/zk-sub")
     assert json.loads(raw)["config"] == {"metrics": "org.apache.kafka.producer.", "interval.ms": "15000"}
-    with WireClient.connect(cluster.bootstrap(1)) as c:
+    with WireClient.connect(cluster.bootstrap(2)) as c:
         s = c.request(GetTelemetrySubscriptionsRequest(), 0)
     assert (s.error_code, s.requested_metrics, s.push_interval_ms) == (0, ["org.apache.kafka.producer."], 15000)
-    cluster.restart(1)
-    wait_for(lambda: _listed(cluster.bootstrap(1)) == ["zk-sub"], 60, "the restarted broker to list it")
+    cluster.restart(2)
+    wait_for(lambda: _listed(cluster.bootstrap(2)) == ["zk-sub"], 60, "the restarted broker to list it")
     D = DescribeConfigsRequest
-    with WireClient.connect(cluster.bootstrap(1)) as c:
+    with WireClient.connect(cluster.bootstrap(2)) as c:
         (result,) = c.request(D(resources=[D.DescribeConfigsResource(
             resource_type=CLIENT_METRICS, resource_name="zk-sub", configuration_keys=["interval.ms"])]), 4).results
     assert [(e.name, e.value) for e in result.configs] == [("interval.ms", "15000")]
