@@ -5,8 +5,10 @@ Subscriptions survive a restart; the APIs are advertised only with telemetry.ena
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import urllib.request
 import uuid
 
 import pytest
@@ -41,6 +43,12 @@ def subscribe(bootstrap: str, name: str, **configs: str | None) -> tuple[int, st
     return r.error_code, r.error_message
 
 
+def console_get(broker: BrokerProcess, path: str) -> dict:
+    assert broker.http_url is not None
+    with urllib.request.urlopen(broker.http_url + "api/v1" + path, timeout=10) as r:
+        return json.loads(r.read())
+
+
 def client_series(broker: BrokerProcess, client_id: str) -> dict[str, float]:
     return {name: v for (name, labels), v in scrape(broker).items()
             if ("client_id", client_id) in labels and not name.startswith("tidelog_")}
@@ -61,6 +69,14 @@ def test_librdkafka_pushes_what_it_is_subscribed_to(broker: BrokerProcess) -> No
         wait_for(pushed, 60, "the producer's telemetry on /metrics")
         series = client_series(broker, "telemetry-producer")
         assert all(name.startswith("org_apache_kafka_producer_") for name in series), sorted(series)
+        # the console's page of the client id shows the same series
+        overview = console_get(broker, "/client-metrics")
+        assert overview["enabled"] is True
+        assert [s["name"] for s in overview["subscriptions"]] == ["producers"]
+        assert "telemetry-producer" in [c["client_id"] for c in overview["clients"]]
+        (instance,) = console_get(broker, "/client-metrics/clients/telemetry-producer")["instances"]
+        assert instance["software"].startswith("confluent-kafka-python/")  # from its ApiVersions
+        assert all(s["name"].startswith("org.apache.kafka.producer.") for s in instance["series"])
         for p in (producer, quiet):
             assert p.flush(30) == 0
         # the unsubscribed producer works, and pushed nothing
