@@ -162,3 +162,15 @@ def test_valid_subscriptions_pass() -> None:
                      "match": "client_id=a.*,client_software_name=librdkafka"})
     with pytest.raises(KafkaError):
         validate("", {})
+
+
+def test_a_push_that_decompresses_to_too_much_is_an_invalid_record() -> None:
+    b = Broker(max_bytes=4096)
+    b.configs = {"all": {"metrics": "*", "interval.ms": "1000"}}
+    s = b.manager.get_subscriptions(ZERO, PRODUCER, "c1")
+    bomb = compress(CompressionType.ZSTD, b"\0" * (2 << 20))  # 2 MiB of zeros in a few hundred bytes
+    assert len(bomb) < 4096
+    with pytest.raises(KafkaError) as e:
+        b.manager.push(s.instance_id, s.subscription_id, False, int(CompressionType.ZSTD), bomb, PRODUCER, "c1")
+    assert e.value.code == ErrorCode.INVALID_RECORD
+    assert b.pushed.clients() == []
