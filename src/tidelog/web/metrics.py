@@ -394,6 +394,8 @@ def client_telemetry_metrics(pushed: PushedMetrics) -> Iterator[Metric]:
         for (name, point_labels), series in sorted(client.series.items()):
             typ = "counter" if series.kind == COUNTER else "gauge"
             base = prometheus_name(name)
+            if base.startswith("tidelog_"):
+                continue  # the broker's own names are not a client's to take
             if typ == "counter" and base.endswith("_total"):
                 base = base[:-len("_total")]
             family = families.get(base)

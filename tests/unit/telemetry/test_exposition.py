@@ -38,7 +38,8 @@ def test_two_clients_share_a_family_each_with_its_labels() -> None:
         gauge("org.apache.kafka.producer.record.queue.time.avg", 2.5),
         counter("org.apache.kafka.producer.record.send.total", 7, CUMULATIVE, topic="t1")), 1 << 20), 60_000)
     pushed.record(b, "billing", "", "127.0.0.1:5001", decode(0, payload(
-        gauge("org.apache.kafka.producer.record.queue.time.avg", 4.0)), 1 << 20), 60_000)
+        gauge("org.apache.kafka.producer.record.queue.time.avg", 4.0), gauge("tidelog.connections", 9.0)),
+        1 << 20), 60_000)
     families = _scrape(pushed)
     queue = families["org_apache_kafka_producer_record_queue_time_avg"]
     assert sorted((s[1]["client_id"], s[1]["client_instance_id"], s[2]) for s in queue) == sorted(
@@ -46,6 +47,7 @@ def test_two_clients_share_a_family_each_with_its_labels() -> None:
     (sent,) = families["org_apache_kafka_producer_record_send"]
     assert sent[0] == "org_apache_kafka_producer_record_send_total"
     assert sent[1] == {"client_id": "orders", "client_instance_id": str(a), "topic": "t1"} and sent[2] == 7
+    assert "tidelog_connections" not in families  # a client cannot take the broker's own names
     pushes = {s[1]["client_id"]: s[2] for s in families["tidelog_client_telemetry_pushes"]}
     assert pushes == {"orders": 1, "billing": 1}
     now[0] += 60_000  # both gone: their series go too
