@@ -93,6 +93,13 @@ async function start() {
   } catch {
     // no registry here (404), or not ready yet: no link
   }
+  try {  // the Clients page, when the broker takes client telemetry (telemetry.enable; docs/telemetry.md)
+    if ((await api("/client-metrics")).enabled) {
+      document.getElementById("nav").append(h("a", { href: "#/clients", "data-page": "clients" }, "Clients"));
+    }
+  } catch {
+    // not allowed to list config resources: no link
+  }
   window.addEventListener("hashchange", show);
   await show();
 }
