@@ -21,10 +21,12 @@ from crc32c import crc32c
 
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.records.compression import CompressionType
-from tidelog.telemetry.otlp import decode
 from tidelog.telemetry.pushed import PushedMetrics
 from tidelog.telemetry.subscriptions import ALL_METRICS, DEFAULT_INTERVAL_MS, Subscription, subscriptions_of
 
+#: Codecs a client may compress its push with, Kafka's order (ClientMetricsManager): zstd, lz4, gzip, snappy.
+ACCEPTED_COMPRESSION_TYPES = [int(CompressionType.ZSTD), int(CompressionType.LZ4), int(CompressionType.GZIP),
+                              int(CompressionType.SNAPPY)]
 #: Kafka's cache expiry of a client instance: at least a minute, else three push intervals.
 MIN_EXPIRY_MS = 60_000
 CACHE_MAX_SIZE = 16384
@@ -212,6 +214,8 @@ class ClientMetricsManager:
         finally:
             instance.terminating = terminating
         if metrics:
+            from tidelog.telemetry.otlp import decode  # protobuf is loaded on the first push, not at start
+
             try:
                 samples = decode(compression_type, metrics, self.max_bytes)
             except KafkaError as e:
@@ -246,4 +250,4 @@ class ClientMetricsManager:
                              f"[{self.max_bytes}]")
 
 
-__all__ = ["ClientAttributes", "ClientInstance", "ClientMetricsManager", "Subscribed", "subscription_id"]
+__all__ = ["ACCEPTED_COMPRESSION_TYPES", "ClientAttributes", "ClientInstance", "ClientMetricsManager", "Subscribed", "subscription_id"]

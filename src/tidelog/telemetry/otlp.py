@@ -8,40 +8,15 @@ histograms and summaries give their ``_count`` and ``_sum``. A data point's attr
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.metrics.v1 import metrics_pb2
 
 from tidelog.errors import ErrorCode, KafkaError
-from tidelog.records.compression import CompressionType, decompress
+from tidelog.records.compression import decompress
 from tidelog.records.errors import InvalidRecordError
+from tidelog.telemetry.samples import COUNTER, GAUGE, Sample, prometheus_name
 
-GAUGE, COUNTER = "gauge", "counter"
-#: Codecs a client may compress its push with, Kafka's order (ClientMetricsManager): zstd, lz4, gzip, snappy.
-ACCEPTED_COMPRESSION_TYPES = [int(CompressionType.ZSTD), int(CompressionType.LZ4), int(CompressionType.GZIP),
-                              int(CompressionType.SNAPPY)]
 _DELTA = metrics_pb2.AggregationTemporality.AGGREGATION_TEMPORALITY_DELTA
-_INVALID = re.compile(r"[^a-zA-Z0-9_:]")
-
-
-@dataclass(frozen=True, slots=True)
-class Sample:
-    """One value of one series: ``name`` as the client sent it (OTLP's dotted name)."""
-
-    name: str
-    kind: str  # GAUGE or COUNTER
-    labels: tuple[tuple[str, str], ...]
-    value: float
-    delta: bool  # a counter's increase since the previous push, to be added up
-    description: str = ""
-
-
-def prometheus_name(name: str) -> str:
-    """OpenTelemetry's Prometheus naming: characters outside ``[a-zA-Z0-9_:]`` become ``_``."""
-    out = _INVALID.sub("_", name)
-    return "_" + out if out[:1].isdigit() else out
 
 
 def _any_value(v) -> str:
@@ -117,4 +92,4 @@ def _samples(metric) -> list[Sample]:
     return []
 
 
-__all__ = ["ACCEPTED_COMPRESSION_TYPES", "COUNTER", "GAUGE", "Sample", "decode", "prometheus_name"]
+__all__ = ["decode"]

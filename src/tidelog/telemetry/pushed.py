@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from tidelog.telemetry.otlp import COUNTER, Sample
+from tidelog.telemetry.samples import COUNTER, Sample
 
 MAX_SERIES_PER_CLIENT = 5000
 

@@ -46,8 +46,8 @@ from tidelog.replica.manager import ReplicaManager
 from tidelog.share.manager import SharePartitionManager
 from tidelog.share.stats import ACK_TYPE_NAMES, ARCHIVE_REASONS
 from tidelog.storage.log_manager import StartupReport
-from tidelog.telemetry.otlp import COUNTER, prometheus_name
 from tidelog.telemetry.pushed import PushedMetrics
+from tidelog.telemetry.samples import COUNTER, prometheus_name
 
 #: Metric name of each request phase (Kafka's RequestMetrics: TotalTimeMs, RequestQueueTimeMs, ...).
 PHASE_METRICS = {

@@ -16,8 +16,7 @@ from tidelog.protocol.messages import (
 )
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
-from tidelog.telemetry.manager import ClientAttributes, ClientMetricsManager
-from tidelog.telemetry.otlp import ACCEPTED_COMPRESSION_TYPES
+from tidelog.telemetry.manager import ACCEPTED_COMPRESSION_TYPES, ClientAttributes, ClientMetricsManager
 
 
 class ClientSoftware:
