@@ -381,6 +381,15 @@ _BROKER_DEFS = [
     ConfigDef("group.share.partition.max.record.locks", _parse_int(100, 4000), 2000,
               "Records in flight (acquired or waiting to be offered again) per share partition.", topic=False),
     ConfigDef("group.share.max.share.sessions", _int(1), 2000, "Share sessions (ShareFetch) kept.", topic=False),
+    # Client telemetry (KIP-714, docs/telemetry.md).
+    ConfigDef("telemetry.enable", _parse_bool, False,
+              "Serve client telemetry (KIP-714): GetTelemetrySubscriptions and PushTelemetry appear in ApiVersions, "
+              "clients that match a client-metrics subscription push their metrics, shown on /metrics and in the "
+              "console. Kafka serves them only with a ClientTelemetry metrics reporter plugin, so the default (off) "
+              "answers as a plain Kafka broker does.", topic=False),
+    ConfigDef("telemetry.max.bytes", _int(1), 1_048_576,
+              "The largest telemetry push (after compression) the broker takes from a client (TELEMETRY_TOO_LARGE "
+              "beyond it).", topic=False),
     ConfigDef("max.incremental.fetch.session.cache.slots", _int(), 1000, "Fetch sessions kept.", topic=False),
     ConfigDef("metrics.listener", parse_http_endpoint, ("127.0.0.1", 9644),
               "HTTP listener for /metrics (Prometheus), /healthz, /readyz and the web console, as "

@@ -28,7 +28,7 @@ from tidelog.testing import BrokerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("console_browser")]
 
-BROKER_OVERRIDES = {"console.read.only": "false", "console.sample.interval.ms": "300"}
+BROKER_OVERRIDES = {"console.read.only": "false", "console.sample.interval.ms": "300", "telemetry.enable": "true"}
 ARTEFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "console"
 TIMEOUT_MS = 15_000
 
@@ -301,6 +301,34 @@ def test_an_open_transaction_on_the_transactions_page_then_its_commit(broker, pa
     expect(row).to_contain_text("CompleteCommit")
     page.get_by_test_id("txn-state-filter").select_option("Ongoing")
     expect(page.get_by_test_id("transactions-empty")).to_have_text("No Ongoing transactions.")
+
+
+def test_a_clients_pushed_metrics_on_the_clients_page(broker, page):
+    """Client telemetry (KIP-714): a subscription, a librdkafka producer pushing, its series in the UI."""
+    from playwright.sync_api import expect
+
+    from tidelog.protocol.messages import IncrementalAlterConfigsRequest as R
+    from tidelog.testing.client import WireClient
+
+    client_id = f"ui-telemetry-{uuid.uuid4().hex[:6]}"
+    with WireClient.connect(broker.bootstrap) as c:
+        (r,) = c.request(R(resources=[R.AlterConfigsResource(resource_type=16, resource_name="ui-sub", configs=[
+            R.AlterableConfig(name="metrics", config_operation=0, value="org.apache.kafka.producer."),
+            R.AlterableConfig(name="interval.ms", config_operation=0, value="1000")])]), 1).responses
+        assert r.error_code == 0
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "client.id": client_id})
+    try:
+        page.goto(broker.http_url)
+        page.locator("#nav a[data-page=clients]").click()
+        expect(page.get_by_test_id("subscriptions")).to_contain_text("ui-sub")
+        link = page.get_by_test_id("telemetry-clients").get_by_text(client_id)
+        wait_for(lambda: producer.poll(0.2) is not None and link.count() > 0, 60, "the client on the Clients page",
+                 interval=0.5)
+        link.click()
+        series = page.get_by_test_id("client-series")
+        expect(series).to_contain_text("org.apache.kafka.producer.")
+    finally:
+        producer.flush(5)
 
 
 def test_read_only_console_shows_a_banner_and_disables_changes(tmp_path, chromium):

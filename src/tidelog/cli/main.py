@@ -64,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     info.set_defaults(func=_cmd_info, parser=info)
     from tidelog.cli import (
         acls,
+        client_metrics,
         cluster,
         configs,
         consume,
@@ -92,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     configs.add_parser(sub)
     cluster.add_parser(sub)
     quotas.add_parser(sub)
+    client_metrics.add_parser(sub)
     acls.add_parser(sub)
     transactions.add_parser(sub)
     perf.add_parser(sub)

@@ -384,6 +384,16 @@ class Controller:
             group_configs.pop(group_id, None)
         self.store.publish(replace(self.image, group_configs=group_configs, version=self.image.version + 1))
 
+    def set_client_metrics_configs(self, name: str, configs: dict[str, str]) -> None:
+        """Replace a client-metrics subscription's configs (KIP-714; validated by the caller with
+        tidelog.telemetry.subscriptions); empty removes the subscription."""
+        subscriptions = dict(self.image.client_metrics_configs)
+        if configs:
+            subscriptions[name] = dict(configs)
+        else:
+            subscriptions.pop(name, None)
+        self.store.publish(replace(self.image, client_metrics_configs=subscriptions, version=self.image.version + 1))
+
     # ------------------------------------------------------------------------------ producer ids
 
     def alter_client_quotas(self, alterations, validate_only: bool = False) -> list:

@@ -104,6 +104,8 @@ class MetadataImage:
     client_quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = field(default_factory=dict)
     #: Every ACL binding (CreateAcls/DeleteAcls; the authorizer reads them).
     acls: frozenset[AclBinding] = frozenset()
+    #: Client-metrics subscriptions (ConfigResource CLIENT_METRICS, KIP-714), by name: {metrics, interval.ms, match}.
+    client_metrics_configs: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
         for t in self.topics.values():

@@ -152,7 +152,8 @@ class EmbeddedStore:
             {g: dict(c) for g, c in raw.get("group_configs", {}).items()},
         )
         return replace(image, version=1, client_quotas=client_quota.from_json(raw.get("client_quotas", [])),
-                       acls=frozenset(_acl_from_json(a) for a in raw.get("acls", [])))
+                       acls=frozenset(_acl_from_json(a) for a in raw.get("acls", [])),
+                       client_metrics_configs={n: dict(c) for n, c in raw.get("client_metrics_configs", {}).items()})
 
     def _write(self, image: MetadataImage) -> None:
         data = {
@@ -161,6 +162,7 @@ class EmbeddedStore:
             "broker_configs": image.broker_configs,
             "next_producer_id_block": image.next_producer_id_block,
             "group_configs": image.group_configs,
+            "client_metrics_configs": image.client_metrics_configs,
             "client_quotas": client_quota.to_json(image.client_quotas),
             "acls": sorted((_acl_to_json(a) for a in image.acls), key=lambda a: sorted(a.items())),
             "topics": [

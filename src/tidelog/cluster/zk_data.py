@@ -40,13 +40,16 @@ TOPICS = "/brokers/topics"
 CONFIG_TOPICS = "/config/topics"
 CONFIG_BROKERS = "/config/brokers"
 CONFIG_GROUPS = "/config/groups"
+#: Client-metrics subscriptions (KIP-714), one znode per name, as Kafka 3.7+ in ZooKeeper mode kept them.
+CONFIG_CLIENT_METRICS = "/config/client-metrics"
 DEFAULT_BROKER_ENTITY = "<default>"
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 DELETE_TOPICS = "/admin/delete_topics"
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 #: Persistent paths every broker makes sure exist at start-up.
-PERSISTENT_PATHS = (BROKER_IDS, TOPICS, CONFIG_TOPICS, CONFIG_BROKERS, CONFIG_GROUPS, DELETE_TOPICS)
+PERSISTENT_PATHS = (BROKER_IDS, TOPICS, CONFIG_TOPICS, CONFIG_BROKERS, CONFIG_GROUPS, CONFIG_CLIENT_METRICS,
+                    DELETE_TOPICS)
 
 
 def broker_path(broker_id: int) -> str:
@@ -75,6 +78,10 @@ def topic_config_path(topic: str) -> str:
 
 def group_config_path(group: str) -> str:
     return f"{CONFIG_GROUPS}/{group}"
+
+
+def client_metrics_config_path(name: str) -> str:
+    return f"{CONFIG_CLIENT_METRICS}/{name}"
 
 
 def delete_topic_path(topic: str) -> str:
@@ -236,9 +243,10 @@ def decode_producer_id_block(raw: bytes | None) -> int:
 
 
 __all__ = [
-    "BROKER_IDS", "CLUSTER_ID", "CONFIG_BROKERS", "CONFIG_GROUPS", "CONFIG_TOPICS", "CONTROLLER",
+    "BROKER_IDS", "CLUSTER_ID", "CONFIG_BROKERS", "CONFIG_CLIENT_METRICS", "CONFIG_GROUPS", "CONFIG_TOPICS", "CONTROLLER",
     "CONTROLLER_EPOCH", "DEFAULT_BROKER_ENTITY", "DELETE_TOPICS", "PERSISTENT_PATHS", "PRODUCER_ID_BLOCK",
-    "TOPICS", "broker_path", "decode_broker", "decode_cluster_id", "decode_config", "decode_controller",
+    "TOPICS", "broker_path", "client_metrics_config_path", "decode_broker", "decode_cluster_id", "decode_config",
+    "decode_controller",
     "decode_controller_epoch", "decode_partition_state", "decode_producer_id_block", "decode_topic", "decode_topic_reassignment",
     "delete_topic_path", "encode_broker", "encode_cluster_id", "encode_config", "encode_controller",
     "encode_controller_epoch", "encode_partition_state", "encode_producer_id_block", "encode_topic",

@@ -421,6 +421,11 @@ class ZooKeeperStore:
             config = self._read_config(zk.group_config_path(group))
             if config:
                 group_configs[group] = config
+        client_metrics = {}
+        for name in client.get_children(zk.CONFIG_CLIENT_METRICS, watch=watch):
+            config = self._read_config(zk.client_metrics_config_path(name))
+            if config:
+                client_metrics[name] = config
         next_block = 0
         self._producer_id_block_version = -1
         if client.exists(zk.PRODUCER_ID_BLOCK, watch=watch):
@@ -431,7 +436,7 @@ class ZooKeeperStore:
                 pass
         image = MetadataImage(zk.decode_cluster_id(raw_cluster_id), controller_id, brokers, topics, broker_configs,
                               next_block, group_configs, version, acls=self._read_acls(),
-                              client_quotas=read_client_quotas(client, watch))
+                              client_quotas=read_client_quotas(client, watch), client_metrics_configs=client_metrics)
         return image, tuple(deleting)
 
     # -------------------------------------------------------------- the controller's decisions, carried out

@@ -64,6 +64,9 @@ def add_changes(tx, client: KazooClient, old: MetadataImage, image: MetadataImag
     for group in set(old.group_configs) | set(image.group_configs):
         if old.group_configs.get(group) != image.group_configs.get(group):
             _write_config(tx, client, zk.group_config_path(group), image.group_configs.get(group, {}))
+    for name in set(old.client_metrics_configs) | set(image.client_metrics_configs):
+        if old.client_metrics_configs.get(name) != image.client_metrics_configs.get(name):
+            _write_config(tx, client, zk.client_metrics_config_path(name), image.client_metrics_configs.get(name, {}))
     if image.client_quotas != old.client_quotas:
         write_client_quotas(client, tx, old.client_quotas, image.client_quotas)
     if image.acls != old.acls:

@@ -115,6 +115,7 @@ from tidelog.server.handlers.scram_credentials import ScramCredentialHandlers
 from tidelog.server.handlers.share import ShareHandlers
 from tidelog.server.handlers.share_group import ShareGroupHandlers
 from tidelog.server.handlers.share_state import ShareStateHandlers
+from tidelog.server.handlers.telemetry import ClientSoftware, TelemetryHandlers
 from tidelog.server.internal_client import InternalClient
 from tidelog.server.modes import broker_mode
 from tidelog.server.network import ConnectionSettings, ListenerError, SocketServer
@@ -127,6 +128,8 @@ from tidelog.server.txn_verification import TransactionVerifier
 from tidelog.share.dead_letter import PRODUCE_VERSION, DeadLetterWriter
 from tidelog.share.manager import ResettingPersister, SharePartitionManager
 from tidelog.storage.log_manager import LogManager
+from tidelog.telemetry.manager import ClientMetricsManager
+from tidelog.telemetry.pushed import PushedMetrics
 
 # Imported where they are used, only when configured: a broker without an HTTP listener, TubeMQ or
 # ZooKeeper starts without loading aiohttp, prometheus_client, protobuf or kazoo (bench/startup.py).
@@ -254,12 +257,20 @@ class Broker:
         # Broker-side schema id validation (confluent.*.schema.validation): given the registry below, if served.
         schema_ids = SchemaIdValidation()
         self.handlers = handlers = HandlerRegistry()
+        # Client telemetry (KIP-714, telemetry.enable; docs/telemetry.md): subscriptions are the image's
+        # client-metrics resources; what clients push is kept for /metrics and the console.
+        self.client_software = ClientSoftware()
+        self.pushed_metrics = PushedMetrics(clock.wall_ms)
+        self.client_metrics = ClientMetricsManager(
+            lambda: store.image.client_metrics_configs, clock.wall_ms, config["telemetry.max.bytes"],
+            self.pushed_metrics) if config["telemetry.enable"] else None
         handlers.add(
             ApiVersionsHandler(handlers, {
                 "group.version": (1, int("consumer" in config["group.coordinator.rebalance.protocols"])),
                 "transaction.version": (2, config["transaction.version"]),
                 **({"share.version": (2, config["share.version"])} if config["share.version"] >= 1 else {}),
-            }, lambda: store.image.cluster_id, self.broker_id),
+            }, lambda: store.image.cluster_id, self.broker_id,
+                on_client_software=self.client_software.told if self.client_metrics is not None else None),
             MetadataHandler(store, controller, config, auth),
             DescribeTopicPartitionsHandler(store, auth),
             ProduceHandler(replicas, verifier, auth, schema_ids),
@@ -289,6 +300,7 @@ class Broker:
             ReassignmentHandlers(store, leadership.reassign, auth),
             *mode_runtime.handlers(auth),
             *([ShareStateHandlers(self.share_persister.local, auth)] if self.share_persister is not None else []),
+            *([TelemetryHandlers(self.client_metrics, self.client_software)] if self.client_metrics is not None else []),
         )
         # Share groups' fetches (KIP-932), served only with share.version >= 1 and the share-state persister
         # (the share coordinator's service; tests pass an in-memory one).
@@ -310,6 +322,9 @@ class Broker:
             share_partitions = self.share_partitions
             self.network.on_connection_closed.append(
                 lambda connection_id: asyncio.ensure_future(share_partitions.connection_closed(connection_id)))
+        if self.client_metrics is not None:  # a closed connection forgets its client instance, as Kafka's
+            self.network.on_connection_closed += [self.client_metrics.connection_closed,
+                                                  self.client_software.connection_closed]
         # Other front ends (TubeMQ, when its listeners are configured: docs/tubemq.md).
         self.front_ends: list[FrontEnd] = front_ends(config, clock, settings, store, topic_configs, self.log_dirs[0],
                                                      replicas, group_service)
@@ -334,7 +349,8 @@ class Broker:
                                        "sasl" if config["authorizer.class.name"] else "none"),
                                    lookup=credentials.get, session_ms=config["connections.max.reauth.ms"],
                                    **({"share_in_flight": self.share_partitions.snapshot}
-                                      if self.share_partitions is not None else {}))
+                                      if self.share_partitions is not None else {}),
+                                   pushed_metrics=self.pushed_metrics if self.client_metrics is not None else None)
             self.console.install(self.http.app)
         # The schema registry (docs/schema-registry.md): Confluent's REST API, its state in _schemas.
         self.schema_registry: SchemaRegistry | None = None
@@ -419,7 +435,8 @@ class Broker:
             connections=lambda: Counter(c.listener_name for c in self.network.connections),
             startup_reports=lambda: self.startup_reports,
             failed_authentications=lambda: self.network.failed_authentications,
-            share_partitions=self.share_partitions)
+            share_partitions=self.share_partitions,
+            pushed_metrics=self.pushed_metrics if self.client_metrics is not None else None)
         registry = metrics_registry(self.metrics_sources)
         http.add_routes(metrics_routes(registry))
         return registry

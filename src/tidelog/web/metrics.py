@@ -46,6 +46,8 @@ from tidelog.replica.manager import ReplicaManager
 from tidelog.share.manager import SharePartitionManager
 from tidelog.share.stats import ACK_TYPE_NAMES, ARCHIVE_REASONS
 from tidelog.storage.log_manager import StartupReport
+from tidelog.telemetry.pushed import PushedMetrics
+from tidelog.telemetry.samples import COUNTER, prometheus_name
 
 #: Metric name of each request phase (Kafka's RequestMetrics: TotalTimeMs, RequestQueueTimeMs, ...).
 PHASE_METRICS = {
@@ -110,6 +112,8 @@ class BrokerSources:
     failed_authentications: Callable[[], Mapping[str, int]] = dict
     #: share groups' partitions on this broker (share.version >= 1), else None
     share_partitions: SharePartitionManager | None = None
+    #: what clients pushed (client telemetry, telemetry.enable), else None
+    pushed_metrics: PushedMetrics | None = None
 
 
 def _tp(topic: str, partition: int) -> list[str]:
@@ -131,6 +135,8 @@ class BrokerCollector(Collector):
         yield from self._transactions()
         yield from self._share_groups()
         yield from self._storage()
+        if self.s.pushed_metrics is not None:
+            yield from client_telemetry_metrics(self.s.pushed_metrics)
 
     # -------------------------------------------------------------------------------- traffic
 
@@ -378,6 +384,40 @@ class BrokerCollector(Collector):
         yield from (full, free)
 
 
+CLIENT_LABELS = ("client_id", "client_instance_id")
+
+
+def client_telemetry_metrics(pushed: PushedMetrics) -> Iterator[Metric]:
+    """What clients pushed (KIP-714), one family per metric name (OpenTelemetry's Prometheus spelling:
+    ``org.apache.kafka.producer.record.queue.time.avg`` -> ``org_apache_kafka_producer_record_queue_time_avg``),
+    labelled by client id and client instance id and the data point's own attributes; plus
+    ``tidelog_client_telemetry_pushes`` per client instance. Client instances gone for a while are dropped
+    (docs/telemetry.md)."""
+    pushes = CounterMetricFamily("tidelog_client_telemetry_pushes", "Telemetry pushes taken from a client instance",
+                                 labels=[*CLIENT_LABELS, "client_software"])
+    families: dict[str, Metric] = {}
+    for client in pushed.clients():
+        ids = [client.client_id, str(client.client_instance_id)]
+        pushes.add_metric([*ids, client.software], client.pushes)
+        for (name, point_labels), series in sorted(client.series.items()):
+            typ = "counter" if series.kind == COUNTER else "gauge"
+            base = prometheus_name(name)
+            if base.startswith("tidelog_"):
+                continue  # the broker's own names are not a client's to take
+            if typ == "counter" and base.endswith("_total"):
+                base = base[:-len("_total")]
+            family = families.get(base)
+            if family is None:
+                family = families[base] = Metric(base, series.description or f"{name} (client telemetry)", typ)
+            elif family.type != typ:
+                continue  # the same name pushed as another type by another client: the first type wins
+            own = [(k, v) for k, v in point_labels if k not in CLIENT_LABELS]
+            family.add_sample(base + "_total" if typ == "counter" else base,
+                              dict([*zip(CLIENT_LABELS, ids, strict=True), *own]), series.value)
+    yield pushes
+    yield from families.values()
+
+
 def metrics_registry(sources: BrokerSources) -> CollectorRegistry:
     """A registry of the broker's own holding its collector."""
     registry = CollectorRegistry(auto_describe=False)
@@ -400,4 +440,4 @@ def metrics_routes(registry: CollectorRegistry) -> list[web.RouteDef]:
     return [web.get("/metrics", metrics)]
 
 
-__all__ = ["PHASE_METRICS", "BrokerCollector", "BrokerSources", "IsrChanges", "metrics_registry", "metrics_routes"]
+__all__ = ["PHASE_METRICS", "BrokerCollector", "BrokerSources", "IsrChanges", "client_telemetry_metrics", "metrics_registry", "metrics_routes"]

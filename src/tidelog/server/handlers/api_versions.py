@@ -32,8 +32,11 @@ class ApiVersionsHandler:
     ``cluster_id()`` and ``node_id`` are this broker's, for v5's check."""
 
     def __init__(self, registry: HandlerRegistry, features: Mapping[str, tuple[int, int]] | None = None,
-                 cluster_id: Callable[[], str | None] = lambda: None, node_id: int = -1) -> None:
+                 cluster_id: Callable[[], str | None] = lambda: None, node_id: int = -1,
+                 on_client_software: Callable[[str, str, str], None] | None = None) -> None:
         self.registry = registry
+        #: told (connection id, software name, version) of each valid v3+ request (client telemetry's match)
+        self.on_client_software = on_client_software
         self.features = dict(features or {})
         self.cluster_id = cluster_id
         self.node_id = node_id
@@ -47,6 +50,8 @@ class ApiVersionsHandler:
             code = self._check_target(request)
             if code is not None:
                 return ApiVersionsResponse(error_code=int(code), api_keys=[], throttle_time_ms=0)
+        if ctx.api_version >= 3 and self.on_client_software is not None:
+            self.on_client_software(ctx.connection_id, request.client_software_name, request.client_software_version)
         return ApiVersionsResponse(
             error_code=0,
             api_keys=[

@@ -2,8 +2,10 @@
 
 Resources (Kafka's ``ConfigResource.Type``): TOPIC 2, BROKER 4, BROKER_LOGGER 8, GROUP 32 (the KIP-848
 group configs ``consumer.session.timeout.ms`` and ``consumer.heartbeat.interval.ms``, which the group
-coordinator applies to the group, and the share group ones, kept but unused). CLIENT_METRICS (16) is
-answered with INVALID_REQUEST.
+coordinator applies to the group, and the share group ones, kept but unused), CLIENT_METRICS 16 (the
+client-metrics subscriptions of KIP-714: ``metrics``, ``interval.ms``, ``match``, validated by
+:mod:`tidelog.telemetry.subscriptions`, kept in the metadata image). ListConfigResources lists the
+resources of each type (v0: client-metrics ones only).
 
 Thin: values, sources and synonyms are the :class:`~tidelog.cluster.config_entries.ConfigDescriber`'s;
 which configs may change and how is the controller's
@@ -25,6 +27,7 @@ from tidelog.cluster.config_entries import (
     broker_default,
     broker_key_def,
     config_type,
+    make_entry,
     topic_default,
 )
 from tidelog.cluster.controller import Controller, validate_topic_name
@@ -38,6 +41,8 @@ from tidelog.protocol.messages import (
     DescribeConfigsResponse,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
+    ListConfigResourcesRequest,
+    ListConfigResourcesResponse,
 )
 from tidelog.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
@@ -53,8 +58,11 @@ from tidelog.server.logger_levels import (
     alter_loggers,
     logger_entries,
 )
+from tidelog.telemetry import subscriptions as client_metrics
 
-TOPIC, BROKER, BROKER_LOGGER, GROUP = 2, 4, 8, 32
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
+#: What ListConfigResources lists, per version (Kafka's ListConfigResourcesRequest.supportedResourceTypes).
+LISTABLE = {0: (CLIENT_METRICS,), 1: (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP)}
 
 
 def _describe_result(entry: ConfigEntry, version: int, synonyms: bool, docs: bool):
@@ -150,6 +158,11 @@ def incremental_alter_configs_error_response(request: IncrementalAlterConfigsReq
     )
 
 
+def list_config_resources_error_response(request: ListConfigResourcesRequest, code: ErrorCode,
+                                         message: str | None = None):
+    return ListConfigResourcesResponse(error_code=int(code))
+
+
 def _broker_is_list(key: str) -> bool:
     d = broker_key_def(key)
     if d is None:
@@ -179,6 +192,7 @@ class ConfigHandlers:
         resource, code = {
             BROKER: ((ResourceType.CLUSTER, CLUSTER_NAME), ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
             BROKER_LOGGER: ((ResourceType.CLUSTER, CLUSTER_NAME), ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+            CLIENT_METRICS: ((ResourceType.CLUSTER, CLUSTER_NAME), ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
             TOPIC: ((ResourceType.TOPIC, name), ErrorCode.TOPIC_AUTHORIZATION_FAILED),
             GROUP: ((ResourceType.GROUP, name), ErrorCode.GROUP_AUTHORIZATION_FAILED),
         }.get(rtype, (None, None))
@@ -219,6 +233,10 @@ class ConfigHandlers:
             if not name:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
             return self.describer.group_entries(image, name)
+        if rtype == CLIENT_METRICS:
+            if not name:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, "Client metrics subscription name must not be empty")
+            return _client_metrics_entries(image.client_metrics_configs.get(name, {}))
         raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {rtype}")
 
     @handles(ApiKey.DESCRIBE_CONFIGS, 0, 4, describe_configs_error_response)
@@ -275,6 +293,8 @@ class ConfigHandlers:
                 elif r.resource_type == BROKER:
                     self._check_broker_name(r.resource_name, allow_default=True)
                     self._alter_broker(new, request.validate_only)
+                elif r.resource_type == CLIENT_METRICS:
+                    self._alter_client_metrics(r.resource_name, new, request.validate_only)
                 else:
                     raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {r.resource_type}")
             except KafkaError as e:
@@ -326,8 +346,68 @@ class ConfigHandlers:
             merged = self.controller.validate_group_overrides(r.resource_name, changes)
             if not validate_only:
                 self.controller.set_group_configs(r.resource_name, merged)
+        elif r.resource_type == CLIENT_METRICS:
+            current = dict(image.client_metrics_configs.get(r.resource_name, {}))
+            # Kafka types none of them as LIST here: APPEND and SUBTRACT are INVALID_CONFIG, as in Kafka 4.4
+            changes = _apply_ops(r.configs, current, lambda k: None, lambda k: False)
+            for key, value in changes.items():
+                if value is None:
+                    current.pop(key, None)
+                else:
+                    current[key] = value
+            self._alter_client_metrics(r.resource_name, current, validate_only)
         else:
             raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {r.resource_type}")
+
+    def _alter_client_metrics(self, name: str, configs: dict[str, str], validate_only: bool) -> None:
+        """A subscription's complete configs (none left: the subscription is removed)."""
+        client_metrics.validate(name, configs)
+        if not validate_only:
+            self.controller.set_client_metrics_configs(name, configs)
+
+    # ---------------------------------------------------------------------------- listing
+
+    @handles(ApiKey.LIST_CONFIG_RESOURCES, 0, 1, list_config_resources_error_response)
+    def handle_list_config_resources(self, ctx: RequestContext,
+                                     request: ListConfigResourcesRequest) -> ListConfigResourcesResponse:
+        """Kafka's ``handleListConfigResources``: DESCRIBE_CONFIGS on the cluster; no types = every type the
+        version lists; a type it does not list answers UNSUPPORTED_VERSION."""
+        if not self.authorizer.authorize(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME):
+            return ListConfigResourcesResponse(error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
+        supported = LISTABLE[min(ctx.api_version, 1)]
+        wanted = list(request.resource_types) if ctx.api_version >= 1 and request.resource_types else list(supported)
+        if any(t not in supported for t in wanted):
+            return ListConfigResourcesResponse(error_code=int(ErrorCode.UNSUPPORTED_VERSION))
+        image = self.controller.image
+        names: list[tuple[str, int]] = []
+        if GROUP in wanted:
+            names += [(g, GROUP) for g in sorted(image.group_configs)]
+        if CLIENT_METRICS in wanted:
+            names += [(n, CLIENT_METRICS) for n in sorted(image.client_metrics_configs)]
+        if BROKER_LOGGER in wanted:
+            names += [(str(b), BROKER_LOGGER) for b in sorted(image.brokers)]
+        if BROKER in wanted:
+            names += [(str(b), BROKER) for b in sorted(image.brokers)]
+        if TOPIC in wanted:
+            names += [(t, TOPIC) for t in sorted(image.topics)]
+        cls = ListConfigResourcesResponse.ConfigResource
+        return ListConfigResourcesResponse(config_resources=[cls(resource_name=n, resource_type=t) for n, t in names])
+
+
+def _client_metrics_entries(configs: dict[str, str]) -> list[ConfigEntry]:
+    """Kafka's ``createClientMetricsConfigEntry``: every config, CLIENT_METRICS_CONFIG where set, else its default
+    (DEFAULT_CONFIG)."""
+    types = {client_metrics.METRICS: ConfigType.LIST, client_metrics.INTERVAL_MS: ConfigType.INT,
+             client_metrics.MATCH: ConfigType.LIST}
+    entries = []
+    for name in sorted(client_metrics.CONFIG_NAMES):
+        if name in configs:  # a set config has itself as its one synonym; a default none
+            value = configs[name]
+            synonyms = [(name, value, ConfigSource.CLIENT_METRICS_CONFIG)]
+        else:
+            value, synonyms = client_metrics.DEFAULTS[name], []
+        entries.append(make_entry(name, value, synonyms, False, types[name], client_metrics.DOCS[name]))
+    return entries
 
 
 __all__ = ["ConfigHandlers"]

@@ -17,6 +17,7 @@ from aiohttp import web
 from tidelog.clock import Clock
 from tidelog.coordinator.group import GroupCoordinator
 from tidelog.replica.manager import ReplicaManager
+from tidelog.telemetry.pushed import PushedMetrics
 from tidelog.web.console.admin import ConsoleAdmin, Send
 from tidelog.web.console.api_error import error_middleware
 from tidelog.web.console.cluster_api import ClusterApi
@@ -28,6 +29,7 @@ from tidelog.web.console.security_api import SecurityApi
 from tidelog.web.console.session import SessionStore
 from tidelog.web.console.share_admin import ShareAdmin
 from tidelog.web.console.share_group_api import InFlight, no_in_flight
+from tidelog.web.console.telemetry_api import TelemetryApi
 from tidelog.web.console.topic_api import TopicApi
 from tidelog.web.console.transaction_api import TransactionApi
 
@@ -41,11 +43,12 @@ class Console:
     def __init__(self, replicas: ReplicaManager, send: Send, clock: Clock, *, groups: GroupCoordinator,
                  broker_id: int, read_only: bool, sample_interval_ms: int, authentication: str = NONE,
                  lookup: Lookup = lambda user, mechanism: None, session_ms: int = 0,
-                 share_in_flight: InFlight = no_in_flight) -> None:
+                 share_in_flight: InFlight = no_in_flight, pushed_metrics: PushedMetrics | None = None) -> None:
         """``authentication``: ``none`` or ``sasl`` (logins checked with ``lookup``, the broker's SCRAM
         credential store's ``get``; sessions last ``session_ms``, 8 h when 0). ``groups``: the broker's
         group coordinator, whose committed offsets the lag sampler reads. ``share_in_flight``: the share
-        partition manager's read-only snapshot of a share group's in-flight records on this broker."""
+        partition manager's read-only snapshot of a share group's in-flight records on this broker.
+        ``pushed_metrics``: what clients pushed (client telemetry, telemetry.enable), else None."""
         self.read_only = read_only
         self.authentication = ConsoleAuthentication(authentication, lookup, SessionStore(clock.monotonic_ms, session_ms))
         self.sample_interval_ms = sample_interval_ms
@@ -56,7 +59,7 @@ class Console:
                      ClusterApi(topics, admin, self.sampler, self.authentication, broker_id=broker_id,
                                 read_only=read_only, sample_interval_ms=sample_interval_ms),
                      topics, MessageApi(replicas, admin, clock), GroupApi(replicas, admin, self.sampler, sample_interval_ms, ShareAdmin(send), share_in_flight),
-                     SecurityApi(admin), TransactionApi(admin))
+                     SecurityApi(admin), TransactionApi(admin), TelemetryApi(send, lambda: pushed_metrics))
 
     def install(self, app: web.Application) -> None:
         """Add the console's middlewares and routes to the HTTP listener's application (before it starts)."""

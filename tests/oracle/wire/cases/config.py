@@ -3,7 +3,8 @@
 Resources: a topic with overrides (sources TOPIC_CONFIG vs DEFAULT_CONFIG, synonyms, documentation),
 the broker itself (``"0"``) and the cluster-wide broker default (``""``), another broker id, the
 broker's loggers, consumer groups (KIP-848 group configs), client-metrics subscriptions and an
-unknown resource type. Alterations run on their own topics, one per version, and are read back
+unknown resource type; client-metrics subscriptions through their validation and removal, and
+ListConfigResources. Alterations run on their own topics, one per version, and are read back
 with DescribeConfigs; broker-level changes are undone at the end of the family.
 """
 
@@ -17,11 +18,13 @@ from tidelog.protocol.messages import (
     AlterConfigsRequest,
     DescribeConfigsRequest,
     IncrementalAlterConfigsRequest,
+    ListConfigResourcesRequest,
 )
 
 DESCRIBE = DescribeConfigsRequest.API_KEY
 ALTER = AlterConfigsRequest.API_KEY
 INCREMENTAL = IncrementalAlterConfigsRequest.API_KEY
+LIST_RESOURCES = ListConfigResourcesRequest.API_KEY
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP, UNKNOWN_TYPE = 2, 4, 8, 16, 32, 99
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -37,6 +40,7 @@ def add(program: Program) -> None:
     _describe(program)
     _alter(program)
     _incremental(program)
+    _client_metrics(program)
 
 
 def describe(resource_type: int, name: str, keys: list[str] | None = None, *, synonyms: bool = True,
@@ -89,7 +93,7 @@ def _describe(program: Program) -> None:
         program.each_version(DESCRIBE, case, build)
 
 
-def _read_back(program: Program, case: str, resource_type: int, name: str, keys: list[str]) -> None:
+def _read_back(program: Program, case: str, resource_type: int, name: str, keys: list[str] | None) -> None:
     version = program.top(DESCRIBE)
     request = describe(resource_type, name, keys)
 
@@ -226,6 +230,57 @@ def _incremental(program: Program) -> None:
         _read_back(program, f"after-incremental-{case}", BROKER, name, ["log.retention.ms",
                                                                         "log.cleaner.io.buffer.load.factor"])
     _read_back(program, "after-incremental-group", GROUP, "diff-cfg-group", ["consumer.session.timeout.ms"])
+
+
+def _client_metrics(program: Program) -> None:
+    """Client-metrics subscriptions (KIP-714): validation, incremental changes, removal, and
+    ListConfigResources of them (v0) and of the types asked for (v1)."""
+    top = program.top(INCREMENTAL)
+    name = "diff-metrics-sub"
+    steps = {
+        "set-all": [("metrics", SET, "org.apache.kafka.producer.,org.apache.kafka.consumer."),
+                    ("interval.ms", SET, "30000"), ("match", SET, "client_id=diff-.*,client_software_name=java")],
+        "append-metrics": [("metrics", APPEND, "org.apache.kafka.admin.")],
+        "subtract-metrics": [("metrics", SUBTRACT, "org.apache.kafka.consumer.")],
+        "append-interval": [("interval.ms", APPEND, "1")],
+        "interval-too-low": [("interval.ms", SET, "99")],
+        "interval-too-high": [("interval.ms", SET, "3600001")],
+        "interval-not-a-number": [("interval.ms", SET, "soon")],
+        "unknown-key": [("colour", SET, "red")],
+        "match-unknown-attribute": [("match", SET, "colour=red")],
+        "match-no-equals": [("match", SET, "client_id")],
+        "match-bad-regex": [("match", SET, "client_id=(")],
+        "delete-match": [("match", DELETE, None)],
+    }
+    for case, ops in steps.items():
+        program.request(f"client-metrics-{case}", top, incremental(CLIENT_METRICS, name, ops))
+        _read_back(program, f"after-client-metrics-{case}", CLIENT_METRICS, name, None)
+    program.request("client-metrics-empty-name", top, incremental(CLIENT_METRICS, "", [("interval.ms", SET, "1000")]))
+    program.request("client-metrics-validate-only", top,
+                    incremental(CLIENT_METRICS, "diff-metrics-never", [("interval.ms", SET, "1000")], True))
+    program.each_version(DESCRIBE, "client-metrics-empty-name", lambda v: describe(CLIENT_METRICS, ""))
+    program.each_version(DESCRIBE, "client-metrics-unknown", lambda v: describe(CLIENT_METRICS, "diff-metrics-none"))
+    program.each_version(DESCRIBE, "client-metrics-documentation",
+                         lambda v: describe(CLIENT_METRICS, name, documentation=True))
+    program.request("client-metrics-legacy", program.top(ALTER),
+                    alter(CLIENT_METRICS, "diff-metrics-legacy", {"interval.ms": "45000"}))
+    _read_back(program, "after-client-metrics-legacy", CLIENT_METRICS, "diff-metrics-legacy", None)
+    for v in program.versions(LIST_RESOURCES):
+        program.request("client-metrics", v, ListConfigResourcesRequest(resource_types=[CLIENT_METRICS] if v else []))
+    # v0 without types lists the client-metrics resources; v1 without types lists every type, topics too,
+    # whose order carries no meaning and is not keyed (a broker id is both a BROKER and a BROKER_LOGGER name)
+    program.request("default-types", 0, ListConfigResourcesRequest())
+    if 1 in program.versions(LIST_RESOURCES):
+        for case, types in {"groups": [GROUP], "brokers": [BROKER], "loggers": [BROKER_LOGGER],
+                            "unknown-type": [CLIENT_METRICS, UNKNOWN_TYPE]}.items():
+            program.request(case, 1, ListConfigResourcesRequest(resource_types=types))
+    for sub in (name, "diff-metrics-legacy", "diff-metrics"):
+        program.request(f"client-metrics-remove-{sub}", top, incremental(
+            CLIENT_METRICS, sub, [("metrics", DELETE, None), ("interval.ms", DELETE, None), ("match", DELETE, None)]))
+    _read_back(program, "after-client-metrics-removed", CLIENT_METRICS, name, None)
+    for v in program.versions(LIST_RESOURCES):
+        program.request("client-metrics-after-removal", v,
+                        ListConfigResourcesRequest(resource_types=[CLIENT_METRICS] if v else []))
 
 
 __all__ = ["add", "alter", "describe", "incremental"]

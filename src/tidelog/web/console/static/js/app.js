@@ -13,6 +13,8 @@ import * as transactions from "./pages/transactions.js";
 import * as transaction from "./pages/transaction.js";
 import * as schemas from "./pages/schemas.js";
 import * as schema from "./pages/schema.js";
+import * as clients from "./pages/clients.js";
+import * as client from "./pages/client.js";
 
 const routes = [
   [/^\/$/, overview, "overview"],
@@ -26,6 +28,8 @@ const routes = [
   [/^\/acls$/, acls, "acls"],
   [/^\/schemas$/, schemas, "schemas"],
   [/^\/schemas\/(.+)$/, schema, "schemas"],
+  [/^\/clients$/, clients, "clients"],
+  [/^\/clients\/(.+)$/, client, "clients"],
 ];
 
 let cleanup = null;
@@ -88,6 +92,13 @@ async function start() {
     document.getElementById("nav").append(h("a", { href: "#/schemas", "data-page": "schemas" }, "Schemas"));
   } catch {
     // no registry here (404), or not ready yet: no link
+  }
+  try {  // the Clients page, when the broker takes client telemetry (telemetry.enable; docs/telemetry.md)
+    if ((await api("/client-metrics")).enabled) {
+      document.getElementById("nav").append(h("a", { href: "#/clients", "data-page": "clients" }, "Clients"));
+    }
+  } catch {
+    // not allowed to list config resources: no link
   }
   window.addEventListener("hashchange", show);
   await show();
