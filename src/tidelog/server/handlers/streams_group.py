@@ -10,7 +10,7 @@ not create is named in the MISSING_INTERNAL_TOPICS status instead); DESCRIBE on 
 
 Internal topics (repartition and changelog topics) that a heartbeat finds missing are created here, as
 Kafka's broker does after the coordinator's answer (its ``AutoTopicCreationManager``): with the partition
-count the coordinator computed, the topology's replication factor (0: ``default.replication.factor``) and
+count the coordinator computed, the topology's replication factor (0 or -1: ``default.replication.factor``) and
 configs. The member keeps seeing MISSING_INTERNAL_TOPICS until its heartbeat finds them in the metadata.
 """
 
@@ -129,7 +129,8 @@ class StreamsGroupHandlers:
             if not cluster_create and not self._allowed(ctx, AclOperation.CREATE, ResourceType.TOPIC, t.name):
                 failures.append(f"{t.name}: TOPIC_AUTHORIZATION_FAILED")
                 continue
-            wanted.append(NewTopic(t.name, t.partitions, t.replication_factor or self.default_replication_factor,
+            wanted.append(NewTopic(t.name, t.partitions,
+                                   t.replication_factor if t.replication_factor > 0 else self.default_replication_factor,
                                    dict(t.configs)))
         if wanted:
             for new, result in zip(wanted, self.controller.create_topics(wanted), strict=True):

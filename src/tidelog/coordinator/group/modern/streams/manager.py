@@ -382,11 +382,14 @@ class StreamsGroupCoordinator:
                              "requested a shutdown for the entire application."))
         response = R(member_id=member_id, member_epoch=reconciled.member_epoch,
                      heartbeat_interval_ms=self.setting(gid, "streams.heartbeat.interval.ms"),
-                     acceptable_recovery_lag_legacy=min(self.setting(gid, "streams.acceptable.recovery.lag"), 2**31 - 1),
-                     acceptable_recovery_lag=self.setting(gid, "streams.acceptable.recovery.lag"),
                      task_offset_interval_ms=self.setting(gid, "streams.task.offset.interval.ms"),
                      status=[R.Status(status_code=c, status_detail=d) for c, d in statuses],
                      endpoint_information_epoch=group_epoch)
+        lag = self.setting(gid, "streams.acceptable.recovery.lag")
+        if api_version >= 1:
+            response.acceptable_recovery_lag = lag
+        else:
+            response.acceptable_recovery_lag_legacy = min(lag, 2**31 - 1)
         if epoch == 0 or reconciled.assigned != member.assigned or new:
             response.active_tasks = task_ids(R.TaskIds, reconciled.assigned.active)
             response.standby_tasks = task_ids(R.TaskIds, reconciled.assigned.standby)
