@@ -101,3 +101,44 @@ def test_word_count_as_a_streams_group_two_instances_one_killed(java_classpath, 
         a.kill()
         b.stop()
         counts.close()
+
+
+LEFT, RIGHT, JOINED, JOIN_APP = "tl-sg-customers", "tl-sg-orders", "tl-sg-joined", "tl-sg-join"
+CUSTOMERS = {f"c{i}": f"name-{i}" for i in range(20)}
+ORDERS = {f"c{i}": f"order-{i * 7}" for i in range(0, 20, 2)}
+
+
+def test_table_join_as_a_streams_group(java_classpath, subject_broker, tmp_path) -> None:
+    """Two copartitioned tables joined by key: every key in both comes out once joined, by two instances."""
+    bootstrap = subject_broker.bootstrap
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    kafka_io.create_topics(admin, NewTopic(LEFT, 3, 1), NewTopic(RIGHT, 3, 1), NewTopic(JOINED, 1, 1), timeout=30)
+    kafka_io.produce(bootstrap, LEFT, list(CUSTOMERS.values()), key=list(CUSTOMERS), timeout=30)
+    kafka_io.produce(bootstrap, RIGHT, list(ORDERS.values()), key=list(ORDERS), timeout=30)
+    out = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4()}",
+                    "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    out.subscribe([JOINED])
+    apps = [JavaProcess.program(java_classpath, "tidelog.oracle.StreamsJoin", bootstrap, JOIN_APP, LEFT, RIGHT,
+                                JOINED, tmp_path / f"state-{n}", "streams") for n in (1, 2)]
+    joined: dict[str, str] = {}
+    expected = {k: f"{CUSTOMERS[k]}|{v}" for k, v in ORDERS.items()}
+    try:
+        for app in apps:
+            running(app)
+        deadline = time.monotonic() + 90
+        while joined != expected and time.monotonic() < deadline:
+            for m in out.consume(500, 0.5):
+                if m.error() is None:
+                    joined[m.key().decode()] = m.value().decode()
+            for app in apps:
+                error = app.wait_for(lambda e: "error" in e, timeout=0.01)
+                assert error is None, f"{error}\n{app.stderr_tail()}"
+        assert joined == expected
+        described = jvm.run_tool(java_classpath, "kafka-streams-groups", "--bootstrap-server", bootstrap,
+                                 "--describe", "--group", JOIN_APP, "--members")
+        assert described.returncode == 0, described.stdout + described.stderr[-3000:]
+        assert len([line for line in described.stdout.splitlines() if line.split()[:1] == [JOIN_APP]]) == 2
+    finally:
+        for app in apps:
+            app.stop()
+        out.close()

@@ -34,6 +34,7 @@ from tidelog.coordinator.group.modern.streams.records import (
 )
 from tidelog.coordinator.group.modern.streams.tasks import TasksTuple, tasks_of
 from tidelog.coordinator.group.modern.streams.topology import (
+    ASSIGNMENT_DELAYED,
     INCORRECTLY_PARTITIONED_TOPICS,
     MISSING_INTERNAL_TOPICS,
     MISSING_SOURCE_TOPICS,
@@ -352,3 +353,27 @@ def test_offset_commit_checks_the_member_epoch_and_describe(tmp_path: Path) -> N
     with pytest.raises(KafkaError) as e:
         group.validate_delete()
     assert e.value.code == ErrorCode.NON_EMPTY_GROUP
+
+
+def test_initial_rebalance_delay_holds_the_first_assignment(tmp_path: Path) -> None:
+    h = Harness(tmp_path, **{"group.streams.initial.rebalance.delay.ms": 3000})
+    h.image = image(input=2, **{REPARTITION: 2, CHANGELOG: 2})
+    r = h.join("a")
+    assert [s.status_code for s in r.status] == [ASSIGNMENT_DELAYED] and active(r) == {}
+    h.clock.advance(1000)
+    assert [s.status_code for s in h.heartbeat("a", r.member_epoch).status] == [ASSIGNMENT_DELAYED]
+    h.clock.advance(2001)
+    r = h.heartbeat("a", r.member_epoch)
+    assert r.status == [] and active(r) == {"0": frozenset({0, 1}), "1": frozenset({0, 1})}
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_heartbeat_answers_encode_at_every_version(tmp_path: Path, version: int) -> None:
+    h = Harness(tmp_path)
+    request = Q(group_id=GROUP, member_id="a", member_epoch=0, topology=word_count(), process_id="p",
+                rebalance_timeout_ms=1000)
+    outcome = h.coordinator.runtime.apply(0, lambda: h.sg.heartbeat(request, api_version=version, image=h.image))
+    response = outcome.response
+    decoded = type(response).decode(response.encode(version), version)
+    assert decoded.member_epoch == 1 and [s.status_code for s in decoded.status] == [MISSING_INTERNAL_TOPICS]
+    assert (decoded.acceptable_recovery_lag_legacy if version == 0 else decoded.acceptable_recovery_lag) == 10_000
