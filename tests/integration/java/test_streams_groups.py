@@ -97,6 +97,16 @@ def test_word_count_as_a_streams_group_two_instances_one_killed(java_classpath, 
         state = jvm.run_tool(java_classpath, "kafka-streams-groups", "--bootstrap-server", bootstrap,
                              "--describe", "--group", APP, "--state")
         assert state.returncode == 0 and "Stable" in state.stdout, state.stdout + state.stderr[-2000:]
+        offsets = jvm.run_tool(java_classpath, "kafka-streams-groups", "--bootstrap-server", bootstrap,
+                               "--describe", "--group", APP, "--offsets")
+        assert offsets.returncode == 0 and SOURCE in offsets.stdout, offsets.stdout + offsets.stderr[-2000:]
+
+        assert b.stop() == 143  # SIGTERM: Streams closes and leaves the group, which is then empty
+        deleted = jvm.run_tool(java_classpath, "kafka-streams-groups", "--bootstrap-server", bootstrap,
+                               "--delete", "--group", APP)
+        assert deleted.returncode == 0, deleted.stdout + deleted.stderr[-2000:]
+        listed = jvm.run_tool(java_classpath, "kafka-streams-groups", "--bootstrap-server", bootstrap, "--list")
+        assert APP not in listed.stdout.split(), listed.stdout
     finally:
         a.kill()
         b.stop()

@@ -484,9 +484,6 @@ class StreamsGroupCoordinator:
             configured = configure(group.topology, image) if group.topology is not None and image is not None \
                 else group.configured
             self._update_target(group, epoch, remaining, configured, records)
-        else:
-            group.shutdown_requested = False
-            group.created_ms = None
         return records
 
     def on_loaded(self, group_ids: Iterable[str] | None = None) -> None:
@@ -532,6 +529,8 @@ class StreamsGroupCoordinator:
             del self.groups[key.group_id]
             return
         group.replay(key, value)
+        if not group.members:
+            group.shutdown_requested = False  # a shutdown request ends with the application's last member
 
 
 __all__ = ["HeartbeatOutcome", "StreamsGroupCoordinator", "topology_value", "validate_topology"]
