@@ -377,3 +377,17 @@ def test_heartbeat_answers_encode_at_every_version(tmp_path: Path, version: int)
     decoded = type(response).decode(response.encode(version), version)
     assert decoded.member_epoch == 1 and [s.status_code for s in decoded.status] == [MISSING_INTERNAL_TOPICS]
     assert (decoded.acceptable_recovery_lag_legacy if version == 0 else decoded.acceptable_recovery_lag) == 10_000
+
+
+def test_an_empty_classic_group_gives_way_to_a_streams_member(tmp_path: Path) -> None:
+    from tidelog.coordinator.group.classic.group import ClassicGroup
+
+    h = Harness(tmp_path)
+    h.coordinator.groups[GROUP] = ClassicGroup(GROUP, h.clock)  # a Streams app that ran with the classic protocol
+    r = h.join("a")
+    assert r.member_epoch == 1 and isinstance(h.coordinator.groups[GROUP], StreamsGroup)
+    # a non-empty group of another type, or a heartbeat past joining, is refused
+    h.coordinator.groups["other"] = ClassicGroup("other", h.clock)
+    with pytest.raises(KafkaError) as e:
+        h.heartbeat("b", 3, group_id="other")
+    assert e.value.code == ErrorCode.GROUP_ID_NOT_FOUND

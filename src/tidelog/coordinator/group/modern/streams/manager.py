@@ -44,7 +44,7 @@ from typing import Any
 
 from tidelog.clock import Clock
 from tidelog.cluster.metadata import MetadataImage
-from tidelog.coordinator.group.group import GroupRegistry
+from tidelog.coordinator.group.group import CLASSIC, GroupRegistry
 from tidelog.coordinator.group.modern.member import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH
 from tidelog.coordinator.group.modern.member_timers import ConsumerGroupTimers, MemberTimers
 from tidelog.coordinator.group.modern.streams.assignor import MemberSpec, sticky_assign
@@ -205,7 +205,8 @@ class StreamsGroupCoordinator:
             raise KafkaError(ErrorCode.INVALID_REQUEST, f"MemberEpoch {epoch} is invalid.")
         if epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             return self._leave(group_id, member_id, epoch)
-        group = self._group_for_heartbeat(group_id, epoch)
+        takeover: list[CoordinatorRecord] = []
+        group = self._group_for_heartbeat(group_id, epoch, takeover)
         known = member_id in group.members
         if epoch == 0 and not known:
             if request.topology is None:
@@ -220,15 +221,20 @@ class StreamsGroupCoordinator:
                     raise KafkaError(ErrorCode.INVALID_REQUEST, f"{name} must be empty when (re-)joining.")
         if request.topology is not None:
             validate_topology(request.topology)
-        return self._heartbeat(request, group, client_id or "", client_host, image, api_version)
+        result = self._heartbeat(request, group, client_id or "", client_host, image, api_version)
+        return Result(takeover + list(result.records), result.response) if takeover else result
 
-    def _group_for_heartbeat(self, group_id: str, epoch: int) -> StreamsGroup:
+    def _group_for_heartbeat(self, group_id: str, epoch: int, records: list[CoordinatorRecord]) -> StreamsGroup:
         existing = self.groups.get(group_id)
         if isinstance(existing, StreamsGroup):
             return existing
         if existing is not None:
-            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a streams group.")
-        if epoch != 0:
+            # an empty classic group gives way to a joining streams member (an offline upgrade of a Kafka
+            # Streams application; its committed offsets stay)
+            if epoch != 0 or not existing.is_empty() or existing.group_type != CLASSIC:
+                raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a streams group.")
+            records += existing.tombstones()
+        elif epoch != 0:
             raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Streams group {group_id} not found.")
         return StreamsGroup(group_id)  # created by the replay of its first records
 
