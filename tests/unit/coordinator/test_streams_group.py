@@ -391,3 +391,12 @@ def test_an_empty_classic_group_gives_way_to_a_streams_member(tmp_path: Path) ->
     with pytest.raises(KafkaError) as e:
         h.heartbeat("b", 3, group_id="other")
     assert e.value.code == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def test_standby_goes_to_the_process_that_reported_the_most_of_the_tasks_state() -> None:
+    counts = {"1": 1}
+    out = sticky_assign({"a": MemberSpec("p1", TasksTuple({"1": frozenset({0})})),
+                         "b": MemberSpec("p2", task_offsets={("1", 0): 10}),
+                         "c": MemberSpec("p3", task_offsets={("1", 0): 500})}, counts, 1)
+    assert out["a"].active == {"1": frozenset({0})}
+    assert out["c"].standby == {"1": frozenset({0})} and not out["b"].standby

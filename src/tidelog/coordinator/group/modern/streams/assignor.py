@@ -7,9 +7,11 @@
 3. **Then balanced.** Every other task goes to the least loaded process (ties: one that had the task as a
    standby, then the process id), and there to its least loaded member (ties: member id).
 4. **Standby tasks** (``num.standby.replicas`` each): on processes other than those already holding the
-   task, preferring a process that had it as a standby, then the least loaded; never two copies of a task
-   on one process. Fewer standbys are given when there are not enough processes.
-5. **Warm-up tasks** are not computed (see docs/streams-groups.md).
+   task, preferring a process that had it as a standby, then one whose members reported the most of the
+   task's changelog (their task offsets), then the least loaded; never two copies of a task on one
+   process. Fewer standbys are given when there are not enough processes.
+5. **Warm-up tasks** are not computed: Kafka 4.4's refinement step after the sticky assignor returns the
+   assignment as it is.
 
 Deterministic for a given input. Pure.
 """
@@ -31,6 +33,8 @@ class MemberSpec:
 
     process_id: str
     previous: TasksTuple = EMPTY_TASKS
+    #: (subtopology, partition) -> the changelog offset sum the member reported for the task
+    task_offsets: Mapping[tuple[str, int], int] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -87,9 +91,10 @@ def sticky_assign(members: Mapping[str, MemberSpec], task_counts: Mapping[str, i
                 if not candidates:
                     break
 
-                def standby_rank(pid: str, task: tuple[str, int] = task) -> tuple[int, float, str]:
+                def standby_rank(pid: str, task: tuple[str, int] = task) -> tuple[int, int, float, str]:
                     had = any(contains(members[m.member_id].previous.standby, *task) for m in processes[pid])
-                    return (0 if had else 1, process_load(pid), pid)
+                    reported = max(members[m.member_id].task_offsets.get(task, -1) for m in processes[pid])
+                    return (0 if had else 1, -reported, process_load(pid), pid)
 
                 pid = min(candidates, key=standby_rank)
                 member = min(processes[pid], key=lambda m: (m.load(), m.member_id))

@@ -411,7 +411,8 @@ class StreamsGroupCoordinator:
                        previous: dict[str, TasksTuple] | None = None) -> dict[str, TasksTuple]:
         previous = group.target_assignment if previous is None else previous
         task_counts = configured.task_counts if configured is not None and configured.ready else {}
-        specs = {mid: MemberSpec(m.process_id or mid, previous.get(mid, EMPTY_TASKS)) for mid, m in members.items()}
+        specs = {mid: MemberSpec(m.process_id or mid, previous.get(mid, EMPTY_TASKS),
+                                 {(sub, p): o for sub, p, o in m.task_offsets}) for mid, m in members.items()}
         new = sticky_assign(specs, task_counts, self.setting(group.group_id, "streams.num.standby.replicas"))
         gid = group.group_id
         for mid in sorted(members):
