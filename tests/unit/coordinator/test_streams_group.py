@@ -339,7 +339,9 @@ def test_offset_commit_checks_the_member_epoch_and_describe(tmp_path: Path) -> N
     r = h.join("a")
     group = h.group()
     group.validate_offset_commit("a", None, r.member_epoch, 9)
+    group.validate_offset_commit("a", None, group.members["a"].previous_member_epoch, 9)  # the bump crossed it
     for member, epoch, version, code in [("a", r.member_epoch + 1, 9, ErrorCode.STALE_MEMBER_EPOCH),
+                                         ("a", -1, 9, ErrorCode.STALE_MEMBER_EPOCH),
                                          ("zz", r.member_epoch, 9, ErrorCode.UNKNOWN_MEMBER_ID),
                                          ("a", r.member_epoch, 8, ErrorCode.UNSUPPORTED_VERSION)]:
         with pytest.raises(KafkaError) as e:

@@ -172,9 +172,11 @@ class StreamsGroup(Group):
 
     def validate_offset_commit(self, member_id: str, group_instance_id: str | None, generation_or_epoch: int,
                                api_version: int, transactional: bool = False) -> None:
-        """As Kafka's StreamsGroup.validateOffsetCommit: an empty member id with epoch -1 is an admin commit
-        (allowed while the group is empty); a member commits at its own epoch (v9+)."""
-        if generation_or_epoch < 0 and member_id == "" and not self.members:
+        """As Kafka 4.4's StreamsGroup.validateOffsetCommit: a negative epoch commits while the group is empty
+        (tools); a member commits at its epoch (OffsetCommit v9+). A newer epoch is STALE_MEMBER_EPOCH; an
+        older one is accepted from the member's previous epoch (Kafka checks each partition's task against
+        the epoch it was assigned at, which is at most the previous epoch for a task the member kept)."""
+        if generation_or_epoch < 0 and not self.members:
             return
         if transactional and generation_or_epoch == -1 and member_id == "" and group_instance_id is None:
             return
@@ -182,7 +184,14 @@ class StreamsGroup(Group):
         if not transactional and api_version < 9:
             raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "OffsetCommit version 9 or above must be used by "
                              "members using the streams group protocol")
-        self._check_epoch(generation_or_epoch, member)
+        if generation_or_epoch == member.member_epoch:
+            return
+        if generation_or_epoch > member.member_epoch:
+            raise KafkaError(ErrorCode.STALE_MEMBER_EPOCH, f"Received member epoch {generation_or_epoch} is newer "
+                             f"than current member epoch {member.member_epoch}.")
+        if generation_or_epoch < max(member.previous_member_epoch, 0):
+            raise KafkaError(ErrorCode.STALE_MEMBER_EPOCH, f"Received member epoch {generation_or_epoch} is older "
+                             f"than the member's previous epoch {member.previous_member_epoch}.")
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:
         if member_id is None and member_epoch < 0:
