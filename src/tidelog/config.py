@@ -316,6 +316,9 @@ _BROKER_DEFS = [
               topic=False),
     ConfigDef("group.streams.task.offset.interval.ms", _int(1), 60_000,
               "How often streams group members report their tasks' changelog offsets (KIP-1071).", topic=False),
+    ConfigDef("group.streams.rack.aware.assignment.tags", _parse_list, (),
+              "Client tag keys over which a streams group's standby tasks are spread (KIP-1071); a member "
+              "lacking one is told MISSING_CLIENT_TAGS.", topic=False),
     ConfigDef("group.streams.acceptable.recovery.lag", _long(0), 10_000,
               "Changelog lag under which a streams group member counts as caught up on a task (KIP-1071).",
               topic=False),

@@ -402,3 +402,19 @@ def test_standby_goes_to_the_process_that_reported_the_most_of_the_tasks_state()
                          "c": MemberSpec("p3", task_offsets={("1", 0): 500})}, counts, 1)
     assert out["a"].active == {"1": frozenset({0})}
     assert out["c"].standby == {"1": frozenset({0})} and not out["b"].standby
+
+
+def test_rack_aware_tags_spread_standbys_and_a_member_without_them_is_told(tmp_path: Path) -> None:
+    counts = {"0": 1}
+    specs = {"a": MemberSpec("p1", TasksTuple({"0": frozenset({0})}), client_tags={"zone": "z1"}),
+             "b": MemberSpec("p2", client_tags={"zone": "z1"}),
+             "c": MemberSpec("p3", client_tags={"zone": "z2"})}
+    assert sticky_assign(specs, counts, 1)["b"].standby == {"0": frozenset({0})}  # no tags: least loaded, by id
+    spread = sticky_assign(specs, counts, 1, ("zone",))
+    assert spread["c"].standby == {"0": frozenset({0})} and not spread["b"].standby
+
+    h = Harness(tmp_path, **{"group.streams.rack.aware.assignment.tags": "zone"})
+    r = h.join("a", client_tags=[Q.KeyValue(key="rack", value="r1")])
+    assert any(s.status_code == 6 and "zone" in s.status_detail for s in r.status)
+    r = h.join("b", client_tags=[Q.KeyValue(key="zone", value="z1")])
+    assert not any(s.status_code == 6 for s in r.status)

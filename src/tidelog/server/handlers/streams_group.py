@@ -114,8 +114,6 @@ class StreamsGroupHandlers:
                 for status in response.status or ():
                     if status.status_code == MISSING_INTERNAL_TOPICS:
                         status.status_detail += " Errors: " + "; ".join(failures)
-        if ctx.api_version < 1 and response.status:  # v0 clients do not know MISSING_CLIENT_TAGS (6)
-            response.status = [s for s in response.status if s.status_code != 6]
         return response
 
     def _create(self, ctx: RequestContext, topics: tuple[InternalTopic, ...]) -> list[str]:

@@ -7,9 +7,10 @@
 3. **Then balanced.** Every other task goes to the least loaded process (ties: one that had the task as a
    standby, then the process id), and there to its least loaded member (ties: member id).
 4. **Standby tasks** (``num.standby.replicas`` each): on processes other than those already holding the
-   task, preferring a process that had it as a standby, then one whose members reported the most of the
-   task's changelog (their task offsets), then the least loaded; never two copies of a task on one
-   process. Fewer standbys are given when there are not enough processes.
+   task, preferring a process that had it as a standby, then (with rack-aware assignment tags) one whose
+   client tag values differ from those of the processes already holding the task in the most tag
+   dimensions, then one whose members reported the most of the task's changelog (their task offsets),
+   then the least loaded; never two copies of a task on one process. Fewer standbys are given when there are not enough processes.
 5. **Warm-up tasks** are not computed: Kafka 4.4's refinement step after the sticky assignor returns the
    assignment as it is.
 
@@ -35,6 +36,7 @@ class MemberSpec:
     previous: TasksTuple = EMPTY_TASKS
     #: (subtopology, partition) -> the changelog offset sum the member reported for the task
     task_offsets: Mapping[tuple[str, int], int] = field(default_factory=dict)
+    client_tags: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -49,7 +51,7 @@ class _Member:
 
 
 def sticky_assign(members: Mapping[str, MemberSpec], task_counts: Mapping[str, int],
-                  num_standby_replicas: int = 0) -> dict[str, TasksTuple]:
+                  num_standby_replicas: int = 0, rack_tags: tuple[str, ...] = ()) -> dict[str, TasksTuple]:
     """Every member's tasks (module rules); ``task_counts``: subtopology id -> number of tasks."""
     if not members:
         return {}
@@ -91,10 +93,15 @@ def sticky_assign(members: Mapping[str, MemberSpec], task_counts: Mapping[str, i
                 if not candidates:
                     break
 
-                def standby_rank(pid: str, task: tuple[str, int] = task) -> tuple[int, int, float, str]:
+                def standby_rank(pid: str, task: tuple[str, int] = task, holders: set[str] = holders
+                                 ) -> tuple[int, int, int, float, str]:
                     had = any(contains(members[m.member_id].previous.standby, *task) for m in processes[pid])
+                    tags = members[processes[pid][0].member_id].client_tags
+                    shared = sum(1 for key in rack_tags for h in holders
+                                 if tags.get(key) is not None
+                                 and tags.get(key) == members[processes[h][0].member_id].client_tags.get(key))
                     reported = max(members[m.member_id].task_offsets.get(task, -1) for m in processes[pid])
-                    return (0 if had else 1, -reported, process_load(pid), pid)
+                    return (0 if had else 1, shared, -reported, process_load(pid), pid)
 
                 pid = min(candidates, key=standby_rank)
                 member = min(processes[pid], key=lambda m: (m.load(), m.member_id))

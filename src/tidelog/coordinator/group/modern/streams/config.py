@@ -16,6 +16,7 @@ class StreamsGroupConfig:
     initial_rebalance_delay_ms: int = 3000  # group.streams.initial.rebalance.delay.ms (streams.initial...)
     task_offset_interval_ms: int = 60_000  # group.streams.task.offset.interval.ms
     acceptable_recovery_lag: int = 10_000  # group.streams.acceptable.recovery.lag
+    rack_aware_assignment_tags: tuple[str, ...] = ()  # group.streams.rack.aware.assignment.tags
 
     @classmethod
     def from_broker_config(cls, config: Any) -> StreamsGroupConfig:
@@ -30,7 +31,15 @@ class StreamsGroupConfig:
                    num_standby_replicas=get("group.streams.num.standby.replicas", 0),
                    initial_rebalance_delay_ms=get("group.streams.initial.rebalance.delay.ms", 3000),
                    task_offset_interval_ms=get("group.streams.task.offset.interval.ms", 60_000),
-                   acceptable_recovery_lag=get("group.streams.acceptable.recovery.lag", 10_000))
+                   acceptable_recovery_lag=get("group.streams.acceptable.recovery.lag", 10_000),
+                   rack_aware_assignment_tags=_tags(values.get("group.streams.rack.aware.assignment.tags")))
+
+
+def _tags(raw: Any) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    items = raw.split(",") if isinstance(raw, str) else list(raw)
+    return tuple(t.strip() for t in items if str(t).strip())
 
 
 #: The group-level configs (ConfigResource GROUP) a streams group reads, and the broker default each overrides.

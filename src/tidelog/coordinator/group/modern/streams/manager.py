@@ -70,6 +70,7 @@ from tidelog.coordinator.group.modern.streams.records import (
 from tidelog.coordinator.group.modern.streams.tasks import EMPTY_TASKS, TasksTuple, task_ids, tasks_of
 from tidelog.coordinator.group.modern.streams.topology import (
     ASSIGNMENT_DELAYED,
+    MISSING_CLIENT_TAGS,
     SHUTDOWN_APPLICATION,
     STALE_TOPOLOGY,
     ConfiguredTopology,
@@ -332,6 +333,11 @@ class StreamsGroupCoordinator:
         if topology is not None and updated.topology_epoch < topology.epoch:
             statuses.append((STALE_TOPOLOGY, f"The member's topology epoch {updated.topology_epoch} is behind the "
                              f"group's topology epoch {topology.epoch}."))
+        missing_tags = [t for t in self.config.rack_aware_assignment_tags if t not in dict(updated.client_tags)]
+        if missing_tags and api_version >= 1:  # v0 clients do not know this status (KAFKA-20744)
+            statuses.append((MISSING_CLIENT_TAGS, "Missing required client tags for rack-aware standby assignment: "
+                             f"{', '.join(missing_tags)}. Configure them via 'client.tag.<tagKey>' in your Streams "
+                             "config."))
         if request.shutdown_application:
             group.shutdown_requested = True
         # 4. configured topology, metadata hash, group epoch
@@ -412,8 +418,10 @@ class StreamsGroupCoordinator:
         previous = group.target_assignment if previous is None else previous
         task_counts = configured.task_counts if configured is not None and configured.ready else {}
         specs = {mid: MemberSpec(m.process_id or mid, previous.get(mid, EMPTY_TASKS),
-                                 {(sub, p): o for sub, p, o in m.task_offsets}) for mid, m in members.items()}
-        new = sticky_assign(specs, task_counts, self.setting(group.group_id, "streams.num.standby.replicas"))
+                                 {(sub, p): o for sub, p, o in m.task_offsets}, dict(m.client_tags))
+                 for mid, m in members.items()}
+        new = sticky_assign(specs, task_counts, self.setting(group.group_id, "streams.num.standby.replicas"),
+                            self.config.rack_aware_assignment_tags)
         gid = group.group_id
         for mid in sorted(members):
             tasks = new.get(mid, EMPTY_TASKS)

@@ -34,6 +34,7 @@ INCORRECTLY_PARTITIONED_TOPICS = 2
 MISSING_INTERNAL_TOPICS = 3
 SHUTDOWN_APPLICATION = 4
 ASSIGNMENT_DELAYED = 5
+MISSING_CLIENT_TAGS = 6  # StreamsGroupHeartbeat v1+
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +184,7 @@ def configure(topology: Any, image: MetadataImage) -> ConfiguredTopology:
 __all__ = [
     "ASSIGNMENT_DELAYED",
     "INCORRECTLY_PARTITIONED_TOPICS",
+    "MISSING_CLIENT_TAGS",
     "MISSING_INTERNAL_TOPICS",
     "MISSING_SOURCE_TOPICS",
     "SHUTDOWN_APPLICATION",
