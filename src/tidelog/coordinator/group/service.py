@@ -494,13 +494,6 @@ class GroupCoordinatorService:
         await self._committed(self.partition_for(g) for g in ids)
         return [described[g] for g in ids]
 
-    async def streams_group_topology_description(self, group_id: str, member_id: str, topology_epoch: int,
-                                                 description: Any) -> None:
-        """StreamsGroupTopologyDescriptionUpdate: the member's topology description is kept (in memory)."""
-        streams_groups = self._streams_groups()
-        self.runtime.check_owned(self.partition_for(group_id))
-        streams_groups.update_description(group_id, member_id, topology_epoch, description)
-
     async def stop_share_tasks(self) -> None:
         for task in list(self._share_tasks):
             task.cancel()

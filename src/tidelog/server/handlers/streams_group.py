@@ -1,5 +1,6 @@
 """Streams groups (KIP-1071): StreamsGroupHeartbeat (v0-1), StreamsGroupDescribe (v0-1) and
-StreamsGroupTopologyDescriptionUpdate (v0).
+StreamsGroupTopologyDescriptionUpdate (v0: as Kafka 4.4 without a topology description plugin, it answers
+UNSUPPORTED_VERSION, and StreamsGroupDescribe v1 reports the description NOT_STORED).
 
 Thin: the group coordinator service and its streams group type own every rule. Registered only when
 ``group.coordinator.rebalance.protocols`` lists ``streams`` (Tidelog's default leaves it out); otherwise these
@@ -17,7 +18,6 @@ configs. The member keeps seeing MISSING_INTERNAL_TOPICS until its heartbeat fin
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from tidelog.cluster.controller import Controller, NewTopic
 from tidelog.cluster.store import MetadataStore
@@ -57,21 +57,6 @@ def _describe_error(request: StreamsGroupDescribeRequest, code: ErrorCode, messa
 def _update_error(request: StreamsGroupTopologyDescriptionUpdateRequest, code: ErrorCode, message: str | None
                   ) -> StreamsGroupTopologyDescriptionUpdateResponse:
     return StreamsGroupTopologyDescriptionUpdateResponse(error_code=int(code), error_message=message)
-
-
-def _node(n: Any) -> Any:
-    return D.TopologyDescriptionNode(name=n.name, node_type=n.node_type, source_topics=list(n.source_topics),
-                                     sink_topic=n.sink_topic, stores=list(n.stores), successors=list(n.successors))
-
-
-def described_topology(description: Any) -> Any:
-    """A pushed TopologyDescription as StreamsGroupDescribe v1 returns it."""
-    return D.TopologyDescription(
-        subtopologies=[D.TopologyDescriptionSubtopology(subtopology_id=s.subtopology_id,
-                                                        nodes=[_node(n) for n in s.nodes])
-                       for s in description.subtopologies],
-        global_stores=[D.TopologyDescriptionGlobalStore(source=_node(g.source), processor=_node(g.processor))
-                       for g in description.global_stores])
 
 
 class StreamsGroupHandlers:
@@ -153,8 +138,6 @@ class StreamsGroupHandlers:
                 out.append(D.DescribedGroup(group_id=group_id, error_code=int(ErrorCode.INVALID_GROUP_ID)))
             else:
                 group = described[group_id]
-                if group.topology_description is not None:
-                    group.topology_description = described_topology(group.topology_description)
                 if request.include_authorized_operations and group.error_code == 0:
                     group.authorized_operations = self.authorizer.authorized_operations(ctx, ResourceType.GROUP,
                                                                                         group_id)
@@ -167,12 +150,9 @@ class StreamsGroupHandlers:
     ) -> StreamsGroupTopologyDescriptionUpdateResponse:
         if not self._allowed(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
             raise KafkaError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-        if not request.group_id or not request.member_id:
-            raise KafkaError(ErrorCode.INVALID_REQUEST, "GroupId and MemberId can't be empty.")
-        self._check_active()
-        await self.groups.streams_group_topology_description(request.group_id, request.member_id,
-                                                             request.topology_epoch, request.topology_description)
-        return StreamsGroupTopologyDescriptionUpdateResponse()
+        # Kafka 4.4 stores topology descriptions only through a StreamsGroupTopologyDescriptionPlugin, which it
+        # has none of by default (and Tidelog has none): the heartbeat never asks for one, and this answers so.
+        raise KafkaError(ErrorCode.UNSUPPORTED_VERSION,
+                         "The broker has no streams group topology description plugin configured.")
 
-
-__all__ = ["StreamsGroupHandlers", "described_topology"]
+__all__ = ["StreamsGroupHandlers"]

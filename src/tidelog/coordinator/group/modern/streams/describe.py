@@ -14,8 +14,8 @@ from tidelog.protocol.messages import StreamsGroupDescribeResponse
 
 D = StreamsGroupDescribeResponse
 
-#: TopologyDescriptionStatus (v1)
-NOT_REQUESTED, NOT_STORED, AVAILABLE = 0, 1, 3
+#: TopologyDescriptionStatus (v1): as Kafka 4.4 without a topology description plugin (none stored).
+NOT_REQUESTED, NOT_STORED = 0, 1
 
 
 def _assignment(tasks: TasksTuple) -> Any:
@@ -69,11 +69,7 @@ def describe_group(group: StreamsGroup, image: MetadataImage, include_descriptio
                            assignor_name=STICKY_ASSIGNOR_NAME)
     out.group_state = group.state_name()  # after _topology: the state reads the configured topology
     if include_description:
-        if group.description is not None and group.topology is not None \
-                and group.description[0] == group.topology.epoch:
-            out.topology_description, out.topology_description_status = group.description[1], AVAILABLE
-        else:
-            out.topology_description_status = NOT_STORED
+        out.topology_description_status = NOT_STORED
     return out
 
 

@@ -129,8 +129,6 @@ class StreamsGroup(Group):
         self.configured: ConfiguredTopology | None = None
         #: In memory: when the group got its first member (the initial rebalance delay counts from it).
         self.created_ms: int | None = None
-        #: In memory (StreamsGroupTopologyDescriptionUpdate): topology epoch -> description.
-        self.description: tuple[int, Any] | None = None
         self.shutdown_requested = False
 
     # ---------------------------------------------------------------------- the Group contract

@@ -513,17 +513,6 @@ class StreamsGroupCoordinator:
     def on_unloaded(self) -> None:
         return None
 
-    # -- topology description (StreamsGroupTopologyDescriptionUpdate) ----------------------------------
-
-    def update_description(self, group_id: str, member_id: str, topology_epoch: int, description: Any) -> None:
-        """Keep a member's topology description (in memory); UNKNOWN_MEMBER_ID when it is not a member."""
-        group = self.group(group_id)
-        if group is None or member_id not in group.members:
-            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
-        if group.topology is None or topology_epoch != group.topology.epoch:
-            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Topology epoch {topology_epoch} is not the group's.")
-        group.description = (topology_epoch, description)
-
     # -- replay ----------------------------------------------------------------------------------------
 
     def replay(self, record: CoordinatorRecord) -> None:
