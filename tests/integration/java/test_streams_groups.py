@@ -34,10 +34,9 @@ CHANGELOG = f"{APP}-KSTREAM-AGGREGATE-STATE-STORE-0000000004-changelog"
 @pytest.fixture(scope="module")
 def broker_overrides() -> dict[str, str]:
     # Kafka 4.4 serves streams groups by default; Tidelog with `streams` in the rebalance protocols. A killed
-    # instance's tasks move once its session (6 s here) ends; no wait for more members before the first
-    # assignment.
+    # instance's tasks move once its session (6 s here) ends. The first assignment waits the default 3 s
+    # (group.streams.initial.rebalance.delay.ms) for more members.
     return {**SHARED_OVERRIDES, "group.coordinator.rebalance.protocols": "classic,consumer,streams",
-            "group.streams.initial.rebalance.delay.ms": "0",
             "group.streams.session.timeout.ms": "6000", "group.streams.min.session.timeout.ms": "6000",
             "group.streams.heartbeat.interval.ms": "1000", "group.streams.min.heartbeat.interval.ms": "1000"}
 

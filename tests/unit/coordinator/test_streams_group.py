@@ -310,7 +310,9 @@ def test_bad_heartbeats(tmp_path: Path) -> None:
     for member, epoch, fields, code in [
         ("", 0, {"topology": word_count(), "process_id": "p", "rebalance_timeout_ms": 1}, ErrorCode.INVALID_REQUEST),
         ("a", 0, {"process_id": "p", "rebalance_timeout_ms": 1}, ErrorCode.INVALID_REQUEST),  # no topology
-        ("a", 0, {"topology": word_count(), "rebalance_timeout_ms": 1}, ErrorCode.INVALID_REQUEST),  # no process
+        ("a", 0, {"topology": word_count(), "process_id": "p"}, ErrorCode.INVALID_REQUEST),  # no rebalance timeout
+        ("a", 1, {"topology": word_count()}, ErrorCode.INVALID_REQUEST),  # a topology only when joining
+        ("a", 1, {"active_tasks": []}, ErrorCode.INVALID_REQUEST),  # some task kinds but not all
         ("a", -3, {}, ErrorCode.INVALID_REQUEST),
         ("a", -2, {}, ErrorCode.INVALID_REQUEST),  # -2 without an instance id
         ("a", 1, {}, ErrorCode.GROUP_ID_NOT_FOUND),
@@ -323,6 +325,17 @@ def test_bad_heartbeats(tmp_path: Path) -> None:
                                              Q.Subtopology(subtopology_id="0", source_topics=["y"])])
     with pytest.raises(KafkaError) as e:
         h.join("a", topology=bad)
+    assert e.value.code == ErrorCode.STREAMS_INVALID_TOPOLOGY
+    regex = Q.Topology(epoch=0, subtopologies=[Q.Subtopology(subtopology_id="0", source_topic_regex=["in.*"])])
+    with pytest.raises(KafkaError) as e:
+        h.join("a", topology=regex)
+    assert (e.value.code, e.value.message) == (ErrorCode.INVALID_REQUEST,
+                                               "Regular expressions for source topics are not supported yet.")
+    sized = Q.Topology(epoch=0, subtopologies=[Q.Subtopology(subtopology_id="0", source_topics=["input"],
+                                                             state_changelog_topics=[Q.TopicInfo(name="c",
+                                                                                                 partitions=3)])])
+    with pytest.raises(KafkaError) as e:
+        h.join("a", topology=sized)
     assert e.value.code == ErrorCode.STREAMS_INVALID_TOPOLOGY
     r = h.join("a")
     with pytest.raises(KafkaError) as e:
@@ -362,11 +375,13 @@ def test_initial_rebalance_delay_holds_the_first_assignment(tmp_path: Path) -> N
     h.image = image(input=2, **{REPARTITION: 2, CHANGELOG: 2})
     r = h.join("a")
     assert [s.status_code for s in r.status] == [ASSIGNMENT_DELAYED] and active(r) == {}
+    assert r.member_epoch == 0  # no assignment yet: the member stays joining (it sends its topology again)
     h.clock.advance(1000)
-    assert [s.status_code for s in h.heartbeat("a", r.member_epoch).status] == [ASSIGNMENT_DELAYED]
+    assert [s.status_code for s in h.join("a").status] == [ASSIGNMENT_DELAYED]
     h.clock.advance(2001)
-    r = h.heartbeat("a", r.member_epoch)
-    assert r.status == [] and active(r) == {"0": frozenset({0, 1}), "1": frozenset({0, 1})}
+    r = h.join("a")
+    assert r.status == [] and r.member_epoch == 1
+    assert active(r) == {"0": frozenset({0, 1}), "1": frozenset({0, 1})}
 
 
 @pytest.mark.parametrize("version", [0, 1])

@@ -3,10 +3,11 @@ topology to the members (stream threads) of the group, grouped by process.
 
 Rules (Kafka 4.4's GroupMetadataManager streams-group paths, StreamsGroup, CurrentAssignmentBuilder):
 
-1. **Heartbeat.** StreamsGroupHeartbeat joins (epoch 0: a new member sends its topology, process id and
-   rebalance timeout), heartbeats (the member's epoch, or its previous one), leaves (-1) or, as a static
-   member, leaves for now (-2: it keeps its tasks until its session ends). The member id is the client's;
-   an empty one, an empty group, instance or rack id, or another negative epoch is INVALID_REQUEST. An
+1. **Heartbeat.** StreamsGroupHeartbeat joins (epoch 0, with the topology and the rebalance timeout, and no
+   tasks), heartbeats (the member's epoch, or its previous one), leaves (-1) or, as a static member, leaves
+   for now (-2: it keeps its tasks until its session ends). The member id is the client's; Kafka 4.4's
+   request checks answer INVALID_REQUEST with its messages (empty ids, a topology outside joining, source
+   regexes, some but not all task kinds, an epoch below -2). An
    unknown member with epoch != 0 is UNKNOWN_MEMBER_ID, a wrong epoch FENCED_MEMBER_EPOCH; a heartbeat of a
    group that does not exist (epoch != 0) or of another type is GROUP_ID_NOT_FOUND. A group at
    ``group.streams.max.size`` members refuses new ones (GROUP_MAX_SIZE_REACHED).
@@ -119,20 +120,21 @@ def topology_value(topology: Any) -> StreamsGroupTopologyValue:
 
 
 def validate_topology(topology: Any) -> None:
-    """STREAMS_INVALID_TOPOLOGY for a topology Kafka's coordinator refuses."""
+    """Kafka 4.4's checks of a joining member's topology: source regexes are INVALID_REQUEST (not supported
+    yet), a changelog topic with a partition count STREAMS_INVALID_TOPOLOGY; so are duplicate subtopology ids
+    and copartition indexes out of range (Tidelog's own checks, which Kafka's clients never fail)."""
+    for s in topology.subtopologies:
+        if s.source_topic_regex:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "Regular expressions for source topics are not supported yet.")
+    for s in topology.subtopologies:
+        for t in s.state_changelog_topics:
+            if t.partitions != 0:
+                raise KafkaError(ErrorCode.STREAMS_INVALID_TOPOLOGY, f"Changelog topic {t.name} must have an "
+                                 f"undefined partition count, but it is set to {t.partitions}.")
     ids = [s.subtopology_id for s in topology.subtopologies]
     if len(set(ids)) != len(ids):
         raise KafkaError(ErrorCode.STREAMS_INVALID_TOPOLOGY, "Subtopology ids must be unique.")
-    internal = {t.name for s in topology.subtopologies for t in [*s.state_changelog_topics,
-                                                                   *s.repartition_source_topics]}
     for s in topology.subtopologies:
-        clash = sorted(set(s.source_topics) & {t.name for t in s.state_changelog_topics})
-        if clash:
-            raise KafkaError(ErrorCode.STREAMS_INVALID_TOPOLOGY, f"Changelog topics {clash} are also source topics.")
-        for sink in s.repartition_sink_topics:
-            if sink not in internal:
-                raise KafkaError(ErrorCode.STREAMS_INVALID_TOPOLOGY, f"Repartition sink topic {sink} is not a "
-                                 "repartition source topic of any subtopology.")
         for c in s.copartition_groups:
             if (any(not 0 <= i < len(s.source_topics) for i in c.source_topics)
                     or any(not 0 <= i < len(s.repartition_source_topics) for i in c.repartition_source_topics)
@@ -193,35 +195,40 @@ class StreamsGroupCoordinator:
         """Rule 1; a KafkaError raised here is the response's error code (nothing is written)."""
         self.image = image
         group_id, member_id, epoch = request.group_id, request.member_id, request.member_epoch
-        if not group_id:
-            raise KafkaError(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
+        # Kafka 4.4's GroupCoordinatorService.throwIfStreamsGroupHeartbeatRequestIsInvalid, in its order
         if not member_id:
             raise KafkaError(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
+        if not group_id:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
         if request.instance_id is not None and not request.instance_id:
             raise KafkaError(ErrorCode.INVALID_REQUEST, "InstanceId can't be empty.")
         if request.rack_id is not None and not request.rack_id:
             raise KafkaError(ErrorCode.INVALID_REQUEST, "RackId can't be empty.")
-        if epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH or (epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH
-                                                      and request.instance_id is None):
-            raise KafkaError(ErrorCode.INVALID_REQUEST, f"MemberEpoch {epoch} is invalid.")
-        if epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-            return self._leave(group_id, member_id, epoch)
-        takeover: list[CoordinatorRecord] = []
-        group = self._group_for_heartbeat(group_id, epoch, takeover)
-        known = member_id in group.members
-        if epoch == 0 and not known:
-            if request.topology is None:
-                raise KafkaError(ErrorCode.INVALID_REQUEST, "Topology must be non-empty when joining.")
-            if request.process_id is None:
-                raise KafkaError(ErrorCode.INVALID_REQUEST, "ProcessId can't be null.")
-            if request.rebalance_timeout_ms <= 0:
+        if epoch == 0:
+            if request.rebalance_timeout_ms == -1:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.")
             for tasks, name in ((request.active_tasks, "ActiveTasks"), (request.standby_tasks, "StandbyTasks"),
                                 (request.warmup_tasks, "WarmupTasks")):
                 if tasks:
                     raise KafkaError(ErrorCode.INVALID_REQUEST, f"{name} must be empty when (re-)joining.")
-        if request.topology is not None:
+            if request.topology is None:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, "Topology must be non-null when (re-)joining.")
             validate_topology(request.topology)
+        elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if request.instance_id is None:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, "InstanceId can't be null.")
+        elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"MemberEpoch is {epoch}, but must be greater than or equal "
+                             "to -2.")
+        kinds = (request.active_tasks, request.standby_tasks, request.warmup_tasks)
+        if any(k is not None for k in kinds) and any(k is None for k in kinds):
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "If one task-type is non-null, all must be non-null.")
+        if epoch != 0 and request.topology is not None:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "Topology can only be provided when (re-)joining.")
+        if epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+            return self._leave(group_id, member_id, epoch)
+        takeover: list[CoordinatorRecord] = []
+        group = self._group_for_heartbeat(group_id, epoch, takeover)
         result = self._heartbeat(request, group, client_id or "", client_host, image, api_version)
         return Result(takeover + list(result.records), result.response) if takeover else result
 
