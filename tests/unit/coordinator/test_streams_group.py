@@ -374,7 +374,7 @@ def test_initial_rebalance_delay_holds_the_first_assignment(tmp_path: Path) -> N
     h = Harness(tmp_path, **{"group.streams.initial.rebalance.delay.ms": 3000})
     h.image = image(input=2, **{REPARTITION: 2, CHANGELOG: 2})
     r = h.join("a")
-    assert [s.status_code for s in r.status] == [ASSIGNMENT_DELAYED] and active(r) == {}
+    assert [s.status_code for s in r.status] == [ASSIGNMENT_DELAYED] and r.active_tasks is None
     assert r.member_epoch == 0  # no assignment yet: the member stays joining (it sends its topology again)
     h.clock.advance(1000)
     assert [s.status_code for s in h.join("a").status] == [ASSIGNMENT_DELAYED]

@@ -409,7 +409,10 @@ class StreamsGroupCoordinator:
             response.acceptable_recovery_lag = lag
         else:
             response.acceptable_recovery_lag_legacy = min(lag, 2**31 - 1)
-        if epoch == 0 or reconciled.assigned != member.assigned or new:
+        # The tasks go out when they change, and in full to a (re)joining member once it has an epoch (Kafka
+        # Streams takes a task list as the end of its joining: a member left at epoch 0 while its assignment is
+        # delayed gets none, and sends its topology again)
+        if reconciled.assigned != member.assigned or (epoch == 0 and reconciled.member_epoch > 0):
             response.active_tasks = task_ids(R.TaskIds, reconciled.assigned.active)
             response.standby_tasks = task_ids(R.TaskIds, reconciled.assigned.standby)
             response.warmup_tasks = task_ids(R.TaskIds, reconciled.assigned.warmup)
