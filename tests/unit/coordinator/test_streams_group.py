@@ -433,3 +433,17 @@ def test_rack_aware_tags_spread_standbys_and_a_member_without_them_is_told(tmp_p
     assert any(s.status_code == 6 and "zone" in s.status_detail for s in r.status)
     r = h.join("b", client_tags=[Q.KeyValue(key="zone", value="z1")])
     assert not any(s.status_code == 6 for s in r.status)
+
+
+def test_the_first_topology_stays_the_groups(tmp_path: Path) -> None:
+    h = Harness(tmp_path)
+    h.join("a")
+    other = Q.Topology(epoch=0, subtopologies=[Q.Subtopology(subtopology_id="0", source_topics=["input"])])
+    for topology in (other, word_count(epoch=1)):  # another topology, or the same one at a newer epoch
+        with pytest.raises(KafkaError) as e:
+            h.join("b", topology=topology)
+        assert (e.value.code, e.value.message) == (ErrorCode.INVALID_REQUEST, "Topology updates are not supported yet.")
+    h.heartbeat("a", -1)  # even once the group is empty
+    with pytest.raises(KafkaError):
+        h.join("b", topology=other)
+    assert h.group().topology == topology_value(word_count())

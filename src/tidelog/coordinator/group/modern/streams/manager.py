@@ -13,9 +13,10 @@ Rules (Kafka 4.4's GroupMetadataManager streams-group paths, StreamsGroup, Curre
    ``group.streams.max.size`` members refuses new ones (GROUP_MAX_SIZE_REACHED).
 2. **Static membership.** A member joining with the instance id of a member that left with -2 takes its
    place (its epoch and tasks); while that member has not left, UNRELEASED_INSTANCE_ID.
-3. **Topology.** The first member's topology becomes the group's (StreamsGroupTopology record). A member
-   with an older topology epoch gets STALE_TOPOLOGY; a newer one while other members run the current one is
-   STREAMS_INVALID_TOPOLOGY_EPOCH; an empty group takes a new topology. The topology is configured against
+3. **Topology.** The first member's topology becomes the group's (StreamsGroupTopology record) for the
+   group's life. A member with an older topology epoch gets STALE_TOPOLOGY; another topology at the same or
+   a newer epoch is INVALID_REQUEST ("Topology updates are not supported yet.", as Kafka 4.4; deleting the
+   empty group clears it). The topology is configured against
    the metadata (:mod:`~tidelog.coordinator.group.modern.streams.topology`): its statuses are sent to
    every member, and the internal topics it misses are handed to the service to create.
 4. **Group epoch.** Bumped when the group is new, a member joins, leaves or is fenced, a member's process,
@@ -303,17 +304,14 @@ class StreamsGroupCoordinator:
         others = [m for mid, m in group.members.items() if mid != member_id]
         bump = group.group_epoch == 0 or (new and inherited is None)  # a static member's return: no rebalance
         replaced = {m.member_id for m in others if inherited is not None and m.instance_id == request.instance_id}
-        if request.topology is not None:
+        if request.topology is not None:  # Kafka 4.4's maybeUpdateTopology
             asked = topology_value(request.topology)
-            if topology is None or (asked.epoch != topology.epoch and not others):
+            if topology is None:
                 topology = asked
                 records.append(CoordinatorRecord(StreamsGroupTopologyKey(gid), topology))
                 bump = True
-            elif asked.epoch > topology.epoch:
-                raise KafkaError(ErrorCode.STREAMS_INVALID_TOPOLOGY_EPOCH, "Topology updates are not supported yet.")
-            elif asked.epoch == topology.epoch and asked != topology:
-                raise KafkaError(ErrorCode.STREAMS_INVALID_TOPOLOGY, "The topology does not match the topology "
-                                 f"of epoch {topology.epoch} initialized for the group.")
+            elif asked.epoch >= topology.epoch and asked != topology:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, "Topology updates are not supported yet.")
         # the member's metadata
         endpoint = request.user_endpoint
         updated = replace(
