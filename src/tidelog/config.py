@@ -314,7 +314,7 @@ _BROKER_DEFS = [
     ConfigDef("group.streams.initial.rebalance.delay.ms", _int(0), 3000,
               "How long a new streams group waits for more members before its first assignment (KIP-1071).",
               topic=False),
-    ConfigDef("group.streams.rack.aware.assignment.tags", _parse_list, "",
+    ConfigDef("group.streams.rack.aware.assignment.tags", _parse_list, (),
               "Client tag keys over which a streams group's standby tasks are spread (KIP-1071); a member "
               "lacking one is told MISSING_CLIENT_TAGS.", topic=False),
     ConfigDef("log.flush.scheduler.interval.ms", _long(), LONG_MAX,
