@@ -47,6 +47,16 @@ _GROUP_DEFS = [
     ConfigDef("share.renew.acknowledge.enable", parse_bool, True,
               "Whether members may RENEW their acquisition locks (KIP-1222; Kafka 4.4's default true).",
               topic=False),
+    ConfigDef("streams.session.timeout.ms", _int(1), 45_000, "Session timeout of the streams group's members.",
+              "group.streams.session.timeout.ms", topic=False),
+    ConfigDef("streams.heartbeat.interval.ms", _int(1), 5000,
+              "Heartbeat interval given to the streams group's members.", "group.streams.heartbeat.interval.ms",
+              topic=False),
+    ConfigDef("streams.num.standby.replicas", _int(0), 0, "Standby replicas of each task of the streams group.",
+              "group.streams.num.standby.replicas", topic=False),
+    ConfigDef("streams.initial.rebalance.delay.ms", _int(0), 3000,
+              "How long the new streams group waits for more members before its first assignment.",
+              "group.streams.initial.rebalance.delay.ms", topic=False),
     ConfigDef("share.assignment.interval.ms", _int(0), 1000,
               "Interval between assignment updates of the share group (accepted; Tidelog assigns at each "
               "heartbeat).", topic=False),
@@ -103,7 +113,13 @@ def validate_group_configs(configs: Mapping[str, Any], broker: BrokerConfig) -> 
                                              broker["group.consumer.max.session.timeout.ms"])
     bounds["consumer.heartbeat.interval.ms"] = (broker["group.consumer.min.heartbeat.interval.ms"],
                                                 broker["group.consumer.max.heartbeat.interval.ms"])
+    for kind in ("session.timeout.ms", "heartbeat.interval.ms"):
+        bounds[f"streams.{kind}"] = (broker[f"group.streams.min.{kind}"], broker[f"group.streams.max.{kind}"])
+    bounds["streams.num.standby.replicas"] = (0, broker["group.streams.max.standby.replicas"])
     bound_keys = {"consumer.session.timeout.ms": "group.consumer.{}.session.timeout.ms",
+                  "streams.session.timeout.ms": "group.streams.{}.session.timeout.ms",
+                  "streams.heartbeat.interval.ms": "group.streams.{}.heartbeat.interval.ms",
+                  "streams.num.standby.replicas": "group.streams.{}.standby.replicas",
                   "consumer.heartbeat.interval.ms": "group.consumer.{}.heartbeat.interval.ms",
                   "share.session.timeout.ms": "group.share.{}.session.timeout.ms",
                   "share.heartbeat.interval.ms": "group.share.{}.heartbeat.interval.ms",
@@ -116,7 +132,7 @@ def validate_group_configs(configs: Mapping[str, Any], broker: BrokerConfig) -> 
             raise ConfigError(f"{name} must be greater than or equal to {bound_keys[name].format('min')}")
         if values[name] > hi:
             raise ConfigError(f"{name} must be less than or equal to {bound_keys[name].format('max')}")
-    for kind in ("consumer", "share"):
+    for kind in ("consumer", "share", "streams"):
         if values[f"{kind}.session.timeout.ms"] <= values[f"{kind}.heartbeat.interval.ms"]:
             raise ConfigError(f"{kind}.session.timeout.ms must be greater than {kind}.heartbeat.interval.ms")
     if values["errors.deadletterqueue.topic.name"].startswith("__"):

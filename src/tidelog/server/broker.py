@@ -54,6 +54,7 @@ from tidelog.config import BrokerConfig
 from tidelog.coordinator.group import GroupConfig, GroupCoordinator
 from tidelog.coordinator.group.modern.consumer.group_type import ConsumerGroupType
 from tidelog.coordinator.group.modern.share.group_type import ShareGroupType
+from tidelog.coordinator.group.modern.streams.group_type import StreamsGroupType
 from tidelog.coordinator.group.service import GroupCoordinatorService
 from tidelog.coordinator.internal_topics import (
     CONSUMER_OFFSETS,
@@ -115,6 +116,7 @@ from tidelog.server.handlers.scram_credentials import ScramCredentialHandlers
 from tidelog.server.handlers.share import ShareHandlers
 from tidelog.server.handlers.share_group import ShareGroupHandlers
 from tidelog.server.handlers.share_state import ShareStateHandlers
+from tidelog.server.handlers.streams_group import StreamsGroupHandlers
 from tidelog.server.handlers.telemetry import ClientSoftware, TelemetryHandlers
 from tidelog.server.internal_client import InternalClient
 from tidelog.server.modes import broker_mode
@@ -199,10 +201,13 @@ class Broker:
             controller, config, lambda: store.image, enabled_internal_topics(config), leadership.await_leaders)
 
         # Coordinators, each bound to its internal topic (loaded and unloaded as its partitions' leadership moves).
+        # Streams groups (KIP-1071) only with ``streams`` in group.coordinator.rebalance.protocols (docs/streams-groups.md).
+        streams = "streams" in config["group.coordinator.rebalance.protocols"]
         self.group_coordinator = groups = GroupCoordinator(
             GroupConfig.from_broker_config(config), clock,
             ReplicaWriter(replicas, CONSUMER_OFFSETS.name, internal_topics.ensurer(CONSUMER_OFFSETS)),
-            clock.call_later, group_types=[ConsumerGroupType, ShareGroupType], image_source=lambda: store.image,
+            clock.call_later, group_types=[ConsumerGroupType, ShareGroupType, *([StreamsGroupType] if streams else [])],
+            image_source=lambda: store.image,
             topic_exists=lambda name: name in store.image.topics)
         # The share coordinator (KIP-932) and the broker's share-state persister, with share groups only
         # (``share_persister`` given: what the share groups and share partitions use instead, in tests).
@@ -269,6 +274,7 @@ class Broker:
                 "group.version": (1, int("consumer" in config["group.coordinator.rebalance.protocols"])),
                 "transaction.version": (2, config["transaction.version"]),
                 **({"share.version": (2, config["share.version"])} if config["share.version"] >= 1 else {}),
+                **({"streams.version": (1, 1)} if streams else {}),
             }, lambda: store.image.cluster_id, self.broker_id,
                 on_client_software=self.client_software.told if self.client_metrics is not None else None),
             MetadataHandler(store, controller, config, auth),
@@ -288,6 +294,8 @@ class Broker:
             *([ShareGroupHandlers(group_service, store, auth, high_watermarks=lambda t, p: (
                 o.high_watermark if (o := replicas.local_logs.offsets(t, p)) is not None else None))]
               if config["share.version"] >= 1 else []),
+            *([StreamsGroupHandlers(group_service, store, controller, config["default.replication.factor"], auth)]
+              if streams else []),
             InitProducerIdHandler(self.producer_ids, txn_service, auth),
             TransactionHandlers(txn_service, group_service, replicas, auth),
             TxnOffsetCommitHandler(group_service, replicas, verifier, internal_topics.ensurer(CONSUMER_OFFSETS), auth),

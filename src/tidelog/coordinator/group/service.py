@@ -40,6 +40,10 @@ from tidelog.coordinator.group.modern.consumer.manager import ConsumerGroupCoord
 from tidelog.coordinator.group.modern.share.group import SHARE, ShareGroup
 from tidelog.coordinator.group.modern.share.group_type import ShareGroupType
 from tidelog.coordinator.group.modern.share.manager import ShareGroupCoordinator
+from tidelog.coordinator.group.modern.streams.describe import describe_group, not_found
+from tidelog.coordinator.group.modern.streams.group import STREAMS
+from tidelog.coordinator.group.modern.streams.group_type import StreamsGroupType
+from tidelog.coordinator.group.modern.streams.manager import HeartbeatOutcome, StreamsGroupCoordinator
 from tidelog.coordinator.group.offsets import PartitionCommit
 from tidelog.coordinator.share.persister import SharePartitionKey, SharePersister
 from tidelog.errors import ErrorCode, KafkaError
@@ -58,6 +62,8 @@ from tidelog.protocol.messages import (
     ShareGroupDescribeResponse,
     ShareGroupHeartbeatRequest,
     ShareGroupHeartbeatResponse,
+    StreamsGroupDescribeResponse,
+    StreamsGroupHeartbeatRequest,
     SyncGroupRequest,
     SyncGroupResponse,
 )
@@ -87,6 +93,9 @@ class GroupCoordinatorService:
             consumer.manager if isinstance(consumer, ConsumerGroupType) else None)
         share = coordinator.types.get(SHARE)
         self.share_groups: ShareGroupCoordinator | None = share.manager if isinstance(share, ShareGroupType) else None
+        streams = coordinator.types.get(STREAMS)
+        self.streams_groups: StreamsGroupCoordinator | None = (
+            streams.manager if isinstance(streams, StreamsGroupType) else None)
         self.share_persister = share_persister
         self._share_tasks: set[asyncio.Task[None]] = set()
 
@@ -442,6 +451,48 @@ class GroupCoordinatorService:
         await self._run(partition, lambda: self.runtime.apply(partition, lambda: share_groups.forget_partitions(
             group_id, gone)))
         return codes
+
+    # ---------------------------------------------------------------------- streams groups (KIP-1071)
+
+    def _streams_groups(self) -> StreamsGroupCoordinator:
+        if self.streams_groups is None:
+            raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "this coordinator has no streams groups")
+        if not self.coordinator.active:
+            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the group coordinator is not available")
+        return self.streams_groups
+
+    async def streams_group_heartbeat(self, request: StreamsGroupHeartbeatRequest, *, api_version: int,
+                                      image: MetadataImage, client_id: str | None = "",
+                                      client_host: str = "") -> HeartbeatOutcome:
+        """StreamsGroupHeartbeat (join, heartbeat, leave): the answer and the internal topics the topology
+        misses (the caller creates them); a KafkaError is the answer's error code."""
+        streams_groups = self._streams_groups()
+        partition = self.partition_for(request.group_id)
+        outcome = await self._run(partition, lambda: self.runtime.apply(partition, lambda: streams_groups.heartbeat(
+            request, api_version=api_version, image=image, client_id=client_id, client_host=client_host)))
+        assert outcome is not None
+        return outcome
+
+    async def streams_group_describe(self, group_ids: Iterable[str], image: MetadataImage,
+                                     include_description: bool = False
+                                     ) -> list[StreamsGroupDescribeResponse.DescribedGroup]:
+        """StreamsGroupDescribe of valid (non-empty) ids, in order; NOT_COORDINATOR /
+        COORDINATOR_LOAD_IN_PROGRESS for a group whose partition is not served here."""
+        streams_groups = self._streams_groups()
+        ids = list(group_ids)
+        described: dict[str, StreamsGroupDescribeResponse.DescribedGroup] = {}
+        for group_id in ids:
+            try:
+                self.runtime.check_owned(self.partition_for(group_id))
+            except KafkaError as e:
+                described[group_id] = StreamsGroupDescribeResponse.DescribedGroup(group_id=group_id,
+                                                                                  error_code=int(e.code))
+                continue
+            group = streams_groups.group(group_id)
+            described[group_id] = (describe_group(group, image, include_description) if group is not None
+                                   else not_found(group_id, group_id in self.coordinator.groups))
+        await self._committed(self.partition_for(g) for g in ids)
+        return [described[g] for g in ids]
 
     async def stop_share_tasks(self) -> None:
         for task in list(self._share_tasks):

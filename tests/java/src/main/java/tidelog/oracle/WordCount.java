@@ -20,7 +20,10 @@ import org.apache.kafka.streams.kstream.Produced;
  * store with its changelog topic, so the broker serves Streams' internal topics, its consumer group
  * (the classic protocol with the Streams assignor) and DeleteRecords on the repartition topic.
  *
- * <pre>java -cp ... tidelog.oracle.WordCount BOOTSTRAP APPLICATION_ID INPUT OUTPUT STATE_DIR</pre>
+ * <pre>java -cp ... tidelog.oracle.WordCount BOOTSTRAP APPLICATION_ID INPUT OUTPUT STATE_DIR [GROUP_PROTOCOL]</pre>
+ *
+ * GROUP_PROTOCOL is Streams' {@code group.protocol}: {@code classic} (the default) or {@code streams}
+ * (KIP-1071: the broker assigns the tasks; the group is a streams group).
  *
  * Prints {"state": ...} on every state change and {"error": ...} if a stream thread dies; runs until
  * SIGTERM (the shutdown hook closes Streams, leaving the group, and prints {"closed": true}).
@@ -29,14 +32,17 @@ public final class WordCount {
     private WordCount() {}
 
     public static void main(String[] args) throws InterruptedException {
-        if (args.length != 5) {
-            System.err.println("usage: WordCount BOOTSTRAP APPLICATION_ID INPUT OUTPUT STATE_DIR");
+        if (args.length != 5 && args.length != 6) {
+            System.err.println("usage: WordCount BOOTSTRAP APPLICATION_ID INPUT OUTPUT STATE_DIR [GROUP_PROTOCOL]");
             System.exit(2);
         }
         Properties p = new Properties();
         p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
         p.put(StreamsConfig.APPLICATION_ID_CONFIG, args[1]);
         p.put(StreamsConfig.STATE_DIR_CONFIG, args[4]);
+        if (args.length == 6) {
+            p.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, args[5]);
+        }
         p.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         p.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         // Every update goes out at once and is committed every 100 ms: the test sees final counts soon.

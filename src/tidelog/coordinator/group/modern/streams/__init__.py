@@ -1,0 +1,1 @@
+"""Streams groups (KIP-1071): the ``streams`` group type of the group coordinator."""
