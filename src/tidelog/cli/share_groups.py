@@ -206,9 +206,10 @@ def _offset_lines(share: ShareGroupAdmin, d: ShareGroup, verbose: bool) -> list[
     offsets = share.start_offsets(d.group_id)
     headers = ["GROUP", "TOPIC", "PARTITION"] + (["LEADER-EPOCH"] if verbose else []) + ["START-OFFSET", "LAG"]
     rows = []
-    for (topic, partition), (start, leader_epoch) in sorted(offsets.items()):
+    for (topic, partition), (start, leader_epoch, lag) in sorted(offsets.items()):
         epoch = [MISSING if leader_epoch < 0 else leader_epoch] if verbose else []
-        rows.append([d.group_id, topic, partition, *epoch, MISSING if start < 0 else start, MISSING])
+        rows.append([d.group_id, topic, partition, *epoch, MISSING if start < 0 else start,
+                     MISSING if lag < 0 else lag])
     return table(headers, rows) if rows else []
 
 
