@@ -15,6 +15,9 @@ Rules:
 2. **Wait.** When nothing was acquired and ``max_wait_ms`` > 0, the fetch waits for new records in the logs
    or for records released (an acknowledgement, a lock expiry, a member leaving), then tries once more.
    Kafka completes a share fetch once ``min_bytes`` are acquired; here any acquired record ends the wait.
+   When the windows asked for are full and hold records of the fetching member itself, it waits at most
+   ``OWN_RECORDS_WAIT_MS``: its own acknowledgements would make room, and a client sends them with its next
+   request (librdkafka fetches ahead while the application still works through a large acquired batch).
 3. **Fairness.** Waiting fetches are woken in the order they started waiting, and a woken fetch of another
    member goes first: a fetch that finds one (typically the fetch whose piggy-backed acknowledgement just
    freed the window) lets it try before it acquires, as Kafka's delayed share fetches waiting on a share
@@ -200,6 +203,10 @@ class SharePartitionManager:
                 if (self._closed or remaining <= 0 or not partitions
                         or any(r.acquired or r.error for r in results.values())):
                     return results
+                if self._full_with_own_records(group_id, member_id, partitions):
+                    # rule 2: only the member's own acknowledgements can make room, and it sends them with its
+                    # next request: a long wait would hold them back
+                    remaining = min(remaining, OWN_RECORDS_WAIT_MS)
                 parked = _Parked(group_id, member_id, frozenset(partitions),
                                  asyncio.get_running_loop().create_future())
                 self._parked.append(parked)
@@ -207,6 +214,14 @@ class SharePartitionManager:
         finally:
             if parked is not None:
                 self._unpark(parked)
+
+    def _full_with_own_records(self, group_id: str, member_id: str, partitions: list[TopicIdPartition]) -> bool:
+        """Whether every share partition of ``partitions`` has a full window holding records of the member."""
+        for topic_id, p in partitions:
+            sp = self.partitions.get(SharePartitionKey(group_id, topic_id, p))
+            if sp is None or sp.can_acquire() or not sp.holds_records(member_id):
+                return False
+        return True
 
     def _unpark(self, parked: _Parked) -> None:
         with contextlib.suppress(ValueError):
@@ -343,6 +358,9 @@ class SharePartitionManager:
 
 #: What a share partition reads from its log while it has not yet seen how big its records are.
 FIRST_READ_BYTES = 1 << 20
+#: How long a fetch waits when the windows it asks for are full and hold records of its own member (rule 2):
+#: the member's acknowledgements, which would make room, come with its next request.
+OWN_RECORDS_WAIT_MS = 20
 #: How long a fetch lets woken fetches of other members try first (rule 3): they are runnable already, so
 #: this bounds only a starved event loop.
 WOKEN_TURN_S = 0.5
