@@ -369,6 +369,49 @@ def test_acls_read_on_group_and_topic(tmp_path: Path) -> None:
                                           "super.users": "User:admin;User:ANONYMOUS"}, persister)
 
 
+def test_a_waiting_member_acquires_before_the_fetch_whose_acknowledgement_made_room(tmp_path: Path) -> None:
+    """m1 holds the whole window and m2's fetch waits; m1's ShareFetch acknowledges everything and asks for
+    more: m2's waiting fetch takes the records the acknowledgement let in, not m1's fetch that carried it."""
+    async def scenario(b: InProcessBroker) -> None:
+        tid = await queue(b, persister)
+        await b.request(produce("q", batch(*[b"%d" % i for i in range(100)])), 9)
+        assert acquired(await b.request(share_fetch(tid, "m1", 0), 1)) == [(0, 99, 1)]
+        await b.request(produce("q", batch(*[b"%d" % i for i in range(100)])), 9)
+        waiting = b.send(share_fetch(tid, "m2", 0, max_wait_ms=60_000), 1)
+        await b.settle()
+        assert not waiting.done()
+        r = await b.request(share_fetch(tid, "m1", 1, acks=[(0, 99, [1])], max_wait_ms=0), 1)
+        assert partition(r).acknowledge_error_code == 0
+        assert all(not p.acquired_records for t in r.responses for p in t.partitions), "m1 waits its turn"
+        assert acquired(await asyncio.wait_for(waiting, 30)) == [(100, 199, 1)]
+
+    persister = BrokerShareState()
+    share_run(tmp_path, scenario, {"group.share.partition.max.record.locks": "100"}, persister)
+
+
+def test_a_fetch_whose_full_window_holds_its_own_records_does_not_wait_long(tmp_path: Path) -> None:
+    """Only the member's own acknowledgements can make room, and they come with its next request: its fetch
+    waits 20 ms, not MaxWaitMs. Another member's fetch on the same full window waits as asked."""
+    async def scenario(b: InProcessBroker) -> None:
+        tid = await queue(b, persister)
+        await b.request(produce("q", batch(*[b"%d" % i for i in range(100)])), 9)
+        assert acquired(await b.request(share_fetch(tid, "m1", 0), 1)) == [(0, 99, 1)]
+        await b.request(produce("q", batch(b"over")), 9)
+        own = b.send(share_fetch(tid, "m1", 1, max_wait_ms=60_000), 1)
+        other = b.send(share_fetch(tid, "m2", 0, max_wait_ms=60_000), 1)
+        await b.settle()
+        assert not own.done() and not other.done()
+        await b.advance(20)
+        r = await asyncio.wait_for(own, 30)
+        assert r.error_code == 0 and all(not p.acquired_records for t in r.responses for p in t.partitions)
+        assert not other.done()
+        await b.advance(60_000)
+        await asyncio.wait_for(other, 30)
+
+    persister = BrokerShareState()
+    share_run(tmp_path, scenario, {"group.share.partition.max.record.locks": "100"}, persister)
+
+
 def test_a_full_window_parks_the_fetch_until_records_are_acknowledged(tmp_path: Path) -> None:
     async def scenario(b: InProcessBroker) -> None:
         tid = await queue(b, persister)

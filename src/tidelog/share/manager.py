@@ -206,6 +206,7 @@ class SharePartitionManager:
                 if self._full_with_own_records(group_id, member_id, partitions):
                     # rule 2: only the member's own acknowledgements can make room, and it sends them with its
                     # next request: a long wait would hold them back
+                    deadline = min(deadline, self.clock.monotonic_ms() + OWN_RECORDS_WAIT_MS)
                     remaining = min(remaining, OWN_RECORDS_WAIT_MS)
                 parked = _Parked(group_id, member_id, frozenset(partitions),
                                  asyncio.get_running_loop().create_future())
