@@ -188,7 +188,7 @@ class SharePartitionManager:
     async def fetch(self, group_id: str, member_id: str, partitions: list[TopicIdPartition], *, max_wait_ms: int,
                     max_bytes: int, max_records: int, mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED,
                     ) -> dict[TopicIdPartition, ShareFetchResult]:
-        """Acquire records of ``partitions`` for the member (rules 1 and 2)."""
+        """Acquire records of ``partitions`` for the member (rules 1-3)."""
         deadline = self.clock.monotonic_ms() + max(0, max_wait_ms)
         parked: _Parked | None = None
         try:
