@@ -19,7 +19,8 @@ ShareGroupDescribe shows every member with the partition assigned; then a produc
 records of 100 bytes (acks=1, linger.ms=20; it writes several times faster than share consumers read).
 The rate is the records over the time from the first record any consumer received to the moment all
 were received (the join is not counted); "per cons." is that rate divided by the consumers. Records
-delivered more than once (a duplicate offset) are reported.
+delivered more than once (a duplicate offset) are reported, and how the records were split among the
+consumers (a fair split gives each about the same).
 
 Redelivery. A share group with ``share.record.lock.duration.ms`` = ``--lock-ms`` (15,000, Kafka 4.4's
 minimum ``group.share.min.record.lock.duration.ms``; the same value on both targets) and a topic of 10
@@ -408,6 +409,16 @@ def print_tables(results: dict, targets: list[str], lock_ms: int) -> None:
     if len(medians) == 2:
         a, b = targets
         print(f"{a}/{b} redelivery latency: {medians[a] / medians[b]:.3f}")
+    print("\nRecords per consumer (the best round; the share of the busiest consumer)")
+    for t in targets:
+        for count in CONSUMER_COUNTS[1:]:
+            got = results["throughput"].get((t, count))
+            if got is None:
+                continue
+            best = got[0]
+            top = max(best.per_consumer) / max(1, sum(best.per_consumer))
+            print(f"{t:<10}{count:>2} consumers: {', '.join(f'{n:,}' for n in sorted(best.per_consumer, reverse=True))}"
+                  f"  (busiest {top:.0%})")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,38 +1,20 @@
-"""An in-memory :class:`~tidelog.coordinator.share.persister.SharePersister` for the tests of the share
-partitions and the share-group type, written while the share coordinator is built beside them (issue 27).
+"""An in-memory :class:`~tidelog.coordinator.share.persister.SharePersister` for the tests that have no
+broker to run the share coordinator on: the unit tests of one share partition (tests/unit/share) and the
+two replica layers of tests/inprocess/test_share_leadership.py; the group coordinator's share tests
+(tests/inprocess/test_share_groups.py) read its states directly. The in-process ShareFetch tests use the
+broker's own share coordinator.
 
-It keeps the contract's rules (state epochs, leader-epoch fencing, unknown partitions) so that tests written
-against it hold against the share coordinator's service; it is replaced by that service in the tests once it
-is merged. Not for production: nothing here is durable.
+It keeps the contract's rules (state epochs, leader-epoch fencing, unknown partitions) and stores batches
+as the share coordinator does (``combine_batches``). Not for production: nothing here is durable.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from tidelog.coordinator.share.persister import SharePartitionKey, ShareState, StateBatch, StateWrite
+from tidelog.coordinator.share.persister import SharePartitionKey, ShareState, StateWrite
+from tidelog.coordinator.share.state import combine_batches
 from tidelog.errors import ErrorCode
-
-
-def merge_batches(stored: tuple[StateBatch, ...], new: tuple[StateBatch, ...]) -> tuple[StateBatch, ...]:
-    """``new`` replaces the offsets of ``stored`` it overlaps (what a ShareUpdate does to a snapshot)."""
-    out: list[StateBatch] = []
-    for b in stored:
-        pieces = [b]
-        for n in new:
-            nxt = []
-            for p in pieces:
-                if n.last_offset < p.first_offset or n.first_offset > p.last_offset:
-                    nxt.append(p)
-                    continue
-                if p.first_offset < n.first_offset:
-                    nxt.append(dataclasses.replace(p, last_offset=n.first_offset - 1))
-                if p.last_offset > n.last_offset:
-                    nxt.append(dataclasses.replace(p, first_offset=n.last_offset + 1))
-            pieces = nxt
-        out.extend(pieces)
-    out.extend(new)
-    return tuple(sorted(out, key=lambda b: b.first_offset))
 
 
 class MemorySharePersister:
@@ -73,7 +55,7 @@ class MemorySharePersister:
         if write.leader_epoch < cur.leader_epoch:
             return ErrorCode.FENCED_LEADER_EPOCH
         start = cur.start_offset if write.start_offset == -1 else write.start_offset
-        batches = tuple(b for b in merge_batches(cur.state_batches, write.state_batches) if b.last_offset >= start)
+        batches = combine_batches(cur.state_batches, write.state_batches, start)
         self.states[key] = ShareState(write.state_epoch, start, batches, write.leader_epoch,
                                       write.delivery_complete_count)
         self.writes.append((key, write))
@@ -84,4 +66,4 @@ class MemorySharePersister:
         return ErrorCode.NONE
 
 
-__all__ = ["MemorySharePersister", "merge_batches"]
+__all__ = ["MemorySharePersister"]

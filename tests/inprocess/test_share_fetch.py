@@ -1,7 +1,7 @@
 """ShareFetch and ShareAcknowledge (KIP-932) through the broker's request dispatcher, in process: a real
 Broker on the test loop with a ManualClock (acquisition locks expire when the test advances it), built
-with share.version=1 and the in-memory share-state persister (tests/share_state_memory.py) until the
-share coordinator serves the persister contract."""
+with share.version=1; the share state goes through the broker's own share coordinator
+(``__share_group_state``), as in production."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 from tests.inprocess.harness import InProcessBroker, batch, run
 from tests.inprocess.test_transactions import Producer, stable_at
 from tests.inprocess.wire import produce, produced, values
-from tests.share_state_memory import MemorySharePersister
-from tidelog.coordinator.share.persister import SharePartitionKey
+from tests.share_state_wire import find_share
+from tidelog.coordinator.share.persister import SharePartitionKey, ShareState
 from tidelog.errors import ErrorCode
 from tidelog.protocol.messages import (
     ApiVersionsRequest,
@@ -29,11 +29,37 @@ GROUP = "sg"
 SHARE_ON = {"share.version": "1"}
 
 
+class BrokerShareState:
+    """The share state of the broker a scenario runs on, through its own share coordinator: what the group
+    coordinator would initialize, and what the share partitions wrote (read at leader epoch -1, which
+    neither fences nor records anything)."""
+
+    def __init__(self) -> None:
+        self.broker: InProcessBroker | None = None
+
+    async def initialize(self, key: SharePartitionKey, state_epoch: int, start_offset: int) -> ErrorCode:
+        assert self.broker is not None
+        # FindCoordinator first, as a broker's persister does: it creates __share_group_state
+        found = await self.broker.request(find_share(f"{key.group_id}:{key.topic_id}:{key.partition}"), 6)
+        assert found.coordinators[0].error_code == 0, found
+        return await self.broker.broker.share_persister.initialize(key, state_epoch, start_offset)
+
+    async def state(self, key: SharePartitionKey) -> ShareState:
+        assert self.broker is not None
+        state = await self.broker.broker.share_persister.read(key, -1)
+        assert state.error == ErrorCode.NONE, state
+        return state
+
+
 def share_run(tmp_path: Path, scenario, overrides: dict[str, str] | None = None,
-              persister: MemorySharePersister | None = None) -> MemorySharePersister:
-    persister = persister or MemorySharePersister()
-    run(tmp_path, scenario, overrides={**SHARE_ON, **(overrides or {})},
-        broker_options={"share_persister": persister})
+              persister: BrokerShareState | None = None) -> BrokerShareState:
+    persister = persister or BrokerShareState()
+
+    async def bound(b: InProcessBroker) -> None:
+        persister.broker = b
+        await scenario(b)
+
+    run(tmp_path, bound, overrides={**SHARE_ON, **(overrides or {})})
     return persister
 
 
@@ -44,7 +70,7 @@ async def topic_id(b: InProcessBroker, name: str) -> uuid.UUID:
     return t.topic_id
 
 
-async def queue(b: InProcessBroker, persister: MemorySharePersister, name: str = "q", start: int = 0) -> uuid.UUID:
+async def queue(b: InProcessBroker, persister: BrokerShareState, name: str = "q", start: int = 0) -> uuid.UUID:
     """A topic whose share partition 0 is initialized for GROUP (what the group coordinator does before it
     first assigns the partition)."""
     await b.create_topic(name, 1)
@@ -101,13 +127,13 @@ def test_members_share_a_partition_and_acknowledgements_move_it_on(tmp_path: Pat
 
         r = await b.request(share_ack(tid, "m1", 1, [(0, 1, [1]), (2, 2, [2]), (3, 4, [3])]), 1)
         assert r.error_code == 0 and [p.error_code for p in r.responses[0].partitions] == [0]
-        state = persister.states[SharePartitionKey(GROUP, tid, 0)]
+        state = (await persister.state(SharePartitionKey(GROUP, tid, 0)))
         assert state.start_offset == 2
         # the released record goes to the next fetch, its delivery count 2
         r = await b.request(share_fetch(tid, "m2", 1), 1)
         assert acquired(r) == [(2, 2, 2)] and b"c" in values(partition(r).records)
 
-    persister = MemorySharePersister()
+    persister = BrokerShareState()
     share_run(tmp_path, scenario, persister=persister)
 
 
@@ -124,7 +150,7 @@ def test_an_expired_lock_redelivers_to_another_member(tmp_path: Path) -> None:
         r = await b.request(share_fetch(tid, "m1", 1, acks=[(0, 1, [1])]), 1)
         assert partition(r).acknowledge_error_code == ErrorCode.INVALID_RECORD_STATE
 
-    persister = MemorySharePersister()
+    persister = BrokerShareState()
     share_run(tmp_path, scenario, {"group.share.record.lock.duration.ms": "10000"}, persister)
 
 
@@ -143,9 +169,9 @@ def test_delivery_limit_archives(tmp_path: Path) -> None:
             assert r.responses[0].partitions[0].error_code == 0
         # released twice at a limit of 2: archived; the next fetch starts after it
         assert acquired(await b.request(share_fetch(tid, "m1", epoch), 1)) == [(1, 1, 1)]
-        assert persister.states[SharePartitionKey(GROUP, tid, 0)].start_offset == 1
+        assert (await persister.state(SharePartitionKey(GROUP, tid, 0))).start_offset == 1
 
-    persister = MemorySharePersister()
+    persister = BrokerShareState()
     share_run(tmp_path, scenario, {"group.share.delivery.count.limit": "2"}, persister)
 
 
@@ -172,7 +198,7 @@ def test_piggy_backed_acknowledgements_and_a_waiting_fetch(tmp_path: Path) -> No
         await b.advance(30_000)
         assert acquired(await asyncio.wait_for(waiting, 30)) == [(1, 1, 2)]
 
-    persister = MemorySharePersister()
+    persister = BrokerShareState()
     share_run(tmp_path, scenario, persister=persister)
 
 
@@ -191,7 +217,7 @@ def test_share_session_epochs(tmp_path: Path) -> None:
         assert (await b.request(share_fetch(tid, "m2", 0), 1)).error_code == 0
         assert (await b.request(share_fetch(tid, "m3", 0), 1)).error_code == ErrorCode.SHARE_SESSION_LIMIT_REACHED
 
-    persister = MemorySharePersister()
+    persister = BrokerShareState()
     share_run(tmp_path, scenario, {"group.share.max.share.sessions": "2"}, persister)
 
 
@@ -206,7 +232,7 @@ def test_closing_the_session_releases_what_the_member_holds(tmp_path: Path) -> N
         assert acquired(await b.request(share_fetch(tid, "m2", 0), 1)) == [(1, 2, 2)]
         assert (await b.request(share_fetch(tid, "m1", 1), 1)).error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
 
-    persister = MemorySharePersister()
+    persister = BrokerShareState()
     share_run(tmp_path, scenario, persister=persister)
 
 
@@ -231,7 +257,7 @@ def test_partition_errors(tmp_path: Path) -> None:
         r = await b.request(share_fetch(tid, "", 0), 1)
         assert r.error_code == ErrorCode.INVALID_REQUEST
 
-    persister = MemorySharePersister()
+    persister = BrokerShareState()
     share_run(tmp_path, scenario, persister=persister)
 
 
@@ -254,7 +280,7 @@ def test_share_apis_are_served_only_with_share_version_1(tmp_path: Path) -> None
         assert r.error_code == ErrorCode.UNSUPPORTED_VERSION
 
     share_run(tmp_path / "on", on)
-    run(tmp_path / "off", off, broker_options={"share_persister": MemorySharePersister()})
+    run(tmp_path / "off", off)
 
 
 async def group_config(b: InProcessBroker, group: str, configs: dict[str, str]) -> None:
@@ -272,13 +298,13 @@ def test_share_auto_offset_reset_decides_where_an_uninitialized_start_is(tmp_pat
         await b.request(produce("q", batch(b"a", b"b")), 9)
         # latest (the default): only what comes after the share partition starts
         assert partition(await b.request(share_fetch(tid, "m1", 0), 1)).acquired_records == []
-        assert persister.states[SharePartitionKey(GROUP, tid, 0)].start_offset == 2
+        assert (await persister.state(SharePartitionKey(GROUP, tid, 0))).start_offset == 2
         await b.request(produce("q", batch(b"c")), 9)
         assert acquired(await b.request(share_fetch(tid, "m1", 1), 1)) == [(2, 2, 1)]
         # earliest: from the log's start
         assert acquired(await b.request(share_fetch(tid, "m2", 0, group="early"), 1)) == [(0, 2, 1)]
 
-    persister = MemorySharePersister()
+    persister = BrokerShareState()
     share_run(tmp_path, scenario, persister=persister)
 
 
@@ -304,13 +330,13 @@ def test_read_committed_share_group_skips_aborted_records_and_stops_at_the_lso(t
         assert acquired(r) == [(2, 2, 1)] and values(partition(r).records) == [b"kept"]
         assert partition(await b.request(share_fetch(tid, "m1", 1, acks=[(2, 2, [1])]), 1)).acknowledge_error_code == 0
         # the aborted record and the marker were archived: the start offset is past them
-        assert persister.states[SharePartitionKey(GROUP, tid, 0)].start_offset == 3
+        assert (await persister.state(SharePartitionKey(GROUP, tid, 0))).start_offset == 3
         assert (await p2.end(commit=True)).error_code == 0
         await stable_at(b, "q", 6)
         r = await b.request(share_fetch(tid, "m1", 2), 1)
         assert acquired(r) == [(3, 4, 1)] and values(partition(r).records) == [b"pending", b"after"]
 
-    persister = MemorySharePersister()
+    persister = BrokerShareState()
     share_run(tmp_path, scenario, persister=persister)
 
 
@@ -338,9 +364,52 @@ def test_acls_read_on_group_and_topic(tmp_path: Path) -> None:
         await b.request(produce("q", batch(b"a")), 9, principal=admin)
         assert acquired(await b.request(share_fetch(tid, "m1", 1), 1, principal=bob)) == [(0, 0, 1)]
 
-    persister = MemorySharePersister()
+    persister = BrokerShareState()
     share_run(tmp_path, scenario, {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
                                           "super.users": "User:admin;User:ANONYMOUS"}, persister)
+
+
+def test_a_waiting_member_acquires_before_the_fetch_whose_acknowledgement_made_room(tmp_path: Path) -> None:
+    """m1 holds the whole window and m2's fetch waits; m1's ShareFetch acknowledges everything and asks for
+    more: m2's waiting fetch takes the records the acknowledgement let in, not m1's fetch that carried it."""
+    async def scenario(b: InProcessBroker) -> None:
+        tid = await queue(b, persister)
+        await b.request(produce("q", batch(*[b"%d" % i for i in range(100)])), 9)
+        assert acquired(await b.request(share_fetch(tid, "m1", 0), 1)) == [(0, 99, 1)]
+        await b.request(produce("q", batch(*[b"%d" % i for i in range(100)])), 9)
+        waiting = b.send(share_fetch(tid, "m2", 0, max_wait_ms=60_000), 1)
+        await b.settle()
+        assert not waiting.done()
+        r = await b.request(share_fetch(tid, "m1", 1, acks=[(0, 99, [1])], max_wait_ms=0), 1)
+        assert partition(r).acknowledge_error_code == 0
+        assert all(not p.acquired_records for t in r.responses for p in t.partitions), "m1 waits its turn"
+        assert acquired(await asyncio.wait_for(waiting, 30)) == [(100, 199, 1)]
+
+    persister = BrokerShareState()
+    share_run(tmp_path, scenario, {"group.share.partition.max.record.locks": "100"}, persister)
+
+
+def test_a_fetch_whose_full_window_holds_its_own_records_does_not_wait_long(tmp_path: Path) -> None:
+    """Only the member's own acknowledgements can make room, and they come with its next request: its fetch
+    waits 20 ms, not MaxWaitMs. Another member's fetch on the same full window waits as asked."""
+    async def scenario(b: InProcessBroker) -> None:
+        tid = await queue(b, persister)
+        await b.request(produce("q", batch(*[b"%d" % i for i in range(100)])), 9)
+        assert acquired(await b.request(share_fetch(tid, "m1", 0), 1)) == [(0, 99, 1)]
+        await b.request(produce("q", batch(b"over")), 9)
+        own = b.send(share_fetch(tid, "m1", 1, max_wait_ms=60_000), 1)
+        other = b.send(share_fetch(tid, "m2", 0, max_wait_ms=60_000), 1)
+        await b.settle()
+        assert not own.done() and not other.done()
+        await b.advance(20)
+        r = await asyncio.wait_for(own, 30)
+        assert r.error_code == 0 and all(not p.acquired_records for t in r.responses for p in t.partitions)
+        assert not other.done()
+        await b.advance(60_000)
+        await asyncio.wait_for(other, 30)
+
+    persister = BrokerShareState()
+    share_run(tmp_path, scenario, {"group.share.partition.max.record.locks": "100"}, persister)
 
 
 def test_a_full_window_parks_the_fetch_until_records_are_acknowledged(tmp_path: Path) -> None:
@@ -357,7 +426,7 @@ def test_a_full_window_parks_the_fetch_until_records_are_acknowledged(tmp_path: 
         assert r.responses[0].partitions[0].error_code == 0
         assert acquired(await asyncio.wait_for(waiting, 30)) == [(100, 100, 1)]
 
-    persister = MemorySharePersister()
+    persister = BrokerShareState()
     share_run(tmp_path, scenario, {"group.share.partition.max.record.locks": "100"}, persister)
 
 
@@ -373,7 +442,7 @@ def test_a_member_leaving_the_group_has_its_records_released(tmp_path: Path) -> 
         assert acquired(await b.request(share_fetch(tid, "m2", 0), 1)) == [(0, 1, 2)]
         assert (await b.request(share_fetch(tid, "m1", 1), 1)).error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
 
-    persister = MemorySharePersister()
+    persister = BrokerShareState()
     share_run(tmp_path, scenario, persister=persister)
 
 
@@ -385,12 +454,12 @@ def test_a_closing_share_fetch_acknowledges_and_fetches_nothing(tmp_path: Path) 
         r = await b.request(share_fetch(tid, "m1", -1, acks=[(0, 0, [1])]), 1)
         p = partition(r)
         assert (p.acknowledge_error_code, p.acquired_records) == (0, [])
-        assert persister.states[SharePartitionKey(GROUP, tid, 0)].start_offset == 1
+        assert (await persister.state(SharePartitionKey(GROUP, tid, 0))).start_offset == 1
         assert acquired(await b.request(share_fetch(tid, "m2", 0), 1)) == [(1, 1, 2)]
         # closing a session that is not there
         assert (await b.request(share_fetch(tid, "m1", -1), 1)).error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
 
-    persister = MemorySharePersister()
+    persister = BrokerShareState()
     share_run(tmp_path, scenario, persister=persister)
 
 
@@ -407,7 +476,7 @@ def test_a_closed_connection_ends_its_share_sessions(tmp_path: Path) -> None:
         assert acquired(await b.request(share_fetch(tid, "m2", 1), 1, connection="c2")) == [(0, 0, 2)]
         assert (await b.request(share_fetch(tid, "m1", 1), 1)).error_code == ErrorCode.SHARE_SESSION_NOT_FOUND
 
-    persister = MemorySharePersister()
+    persister = BrokerShareState()
     share_run(tmp_path, scenario, persister=persister)
 
 
@@ -424,7 +493,7 @@ def test_group_configs_override_the_broker_defaults(tmp_path: Path) -> None:
         # the second expiry reached the group's delivery limit of 2: archived
         r = await b.request(share_fetch(tid, "m1", 2), 1)
         assert r.error_code == 0 and r.responses == []  # an incremental answer with nothing new
-        assert persister.states[SharePartitionKey(GROUP, tid, 0)].start_offset == 1
+        assert (await persister.state(SharePartitionKey(GROUP, tid, 0))).start_offset == 1
 
-    persister = MemorySharePersister()
+    persister = BrokerShareState()
     share_run(tmp_path, scenario, persister=persister)

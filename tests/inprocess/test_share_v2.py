@@ -11,6 +11,7 @@ from tests.inprocess.harness import InProcessBroker, batch, run
 from tests.inprocess.test_groups import find_coordinator
 from tests.inprocess.test_share_fetch import (
     GROUP,
+    BrokerShareState,
     acquired,
     group_config,
     partition,
@@ -21,7 +22,6 @@ from tests.inprocess.test_share_fetch import (
 )
 from tests.inprocess.test_share_groups import join_until_assigned, topic_id
 from tests.inprocess.wire import produce
-from tests.share_state_memory import MemorySharePersister
 from tests.share_state_wire import find_share, initialize, only, summary, write
 from tidelog.clock import SystemClock
 from tidelog.coordinator.share.persister import DeliveryState, SharePartitionKey, StateBatch, StateWrite
@@ -80,7 +80,7 @@ def test_renew_is_honoured_only_when_asked_for_and_enabled(tmp_path: Path) -> No
         await b.advance(LOCK_MS - 1)  # renewed just now: still m2's; offset 2 was not acquired by the renewal
         assert acquired(await b.request(share_fetch(tid, "m3", 0), 2)) == [(2, 2, 1)]
 
-    persister = MemorySharePersister()
+    persister = BrokerShareState()
     share_run(tmp_path, scenario, {"group.share.record.lock.duration.ms": str(LOCK_MS)}, persister)
 
 
@@ -97,7 +97,7 @@ def test_share_acquire_mode(tmp_path: Path) -> None:
         request.share_acquire_mode = 2  # as Kafka 4.4 answers an unknown mode
         assert (await b.request(request, 2)).error_code == ErrorCode.UNKNOWN_SERVER_ERROR
 
-    persister = MemorySharePersister()
+    persister = BrokerShareState()
     share_run(tmp_path, scenario, persister=persister)
 
 
@@ -108,15 +108,15 @@ def test_share_partitions_write_their_delivery_complete_count(tmp_path: Path) ->
         assert acquired(await b.request(share_fetch(tid, "m1", 0), 2)) == [(0, 4, 1)]
         key = SharePartitionKey(GROUP, tid, 0)
         await b.request(share_ack(tid, "m1", 1, [(1, 1, [1]), (3, 3, [3])]), 2)  # ACCEPT 1, REJECT 3
-        state = persister.states[key]
+        state = (await persister.state(key))
         assert (state.start_offset, state.delivery_complete_count) == (0, 2)
         await b.request(share_ack(tid, "m1", 2, [(0, 0, [1])]), 2)  # the start moves past 0 and 1
-        state = persister.states[key]
+        state = (await persister.state(key))
         assert (state.start_offset, state.delivery_complete_count) == (2, 1)
         await b.request(share_ack(tid, "m1", 3, [(2, 2, [2])]), 2)  # RELEASE: not complete
-        assert persister.states[key].delivery_complete_count == 1
+        assert (await persister.state(key)).delivery_complete_count == 1
 
-    persister = MemorySharePersister()
+    persister = BrokerShareState()
     share_run(tmp_path, scenario, persister=persister)
 
 

@@ -136,6 +136,28 @@ def test_list_describe_reset_delete_a_share_group(broker, admin) -> None:
     assert share_groups(b, "delete", group, "--if-exists").returncode == 0
 
 
+def test_describe_shows_each_share_partitions_lag(broker, admin) -> None:
+    """LAG is DescribeShareGroupOffsets v1's (KIP-1226): the high watermark less the start offset and the
+    records already delivered for good; records produced and not yet acknowledged are lag."""
+    b, topic, group = broker.bootstrap, "sg-cli-lag", "sg-cli-lag-group"
+    create(broker, admin, topic, 1, 10)
+    earliest(b, group)
+    c, got = consume(b, group, topic, 10)
+    try:
+        assert got == [(0, i) for i in range(10)]
+        wait_for(lambda: rows(ok(b, "describe", group)) == [[group, topic, "0", "10", "0"]], 60,
+                 "start offset 10, lag 0")
+        header = ok(b, "describe", group).splitlines()[0].split()
+        assert header == ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"]
+        # four more records, not polled (so not acknowledged): they are the lag
+        kafka_io.produce(broker, topic, ["a", "b", "c", "d"], partition=0)
+        wait_for(lambda: rows(ok(b, "describe", group)) == [[group, topic, "0", "10", "4"]], 60, "lag 4")
+        verbose = rows(ok(b, "describe", group, "--verbose"))
+        assert len(verbose) == 1 and verbose[0][-2:] == ["10", "4"]
+    finally:
+        c.close()
+
+
 def test_errors_are_one_line_with_exit_codes(broker, admin) -> None:
     b = broker.bootstrap
     missing = share_groups(b, "describe", "sg-no-such-group")

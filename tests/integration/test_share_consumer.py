@@ -19,17 +19,19 @@ BROKER_OVERRIDES = {"share.version": "1"}
 GROUP_CONFIG = 32
 
 
-def earliest(bootstrap: str, group: str) -> None:
-    """The group's share.auto.offset.reset = earliest (records produced before it joins are its too)."""
+def earliest(bootstrap: str, group: str, **configs: str) -> None:
+    """The group's share.auto.offset.reset = earliest (records produced before it joins are its too), and
+    ``configs`` (group configs, ``_`` for ``.``)."""
+    configs = {"share.auto.offset.reset": "earliest", **{k.replace("_", "."): v for k, v in configs.items()}}
     with WireClient.connect(bootstrap) as wire:
         r = wire.request(IncrementalAlterConfigsRequest(resources=[IncrementalAlterConfigsRequest.AlterConfigsResource(
             resource_type=GROUP_CONFIG, resource_name=group, configs=[IncrementalAlterConfigsRequest.AlterableConfig(
-                name="share.auto.offset.reset", config_operation=0, value="earliest")])]), 1)
+                name=k, config_operation=0, value=v) for k, v in configs.items()])]), 1)
         assert r.responses[0].error_code == 0
 
 
-def produce(bootstrap: str, topic: str, n: int) -> None:
-    p = Producer({"bootstrap.servers": bootstrap})
+def produce(bootstrap: str, topic: str, n: int, **conf: object) -> None:
+    p = Producer({"bootstrap.servers": bootstrap, **conf})
     for i in range(n):
         p.produce(topic, value=b"%d" % i)
     assert p.flush(30) == 0
@@ -226,3 +228,56 @@ def test_metrics_count_acquisitions_acknowledgements_by_type_redeliveries_and_in
         assert value(s, "tidelog_share_partition_acquired_records", **labels) == 0
         assert value(s, "tidelog_share_partition_start_offset", **labels) == n
         assert ("tidelog_share_partition_in_flight_messages", tuple(sorted(labels.items()))) in s
+
+
+def _members_assigned(bootstrap: str, group: str) -> int:
+    from tidelog.protocol.messages import ShareGroupDescribeRequest
+
+    with WireClient.connect(bootstrap) as wire:
+        (g,) = wire.request(ShareGroupDescribeRequest(group_ids=[group]), 1).groups
+    return 0 if g.error_code else sum(1 for m in g.members
+                                      if any(t.partitions for t in m.assignment.topic_partitions))
+
+
+def test_four_share_consumers_of_one_partition_each_get_a_share(broker, admin) -> None:
+    """Four share consumers on one partition, small polls (max.poll.records 20), a window of 100 records
+    (``share.partition.max.record.locks``, Kafka's minimum) and producer batches of 100: a fetch takes a
+    whole batch, the window is full, the other members' fetches wait. The holder's acknowledgement, riding
+    on its next ShareFetch, must not refill the window for itself before the waiting fetches are served:
+    every consumer receives records, none more than 80% of them."""
+    from confluent_kafka.admin import NewTopic
+
+    from tests.integration.kafka_io import wait_for
+
+    topic, group, n, count = "share-fair", "share-f", 2000, 4
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    earliest(broker.bootstrap, group, share_partition_max_record_locks="100")
+    seen: list[list[int]] = [[] for _ in range(count)]
+    stop = threading.Event()
+
+    def consume(i: int) -> None:
+        with share_consumer(broker.bootstrap, group, **{"max.poll.records": "20"}) as c:
+            c.subscribe([topic])
+            while not stop.is_set():
+                seen[i].extend(m.offset() for m in c.poll(0.5) if m.error() is None)
+
+    threads = [threading.Thread(target=consume, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    try:
+        # every member has the partition (and has polled the empty topic) before a record is written
+        wait_for(lambda: _members_assigned(broker.bootstrap, group) == count, 120, "four members assigned")
+        time.sleep(2.0)  # their first ShareFetch after the assignment (not a synchronisation of the outcome)
+        # batches of 100 records (a batch-optimized fetch takes whole batches, as Kafka's does: one batch of
+        # all the records could only go to one consumer)
+        produce(broker.bootstrap, topic, n, **{"batch.num.messages": 100, "linger.ms": 50})
+        wait_for(lambda: sum(len(s) for s in seen) >= n, 180, f"{n} records consumed")
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(60)
+    everything = sorted(o for s in seen for o in s)
+    assert everything == list(range(n)), "each record delivered once"
+    split = sorted((len(s) for s in seen), reverse=True)
+    assert all(split), f"every consumer received records: {split}"
+    assert split[0] <= 0.8 * n, f"no consumer took more than 80%: {split}"

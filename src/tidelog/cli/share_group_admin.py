@@ -141,8 +141,10 @@ class ShareGroupAdmin:
                           (node, broker.host if broker else "?", broker.port if broker else -1),
                           sorted(members, key=lambda m: m.member_id))
 
-    def start_offsets(self, group: str) -> dict[tuple[str, int], tuple[int, int]]:
-        """(start offset, leader epoch) of each share partition of the group with state."""
+    def start_offsets(self, group: str) -> dict[tuple[str, int], tuple[int, int, int]]:
+        """(start offset, leader epoch, lag) of each share partition of the group with state. The lag is
+        DescribeShareGroupOffsets v1's (KIP-1226); -1 where it is not known (a v0 broker, a partition not
+        yet fetched from)."""
         request = DescribeShareGroupOffsetsRequest(groups=[
             DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=None)])
         r = self.connection(self.coordinator(group)).request(request)
@@ -155,7 +157,7 @@ class ShareGroupAdmin:
                 if p.error_code:
                     raise ShareGroupError(p.error_code, f"{t.topic_name}-{p.partition_index}: "
                                           f"{wire_error(p.error_code, p.error_message)}")
-                out[(t.topic_name, p.partition_index)] = (p.start_offset, p.leader_epoch)
+                out[(t.topic_name, p.partition_index)] = (p.start_offset, p.leader_epoch, p.lag)
         return out
 
     def alter_start_offsets(self, group: str, offsets: dict[tuple[str, int], int]) -> None:

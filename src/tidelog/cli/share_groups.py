@@ -5,9 +5,11 @@ start offsets; the views and options follow Kafka's ``kafka-share-groups.sh``.
 finished delivering)::
 
     GROUP   TOPIC   PARTITION  START-OFFSET  LAG
-    orders  orders  0          7             -
+    orders  orders  0          7             3
 
-(``LAG`` needs DescribeShareGroupOffsets v1, KIP-1226; ``-`` where the broker answers v0). ``--members``
+(``LAG`` is DescribeShareGroupOffsets v1's, KIP-1226: the records from the start offset to the high
+watermark not yet acknowledged or archived; ``-`` where it is not known: a share partition not fetched
+from yet, or a broker that answers v0). ``--members``
 lists the members and their assigned partitions, ``--state`` the group's coordinator, state and member
 count; ``--verbose`` adds the epochs (``LEADER-EPOCH``, ``MEMBER-EPOCH``, ``GROUP-EPOCH``,
 ``ASSIGNMENT-EPOCH``).
@@ -75,14 +77,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     describe = actions.add_parser(
         "describe", help="show a share group's start offsets, its members, or its state",
-        description="Describe share groups. Default view (--offsets): each share partition's start offset. "
+        description="Describe share groups. Default view (--offsets): each share partition's start offset and lag. "
         "--members: each member with its assigned partitions. --state: coordinator, state and member count. "
         "--verbose adds the epochs.",
     )
     describe.add_argument("groups", nargs="*", type=group_id, metavar="GROUP", help="groups to describe")
     describe.add_argument("--all-groups", action="store_true", help="describe every share group")
     view = describe.add_mutually_exclusive_group()
-    view.add_argument("--offsets", action="store_true", help="the start offset of each share partition (default)")
+    view.add_argument("--offsets", action="store_true", help="the start offset and lag of each share partition (default)")
     view.add_argument("--members", action="store_true", help="list the members and their partitions")
     view.add_argument("--state", action="store_true", help="show the group's coordinator, state and member count")
     describe.add_argument("--verbose", action="store_true", help="add the leader, member, group and assignment epochs")
@@ -206,9 +208,10 @@ def _offset_lines(share: ShareGroupAdmin, d: ShareGroup, verbose: bool) -> list[
     offsets = share.start_offsets(d.group_id)
     headers = ["GROUP", "TOPIC", "PARTITION"] + (["LEADER-EPOCH"] if verbose else []) + ["START-OFFSET", "LAG"]
     rows = []
-    for (topic, partition), (start, leader_epoch) in sorted(offsets.items()):
+    for (topic, partition), (start, leader_epoch, lag) in sorted(offsets.items()):
         epoch = [MISSING if leader_epoch < 0 else leader_epoch] if verbose else []
-        rows.append([d.group_id, topic, partition, *epoch, MISSING if start < 0 else start, MISSING])
+        rows.append([d.group_id, topic, partition, *epoch, MISSING if start < 0 else start,
+                     MISSING if lag < 0 else lag])
     return table(headers, rows) if rows else []
 
 

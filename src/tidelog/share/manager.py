@@ -15,9 +15,19 @@ Rules:
 2. **Wait.** When nothing was acquired and ``max_wait_ms`` > 0, the fetch waits for new records in the logs
    or for records released (an acknowledgement, a lock expiry, a member leaving), then tries once more.
    Kafka completes a share fetch once ``min_bytes`` are acquired; here any acquired record ends the wait.
-3. **Acknowledge.** Each partition's acknowledgements go to its share partition; the answer per partition
+   When the windows asked for are full and hold records of the fetching member itself, it waits at most
+   ``OWN_RECORDS_WAIT_MS``: its own acknowledgements would make room, and a client sends them with its next
+   request (librdkafka fetches ahead while the application still works through a large acquired batch).
+3. **Fairness.** Waiting fetches are woken in the order they started waiting, and a woken fetch of another
+   member goes first: a fetch that finds one (typically the fetch whose piggy-backed acknowledgement just
+   freed the window) lets it try before it acquires, as Kafka's delayed share fetches waiting on a share
+   partition are completed before a new fetch takes its fetch lock. While other members wait on a share
+   partition, one fetch acquires at most an equal part of the window (whole batches in
+   batch-optimized mode, so a bit more), so a freed window is spread over the waiting members instead of
+   going whole to the first of them.
+4. **Acknowledge.** Each partition's acknowledgements go to its share partition; the answer per partition
    comes once the persister has the change.
-4. **Members leaving.** :meth:`SharePartitionManager.release_member` (called by the group coordinator when a
+5. **Members leaving.** :meth:`SharePartitionManager.release_member` (called by the group coordinator when a
    share group's member leaves or its session expires) releases what the member holds everywhere and drops
    its share session; :meth:`SharePartitionManager.connection_closed` does the same for the sessions of a
    client connection that closed.
@@ -91,7 +101,9 @@ class SharePartitionManager:
         #: each share partition's counters for the metrics, kept for the broker's life (docs/metrics.md)
         self.stats: dict[SharePartitionKey, ShareStats] = {}
         self._loading: dict[SharePartitionKey, asyncio.Future] = {}
-        self._waiters: set[asyncio.Future] = set()
+        #: fetches waiting for records (rule 2), in the order they started waiting; a woken one stays here
+        #: until it has tried again (rule 3)
+        self._parked: list[_Parked] = []
         self._closed = False
 
     def settings(self, group_id: str) -> ShareGroupSettings:
@@ -104,10 +116,9 @@ class SharePartitionManager:
     # ------------------------------------------------------------------------- share partitions
 
     def _wake(self) -> None:
-        waiters, self._waiters = self._waiters, set()
-        for fut in waiters:
-            if not fut.done():
-                fut.set_result(None)
+        for parked in self._parked:  # in the order they started waiting (rule 3)
+            if not parked.woken.done():
+                parked.woken.set_result(None)
 
     async def share_partition(self, group_id: str, topic_id: uuid.UUID, partition: int) -> SharePartition:
         """The share partition, initialized (rule 1); raises KafkaError (not the leader, unknown topic,
@@ -181,20 +192,71 @@ class SharePartitionManager:
     async def fetch(self, group_id: str, member_id: str, partitions: list[TopicIdPartition], *, max_wait_ms: int,
                     max_bytes: int, max_records: int, mode: AcquireMode = AcquireMode.BATCH_OPTIMIZED,
                     ) -> dict[TopicIdPartition, ShareFetchResult]:
-        """Acquire records of ``partitions`` for the member (rules 1 and 2)."""
+        """Acquire records of ``partitions`` for the member (rules 1-3)."""
         deadline = self.clock.monotonic_ms() + max(0, max_wait_ms)
-        while True:
-            results = await self._fetch_once(group_id, member_id, partitions, max_bytes, max_records, mode)
-            remaining = deadline - self.clock.monotonic_ms()
-            if self._closed or remaining <= 0 or not partitions or any(r.acquired or r.error for r in results.values()):
-                return results
-            await self._wait(group_id, partitions, remaining)
+        parked: _Parked | None = None
+        try:
+            while True:
+                if parked is None:
+                    await self._after_woken_fetches(group_id, member_id, partitions)
+                results = await self._fetch_once(group_id, member_id, partitions, max_bytes, max_records, mode)
+                if parked is not None:  # its try after the wake is done: the next fetch may go (rule 3)
+                    self._unpark(parked)
+                    parked = None
+                remaining = deadline - self.clock.monotonic_ms()
+                if (self._closed or remaining <= 0 or not partitions
+                        or any(r.acquired or r.error for r in results.values())):
+                    return results
+                if self._full_with_own_records(group_id, member_id, partitions):
+                    # rule 2: only the member's own acknowledgements can make room, and it sends them with its
+                    # next request: a long wait would hold them back
+                    deadline = min(deadline, self.clock.monotonic_ms() + OWN_RECORDS_WAIT_MS)
+                    remaining = min(remaining, OWN_RECORDS_WAIT_MS)
+                parked = _Parked(group_id, member_id, frozenset(partitions),
+                                 asyncio.get_running_loop().create_future())
+                self._parked.append(parked)
+                await self._wait(parked, remaining)
+        finally:
+            if parked is not None:
+                self._unpark(parked)
 
-    async def _wait(self, group_id: str, partitions: list[TopicIdPartition], max_wait_ms: int) -> None:
-        """Until records are released anywhere, new records reach a log of ``partitions`` whose share
-        partition has room for them, or ``max_wait_ms`` passes."""
-        woken = asyncio.get_running_loop().create_future()
-        self._waiters.add(woken)
+    def _full_with_own_records(self, group_id: str, member_id: str, partitions: list[TopicIdPartition]) -> bool:
+        """Whether every share partition of ``partitions`` has a full window holding records of the member."""
+        for topic_id, p in partitions:
+            sp = self.partitions.get(SharePartitionKey(group_id, topic_id, p))
+            if sp is None or sp.can_acquire() or not sp.holds_records(member_id):
+                return False
+        return True
+
+    def _unpark(self, parked: _Parked) -> None:
+        with contextlib.suppress(ValueError):
+            self._parked.remove(parked)
+        if not parked.tried.done():
+            parked.tried.set_result(None)
+
+    def _others_waiting(self, group_id: str, member_id: str, tp: TopicIdPartition) -> int:
+        """Fetches of other members waiting on the share partition (rule 3)."""
+        return sum(1 for p in self._parked
+                   if p.member_id != member_id and p.group_id == group_id and tp in p.partitions)
+
+    async def _after_woken_fetches(self, group_id: str, member_id: str, partitions: list[TopicIdPartition]) -> None:
+        """Rule 3: the woken fetches of other members on these partitions try before this one acquires
+        (bounded: a woken fetch tries at once, unless the event loop is starved)."""
+        if not self._parked:
+            return
+        wanted = set(partitions)
+        ahead = [p.tried for p in self._parked
+                 if p.woken.done() and p.member_id != member_id and p.group_id == group_id
+                 and not wanted.isdisjoint(p.partitions)]
+        if ahead:
+            await asyncio.wait(ahead, timeout=WOKEN_TURN_S)
+
+    async def _wait(self, parked: _Parked, max_wait_ms: int) -> None:
+        """Until records are released anywhere, new records reach a log of ``parked``'s partitions whose
+        share partition has room for them, or ``max_wait_ms`` passes."""
+        woken = parked.woken
+        group_id = parked.group_id
+        partitions = sorted(parked.partitions)
         timer = self.clock.call_later(max_wait_ms, lambda: woken.done() or woken.set_result(None))
         fetches = []
         for topic_id, p in partitions:
@@ -211,7 +273,8 @@ class SharePartitionManager:
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
             timer.cancel()
-            self._waiters.discard(woken)
+            if not woken.done():  # woken by new records: it is in its turn too
+                woken.set_result(None)
             if data is not None and not data.done():
                 data.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -233,7 +296,11 @@ class SharePartitionManager:
                 out[tp] = ShareFetchResult()
                 continue
             fetch_offset = sp.next_fetch_offset()
-            pf = PartitionFetch(sp.topic, topic_id, p, fetch_offset, _read_bytes(sp, fetch_offset, budget, records_left))
+            wanted = records_left
+            others = self._others_waiting(group_id, member_id, tp) if self._parked else 0
+            if others:  # rule 3: an equal part of the window
+                wanted = min(wanted, max(1, -(-sp.settings.partition_max_record_locks // (others + 1))))
+            pf = PartitionFetch(sp.topic, topic_id, p, fetch_offset, _read_bytes(sp, fetch_offset, budget, wanted))
             (read,) = self.replicas.read_partitions([pf], budget, sp.settings.isolation_level)
             if read.error:
                 if read.error == ErrorCode.OFFSET_OUT_OF_RANGE and read.log_start_offset > sp.start_offset:
@@ -242,7 +309,7 @@ class SharePartitionManager:
                     continue
                 out[tp] = ShareFetchResult(read.error, read.error_message)
                 continue
-            result = _acquire(sp, member_id, read, records_left, mode)
+            result = _acquire(sp, member_id, read, wanted, mode)
             out[tp] = result
             budget -= len(result.records)
             records_left -= sum(r.last_offset - r.first_offset + 1 for r in result.acquired)
@@ -296,6 +363,25 @@ class SharePartitionManager:
 
 #: What a share partition reads from its log while it has not yet seen how big its records are.
 FIRST_READ_BYTES = 1 << 20
+#: How long a fetch waits when the windows it asks for are full and hold records of its own member (rule 2):
+#: the member's acknowledgements, which would make room, come with its next request.
+OWN_RECORDS_WAIT_MS = 20
+#: How long a fetch lets woken fetches of other members try first (rule 3): they are runnable already, so
+#: this bounds only a starved event loop.
+WOKEN_TURN_S = 0.5
+
+
+@dataclass(eq=False, slots=True)
+class _Parked:
+    """A fetch waiting for records (rule 2)."""
+
+    group_id: str
+    member_id: str
+    partitions: frozenset[TopicIdPartition]
+    #: set when it may find records (released, new in the log, or its wait is over)
+    woken: asyncio.Future
+    #: set once it has tried again after its wake (or gave up)
+    tried: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
 
 def _read_bytes(sp: SharePartition, fetch_offset: int, budget: int, records_left: int) -> int:

@@ -132,6 +132,15 @@ class _InFlight:
         self.lock = lock
 
 
+def _held_by(records: dict[int, _InFlight], member_id: str, first: int, last: int) -> bool:
+    """Whether one acquisition lock of ``member_id`` holds every offset of ``first``-``last`` (a lock's
+    offsets are exactly the ACQUIRED records it holds): a check in C for the common acknowledgement."""
+    rec = records.get(first)
+    lock = rec.lock if rec is not None else None
+    return (lock is not None and lock.member_id == member_id and len(lock.offsets) > last - first
+            and lock.offsets.issuperset(range(first, last + 1)))
+
+
 _DONE = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
 # The states as module constants: the per-record loops below compare against them (an enum member looked
 # up on its class costs more than a global).
@@ -223,6 +232,10 @@ class SharePartition:
         rec = self._records.get(offset)
         return rec.lock.member_id if rec is not None and rec.lock is not None else None
 
+    def holds_records(self, member_id: str) -> bool:
+        """Whether ``member_id`` holds (has acquired) a record of the window."""
+        return any(r.lock is not None and r.lock.member_id == member_id for r in self._records.values())
+
     def in_flight(self) -> int:
         """Offsets of the window (Kafka's in-flight records)."""
         return max(0, self.end_offset - self.start_offset)
@@ -302,6 +315,16 @@ class SharePartition:
             # Batch-optimized, a batch that starts inside the window is acquired whole even if it runs past
             # the window's limit (Kafka acquires up to the end of the batch holding the limit offset).
             whole = not record_limit and b.first_offset < limit
+            last = b.last_offset
+            if (not skip and first >= end and (whole or last < limit)
+                    and (not record_limit or len(acquired) + last - first < max_records)):
+                # The common case: a batch of new records (none has a state yet), acquired whole, in C loops.
+                span = range(first, last + 1)
+                records.update(zip(span, [_InFlight(_ACQUIRED, 1, lock) for _ in span]))
+                acquired.extend(span)
+                end = last + 1
+                expected = max(expected, end)
+                continue
             for offset in range(first, b.last_offset + 1):
                 if offset >= end and offset >= limit and not whole:
                     stop = True
@@ -399,6 +422,8 @@ class SharePartition:
                 return ErrorCode.INVALID_REQUEST
             if b.first_offset < self.start_offset:
                 return ErrorCode.INVALID_RECORD_STATE
+            if _held_by(records, member_id, b.first_offset, b.last_offset):
+                continue  # the common case: one acquisition of the member holds the whole range
             for offset in range(b.first_offset, b.last_offset + 1):
                 rec = records.get(offset)
                 if (rec is None or rec.state != _ACQUIRED or rec.lock is None
@@ -438,8 +463,11 @@ class SharePartition:
         if code:
             return code
         # applied once durable, to the records the member still holds (a lock may have expired meanwhile)
-        applied = {o: c for o, c in changes.items()
-                   if (rec := records.get(o)) is not None and rec.lock is not None and rec.lock.member_id == member_id}
+        if all(_held_by(records, member_id, b.first_offset, b.last_offset) for b in batches):
+            applied = changes
+        else:
+            applied = {o: c for o, c in changes.items() if (rec := records.get(o)) is not None
+                       and rec.lock is not None and rec.lock.member_id == member_id}
         self._count_acks(batches, applied, len(applied) == len(changes))
         self._apply(applied)
         if dead == _ARCHIVING:
