@@ -1,5 +1,5 @@
 """Dead-letter queues of share groups (KIP-1191, share.version=2), in process: a real Broker on the test loop
-(ManualClock) with the in-memory share-state persister. Which records go to the group's DLQ topic (REJECT;
+(ManualClock) and its own share coordinator. Which records go to the group's DLQ topic (REJECT;
 the delivery limit reached by a RELEASE, a lock expiry or a member leaving), what they carry (Kafka 4.4's
 ``__dlq.errors.*`` headers; key and value only with ``errors.deadletterqueue.copy.record.enable``), the
 checks on the DLQ topic, and a broker at share.version 1 (no DLQ)."""
@@ -12,6 +12,7 @@ from pathlib import Path
 from tests.inprocess.harness import InProcessBroker, batch
 from tests.inprocess.test_share_fetch import (
     GROUP,
+    BrokerShareState,
     acquired,
     group_config,
     partition,
@@ -21,7 +22,6 @@ from tests.inprocess.test_share_fetch import (
     share_run,
 )
 from tests.inprocess.wire import fetch, fetched, produce
-from tests.share_state_memory import MemorySharePersister
 from tidelog.coordinator.share.persister import DeliveryState, SharePartitionKey, StateBatch, StateWrite
 from tidelog.errors import ErrorCode
 from tidelog.protocol.messages import ApiVersionsRequest, IncrementalAlterConfigsRequest
@@ -61,7 +61,7 @@ async def wait_dlq(b: InProcessBroker, count: int, topic: str = DLQ) -> list:
     return await dlq_records(b, topic)
 
 
-async def dlq_queue(b: InProcessBroker, persister: MemorySharePersister, *, copy: bool = False,
+async def dlq_queue(b: InProcessBroker, persister: BrokerShareState, *, copy: bool = False,
                     dlq_partitions: int = 1) -> uuid.UUID:
     tid = await queue(b, persister)
     await b.create_topic(DLQ, dlq_partitions, {"errors.deadletterqueue.group.enable": "true"})
@@ -89,16 +89,16 @@ def test_rejected_records_go_to_the_dlq_with_kafkas_headers(tmp_path: Path) -> N
         assert [(r.key, r.value) for r in got] == [(None, None), (None, None)]
         # the rejected records are archived once written: the share partition's start moved past them
         await b.wait_until(lambda: _start_is(persister, tid, 3), "the start offset past the dead letters")
-        assert persister.states[SharePartitionKey(GROUP, tid, 0)].state_batches == ()
+        assert (await persister.state(SharePartitionKey(GROUP, tid, 0))).state_batches == ()
         stats = b.broker.share_partitions.stats[SharePartitionKey(GROUP, tid, 0)]
         assert (stats.dead_lettered, stats.dead_letter_failures, stats.archived["rejected"]) == (2, 0, 2)
 
-    persister = MemorySharePersister()
+    persister = BrokerShareState()
     share_run(tmp_path, scenario, V2, persister)
 
 
-async def _start_is(persister: MemorySharePersister, tid: uuid.UUID, offset: int) -> bool:
-    return persister.states[SharePartitionKey(GROUP, tid, 0)].start_offset == offset
+async def _start_is(persister: BrokerShareState, tid: uuid.UUID, offset: int) -> bool:
+    return (await persister.state(SharePartitionKey(GROUP, tid, 0))).start_offset == offset
 
 
 def test_copy_record_enable_copies_key_and_value_not_headers(tmp_path: Path) -> None:
@@ -115,7 +115,7 @@ def test_copy_record_enable_copies_key_and_value_not_headers(tmp_path: Path) -> 
         assert [headers(r)["__dlq.errors.offset"] for r in got] == [b"0", b"1"]
         assert await dlq_records(b, DLQ, 1) == [] and await dlq_records(b, DLQ, 2) == []
 
-    persister = MemorySharePersister()
+    persister = BrokerShareState()
     share_run(tmp_path, scenario, V2, persister)
 
 
@@ -142,7 +142,7 @@ def test_delivery_limit_by_release_and_by_lock_expiry_goes_to_the_dlq(tmp_path: 
         assert partition(await b.request(share_fetch(tid, "m2", 0), 1)).acquired_records == []
         await b.wait_until(lambda: _start_is(persister, tid, 2), "both archived")
 
-    persister = MemorySharePersister()
+    persister = BrokerShareState()
     share_run(tmp_path, scenario, {**V2, "group.share.record.lock.duration.ms": "15000"}, persister)
 
 
@@ -152,7 +152,7 @@ def test_a_restart_finds_archiving_records_and_writes_them(tmp_path: Path) -> No
         await b.request(produce("q", batch(b"a", b"b", b"c")), 9)
         # the state a broker left when it died after writing ARCHIVING, before its DLQ write
         key = SharePartitionKey(GROUP, tid, 0)
-        assert await persister.write(key, StateWrite(0, -1, 0, (
+        assert await persister.write(key, StateWrite(0, 0, 0, (
             StateBatch(0, 0, DeliveryState.ARCHIVING, 1), StateBatch(1, 1, DeliveryState.ARCHIVING, 5)))) == 0
         # the first fetch reads the state: the ARCHIVING records go to the DLQ, the rest is delivered
         assert acquired(await b.request(share_fetch(tid, "m1", 0), 1)) == [(2, 2, 1)]
@@ -161,7 +161,7 @@ def test_a_restart_finds_archiving_records_and_writes_them(tmp_path: Path) -> No
                  headers(r)["__dlq.errors.message"]) for r in got] == [(b"0", b"1", REJECTED), (b"1", b"5", EXCEEDED)]
         await b.wait_until(lambda: _start_is(persister, tid, 2), "archived after the DLQ write")
 
-    persister = MemorySharePersister()
+    persister = BrokerShareState()
     share_run(tmp_path, scenario, V2, persister)
 
 
@@ -198,7 +198,7 @@ def test_dlq_topic_checks_and_auto_creation(tmp_path: Path) -> None:
         stats = b.broker.share_partitions.stats[SharePartitionKey(GROUP, tid, 0)]
         assert (stats.dead_lettered, stats.dead_letter_failures) == (0, 3)
 
-    persister = MemorySharePersister()
+    persister = BrokerShareState()
     share_run(tmp_path, scenario, V2, persister)
 
 
@@ -215,7 +215,7 @@ def test_auto_created_dlq_topic(tmp_path: Path) -> None:
         assert topic.configs == {"errors.deadletterqueue.group.enable": "true", "message.timestamp.type": "CreateTime"}
         assert len(topic.partitions) == 2  # num.partitions
 
-    persister = MemorySharePersister()
+    persister = BrokerShareState()
     share_run(tmp_path, scenario, {**V2, "errors.deadletterqueue.auto.create.topics.enable": "true",
                                    "num.partitions": "2"}, persister)
 
@@ -229,10 +229,10 @@ def test_share_version_1_archives_rejected_records_without_a_dlq(tmp_path: Path)
         await b.request(produce("q", batch(b"a")), 9)
         assert acquired(await b.request(share_fetch(tid, "m1", 0), 1)) == [(0, 0, 1)]
         await b.request(share_ack(tid, "m1", 1, [(0, 0, [REJECT])]), 1)
-        assert persister.states[SharePartitionKey(GROUP, tid, 0)].start_offset == 1  # archived at once
+        assert (await persister.state(SharePartitionKey(GROUP, tid, 0))).start_offset == 1  # archived at once
         assert await dlq_records(b) == []
 
-    persister = MemorySharePersister()
+    persister = BrokerShareState()
     share_run(tmp_path, scenario, {"share.version": "1"}, persister)
 
 

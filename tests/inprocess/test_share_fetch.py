@@ -13,7 +13,7 @@ from tests.inprocess.harness import InProcessBroker, batch, run
 from tests.inprocess.test_transactions import Producer, stable_at
 from tests.inprocess.wire import produce, produced, values
 from tests.share_state_wire import find_share
-from tidelog.coordinator.share.persister import SharePartitionKey, ShareState
+from tidelog.coordinator.share.persister import SharePartitionKey, ShareState, StateWrite
 from tidelog.errors import ErrorCode
 from tidelog.protocol.messages import (
     ApiVersionsRequest,
@@ -43,6 +43,11 @@ class BrokerShareState:
         found = await self.broker.request(find_share(f"{key.group_id}:{key.topic_id}:{key.partition}"), 6)
         assert found.coordinators[0].error_code == 0, found
         return await self.broker.broker.share_persister.initialize(key, state_epoch, start_offset)
+
+    async def write(self, key: SharePartitionKey, write: StateWrite) -> ErrorCode:
+        """A state written as a share partition's leader would (a broker that died after it, say)."""
+        assert self.broker is not None
+        return await self.broker.broker.share_persister.write(key, write)
 
     async def state(self, key: SharePartitionKey) -> ShareState:
         assert self.broker is not None

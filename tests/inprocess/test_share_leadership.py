@@ -18,8 +18,8 @@ from tidelog.errors import ErrorCode
 from tidelog.protocol.messages import RequestHeader, ShareFetchRequest
 from tidelog.server.context import RequestContext
 from tidelog.server.handlers.share import ShareHandlers
+from tidelog.share.deliveries import AckBatch, AcquiredRange
 from tidelog.share.manager import SharePartitionManager
-from tidelog.share.partition import AckBatch, AcquiredRange
 
 GROUP = "sg"
 

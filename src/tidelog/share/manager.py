@@ -52,7 +52,8 @@ from tidelog.replica.fetch import READ_COMMITTED, PartitionFetch, PartitionRead
 from tidelog.replica.manager import ReplicaManager
 from tidelog.share.config import AcquireMode, ShareGroupSettings
 from tidelog.share.dead_letter import DeadLetterSink
-from tidelog.share.partition import AckBatch, AcquiredRange, FetchedBatch, RecordState, SharePartition
+from tidelog.share.deliveries import AckBatch, AcquiredRange, FetchedBatch
+from tidelog.share.partition import RecordState, SharePartition
 from tidelog.share.session import ShareSessionCache, TopicIdPartition
 from tidelog.share.stats import ShareStats
 

@@ -44,15 +44,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from enum import IntEnum
 
 from tidelog.clock import Clock, TimerHandle
 from tidelog.coordinator.share.persister import (
     DeliveryState,
     SharePartitionKey,
     SharePersister,
-    StateBatch,
     StateWrite,
 )
 from tidelog.errors import ErrorCode, KafkaError
@@ -64,52 +61,13 @@ from tidelog.share.dead_letter import (
     DeadLetterSink,
     dead_letter_runs,
 )
+from tidelog.share.deliveries import AckBatch, AckType, AcquiredRange, FetchedBatch
+from tidelog.share.state_write import state_write
 from tidelog.share.stats import ShareStats
 
 log = logging.getLogger(__name__)
 
 RecordState = DeliveryState  # Kafka's RecordState: AVAILABLE 0, ACQUIRED 1, ACKNOWLEDGED 2, ARCHIVING 3, ARCHIVED 4
-
-
-class AckType(IntEnum):
-    """An acknowledgement's type as ShareFetch / ShareAcknowledge carry it."""
-
-    GAP = 0
-    ACCEPT = 1
-    RELEASE = 2
-    REJECT = 3
-    RENEW = 4
-
-
-@dataclass(frozen=True, slots=True)
-class FetchedBatch:
-    """A batch a log read returned: its offsets, and whether its records are never delivered (a control
-    batch, or a batch of an aborted transaction under read_committed): those are archived."""
-
-    first_offset: int
-    last_offset: int
-    skip: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class AcquiredRange:
-    """What ShareFetch's AcquiredRecords carries: offsets acquired together, with their delivery count."""
-
-    first_offset: int
-    last_offset: int
-    delivery_count: int
-
-
-@dataclass(frozen=True, slots=True)
-class AckBatch:
-    """An acknowledgement: one type for every offset of the range, or one type per offset."""
-
-    first_offset: int
-    last_offset: int
-    types: tuple[int, ...]
-
-    def type_of(self, offset: int) -> int:
-        return self.types[0] if len(self.types) == 1 else self.types[offset - self.first_offset]
 
 
 class _Lock:
@@ -532,50 +490,9 @@ class SharePartition:
             start += 1
         self.start_offset = start
 
-    def _start_after(self, changes: dict[int, tuple[RecordState, int]]) -> int:
-        """Where the start offset will be once ``changes`` apply."""
-        start = self.start_offset
-        records = self._records
-        end = self.end_offset
-        while start < end:
-            change = changes.get(start)
-            if change is not None:
-                state = change[0]
-            else:
-                rec = records.get(start)
-                state = rec.state if rec is not None else _AVAILABLE
-            if state not in _DONE:
-                break
-            start += 1
-        return start
-
     def _state_write(self, changes: dict[int, tuple[RecordState, int]]) -> StateWrite:
-        """The write of ``changes`` (and the start offset they lead to): runs of equal state and delivery
-        count become state batches, as Kafka writes them."""
-        start = self._start_after(changes)
-        batches: list[StateBatch] = []
-        run_first = run_last = -1
-        run: tuple[RecordState, int] | None = None
-        for offset in sorted(o for o in changes if o >= start):
-            change = changes[offset]
-            if offset == run_last + 1 and change == run:
-                run_last = offset
-                continue
-            if run is not None:
-                batches.append(StateBatch(run_first, run_last, run[0], run[1]))
-            run_first = run_last = offset
-            run = change
-        if run is not None:
-            batches.append(StateBatch(run_first, run_last, run[0], run[1]))
-        return StateWrite(self.state_epoch, self.leader_epoch, start if start != self._persisted_start else -1,
-                          tuple(batches), self._complete_after(changes, start))
-
-    def _complete_after(self, changes: dict[int, tuple[RecordState, int]], start: int) -> int:
-        """KIP-1226's delivery-complete count once ``changes`` apply: the records from the start offset on
-        whose delivery is complete (ACKNOWLEDGED or ARCHIVED)."""
-        records = self._records
-        return sum(1 for o in records.keys() | changes.keys() if o >= start
-                   and (changes[o][0] if o in changes else records[o].state) in _DONE)
+        return state_write(self._records, self.start_offset, self.end_offset, changes, self.state_epoch,
+                           self.leader_epoch, self._persisted_start)
 
     async def _send(self, write: StateWrite) -> ErrorCode:
         async with self._write_lock:
@@ -696,4 +613,4 @@ def _ack_type(batches: list[AckBatch], offset: int) -> int:
     return AckType.REJECT
 
 
-__all__ = ["AckBatch", "AckType", "AcquiredRange", "FetchedBatch", "RecordState", "SharePartition"]
+__all__ = ["RecordState", "SharePartition"]

@@ -10,14 +10,8 @@ from tests.share_state_memory import MemorySharePersister
 from tidelog.coordinator.share.persister import DeliveryState, SharePartitionKey, ShareState, StateBatch
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.share.config import AcquireMode, ShareGroupSettings
-from tidelog.share.partition import (
-    AckBatch,
-    AckType,
-    AcquiredRange,
-    FetchedBatch,
-    RecordState,
-    SharePartition,
-)
+from tidelog.share.deliveries import AckBatch, AckType, AcquiredRange, FetchedBatch
+from tidelog.share.partition import RecordState, SharePartition
 from tidelog.testing import ManualClock
 
 KEY = SharePartitionKey("g", uuid.UUID(int=7), 0)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from tests.unit.share.test_share_partition import LOCK_MS, partition, settle, singles
-from tidelog.share.partition import AckBatch, AckType, FetchedBatch
+from tidelog.share.deliveries import AckBatch, AckType, FetchedBatch
 
 
 def test_acquisitions_acknowledgements_by_type_and_archives_are_counted() -> None:

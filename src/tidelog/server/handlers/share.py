@@ -40,8 +40,8 @@ from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
 from tidelog.share.config import AcquireMode
+from tidelog.share.deliveries import AckBatch, AckType
 from tidelog.share.manager import ShareFetchResult, SharePartitionManager
-from tidelog.share.partition import AckBatch, AckType
 from tidelog.share.session import FINAL_EPOCH, INITIAL_EPOCH
 
 TopicIdPartition = tuple[uuid.UUID, int]
