@@ -44,11 +44,13 @@ def token_requests_allowed(ctx: RequestContext) -> bool:
 
 
 def _create_error(request: CreateDelegationTokenRequest, code: ErrorCode, _message: str | None = None,
-                  owner: KafkaPrincipal = ANONYMOUS, requester: KafkaPrincipal = ANONYMOUS,
+                  owner: KafkaPrincipal = ANONYMOUS, requester: KafkaPrincipal | None = None,
                   timestamp: int = ERROR_TIMESTAMP) -> CreateDelegationTokenResponse:
+    """``requester``: only from v3 (None: the fields keep their defaults, as Kafka leaves them before v3)."""
     return CreateDelegationTokenResponse(
         error_code=int(code), principal_type=owner.principal_type, principal_name=owner.name,
-        token_requester_principal_type=requester.principal_type, token_requester_principal_name=requester.name,
+        token_requester_principal_type=requester.principal_type if requester else "",
+        token_requester_principal_name=requester.name if requester else "",
         issue_timestamp_ms=timestamp, expiry_timestamp_ms=timestamp, max_timestamp_ms=timestamp, token_id="",
         hmac=b"", throttle_time_ms=0)
 
@@ -72,26 +74,27 @@ class DelegationTokenHandlers:
 
     @handles(ApiKey.CREATE_DELEGATION_TOKEN, 1, 3, _create_error)
     def create(self, ctx: RequestContext, request: CreateDelegationTokenRequest) -> CreateDelegationTokenResponse:
-        requester = ctx.principal
-        requester = KafkaPrincipal(requester.principal_type, requester.name)  # the answer's: no token flag
+        requester = KafkaPrincipal(ctx.principal.principal_type, ctx.principal.name)  # without the token flag
         owner = requester
         if request.owner_principal_name:
             owner = KafkaPrincipal(request.owner_principal_type or USER_TYPE, request.owner_principal_name)
         renewers = [KafkaPrincipal(r.principal_type, r.principal_name) for r in request.renewers or []]
+        shown = requester if ctx.api_version >= 3 else None  # the requester fields are v3+
         if not token_requests_allowed(ctx):
-            return _create_error(request, ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, None, owner, requester)
+            return _create_error(request, ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, None, owner, shown)
         if owner != requester and not self.authorizer.authorize(ctx, AclOperation.CREATE_TOKENS, ResourceType.USER,
                                                                   str(owner)):
-            return _create_error(request, ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED, None, owner, requester)
+            return _create_error(request, ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED, None, owner, shown)
         if any(r.principal_type != USER_TYPE for r in renewers):
-            return _create_error(request, ErrorCode.INVALID_PRINCIPAL_TYPE, None, owner, requester)
+            return _create_error(request, ErrorCode.INVALID_PRINCIPAL_TYPE, None, owner, shown)
         outcome = self.tokens.create(owner, requester, renewers, request.max_lifetime_ms)
         if outcome.token is None:  # Kafka's controller answers its refusals with zero timestamps
-            return _create_error(request, outcome.error, None, owner, requester, 0)
+            return _create_error(request, outcome.error, None, owner, shown, 0)
         info = outcome.token.info
         return CreateDelegationTokenResponse(
             error_code=0, principal_type=owner.principal_type, principal_name=owner.name,
-            token_requester_principal_type=requester.principal_type, token_requester_principal_name=requester.name,
+            token_requester_principal_type=shown.principal_type if shown else "",
+            token_requester_principal_name=shown.name if shown else "",
             issue_timestamp_ms=info.issue_timestamp, expiry_timestamp_ms=info.expiry_timestamp,
             max_timestamp_ms=info.max_timestamp, token_id=info.token_id, hmac=outcome.token.hmac, throttle_time_ms=0)
 
