@@ -41,42 +41,45 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     create.add_argument("--max-life-time-period", type=int, default=-1, metavar="MS",
                         help="longest life of the token in ms (-1, the default: the broker's "
                              "delegation.token.max.lifetime.ms)")
-    create.add_argument("--renewer-principal", action="append", default=[], metavar="User:NAME",
+    create.add_argument("--renewer-principal", action="append", default=[], metavar="User:NAME", type=_principal,
                         help="a principal that may renew the token (repeatable)")
-    create.add_argument("--owner-principal", metavar="User:NAME", help="the token's owner (default: yourself)")
+    create.add_argument("--owner-principal", metavar="User:NAME", type=_principal,
+                        help="the token's owner (default: yourself)")
     command(create, _create)
     renew = actions.add_parser("renew", help="push a token's expiry back", description="Renew a token (its owner "
                                "or a renewer): its expiry becomes now + the period, never past its max time.")
-    renew.add_argument("--hmac", required=True, help="the token's HMAC (base64)")
+    renew.add_argument("--hmac", required=True, type=_hmac, help="the token's HMAC (base64)")
     renew.add_argument("--renew-time-period", type=int, default=-1, metavar="MS",
                        help="renewal period in ms (-1, the default: delegation.token.expiry.time.ms)")
     command(renew, _renew)
     expire = actions.add_parser("expire", help="expire a token now or after a period",
                                 description="Expire a token (its owner or a renewer): -1, the default, removes "
                                 "it now; a period sets its expiry to now + the period.")
-    expire.add_argument("--hmac", required=True, help="the token's HMAC (base64)")
+    expire.add_argument("--hmac", required=True, type=_hmac, help="the token's HMAC (base64)")
     expire.add_argument("--expiry-time-period", type=int, default=-1, metavar="MS",
                         help="expire after this many ms (-1, the default: now)")
     command(expire, _expire)
     describe = actions.add_parser("describe", help="list tokens", description="List the tokens you own, may "
                                   "renew, or may describe (ACLs), optionally only those of some owners.")
-    describe.add_argument("--owner-principal", action="append", default=[], metavar="User:NAME",
+    describe.add_argument("--owner-principal", action="append", default=[], metavar="User:NAME", type=_principal,
                           help="only this owner's tokens (repeatable); none: every token you may see")
     command(describe, _describe)
 
 
-def _principal(text: str, option: str) -> tuple[str, str]:
+def _principal(text: str) -> tuple[str, str]:
+    """An argparse type: ``Type:name`` -> (type, name)."""
     principal_type, sep, name = text.strip().partition(":")
     if not sep or not principal_type or not name:
-        raise CliError(f"{option}: expected Type:name (e.g. User:alice), got {text!r}", exit_code=2)
+        raise argparse.ArgumentTypeError(f"expected Type:name (e.g. User:alice), got {text!r}")
     return principal_type, name
 
 
 def _hmac(text: str) -> bytes:
+    """An argparse type: the token's HMAC in base64."""
     try:
         return base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
-        raise CliError(f"--hmac: not base64: {text!r}", exit_code=2) from None
+        raise argparse.ArgumentTypeError(f"not base64: {text!r}") from None
 
 
 def _date(ms: int) -> str:
@@ -108,8 +111,8 @@ def _table(rows: list[list[str]]) -> None:
 def _create(args: argparse.Namespace) -> int:
     from tidelog.protocol.messages import CreateDelegationTokenRequest as C
 
-    renewers = [_principal(r, "--renewer-principal") for r in args.renewer_principal]
-    owner = _principal(args.owner_principal, "--owner-principal") if args.owner_principal else (None, None)
+    renewers = args.renewer_principal
+    owner = args.owner_principal or (None, None)
     response = _request(args, C(owner_principal_type=owner[0], owner_principal_name=owner[1],
                                 renewers=[C.CreatableRenewers(principal_type=t, principal_name=n) for t, n in renewers],
                                 max_lifetime_ms=args.max_life_time_period))
@@ -127,7 +130,7 @@ def _create(args: argparse.Namespace) -> int:
 def _renew(args: argparse.Namespace) -> int:
     from tidelog.protocol.messages import RenewDelegationTokenRequest
 
-    response = _request(args, RenewDelegationTokenRequest(hmac=_hmac(args.hmac),
+    response = _request(args, RenewDelegationTokenRequest(hmac=args.hmac,
                                                           renew_period_ms=args.renew_time_period))
     if response.error_code:
         raise _refused("token not renewed", response.error_code)
@@ -138,7 +141,7 @@ def _renew(args: argparse.Namespace) -> int:
 def _expire(args: argparse.Namespace) -> int:
     from tidelog.protocol.messages import ExpireDelegationTokenRequest
 
-    response = _request(args, ExpireDelegationTokenRequest(hmac=_hmac(args.hmac),
+    response = _request(args, ExpireDelegationTokenRequest(hmac=args.hmac,
                                                            expiry_time_period_ms=args.expiry_time_period))
     if response.error_code:
         raise _refused("token not expired", response.error_code)
@@ -150,7 +153,7 @@ def _expire(args: argparse.Namespace) -> int:
 def _describe(args: argparse.Namespace) -> int:
     from tidelog.protocol.messages import DescribeDelegationTokenRequest as D
 
-    owners = [_principal(o, "--owner-principal") for o in args.owner_principal]
+    owners = args.owner_principal
     response = _request(args, D(owners=[D.DescribeDelegationTokenOwner(principal_type=t, principal_name=n)
                                         for t, n in owners] or None))
     if response.error_code:
