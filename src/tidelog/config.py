@@ -175,6 +175,16 @@ _BROKER_DEFS = [
     ConfigDef("connections.max.reauth.ms", _long(), 0,
               "Longest SASL session before the client must re-authenticate (KIP-368); 0: sessions never "
               "expire.", topic=False),
+    # Delegation tokens (docs/security.md "Delegation tokens"): served once the secret key is set.
+    ConfigDef("delegation.token.secret.key", _optional(_parse_string), None,
+              "Secret key of the HMACs of delegation tokens (the same on every broker); unset: delegation "
+              "tokens are disabled (DELEGATION_TOKEN_AUTH_DISABLED).", topic=False, sensitive=True),
+    ConfigDef("delegation.token.max.lifetime.ms", _long(1), 604_800_000,
+              "Longest life of a delegation token; renewals cannot extend it past this.", topic=False),
+    ConfigDef("delegation.token.expiry.time.ms", _long(1), 86_400_000,
+              "How long a delegation token lives until it is renewed (the default renewal period).", topic=False),
+    ConfigDef("delegation.token.expiry.check.interval.ms", _long(1), 3_600_000,
+              "How often expired delegation tokens are removed.", topic=False),
     ConfigDef("sasl.jaas.config", _optional(_parse_string), None,
               "Accepted for compatibility and not used: users are SCRAM credentials (tidelog users).",
               topic=False, sensitive=True),

@@ -38,6 +38,7 @@ TOOLS = {
     "kafka-verifiable-consumer": "org.apache.kafka.tools.VerifiableConsumer",
     "kafka-dump-log": "org.apache.kafka.tools.DumpLogSegments",
     "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+    "kafka-delegation-tokens": "org.apache.kafka.tools.DelegationTokenCommand",
 }
 
 #: KAFKA_HEAP_OPTS the scripts set; kafka-run-class.sh's own default is -Xmx256M.

@@ -68,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         cluster,
         configs,
         consume,
+        delegation_tokens,
         dev_cluster,
         groups,
         offsets,
@@ -99,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     perf.add_parser(sub)
     dev_cluster.add_parser(sub)
     users.add_parser(sub)
+    delegation_tokens.add_parser(sub)
     schemas.add_parser(sub)
     return parser
 

@@ -133,14 +133,16 @@ class SaslRefused(Exception):
         return f"{failed}: {self.message}"
 
 
-def sasl_exchange(mechanism: str, username: str, password: str) -> Generator[Message, Message, None]:
+def sasl_exchange(mechanism: str, username: str, password: str,
+                  tokenauth: bool = False) -> Generator[Message, Message, None]:
     """The SASL conversation of a client: yields SaslHandshake, then SaslAuthenticate requests; send
-    each and pass its decoded response back (``generator.send``). Raises :class:`SaslRefused`."""
+    each and pass its decoded response back (``generator.send``). Raises :class:`SaslRefused`.
+    ``tokenauth``: SCRAM with a delegation token (user: the token id, password: its HMAC in base64)."""
     handshake = yield SaslHandshakeRequest(mechanism=mechanism)
     if handshake.error_code:
         raise SaslRefused("handshake", mechanism, username, handshake.error_code,
                           enabled=tuple(handshake.mechanisms or ()))
-    client = sasl_client(mechanism, username, password)
+    client = sasl_client(mechanism, username, password, tokenauth)
     reply = b""
     try:
         while (token := client.step(reply)) is not None:

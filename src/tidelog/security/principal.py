@@ -6,13 +6,16 @@ SASL authentication or a client certificate replace it. The authorizer and quota
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
 class KafkaPrincipal:
     principal_type: str
     name: str
+    #: Authenticated with a delegation token (SCRAM ``tokenauth``): such a connection may not create, renew
+    #: or expire tokens. Not part of the identity (equality, hashing), as in Kafka.
+    token_authenticated: bool = field(default=False, compare=False)
 
     def __str__(self) -> str:
         return f"{self.principal_type}:{self.name}"

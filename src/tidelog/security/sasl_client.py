@@ -91,11 +91,13 @@ def _saslname(user: str) -> str:
 class ScramClient:
     """One SCRAM exchange: client-first, (server-first) client-final, (server-final) verified."""
 
-    def __init__(self, mechanism: str, user: str, password: str, nonce: str | None = None) -> None:
+    def __init__(self, mechanism: str, user: str, password: str, nonce: str | None = None,
+                 tokenauth: bool = False) -> None:
+        """``tokenauth``: authenticate with a delegation token (user: its id, password: its HMAC in base64)."""
         self.mechanism, self._hash = mechanism, MECHANISMS[mechanism]
         self._password = password
         self._nonce = nonce or secrets.token_urlsafe(24)
-        self._bare = f"n={_saslname(user)},r={self._nonce}"
+        self._bare = f"n={_saslname(user)},r={self._nonce}" + (",tokenauth=true" if tokenauth else "")
         self._state = "first"
         self._server_signature = b""
 
@@ -136,11 +138,11 @@ class ScramClient:
             raise AuthenticationError("SCRAM server signature does not match: the server does not know the password")
 
 
-def sasl_client(mechanism: str, user: str, password: str) -> PlainClient | ScramClient:
+def sasl_client(mechanism: str, user: str, password: str, tokenauth: bool = False) -> PlainClient | ScramClient:
     if mechanism == "PLAIN":
         return PlainClient(user, password)
     if mechanism in MECHANISMS:
-        return ScramClient(mechanism, user, password)
+        return ScramClient(mechanism, user, password, tokenauth=tokenauth)
     raise ValueError(f"SASL mechanism {mechanism} is not supported between brokers")
 
 

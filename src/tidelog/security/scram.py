@@ -9,7 +9,10 @@ text form of it (the ZooKeeper ``/config/users/<user>`` entry) is
 :class:`ScramServer` runs one exchange: client-first -> server-first, client-final -> server-final.
 An unknown user gets a made-up credential (a salt derived from the user name and a per-broker secret,
 so the same name always sees the same salt) and fails at the proof, exactly as a wrong password does:
-the reply to the first message does not tell whether the user exists. Pure: no I/O.
+the reply to the first message does not tell whether the user exists. With the ``tokenauth=true``
+extension (delegation tokens, :mod:`tidelog.security.delegation_token`) the user is a token id, the
+credential the one derived from the token's HMAC, and the authenticated user the token's owner; an
+unknown or expired token fails at the proof in the same way. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -126,6 +129,28 @@ def _decode_saslname(name: str) -> str:
     return "".join(out)
 
 
+def _extensions(text: str) -> dict[str, str]:
+    """The SCRAM extensions after ``r=nonce`` in the client-first message (RFC 5802 ``extensions``, which
+    Kafka uses for ``tokenauth=true``): ``key=value`` pairs separated by commas."""
+    out = {}
+    for item in filter(None, text.split(",")):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise AuthenticationError("Invalid SCRAM client first message: malformed extension")
+        out[key] = value
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class TokenCredential:
+    """What a ``tokenauth`` exchange checks: the SCRAM credential derived from the token's HMAC, the
+    token's owner (the session's user) and its expiry timestamp (ms)."""
+
+    credential: ScramCredential
+    owner: str
+    expiry_timestamp: int
+
+
 def _attributes(message: str, what: str) -> list[tuple[str, str]]:
     out = []
     for item in message.split(","):
@@ -140,12 +165,15 @@ class ScramServer:
     """The server side of one SCRAM exchange (one per authentication). :meth:`step` takes each client
     message and returns the reply; :attr:`user` is set once the exchange succeeded."""
 
-    def __init__(self, mechanism: str, lookup, secret: bytes, nonce: str | None = None) -> None:
+    def __init__(self, mechanism: str, lookup, secret: bytes, nonce: str | None = None, token_lookup=None) -> None:
         if mechanism not in MECHANISMS:
             raise ValueError(f"{mechanism} is not a SCRAM mechanism")
         self.mechanism = mechanism
         self._hash = MECHANISMS[mechanism]
         self._lookup = lookup  # user -> ScramCredential | None
+        # token id -> TokenCredential | None (None: delegation tokens are disabled)
+        self._token_lookup = token_lookup
+        self._token: TokenCredential | None = None
         self._secret = secret
         self._server_nonce = nonce or secrets.token_urlsafe(24)
         self._state = "client-first"
@@ -156,6 +184,9 @@ class ScramServer:
         self._credential: ScramCredential | None = None
         self._known = False
         self.user: str | None = None
+        #: Set once a ``tokenauth=true`` exchange succeeded: the user is the token's owner.
+        self.token_authenticated = False
+        self.token_expiry_ms: int | None = None
 
     @property
     def complete(self) -> bool:
@@ -182,19 +213,23 @@ class ScramServer:
         if authzid and not authzid.startswith("a="):
             raise AuthenticationError("Invalid SCRAM client first message: malformed authorization id")
         bare = parts[2]
-        attrs = _attributes(bare, "client first")
-        if len(attrs) < 2 or attrs[0][0] != "n" or attrs[1][0] != "r" or not attrs[1][1]:
+        head, sep, tail = bare.partition(",r=")
+        attrs = [*_attributes(head, "client first"), ("r", tail.split(",", 1)[0])] if sep else []
+        if len(attrs) != 2 or attrs[0][0] != "n" or not attrs[1][1]:
             raise AuthenticationError("Invalid SCRAM client first message: expected n=user,r=nonce")
+        extensions = _extensions(tail.split(",", 1)[1] if "," in tail else "")
         user = _decode_saslname(attrs[0][1])
         if not user:
             raise AuthenticationError("Invalid SCRAM client first message: empty user name")
-        extensions = dict(attrs[2:])
-        if extensions.get("t") == "tokenauth=true" or "tokenauth" in bare:
-            raise AuthenticationError("Authentication failed: delegation tokens are not supported")
         if authzid and _decode_saslname(authzid[2:]) != user:
             raise AuthenticationError("Authentication failed: Client requested an authorization id that is "
                                       "different from username")
-        credential = self._lookup(user)
+        if extensions.get("tokenauth", "").lower() == "true":  # Kafka's ScramExtensions.tokenAuthenticated
+            # the user is a delegation token's id; the password, the token's HMAC in base64
+            self._token = self._token_lookup(user) if self._token_lookup is not None else None
+            credential = self._token.credential if self._token is not None else None
+        else:
+            credential = self._lookup(user)
         self._known = credential is not None
         self._credential = credential or fake_credential(self.mechanism, user, self._secret)
         self.user = None
@@ -236,7 +271,12 @@ class ScramServer:
         valid = hmac.compare_digest(hashlib.new(self._hash, client_key).digest(), self._credential.stored_key)
         if not (valid and self._known):
             raise AuthenticationError(self.failure_message())
-        self.user = self._pending_user
+        if self._token is not None:
+            self.user = self._token.owner
+            self.token_authenticated = True
+            self.token_expiry_ms = self._token.expiry_timestamp
+        else:
+            self.user = self._pending_user
         self._state = "done"
         server_signature = _hmac(self._hash, self._credential.server_key, auth_message)
         return b"v=" + base64.b64encode(server_signature)
@@ -256,6 +296,7 @@ __all__ = [
     "AuthenticationError",
     "ScramCredential",
     "ScramServer",
+    "TokenCredential",
     "credential_from_password",
     "credential_from_salted_password",
     "fake_credential",

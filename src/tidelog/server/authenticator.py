@@ -25,7 +25,7 @@ from tidelog.errors import ErrorCode
 from tidelog.protocol.messages import ApiKey
 from tidelog.security.plain import PlainServer
 from tidelog.security.principal import USER_TYPE, KafkaPrincipal
-from tidelog.security.scram import MECHANISMS, AuthenticationError, ScramServer
+from tidelog.security.scram import MECHANISMS, AuthenticationError, ScramServer, TokenCredential
 
 #: What a client may send before it has authenticated.
 PRE_AUTH_APIS = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
@@ -43,6 +43,9 @@ class SaslSettings:
     plain_users: dict[str, str] = field(default_factory=dict)
     #: Seeds the made-up salts shown to unknown users (stable for the broker's lifetime).
     secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
+    #: Delegation tokens (a tidelog.security.delegation_token.DelegationTokenManager), for SCRAM's
+    #: ``tokenauth=true``; None: no token authenticates.
+    tokens: object = None
 
 
 class SaslAuthenticator:
@@ -56,6 +59,7 @@ class SaslAuthenticator:
         self.close_reason: str | None = None
         self._server: ScramServer | PlainServer | None = None
         self._reauthenticating = False
+        self._session_lifetime_ms = 0
 
     @property
     def authenticated(self) -> bool:
@@ -113,8 +117,8 @@ class SaslAuthenticator:
             self.close_reason = f"failed authentication ({self.mechanism}): {e}{detail}"
             return ErrorCode.SASL_AUTHENTICATION_FAILED, str(e), b"", 0
         lifetime = 0
-        if self.state == "authenticated" and version >= 1 and self.settings.reauth_ms > 0:
-            lifetime = self.settings.reauth_ms
+        if self.state == "authenticated" and version >= 1 and self.session_expiry_ms is not None:
+            lifetime = self._session_lifetime_ms
         return ErrorCode.NONE, None, reply, lifetime
 
     def raw_token(self, token: bytes) -> bytes:
@@ -128,14 +132,27 @@ class SaslAuthenticator:
         if mechanism == "PLAIN":
             return PlainServer(creds.get, self.settings.plain_users)  # type: ignore[attr-defined]
         assert mechanism in MECHANISMS
-        return ScramServer(mechanism, lambda user: creds.get(user, mechanism), self.settings.secret)  # type: ignore[attr-defined]
+        return ScramServer(mechanism, lambda user: creds.get(user, mechanism), self.settings.secret,  # type: ignore[attr-defined]
+                           token_lookup=lambda token_id: self._token_credential(token_id, mechanism))
+
+    def _token_credential(self, token_id: str, mechanism: str) -> TokenCredential | None:
+        """A delegation token's SCRAM credential, owner and expiry (None: no such token, or expired)."""
+        tokens = self.settings.tokens
+        info = tokens.token(token_id) if tokens is not None else None  # type: ignore[attr-defined]
+        if info is None or info.expired(self.clock.wall_ms()):
+            return None
+        credential = tokens.credential(token_id, mechanism)  # type: ignore[attr-defined]
+        return TokenCredential(credential, info.owner.name, info.expiry_timestamp) if credential else None
 
     def _step(self, token: bytes) -> bytes:
-        assert self._server is not None
-        reply = self._server.step(token)
-        if self._server.complete:
-            assert self._server.user is not None
-            principal = KafkaPrincipal(USER_TYPE, self._server.user)
+        server = self._server
+        assert server is not None
+        reply = server.step(token)
+        if server.complete:
+            assert server.user is not None
+            # a delegation token's session (SCRAM tokenauth): its principal is the token's owner
+            token_expiry = server.token_expiry_ms if isinstance(server, ScramServer) else None
+            principal = KafkaPrincipal(USER_TYPE, server.user, token_authenticated=token_expiry is not None)
             if self._reauthenticating and principal != self.principal:
                 raise AuthenticationError(f"Cannot change principals during re-authentication from "
                                           f"{self.principal}: {principal}")
@@ -144,8 +161,10 @@ class SaslAuthenticator:
             self._server = None
             self._reauthenticating = False
             reauth = self.settings.reauth_ms
+            if reauth > 0 and token_expiry is not None:  # it ends with the token (Kafka's CREDENTIAL.LIFETIME.MS)
+                reauth = max(1, min(reauth, token_expiry - self.clock.wall_ms()))
+            self._session_lifetime_ms = reauth
             self.session_expiry_ms = self.clock.monotonic_ms() + reauth if reauth > 0 else None
         return reply
-
 
 __all__ = ["PRE_AUTH_APIS", "SaslAuthenticator", "SaslSettings"]

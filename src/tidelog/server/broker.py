@@ -82,6 +82,7 @@ from tidelog.replica.housekeeping import LogHousekeeping
 from tidelog.replica.manager import ReplicaManager
 from tidelog.schema_registry.validation import SchemaIdValidation
 from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
+from tidelog.security.delegation_token import DelegationTokenManager, TokenSettings
 from tidelog.server.controller_events import ControllerEventManager
 from tidelog.server.dispatcher import HandlerRegistry
 from tidelog.server.fetch_session import FetchSessionCache
@@ -109,6 +110,7 @@ from tidelog.server.handlers import (
     TxnPartitionHandlers,
 )
 from tidelog.server.handlers.client_quotas import ClientQuotaHandlers
+from tidelog.server.handlers.delegation_tokens import DelegationTokenHandlers
 from tidelog.server.handlers.leadership import ElectLeadersHandler
 from tidelog.server.handlers.reassignment import ReassignmentHandlers
 from tidelog.server.handlers.sasl import SaslHandlers
@@ -247,6 +249,8 @@ class Broker:
             retry_backoff_max_ms=config["add.partitions.to.txn.retry.backoff.max.ms"], remote=inter_broker)
         # Security: SCRAM credentials (users), and each listener's TLS and SASL (docs/security.md).
         self.credentials = credentials = mode.credentials
+        # Delegation tokens (delegation.token.secret.key), kept where the mode keeps metadata.
+        self.delegation_tokens = DelegationTokenManager(TokenSettings.from_config(config), mode.tokens, clock)
         self.listener_security: dict[str, ListenerSecurity] = {}  # filled at start: reads the PEM files
         self.fetch_sessions = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"], clock)
         store.subscribe(self._after_metadata_change)
@@ -303,6 +307,7 @@ class Broker:
             AclHandlers(controller, auth),
             SaslHandlers(config["sasl.enabled.mechanisms"]),
             ScramCredentialHandlers(credentials, auth),
+            DelegationTokenHandlers(self.delegation_tokens, auth),
             ClientQuotaHandlers(store, controller, auth),
             ElectLeadersHandler(leadership, auth),
             ReassignmentHandlers(store, leadership.reassign, auth),
@@ -509,7 +514,8 @@ class Broker:
         self.controller_events.start()
         for reason in ignored_listener_keys(self.config, used):
             log.warning("%s", reason)
-        self.listener_security.update({listener.name: listener_security(self.config, listener, self.credentials)
+        self.listener_security.update({listener.name: listener_security(self.config, listener, self.credentials,
+                                                                        self.delegation_tokens)
                                        for listener in self.listeners})
         await self.network.bind(self.listeners)
         try:
@@ -607,12 +613,18 @@ class Broker:
             jobs.append((self.config["log.cleaner.backoff.ms"], self.housekeeping.compact))
         if self.console is not None:
             jobs.append((self.config["console.sample.interval.ms"], self.console.sample))
+        if self.delegation_tokens.enabled:
+            jobs.append((self.config["delegation.token.expiry.check.interval.ms"], self._sweep_tokens))
         jobs.extend(self.mode_runtime.jobs())  # a cluster: high-watermark checkpoints, leader rebalance
         self.periodic.start(jobs)
 
     async def _check_disk_space(self) -> None:
         """A full log dir ends once there is room again (tidelog.disk_space): checked every second."""
         self.logs.check_space()
+
+    async def _sweep_tokens(self) -> None:
+        """Expired delegation tokens are removed (delegation.token.expiry.check.interval.ms)."""
+        self.delegation_tokens.sweep()
 
     async def _reap_idle(self) -> None:
         self.network.reap_idle()

@@ -33,6 +33,7 @@ from tidelog.cluster.credential_store import (
     ZooKeeperCredentialStore,
 )
 from tidelog.cluster.store import EmbeddedStore, MetadataStore
+from tidelog.cluster.token_store import EmbeddedTokenStore, ZooKeeperTokenStore
 from tidelog.cluster.topic_config import TopicConfigs
 from tidelog.config import BrokerConfig
 from tidelog.coordinator.txn.inter_broker import InterBrokerClient
@@ -89,6 +90,8 @@ class ModeRuntime(Protocol):
 class Mode(Protocol):
     store: MetadataStore
     credentials: CredentialStore
+    #: delegation tokens (tidelog.cluster.token_store), read by every broker
+    tokens: EmbeddedTokenStore | ZooKeeperTokenStore
     #: how the partition states the controller decides are written (first states, ElectLeaders ...)
     alter_partition_state: AlterPartitionState | None
     #: what the active controller carries out after each metadata change (elections after a broker loss,
@@ -136,6 +139,7 @@ class SingleNode:
     def __init__(self, data_dir: Path) -> None:
         self.store = EmbeddedStore(data_dir)
         self.credentials = EmbeddedCredentialStore(data_dir)
+        self.tokens: EmbeddedTokenStore | ZooKeeperTokenStore = EmbeddedTokenStore(data_dir)
         self.alter_partition_state: AlterPartitionState | None = self.store.alter_partition_state
 
     def replica_options(self) -> dict[str, Any]:
@@ -201,6 +205,8 @@ class ClusterMode:
         self.controller_duties: ControllerDuties | None = store
         # SCRAM users in /config/users, read from a cache (watched), never from ZooKeeper on the loop
         self.credentials = ZooKeeperCredentialStore(lambda: store.client)
+        # delegation tokens in /delegation_token/tokens, read from a map kept current by watches
+        self.tokens = ZooKeeperTokenStore(lambda: store.client)
         self.alter_partition_state = store.alter_partition_state
         listener = inter_broker_listener_name(config, listeners)
         # Connections to other brokers (peer clients) use the inter-broker listener's TLS/SASL
@@ -250,6 +256,7 @@ class _ClusterRuntime:
         config = mode.config
         self.config = config
         self.credentials = mode.credentials
+        self.tokens = mode.tokens
         self.replicas = replicas
         self.leadership = leadership
         self.hw_checkpoints = HighWatermarkCheckpoints(logs)
@@ -266,6 +273,8 @@ class _ClusterRuntime:
 
     async def load(self) -> None:
         self.credentials.watch()  # SCRAM lookups from a cache, never from ZooKeeper on the loop
+        if self.config["delegation.token.secret.key"]:  # as Kafka, the token paths only with tokens enabled
+            self.tokens.watch()
         lowered = self.hw_checkpoints.restore()
         if lowered:
             log.info("%d high watermarks restored from replication-offset-checkpoint", lowered)
@@ -294,6 +303,7 @@ class _ClusterRuntime:
 
     def close(self) -> None:
         self.credentials.close()
+        self.tokens.close()
 
 
 __all__ = ["ClusterMode", "Mode", "ModeRuntime", "SingleNode", "broker_mode"]

@@ -161,7 +161,8 @@ def plain_users(config: BrokerConfig, listener: str) -> dict[str, str]:
     return {k[len("user_"):]: v for k, v in entry.options.items() if k.startswith("user_") and len(k) > 5}
 
 
-def listener_security(config: BrokerConfig, listener: Listener, credentials: object) -> ListenerSecurity:
+def listener_security(config: BrokerConfig, listener: Listener, credentials: object,
+                      tokens: object = None) -> ListenerSecurity:
     """The security of ``listener``. Raises ConfigError for a missing or unreadable key store, a bad rule ..."""
     protocol = config["listener.security.protocol.map"][listener.name]
     ctx = mapper = sasl = None
@@ -171,7 +172,8 @@ def listener_security(config: BrokerConfig, listener: Listener, credentials: obj
     if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
         mechanisms = listener_value(config, listener.name, "sasl.enabled.mechanisms")
         sasl = SaslSettings(mechanisms, credentials, config["connections.max.reauth.ms"],
-                            config["sasl.server.max.receive.size"], plain_users(config, listener.name))
+                            config["sasl.server.max.receive.size"], plain_users(config, listener.name),
+                            tokens=tokens)
     return ListenerSecurity(protocol, ctx, mapper, sasl)
 
 

@@ -80,10 +80,10 @@ class BrokerProcess(ServerProcess):
     def listener_port(self, name: str) -> int:
         """The bound port of listener ``name`` (``SSL``, ``SASL_SSL`` ...), from the broker's start-up log line."""
         line = self.stderr_text(until=" listening on ")
-        m = re.search(rf"[ ,]{re.escape(name.upper())}://[^,\s]*:(\d+)", line)
-        if m is None:
+        found = re.findall(rf"[ ,]{re.escape(name.upper())}://[^,\s]*:(\d+)", line)
+        if not found:
             raise KeyError(f"the broker has no listener {name}")
-        return int(m.group(1))
+        return int(found[-1])  # after a restart: the last start's
 
     def _drain_stderr(self, proc: subprocess.Popen) -> None:
         assert proc.stderr is not None

@@ -79,7 +79,7 @@ def test_channel_binding_must_echo_the_gs2_header():
 
 
 @pytest.mark.parametrize("message", [b"", b"garbage", b"p=tls-unique,,n=user,r=x", b"n,,r=x,n=user", b"n,,n=,r=x",
-                                     b"n,,n=a=ZZb,r=x", b"\xff\xfe", b"n,,n=user,r=x,tokenauth=true"])
+                                     b"n,,n=a=ZZb,r=x", b"\xff\xfe", b"n,,n=user,r=x,tokenauth"])
 def test_malformed_client_first_is_refused(message):
     with pytest.raises(AuthenticationError):
         _rfc_server().step(message)
