@@ -332,8 +332,9 @@ _BROKER_DEFS = [
               "The transaction protocol the broker finalizes (Kafka's transaction.version feature): 2 is "
               "KIP-890's, where every transaction bumps the producer epoch.", topic=False),
     ConfigDef("share.version", _parse_int(0, 2), 0,
-              "The share-group protocol the broker finalizes (Kafka's share.version feature, KIP-932): 0 serves "
-              "no share-group API; 1 serves share groups' membership and admin APIs (docs/share-groups.md). "
+              "The share-group protocol a new cluster finalizes (Kafka's share.version feature, KIP-932): 0 serves "
+              "no share-group API; 1 serves share groups (docs/share-groups.md). The initial level only: "
+              "UpdateFeatures (tidelog features, kafka-features.sh) changes the cluster's level at runtime. "
               "Share groups are being built (issue 27); until they are complete the default stays 0.", topic=False),
     ConfigDef("share.coordinator.state.topic.num.partitions", _int(1), 50,
               "Partitions of __share_group_state (the share coordinator's topic, KIP-932).", topic=False),

@@ -68,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         configs,
         consume,
         dev_cluster,
+        features,
         groups,
         offsets,
         perf,
@@ -91,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     share_groups.add_parser(sub)
     configs.add_parser(sub)
     cluster.add_parser(sub)
+    features.add_parser(sub)
     quotas.add_parser(sub)
     acls.add_parser(sub)
     transactions.add_parser(sub)

@@ -101,6 +101,10 @@ class MetadataImage:
     client_quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = field(default_factory=dict)
     #: Every ACL binding (CreateAcls/DeleteAcls; the authorizer reads them).
     acls: frozenset[AclBinding] = frozenset()
+    #: Feature levels set by UpdateFeatures (KIP-584; 0 kept: it overrides a config's initial level), and
+    #: the epoch of their last change (0: never changed); see cluster/features.py.
+    finalized_features: dict[str, int] = field(default_factory=dict)
+    features_epoch: int = 0
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
         for t in self.topics.values():

@@ -47,6 +47,7 @@ from tidelog import __version__
 from tidelog.clock import Clock, SystemClock
 from tidelog.cluster.config_entries import ConfigDescriber
 from tidelog.cluster.controller import Controller
+from tidelog.cluster.features import SHARE_GROUP_APIS, ClusterFeatures, initial_levels
 from tidelog.cluster.metadata import BrokerInfo, MetadataImage
 from tidelog.cluster.topic_config import TopicConfigs
 from tidelog.config import BrokerConfig
@@ -104,6 +105,7 @@ from tidelog.server.handlers import (
     TxnPartitionHandlers,
 )
 from tidelog.server.handlers.client_quotas import ClientQuotaHandlers
+from tidelog.server.handlers.features import UpdateFeaturesHandler
 from tidelog.server.handlers.find_coordinator import LEADERS_WAIT_MS
 from tidelog.server.handlers.leadership import ElectLeadersHandler
 from tidelog.server.handlers.reassignment import ReassignmentHandlers
@@ -171,8 +173,10 @@ class Broker:
         self.controller = controller = Controller(store, self.broker_id, topic_configs, config,
                                                   internal_topics=INTERNAL_TOPIC_NAMES)
         # The coordinators' internal topics (coordinator/internal_topics.py): created on first use, found by key.
-        self.internal_topics = internal_topics = InternalTopicManager(controller, config, lambda: store.image,
-                                                                         enabled_internal_topics(config))
+        # The finalized feature levels (KIP-584), cluster state in the store; share.version turns share groups on.
+        self.features = features = ClusterFeatures(store, initial_levels(config), self.broker_id)
+        self.internal_topics = internal_topics = InternalTopicManager(
+            controller, config, lambda: store.image, enabled_internal_topics(features.share_groups_enabled))
 
         # The partitions this broker hosts, and what happens to their logs.
         self.events = events = LogEvents()
@@ -195,12 +199,11 @@ class Broker:
             ReplicaWriter(replicas, CONSUMER_OFFSETS.name, internal_topics.ensurer(CONSUMER_OFFSETS)),
             clock.call_later, group_types=[ConsumerGroupType, ShareGroupType], image_source=lambda: store.image,
             topic_exists=lambda name: name in store.image.topics)
-        # The share coordinator (KIP-932) and the broker's share-state persister, with share groups only
-        # (``share_persister`` given: what the share groups and share partitions use instead, in tests).
+        # The share coordinator (KIP-932) and the broker's share-state persister, served while share.version
+        # >= 1 (``share_persister`` given: what the share groups and share partitions use instead, in tests).
         self.share_coordinator, self.share_persister = share_state(
             config, clock, ReplicaWriter(replicas, SHARE_GROUP_STATE.name, internal_topics.ensurer(SHARE_GROUP_STATE)),
-            clock.call_later, lambda: store.image, getattr(mode, "peers", None), self.broker_id
-        ) if config["share.version"] >= 1 else (None, None)
+            clock.call_later, lambda: store.image, getattr(mode, "peers", None), self.broker_id)
         share_persister = share_persister or self.share_persister
         # The group coordinator's resets of share state drop the share partitions this broker holds for it.
         self.share_partitions: SharePartitionManager | None = None
@@ -246,11 +249,8 @@ class Broker:
         describer = ConfigDescriber(config, topic_configs)
         self.handlers = handlers = HandlerRegistry()
         handlers.add(
-            ApiVersionsHandler(handlers, {
-                "group.version": (1, int("consumer" in config["group.coordinator.rebalance.protocols"])),
-                "transaction.version": (2, config["transaction.version"]),
-                **({"share.version": (1, min(config["share.version"], 1))} if config["share.version"] >= 1 else {}),
-            }, lambda: store.image.cluster_id, self.broker_id),
+            ApiVersionsHandler(handlers, features.finalized, lambda: store.image.cluster_id, self.broker_id),
+            UpdateFeaturesHandler(features, auth),
             MetadataHandler(store, controller, config, auth),
             DescribeTopicPartitionsHandler(store, auth),
             ProduceHandler(replicas, verifier, auth),
@@ -265,9 +265,8 @@ class Broker:
             GroupHandlers(group_service, auth),
             OffsetHandlers(group_service, store, auth),
             ConsumerGroupHandlers(group_service, store, config["group.coordinator.rebalance.protocols"], auth),
-            *([ShareGroupHandlers(group_service, store, auth, high_watermarks=lambda t, p: (
-                o.high_watermark if (o := replicas.local_logs.offsets(t, p)) is not None else None))]
-              if config["share.version"] >= 1 else []),
+            ShareGroupHandlers(group_service, store, auth, high_watermarks=lambda t, p: (
+                o.high_watermark if (o := replicas.local_logs.offsets(t, p)) is not None else None)),
             InitProducerIdHandler(self.producer_ids, txn_service, auth),
             TransactionHandlers(txn_service, group_service, replicas, auth),
             TxnOffsetCommitHandler(group_service, replicas, verifier, internal_topics.ensurer(CONSUMER_OFFSETS), auth),
@@ -281,13 +280,14 @@ class Broker:
             *mode_runtime.handlers(auth),
             *([ShareStateHandlers(self.share_persister.local, auth)] if self.share_persister is not None else []),
         )
-        # Share groups' fetches (KIP-932), served only with share.version >= 1 and the share-state persister
-        # (the share coordinator's service; tests pass an in-memory one).
-        if config["share.version"] >= 1 and share_persister is not None:
+        # Share groups' fetches (KIP-932) with the share-state persister (the share coordinator's service;
+        # tests pass an in-memory one). Every share API is served only while share.version >= 1.
+        if share_persister is not None:
             self.share_partitions = SharePartitionManager(
                 replicas, share_persister, clock, config.values,
                 group_configs=lambda group_id: store.image.group_configs.get(group_id))
             handlers.add(ShareHandlers(self.share_partitions, auth))
+        handlers.gate(SHARE_GROUP_APIS, features.share_groups_enabled)
         # Client quotas (docs/security.md "Quotas"): measured and enforced around every handler.
         self.client_quotas = ClientQuotaManagers(config["quota.window.num"], config["quota.window.size.seconds"])
         store.subscribe(lambda _old, new: self.client_quotas.update(new.client_quotas))
