@@ -122,16 +122,17 @@ def _describe(args: argparse.Namespace) -> int:
 def _update(args: argparse.Namespace, updates: list[tuple[str, int]], upgrade_type: int, verb: str) -> int:
     from tidelog.protocol.messages import UpdateFeaturesRequest, UpdateFeaturesResponse
 
-    request = UpdateFeaturesRequest(
-        feature_updates=[UpdateFeaturesRequest.FeatureUpdateKey(feature=name, max_version_level=level,
-                                                                upgrade_type=upgrade_type,
-                                                                allow_downgrade=upgrade_type != UPGRADE)
-                         for name, level in updates],
-        validate_only=args.dry_run)
     with _connect(args) as conn:
-        version = conn.version_for(request.API_KEY)
+        version = conn.version_for(UpdateFeaturesRequest.API_KEY)
         if args.dry_run and version < 1:
             raise CliError(f"the broker at {conn.address} cannot validate only (UpdateFeatures v1+)")
+        # v0 says a downgrade with allow_downgrade, v1+ with the upgrade type
+        request = UpdateFeaturesRequest(
+            feature_updates=[UpdateFeaturesRequest.FeatureUpdateKey(
+                feature=name, max_version_level=level, **({"allow_downgrade": upgrade_type != UPGRADE} if version == 0
+                                                          else {"upgrade_type": upgrade_type}))
+                for name, level in updates],
+            validate_only=args.dry_run)
         answer = conn.request(request, version)
     assert isinstance(answer, UpdateFeaturesResponse)
     done = "can be" if args.dry_run else "was"
