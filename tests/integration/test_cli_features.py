@@ -5,6 +5,7 @@ advertises them), as on a Kafka cluster with kafka-features.sh."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -29,7 +30,7 @@ def described(bootstrap: str) -> dict[str, dict[str, str]]:
     assert done.returncode == 0, done
     out = {}
     for line in done.stdout.splitlines():
-        fields = dict(part.split(": ", 1) for part in line.split("\t"))
+        fields = dict(re.findall(r"(\w+): (\S+)", line))
         out[fields.pop("Feature")] = fields
     return out
 

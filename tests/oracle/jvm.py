@@ -36,6 +36,7 @@ TOOLS = {
     "kafka-verifiable-consumer": "org.apache.kafka.tools.VerifiableConsumer",
     "kafka-dump-log": "org.apache.kafka.tools.DumpLogSegments",
     "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+    "kafka-features": "org.apache.kafka.tools.FeatureCommand",
 }
 
 #: KAFKA_HEAP_OPTS the scripts set; kafka-run-class.sh's own default is -Xmx256M.

@@ -2,10 +2,12 @@
 ``kafka-features.sh`` does::
 
     $ tidelog features describe
-    Feature: group.version	SupportedMinVersion: 0	SupportedMaxVersion: 1	FinalizedVersionLevel: 1	Epoch: 1
-    Feature: metadata.version	SupportedMinVersion: 4.4-IV2	SupportedMaxVersion: 4.4-IV2	FinalizedVersionLevel: 4.4-IV2	Epoch: 1
-    Feature: share.version	SupportedMinVersion: 0	SupportedMaxVersion: 1	FinalizedVersionLevel: 0	Epoch: 1
-    Feature: transaction.version	SupportedMinVersion: 0	SupportedMaxVersion: 2	FinalizedVersionLevel: 2	Epoch: 1
+    Feature: group.version                             SupportedMinVersion: 0                SupportedMaxVersion: 1  ...
+    Feature: metadata.version                          SupportedMinVersion: 4.4-IV2          SupportedMaxVersion: 4.4-IV2  ...
+    Feature: share.version                             SupportedMinVersion: 0                SupportedMaxVersion: 1  ...
+    Feature: transaction.version                       SupportedMinVersion: 0                SupportedMaxVersion: 2  ...
+
+(each line goes on with ``FinalizedVersionLevel: N`` and ``Epoch: N``, in kafka-features.sh's columns)
     $ tidelog features upgrade --feature share.version=1
     share.version was upgraded to 1.
     $ tidelog features downgrade --feature share.version=0
@@ -112,9 +114,10 @@ def _describe(args: argparse.Namespace) -> int:
     finalized = {f.name: f.max_version_level for f in answer.finalized_features}
     epoch = answer.finalized_features_epoch
     for f in sorted(answer.supported_features, key=lambda f: f.name):
-        print(f"Feature: {f.name}\tSupportedMinVersion: {_level_text(f.name, f.min_version)}\t"
-              f"SupportedMaxVersion: {_level_text(f.name, f.max_version)}\t"
-              f"FinalizedVersionLevel: {_level_text(f.name, finalized.get(f.name, 0))}\t"
+        # kafka-features.sh 4.4's columns
+        print(f"Feature: {f.name:<42}SupportedMinVersion: {_level_text(f.name, f.min_version):<17}"
+              f"SupportedMaxVersion: {_level_text(f.name, f.max_version):<17}"
+              f"FinalizedVersionLevel: {_level_text(f.name, finalized.get(f.name, 0)):<17}"
               f"Epoch: {epoch if epoch >= 0 else '-'}")
     return 0
 
