@@ -67,6 +67,11 @@ def _earliest(program: Program, group: str) -> None:
             name="share.auto.offset.reset", config_operation=0, value="earliest")])]), compare=False)
 
 
+def _holds(response) -> bool:
+    """A heartbeat's answer brings partitions (an assignment is sent only when it changes)."""
+    return response.assignment is not None and any(tp.partitions for tp in response.assignment.topic_partitions)
+
+
 def _join(program: Program, group: str, member: str, version: int, compare_join: bool = True,
           label: str = "") -> None:
     """The member joins (compared unless ``compare_join``), then heartbeats (uncompared) until it holds
@@ -76,18 +81,21 @@ def _join(program: Program, group: str, member: str, version: int, compare_join:
     def remember(session: Session, response) -> None:
         if response.error_code == 0:
             session.vars[key] = response.member_epoch
+            session.vars[f"{key}/assigned"] = _holds(response)
 
     program.request(f"join-{group}{label}", version, heartbeat(group, member, 0, [TOPIC]), after=remember,
                     compare=compare_join)
 
     def until_assigned(session: Session) -> None:
+        if session.vars.get(f"{key}/assigned"):  # the join's answer brought them (Tidelog)
+            return
         deadline = time.monotonic() + 60
         while True:
             r = session.call(heartbeat(group, member, session.vars.get(key, 0),
                                        None if key in session.vars else [TOPIC]), version)
             if r.error_code == 0:
                 session.vars[key] = r.member_epoch
-                if r.assignment is not None and any(tp.partitions for tp in r.assignment.topic_partitions):
+                if _holds(r):
                     return
             if time.monotonic() > deadline:
                 raise AssertionError(f"{member} of {group} got no partitions on {session.bootstrap}: {r}")
