@@ -14,6 +14,7 @@ from tests.oracle.wire.cases import (
     cluster,
     config,
     consumer_group,
+    features,
     generated,
     group,
     offset,
@@ -27,7 +28,7 @@ from tests.oracle.wire.program import Program
 from tests.oracle.wire.setup import wait_for_coordinator, wait_for_group_partition, wait_for_producer_ids
 
 FAMILIES = (generated, cluster, topic, record, config, group, offset, consumer_group, scram, client_quota,
-            reassignment, share_group)
+            reassignment, share_group, features)
 
 
 def build(kafka_ranges: dict[int, tuple[int, int]], tidelog_ranges: dict[int, tuple[int, int]],
