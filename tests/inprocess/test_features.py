@@ -81,7 +81,7 @@ def test_share_version_turns_share_groups_on_and_off_at_runtime(tmp_path: Path) 
         # a downgrade needs a downgrade type; then share groups are off again
         r = await b.request(update("share.version", 0), 1)
         assert r.error_code == ErrorCode.INVALID_UPDATE_VERSION
-        assert r.results[0].error_code == ErrorCode.INVALID_UPDATE_VERSION and "downgrade" in r.error_message
+        assert r.results == [] and "downgrade" in r.error_message  # Kafka 4.4: no per-feature results
         r = await b.request(update("share.version", 0, upgrade_type=2), 1)
         assert r.error_code == 0
         levels, epoch = await finalized(b)

@@ -3,8 +3,8 @@
 As Kafka 4.4 answers: ALTER on the CLUSTER resource, else CLUSTER_AUTHORIZATION_FAILED; every update is
 checked first and the first refused one fails the whole request (INVALID_UPDATE_VERSION, its message
 Kafka's), nothing applied; ``validate_only`` (v1+) checks without applying. v0's ``allow_downgrade`` is a
-safe downgrade. The error is the top-level one; v0-1 repeat it in one result per feature named in the
-request (v2 has no results).
+safe downgrade. A refusal is the top-level error with no per-feature results; a success has v0-1's one
+result (NONE) per feature named (v2 has no results), as Kafka 4.4 answers (the wire differential suite).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class UpdateFeaturesHandler:
         try:
             self.features.update(updates, validate_only=request.validate_only and not v0)
         except KafkaError as e:
-            return _response(request, e.code, e.message)
+            return _response(request, e.code, e.message, [])
         return _response(request, ErrorCode.NONE, None)
 
 
