@@ -383,10 +383,11 @@ _BROKER_DEFS = [
               "The transaction protocol the broker finalizes (Kafka's transaction.version feature): 2 is "
               "KIP-890's, where every transaction bumps the producer epoch.", topic=False),
     ConfigDef("share.version", _parse_int(0, 2), 0,
-              "The share-group protocol the broker finalizes (Kafka's share.version feature, KIP-932): 0 serves "
+              "The share-group protocol a new cluster finalizes (Kafka's share.version feature, KIP-932): 0 serves "
               "no share-group API; 1 serves share groups (docs/share-groups.md); 2 adds their dead-letter queues "
-              "(KIP-1191). Share groups are being built (issue 27); until they are complete the default stays 0.",
-              topic=False),
+              "(KIP-1191). The initial level only: UpdateFeatures (tidelog features, kafka-features.sh) changes "
+              "the cluster's level at runtime. Share groups are being built (issue 27); until they are complete "
+              "the default stays 0.", topic=False),
     ConfigDef("errors.deadletterqueue.auto.create.topics.enable", _parse_bool, False,
               "Whether the broker creates a share group's dead-letter queue topic when it does not exist "
               "(KIP-1191, share.version=2).", topic=False),

@@ -21,6 +21,7 @@ from kazoo.client import KazooClient
 from tests.integration.zookeeper import start_zookeeper
 from tidelog.cli.zookeeper import ZooKeeperProcess
 from tidelog.cluster.controller import Controller
+from tidelog.cluster.features import ClusterFeatures, FeatureUpdate, UpgradeType
 from tidelog.cluster.metadata import BrokerInfo
 from tidelog.cluster.topic_config import TopicConfigs
 from tidelog.cluster.zk_store import ZooKeeperSettings, ZooKeeperStore
@@ -371,3 +372,22 @@ def test_acls_in_kafkas_layout_reach_every_broker(chroot, nodes, raw):
     assert removed == [read]
     one.pump_until(lambda: one.store.image.acls == {deny, cluster})
     assert not raw.exists("/kafka-acl/Topic/orders")
+
+
+def test_finalized_feature_levels_in_kafkas_feature_znode_reach_every_broker(chroot, nodes, raw):
+    one = Node(chroot, 1).open()
+    nodes.append(one)
+    two = Node(chroot, 2).open()
+    nodes.append(two)
+    initial = {"metadata.version": 33, "share.version": 0}
+    features_one, features_two = ClusterFeatures(one.store, initial, 1), ClusterFeatures(two.store, initial, 2)
+    assert features_two.finalized().epoch == 1 and not features_two.share_groups_enabled()
+    features_one.update([FeatureUpdate("share.version", 1)], validate_only=False)
+    two.pump_until(lambda: features_two.share_groups_enabled())
+    assert features_two.finalized().epoch == 2
+    data = json.loads(raw.get("/feature")[0])
+    assert data["features"]["share.version"]["max_version_level"] == 1 and data["epoch"] == 2
+    # the other broker changes it back at the version it read: every broker sees level 0, epoch 3
+    features_two.update([FeatureUpdate("share.version", 0, UpgradeType.SAFE_DOWNGRADE)], validate_only=False)
+    one.pump_until(lambda: not features_one.share_groups_enabled())
+    assert features_one.finalized().epoch == 3 and raw.get("/feature")[1].version == 1

@@ -39,6 +39,7 @@ TOOLS = {
     "kafka-dump-log": "org.apache.kafka.tools.DumpLogSegments",
     "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
     "kafka-delegation-tokens": "org.apache.kafka.tools.DelegationTokenCommand",
+    "kafka-features": "org.apache.kafka.tools.FeatureCommand",
 }
 
 #: KAFKA_HEAP_OPTS the scripts set; kafka-run-class.sh's own default is -Xmx256M.

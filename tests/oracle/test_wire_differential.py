@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import pytest
 
 from tests.oracle import compat
+from tests.oracle.fixtures import SHARED_OVERRIDES
 from tests.oracle.wire import cases
 from tests.oracle.wire.cases.generated import TRANSACTIONAL
 from tests.oracle.wire.difference import Difference, differences
@@ -31,6 +32,13 @@ from tidelog.protocol.messages import ApiVersionsRequest
 from tidelog.testing.client import WireClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("oracle-wire")]
+
+
+@pytest.fixture(scope="module")
+def broker_overrides() -> dict[str, str]:
+    """Share groups on in both: Kafka 4.4 has them by default (share.version 2 finalized); Tidelog's new
+    cluster starts at share.version 1. (Kafka ignores the unknown broker property.)"""
+    return {**SHARED_OVERRIDES, "share.version": "1"}
 
 
 def api_ranges(bootstrap: str) -> dict[int, tuple[int, int]]:

@@ -70,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
         consume,
         delegation_tokens,
         dev_cluster,
+        features,
         groups,
         offsets,
         perf,
@@ -93,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     share_groups.add_parser(sub)
     configs.add_parser(sub)
     cluster.add_parser(sub)
+    features.add_parser(sub)
     quotas.add_parser(sub)
     client_metrics.add_parser(sub)
     acls.add_parser(sub)

@@ -106,6 +106,10 @@ class MetadataImage:
     acls: frozenset[AclBinding] = frozenset()
     #: Client-metrics subscriptions (ConfigResource CLIENT_METRICS, KIP-714), by name: {metrics, interval.ms, match}.
     client_metrics_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: Feature levels set by UpdateFeatures (KIP-584; 0 kept: it overrides a config's initial level), and
+    #: the epoch of their last change (0: never changed); see cluster/features.py.
+    finalized_features: dict[str, int] = field(default_factory=dict)
+    features_epoch: int = 0
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
         for t in self.topics.values():

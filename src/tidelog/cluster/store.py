@@ -7,7 +7,8 @@ disk with the data dir's space reserve, so that DeleteTopics can free space: :mo
       "partitions": [{"partition", "leader", "leader_epoch", "replicas", "isr", "partition_epoch"}]}],
      "broker_configs": {...}, "group_configs": {group: {...}}, "next_producer_id_block": N,
      "client_quotas": [{"entity": {"user": "alice", "client-id": null}, "quotas": {"producer_byte_rate": 1024.0}}],
-     "acls": [{"resource_type", "name", "pattern_type", "principal", "host", "operation", "permission"}]}
+     "acls": [{"resource_type", "name", "pattern_type", "principal", "host", "operation", "permission"}],
+     "finalized_features": {"share.version": 1}, "features_epoch": N}
 
 Brokers are not persisted: each broker registers itself at start-up.
 
@@ -153,7 +154,9 @@ class EmbeddedStore:
         )
         return replace(image, version=1, client_quotas=client_quota.from_json(raw.get("client_quotas", [])),
                        acls=frozenset(_acl_from_json(a) for a in raw.get("acls", [])),
-                       client_metrics_configs={n: dict(c) for n, c in raw.get("client_metrics_configs", {}).items()})
+                       client_metrics_configs={n: dict(c) for n, c in raw.get("client_metrics_configs", {}).items()},
+                       finalized_features={k: int(v) for k, v in raw.get("finalized_features", {}).items()},
+                       features_epoch=int(raw.get("features_epoch", 0)))
 
     def _write(self, image: MetadataImage) -> None:
         data = {
@@ -165,6 +168,8 @@ class EmbeddedStore:
             "client_metrics_configs": image.client_metrics_configs,
             "client_quotas": client_quota.to_json(image.client_quotas),
             "acls": sorted((_acl_to_json(a) for a in image.acls), key=lambda a: sorted(a.items())),
+            "finalized_features": image.finalized_features,
+            "features_epoch": image.features_epoch,
             "topics": [
                 {
                     "name": t.name,

@@ -71,6 +71,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from tidelog.cluster import reassignment, zk_acl
 from tidelog.cluster import zk_data as zk
+from tidelog.cluster.features import FEATURE_ZNODE, decode_feature_znode
 from tidelog.cluster.metadata import BrokerInfo, MetadataImage, PartitionMetadata, TopicMetadata
 from tidelog.cluster.store import MetadataListener, new_cluster_id
 from tidelog.cluster.zk_quota import read_client_quotas
@@ -114,6 +115,7 @@ class ZooKeeperStore:
         self._listeners: list[MetadataListener] = []
         self._topic_versions: dict[str, int] = {}
         self._producer_id_block_version = -1
+        self._features_version = -1  # of /feature (-1: absent)
         self._dirty = threading.Event()
         self._election_queued = False  # a controller election is in the queue (the reader thread sets it)
         self._electing = False  # this broker's election transaction is on its way (the loop)
@@ -434,9 +436,11 @@ class ZooKeeperStore:
                 next_block, self._producer_id_block_version = zk.decode_producer_id_block(raw), stat.version
             except NoNodeError:
                 pass
+        features, features_epoch = self._read_features()
         image = MetadataImage(zk.decode_cluster_id(raw_cluster_id), controller_id, brokers, topics, broker_configs,
                               next_block, group_configs, version, acls=self._read_acls(),
-                              client_quotas=read_client_quotas(client, watch), client_metrics_configs=client_metrics)
+                              client_quotas=read_client_quotas(client, watch), client_metrics_configs=client_metrics,
+                              finalized_features=features, features_epoch=features_epoch)
         return image, tuple(deleting)
 
     # -------------------------------------------------------------- the controller's decisions, carried out
@@ -518,6 +522,20 @@ class ZooKeeperStore:
         self._acl_changes, self._acls = changes, frozenset(acls)
         return self._acls
 
+    def _read_features(self) -> tuple[dict[str, int], int]:
+        """The finalized feature levels in ``/feature`` (KIP-584) and their epoch; its version for the next write."""
+        client = self.client
+        assert client is not None
+        self._features_version = -1
+        if client.exists(FEATURE_ZNODE, watch=self._on_watch):
+            try:
+                raw, stat = client.get(FEATURE_ZNODE, watch=self._on_watch)
+            except NoNodeError:
+                return {}, 0
+            self._features_version = stat.version
+            return decode_feature_znode(raw)
+        return {}, 0
+
     def _read_config(self, path: str) -> dict[str, str]:
         assert self.client is not None
         return read_config(self.client, path, self._on_watch)
@@ -571,7 +589,7 @@ class ZooKeeperStore:
     def _write(self, old: MetadataImage, image: MetadataImage, client: KazooClient) -> None:
         tx = client.transaction()
         created = add_changes(tx, client, old, image, self.broker_id, ReadVersions(
-            self._topic_versions, self._producer_id_block_version, self._written_epoch))
+            self._topic_versions, self._producer_id_block_version, self._written_epoch, self._features_version))
         self._commit(tx, created)
 
     def _refresh_after_write(self, image: MetadataImage) -> None:

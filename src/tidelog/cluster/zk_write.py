@@ -11,7 +11,8 @@ a kazoo transaction what makes ZooKeeper hold the second one.
   created), the config;
 * a deleted topic: an ``/admin/delete_topics/<t>`` entry the controller carries out;
 * dynamic broker and group configs, client quotas, ACLs (one znode per resource pattern plus a change
-  notification), the producer-id block (at the version read).
+  notification), the producer-id block and the finalized feature levels (``/feature``; each at the
+  version read).
 
 Only ``exists`` checks and ``ensure_path`` are sent before the commit, each bounded by
 ``WRITE_TIMEOUT_S``. :class:`~tidelog.cluster.zk_store.ZooKeeperStore` commits the transaction.
@@ -26,6 +27,7 @@ from kazoo.client import KazooClient
 
 from tidelog.cluster import reassignment, zk_acl
 from tidelog.cluster import zk_data as zk
+from tidelog.cluster.features import FEATURE_ZNODE, encode_feature_znode
 from tidelog.cluster.metadata import MetadataImage, PartitionMetadata, TopicMetadata
 from tidelog.cluster.zk_quota import write_client_quotas
 
@@ -43,6 +45,8 @@ class ReadVersions:
     producer_id_block: int
     #: the controller epoch recorded in the partition states written
     controller_epoch: int
+    #: version of ``/feature`` (-1: it does not exist yet)
+    features: int = -1
 
 
 def add_changes(tx, client: KazooClient, old: MetadataImage, image: MetadataImage, broker_id: int,
@@ -71,6 +75,12 @@ def add_changes(tx, client: KazooClient, old: MetadataImage, image: MetadataImag
         write_client_quotas(client, tx, old.client_quotas, image.client_quotas)
     if image.acls != old.acls:
         _write_acls(tx, client, old.acls, image.acls)
+    if (image.finalized_features, image.features_epoch) != (old.finalized_features, old.features_epoch):
+        data = encode_feature_znode(image.finalized_features, image.features_epoch)
+        if versions.features < 0:
+            tx.create(FEATURE_ZNODE, data)
+        else:
+            tx.set_data(FEATURE_ZNODE, data, version=versions.features)
     if image.next_producer_id_block != old.next_producer_id_block:
         data = zk.encode_producer_id_block(broker_id, old.next_producer_id_block, image.next_producer_id_block - 1)
         if versions.producer_id_block < 0:

@@ -158,13 +158,12 @@ INTERNAL_TOPICS: tuple[InternalTopic, ...] = (CONSUMER_OFFSETS, TRANSACTION_STAT
 INTERNAL_TOPIC_NAMES: frozenset[str] = frozenset(t.name for t in INTERNAL_TOPICS)
 
 
-def enabled_internal_topics(config: BrokerConfig) -> tuple[InternalTopic, ...]:
-    """The internal topics whose coordinators run with ``config``: ``__share_group_state`` only with share
-    groups (``share.version`` >= 1; without, FindCoordinator's SHARE key type is INVALID_REQUEST, as Kafka
-    answers without a share coordinator)."""
-    if config["share.version"] >= 1:
-        return INTERNAL_TOPICS
-    return tuple(t for t in INTERNAL_TOPICS if t is not SHARE_GROUP_STATE)
+def enabled_internal_topics(share_groups: Callable[[], bool]) -> Callable[[], tuple[InternalTopic, ...]]:
+    """The internal topics whose coordinators serve now: ``__share_group_state`` only while share groups
+    are on (the finalized ``share.version`` >= 1, ``share_groups()``; without, FindCoordinator's SHARE key
+    type is INVALID_REQUEST, as Kafka answers without a share coordinator)."""
+    without_share = tuple(t for t in INTERNAL_TOPICS if t is not SHARE_GROUP_STATE)
+    return lambda: INTERNAL_TOPICS if share_groups() else without_share
 
 
 def by_key_type(key_type: int, table: tuple[InternalTopic, ...] = INTERNAL_TOPICS) -> InternalTopic | None:
@@ -177,7 +176,7 @@ class InternalTopicManager:
     on the first FindCoordinator), and where a key's coordinator is. Loop-only."""
 
     def __init__(self, controller: Controller, config: BrokerConfig, image: Callable[[], MetadataImage],
-                 table: tuple[InternalTopic, ...] = INTERNAL_TOPICS,
+                 table: Callable[[], tuple[InternalTopic, ...]] = lambda: INTERNAL_TOPICS,
                  leaders: Callable[[Collection[str], int], Awaitable[set[str]]] | None = None) -> None:
         self.controller = controller
         self.config = config
@@ -212,7 +211,7 @@ class InternalTopicManager:
         return lambda: self.ensure(topic)
 
     def by_key_type(self, key_type: int) -> InternalTopic | None:
-        return by_key_type(key_type, self.table)
+        return by_key_type(key_type, self.table())
 
     def locate(self, topic: InternalTopic, key: str) -> tuple[TopicMetadata | None, int]:
         """Where ``key``'s coordinator is: the topic (created on first use; None if it is not seen

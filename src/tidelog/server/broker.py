@@ -48,6 +48,7 @@ from tidelog import __version__
 from tidelog.clock import Clock, SystemClock
 from tidelog.cluster.config_entries import ConfigDescriber
 from tidelog.cluster.controller import Controller
+from tidelog.cluster.features import SHARE_GROUP_APIS, SHARE_VERSION, ClusterFeatures, initial_levels
 from tidelog.cluster.metadata import BrokerInfo, MetadataImage
 from tidelog.cluster.topic_config import TopicConfigs
 from tidelog.config import BrokerConfig
@@ -111,6 +112,7 @@ from tidelog.server.handlers import (
 )
 from tidelog.server.handlers.client_quotas import ClientQuotaHandlers
 from tidelog.server.handlers.delegation_tokens import DelegationTokenHandlers
+from tidelog.server.handlers.features import UpdateFeaturesHandler
 from tidelog.server.handlers.leadership import ElectLeadersHandler
 from tidelog.server.handlers.reassignment import ReassignmentHandlers
 from tidelog.server.handlers.sasl import SaslHandlers
@@ -183,6 +185,8 @@ class Broker:
             producer_id_expiration_ms=config["producer.id.expiration.ms"], flush_latency=flush_latency)
         self.controller = controller = Controller(store, self.broker_id, topic_configs, config,
                                                   internal_topics=INTERNAL_TOPIC_NAMES)
+        # The finalized feature levels (KIP-584), cluster state in the store; share.version turns share groups on.
+        self.features = features = ClusterFeatures(store, initial_levels(config), self.broker_id)
 
         # The partitions this broker hosts, and what happens to their logs.
         self.events = events = LogEvents()
@@ -200,7 +204,8 @@ class Broker:
         self.mode_runtime = mode_runtime = mode.runtime(logs, replicas, leadership)
         # The coordinators' internal topics (coordinator/internal_topics.py): created on first use, found by key.
         self.internal_topics = internal_topics = InternalTopicManager(
-            controller, config, lambda: store.image, enabled_internal_topics(config), leadership.await_leaders)
+            controller, config, lambda: store.image, enabled_internal_topics(features.share_groups_enabled),
+            leadership.await_leaders)
 
         # Coordinators, each bound to its internal topic (loaded and unloaded as its partitions' leadership moves).
         # Streams groups (KIP-1071) only with ``streams`` in group.coordinator.rebalance.protocols (docs/streams-groups.md).
@@ -211,12 +216,11 @@ class Broker:
             clock.call_later, group_types=[ConsumerGroupType, ShareGroupType, *([StreamsGroupType] if streams else [])],
             image_source=lambda: store.image,
             topic_exists=lambda name: name in store.image.topics)
-        # The share coordinator (KIP-932) and the broker's share-state persister, with share groups only
-        # (``share_persister`` given: what the share groups and share partitions use instead, in tests).
+        # The share coordinator (KIP-932) and the broker's share-state persister, served while share.version
+        # >= 1 (``share_persister`` given: what the share groups and share partitions use instead, in tests).
         self.share_coordinator, self.share_persister = share_state(
             config, clock, ReplicaWriter(replicas, SHARE_GROUP_STATE.name, internal_topics.ensurer(SHARE_GROUP_STATE)),
-            clock.call_later, lambda: store.image, getattr(mode, "peers", None), self.broker_id
-        ) if config["share.version"] >= 1 else (None, None)
+            clock.call_later, lambda: store.image, getattr(mode, "peers", None), self.broker_id)
         share_persister = share_persister or self.share_persister
         # The group coordinator's resets of share state drop the share partitions this broker holds for it.
         self.share_partitions: SharePartitionManager | None = None
@@ -274,13 +278,9 @@ class Broker:
             lambda: store.image.client_metrics_configs, clock.wall_ms, config["telemetry.max.bytes"],
             self.pushed_metrics) if config["telemetry.enable"] else None
         handlers.add(
-            ApiVersionsHandler(handlers, {
-                "group.version": (1, int("consumer" in config["group.coordinator.rebalance.protocols"])),
-                "transaction.version": (2, config["transaction.version"]),
-                **({"share.version": (2, config["share.version"])} if config["share.version"] >= 1 else {}),
-                **({"streams.version": (1, 1)} if streams else {}),
-            }, lambda: store.image.cluster_id, self.broker_id,
-                on_client_software=self.client_software.told if self.client_metrics is not None else None),
+            ApiVersionsHandler(handlers, features.finalized, lambda: store.image.cluster_id, self.broker_id,
+                               on_client_software=self.client_software.told if self.client_metrics is not None else None),
+            UpdateFeaturesHandler(features, auth),
             MetadataHandler(store, controller, config, auth),
             DescribeTopicPartitionsHandler(store, auth),
             ProduceHandler(replicas, verifier, auth, schema_ids),
@@ -295,9 +295,8 @@ class Broker:
             GroupHandlers(group_service, auth),
             OffsetHandlers(group_service, store, auth),
             ConsumerGroupHandlers(group_service, store, config["group.coordinator.rebalance.protocols"], auth),
-            *([ShareGroupHandlers(group_service, store, auth, high_watermarks=lambda t, p: (
-                o.high_watermark if (o := replicas.local_logs.offsets(t, p)) is not None else None))]
-              if config["share.version"] >= 1 else []),
+            ShareGroupHandlers(group_service, store, auth, high_watermarks=lambda t, p: (
+                o.high_watermark if (o := replicas.local_logs.offsets(t, p)) is not None else None)),
             *([StreamsGroupHandlers(group_service, store, controller, config["default.replication.factor"], auth)]
               if streams else []),
             InitProducerIdHandler(self.producer_ids, txn_service, auth),
@@ -315,14 +314,15 @@ class Broker:
             *([ShareStateHandlers(self.share_persister.local, auth)] if self.share_persister is not None else []),
             *([TelemetryHandlers(self.client_metrics, self.client_software)] if self.client_metrics is not None else []),
         )
-        # Share groups' fetches (KIP-932), served only with share.version >= 1 and the share-state persister
-        # (the share coordinator's service; tests pass an in-memory one).
-        if config["share.version"] >= 1 and share_persister is not None:
+        # Share groups' fetches (KIP-932) with the share-state persister (the share coordinator's service;
+        # tests pass an in-memory one). Every share API is served only while share.version >= 1.
+        if share_persister is not None:
             self.share_partitions = SharePartitionManager(
                 replicas, share_persister, clock, config.values,
                 group_configs=lambda group_id: store.image.group_configs.get(group_id),
                 dead_letters=self._dead_letter_writer(config, replicas, controller, leadership, clock))
             handlers.add(ShareHandlers(self.share_partitions, auth))
+        handlers.gate(SHARE_GROUP_APIS, features.share_groups_enabled)
         # Client quotas (docs/security.md "Quotas"): measured and enforced around every handler.
         self.client_quotas = ClientQuotaManagers(config["quota.window.num"], config["quota.window.size.seconds"])
         store.subscribe(lambda _old, new: self.client_quotas.update(new.client_quotas))
@@ -411,12 +411,11 @@ class Broker:
         self.stopped = asyncio.Event()
 
     def _dead_letter_writer(self, config: BrokerConfig, replicas: ReplicaManager, controller: Controller,
-                            leadership: PartitionController, clock: Clock) -> DeadLetterWriter | None:
-        """Share groups' dead-letter queues (KIP-1191), with share.version 2: written through the replica
-        manager, or to the DLQ partition's leader over the inter-broker client."""
-        if config["share.version"] < 2:
-            return None
+                            leadership: PartitionController, clock: Clock) -> DeadLetterWriter:
+        """Share groups' dead-letter queues (KIP-1191), used while the finalized share.version is 2: written
+        through the replica manager, or to the DLQ partition's leader over the inter-broker client."""
         store = self.store
+        features = self.features
 
         async def create_topic(name: str, configs: Mapping[str, str]) -> None:
             controller.create_topic(name, config["num.partitions"], config["default.replication.factor"], configs)
@@ -426,7 +425,7 @@ class Broker:
         peers = self._dead_letter_peers = (PeerClient(peer_settings, f"tidelog-share-dlq-{self.broker_id}")
                                            if peer_settings is not None else None)
         return DeadLetterWriter(
-            replicas, share_version=config["share.version"], broker_values=config.values,
+            replicas, share_version=lambda: features.level(SHARE_VERSION), broker_values=config.values,
             group_configs=lambda group_id: store.image.group_configs.get(group_id), create_topic=create_topic,
             wall_ms=clock.wall_ms, remote=(lambda leader, request: peers.send(leader, request, PRODUCE_VERSION))
             if peers is not None else None)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,6 +103,13 @@ class HandlerRegistry:
     def __init__(self) -> None:
         self._handlers: dict[int, Handler] = {}
         self._throttler: Any = None
+        self._gates: dict[int, Callable[[], bool]] = {}
+
+    def gate(self, api_keys: Iterable[int], enabled: Callable[[], bool]) -> None:
+        """Serve ``api_keys`` only while ``enabled()`` (a feature level, as share groups' ``share.version``):
+        otherwise they are left out of ApiVersions and answered UNSUPPORTED_VERSION."""
+        for api_key in api_keys:
+            self._gates[api_key] = enabled
 
     def set_throttler(self, throttler: Any) -> None:
         """Client quotas (server/throttle.py): ``before(api_key, ctx, request)`` runs before a handler,
@@ -147,9 +154,15 @@ class HandlerRegistry:
     def get(self, api_key: int) -> Handler | None:
         return self._handlers.get(api_key)
 
+    def serves(self, api_key: int) -> bool:
+        """A handler is registered and its gate (if any) is open."""
+        gate = self._gates.get(api_key)
+        return api_key in self._handlers and (gate is None or gate())
+
     def supported_versions(self) -> list[tuple[int, int, int]]:
         """(api_key, min, max) of every served API, for ApiVersions."""
-        return sorted((h.api_key, h.min_version, h.max_version) for h in self._handlers.values())
+        return sorted((h.api_key, h.min_version, h.max_version) for h in self._handlers.values()
+                      if self.serves(h.api_key))
 
     def error_response(self, api_key: int, request: Message, code: ErrorCode, message: str | None = None) -> Message:
         h = self._handlers.get(api_key)
@@ -190,7 +203,7 @@ class HandlerRegistry:
             raise CloseConnection(f"{api.name} v{api_version} is not a version Tidelog knows") from None
         except ProtocolError as e:
             raise CloseConnection(f"malformed {api.name} v{api_version} request: {e}") from None
-        if h is None or not (h.min_version <= api_version <= h.max_version):
+        if h is None or not (h.min_version <= api_version <= h.max_version) or not self.serves(api_key):
             return Dispatched(api_key, api_version, corr,
                               self.error_response(api_key, body, ErrorCode.UNSUPPORTED_VERSION))
         ctx = make_context(header)

@@ -43,7 +43,8 @@ class InternalClient:
         api_key = type(request).API_KEY
         assert api_key is not None, type(request).__name__
         handler = self.handlers.get(api_key)
-        if handler is None or not (handler.min_version <= version <= handler.max_version):
+        if handler is None or not (handler.min_version <= version <= handler.max_version) \
+                or not self.handlers.serves(api_key):
             raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, f"{type(request).__name__} v{version} is not served")
         body = type(request).decode(request.encode(version), version)
         header = RequestHeader(request_api_key=api_key, request_api_version=version,

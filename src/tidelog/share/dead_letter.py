@@ -140,11 +140,12 @@ RemoteProduce = Callable[[int, ProduceRequest], Awaitable[Any]]
 class DeadLetterWriter:
     """Writes share groups' dead letters to their DLQ topics (see the module docstring)."""
 
-    def __init__(self, replicas: ReplicaManager, *, share_version: int, broker_values: Mapping[str, Any],
+    def __init__(self, replicas: ReplicaManager, *, share_version: Callable[[], int], broker_values: Mapping[str, Any],
                  group_configs: Callable[[str], Mapping[str, Any] | None],
                  create_topic: Callable[[str, Mapping[str, str]], Awaitable[object]],
                  wall_ms: Callable[[], int], remote: RemoteProduce | None = None) -> None:
         self.replicas = replicas
+        #: the cluster's finalized share.version (UpdateFeatures changes it at runtime)
         self.share_version = share_version
         self.broker_values = broker_values
         self.group_configs = group_configs
@@ -156,7 +157,7 @@ class DeadLetterWriter:
         self.failed = 0
 
     def enabled(self, group_id: str) -> bool:
-        return is_enabled(self.share_version, self.group_configs(group_id))
+        return is_enabled(self.share_version(), self.group_configs(group_id))
 
     def topic_of(self, group_id: str) -> str:
         return str((self.group_configs(group_id) or {}).get(TOPIC_NAME_CONFIG, "") or "").strip()

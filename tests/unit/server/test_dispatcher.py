@@ -63,11 +63,13 @@ def test_api_versions_finalizes_transaction_version_2(version: int) -> None:
     resp = _api_versions(version)
     assert resp.finalized_features_epoch >= 0
     # group.version 1: KIP-848's consumer groups (Kafka 4.4 finalizes it too; tests/oracle checks the levels).
+    # metadata.version: 4.4-IV2 (33), the protocol Tidelog speaks (cluster/features.py).
     assert [(f.name, f.min_version_level, f.max_version_level) for f in resp.finalized_features] == [
-        ("group.version", 1, 1), ("transaction.version", 2, 2)]
+        ("metadata.version", 33, 33), ("group.version", 1, 1), ("transaction.version", 2, 2)]
     # v3 leaves out supported features whose lowest level is 0, as Kafka's schema says.
     supported = [(f.name, f.min_version, f.max_version) for f in resp.supported_features]
-    assert supported == ([("group.version", 0, 1), ("transaction.version", 0, 2)] if version >= 4 else [])
+    assert supported == ([("metadata.version", 33, 33), ("group.version", 0, 1), ("transaction.version", 0, 2),
+                          ("share.version", 0, 1)] if version >= 4 else [("metadata.version", 33, 33)])
     versions = {k.api_key: k.max_version for k in resp.api_keys}
     assert versions[ApiKey.END_TXN] == 5 and versions[ApiKey.PRODUCE] == 13
 
@@ -99,7 +101,7 @@ CLUSTER_ID, NODE_ID = "cluster-4QUxMTY0", 3
 def test_api_versions_v5_checks_the_cluster_and_node_meant(cluster_id, node_id, code: ErrorCode) -> None:
     # KIP-1242, with the answers Kafka 4.4 gives to each combination (probed against the oracle).
     registry = HandlerRegistry()
-    registry.add(ApiVersionsHandler(registry, {}, lambda: CLUSTER_ID, NODE_ID))
+    registry.add(ApiVersionsHandler(registry, None, lambda: CLUSTER_ID, NODE_ID))
     request = ApiVersionsRequest(client_software_name="t", client_software_version="1",
                                  cluster_id=CLUSTER_ID if cluster_id is MINE else cluster_id,
                                  node_id=NODE_ID if node_id is MINE else node_id)

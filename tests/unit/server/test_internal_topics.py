@@ -60,11 +60,12 @@ def test_the_table_names_each_coordinator_topic_once() -> None:
     assert (CONSUMER_OFFSETS.key_type, TRANSACTION_STATE.key_type, SHARE_GROUP_STATE.key_type) == (0, 1, 2)
 
 
-def test_the_share_state_topic_is_enabled_by_share_version_only(tmp_path: Path) -> None:
-    off = broker_config(tmp_path)
-    on = BrokerConfig.from_props({"log.dirs": str(tmp_path), "share.version": "1"})
-    assert enabled_internal_topics(off) == (CONSUMER_OFFSETS, TRANSACTION_STATE)
-    assert enabled_internal_topics(on) == INTERNAL_TOPICS
+def test_the_share_state_topic_is_enabled_by_share_version_only() -> None:
+    share_version = [0]
+    enabled = enabled_internal_topics(lambda: share_version[0] >= 1)  # the finalized level, as it changes
+    assert enabled() == (CONSUMER_OFFSETS, TRANSACTION_STATE)
+    share_version[0] = 1
+    assert enabled() == INTERNAL_TOPICS
 
 
 def test_the_share_state_topic_is_kafkas() -> None:
@@ -92,8 +93,9 @@ def test_every_internal_topic_is_created_with_its_configs_and_found_by_find_coor
         broker = Broker(config)
         await broker.start()
         try:
-            enabled = enabled_internal_topics(config)  # share.version 0: no __share_group_state
-            assert [c.topic for c in broker.coordinators.coordinated] == list(enabled)
+            enabled = enabled_internal_topics(lambda: False)()  # share.version 0: no __share_group_state
+            # every coordinator is bound (share.version may be raised at runtime); FindCoordinator finds the enabled
+            assert [c.topic for c in broker.coordinators.coordinated] == list(INTERNAL_TOPICS)
             for entry in enabled:
                 assert entry.name not in broker.store.image.topics  # created on first use only
                 old = await dispatch(broker.handlers, FindCoordinatorRequest(key="k-1", key_type=entry.key_type), 3)
@@ -157,7 +159,7 @@ def test_a_new_table_entry_is_created_and_found_with_nothing_else_wired(tmp_path
                                      is_controller=lambda: True)
     store.subscribe(leadership.on_metadata_change)
     handlers = HandlerRegistry()
-    handlers.add(FindCoordinatorHandler(store, InternalTopicManager(controller, config, lambda: store.image, table,
+    handlers.add(FindCoordinatorHandler(store, InternalTopicManager(controller, config, lambda: store.image, lambda: table,
                                                                     leadership.await_leaders)))
 
     request = (FindCoordinatorRequest(key_type=2, coordinator_keys=["share:t:0"]) if version >= 4

@@ -10,8 +10,9 @@ REBOOTSTRAP_REQUIRED and no versions.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
+from tidelog.cluster.features import SUPPORTED, FinalizedFeatures
 from tidelog.errors import ErrorCode
 from tidelog.protocol.api_keys import ApiKey
 from tidelog.protocol.messages import ApiVersionsRequest, ApiVersionsResponse
@@ -21,23 +22,19 @@ from tidelog.server.dispatcher import HandlerRegistry, handles
 #: Kafka's rule for client_software_name and client_software_version (ApiVersionsRequest.isValid).
 SOFTWARE_PATTERN = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9.-]*[a-zA-Z0-9])?")
 
-#: The epoch of the finalized features (Kafka: the metadata offset that set them). Tidelog's do not
-#: change while a broker runs, so one epoch will do; it must be >= 0 for clients to read them.
-FINALIZED_FEATURES_EPOCH = 1
-
-
 class ApiVersionsHandler:
-    """``features``: feature name -> (highest supported level, finalized level), sent from v3 on
-    (KIP-584); the Java client reads ``transaction.version`` there to choose KIP-890's protocol.
-    ``cluster_id()`` and ``node_id`` are this broker's, for v5's check."""
+    """``features()``: the cluster's finalized feature levels and their epoch, sent from v3 on with the
+    ranges this broker supports (KIP-584, cluster/features.py); the Java client reads
+    ``transaction.version`` there to choose KIP-890's protocol. ``cluster_id()`` and ``node_id`` are this
+    broker's, for v5's check."""
 
-    def __init__(self, registry: HandlerRegistry, features: Mapping[str, tuple[int, int]] | None = None,
+    def __init__(self, registry: HandlerRegistry, features: Callable[[], FinalizedFeatures] | None = None,
                  cluster_id: Callable[[], str | None] = lambda: None, node_id: int = -1,
                  on_client_software: Callable[[str, str, str], None] | None = None) -> None:
         self.registry = registry
         #: told (connection id, software name, version) of each valid v3+ request (client telemetry's match)
         self.on_client_software = on_client_software
-        self.features = dict(features or {})
+        self.features = features
         self.cluster_id = cluster_id
         self.node_id = node_id
 
@@ -59,14 +56,25 @@ class ApiVersionsHandler:
                 for key, lo, hi in self.registry.supported_versions()
             ],
             throttle_time_ms=0,
-            # v3 leaves out features whose lowest supported level is 0 (ApiVersionsResponse.json).
-            supported_features=[ApiVersionsResponse.SupportedFeatureKey(name=name, min_version=0, max_version=hi)
-                                for name, (hi, _) in self.features.items() if ctx.api_version >= 4],
-            finalized_features_epoch=FINALIZED_FEATURES_EPOCH if self.features else -1,
-            finalized_features=[ApiVersionsResponse.FinalizedFeatureKey(name=name, min_version_level=level,
-                                                                        max_version_level=level)
-                                for name, (_, level) in self.features.items() if level > 0],
+            **self._features(ctx.api_version),
         )
+
+    def _features(self, version: int) -> dict:
+        """Supported ranges and finalized levels, as Kafka 4.4 sends them: v3 leaves out the features whose
+        lowest supported level is 0 (KAFKA-17011, ApiVersionsResponse.json); finalized levels of 0 are not
+        sent; a finalized level's min_version_level is its max_version_level (KRaft's)."""
+        if self.features is None:
+            return {"supported_features": [], "finalized_features_epoch": -1, "finalized_features": []}
+        finalized = self.features()
+        return {
+            "supported_features": [
+                ApiVersionsResponse.SupportedFeatureKey(name=s.name, min_version=s.min_level, max_version=s.max_level)
+                for s in SUPPORTED.values() if version >= 4 or s.min_level > 0],
+            "finalized_features_epoch": finalized.epoch,
+            "finalized_features": [
+                ApiVersionsResponse.FinalizedFeatureKey(name=name, min_version_level=level, max_version_level=level)
+                for name, level in finalized.levels.items()],
+        }
 
     def _check_target(self, request: ApiVersionsRequest) -> ErrorCode | None:
         """KIP-1242, as Kafka 4.4 answers: the cluster id and the node id come both (node id not -1) or

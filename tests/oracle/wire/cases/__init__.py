@@ -15,19 +15,21 @@ from tests.oracle.wire.cases import (
     config,
     consumer_group,
     delegation_token,
+    features,
     generated,
     group,
     offset,
     reassignment,
     record,
     scram,
+    share_group,
     topic,
 )
 from tests.oracle.wire.program import Program
 from tests.oracle.wire.setup import wait_for_coordinator, wait_for_group_partition, wait_for_producer_ids
 
 FAMILIES = (generated, cluster, topic, record, config, group, offset, consumer_group, scram, client_quota,
-            reassignment, delegation_token)
+            reassignment, delegation_token, share_group, features)
 
 
 def build(kafka_ranges: dict[int, tuple[int, int]], tidelog_ranges: dict[int, tuple[int, int]],
