@@ -400,9 +400,7 @@ class SchemaRegistry:
             if parse_version(version) == -1 and level.endswith("_TRANSITIVE"):
                 against = live
             else:
-                level = level.removesuffix("_TRANSITIVE")
-                if level != "NONE":
-                    level += "_TRANSITIVE"  # exactly the one version asked for
+                level = level.removesuffix("_TRANSITIVE")  # exactly the one version asked for
         problems = compatibility.check(level, parsed, [self._parsed_of(e) for e in against])
         out: dict[str, Any] = {"is_compatible": not problems}
         if verbose:
