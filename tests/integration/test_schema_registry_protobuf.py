@@ -81,8 +81,8 @@ def test_protobuf_serializer_evolution_allowed_and_refused(broker: BrokerProcess
                         {"schema": text, "schemaType": "PROTOBUF"})
     assert status == 200 and body["is_compatible"] is False
     assert body["messages"][0] == (
-        "{errorType:\"FIELD_SCALAR_KIND_CHANGED\", description:\"The kind of a SCALAR field at path '#/User/1' in "
-        "the new schema does not match its kind in the old schema\"}")
+        "{errorType:\"FIELD_SCALAR_KIND_CHANGED\", description:\"The scalar field at path '#/User/1' has a type in "
+        "the new schema that does not read the wire values of its type in the old schema\"}")
     assert body["messages"][-1] == "{compatibility: 'BACKWARD'}"
     assert registry.test_compatibility(subject, Schema(
         base64.standard_b64encode(user_class(("name", 1, F.TYPE_BYTES)).DESCRIPTOR.file.serialized_pb).decode(),

@@ -42,27 +42,27 @@ COMPATIBLE = frozenset({
     "ONEOF_ADDED", "ONEOF_REMOVED", "ONEOF_FIELD_ADDED", "ONEOF_FIELD_MOVED_TO_TOP_LEVEL",
 })
 
-#: what each incompatible difference says, {reader}/{writer} being "new"/"old" (Confluent's wording)
+#: what each incompatible difference says, {reader}/{writer} being "new"/"old" (Tidelog's wording; the
+#: errorType and the path are Confluent's)
 DESCRIPTIONS = {
-    "PACKAGE_CHANGED": "The package at '{path}' in the {reader} schema does not match the package in the {writer} schema",
-    "MESSAGE_REMOVED": "The {reader} schema is missing a MESSAGE type at path '{path}' in the {writer} schema",
-    "FIELD_KIND_CHANGED": "The type of a field at path '{path}' in the {reader} schema does not match the {writer} "
-                          "schema",
-    "FIELD_SCALAR_KIND_CHANGED": "The kind of a SCALAR field at path '{path}' in the {reader} schema does not match "
-                                 "its kind in the {writer} schema",
-    "FIELD_NAMED_TYPE_CHANGED": "The type of a MESSAGE field at path '{path}' in the {reader} schema does not match "
-                                "its type in the {writer} schema",
-    "FIELD_NUMERIC_LABEL_CHANGED": "The label for a NUMERIC field at path '{path}' in the {reader} schema does not "
-                                   "match its label in the {writer} schema",
-    "REQUIRED_FIELD_ADDED": "A required field at path '{path}' in the {reader} schema is missing in the {writer} "
-                            "schema",
-    "REQUIRED_FIELD_REMOVED": "The {reader} schema is missing a required field at path: '{path}' in the {writer} "
+    "PACKAGE_CHANGED": "The {reader} schema's package differs from the {writer} schema's (path '{path}')",
+    "MESSAGE_REMOVED": "The message type at path '{path}' of the {writer} schema is not in the {reader} schema",
+    "FIELD_KIND_CHANGED": "The field at path '{path}' is a scalar, a message or a map in the {reader} schema and "
+                          "another of these in the {writer} schema",
+    "FIELD_SCALAR_KIND_CHANGED": "The scalar field at path '{path}' has a type in the {reader} schema that does not "
+                                 "read the wire values of its type in the {writer} schema",
+    "FIELD_NAMED_TYPE_CHANGED": "The message field at path '{path}' has another type, or an incompatibly changed one, "
+                                "in the {reader} schema than in the {writer} schema",
+    "FIELD_NUMERIC_LABEL_CHANGED": "The numeric field at path '{path}' has another label in the {reader} schema than "
+                                   "in the {writer} schema",
+    "REQUIRED_FIELD_ADDED": "The required field at path '{path}' of the {reader} schema is not in the {writer} schema",
+    "REQUIRED_FIELD_REMOVED": "The required field at path '{path}' of the {writer} schema is not in the {reader} "
                               "schema",
-    "ONEOF_FIELD_REMOVED": "The {reader} schema is missing a oneof field at path '{path}' in the {writer} schema",
-    "MULTIPLE_FIELDS_MOVED_TO_ONEOF": "Multiple fields in the oneof at path '{path}' in the {reader} schema are "
-                                      "outside a oneof in the {writer} schema",
-    "FIELD_MOVED_TO_EXISTING_ONEOF": "A field in the oneof at path '{path}' in the {reader} schema is outside an "
-                                     "existing oneof in the {writer} schema",
+    "ONEOF_FIELD_REMOVED": "The oneof member at path '{path}' of the {writer} schema is not in the {reader} schema",
+    "MULTIPLE_FIELDS_MOVED_TO_ONEOF": "The oneof at path '{path}' of the {reader} schema has several members that "
+                                      "are independent fields in the {writer} schema",
+    "FIELD_MOVED_TO_EXISTING_ONEOF": "The oneof at path '{path}' of the {reader} schema has members that are "
+                                     "independent of each other in the {writer} schema",
 }
 
 _SCALAR_KIND = {
