@@ -242,3 +242,22 @@ def test_the_descriptor_form_is_compared_like_text_and_against_text() -> None:
     assert kinds("FULL", v2, v1) == []
     assert kinds("BACKWARD", v3, v1) == ["FIELD_SCALAR_KIND_CHANGED"]
     assert kinds("BACKWARD", v3, BASE) == ["FIELD_SCALAR_KIND_CHANGED"]  # a text version, a descriptor new one
+
+
+def test_a_descriptor_importing_well_known_types_resolves_them_from_the_runtime() -> None:
+    stamped = 'import "google/protobuf/timestamp.proto";\nmessage E { google.protobuf.Timestamp at = 1; }'
+    v1 = parse("PROTOBUF", descriptor(stamped), validate=True)  # no reference: the serializer skips built-ins
+    compiled = v1.parsed.compiled()
+    assert "google/protobuf/timestamp.proto" in compiled.files
+    v2 = parse("PROTOBUF", descriptor('import "google/protobuf/duration.proto";\n'
+                                      "message E { google.protobuf.Duration at = 1; }"), validate=True)
+    assert kinds("BACKWARD", v2, v1) == ["FIELD_NAMED_TYPE_CHANGED"]
+    assert kinds("FULL", parse("PROTOBUF", descriptor(stamped + " message F { string s = 1; }")), v1) == [
+        "MESSAGE_REMOVED"]  # F is in the new schema only: FORWARD's reader (the old one) lacks it
+
+
+def test_a_stored_version_that_does_not_compile_makes_the_check_fail_with_a_reason() -> None:
+    stored = parse("PROTOBUF", 'syntax = "proto3"; message E { Unknown u = 1; }')  # as read back from _schemas
+    problems = compatibility.check("BACKWARD", proto("message E { string s = 1; }"), [stored])
+    assert "SCHEMA_NOT_COMPILED" in problems[0] and "old schema does not compile" in problems[0]
+    assert compatibility.check("NONE", proto("message E { string s = 1; }"), [stored]) == []
