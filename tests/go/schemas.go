@@ -59,9 +59,9 @@ var evolutions = map[string]evolution{
 			`"required":["name","email"],"additionalProperties":false}`,
 	},
 	"protobuf": {
-		kind:         sr.TypeProtobuf,
-		v1:           "syntax = \"proto3\";\npackage tidelog.test;\n\nmessage User {\n  string name = 1;\n}\n",
-		v2:           "syntax = \"proto3\";\npackage tidelog.test;\n\nmessage User {\n  string name = 1;\n  int32 age = 2;\n}\n",
+		kind: sr.TypeProtobuf,
+		v1:   "syntax = \"proto3\";\npackage tidelog.test;\n\nmessage User {\n  string name = 1;\n}\n",
+		v2:   "syntax = \"proto3\";\npackage tidelog.test;\n\nmessage User {\n  string name = 1;\n  int32 age = 2;\n}\n",
 		// string -> int64 reads the same field number another way (FIELD_SCALAR_KIND_CHANGED)
 		incompatible: "syntax = \"proto3\";\npackage tidelog.test;\n\nmessage User {\n  int64 name = 1;\n}\n",
 	},
