@@ -14,9 +14,9 @@ AVRO uses Avro's schema-resolution rules as Apache Avro's own checker implements
 (``avro.compatibility.ReaderWriterCompatibilityChecker``: missing defaults, type promotions, enum
 symbols, union branches, names, fixed sizes). JSON uses
 :mod:`tidelog.schema_registry.json_compatibility` (a reader must accept every document the writer
-accepts). PROTOBUF compatibility is not checked yet: at any level but NONE, a new version of a
-subject that already has one is refused with a message that says so (docs/schema-registry.md). A
-schema of another type than the previous version's is always incompatible.
+accepts). PROTOBUF uses Confluent's Protobuf differences on descriptors
+(:mod:`tidelog.schema_registry.protobuf_compat`). A schema of another type than the previous
+version's is always incompatible.
 """
 
 from __future__ import annotations
@@ -56,11 +56,11 @@ def check(level: str, new: ParsedSchema, previous: list[ParsedSchema]) -> list[s
                 messages.extend(json_problems(reader=new, writer=old, new_is_reader=True))
             if base in ("FORWARD", "FULL"):
                 messages.extend(json_problems(reader=old, writer=new, new_is_reader=False))
-        elif new.schema_type != "AVRO":
-            messages.append(_message(
-                "COMPATIBILITY_NOT_CHECKED",
-                f"Tidelog's schema registry does not check the compatibility of {new.schema_type} schemas yet; set "
-                f"the subject's compatibility to NONE to register new versions (docs/schema-registry.md)", "/"))
+        elif new.schema_type == "PROTOBUF":
+            if base in ("BACKWARD", "FULL"):
+                messages.extend(protobuf_problems(reader=new, writer=old, new_is_reader=True))
+            if base in ("FORWARD", "FULL"):
+                messages.extend(protobuf_problems(reader=old, writer=new, new_is_reader=False))
         else:
             if base in ("BACKWARD", "FULL"):
                 messages.extend(avro_problems(reader=new, writer=old, new_is_reader=True))
@@ -123,8 +123,25 @@ def json_problems(reader: ParsedSchema, writer: ParsedSchema, *, new_is_reader: 
             for kind, where, description in problems(json.loads(writer.text), json.loads(reader.text))]
 
 
+def protobuf_problems(reader: ParsedSchema, writer: ParsedSchema, *, new_is_reader: bool) -> list[str]:
+    """Protobuf: Confluent's incompatible differences of reading ``writer``'s data with ``reader``
+    (:mod:`tidelog.schema_registry.protobuf_compat`)."""
+    from tidelog.schema_registry import errors
+    from tidelog.schema_registry.protobuf_compat import problems
+
+    compiled = []
+    for side in (writer, reader):
+        try:
+            compiled.append(side.parsed.compiled())
+        except errors.RegistryError as e:  # a version stored before texts were compiled
+            return [_message("SCHEMA_NOT_COMPILED", f"The {'new' if (side is reader) == new_is_reader else 'old'} "
+                             f"schema does not compile: {e.message}", "/")]
+    return problems(compiled[0], compiled[1], new_is_reader=new_is_reader)
+
+
 def _message(kind: str, description: str, location: str) -> str:
     return f"{{errorType:'{kind}', description:'{description}', additionalInfo:'{location}'}}"
 
 
-__all__ = ["DEFAULT_LEVEL", "LEVELS", "against", "avro_problems", "check", "json_problems", "parse_level"]
+__all__ = ["DEFAULT_LEVEL", "LEVELS", "against", "avro_problems", "check", "json_problems", "parse_level",
+           "protobuf_problems"]

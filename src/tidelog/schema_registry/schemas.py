@@ -7,20 +7,30 @@ text that identifies them (two registrations with the same identity get the same
   aliases do, as in Confluent's registry). ``normalize``: that same form is what is stored.
 * **JSON** (JSON Schema): the text must be a JSON object or boolean. Identity: compact JSON with
   sorted keys; ``normalize`` stores that form.
-* **PROTOBUF**: kept in the form it was registered in: ``.proto`` text (not compiled: no descriptor is
-  built from it), or a base64 ``FileDescriptorProto`` as confluent-kafka's Python serializer sends
-  it (decoded with ``protobuf``; refused when it does not decode). Identity: the text without
+* **PROTOBUF**: kept in the form it was registered in: ``.proto`` text, or a base64
+  ``FileDescriptorProto`` as confluent-kafka's Python serializer sends it. ``parsed`` is a
+  :class:`~tidelog.schema_registry.protobuf_schema.ProtobufSchema`, compiled to descriptors when the
+  compatibility rules need them, or at once with ``validate`` (a schema in a request: a text protoc
+  refuses, or a descriptor that does not decode, is refused with 42201). Identity: the text without
   comments, whitespace collapsed; a descriptor's deterministic serialization.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tidelog.schema_registry import errors
+from tidelog.schema_registry.protobuf_schema import (
+    ProtobufSchema,
+    Referenced,
+    decode_descriptor,
+    is_descriptor,
+)
 
 SCHEMA_TYPES = ("AVRO", "JSON", "PROTOBUF")
 
@@ -32,7 +42,8 @@ class ParsedSchema:
     text: str
     #: the identity text (see the module docstring)
     canonical: str
-    #: AVRO: the parsed ``avro.schema.Schema`` (for the compatibility rules); else None
+    #: AVRO: the parsed ``avro.schema.Schema``; PROTOBUF: a ``ProtobufSchema`` (for the compatibility
+    #: rules); else None
     parsed: Any = None
 
     def normalized(self) -> str:
@@ -48,13 +59,15 @@ def check_type(schema_type: object) -> str:
     return schema_type.upper()
 
 
-def parse(schema_type: str, text: str, references: list[tuple[str, str]] = ()) -> ParsedSchema:  # type: ignore[assignment]
-    """Parse ``text`` of ``schema_type``; ``references`` are the (type, text) of the schemas it refers
-    to, dependencies first. Raises :class:`~tidelog.schema_registry.errors.RegistryError` (42201)."""
+def parse(schema_type: str, text: str, references: Sequence[Referenced] = (), *,
+          validate: bool = False) -> ParsedSchema:
+    """Parse ``text`` of ``schema_type``; ``references`` are the schemas it refers to, directly or
+    not, dependencies first. ``validate``: compile a Protobuf schema now (else when first needed).
+    Raises :class:`~tidelog.schema_registry.errors.RegistryError` (42201)."""
     if not isinstance(text, str) or not text.strip():
         raise errors.invalid_schema("Empty schema")
     if schema_type == "AVRO":
-        return _parse_avro(text, [t for kind, t in references if kind == "AVRO"])
+        return _parse_avro(text, [r.text for r in references if r.schema_type == "AVRO"])
     if schema_type == "JSON":
         try:
             obj = json.loads(text)
@@ -63,10 +76,10 @@ def parse(schema_type: str, text: str, references: list[tuple[str, str]] = ()) -
         if not isinstance(obj, (dict, bool)):
             raise errors.invalid_schema(f"Invalid schema {text}, details: a JSON Schema is an object or a boolean")
         return ParsedSchema("JSON", text, _compact(obj))
-    return ParsedSchema("PROTOBUF", text, _proto_identity(text))
-
-
-_BASE64 = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
+    proto = ProtobufSchema(text, tuple(r for r in references if r.schema_type == "PROTOBUF"))
+    if validate:
+        proto.compiled()
+    return ParsedSchema("PROTOBUF", text, _proto_identity(text), proto)
 
 
 def _parse_avro(text: str, references: list[str]) -> ParsedSchema:
@@ -96,20 +109,10 @@ _PROTO_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 
 def _proto_identity(text: str) -> str:
-    stripped = text.strip()
-    if _BASE64.match(stripped) and len(stripped) % 4 == 0:  # no .proto text is one base64 word
-        import base64
-
-        from google.protobuf import descriptor_pb2
-        from google.protobuf.message import DecodeError
-
-        descriptor = descriptor_pb2.FileDescriptorProto()
-        try:
-            descriptor.ParseFromString(base64.standard_b64decode(stripped))
-        except (DecodeError, ValueError) as e:
-            raise errors.invalid_schema(f"Invalid schema {text}, details: not a FileDescriptorProto: {e}") from None
+    if is_descriptor(text):
+        descriptor = decode_descriptor(text)
         return "descriptor:" + base64.standard_b64encode(descriptor.SerializeToString(deterministic=True)).decode()
     return " ".join(_PROTO_COMMENTS.sub(" ", text).split())
 
 
-__all__ = ["SCHEMA_TYPES", "ParsedSchema", "check_type", "parse"]
+__all__ = ["SCHEMA_TYPES", "ParsedSchema", "Referenced", "check_type", "parse"]

@@ -26,7 +26,7 @@ from tidelog.errors import KafkaError
 from tidelog.records import RecordBatchBuilder
 from tidelog.schema_registry import compatibility, errors, records
 from tidelog.schema_registry.records import Reference, SchemaValue
-from tidelog.schema_registry.schemas import ParsedSchema, check_type, parse
+from tidelog.schema_registry.schemas import ParsedSchema, Referenced, check_type, parse
 from tidelog.schema_registry.state import RegistryState, StoredSchema
 
 #: What an append answers while ``_schemas`` has no leader yet (just created); retried every _RETRY_MS.
@@ -296,17 +296,17 @@ class SchemaRegistry:
                 raise errors.invalid_schema(f"Invalid schema {text} with refs {[r.to_json() for r in refs]} of type "
                                             f"{schema_type}, details: reference {ref.name!r} names subject "
                                             f"'{ref.subject}' version {ref.version}, which does not exist")
-        return parse(schema_type, text, self._reference_texts(refs)), refs
+        return parse(schema_type, text, self._reference_texts(refs), validate=True), refs
 
-    def _reference_texts(self, refs: tuple[Reference, ...], seen: frozenset = frozenset()) -> list[tuple[str, str]]:
-        """The (type, text) of every schema ``refs`` reach, dependencies first."""
-        out: list[tuple[str, str]] = []
+    def _reference_texts(self, refs: tuple[Reference, ...], seen: frozenset = frozenset()) -> list[Referenced]:
+        """Every schema ``refs`` reach (name, subject, version, type, text), dependencies first."""
+        out: list[Referenced] = []
         for ref in refs:
             entry = self.state.subjects.get(ref.subject, {}).get(ref.version)
             if entry is None or (ref.subject, ref.version) in seen:
                 continue
             out.extend(self._reference_texts(entry.references, seen | {(ref.subject, ref.version)}))
-            out.append((entry.schema_type, entry.schema))
+            out.append(Referenced(ref.name, ref.subject, ref.version, entry.schema_type, entry.schema))
         return out
 
     def _find(self, subject: str, parsed: ParsedSchema, refs: tuple[Reference, ...],
@@ -400,9 +400,7 @@ class SchemaRegistry:
             if parse_version(version) == -1 and level.endswith("_TRANSITIVE"):
                 against = live
             else:
-                level = level.removesuffix("_TRANSITIVE")
-                if level != "NONE":
-                    level += "_TRANSITIVE"  # exactly the one version asked for
+                level = level.removesuffix("_TRANSITIVE")  # exactly the one version asked for
         problems = compatibility.check(level, parsed, [self._parsed_of(e) for e in against])
         out: dict[str, Any] = {"is_compatible": not problems}
         if verbose:
