@@ -11,42 +11,30 @@ Loop-only, not thread-safe.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-
 from tidelog.coordinator.group.group import CONSUMER
-from tidelog.coordinator.group.group_type import ClassicProtocol, GroupContext, ReplayerFn
+from tidelog.coordinator.group.group_type import GroupContext
 from tidelog.coordinator.group.modern.consumer.classic_member import ClassicGroupAdopter, ClassicMembers
 from tidelog.coordinator.group.modern.consumer.config import ConsumerGroupConfig
 from tidelog.coordinator.group.modern.consumer.manager import ConsumerGroupCoordinator
 from tidelog.coordinator.group.modern.consumer.records import KEY_TYPES, RECORD_TYPES
+from tidelog.coordinator.group.modern.group_type import ModernGroupType
 from tidelog.coordinator.group.modern.member_timers import RuntimeTimers
-from tidelog.coordinator.group.records import CoordinatorRecord, RecordType
 
 
-class ConsumerGroupType:
+class ConsumerGroupType(ModernGroupType):
     """Consumer groups on the coordinator's runtime, registry and metadata image."""
 
     group_type = CONSUMER
+    manager: ConsumerGroupCoordinator
 
     def __init__(self, context: GroupContext, *, classic_members: bool = True) -> None:
         adopter = (ClassicGroupAdopter(context.groups, context.classic, context.runtime, context.partition_for)
                    if classic_members else None)
-        self.manager = ConsumerGroupCoordinator(
+        manager = ConsumerGroupCoordinator(
             context.clock, ConsumerGroupConfig.from_broker_config(context.config),
             RuntimeTimers(context.runtime, context.partition_for), context.groups,
             image_source=context.image_source, classic_groups=adopter)
-        self.classic_protocol: ClassicProtocol | None = ClassicMembers(self.manager) if classic_members else None
-        self.record_types: Sequence[RecordType] = RECORD_TYPES
-        self.replayers: Mapping[type, ReplayerFn] = dict.fromkeys(KEY_TYPES, self._replay)
-
-    def _replay(self, partition: int, offset: int, record: CoordinatorRecord) -> None:
-        self.manager.replay(record)
-
-    def on_loaded(self, group_ids: Iterable[str] | None = None) -> None:
-        self.manager.on_loaded(group_ids)
-
-    def on_unloaded(self) -> None:
-        self.manager.on_unloaded()
+        super().__init__(manager, RECORD_TYPES, KEY_TYPES, ClassicMembers(manager) if classic_members else None)
 
 
 __all__ = ["ConsumerGroupType"]
