@@ -88,7 +88,8 @@ class RequestTimes:
     """One histogram per request phase, per API key (Kafka's RequestMetrics), and the timestamps of
     the requests of one connection until their responses leave.
 
-    A request's timestamps (:data:`now`, nanoseconds), in order: ``received`` (the read that
+    A request's timing list is ``[api_key, received, started, local_done, ready, released, sent,
+    api_version]``; its timestamps (:data:`now`, nanoseconds), in order: ``received`` (the read that
     completed its frame), ``started`` (dispatch begins), ``local_done`` (the handler returned),
     ``ready`` (its response is known: at once, or when the handler's awaitable finished), then
     ``released`` (every earlier response of the connection has left: the ``ready`` time of the
@@ -98,19 +99,21 @@ class RequestTimes:
     The hot path only buffers the timestamps (:meth:`released`); :meth:`fold` counts them into the
     histograms every :attr:`FOLD_EVERY` requests and before a scrape, unrolled over flat arrays
     (phase ``i``'s buckets start at ``i * (len(LATENCY_BUCKETS) + 1)``; sums in nanoseconds).
-    :meth:`histograms` builds :class:`Histogram` objects in seconds at scrape time."""
+    :meth:`histograms` builds :class:`Histogram` objects in seconds at scrape time; :meth:`versions`
+    counts the requests of an API per version (Kafka's RequestsPerSec is tagged by request and version)."""
 
     __slots__ = ("_buffer", "by_api")
 
     FOLD_EVERY = 2048
 
     def __init__(self) -> None:
-        self.by_api: dict[int, tuple[list[int], list[int]]] = {}
+        #: api key -> (phase bucket counts, phase sums, requests per version)
+        self.by_api: dict[int, tuple[list[int], list[int], dict[int, int]]] = {}
         self._buffer: list[list] = []
 
     def add(self, timing: list, released: int, sent: int) -> None:
         """A request's response has left: ``timing`` is its ``[api_key, received, started,
-        local_done, ready, _, _]`` (the last two are set here)."""
+        local_done, ready, _, _, api_version]`` (``released`` and ``sent`` are set here)."""
         timing[5] = released
         timing[6] = sent
         self._buffer.append(timing)
@@ -119,7 +122,7 @@ class RequestTimes:
 
     def released(self, pending: dict[int, list], first: int, end: int, released: int, sent: int) -> None:
         """Requests ``first``..``end - 1`` of a connection have left; ``pending[seq]`` holds each one's
-        ``[api_key, received, started, local_done, ready, _, _]`` (``ready`` 0: never finished)."""
+        ``[api_key, received, started, local_done, ready, _, _, api_version]`` (``ready`` 0: never finished)."""
         buffer = self._buffer
         for seq in range(first, end):
             t = pending.pop(seq, None)
@@ -136,11 +139,12 @@ class RequestTimes:
         by_api = self.by_api
         bounds, first, stride, bucket = _BOUNDS_NS, _BOUNDS_NS[0], _STRIDE, bisect_left
         phases = len(REQUEST_PHASES)
-        for api_key, received, started, local_done, ready, released, sent in buffer:
+        for api_key, received, started, local_done, ready, released, sent, version in buffer:
             arrays = by_api.get(api_key)
             if arrays is None:
-                arrays = by_api[api_key] = ([0] * (stride * phases), [0] * phases)
-            counts, sums = arrays
+                arrays = by_api[api_key] = ([0] * (stride * phases), [0] * phases, {})
+            counts, sums, versions = arrays
+            versions[version] = versions.get(version, 0) + 1
             # Most phases of most requests fall in the first bucket: one comparison, else a bisect.
             v = sent - received
             counts[0 if v <= first else bucket(bounds, v)] += 1
@@ -166,7 +170,7 @@ class RequestTimes:
     def histograms(self, api_key: int) -> tuple[Histogram, ...]:
         """The API's six phase histograms (in :data:`REQUEST_PHASES` order, seconds), copied (call
         :meth:`fold` first to include the buffered requests)."""
-        counts, sums = self.by_api[api_key]
+        counts, sums, _ = self.by_api[api_key]
         out = []
         for i, total in enumerate(sums):
             h = Histogram(LATENCY_BUCKETS)
@@ -174,6 +178,11 @@ class RequestTimes:
             h.sum = total / 1e9
             out.append(h)
         return tuple(out)
+
+
+    def versions(self, api_key: int) -> dict[int, int]:
+        """Requests of the API counted so far, per request version (call :meth:`fold` first)."""
+        return dict(self.by_api[api_key][2])
 
 
 _BOUNDS_NS = tuple(round(b * 1e9) for b in LATENCY_BUCKETS)

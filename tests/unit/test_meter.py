@@ -69,7 +69,7 @@ def test_request_times_splits_a_request_into_kafkas_phases():
     times = RequestTimes()
     # api 0: received at 10 ms, started 11, handler returned 13, response ready 23; released 29 (it
     # waited for an earlier response of its connection), handed to the transport at 31
-    pending = {5: [0, 10 * MS, 11 * MS, 13 * MS, 23 * MS, 0, 0]}
+    pending = {5: [0, 10 * MS, 11 * MS, 13 * MS, 23 * MS, 0, 0, 9]}
     times.released(pending, 5, 6, 29 * MS, 31 * MS)
     assert pending == {}
     assert times.by_api == {}  # buffered until folded
@@ -85,7 +85,7 @@ def test_request_times_splits_a_request_into_kafkas_phases():
 
 def test_a_response_released_at_once_has_no_response_queue_time():
     times = RequestTimes()
-    pending = {0: [1, 0, 0, MS, 2 * MS, 0, 0]}
+    pending = {0: [1, 0, 0, MS, 2 * MS, 0, 0, 9]}
     times.released(pending, 0, 1, 2 * MS, 3 * MS)  # released by itself: its own ready time
     times.fold()
     hs = dict(zip(REQUEST_PHASES, times.histograms(1)))
@@ -95,7 +95,7 @@ def test_a_response_released_at_once_has_no_response_queue_time():
 
 def test_request_times_skips_requests_without_timestamps_and_keeps_later_ones():
     times = RequestTimes()
-    pending = {0: [3, 0, 0, 0, 1, 0, 0], 1: [3, 0, 0, 0, 0, 0, 0], 2: [3, 0, 0, 0, 1, 0, 0]}
+    pending = {0: [3, 0, 0, 0, 1, 0, 0, 9], 1: [3, 0, 0, 0, 0, 0, 0, 9], 2: [3, 0, 0, 0, 1, 0, 0, 9]}
     times.released(pending, 0, 2, 500 * MS, 1000 * MS)  # 1 was released unfinished (closed): dropped
     assert list(pending) == [2]
     times.fold()
@@ -108,16 +108,27 @@ def test_request_times_skips_requests_without_timestamps_and_keeps_later_ones():
 def test_request_times_fold_by_themselves_every_so_many_requests():
     times = RequestTimes()
     for seq in range(RequestTimes.FOLD_EVERY - 1):
-        times.released({seq: [0, 0, 0, 0, 1, 0, 0]}, seq, seq + 1, 1, 1)
+        times.released({seq: [0, 0, 0, 0, 1, 0, 0, 9]}, seq, seq + 1, 1, 1)
     assert times.by_api == {}
-    times.released({0: [0, 0, 0, 0, 1, 0, 0]}, 0, 1, 1, 1)
+    times.released({0: [0, 0, 0, 0, 1, 0, 0, 9]}, 0, 1, 1, 1)
     assert times.histograms(0)[0].count == RequestTimes.FOLD_EVERY
 
 
 def test_request_times_add_one_request_whose_response_left():
     times = RequestTimes()
-    times.add([2, 0, MS, 2 * MS, 4 * MS, 0, 0], 4 * MS, 5 * MS)
+    times.add([2, 0, MS, 2 * MS, 4 * MS, 0, 0, 9], 4 * MS, 5 * MS)
     times.fold()
     hs = dict(zip(REQUEST_PHASES, times.histograms(2)))
     assert abs(hs["total"].sum - 0.005) < 1e-12 and abs(hs["remote"].sum - 0.002) < 1e-12
     assert hs["response_queue"].sum == 0
+
+
+def test_request_times_count_each_api_per_request_version():
+    times = RequestTimes()
+    times.add([0, 0, 0, 0, 1, 0, 0, 13], 1, 1)
+    times.released({0: [0, 0, 0, 0, 1, 0, 0, 13], 1: [0, 0, 0, 0, 1, 0, 0, 9], 2: [1, 0, 0, 0, 1, 0, 0, 18]},
+                   0, 3, 1, 1)
+    times.fold()
+    assert times.versions(0) == {13: 2, 9: 1}
+    assert times.versions(1) == {18: 1}
+    assert times.histograms(0)[0].count == 3  # the phase histograms stay per API

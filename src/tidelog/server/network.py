@@ -316,7 +316,7 @@ class ClientProtocol(asyncio.Protocol):
         except CloseConnection as e:
             self.close(str(e))
             return received
-        timing = [d.api_key, received, started, now(), 0, 0, 0] if self._times is not None else None
+        timing = [d.api_key, received, started, now(), 0, 0, 0, d.api_version] if self._times is not None else None
         result = d.result
         if inspect.isawaitable(result):
             if timing is not None:

@@ -163,8 +163,9 @@ class BrokerCollector(Collector):
     # ------------------------------------------------------------------------------- requests
 
     def _requests(self) -> Iterator[Metric]:
-        requests = CounterMetricFamily("tidelog_requests", "Requests answered (or completed, acks=0), per API",
-                                       labels=["request"])
+        requests = CounterMetricFamily("tidelog_requests",
+                                       "Requests answered (or completed, acks=0), per API and request version",
+                                       labels=["request", "version"])
         families = {phase: HistogramMetricFamily(*PHASE_METRICS[phase], labels=["request"]) for phase in REQUEST_PHASES}
         times = self.s.request_times
         times.fold()
@@ -172,7 +173,8 @@ class BrokerCollector(Collector):
             hists = times.histograms(api_key)
             api = API_REGISTRY.get(api_key)
             name = api.name if api is not None else str(api_key)
-            requests.add_metric([name], hists[0].count)
+            for version, n in sorted(times.versions(api_key).items()):
+                requests.add_metric([name, str(version)], n)
             for phase, h in zip(REQUEST_PHASES, hists):
                 families[phase].add_metric([name], h.cumulative(), h.sum)
         yield requests
