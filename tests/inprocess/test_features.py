@@ -47,7 +47,7 @@ def test_api_versions_reports_what_kafka_4_4_reports_for_tidelogs_features(tmp_p
         r = await versions(b, 4)
         assert {(f.name, f.min_version, f.max_version) for f in r.supported_features} == {
             ("metadata.version", 33, 33), ("group.version", 0, 1), ("transaction.version", 0, 2),
-            ("share.version", 0, 1)}
+            ("share.version", 0, 2), ("streams.version", 0, 1)}
         assert await finalized(b) == ({"metadata.version": 33, "group.version": 1, "transaction.version": 2}, 1)
         # v3 leaves out the features whose lowest supported level is 0 (KAFKA-17011)
         r3 = await versions(b, 3)
@@ -103,10 +103,10 @@ def test_share_version_turns_share_groups_on_and_off_at_runtime(tmp_path: Path) 
 
 def test_update_features_errors_as_kafka(tmp_path: Path) -> None:
     async def scenario(b: InProcessBroker) -> None:
-        r = await b.request(update("share.version", 2), 1)
+        r = await b.request(update("share.version", 3), 1)
         assert r.error_code == ErrorCode.INVALID_UPDATE_VERSION
-        assert r.error_message == ("Invalid update version 2 for feature share.version. Local controller 1 only "
-                                   "supports versions 0-1")
+        assert r.error_message == ("Invalid update version 3 for feature share.version. Local controller 1 only "
+                                   "supports versions 0-2")
         r = await b.request(update("kraft.version", 1), 1)
         assert r.error_code == ErrorCode.INVALID_UPDATE_VERSION and "does not support this feature" in r.error_message
         r = await b.request(update("transaction.version", 1, upgrade_type=3), 1)

@@ -44,24 +44,24 @@ def advertised(bootstrap: str) -> set[int]:
 def test_share_version_upgraded_and_downgraded_with_the_cli(broker, admin) -> None:
     b = broker.bootstrap
     before = described(b)
-    assert before["share.version"] == {"SupportedMinVersion": "0", "SupportedMaxVersion": "1",
+    assert before["share.version"] == {"SupportedMinVersion": "0", "SupportedMaxVersion": "2",
                                        "FinalizedVersionLevel": "0", "Epoch": "1"}
     assert before["metadata.version"]["FinalizedVersionLevel"] == "4.4-IV2"
     assert before["group.version"]["FinalizedVersionLevel"] == "1"
     assert before["transaction.version"]["FinalizedVersionLevel"] == "2"
     assert SHARE_GROUP_HEARTBEAT not in advertised(b)
 
-    refused = features(b, "upgrade", "--feature", "share.version=2")
+    refused = features(b, "upgrade", "--feature", "share.version=3")
     assert refused.returncode == 1
-    assert refused.stdout.strip() == ("Could not upgrade share.version to 2. Invalid update version 2 for feature "
-                                      "share.version. Local controller 0 only supports versions 0-1")
+    assert refused.stdout.strip() == ("Could not upgrade share.version to 3. Invalid update version 3 for feature "
+                                      "share.version. Local controller 0 only supports versions 0-2")
     dry = features(b, "upgrade", "--feature", "share.version=1", "--dry-run")
     assert (dry.returncode, dry.stdout.strip()) == (0, "share.version can be upgraded to 1.")
     assert described(b)["share.version"]["FinalizedVersionLevel"] == "0"
 
     done = features(b, "upgrade", "--feature", "share.version=1")
     assert (done.returncode, done.stdout.strip()) == (0, "share.version was upgraded to 1."), done
-    assert described(b)["share.version"] == {"SupportedMinVersion": "0", "SupportedMaxVersion": "1",
+    assert described(b)["share.version"] == {"SupportedMinVersion": "0", "SupportedMaxVersion": "2",
                                              "FinalizedVersionLevel": "1", "Epoch": "2"}
     assert SHARE_GROUP_HEARTBEAT in advertised(b)
 

@@ -43,7 +43,7 @@ def test_share_version_upgrades_and_downgrades_with_a_downgrade_type() -> None:
     (FeatureUpdate("share.version", -1, SAFE), "cannot be less than 0"),
     (FeatureUpdate("share.version", 1, SAFE), "Can't downgrade to a newer version."),
     (FeatureUpdate("group.version", 0, UP), "without setting the upgrade type to either safe or unsafe downgrade"),
-    (FeatureUpdate("share.version", 2, UP), "only supports versions 0-1"),
+    (FeatureUpdate("share.version", 3, UP), "only supports versions 0-2"),
     (FeatureUpdate("no.such.feature", 1, UP), "Local controller 1 does not support this feature."),
     (FeatureUpdate("transaction.version", 1, SAFE), "transaction.version at start-up"),
     (FeatureUpdate("metadata.version", 34, UP), "only supports versions 33-33"),
@@ -65,13 +65,15 @@ def test_one_refused_update_refuses_the_request_and_unknown_features_may_go_to_0
 def test_finalized_levels_are_the_stored_over_the_initial_ones_without_zeroes() -> None:
     config = BrokerConfig.from_props({"share.version": "1", "group.coordinator.rebalance.protocols": "classic"})
     initial = initial_levels(config)
-    assert initial == {"metadata.version": 33, "group.version": 0, "transaction.version": 2, "share.version": 1}
+    assert initial == {"metadata.version": 33, "group.version": 0, "transaction.version": 2, "share.version": 1,
+                       "streams.version": 0}
     never = finalized({}, 0, initial)
     assert never.epoch == 1 and dict(never.levels) == {"metadata.version": 33, "transaction.version": 2,
                                                        "share.version": 1}
     changed = finalized({"share.version": 0, "group.version": 0}, 4, initial)
     assert changed.epoch == 4 and "share.version" not in changed.levels
-    assert set(SUPPORTED) == {"metadata.version", "group.version", "transaction.version", "share.version"}
+    assert set(SUPPORTED) == {"metadata.version", "group.version", "transaction.version", "share.version",
+                              "streams.version"}
 
 
 def test_the_feature_znode_round_trips() -> None:

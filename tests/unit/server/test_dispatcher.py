@@ -69,7 +69,8 @@ def test_api_versions_finalizes_transaction_version_2(version: int) -> None:
     # v3 leaves out supported features whose lowest level is 0, as Kafka's schema says.
     supported = [(f.name, f.min_version, f.max_version) for f in resp.supported_features]
     assert supported == ([("metadata.version", 33, 33), ("group.version", 0, 1), ("transaction.version", 0, 2),
-                          ("share.version", 0, 1)] if version >= 4 else [("metadata.version", 33, 33)])
+                          ("share.version", 0, 2), ("streams.version", 0, 1)] if version >= 4
+                         else [("metadata.version", 33, 33)])
     versions = {k.api_key: k.max_version for k in resp.api_keys}
     assert versions[ApiKey.END_TXN] == 5 and versions[ApiKey.PRODUCE] == 13
 
