@@ -14,11 +14,17 @@ import pytest
 from tidelog.cluster.metadata import MetadataImage, PartitionMetadata, TopicMetadata
 from tidelog.config import TopicConfig
 from tidelog.coordinator.group import GroupConfig, GroupCoordinator
+from tidelog.coordinator.group.group import RequestInfo
 from tidelog.coordinator.group.modern.streams.assignor import MemberSpec, sticky_assign
 from tidelog.coordinator.group.modern.streams.describe import describe_group
-from tidelog.coordinator.group.modern.streams.group import StreamsGroup, StreamsMemberState
+from tidelog.coordinator.group.modern.streams.group import (
+    StreamsGroup,
+    StreamsGroupMember,
+    StreamsMemberState,
+)
 from tidelog.coordinator.group.modern.streams.group_type import StreamsGroupType
 from tidelog.coordinator.group.modern.streams.manager import StreamsGroupCoordinator, topology_value
+from tidelog.coordinator.group.modern.streams.reconciliation import reconcile
 from tidelog.coordinator.group.modern.streams.records import (
     StreamsGroupCurrentMemberAssignmentKey,
     StreamsGroupCurrentMemberAssignmentValue,
@@ -40,6 +46,7 @@ from tidelog.coordinator.group.modern.streams.topology import (
     MISSING_SOURCE_TOPICS,
     configure,
 )
+from tidelog.coordinator.group.offsets import PartitionCommit
 from tidelog.coordinator.group.records import CoordinatorRecord
 from tidelog.coordinator.group.serde import deserialize, serialize
 from tidelog.coordinator.runtime import LogWriter
@@ -159,6 +166,10 @@ MM = StreamsGroupMemberMetadataValue
     CoordinatorRecord(StreamsGroupCurrentMemberAssignmentKey(GROUP, "m"), CA(
         member_epoch=3, previous_member_epoch=2, state=1, active_tasks=[CA.TaskIds(subtopology_id="1", partitions=[1],
                                                                                  assignment_epochs=None)])),
+    CoordinatorRecord(StreamsGroupCurrentMemberAssignmentKey(GROUP, "m"), CA(
+        member_epoch=3, previous_member_epoch=2, state=2,
+        active_tasks=[CA.TaskIds(subtopology_id="1", partitions=[1, 3], assignment_epochs=[1, 3])],
+        active_tasks_pending_revocation=[CA.TaskIds(subtopology_id="0", partitions=[2], assignment_epochs=[2])])),
     CoordinatorRecord(StreamsGroupTopologyKey(GROUP), topology_value(word_count())),
     CoordinatorRecord(StreamsGroupMemberMetadataKey(GROUP, "m")),
 ])
@@ -351,10 +362,8 @@ def test_offset_commit_checks_the_member_epoch_and_describe(tmp_path: Path) -> N
     h.image = image(input=2, **{REPARTITION: 2, CHANGELOG: 2})
     r = h.join("a")
     group = h.group()
-    group.validate_offset_commit("a", None, r.member_epoch, 9)
-    group.validate_offset_commit("a", None, group.members["a"].previous_member_epoch, 9)  # the bump crossed it
+    assert group.validate_offset_commit("a", None, r.member_epoch, 9) is None  # its epoch: any partition
     for member, epoch, version, code in [("a", r.member_epoch + 1, 9, ErrorCode.STALE_MEMBER_EPOCH),
-                                         ("a", -1, 9, ErrorCode.STALE_MEMBER_EPOCH),
                                          ("zz", r.member_epoch, 9, ErrorCode.UNKNOWN_MEMBER_ID),
                                          ("a", r.member_epoch, 8, ErrorCode.UNSUPPORTED_VERSION)]:
         with pytest.raises(KafkaError) as e:
@@ -447,3 +456,102 @@ def test_the_first_topology_stays_the_groups(tmp_path: Path) -> None:
     with pytest.raises(KafkaError):
         h.join("b", topology=other)
     assert h.group().topology == topology_value(word_count())
+
+
+# ------------------------------------------------------------------- per-task assignment epochs
+
+
+SOURCE = {"0": "input", "1": REPARTITION}  # each subtopology's source topic: a task's partition is its
+
+
+def commit(h: Harness, member: str, epoch: int, *tasks: tuple[str, int]) -> dict:
+    return h.coordinator.commit_offsets(RequestInfo(api_version=10), GROUP, member, None, epoch,
+                                        [PartitionCommit(SOURCE.get(s, s), p, 7) for s, p in tasks])
+
+
+def ok(*tasks: tuple[str, int]) -> dict:
+    return {(SOURCE.get(s, s), p): ErrorCode.NONE for s, p in tasks}
+
+
+def stale(h: Harness, member: str, epoch: int, *tasks: tuple[str, int]) -> str:
+    with pytest.raises(KafkaError) as e:
+        commit(h, member, epoch, *tasks)
+    assert e.value.code == ErrorCode.STALE_MEMBER_EPOCH
+    return e.value.message
+
+
+def test_a_commit_at_an_older_epoch_is_checked_against_each_tasks_assignment_epoch(tmp_path: Path) -> None:
+    """Kafka 4.4's StreamsGroup.validateOffsetCommit: an older epoch is accepted only for partitions of the
+    member's active tasks assigned to it at that epoch or before, whatever its previous epoch is."""
+    h = Harness(tmp_path)
+    h.image = image(input=2, **{REPARTITION: 2, CHANGELOG: 2})
+    assert h.join("a").member_epoch == 1  # a holds every task, assigned at epoch 1
+    h.join("b")  # group epoch 2: a gives half its tasks up
+    kept = active(h.heartbeat("a", 1))
+    assert h.heartbeat("a", 1, active_tasks=owned(kept), standby_tasks=[], warmup_tasks=[]).member_epoch == 2
+    b = h.heartbeat("b", 2)
+    assert b.member_epoch == 2 and active(b)
+    assert h.heartbeat("b", -1).member_epoch == -1  # group epoch 3: a gets every task back
+    r = h.heartbeat("a", 2, active_tasks=owned(kept), standby_tasks=[], warmup_tasks=[])
+    assert r.member_epoch == 3 and active(r) == {"0": frozenset({0, 1}), "1": frozenset({0, 1})}
+    a = h.group().members["a"]
+    assert a.previous_member_epoch == 2
+    held = next((s, p) for s, ps in kept.items() for p in ps)
+    regained = next((s, p) for s, ps in active(b).items() for p in ps)
+
+    # a task held since epoch 1: epoch 1 commits it although it is older than the previous epoch (2)
+    assert commit(h, "a", 1, held) == ok(held)
+    # a task given back at epoch 3: epochs 2 and 1 are too old for it, and fail the whole request
+    assert stale(h, "a", 2, held, regained) == (
+        f"Received member epoch 2 is older than assignment epoch 3 for task {regained[0]}-{regained[1]}.")
+    fetched = h.coordinator.fetch_offsets(GROUP, [(SOURCE[regained[0]], [regained[1]])])
+    assert fetched.topics[0].partitions[0].committed_offset == -1
+    # the current epoch commits anything; a topic that is no source topic at an older epoch is refused
+    assert commit(h, "a", 3, regained, ("other", 0)) == ok(regained, ("other", 0))
+    assert stale(h, "a", 2, ("other", 0)) == "Topic other is not in the topology."
+    # the epochs are in the records: the state rebuilt by replay has them
+    assert a.epochs()[held] == 1 and a.epochs()[regained] == 3
+    assert h.reloaded().group(GROUP).members["a"].epochs() == a.epochs()
+
+
+def test_a_task_pending_revocation_keeps_its_epoch_and_one_no_longer_held_is_refused(tmp_path: Path) -> None:
+    h = Harness(tmp_path)
+    h.image = image(input=2, **{REPARTITION: 2, CHANGELOG: 2})
+    h.join("a")
+    h.join("b")
+    kept = active(h.heartbeat("a", 1))  # UNREVOKED at epoch 1: the rest is pending revocation
+    a = h.group().members["a"]
+    assert a.state == StreamsMemberState.UNREVOKED_TASKS and a.member_epoch == 1
+    revoked = next((s, p) for s, ps in a.pending_revocation.active.items() for p in ps)
+    name = f"{revoked[0]}-{revoked[1]}"
+    # still the member's (pending revocation): epoch 0 is older than its assignment epoch 1
+    assert stale(h, "a", 0, revoked) == f"Received member epoch 0 is older than assignment epoch 1 for task {name}."
+    h.heartbeat("a", 1, active_tasks=owned(kept), standby_tasks=[], warmup_tasks=[])
+    assert h.group().members["a"].member_epoch == 2
+    # revoked now: its old epoch commits nothing of it (Kafka 4.4; the previous-epoch rule accepted it)
+    assert stale(h, "a", 1, revoked) == f"Task {name} is not assigned or pending revocation for member."
+    # b: given it at epoch 2
+    assert revoked in [(s, p) for s, ps in active(h.heartbeat("b", 2)).items() for p in ps]
+    assert commit(h, "b", 2, revoked) == ok(revoked)
+    assert stale(h, "b", 1, revoked) == f"Received member epoch 1 is older than assignment epoch 2 for task {name}."
+    assert a.epochs()[revoked] == 1
+
+
+def test_after_revoking_with_more_to_revoke_the_member_moves_to_the_next_epoch() -> None:
+    """Kafka's CurrentAssignmentBuilder: once an UNREVOKED member has revoked, it reconciles as from its
+    epoch + 1; with again something to revoke it waits there (and its kept tasks keep their epochs)."""
+    m = StreamsGroupMember("a", member_epoch=4, previous_member_epoch=3, state=StreamsMemberState.UNREVOKED_TASKS,
+                           assigned=TasksTuple({"0": frozenset({0, 1})}),
+                           pending_revocation=TasksTuple({"0": frozenset({2})}),
+                           active_epochs=(("0", 0, 2), ("0", 1, 4), ("0", 2, 3)))
+    never = lambda *_: False  # noqa: E731
+    target = TasksTuple({"0": frozenset({0})})
+    assert reconcile(m, 6, target, TasksTuple({"0": frozenset({0, 1, 2})}), never, never) == m  # not yet revoked
+    r = reconcile(m, 6, target, TasksTuple({"0": frozenset({0, 1})}), never, never)
+    assert (r.state, r.member_epoch, r.previous_member_epoch) == (StreamsMemberState.UNREVOKED_TASKS, 5, 4)
+    assert r.pending_revocation == TasksTuple({"0": frozenset({1})}) and r.epochs() == {("0", 0): 2, ("0", 1): 4}
+    r = reconcile(r, 6, TasksTuple({"0": frozenset({0, 3})}), TasksTuple({"0": frozenset({0})}), never, never)
+    assert (r.state, r.member_epoch, r.previous_member_epoch) == (StreamsMemberState.STABLE, 6, 5)
+    assert r.epochs() == {("0", 0): 2, ("0", 3): 6}
+    value = r.current_assignment()
+    assert value.state == 1 and [t.assignment_epochs for t in value.active_tasks] == [[2, 6]]

@@ -384,8 +384,9 @@ class StreamsGroupCoordinator:
                                                    and p in o.assigned.active.get(s, frozenset())
                                                    for o in group.members.values()))
         if new or (reconciled.member_epoch, reconciled.previous_member_epoch, reconciled.state, reconciled.assigned,
-                   reconciled.pending_revocation) != (member.member_epoch, member.previous_member_epoch,
-                                                      member.state, member.assigned, member.pending_revocation):
+                   reconciled.pending_revocation, reconciled.active_epochs) != (
+                       member.member_epoch, member.previous_member_epoch, member.state, member.assigned,
+                       member.pending_revocation, member.active_epochs):
             records.append(CoordinatorRecord(StreamsGroupCurrentMemberAssignmentKey(gid, member_id),
                                              reconciled.current_assignment()))
         if reconciled.state == StreamsMemberState.UNREVOKED_TASKS:
