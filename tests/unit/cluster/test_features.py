@@ -65,13 +65,23 @@ def test_one_refused_update_refuses_the_request_and_unknown_features_may_go_to_0
 def test_finalized_levels_are_the_stored_over_the_initial_ones_without_zeroes() -> None:
     config = BrokerConfig.from_props({"share.version": "1", "group.coordinator.rebalance.protocols": "classic"})
     initial = initial_levels(config)
-    assert initial == {"metadata.version": 33, "group.version": 0, "transaction.version": 2, "share.version": 1}
+    assert initial == {"metadata.version": 33, "group.version": 0, "transaction.version": 2, "share.version": 1,
+                       "streams.version": 0}
     never = finalized({}, 0, initial)
     assert never.epoch == 1 and dict(never.levels) == {"metadata.version": 33, "transaction.version": 2,
                                                        "share.version": 1}
     changed = finalized({"share.version": 0, "group.version": 0}, 4, initial)
     assert changed.epoch == 4 and "share.version" not in changed.levels
-    assert set(SUPPORTED) == {"metadata.version", "group.version", "transaction.version", "share.version"}
+    assert set(SUPPORTED) == {"metadata.version", "group.version", "transaction.version", "share.version",
+                              "streams.version"}
+
+
+def test_by_default_streams_groups_are_on_as_in_kafka_4_4() -> None:
+    config = BrokerConfig.from_props({})
+    assert config["group.coordinator.rebalance.protocols"] == ("classic", "consumer", "streams")
+    assert initial_levels(config)["streams.version"] == 1 and initial_levels(config)["group.version"] == 1
+    off = BrokerConfig.from_props({"group.coordinator.rebalance.protocols": "classic,consumer"})
+    assert initial_levels(off).get("streams.version", 0) == 0
 
 
 def test_the_feature_znode_round_trips() -> None:
