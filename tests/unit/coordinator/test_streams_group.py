@@ -88,7 +88,7 @@ class Harness:
                              TopicConfig.from_dict({"cleanup.policy": "compact"}), self.clock)
         self.writer = LogWriter(lambda p: self.plog)
         self.config = GroupConfig(offsets_topic_num_partitions=1, values={
-            "group.streams.initial.rebalance.delay.ms": 0, **values})
+            "group.streams.initial.rebalance.delay.ms": 0, "group.streams.assignment.interval.ms": 0, **values})
         self.coordinator = self._new()
 
     def _new(self) -> GroupCoordinator:
@@ -555,3 +555,24 @@ def test_after_revoking_with_more_to_revoke_the_member_moves_to_the_next_epoch()
     assert r.epochs() == {("0", 0): 2, ("0", 3): 6}
     value = r.current_assignment()
     assert value.state == 1 and [t.assignment_epochs for t in value.active_tasks] == [[2, 6]]
+
+
+def test_a_target_assignment_is_computed_at_most_once_per_assignment_interval(tmp_path: Path) -> None:
+    """Kafka 4.4's group.streams.assignment.interval.ms (default 1000): a heartbeat that needs a new target
+    sooner than the interval after the last one is told ASSIGNMENT_DELAYED and keeps the old target."""
+    h = Harness(tmp_path, **{"group.streams.assignment.interval.ms": 1000})
+    h.image = image(input=2, **{REPARTITION: 2, CHANGELOG: 2})
+    assert h.join("a").member_epoch == 1  # the first target: at once
+    assert h.group().assignment_timestamp == h.clock.wall_ms()
+    b = h.join("b")  # group epoch 2, but the last target is 0 ms old
+    assert (b.member_epoch, h.group().group_epoch, h.group().assignment_epoch) == (1, 2, 1)
+    assert [(s.status_code, s.status_detail) for s in b.status] == [
+        (ASSIGNMENT_DELAYED, "Assignment delayed due to the configured assignment interval.")]
+    assert h.group().state_name() == "Assigning"
+    h.clock.advance(999)
+    assert h.heartbeat("a", 1).member_epoch == 1 and h.group().assignment_epoch == 1
+    h.clock.advance(1)
+    r = h.heartbeat("a", 1)
+    assert r.status == [] and h.group().assignment_epoch == 2
+    assert h.group().members["a"].state == StreamsMemberState.UNREVOKED_TASKS
+    assert h.reloaded().group(GROUP).assignment_timestamp == h.clock.wall_ms()

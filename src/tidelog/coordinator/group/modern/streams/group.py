@@ -153,6 +153,8 @@ class StreamsGroup(Group):
         self.metadata_hash = 0
         self.validated_topology_epoch = -1
         self.assignment_epoch = 0
+        #: When the target assignment was last computed (wall clock ms; 0: never)
+        self.assignment_timestamp = 0
         self.topology: StreamsGroupTopologyValue | None = None
         self.members: dict[str, StreamsGroupMember] = {}
         self.target_assignment: dict[str, TasksTuple] = {}
@@ -334,6 +336,7 @@ class StreamsGroup(Group):
                 self.target_assignment[key.member_id] = TasksTuple.of(value)
         elif isinstance(key, StreamsGroupTargetAssignmentMetadataKey):
             self.assignment_epoch = -1 if value is None else value.assignment_epoch
+            self.assignment_timestamp = 0 if value is None else value.assignment_timestamp
         elif isinstance(key, StreamsGroupTopologyKey):
             self.topology = value
         else:
