@@ -563,9 +563,9 @@ def test_a_target_assignment_is_computed_at_most_once_per_assignment_interval(tm
     h = Harness(tmp_path, **{"group.streams.assignment.interval.ms": 1000})
     h.image = image(input=2, **{REPARTITION: 2, CHANGELOG: 2})
     assert h.join("a").member_epoch == 1  # the first target: at once
-    assert h.group().assignment_timestamp == h.clock.wall_ms()
     b = h.join("b")  # group epoch 2, but the last target is 0 ms old
     assert (b.member_epoch, h.group().group_epoch, h.group().assignment_epoch) == (1, 2, 1)
+    assert h.group().assignment_timestamp == h.clock.wall_ms()
     assert [(s.status_code, s.status_detail) for s in b.status] == [
         (ASSIGNMENT_DELAYED, "Assignment delayed due to the configured assignment interval.")]
     assert h.group().state_name() == "Assigning"
