@@ -576,3 +576,19 @@ def test_a_target_assignment_is_computed_at_most_once_per_assignment_interval(tm
     assert r.status == [] and h.group().assignment_epoch == 2
     assert h.group().members["a"].state == StreamsMemberState.UNREVOKED_TASKS
     assert h.reloaded().group(GROUP).assignment_timestamp == h.clock.wall_ms()
+
+
+def test_a_transactional_commit_is_checked_alike_with_its_versions_error(tmp_path: Path) -> None:
+    """TxnOffsetCommit runs the same per-task check; before v6 (KIP-1251) the error is ILLEGAL_GENERATION."""
+    h = Harness(tmp_path)
+    h.image = image(input=2, **{REPARTITION: 2, CHANGELOG: 2})
+    h.join("a")
+    h.join("b")
+    kept = active(h.heartbeat("a", 1))
+    h.heartbeat("a", 1, active_tasks=owned(kept), standby_tasks=[], warmup_tasks=[])
+    gone = next((s, p) for s, ps in active(h.heartbeat("b", 2)).items() for p in ps)
+    for version, code in [(5, ErrorCode.ILLEGAL_GENERATION), (6, ErrorCode.STALE_MEMBER_EPOCH)]:
+        with pytest.raises(KafkaError) as e:
+            h.coordinator.commit_transactional_offsets(RequestInfo(api_version=version), GROUP, 7, 0, "a", None, 1,
+                                                       [PartitionCommit(SOURCE[gone[0]], gone[1], 7)])
+        assert e.value.code == code
