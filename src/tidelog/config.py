@@ -345,6 +345,10 @@ _BROKER_DEFS = [
     ConfigDef("group.streams.assignment.interval.ms", _int(0), 1000,
               "A streams group's target assignment is computed at most once per this interval (KIP-1071); a "
               "heartbeat that would need a new one sooner sees ASSIGNMENT_DELAYED.", topic=False),
+    ConfigDef("group.streams.min.assignment.interval.ms", _int(0), 0,
+              "Shortest assignment interval of a streams group (KIP-1071).", topic=False),
+    ConfigDef("group.streams.max.assignment.interval.ms", _int(0), 15_000,
+              "Longest assignment interval of a streams group (KIP-1071).", topic=False),
     ConfigDef("group.streams.rack.aware.assignment.tags", _parse_list, (),
               "Client tag keys over which a streams group's standby tasks are spread (KIP-1071); a member "
               "lacking one is told MISSING_CLIENT_TAGS.", topic=False),

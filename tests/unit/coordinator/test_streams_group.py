@@ -7,12 +7,14 @@ checks, and the state rebuilt by replay equal to the live state."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from tidelog.cluster.group_config import validate_group_configs
 from tidelog.cluster.metadata import MetadataImage, PartitionMetadata, TopicMetadata
-from tidelog.config import TopicConfig
+from tidelog.config import BrokerConfig, TopicConfig
 from tidelog.coordinator.group import GroupConfig, GroupCoordinator
 from tidelog.coordinator.group.group import RequestInfo
 from tidelog.coordinator.group.modern.streams.assignor import MemberSpec, sticky_assign
@@ -50,7 +52,7 @@ from tidelog.coordinator.group.offsets import PartitionCommit
 from tidelog.coordinator.group.records import CoordinatorRecord
 from tidelog.coordinator.group.serde import deserialize, serialize
 from tidelog.coordinator.runtime import LogWriter
-from tidelog.errors import ErrorCode, KafkaError
+from tidelog.errors import ConfigError, ErrorCode, KafkaError
 from tidelog.protocol.messages import StreamsGroupHeartbeatRequest
 from tidelog.storage.loader import load_log
 from tidelog.testing import ManualClock
@@ -592,3 +594,19 @@ def test_a_transactional_commit_is_checked_alike_with_its_versions_error(tmp_pat
             h.coordinator.commit_transactional_offsets(RequestInfo(api_version=version), GROUP, 7, 0, "a", None, 1,
                                                        [PartitionCommit(SOURCE[gone[0]], gone[1], 7)])
         assert e.value.code == code
+
+
+def test_the_assignment_interval_as_a_group_config_within_the_broker_bounds(tmp_path: Path) -> None:
+    broker = BrokerConfig.from_props({})
+    assert validate_group_configs({}, broker)["streams.assignment.interval.ms"] == 1000
+    assert validate_group_configs({"streams.assignment.interval.ms": "0"}, broker)["streams.assignment.interval.ms"] == 0
+    with pytest.raises(ConfigError) as e:
+        validate_group_configs({"streams.assignment.interval.ms": "15001"}, broker)
+    assert str(e.value) == ("streams.assignment.interval.ms must be less than or equal to "
+                            "group.streams.max.assignment.interval.ms")
+    # the group's own value wins over the broker's (here: no interval for this group)
+    h = Harness(tmp_path, **{"group.streams.assignment.interval.ms": 60_000})
+    h.image = replace(image(input=2, **{REPARTITION: 2, CHANGELOG: 2}),
+                      group_configs={GROUP: {"streams.assignment.interval.ms": "0"}})
+    h.join("a")
+    assert h.join("b").status == [] and h.group().assignment_epoch == 2
