@@ -283,8 +283,9 @@ _BROKER_DEFS = [
               "Samples kept by each client quota's rate measurement.", topic=False),
     ConfigDef("quota.window.size.seconds", _int(1), 1,
               "Time span of each client quota sample.", topic=False),
-    ConfigDef("group.coordinator.rebalance.protocols", _parse_list, ("classic", "consumer"),
-              "Rebalance protocols the group coordinator offers.", topic=False),
+    ConfigDef("group.coordinator.rebalance.protocols", _parse_list, ("classic", "consumer", "streams"),
+              "Rebalance protocols the group coordinator offers (Kafka 4.4's default: all three; without "
+              "'streams' the streams group APIs are not served and streams.version is 0).", topic=False),
     ConfigDef("group.consumer.assignors", _parse_list, ("uniform", "range"),
               "Server-side assignors of consumer groups (KIP-848); the first is the default.", topic=False),
     ConfigDef("group.consumer.session.timeout.ms", _int(1), 45_000,
@@ -318,7 +319,8 @@ _BROKER_DEFS = [
     ConfigDef("group.share.max.heartbeat.interval.ms", _int(1), 15_000,
               "Longest heartbeat interval of a share group (KIP-932).", topic=False),
     ConfigDef("group.share.max.size", _int(1), 200, "Most members a share group may have (KIP-932).", topic=False),
-    # Streams groups (KIP-1071; docs/streams-groups.md), served with ``streams`` in group.coordinator.rebalance.protocols.
+    # Streams groups (KIP-1071; docs/streams-groups.md), served unless group.coordinator.rebalance.protocols leaves out
+    # ``streams`` (by default it lists it, as Kafka 4.4's).
     ConfigDef("group.streams.session.timeout.ms", _int(1), 45_000,
               "Session timeout of streams group members (KIP-1071).", topic=False),
     ConfigDef("group.streams.min.session.timeout.ms", _int(1), 45_000,
@@ -340,6 +342,13 @@ _BROKER_DEFS = [
     ConfigDef("group.streams.initial.rebalance.delay.ms", _int(0), 3000,
               "How long a new streams group waits for more members before its first assignment (KIP-1071).",
               topic=False),
+    ConfigDef("group.streams.assignment.interval.ms", _int(0), 1000,
+              "A streams group's target assignment is computed at most once per this interval (KIP-1071); a "
+              "heartbeat that would need a new one sooner sees ASSIGNMENT_DELAYED.", topic=False),
+    ConfigDef("group.streams.min.assignment.interval.ms", _int(0), 0,
+              "Shortest assignment interval of a streams group (KIP-1071).", topic=False),
+    ConfigDef("group.streams.max.assignment.interval.ms", _int(0), 15_000,
+              "Longest assignment interval of a streams group (KIP-1071).", topic=False),
     ConfigDef("group.streams.rack.aware.assignment.tags", _parse_list, (),
               "Client tag keys over which a streams group's standby tasks are spread (KIP-1071); a member "
               "lacking one is told MISSING_CLIENT_TAGS.", topic=False),

@@ -48,7 +48,10 @@ def test_api_versions_reports_what_kafka_4_4_reports_for_tidelogs_features(tmp_p
         assert {(f.name, f.min_version, f.max_version) for f in r.supported_features} == {
             ("metadata.version", 33, 33), ("group.version", 0, 1), ("transaction.version", 0, 2),
             ("share.version", 0, 2), ("streams.version", 0, 1)}
-        assert await finalized(b) == ({"metadata.version": 33, "group.version": 1, "transaction.version": 2}, 1)
+        # streams groups are on by default, as in Kafka 4.4: streams.version 1 and their APIs
+        assert await finalized(b) == ({"metadata.version": 33, "group.version": 1, "transaction.version": 2,
+                                       "streams.version": 1}, 1)
+        assert {88, 89, 93} <= {k.api_key for k in r.api_keys}
         # v3 leaves out the features whose lowest supported level is 0 (KAFKA-17011)
         r3 = await versions(b, 3)
         assert [(f.name, f.min_version) for f in r3.supported_features] == [("metadata.version", 33)]
@@ -95,7 +98,7 @@ def test_share_version_turns_share_groups_on_and_off_at_runtime(tmp_path: Path) 
         assert (await b.request(v0, 0)).error_code == 0
         await b.restart()
         assert await finalized(b) == ({"metadata.version": 33, "group.version": 1, "transaction.version": 2,
-                                       "share.version": 1}, 4)
+                                       "share.version": 1, "streams.version": 1}, 4)
         assert (await b.request(heartbeat(), 1)).error_code != ErrorCode.UNSUPPORTED_VERSION
 
     run(tmp_path, scenario)

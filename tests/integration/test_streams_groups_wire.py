@@ -1,6 +1,7 @@
-"""Streams groups (KIP-1071) over the wire on a real ``tidelog serve``: served (StreamsGroupHeartbeat,
-StreamsGroupDescribe, StreamsGroupTopologyDescriptionUpdate in ApiVersions, ``streams.version`` among the
-features) only with ``streams`` in ``group.coordinator.rebalance.protocols``; a member joining with a word
+"""Streams groups (KIP-1071) over the wire on a real ``tidelog serve``: served by default as in Kafka 4.4
+(StreamsGroupHeartbeat, StreamsGroupDescribe, StreamsGroupTopologyDescriptionUpdate in ApiVersions,
+``streams.version`` 1 among the features), not with ``group.coordinator.rebalance.protocols`` leaving out
+``streams``; a member joining with a word
 count topology makes the broker create the repartition and changelog topics, then gets every task;
 ListGroups, DescribeGroups, StreamsGroupDescribe, OffsetCommit with the member epoch, leaving and
 DeleteGroups."""
@@ -29,9 +30,8 @@ from tidelog.testing.cluster import wait_for
 
 pytestmark = [pytest.mark.integration]
 
-BROKER_OVERRIDES = {"group.coordinator.rebalance.protocols": "classic,consumer,streams",
-                    "group.streams.initial.rebalance.delay.ms": "0"}
-FRESH_BROKER_OVERRIDES: dict[str, str] = {}
+BROKER_OVERRIDES = {"group.streams.initial.rebalance.delay.ms": "0"}  # streams groups: served by default
+FRESH_BROKER_OVERRIDES = {"group.coordinator.rebalance.protocols": "classic,consumer"}
 Q = StreamsGroupHeartbeatRequest
 GROUP = "wc-app"
 REPARTITION, CHANGELOG = "wc-app-count-repartition", "wc-app-count-changelog"
@@ -52,7 +52,7 @@ def api_versions(wire: WireClient):
     return wire.request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3)
 
 
-def test_streams_apis_are_not_served_by_default(fresh_broker: BrokerProcess) -> None:
+def test_streams_apis_are_not_served_without_streams_in_the_rebalance_protocols(fresh_broker: BrokerProcess) -> None:
     with WireClient.connect(fresh_broker.bootstrap) as wire:
         r = api_versions(wire)
         assert not {k.api_key for k in r.api_keys} & set(STREAMS_APIS)

@@ -147,8 +147,7 @@ ENVIRONMENT = {"listeners", "advertised.listeners", "listener.security.protocol.
 
 @pytest.mark.xfail(strict=True, reason="broker difference: DescribeConfigs of the broker answers log.retention.ms, "
                                        "log.roll.ms, log.roll.jitter.ms and log.flush.interval.ms with their "
-                                       "effective value where Kafka answers null (unset), and lists "
-                                       "group.coordinator.rebalance.protocols without Kafka 4.4's 'streams'")
+                                       "effective value where Kafka answers null (unset)")
 def test_broker_config_values_match_kafka(admin_outcomes) -> None:
     kafka, tidelog = shared_entries(admin_outcomes, "describe-broker-configs")
     differing = {n: (kafka[n][0], tidelog[n][0]) for n in kafka if n not in ENVIRONMENT and kafka[n][0] != tidelog[n][0]}

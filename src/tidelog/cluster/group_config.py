@@ -54,6 +54,9 @@ _GROUP_DEFS = [
               topic=False),
     ConfigDef("streams.num.standby.replicas", _int(0), 0, "Standby replicas of each task of the streams group.",
               "group.streams.num.standby.replicas", topic=False),
+    ConfigDef("streams.assignment.interval.ms", _int(0), 1000,
+              "The streams group's target assignment is computed at most once per this interval.",
+              "group.streams.assignment.interval.ms", topic=False),
     ConfigDef("streams.initial.rebalance.delay.ms", _int(0), 3000,
               "How long the new streams group waits for more members before its first assignment.",
               "group.streams.initial.rebalance.delay.ms", topic=False),
@@ -116,10 +119,13 @@ def validate_group_configs(configs: Mapping[str, Any], broker: BrokerConfig) -> 
     for kind in ("session.timeout.ms", "heartbeat.interval.ms"):
         bounds[f"streams.{kind}"] = (broker[f"group.streams.min.{kind}"], broker[f"group.streams.max.{kind}"])
     bounds["streams.num.standby.replicas"] = (0, broker["group.streams.max.standby.replicas"])
+    bounds["streams.assignment.interval.ms"] = (broker["group.streams.min.assignment.interval.ms"],
+                                                broker["group.streams.max.assignment.interval.ms"])
     bound_keys = {"consumer.session.timeout.ms": "group.consumer.{}.session.timeout.ms",
                   "streams.session.timeout.ms": "group.streams.{}.session.timeout.ms",
                   "streams.heartbeat.interval.ms": "group.streams.{}.heartbeat.interval.ms",
                   "streams.num.standby.replicas": "group.streams.{}.standby.replicas",
+                  "streams.assignment.interval.ms": "group.streams.{}.assignment.interval.ms",
                   "consumer.heartbeat.interval.ms": "group.consumer.{}.heartbeat.interval.ms",
                   "share.session.timeout.ms": "group.share.{}.session.timeout.ms",
                   "share.heartbeat.interval.ms": "group.share.{}.heartbeat.interval.ms",

@@ -1,5 +1,5 @@
-"""Kafka Streams 4.4 with ``group.protocol=streams`` (KIP-1071 streams groups) against ``tidelog serve`` with
-``streams`` in ``group.coordinator.rebalance.protocols``: tests/java's ``tidelog.oracle.WordCount`` (a
+"""Kafka Streams 4.4 with ``group.protocol=streams`` (KIP-1071 streams groups) against ``tidelog serve``, which
+serves streams groups by default as Kafka 4.4 does: tests/java's ``tidelog.oracle.WordCount`` (a
 repartition topic and a state store with its changelog) as two instances of one application; the broker
 creates the internal topics, assigns the tasks to both, and after one instance is killed (SIGKILL: no
 leave) gives its tasks to the other once its session ends. Kafka's ``kafka-streams-groups.sh`` lists and
@@ -33,11 +33,10 @@ CHANGELOG = f"{APP}-KSTREAM-AGGREGATE-STATE-STORE-0000000004-changelog"
 
 @pytest.fixture(scope="module")
 def broker_overrides() -> dict[str, str]:
-    # Kafka 4.4 serves streams groups by default; Tidelog with `streams` in the rebalance protocols. A killed
-    # instance's tasks move once its session (6 s here) ends. The first assignment waits the default 3 s
+    # Streams groups are served by default (Kafka 4.4 and Tidelog). A killed instance's tasks move once its
+    # session (6 s here) ends. The first assignment waits the default 3 s
     # (group.streams.initial.rebalance.delay.ms) for more members.
-    return {**SHARED_OVERRIDES, "group.coordinator.rebalance.protocols": "classic,consumer,streams",
-            "group.streams.session.timeout.ms": "6000", "group.streams.min.session.timeout.ms": "6000",
+    return {**SHARED_OVERRIDES, "group.streams.session.timeout.ms": "6000", "group.streams.min.session.timeout.ms": "6000",
             "group.streams.heartbeat.interval.ms": "1000", "group.streams.min.heartbeat.interval.ms": "1000"}
 
 

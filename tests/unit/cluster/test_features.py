@@ -76,6 +76,14 @@ def test_finalized_levels_are_the_stored_over_the_initial_ones_without_zeroes() 
                               "streams.version"}
 
 
+def test_by_default_streams_groups_are_on_as_in_kafka_4_4() -> None:
+    config = BrokerConfig.from_props({})
+    assert config["group.coordinator.rebalance.protocols"] == ("classic", "consumer", "streams")
+    assert initial_levels(config)["streams.version"] == 1 and initial_levels(config)["group.version"] == 1
+    off = BrokerConfig.from_props({"group.coordinator.rebalance.protocols": "classic,consumer"})
+    assert initial_levels(off).get("streams.version", 0) == 0
+
+
 def test_the_feature_znode_round_trips() -> None:
     raw = encode_feature_znode({"share.version": 1, "group.version": 0}, 7)
     assert decode_feature_znode(raw) == ({"share.version": 1, "group.version": 0}, 7)

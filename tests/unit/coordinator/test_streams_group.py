@@ -7,18 +7,26 @@ checks, and the state rebuilt by replay equal to the live state."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from tidelog.cluster.group_config import validate_group_configs
 from tidelog.cluster.metadata import MetadataImage, PartitionMetadata, TopicMetadata
-from tidelog.config import TopicConfig
+from tidelog.config import BrokerConfig, TopicConfig
 from tidelog.coordinator.group import GroupConfig, GroupCoordinator
+from tidelog.coordinator.group.group import RequestInfo
 from tidelog.coordinator.group.modern.streams.assignor import MemberSpec, sticky_assign
 from tidelog.coordinator.group.modern.streams.describe import describe_group
-from tidelog.coordinator.group.modern.streams.group import StreamsGroup, StreamsMemberState
+from tidelog.coordinator.group.modern.streams.group import (
+    StreamsGroup,
+    StreamsGroupMember,
+    StreamsMemberState,
+)
 from tidelog.coordinator.group.modern.streams.group_type import StreamsGroupType
 from tidelog.coordinator.group.modern.streams.manager import StreamsGroupCoordinator, topology_value
+from tidelog.coordinator.group.modern.streams.reconciliation import reconcile
 from tidelog.coordinator.group.modern.streams.records import (
     StreamsGroupCurrentMemberAssignmentKey,
     StreamsGroupCurrentMemberAssignmentValue,
@@ -40,10 +48,11 @@ from tidelog.coordinator.group.modern.streams.topology import (
     MISSING_SOURCE_TOPICS,
     configure,
 )
+from tidelog.coordinator.group.offsets import PartitionCommit
 from tidelog.coordinator.group.records import CoordinatorRecord
 from tidelog.coordinator.group.serde import deserialize, serialize
 from tidelog.coordinator.runtime import LogWriter
-from tidelog.errors import ErrorCode, KafkaError
+from tidelog.errors import ConfigError, ErrorCode, KafkaError
 from tidelog.protocol.messages import StreamsGroupHeartbeatRequest
 from tidelog.storage.loader import load_log
 from tidelog.testing import ManualClock
@@ -81,7 +90,7 @@ class Harness:
                              TopicConfig.from_dict({"cleanup.policy": "compact"}), self.clock)
         self.writer = LogWriter(lambda p: self.plog)
         self.config = GroupConfig(offsets_topic_num_partitions=1, values={
-            "group.streams.initial.rebalance.delay.ms": 0, **values})
+            "group.streams.initial.rebalance.delay.ms": 0, "group.streams.assignment.interval.ms": 0, **values})
         self.coordinator = self._new()
 
     def _new(self) -> GroupCoordinator:
@@ -159,6 +168,10 @@ MM = StreamsGroupMemberMetadataValue
     CoordinatorRecord(StreamsGroupCurrentMemberAssignmentKey(GROUP, "m"), CA(
         member_epoch=3, previous_member_epoch=2, state=1, active_tasks=[CA.TaskIds(subtopology_id="1", partitions=[1],
                                                                                  assignment_epochs=None)])),
+    CoordinatorRecord(StreamsGroupCurrentMemberAssignmentKey(GROUP, "m"), CA(
+        member_epoch=3, previous_member_epoch=2, state=2,
+        active_tasks=[CA.TaskIds(subtopology_id="1", partitions=[1, 3], assignment_epochs=[1, 3])],
+        active_tasks_pending_revocation=[CA.TaskIds(subtopology_id="0", partitions=[2], assignment_epochs=[2])])),
     CoordinatorRecord(StreamsGroupTopologyKey(GROUP), topology_value(word_count())),
     CoordinatorRecord(StreamsGroupMemberMetadataKey(GROUP, "m")),
 ])
@@ -351,10 +364,8 @@ def test_offset_commit_checks_the_member_epoch_and_describe(tmp_path: Path) -> N
     h.image = image(input=2, **{REPARTITION: 2, CHANGELOG: 2})
     r = h.join("a")
     group = h.group()
-    group.validate_offset_commit("a", None, r.member_epoch, 9)
-    group.validate_offset_commit("a", None, group.members["a"].previous_member_epoch, 9)  # the bump crossed it
+    assert group.validate_offset_commit("a", None, r.member_epoch, 9) is None  # its epoch: any partition
     for member, epoch, version, code in [("a", r.member_epoch + 1, 9, ErrorCode.STALE_MEMBER_EPOCH),
-                                         ("a", -1, 9, ErrorCode.STALE_MEMBER_EPOCH),
                                          ("zz", r.member_epoch, 9, ErrorCode.UNKNOWN_MEMBER_ID),
                                          ("a", r.member_epoch, 8, ErrorCode.UNSUPPORTED_VERSION)]:
         with pytest.raises(KafkaError) as e:
@@ -447,3 +458,155 @@ def test_the_first_topology_stays_the_groups(tmp_path: Path) -> None:
     with pytest.raises(KafkaError):
         h.join("b", topology=other)
     assert h.group().topology == topology_value(word_count())
+
+
+# ------------------------------------------------------------------- per-task assignment epochs
+
+
+SOURCE = {"0": "input", "1": REPARTITION}  # each subtopology's source topic: a task's partition is its
+
+
+def commit(h: Harness, member: str, epoch: int, *tasks: tuple[str, int]) -> dict:
+    return h.coordinator.commit_offsets(RequestInfo(api_version=10), GROUP, member, None, epoch,
+                                        [PartitionCommit(SOURCE.get(s, s), p, 7) for s, p in tasks])
+
+
+def ok(*tasks: tuple[str, int]) -> dict:
+    return {(SOURCE.get(s, s), p): ErrorCode.NONE for s, p in tasks}
+
+
+def stale(h: Harness, member: str, epoch: int, *tasks: tuple[str, int]) -> str:
+    with pytest.raises(KafkaError) as e:
+        commit(h, member, epoch, *tasks)
+    assert e.value.code == ErrorCode.STALE_MEMBER_EPOCH
+    return e.value.message
+
+
+def test_a_commit_at_an_older_epoch_is_checked_against_each_tasks_assignment_epoch(tmp_path: Path) -> None:
+    """Kafka 4.4's StreamsGroup.validateOffsetCommit: an older epoch is accepted only for partitions of the
+    member's active tasks assigned to it at that epoch or before, whatever its previous epoch is."""
+    h = Harness(tmp_path)
+    h.image = image(input=2, **{REPARTITION: 2, CHANGELOG: 2})
+    assert h.join("a").member_epoch == 1  # a holds every task, assigned at epoch 1
+    h.join("b")  # group epoch 2: a gives half its tasks up
+    kept = active(h.heartbeat("a", 1))
+    assert h.heartbeat("a", 1, active_tasks=owned(kept), standby_tasks=[], warmup_tasks=[]).member_epoch == 2
+    b = h.heartbeat("b", 2)
+    assert b.member_epoch == 2 and active(b)
+    assert h.heartbeat("b", -1).member_epoch == -1  # group epoch 3: a gets every task back
+    r = h.heartbeat("a", 2, active_tasks=owned(kept), standby_tasks=[], warmup_tasks=[])
+    assert r.member_epoch == 3 and active(r) == {"0": frozenset({0, 1}), "1": frozenset({0, 1})}
+    a = h.group().members["a"]
+    assert a.previous_member_epoch == 2
+    held = next((s, p) for s, ps in kept.items() for p in ps)
+    regained = next((s, p) for s, ps in active(b).items() for p in ps)
+
+    # a task held since epoch 1: epoch 1 commits it although it is older than the previous epoch (2)
+    assert commit(h, "a", 1, held) == ok(held)
+    # a task given back at epoch 3: epochs 2 and 1 are too old for it, and fail the whole request
+    assert stale(h, "a", 2, held, regained) == (
+        f"Received member epoch 2 is older than assignment epoch 3 for task {regained[0]}-{regained[1]}.")
+    fetched = h.coordinator.fetch_offsets(GROUP, [(SOURCE[regained[0]], [regained[1]])])
+    assert fetched.topics[0].partitions[0].committed_offset == -1
+    # the current epoch commits anything; a topic that is no source topic at an older epoch is refused
+    assert commit(h, "a", 3, regained, ("other", 0)) == ok(regained, ("other", 0))
+    assert stale(h, "a", 2, ("other", 0)) == "Topic other is not in the topology."
+    # the epochs are in the records: the state rebuilt by replay has them
+    assert a.epochs()[held] == 1 and a.epochs()[regained] == 3
+    assert h.reloaded().group(GROUP).members["a"].epochs() == a.epochs()
+
+
+def test_a_task_pending_revocation_keeps_its_epoch_and_one_no_longer_held_is_refused(tmp_path: Path) -> None:
+    h = Harness(tmp_path)
+    h.image = image(input=2, **{REPARTITION: 2, CHANGELOG: 2})
+    h.join("a")
+    h.join("b")
+    kept = active(h.heartbeat("a", 1))  # UNREVOKED at epoch 1: the rest is pending revocation
+    a = h.group().members["a"]
+    assert a.state == StreamsMemberState.UNREVOKED_TASKS and a.member_epoch == 1
+    revoked = next((s, p) for s, ps in a.pending_revocation.active.items() for p in ps)
+    name = f"{revoked[0]}-{revoked[1]}"
+    # still the member's (pending revocation): epoch 0 is older than its assignment epoch 1
+    assert stale(h, "a", 0, revoked) == f"Received member epoch 0 is older than assignment epoch 1 for task {name}."
+    h.heartbeat("a", 1, active_tasks=owned(kept), standby_tasks=[], warmup_tasks=[])
+    assert h.group().members["a"].member_epoch == 2
+    # revoked now: its old epoch commits nothing of it (Kafka 4.4; the previous-epoch rule accepted it)
+    assert stale(h, "a", 1, revoked) == f"Task {name} is not assigned or pending revocation for member."
+    # b: given it at epoch 2
+    assert revoked in [(s, p) for s, ps in active(h.heartbeat("b", 2)).items() for p in ps]
+    assert commit(h, "b", 2, revoked) == ok(revoked)
+    assert stale(h, "b", 1, revoked) == f"Received member epoch 1 is older than assignment epoch 2 for task {name}."
+    assert a.epochs()[revoked] == 1
+
+
+def test_after_revoking_with_more_to_revoke_the_member_moves_to_the_next_epoch() -> None:
+    """Kafka's CurrentAssignmentBuilder: once an UNREVOKED member has revoked, it reconciles as from its
+    epoch + 1; with again something to revoke it waits there (and its kept tasks keep their epochs)."""
+    m = StreamsGroupMember("a", member_epoch=4, previous_member_epoch=3, state=StreamsMemberState.UNREVOKED_TASKS,
+                           assigned=TasksTuple({"0": frozenset({0, 1})}),
+                           pending_revocation=TasksTuple({"0": frozenset({2})}),
+                           active_epochs=(("0", 0, 2), ("0", 1, 4), ("0", 2, 3)))
+    never = lambda *_: False  # noqa: E731
+    target = TasksTuple({"0": frozenset({0})})
+    assert reconcile(m, 6, target, TasksTuple({"0": frozenset({0, 1, 2})}), never, never) == m  # not yet revoked
+    r = reconcile(m, 6, target, TasksTuple({"0": frozenset({0, 1})}), never, never)
+    assert (r.state, r.member_epoch, r.previous_member_epoch) == (StreamsMemberState.UNREVOKED_TASKS, 5, 4)
+    assert r.pending_revocation == TasksTuple({"0": frozenset({1})}) and r.epochs() == {("0", 0): 2, ("0", 1): 4}
+    r = reconcile(r, 6, TasksTuple({"0": frozenset({0, 3})}), TasksTuple({"0": frozenset({0})}), never, never)
+    assert (r.state, r.member_epoch, r.previous_member_epoch) == (StreamsMemberState.STABLE, 6, 5)
+    assert r.epochs() == {("0", 0): 2, ("0", 3): 6}
+    value = r.current_assignment()
+    assert value.state == 1 and [t.assignment_epochs for t in value.active_tasks] == [[2, 6]]
+
+
+def test_a_target_assignment_is_computed_at_most_once_per_assignment_interval(tmp_path: Path) -> None:
+    """Kafka 4.4's group.streams.assignment.interval.ms (default 1000): a heartbeat that needs a new target
+    sooner than the interval after the last one is told ASSIGNMENT_DELAYED and keeps the old target."""
+    h = Harness(tmp_path, **{"group.streams.assignment.interval.ms": 1000})
+    h.image = image(input=2, **{REPARTITION: 2, CHANGELOG: 2})
+    assert h.join("a").member_epoch == 1  # the first target: at once
+    b = h.join("b")  # group epoch 2, but the last target is 0 ms old
+    assert (b.member_epoch, h.group().group_epoch, h.group().assignment_epoch) == (1, 2, 1)
+    assert h.group().assignment_timestamp == h.clock.wall_ms()
+    assert [(s.status_code, s.status_detail) for s in b.status] == [
+        (ASSIGNMENT_DELAYED, "Assignment delayed due to the configured assignment interval.")]
+    assert h.group().state_name() == "Assigning"
+    h.clock.advance(999)
+    assert h.heartbeat("a", 1).member_epoch == 1 and h.group().assignment_epoch == 1
+    h.clock.advance(1)
+    r = h.heartbeat("a", 1)
+    assert r.status == [] and h.group().assignment_epoch == 2
+    assert h.group().members["a"].state == StreamsMemberState.UNREVOKED_TASKS
+    assert h.reloaded().group(GROUP).assignment_timestamp == h.clock.wall_ms()
+
+
+def test_a_transactional_commit_is_checked_alike_with_its_versions_error(tmp_path: Path) -> None:
+    """TxnOffsetCommit runs the same per-task check; before v6 (KIP-1251) the error is ILLEGAL_GENERATION."""
+    h = Harness(tmp_path)
+    h.image = image(input=2, **{REPARTITION: 2, CHANGELOG: 2})
+    h.join("a")
+    h.join("b")
+    kept = active(h.heartbeat("a", 1))
+    h.heartbeat("a", 1, active_tasks=owned(kept), standby_tasks=[], warmup_tasks=[])
+    gone = next((s, p) for s, ps in active(h.heartbeat("b", 2)).items() for p in ps)
+    for version, code in [(5, ErrorCode.ILLEGAL_GENERATION), (6, ErrorCode.STALE_MEMBER_EPOCH)]:
+        with pytest.raises(KafkaError) as e:
+            h.coordinator.commit_transactional_offsets(RequestInfo(api_version=version), GROUP, 7, 0, "a", None, 1,
+                                                       [PartitionCommit(SOURCE[gone[0]], gone[1], 7)])
+        assert e.value.code == code
+
+
+def test_the_assignment_interval_as_a_group_config_within_the_broker_bounds(tmp_path: Path) -> None:
+    broker = BrokerConfig.from_props({})
+    assert validate_group_configs({}, broker)["streams.assignment.interval.ms"] == 1000
+    assert validate_group_configs({"streams.assignment.interval.ms": "0"}, broker)["streams.assignment.interval.ms"] == 0
+    with pytest.raises(ConfigError) as e:
+        validate_group_configs({"streams.assignment.interval.ms": "15001"}, broker)
+    assert str(e.value) == ("streams.assignment.interval.ms must be less than or equal to "
+                            "group.streams.max.assignment.interval.ms")
+    # the group's own value wins over the broker's (here: no interval for this group)
+    h = Harness(tmp_path, **{"group.streams.assignment.interval.ms": 60_000})
+    h.image = replace(image(input=2, **{REPARTITION: 2, CHANGELOG: 2}),
+                      group_configs={GROUP: {"streams.assignment.interval.ms": "0"}})
+    h.join("a")
+    assert h.join("b").status == [] and h.group().assignment_epoch == 2

@@ -31,7 +31,8 @@ then on:
    and set ``group_type`` (``"consumer"``). Everything group-type-aware here goes through it:
    ``state_name()`` / ``is_in_states()`` / ``listed_group()`` (ListGroups with state and type filters),
    ``validate_offset_commit(member_id, instance_id, generation_or_member_epoch, api_version)``
-   (OffsetCommit; v9 is what KIP-848 members send), ``validate_offset_fetch(member_id, member_epoch)``
+   (OffsetCommit; v9 is what KIP-848 members send; it may return a validator of each committed
+   partition, run before any offset is written), ``validate_offset_fetch(member_id, member_epoch)``
    (OffsetFetch v9), ``validate_offset_delete()`` and ``is_subscribed_to(topic)`` (OffsetDelete),
    ``validate_delete()`` and ``tombstones()`` (DeleteGroups; the coordinator adds the offset
    tombstones), ``is_empty()`` and ``offsets_expire_from(commit_ts)`` (offset expiry and the
@@ -78,7 +79,13 @@ from tidelog.coordinator.group.group_type import (
     GroupTypeFactory,
     ReplayerFn,
 )
-from tidelog.coordinator.group.offsets import INVALID_OFFSET, NO_METADATA, OffsetStore, PartitionCommit
+from tidelog.coordinator.group.offsets import (
+    INVALID_OFFSET,
+    NO_METADATA,
+    OffsetStore,
+    PartitionCommit,
+    java_length,
+)
 from tidelog.coordinator.group.records import (
     CLASSIC_RECORD_TYPES,
     CoordinatorRecord,
@@ -346,7 +353,9 @@ class GroupCoordinator:
                         raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
                     raise KafkaError(ErrorCode.ILLEGAL_GENERATION, f"group {group_id} does not exist")
             else:
-                group.validate_offset_commit(member_id, group_instance_id, generation_or_epoch, info.api_version)
+                validator = group.validate_offset_commit(member_id, group_instance_id, generation_or_epoch,
+                                                         info.api_version)
+                _validate_partitions(validator, commits, self.config.offset_metadata_max_bytes)
                 if isinstance(group, ClassicGroup):
                     self.classic.on_offset_commit(group, member_id)
             records, accepted = self.offsets.commit_records(group_id, commits, self.clock.wall_ms(),
@@ -374,8 +383,9 @@ class GroupCoordinator:
                                      else f"group {group_id} does not exist")
             else:
                 try:
-                    group.validate_offset_commit(member_id, group_instance_id, generation_id, info.api_version,
-                                                 transactional=True)
+                    validator = group.validate_offset_commit(member_id, group_instance_id, generation_id,
+                                                             info.api_version, transactional=True)
+                    _validate_partitions(validator, commits, self.config.offset_metadata_max_bytes)
                 except KafkaError as e:
                     if e.code == ErrorCode.STALE_MEMBER_EPOCH and info.api_version < 6:
                         raise KafkaError(ErrorCode.ILLEGAL_GENERATION, e.message) from None
@@ -536,6 +546,17 @@ class GroupCoordinator:
             if self.active:
                 self.runtime.timers.schedule(EXPIRATION_TIMER, self.config.offsets_retention_check_interval_ms,
                                              self._expiration_tick)
+
+
+def _validate_partitions(validator: Callable[[str, int], None] | None, commits: list[PartitionCommit],
+                         metadata_max_bytes: int) -> None:
+    """Run a group's per-partition commit validator (streams groups' assignment epochs) over the committed
+    partitions whose metadata is not too large, as Kafka does; the first refused one fails the request."""
+    if validator is None:
+        return
+    for c in commits:
+        if c.metadata is None or java_length(c.metadata) <= metadata_max_bytes:
+            validator(c.topic, c.partition)
 
 
 def _unstable(partition: int) -> FetchPartition:

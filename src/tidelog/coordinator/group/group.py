@@ -6,6 +6,7 @@ Loop-only, not thread-safe.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar, TypeVar
 
@@ -64,8 +65,9 @@ class Group:
                                               group_state=self.state_name(), group_type=self.group_type)
 
     def validate_offset_commit(self, member_id: str, group_instance_id: str | None, generation_or_epoch: int,
-                               api_version: int, transactional: bool = False) -> None:
-        """OffsetCommit (or TxnOffsetCommit, ``transactional``) validation; raises KafkaError."""
+                               api_version: int, transactional: bool = False) -> Callable[[str, int], None] | None:
+        """OffsetCommit (or TxnOffsetCommit, ``transactional``) validation; raises KafkaError. May return a
+        validator of each committed (topic, partition), which raises KafkaError (streams groups)."""
         raise NotImplementedError
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:

@@ -3,7 +3,7 @@ StreamsGroupTopologyDescriptionUpdate (v0: as Kafka 4.4 without a topology descr
 UNSUPPORTED_VERSION, and StreamsGroupDescribe v1 reports the description NOT_STORED).
 
 Thin: the group coordinator service and its streams group type own every rule. Registered only when
-``group.coordinator.rebalance.protocols`` lists ``streams`` (Tidelog's default leaves it out); otherwise these
+``group.coordinator.rebalance.protocols`` lists ``streams`` (the default, as Kafka 4.4's); otherwise these
 APIs are not in ApiVersions and answer UNSUPPORTED_VERSION. ACLs as Kafka checks them: READ on the group
 for a heartbeat and DESCRIBE on every source topic of the topology a joining member sends; creating the
 internal topics the topology misses needs CREATE on the cluster or on each topic (a topic the member may

@@ -14,6 +14,7 @@ class StreamsGroupConfig:
     max_size: int = 2**31 - 1  # group.streams.max.size
     num_standby_replicas: int = 0  # group.streams.num.standby.replicas (streams.num.standby.replicas)
     initial_rebalance_delay_ms: int = 3000  # group.streams.initial.rebalance.delay.ms (streams.initial...)
+    assignment_interval_ms: int = 1000  # group.streams.assignment.interval.ms
     task_offset_interval_ms: int = 60_000  # group.streams.task.offset.interval.ms
     acceptable_recovery_lag: int = 10_000  # group.streams.acceptable.recovery.lag
     rack_aware_assignment_tags: tuple[str, ...] = ()  # group.streams.rack.aware.assignment.tags
@@ -30,6 +31,7 @@ class StreamsGroupConfig:
                    max_size=get("group.streams.max.size", 2**31 - 1),
                    num_standby_replicas=get("group.streams.num.standby.replicas", 0),
                    initial_rebalance_delay_ms=get("group.streams.initial.rebalance.delay.ms", 3000),
+                   assignment_interval_ms=get("group.streams.assignment.interval.ms", 1000),
                    task_offset_interval_ms=get("group.streams.task.offset.interval.ms", 60_000),
                    acceptable_recovery_lag=get("group.streams.acceptable.recovery.lag", 10_000),
                    rack_aware_assignment_tags=_tags(values.get("group.streams.rack.aware.assignment.tags")))
@@ -48,6 +50,7 @@ GROUP_CONFIGS = {
     "streams.heartbeat.interval.ms": "heartbeat_interval_ms",
     "streams.num.standby.replicas": "num_standby_replicas",
     "streams.initial.rebalance.delay.ms": "initial_rebalance_delay_ms",
+    "streams.assignment.interval.ms": "assignment_interval_ms",
     "streams.task.offset.interval.ms": "task_offset_interval_ms",
     "streams.acceptable.recovery.lag": "acceptable_recovery_lag",
 }

@@ -4,6 +4,7 @@ replaying ``StreamsGroup*`` records builds them (rules in
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from enum import Enum, IntEnum
 from typing import Any, ClassVar
@@ -42,12 +43,31 @@ class StreamsGroupState(Enum):
 
 
 class StreamsMemberState(IntEnum):
-    """A member's reconciliation state (persisted in the current assignment; Kafka's values)."""
+    """A member's reconciliation state (persisted in the current assignment; Kafka 4.4's MemberState values)."""
 
-    STABLE = 0
-    UNREVOKED_TASKS = 1
-    UNRELEASED_TASKS = 2
+    STABLE = 1
+    UNREVOKED_TASKS = 2
+    UNRELEASED_TASKS = 3
     UNKNOWN = 127
+
+
+#: (subtopology, partition, epoch): the member epoch at which a member was given an active task
+TaskEpochs = tuple[tuple[str, int, int], ...]
+#: Checks one committed partition (topic, partition) of an OffsetCommit; raises KafkaError
+CommitValidator = Callable[[str, int], None]
+
+
+def task_epochs(items: Iterable[Any] | None, default_epoch: int) -> TaskEpochs:
+    """The epochs of a record's active ``TaskIds`` (their AssignmentEpochs; ``default_epoch`` for every
+    partition when missing or not of the partitions' length, as Kafka's TasksTupleWithEpochs)."""
+    out: dict[tuple[str, int], int] = {}
+    for item in items or ():
+        epochs = item.assignment_epochs
+        if epochs is None or len(epochs) != len(item.partitions):
+            epochs = [default_epoch] * len(item.partitions)
+        for p, e in zip(item.partitions, epochs, strict=True):
+            out[(item.subtopology_id, p)] = e
+    return tuple(sorted((s, p, e) for (s, p), e in out.items()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +89,10 @@ class StreamsGroupMember:
     state: StreamsMemberState = StreamsMemberState.STABLE
     assigned: TasksTuple = EMPTY_TASKS
     pending_revocation: TasksTuple = EMPTY_TASKS
+    #: The epoch each active task (assigned or pending revocation) was assigned at (Kafka's
+    #: TasksTupleWithEpochs; AssignmentEpochs in the record): what an OffsetCommit at an older epoch is
+    #: checked against.
+    active_epochs: TaskEpochs = ()
     #: Cumulative changelog offsets and end offsets the member reported (in memory only).
     task_offsets: tuple[tuple[str, int, int], ...] = ()
     task_end_offsets: tuple[tuple[str, int, int], ...] = ()
@@ -85,16 +109,23 @@ class StreamsGroupMember:
         V = StreamsGroupCurrentMemberAssignmentValue
         T = V.TaskIds
 
-        def ids(tasks: Any) -> list:
-            return [T(subtopology_id=t.subtopology_id, partitions=t.partitions, assignment_epochs=None)
+        epochs = self.epochs()
+
+        def ids(tasks: Any, with_epochs: bool = False) -> list:
+            return [T(subtopology_id=t.subtopology_id, partitions=t.partitions,
+                      assignment_epochs=[epochs.get((t.subtopology_id, p), self.member_epoch) for p in t.partitions]
+                      if with_epochs else None)
                     for t in task_ids(T, tasks)]
 
         return V(member_epoch=self.member_epoch, previous_member_epoch=self.previous_member_epoch,
-                 state=int(self.state), active_tasks=ids(self.assigned.active),
+                 state=int(self.state), active_tasks=ids(self.assigned.active, True),
                  standby_tasks=ids(self.assigned.standby), warmup_tasks=ids(self.assigned.warmup),
-                 active_tasks_pending_revocation=ids(self.pending_revocation.active),
+                 active_tasks_pending_revocation=ids(self.pending_revocation.active, True),
                  standby_tasks_pending_revocation=ids(self.pending_revocation.standby),
                  warmup_tasks_pending_revocation=ids(self.pending_revocation.warmup))
+
+    def epochs(self) -> dict[tuple[str, int], int]:
+        return {(s, p): e for s, p, e in self.active_epochs}
 
 
 def target_value(tasks: TasksTuple) -> StreamsGroupTargetAssignmentMemberValue:
@@ -122,6 +153,8 @@ class StreamsGroup(Group):
         self.metadata_hash = 0
         self.validated_topology_epoch = -1
         self.assignment_epoch = 0
+        #: When the target assignment was last computed (wall clock ms; 0: never)
+        self.assignment_timestamp = 0
         self.topology: StreamsGroupTopologyValue | None = None
         self.members: dict[str, StreamsGroupMember] = {}
         self.target_assignment: dict[str, TasksTuple] = {}
@@ -169,27 +202,52 @@ class StreamsGroup(Group):
                              f"current epoch {member.member_epoch}.")
 
     def validate_offset_commit(self, member_id: str, group_instance_id: str | None, generation_or_epoch: int,
-                               api_version: int, transactional: bool = False) -> None:
+                               api_version: int, transactional: bool = False) -> CommitValidator | None:
         """As Kafka 4.4's StreamsGroup.validateOffsetCommit: a negative epoch commits while the group is empty
-        (tools); a member commits at its epoch (OffsetCommit v9+). A newer epoch is STALE_MEMBER_EPOCH; an
-        older one is accepted from the member's previous epoch (Kafka checks each partition's task against
-        the epoch it was assigned at, which is at most the previous epoch for a task the member kept)."""
+        (tools); a member commits at its epoch (OffsetCommit v9+), a newer one is STALE_MEMBER_EPOCH. An
+        older epoch returns a validator the coordinator runs on each committed partition (the whole request
+        fails at the first refused one): its topic must be a source topic of the topology, and the task of
+        that subtopology and partition must be one of the member's active tasks (assigned or pending
+        revocation) assigned to it at that epoch or before."""
         if generation_or_epoch < 0 and not self.members:
-            return
+            return None
         if transactional and generation_or_epoch == -1 and member_id == "" and group_instance_id is None:
-            return
+            return None
         member = self._member(member_id)
         if not transactional and api_version < 9:
             raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "OffsetCommit version 9 or above must be used by "
                              "members using the streams group protocol")
         if generation_or_epoch == member.member_epoch:
-            return
+            return None
         if generation_or_epoch > member.member_epoch:
             raise KafkaError(ErrorCode.STALE_MEMBER_EPOCH, f"Received member epoch {generation_or_epoch} is newer "
                              f"than current member epoch {member.member_epoch}.")
-        if generation_or_epoch < max(member.previous_member_epoch, 0):
-            raise KafkaError(ErrorCode.STALE_MEMBER_EPOCH, f"Received member epoch {generation_or_epoch} is older "
-                             f"than the member's previous epoch {member.previous_member_epoch}.")
+        return self._assignment_epoch_validator(member, generation_or_epoch)
+
+    def _assignment_epoch_validator(self, member: StreamsGroupMember, epoch: int) -> CommitValidator:
+        """Kafka's createAssignmentEpochValidator."""
+        if self.topology is None:
+            raise KafkaError(ErrorCode.STALE_MEMBER_EPOCH, "Topology is not available for offset commit validation.")
+        by_topic: dict[str, str] = {}
+        for sub in self.topology.subtopologies:
+            for name in [*sub.source_topics, *(t.name for t in sub.repartition_source_topics)]:
+                by_topic[name] = sub.subtopology_id
+        epochs = member.epochs()
+        held = member.assigned.active, member.pending_revocation.active
+
+        def validate(topic: str, partition: int) -> None:
+            subtopology = by_topic.get(topic)
+            if subtopology is None:
+                raise KafkaError(ErrorCode.STALE_MEMBER_EPOCH, f"Topic {topic} is not in the topology.")
+            assigned_at = epochs.get((subtopology, partition))
+            if assigned_at is None or not any(partition in tasks.get(subtopology, ()) for tasks in held):
+                raise KafkaError(ErrorCode.STALE_MEMBER_EPOCH, f"Task {subtopology}-{partition} is not assigned or "
+                                 "pending revocation for member.")
+            if epoch < assigned_at:
+                raise KafkaError(ErrorCode.STALE_MEMBER_EPOCH, f"Received member epoch {epoch} is older than "
+                                 f"assignment epoch {assigned_at} for task {subtopology}-{partition}.")
+
+        return validate
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:
         if member_id is None and member_epoch < 0:
@@ -267,7 +325,10 @@ class StreamsGroup(Group):
                     assigned=TasksTuple.of(value),
                     pending_revocation=TasksTuple(tasks_of(value.active_tasks_pending_revocation),
                                                   tasks_of(value.standby_tasks_pending_revocation),
-                                                  tasks_of(value.warmup_tasks_pending_revocation)))
+                                                  tasks_of(value.warmup_tasks_pending_revocation)),
+                    active_epochs=tuple(sorted(
+                        task_epochs(value.active_tasks, value.member_epoch)
+                        + task_epochs(value.active_tasks_pending_revocation, value.member_epoch))))
         elif isinstance(key, StreamsGroupTargetAssignmentMemberKey):
             if value is None:
                 self.target_assignment.pop(key.member_id, None)
@@ -275,11 +336,12 @@ class StreamsGroup(Group):
                 self.target_assignment[key.member_id] = TasksTuple.of(value)
         elif isinstance(key, StreamsGroupTargetAssignmentMetadataKey):
             self.assignment_epoch = -1 if value is None else value.assignment_epoch
+            self.assignment_timestamp = 0 if value is None else value.assignment_timestamp
         elif isinstance(key, StreamsGroupTopologyKey):
             self.topology = value
         else:
             raise TypeError(f"not a streams group record: {type(key).__name__}")
 
 
-__all__ = ["STREAMS", "STREAMS_PROTOCOL_TYPE", "StreamsGroup", "StreamsGroupMember", "StreamsGroupState",
-           "StreamsMemberState", "target_value"]
+__all__ = ["STREAMS", "STREAMS_PROTOCOL_TYPE", "CommitValidator", "StreamsGroup", "StreamsGroupMember",
+           "StreamsGroupState", "StreamsMemberState", "TaskEpochs", "target_value", "task_epochs"]

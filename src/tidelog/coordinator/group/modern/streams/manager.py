@@ -155,6 +155,12 @@ def _topics_of(topology: StreamsGroupTopologyValue | None, configured: Configure
     return names
 
 
+def can_compute_target(last_ms: int, interval_ms: int, now_ms: int) -> bool:
+    """Kafka's canComputeNextTargetAssignment: a group's target is computed at most once per
+    ``group.streams.assignment.interval.ms`` (the first one, and with interval 0, at once)."""
+    return last_ms == 0 or interval_ms == 0 or now_ms >= last_ms + interval_ms
+
+
 class StreamsGroupCoordinator:
     """The streams groups of a coordinator: operations (-> runtime :class:`Result`), queries, replay."""
 
@@ -373,6 +379,10 @@ class StreamsGroupCoordinator:
             if group.assignment_epoch <= 0 and created is not None and self.clock.wall_ms() < created + delay:
                 statuses.append((ASSIGNMENT_DELAYED, "Assignment delayed due to the configured initial rebalance "
                                  "delay."))
+            elif not can_compute_target(group.assignment_timestamp,
+                                        self.setting(gid, "streams.assignment.interval.ms"), self.clock.wall_ms()):
+                statuses.append((ASSIGNMENT_DELAYED, "Assignment delayed due to the configured assignment "
+                                 "interval."))
             else:
                 targets = self._update_target(group, group_epoch, members_after, configured, records, targets)
                 target_epoch = group_epoch
@@ -384,8 +394,9 @@ class StreamsGroupCoordinator:
                                                    and p in o.assigned.active.get(s, frozenset())
                                                    for o in group.members.values()))
         if new or (reconciled.member_epoch, reconciled.previous_member_epoch, reconciled.state, reconciled.assigned,
-                   reconciled.pending_revocation) != (member.member_epoch, member.previous_member_epoch,
-                                                      member.state, member.assigned, member.pending_revocation):
+                   reconciled.pending_revocation, reconciled.active_epochs) != (
+                       member.member_epoch, member.previous_member_epoch, member.state, member.assigned,
+                       member.pending_revocation, member.active_epochs):
             records.append(CoordinatorRecord(StreamsGroupCurrentMemberAssignmentKey(gid, member_id),
                                              reconciled.current_assignment()))
         if reconciled.state == StreamsMemberState.UNREVOKED_TASKS:
