@@ -341,7 +341,7 @@ def run_target(target: str, bootstrap: str, args, results: dict) -> None:
     if args.warmup:  # not measured: Kafka's JIT (and both brokers' first share-state writes) warm up
         measure_throughput(target, bootstrap, args.records, 1, -1, args.timeout)
         print(f"# {target}: warmed up", flush=True)
-    for count in CONSUMER_COUNTS:
+    for count in args.consumers:
         rows = [measure_throughput(target, bootstrap, args.records, count, r, args.timeout)
                 for r in range(args.repeats)]
         best = max(rows, key=lambda r: r.rate)
@@ -433,6 +433,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-warmup", dest="warmup", action="store_false",
                     help="skip the unmeasured 1-consumer round each broker gets first")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds a throughput round may take (300)")
+    ap.add_argument("--consumers", default="1,2,4",
+                    help="the consumer counts measured, comma-separated (default 1,2,4)")
     ap.add_argument("--targets", default="tidelog,kafka", help="tidelog, kafka or both (default)")
     args = ap.parse_args(argv)
     if args.consumer:
@@ -440,6 +442,7 @@ def main(argv: list[str] | None = None) -> int:
     args.records = args.records or (50_000 if args.quick else 200_000)
     args.repeats = args.repeats or (1 if args.quick else 2)
     args.redeliveries = args.redeliveries or (1 if args.quick else 3)
+    args.consumers = [int(c) for c in args.consumers.split(",") if c.strip()]
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs; "
           f"{args.records:,} records, {args.repeats} round(s), lock {args.lock_ms} ms", flush=True)

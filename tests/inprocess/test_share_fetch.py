@@ -502,3 +502,23 @@ def test_group_configs_override_the_broker_defaults(tmp_path: Path) -> None:
 
     persister = BrokerShareState()
     share_run(tmp_path, scenario, persister=persister)
+
+
+def test_records_released_behind_other_members_batches_are_fetched_first(tmp_path: Path) -> None:
+    """Four members hold a batch each; records one of them releases in the middle of the window go to the
+    next fetch before any new record (a fetch finds the first AVAILABLE offset from where the last one ended,
+    moved back by the release), and the fetch after that goes on at the window's end."""
+    async def scenario(b: InProcessBroker) -> None:
+        tid = await queue(b, persister)
+        for i, member in enumerate(("m1", "m2", "m3", "m4")):
+            await b.request(produce("q", batch(*[b"%d" % n for n in range(900)])), 9)
+            assert acquired(await b.request(share_fetch(tid, member, 0), 1)) == [(i * 900, i * 900 + 899, 1)]
+        await b.request(produce("q", batch(b"new")), 9)
+        r = await b.request(share_ack(tid, "m2", 1, [(1500, 1509, [2])]), 1)
+        assert r.responses[0].partitions[0].error_code == 0
+        r = await b.request(share_fetch(tid, "m5", 0), 1)
+        assert acquired(r) == [(1500, 1509, 2)]
+        assert acquired(await b.request(share_fetch(tid, "m5", 1), 1)) == [(3600, 3600, 1)]
+
+    persister = BrokerShareState()
+    share_run(tmp_path, scenario, {"group.share.partition.max.record.locks": "4000"}, persister)

@@ -138,6 +138,12 @@ class SharePartition:
         self._persisted_start = -1
         #: offsets of the window with a state; an offset of the window not here is AVAILABLE, never delivered
         self._records: dict[int, _InFlight] = {}
+        #: no offset of the window before it is AVAILABLE (each has a state, none AVAILABLE): where
+        #: :meth:`next_fetch_offset` starts looking, so a fetch does not walk the records in flight again
+        self._fetch_from = -1
+        #: the acquisition locks that may still hold records (one per acquisition or renewal; those that
+        #: hold none any more are dropped when :meth:`holds_records` passes them)
+        self._locks: set[_Lock] = set()
         self._tasks: set[asyncio.Task] = set()
         self._write_lock = asyncio.Lock()
 
@@ -156,7 +162,7 @@ class SharePartition:
         if resolved:
             start = log_start_offset if self.settings.auto_offset_reset == "earliest" else latest_offset
         start = max(start, log_start_offset)
-        self.start_offset = self.end_offset = start
+        self.start_offset = self.end_offset = self._fetch_from = start
         for b in state.state_batches:
             for offset in range(max(b.first_offset, start), b.last_offset + 1):
                 st = RecordState.AVAILABLE if b.delivery_state == RecordState.ACQUIRED else b.delivery_state
@@ -191,8 +197,12 @@ class SharePartition:
         return rec.lock.member_id if rec is not None and rec.lock is not None else None
 
     def holds_records(self, member_id: str) -> bool:
-        """Whether ``member_id`` holds (has acquired) a record of the window."""
-        return any(r.lock is not None and r.lock.member_id == member_id for r in self._records.values())
+        """Whether ``member_id`` holds (has acquired) a record of the window: a look at the live locks, not
+        at every record in flight (a fetch asks it while the window holds thousands of records)."""
+        locks = self._locks
+        done = [lock for lock in locks if not lock.offsets]
+        locks.difference_update(done)
+        return any(lock.member_id == member_id for lock in locks)
 
     def in_flight(self) -> int:
         """Offsets of the window (Kafka's in-flight records)."""
@@ -213,13 +223,19 @@ class SharePartition:
         return counts
 
     def next_fetch_offset(self) -> int:
-        """The first offset a fetch should read from: the first AVAILABLE one of the window, else its end."""
+        """The first offset a fetch should read from: the first AVAILABLE one of the window, else its end.
+        The search starts where the last one ended (``_fetch_from``; a record made AVAILABLE again moves it
+        back): the acquired records before it are not walked again at each fetch."""
         records = self._records
-        for offset in range(self.start_offset, self.end_offset):
+        offset = max(self.start_offset, self._fetch_from)
+        end = self.end_offset
+        while offset < end:
             rec = records.get(offset)
-            if rec is None or rec.state == RecordState.AVAILABLE:
-                return offset
-        return self.end_offset
+            if rec is None or rec.state == _AVAILABLE:
+                break
+            offset += 1
+        self._fetch_from = offset
+        return offset
 
     def can_acquire(self) -> bool:
         """Whether a fetch may find anything: an AVAILABLE record in the window, or room for new ones."""
@@ -250,7 +266,7 @@ class SharePartition:
         archived_any = False
         stats = self.stats
         redelivered = 0
-        expected = self.next_fetch_offset()
+        expected = fetch_from = self.next_fetch_offset()  # fetch_from: moved past what is acquired from it
         stop = False
         # A per-record loop on the fetch path: attributes and constants in locals.
         start_offset, end = self.start_offset, self.end_offset
@@ -266,6 +282,8 @@ class SharePartition:
                     archived_any = True
                     stats.archived["not_deliverable"] += 1
                 end = max(end, min(b.first_offset, limit))
+                if fetch_from == expected:
+                    fetch_from = end
             first = max(b.first_offset, start_offset)
             skip = b.skip
             if not skip and len(acquired) >= max_records:
@@ -280,6 +298,8 @@ class SharePartition:
                 span = range(first, last + 1)
                 records.update(zip(span, [_InFlight(_ACQUIRED, 1, lock) for _ in span]))
                 acquired.extend(span)
+                if fetch_from == first:
+                    fetch_from = last + 1
                 end = last + 1
                 expected = max(expected, end)
                 continue
@@ -321,6 +341,7 @@ class SharePartition:
             if stop:
                 break
         self.end_offset = end
+        self._fetch_from = fetch_from
         if archived_any:
             self._advance_start()
         if not acquired:
@@ -328,6 +349,7 @@ class SharePartition:
         stats.acquired += len(acquired)
         stats.redelivered += redelivered
         lock.offsets.update(acquired)
+        self._locks.add(lock)
         lock.handle = self.clock.call_later(self.settings.record_lock_duration_ms, lambda: self._expire(lock))
         return self._ranges(acquired)
 
@@ -353,6 +375,7 @@ class SharePartition:
         lock = _Lock(member_id, set(offsets))
         for offset in offsets:
             self._records[offset].lock = lock
+        self._locks.add(lock)
         lock.handle = self.clock.call_later(self.settings.record_lock_duration_ms, lambda: self._expire(lock))
 
     def _unlock(self, rec: _InFlight, offset: int) -> None:
@@ -458,6 +481,7 @@ class SharePartition:
     def _apply(self, changes: dict[int, tuple[RecordState, int]]) -> None:
         records = self._records
         available = False
+        fetch_from = self._fetch_from
         for offset, (state, count) in changes.items():
             rec = records.get(offset)
             if rec is None:
@@ -473,6 +497,9 @@ class SharePartition:
             rec.delivery_count = count
             if state == _AVAILABLE:
                 available = True
+                if offset < fetch_from:
+                    fetch_from = offset
+        self._fetch_from = fetch_from
         start = self.start_offset
         self._advance_start()
         # records to offer again, or room in the window for new ones: a parked fetch may find something
