@@ -154,7 +154,7 @@ def consume(index: int, bootstrap: str, group: str, topic: str, ledger: Ledger, 
                 c.acknowledge(m, d.ack)
                 time.sleep(PROCESSING_S)  # the work a record takes: the kill comes while they acknowledge
             try:
-                c.commit_sync(30)
+                c.commit_sync(90)
             except KafkaException as e:
                 with ledger.lock:
                     ledger.errors.append(f"commit: {e}")
@@ -180,14 +180,15 @@ def coordinators(cluster: LocalCluster, group: str, tid: uuid.UUID) -> dict[int,
     return out
 
 
-def check(ledger: Ledger, counts: dict[int, int], kills: list[float]) -> None:
+def check(ledger: Ledger, counts: dict[int, int], kills: tuple[float, float]) -> None:
+    """``kills``: when the broker was killed (or paused) and when it was done with."""
     everything = {(q, o) for q, n in counts.items() for o in range(n)}
     with ledger.lock:
         all_deliveries = [d for ds in ledger.deliveries.values() for d in ds]
         print(f"\n{ledger.name}: deliveries {len(all_deliveries)} of {len(ledger.deliveries)} records, acks failed "
               f"{sum(d.failed is not None for d in all_deliveries)}, unanswered "
               f"{sum(d.failed is None and d.confirmed is None for d in all_deliveries)}, delivered after the kill "
-              f"{sum(d.at > kills[-1] for d in all_deliveries)}, client errors {len(ledger.errors)}")
+              f"{sum(d.at > kills[0] for d in all_deliveries)}, client errors {len(ledger.errors)}")
         lost = sorted(everything - ledger.accepted)
         assert not lost, f"{len(lost)} records never accepted, e.g. {lost[:10]} (errors: {ledger.errors[-5:]})"
         assert set(ledger.deliveries) == everything
@@ -201,11 +202,11 @@ def check(ledger: Ledger, counts: dict[int, int], kills: list[float]) -> None:
                 # the earlier holder let go first: its RELEASE, or its lock ran out, or a kill -9 dropped it
                 let_go = ((first.ack == AcknowledgeType.RELEASE and first.confirmed is not None)
                           or then.at - first.at >= LOCK_MS / 1000 * 0.9
-                          or any(first.at <= k <= then.at for k in kills))
+                          or (first.at <= kills[1] and then.at >= kills[0]))
                 assert let_go, (record, "delivered to two consumers at once", deliveries)
 
 
-def run(cluster: LocalCluster, group: str, topic: str, victim) -> tuple[int, dict[int, int]]:
+def run(cluster: LocalCluster, group: str, topic: str, victim, *, pause: bool = False) -> tuple[int, dict[int, int]]:
     """Produce, consume with CONSUMERS share consumers, kill -9 ``victim(tid, owners)`` once a fifth of each partition is accepted,
     wait until every record is accepted; check the ledger. Returns the broker killed and the coordinators."""
     wait_for(lambda: len(cluster.live_ids()) == 3, what="three registered brokers")
@@ -221,18 +222,22 @@ def run(cluster: LocalCluster, group: str, topic: str, victim) -> tuple[int, dic
                for i in range(CONSUMERS)]
     for t in threads:
         t.start()
-    kills: list[float] = []
     try:
         owners = coordinators(cluster, group, tid)  # the share state exists once the consumers joined
         wait_for(lambda: min(ledger.accepted_counts(TOPIC_PARTITIONS)) >= RECORDS // TOPIC_PARTITIONS // 5,
                  timeout=120, interval=0.02, what="a fifth of each partition's records accepted")
         killed = victim(tid, owners)
         assert ledger.accepted_count() < RECORDS, "the kill came while the consumers were acknowledging"
-        kills.append(time.monotonic())
-        cluster.kill(killed)
-        kills.append(time.monotonic())
+        killed_at = time.monotonic()
+        if pause:  # SIGSTOP: requests to it hang (a remote share-state write until its 30 s timeout)
+            cluster.pause(killed)
+        else:
+            cluster.kill(killed)
         wait_for(lambda: ledger.accepted_count() >= RECORDS, timeout=240, interval=0.2,
                  what="every record accepted after the kill")
+        kills = (killed_at, time.monotonic())
+        if pause:
+            cluster.resume(killed)
     finally:
         stop.set()
         for t in threads:
@@ -270,3 +275,17 @@ def test_a_kill_9_of_a_share_partition_leader_loses_no_acknowledgement(cluster: 
     assert killed == chosen["leader"]
     new_leader = cluster.wait_for_leader("jobs-leader", chosen["partition"], not_in=[killed])
     assert new_leader != killed
+
+
+def test_a_share_coordinator_that_stops_answering_for_longer_than_the_lock_loses_no_acknowledgement(
+        cluster: LocalCluster) -> None:
+    """SIGSTOP of the share coordinator's broker: a share-partition leader's acknowledgement writes to it
+    hang past the records' acquisition lock (15 s) before they go to the new coordinator; the records stay
+    with their acknowledgement meanwhile, so one answered is never delivered again."""
+
+    def a_coordinator_only(tid: uuid.UUID, owners: dict[int, int]) -> int:
+        leaders = {cluster.leader("jobs-paused", q) for q in range(TOPIC_PARTITIONS)}
+        return min(set(owners.values()) - leaders or set(owners.values()))
+
+    killed, owners = run(cluster, "jobs-paused", "jobs-paused", a_coordinator_only, pause=True)
+    assert killed in owners.values()
