@@ -27,7 +27,9 @@ Rules:
 2. **Acknowledge.** ACCEPT (1), RELEASE (2), REJECT (3), GAP (0, an offset with no record) and RENEW (4,
    KIP-1222: the lock starts again) apply only to records the member holds; otherwise nothing of the
    request is applied and the answer is INVALID_RECORD_STATE. The change is written through the
-   share-state persister before it takes effect in memory, so an acknowledgement answered is durable.
+   share-state persister before it takes effect in memory, so an acknowledgement answered is durable;
+   while it is written, its records are neither acknowledged again nor released by a lock's expiry or
+   their member leaving (as Kafka's state transition), so one answered is never delivered again.
 3. **Expire and release.** A lock expiry or a member leaving (:meth:`SharePartition.release_member`)
    makes the member's records AVAILABLE again (ARCHIVED at the delivery limit), written through the
    persister too.
@@ -73,12 +75,13 @@ RecordState = DeliveryState  # Kafka's RecordState: AVAILABLE 0, ACQUIRED 1, ACK
 class _Lock:
     """One acquisition's lock: the offsets it still holds and its expiry timer."""
 
-    __slots__ = ("handle", "member_id", "offsets")
+    __slots__ = ("expired", "handle", "member_id", "offsets")
 
     def __init__(self, member_id: str, offsets: set[int]) -> None:
         self.member_id = member_id
         self.offsets = offsets
         self.handle: TimerHandle | None = None
+        self.expired = False
 
 
 class _InFlight:
@@ -146,6 +149,8 @@ class SharePartition:
         self._locks: set[_Lock] = set()
         self._tasks: set[asyncio.Task] = set()
         self._write_lock = asyncio.Lock()
+        #: offsets whose acknowledgement is being written: no expiry or release takes them meanwhile (rule 2)
+        self._acking: set[int] = set()
 
     # ------------------------------------------------------------------------------ restore (4)
 
@@ -403,12 +408,13 @@ class SharePartition:
                 return ErrorCode.INVALID_REQUEST
             if b.first_offset < self.start_offset:
                 return ErrorCode.INVALID_RECORD_STATE
-            if _held_by(records, member_id, b.first_offset, b.last_offset):
-                continue  # the common case: one acquisition of the member holds the whole range
+            if _held_by(records, member_id, b.first_offset, b.last_offset) and (
+                    not self._acking or self._acking.isdisjoint(range(b.first_offset, b.last_offset + 1))):
+                continue  # the common case: one acquisition of the member holds the whole range, none being written
             for offset in range(b.first_offset, b.last_offset + 1):
                 rec = records.get(offset)
                 if (rec is None or rec.state != _ACQUIRED or rec.lock is None
-                        or rec.lock.member_id != member_id):
+                        or rec.lock.member_id != member_id or offset in self._acking):
                     return ErrorCode.INVALID_RECORD_STATE
         changes: dict[int, tuple[RecordState, int]] = {}
         renewed: list[int] = []
@@ -440,8 +446,14 @@ class SharePartition:
             self.stats.acknowledged[AckType.RENEW] += len(renewed)
         if not changes:
             return ErrorCode.NONE
-        code = await self._write(changes)
-        if code:
+        self._acking.update(changes)
+        try:
+            code = await self._write(changes)
+        finally:
+            self._acking.difference_update(changes)
+        if code:  # still held; what a lock running out meanwhile left to this write is released now
+            for lock in {r.lock for o in changes if (r := records.get(o)) is not None and r.lock and r.lock.expired}:
+                self._expire(lock)
             return code
         # applied once durable, to the records the member still holds (a lock may have expired meanwhile)
         if all(_held_by(records, member_id, b.first_offset, b.last_offset) for b in batches):
@@ -544,6 +556,7 @@ class SharePartition:
     # --------------------------------------------------------------------- expire, release (3)
 
     def _expire(self, lock: _Lock) -> None:
+        lock.expired = True
         if lock.offsets:
             self._release(lock.member_id, sorted(lock.offsets), lambda o: self._records[o].lock is lock,
                           expired=True)
@@ -565,7 +578,7 @@ class SharePartition:
         changes = {}
         for offset in offsets:
             rec = records.get(offset)
-            if rec is None or rec.state != RecordState.ACQUIRED or not still(offset):
+            if rec is None or rec.state != RecordState.ACQUIRED or not still(offset) or offset in self._acking:
                 continue
             changes[offset] = (dead if rec.delivery_count >= limit else RecordState.AVAILABLE, rec.delivery_count)
         if not changes:

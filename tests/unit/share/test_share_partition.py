@@ -396,6 +396,45 @@ def test_next_fetch_offset_after_a_lock_expiry_and_a_moved_log_start() -> None:
         sp.move_start(150)  # retention removed the log's head
         assert sp.next_fetch_offset() == 150 and sp.state_of(150) == (RecordState.AVAILABLE, 1)
 
+
+class SlowPersister(MemorySharePersister):
+    """The in-memory persister whose writes wait for ``gate`` (a share coordinator failing over) and then
+    answer ``error`` instead of writing when it is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.gate.set()
+        self.error = ErrorCode.NONE
+
+    async def write(self, key, write):
+        await self.gate.wait()
+        return self.error or await super().write(key, write)
+
+
+def test_a_lock_running_out_while_the_acknowledgement_is_written_does_not_release_the_records() -> None:
+    """An ACCEPT answered must not be lost: while its write is under way (longer than the rest of the lock:
+    a share coordinator failing over), the lock's expiry leaves the records to it, as Kafka's state
+    transition does; once written they are ACKNOWLEDGED and never offered again."""
+
+    async def main() -> None:
+        sp, persister, clock = await partition(SlowPersister())
+        assert sp.acquire("m1", singles(0, 2), 500) == [AcquiredRange(0, 2, 1)]
+        persister.gate.clear()
+        ack = asyncio.ensure_future(sp.acknowledge("m1", [AckBatch(0, 2, (AckType.ACCEPT,))]))
+        await settle()
+        clock.advance(LOCK_MS)
+        await settle()
+        assert sp.acquire("m2", singles(0, 2), 500) == [], "not offered while the ACCEPT is being written"
+        assert not ack.done()
+        persister.gate.set()
+        assert await asyncio.wait_for(ack, 5) == ErrorCode.NONE
+        await settle()
+        assert sp.start_offset == 3, "all three acknowledged: the start offset moves past them"
+        assert sp.acquire("m2", singles(0, 2), 500) == []
+        stored = persister.states[KEY]
+        assert stored.start_offset == 3 or stored.state_batches == (StateBatch(0, 2, DeliveryState.ACKNOWLEDGED, 1),)
+
     asyncio.run(main())
 
 
@@ -419,5 +458,43 @@ def test_holds_records_follows_the_locks_without_walking_the_window() -> None:
         await settle()
         assert not sp.holds_records("m2") and sp.state_of(5000) == (RecordState.AVAILABLE, 1)
         assert not sp._locks  # the locks that hold nothing are gone
+
+
+def test_records_whose_lock_ran_out_during_a_failed_acknowledgement_are_released_after_it() -> None:
+    async def main() -> None:
+        sp, persister, clock = await partition(SlowPersister())
+        assert sp.acquire("m1", singles(0, 2), 500) == [AcquiredRange(0, 2, 1)]
+        persister.gate.clear()
+        persister.error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        ack = asyncio.ensure_future(sp.acknowledge("m1", [AckBatch(0, 2, (AckType.ACCEPT,))]))
+        await settle()
+        # a second acknowledgement of the same records while the first is written is refused
+        again = sp.acknowledge("m1", [AckBatch(0, 0, (AckType.RELEASE,))])
+        assert await asyncio.wait_for(again, 5) == ErrorCode.INVALID_RECORD_STATE
+        clock.advance(LOCK_MS)
+        await settle()
+        persister.gate.set()
+        assert await asyncio.wait_for(ack, 5) == ErrorCode.COORDINATOR_NOT_AVAILABLE
+        await settle()
+        # the lock ran out meanwhile: released now, offered again with the delivery count one higher
+        assert sp.state_of(0) == (RecordState.AVAILABLE, 1) and sp.holder_of(0) is None
+        persister.error = ErrorCode.NONE
+        assert sp.acquire("m2", singles(0, 2), 500) == [AcquiredRange(0, 2, 2)]
+
+    asyncio.run(main())
+
+
+def test_a_failed_acknowledgement_within_the_lock_leaves_the_records_acquired() -> None:
+    async def main() -> None:
+        sp, persister, clock = await partition(SlowPersister())
+        assert sp.acquire("m1", singles(0, 2), 500) == [AcquiredRange(0, 2, 1)]
+        persister.error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        assert await sp.acknowledge("m1", [AckBatch(0, 2, (AckType.ACCEPT,))]) == ErrorCode.COORDINATOR_NOT_AVAILABLE
+        assert sp.state_of(0) == (RecordState.ACQUIRED, 1) and sp.holder_of(0) == "m1"
+        persister.error = ErrorCode.NONE
+        assert await sp.acknowledge("m1", [AckBatch(0, 2, (AckType.ACCEPT,))]) == ErrorCode.NONE
+        clock.advance(LOCK_MS)  # the lock's timer was cancelled by the acknowledgement
+        await settle()
+        assert sp.start_offset == 3 and sp.acquire("m2", singles(0, 2), 500) == []
 
     asyncio.run(main())
