@@ -47,8 +47,22 @@ def client(broker: BrokerProcess) -> Iterator[WireClient]:
         yield c
 
 
+def metadata_once_led(client: WireClient, request: MetadataRequest):
+    """Metadata v0 (which auto-creates), asked again while the topic is being created: until the controller
+    has decided its leader the topic answers LEADER_NOT_AVAILABLE without partitions (as in Kafka); an old
+    client asks again."""
+    r = client.request(request, 0)
+    deadline = time.monotonic() + 30
+    while r.topics and (r.topics[0].error_code == ErrorCode.LEADER_NOT_AVAILABLE or any(
+            p.error_code == ErrorCode.LEADER_NOT_AVAILABLE for p in r.topics[0].partitions)):
+        assert time.monotonic() < deadline, "no leader in 30 s"
+        time.sleep(0.1)
+        r = client.request(request, 0)
+    return r
+
+
 def create_topic(client: WireClient, topic: str) -> None:
-    r = client.request(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)]), 0)
+    r = metadata_once_led(client, MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)]))
     assert [t.error_code for t in r.topics] == [0]
 
 
@@ -101,14 +115,7 @@ def test_api_versions_v0(client: WireClient) -> None:
 
 def test_metadata_v0(broker: BrokerProcess, client: WireClient) -> None:
     request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="seed-meta")])
-    r = client.request(request, 0)
-    # Auto-created: until the controller has decided its leader the partition is LEADER_NOT_AVAILABLE (as in
-    # Kafka); an old client asks again
-    deadline = time.monotonic() + 30
-    while r.topics[0].partitions and r.topics[0].partitions[0].error_code == ErrorCode.LEADER_NOT_AVAILABLE:
-        assert time.monotonic() < deadline, "no leader in 30 s"
-        time.sleep(0.1)
-        r = client.request(request, 0)
+    r = metadata_once_led(client, request)
     [b] = r.brokers
     assert (b.host, b.port) == ("127.0.0.1", broker.port)
     [t] = r.topics
