@@ -23,6 +23,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
+from tidelog.errors import ErrorCode
 from tidelog.protocol.messages import FetchRequest, MetadataRequest, ProduceRequest
 from tidelog.records import RecordBatchView, iter_batches
 from tidelog.testing import BrokerProcess
@@ -54,11 +55,16 @@ def create_topic(where: Where | AdminClient, name: str, partitions: int = 1,
 
 
 def ensure_topic(where: Where, topic: str) -> None:
-    """Create ``topic`` through Metadata auto-creation."""
+    """Create ``topic`` through Metadata auto-creation, asking again while it is being created (the topic
+    answers LEADER_NOT_AVAILABLE until the controller has decided its leaders, as in Kafka)."""
+    request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)], allow_auto_topic_creation=True)
+    deadline = time.monotonic() + 30
     with WireClient.connect(bootstrap_of(where)) as client:
-        r = client.request(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
-                                           allow_auto_topic_creation=True), 4)
-        assert r.topics[0].error_code == 0
+        r = client.request(request, 4)
+        while r.topics[0].error_code == ErrorCode.LEADER_NOT_AVAILABLE and time.monotonic() < deadline:
+            time.sleep(0.05)
+            r = client.request(request, 4)
+        assert r.topics[0].error_code == 0, r.topics[0]
 
 
 def partition_count(admin: AdminClient, topic: str) -> int | None:
