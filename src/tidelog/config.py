@@ -349,7 +349,7 @@ _BROKER_DEFS = [
               "Shortest assignment interval of a streams group (KIP-1071).", topic=False),
     ConfigDef("group.streams.max.assignment.interval.ms", _int(0), 15_000,
               "Longest assignment interval of a streams group (KIP-1071).", topic=False),
-    ConfigDef("group.streams.rack.aware.assignment.tags", _parse_list, (),
+    ConfigDef("group.streams.rack.aware.assignment.tags", _optional(_parse_list), None,
               "Client tag keys over which a streams group's standby tasks are spread (KIP-1071); a member "
               "lacking one is told MISSING_CLIENT_TAGS.", topic=False),
     ConfigDef("log.flush.scheduler.interval.ms", _long(), LONG_MAX,
