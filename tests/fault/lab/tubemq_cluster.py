@@ -124,8 +124,16 @@ def one_round(cluster: LocalCluster, endpoints: dict, n: int, *, batches: int = 
             return beat.HasField("event") and beat.event.opType in (1, 10)
 
         wait_for(connected, 30, what="the CONNECT event")
-        answer = broker.request(Service.BROKER_READ, Method.CONSUMER_REGISTER_C2B, broker_pb.RegisterRequestC2B(
-            opType=31, clientId="tc-consumer", groupName=group, topicName=topic, partitionId=0, readStatus=0))
+        def broker_registered():
+            # ZooKeeper names the leader a moment before that broker has taken the partition on: a
+            # register that early answers 503 NOT_LEADER_OR_FOLLOWER, and a TubeMQ client tries again
+            answer = broker.request(Service.BROKER_READ, Method.CONSUMER_REGISTER_C2B, broker_pb.RegisterRequestC2B(
+                opType=31, clientId="tc-consumer", groupName=group, topicName=topic, partitionId=0, readStatus=0))
+            if not answer.success and answer.errCode == 503 and "NOT_LEADER_OR_FOLLOWER" in answer.errMsg:
+                return None
+            return answer
+
+        answer = wait_for(broker_registered, 30, what=f"the consumer registered on broker {c}")
         assert answer.success, answer
         sent = 0
         for _ in range(batches):
