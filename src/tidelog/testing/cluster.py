@@ -171,9 +171,10 @@ class LocalCluster:
         return AdminClient({"bootstrap.servers": self.bootstrap(*ids)})
 
     def create_topic(self, topic: str, partitions: int = 1, replication_factor: int | None = None,
-                     config: dict[str, str] | None = None, timeout: float = 20.0) -> None:
+                     config: dict[str, str] | None = None, timeout: float = 60.0) -> None:
         """Create through AdminClient, then wait until every partition has a leader and every live
-        replica hosts its log."""
+        replica hosts its log (``timeout`` generous: a loaded 2-core machine running several clusters has
+        taken over 20 s to answer)."""
         from confluent_kafka.admin import NewTopic
 
         rf = self.count if replication_factor is None else replication_factor
