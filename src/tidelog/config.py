@@ -74,6 +74,11 @@ def is_sensitive(key: str) -> bool:
 
 
 
+def _parse_list_or_empty(key: str, raw: Any) -> tuple[str, ...]:
+    """A comma-separated list that may be empty (Kafka's LIST configs with an empty default)."""
+    return tuple(p.strip() for p in str(raw).split(",") if p.strip())
+
+
 _TOPIC_DEFS = [
     ConfigDef("cleanup.policy", _parse_cleanup_policy, "delete",
               "delete (retention), compact (keep the latest record per key), or compact,delete.", "log.cleanup.policy"),
@@ -349,7 +354,7 @@ _BROKER_DEFS = [
               "Shortest assignment interval of a streams group (KIP-1071).", topic=False),
     ConfigDef("group.streams.max.assignment.interval.ms", _int(0), 15_000,
               "Longest assignment interval of a streams group (KIP-1071).", topic=False),
-    ConfigDef("group.streams.rack.aware.assignment.tags", _optional(_parse_list), None,
+    ConfigDef("group.streams.rack.aware.assignment.tags", _parse_list_or_empty, (),
               "Client tag keys over which a streams group's standby tasks are spread (KIP-1071); a member "
               "lacking one is told MISSING_CLIENT_TAGS.", topic=False),
     ConfigDef("log.flush.scheduler.interval.ms", _long(), LONG_MAX,
