@@ -20,11 +20,11 @@ from __future__ import annotations
 import json
 import logging
 import os
-import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
+from tidelog.cluster.zk_watched_children import WatchedChildren
 from tidelog.security.scram import MECHANISMS, ScramCredential
 
 log = logging.getLogger(__name__)
@@ -99,6 +99,12 @@ USERS_PATH = "/config/users"
 CHANGES_PATH = "/config/changes"
 
 
+def _parse_config(data: bytes) -> dict[str, str]:
+    """A ``/config/users/<user>`` znode's config map (empty for an empty znode)."""
+    raw = json.loads(data.decode("utf-8")) if data else {}
+    return dict(raw.get("config", {}))
+
+
 class ZooKeeperCredentialStore:
     """The credentials of a cluster, in Kafka's ``/config/users/<user>`` znodes. ``client`` returns the
     broker's connected kazoo client (the metadata store's).
@@ -111,60 +117,17 @@ class ZooKeeperCredentialStore:
     def __init__(self, client: Callable[[], Any]) -> None:
         self._client = client
         self._cache: dict[str, dict[str, str]] | None = None  # user -> its config map; None: not watching
-        self._worker: Any = None
-        self._pending = threading.Event()
+        self._children = WatchedChildren(client, USERS_PATH, _parse_config, self._read_all, what="SCRAM users",
+                                         thread_name="tidelog-zk-credentials")
 
     def watch(self) -> None:
         """Read every user now (blocking: start-up) and keep the cache current from then on."""
-        from concurrent.futures import ThreadPoolExecutor
-
-        zkc = self._client()
-        zkc.ensure_path(USERS_PATH)
-        self._worker = ThreadPoolExecutor(1, thread_name_prefix="tidelog-zk-credentials")
-        zkc.add_listener(self._on_state)
-        self._reload()
+        self._children.watch()
 
     def close(self) -> None:
-        if self._worker is not None:
-            self._worker.shutdown(wait=False, cancel_futures=True)
+        self._children.close()
 
-    def _on_state(self, state: str) -> None:  # kazoo's thread
-        if state == "CONNECTED":
-            self._schedule()
-
-    def _on_change(self, _event: object) -> None:  # kazoo's thread
-        self._schedule()
-
-    def _schedule(self) -> None:
-        if self._worker is not None and not self._pending.is_set():
-            self._pending.set()
-            try:
-                self._worker.submit(self._reload)
-            except RuntimeError:  # shut down
-                pass
-
-    def _reload(self) -> None:
-        """Worker thread (or start-up): every user's config, leaving watches for the next change."""
-        from kazoo.exceptions import KazooException, NoNodeError
-
-        self._pending.clear()
-        zkc = self._client()
-        if zkc is None:
-            return
-        try:
-            names = zkc.get_children(USERS_PATH, watch=self._on_change)
-            pending = {user: zkc.get_async(f"{USERS_PATH}/{user}", watch=self._on_change) for user in names}
-            users = {}
-            for user, result in pending.items():
-                try:
-                    data, _ = result.get()
-                except NoNodeError:
-                    continue
-                raw = json.loads(data.decode("utf-8")) if data else {}
-                users[user] = dict(raw.get("config", {}))
-        except (KazooException, ValueError) as e:
-            log.warning("cannot read the SCRAM users from ZooKeeper (%r); keeping the last ones read", e)
-            return
+    def _read_all(self, users: dict[str, dict[str, str]]) -> None:  # worker thread (or start-up)
         self._cache = users
 
     def _read(self, user: str) -> tuple[dict[str, str], int]:
@@ -174,8 +137,7 @@ class ZooKeeperCredentialStore:
             data, stat = self._client().get(f"{USERS_PATH}/{user}")
         except NoNodeError:
             return {}, -1
-        raw = json.loads(data.decode("utf-8")) if data else {}
-        return dict(raw.get("config", {})), stat.version
+        return _parse_config(data), stat.version
 
     def _config(self, user: str) -> dict[str, str]:
         cache = self._cache

@@ -27,12 +27,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tidelog.cluster.client_quota import desanitize, sanitize
+from tidelog.cluster.zk_watched_children import WatchedChildren
 from tidelog.security.delegation_token import TokenInformation
 from tidelog.security.principal import KafkaPrincipal
 
@@ -63,6 +63,10 @@ def token_from_json(raw: dict[str, Any]) -> TokenInformation:
     return TokenInformation(str(raw["tokenId"]), owner, requester,
                             tuple(KafkaPrincipal.parse(desanitize(r)) for r in raw["renewers"]),
                             int(raw["issueTimestamp"]), int(raw["maxTimestamp"]), int(raw["expiryTimestamp"]))
+
+
+def _parse_token(data: bytes) -> TokenInformation | None:
+    return token_from_json(json.loads(data.decode("utf-8"))) if data else None
 
 
 class EmbeddedTokenStore:
@@ -115,59 +119,16 @@ class ZooKeeperTokenStore:
     def __init__(self, client: Callable[[], Any]) -> None:
         self._client = client
         self._tokens: dict[str, TokenInformation] = {}
-        self._worker: Any = None
-        self._pending = threading.Event()
+        self._children = WatchedChildren(client, TOKENS_PATH, _parse_token, self._read, what="delegation tokens",
+                                         thread_name="tidelog-zk-tokens")
 
     def watch(self) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        zkc = self._client()
-        zkc.ensure_path(TOKENS_PATH)
-        self._worker = ThreadPoolExecutor(1, thread_name_prefix="tidelog-zk-tokens")
-        zkc.add_listener(self._on_state)
-        self._reload()
+        self._children.watch()
 
     def close(self) -> None:
-        if self._worker is not None:
-            self._worker.shutdown(wait=False, cancel_futures=True)
+        self._children.close()
 
-    def _on_state(self, state: str) -> None:  # kazoo's thread
-        if state == "CONNECTED":
-            self._schedule()
-
-    def _on_change(self, _event: object) -> None:  # kazoo's thread
-        self._schedule()
-
-    def _schedule(self) -> None:
-        if self._worker is not None and not self._pending.is_set():
-            self._pending.set()
-            try:
-                self._worker.submit(self._reload)
-            except RuntimeError:  # shut down
-                pass
-
-    def _reload(self) -> None:
-        """Worker thread (or start-up): every token, leaving watches for the next change."""
-        from kazoo.exceptions import KazooException, NoNodeError
-
-        self._pending.clear()
-        zkc = self._client()
-        if zkc is None:
-            return
-        try:
-            names = zkc.get_children(TOKENS_PATH, watch=self._on_change)
-            pending = {tid: zkc.get_async(f"{TOKENS_PATH}/{tid}", watch=self._on_change) for tid in names}
-            tokens = {}
-            for tid, result in pending.items():
-                try:
-                    data, _ = result.get()
-                except NoNodeError:
-                    continue
-                if data:
-                    tokens[tid] = token_from_json(json.loads(data.decode("utf-8")))
-        except (KazooException, ValueError, KeyError) as e:
-            log.warning("cannot read the delegation tokens from ZooKeeper (%r); keeping the last ones read", e)
-            return
+    def _read(self, tokens: dict[str, TokenInformation]) -> None:  # worker thread (or start-up)
         self._tokens = tokens
 
     def tokens(self) -> dict[str, TokenInformation]:
