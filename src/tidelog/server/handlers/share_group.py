@@ -37,6 +37,7 @@ from tidelog.security.acl import AclOperation, ResourceType
 from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
+from tidelog.server.handlers.modern_groups import describe_groups
 
 DO = DescribeShareGroupOffsetsResponse
 AO = AlterShareGroupOffsetsResponse
@@ -114,22 +115,9 @@ class ShareGroupHandlers:
                                           ) -> ShareGroupDescribeResponse:
         self._check_active()
         R = ShareGroupDescribeResponse
-        denied = {g for g in request.group_ids if not self._allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g)}
-        valid = list(dict.fromkeys(g for g in request.group_ids if g and g not in denied))
-        described = {d.group_id: d for d in await self.groups.share_group_describe(valid, self.store.image)}
-        out = []
-        for group_id in request.group_ids:
-            if group_id in denied:
-                out.append(R.DescribedGroup(group_id=group_id, error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED)))
-            elif not group_id:
-                out.append(R.DescribedGroup(group_id=group_id, error_code=int(ErrorCode.INVALID_GROUP_ID)))
-            else:
-                group = described[group_id]
-                if request.include_authorized_operations and group.error_code == 0:
-                    group.authorized_operations = self.authorizer.authorized_operations(ctx, ResourceType.GROUP,
-                                                                                        group_id)
-                out.append(group)
-        return R(groups=out)
+        return R(groups=await describe_groups(
+            ctx, self.authorizer, request.group_ids, request.include_authorized_operations,
+            lambda valid: self.groups.share_group_describe(valid, self.store.image), R.DescribedGroup))
 
     @handles(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1, _offsets_error)
     async def handle_describe_share_group_offsets(self, ctx: RequestContext, request: DescribeShareGroupOffsetsRequest

@@ -37,6 +37,7 @@ from tidelog.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
+from tidelog.server.handlers.modern_groups import describe_groups
 
 log = logging.getLogger(__name__)
 
@@ -126,23 +127,10 @@ class StreamsGroupHandlers:
     async def handle_streams_group_describe(self, ctx: RequestContext, request: StreamsGroupDescribeRequest
                                             ) -> StreamsGroupDescribeResponse:
         self._check_active()
-        denied = {g for g in request.group_ids if not self._allowed(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g)}
-        valid = list(dict.fromkeys(g for g in request.group_ids if g and g not in denied))
         include = ctx.api_version >= 1 and request.include_topology_description
-        described = {d.group_id: d for d in await self.groups.streams_group_describe(valid, self.store.image, include)}
-        out = []
-        for group_id in request.group_ids:
-            if group_id in denied:
-                out.append(D.DescribedGroup(group_id=group_id, error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED)))
-            elif not group_id:
-                out.append(D.DescribedGroup(group_id=group_id, error_code=int(ErrorCode.INVALID_GROUP_ID)))
-            else:
-                group = described[group_id]
-                if request.include_authorized_operations and group.error_code == 0:
-                    group.authorized_operations = self.authorizer.authorized_operations(ctx, ResourceType.GROUP,
-                                                                                        group_id)
-                out.append(group)
-        return D(groups=out)
+        return D(groups=await describe_groups(
+            ctx, self.authorizer, request.group_ids, request.include_authorized_operations,
+            lambda valid: self.groups.streams_group_describe(valid, self.store.image, include), D.DescribedGroup))
 
     @handles(ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE, 0, 0, _update_error)
     async def handle_streams_group_topology_description_update(

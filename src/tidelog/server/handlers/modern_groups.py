@@ -1,0 +1,53 @@
+"""What the handlers of the modern group types (KIP-848's consumer groups, KIP-932's share groups, KIP-1071's
+streams groups) share.
+
+:func:`describe_groups`: a ShareGroupDescribe or StreamsGroupDescribe answer, in the request's order. A
+group the requester may not DESCRIBE answers GROUP_AUTHORIZATION_FAILED and an empty group id
+INVALID_GROUP_ID, neither asked of the coordinator; every other group is described once (duplicates
+answer the same description) and, when asked, with the requester's authorized operations on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Protocol, TypeVar
+
+from tidelog.errors import ErrorCode
+from tidelog.security.acl import AclOperation, ResourceType
+from tidelog.security.authorizer import Authorizer
+from tidelog.server.context import RequestContext
+
+
+class DescribedGroup(Protocol):
+    group_id: str
+    error_code: int
+    authorized_operations: int
+
+
+G = TypeVar("G", bound=DescribedGroup)
+
+
+async def describe_groups(ctx: RequestContext, authorizer: Authorizer, group_ids: list[str],
+                          include_authorized_operations: bool,
+                          describe: Callable[[list[str]], Awaitable[Iterable[G]]],
+                          described_group: Callable[..., G]) -> list[G]:
+    """The described groups of ``group_ids``: ``describe`` asks the coordinator about the valid ones;
+    ``described_group(group_id=, error_code=)`` makes an answer for the others."""
+    denied = {g for g in group_ids if not authorizer.authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g)}
+    valid = list(dict.fromkeys(g for g in group_ids if g and g not in denied))
+    described = {d.group_id: d for d in await describe(valid)}
+    out = []
+    for group_id in group_ids:
+        if group_id in denied:
+            out.append(described_group(group_id=group_id, error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED)))
+        elif not group_id:
+            out.append(described_group(group_id=group_id, error_code=int(ErrorCode.INVALID_GROUP_ID)))
+        else:
+            group = described[group_id]
+            if include_authorized_operations and group.error_code == 0:
+                group.authorized_operations = authorizer.authorized_operations(ctx, ResourceType.GROUP, group_id)
+            out.append(group)
+    return out
+
+
+__all__ = ["describe_groups"]
