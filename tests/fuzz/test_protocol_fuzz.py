@@ -11,10 +11,11 @@ import struct
 import tracemalloc
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import tidelog.protocol.messages as messages
+from tests.fuzz.mutation import FUZZ_SETTINGS, mutate
 from tests.unit.protocol.strategies import message_value
 from tidelog.protocol import FrameDecoder, ProtocolError, decode_request
 from tidelog.protocol.message import Message
@@ -25,7 +26,6 @@ ALL = [
     if isinstance(c, type) and issubclass(c, Message)
 ]
 REQUESTS = [c for c, _ in messages.API_MESSAGES.values()]
-FUZZ_SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
 
 def _decode_all_versions(cls: type[Message], data: bytes) -> None:
@@ -52,27 +52,12 @@ def test_random_request_frames(body: bytes, api_key: int, version: int) -> None:
         pass
 
 
-def _mutations(draw, encoded: bytes) -> bytes:
-    kind = draw(st.sampled_from(["truncate", "flip", "huge_length", "insert"]))
-    if not encoded:
-        return b"\xff"
-    pos = draw(st.integers(0, len(encoded) - 1))
-    if kind == "truncate":
-        return encoded[:pos]
-    if kind == "flip":
-        return encoded[:pos] + bytes([encoded[pos] ^ draw(st.integers(1, 255))]) + encoded[pos + 1 :]
-    if kind == "huge_length":
-        huge = draw(st.sampled_from([b"\x7f\xff\xff\xff", b"\xff\xff\xff\xfe", b"\xff\xff\xff\xff\x0f", b"\x7f\xff"]))
-        return encoded[:pos] + huge + encoded[pos + len(huge) :]
-    return encoded[:pos] + draw(st.binary(min_size=1, max_size=8)) + encoded[pos:]
-
-
 @FUZZ_SETTINGS
 @given(data=st.data(), cls=st.sampled_from(ALL))
 def test_mutated_valid_messages(data: st.DataObject, cls: type[Message]) -> None:
     version = data.draw(st.integers(cls.MIN_VERSION, cls.MAX_VERSION))
     encoded = data.draw(message_value(cls, version)).encode(version)
-    mutated = _mutations(data.draw, encoded)
+    mutated = mutate(data.draw, encoded)
     try:
         cls.decode(mutated, version)
     except ProtocolError:

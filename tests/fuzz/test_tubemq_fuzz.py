@@ -14,9 +14,10 @@ import struct
 import tracemalloc
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.fuzz.mutation import FUZZ_SETTINGS, mutate
 from tests.unit.protocol.tubemq.strategies import MESSAGE_CLASSES, message_of
 from tidelog.protocol.exceptions import ProtocolError
 from tidelog.protocol.tubemq.frame import BEGIN_TOKEN, MAX_BLOCK_BYTES, MAX_LIST_SIZE, Frame, FrameDecoder
@@ -34,23 +35,7 @@ from tidelog.protocol.tubemq.rpc import (
 )
 from tidelog.server.tubemq.dispatcher import TubeContext, TubeHandlerRegistry, tube_method
 
-FUZZ_SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 SPECS = sorted(METHODS.values(), key=lambda s: s.method)
-
-
-def mutate(draw, encoded: bytes) -> bytes:
-    kind = draw(st.sampled_from(["truncate", "flip", "huge_length", "insert"]))
-    if not encoded:
-        return b"\xff"
-    pos = draw(st.integers(0, len(encoded) - 1))
-    if kind == "truncate":
-        return encoded[:pos]
-    if kind == "flip":
-        return encoded[:pos] + bytes([encoded[pos] ^ draw(st.integers(1, 255))]) + encoded[pos + 1 :]
-    if kind == "huge_length":
-        huge = draw(st.sampled_from([b"\x7f\xff\xff\xff", b"\xff\xff\xff\xfe", b"\xff\xff\xff\xff\x0f", b"\x7f\xff"]))
-        return encoded[:pos] + huge + encoded[pos + len(huge) :]
-    return encoded[:pos] + draw(st.binary(min_size=1, max_size=8)) + encoded[pos:]
 
 
 @FUZZ_SETTINGS
