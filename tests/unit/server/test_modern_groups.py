@@ -1,19 +1,22 @@
 """ShareGroupDescribe and StreamsGroupDescribe answers (tidelog.server.handlers.modern_groups.describe_groups):
 the request's order, GROUP_AUTHORIZATION_FAILED and INVALID_GROUP_ID without asking the coordinator, each valid
-group asked about once, authorized operations only when asked and only for groups that were found."""
+group asked about once, authorized operations only when asked and only for groups that were found; a heartbeat's
+topics the member may not DESCRIBE."""
 
 from __future__ import annotations
 
 import asyncio
 
-from tidelog.errors import ErrorCode
+import pytest
+
+from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.messages import ApiKey, ShareGroupDescribeResponse, StreamsGroupDescribeResponse
 from tidelog.protocol.messages.header import RequestHeader
 from tidelog.security.acl import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
 from tidelog.security.authorizer import Authorizer
 from tidelog.security.principal import KafkaPrincipal
 from tidelog.server.context import RequestContext
-from tidelog.server.handlers.modern_groups import describe_groups
+from tidelog.server.handlers.modern_groups import describe_groups, require_describable_topics
 
 ALICE = KafkaPrincipal("User", "alice")
 
@@ -63,3 +66,14 @@ def test_authorized_operations_are_filled_in_for_found_groups_when_asked() -> No
     assert ops["seen"] == 1 << AclOperation.DESCRIBE
     assert ops["read"] == (1 << AclOperation.READ) | (1 << AclOperation.DESCRIBE)
     assert ops["gone"] == ops["hidden"] == -2147483648
+
+
+def test_a_heartbeat_naming_topics_the_member_may_not_describe_is_refused_naming_them() -> None:
+    topic_acl = AclBinding(ResourceType.TOPIC, "orders", PatternType.LITERAL, str(ALICE), "*", AclOperation.READ,
+                           AclPermissionType.ALLOW)
+    authorizer = Authorizer(lambda: frozenset({topic_acl}))
+    require_describable_topics(_ctx(), authorizer, ["orders", "orders"])  # READ implies DESCRIBE
+    with pytest.raises(KafkaError) as refused:
+        require_describable_topics(_ctx(), authorizer, ["zeta", "orders", "alpha", "zeta"])
+    assert refused.value.code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    assert refused.value.message == "The following topics are not authorized: alpha, zeta"

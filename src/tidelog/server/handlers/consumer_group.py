@@ -27,6 +27,7 @@ from tidelog.security.acl import AclOperation, ResourceType
 from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
+from tidelog.server.handlers.modern_groups import check_active, require_describable_topics
 
 
 def _heartbeat_error(request: ConsumerGroupHeartbeatRequest, code: ErrorCode,
@@ -49,10 +50,6 @@ class ConsumerGroupHandlers:
         self.store = store
         self.enabled = "consumer" in rebalance_protocols
 
-    def _check_active(self) -> None:
-        if not self.groups.active:
-            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the group coordinator is not available")
-
     @handles(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1, _heartbeat_error)
     async def handle_consumer_group_heartbeat(self, ctx: RequestContext,
                                               request: ConsumerGroupHeartbeatRequest) -> ConsumerGroupHeartbeatResponse:
@@ -60,20 +57,15 @@ class ConsumerGroupHandlers:
             raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "the consumer rebalance protocol is not enabled")
         if not self.authorizer.authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
             raise KafkaError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-        # Kafka 4: every subscribed topic name must be one the member may DESCRIBE
-        hidden = sorted(t for t in set(request.subscribed_topic_names or ())
-                        if not self.authorizer.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t))
-        if hidden:
-            raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                             f"The following topics are not authorized: {', '.join(hidden)}")
-        self._check_active()
+        require_describable_topics(ctx, self.authorizer, request.subscribed_topic_names or ())
+        check_active(self.groups)
         return await self.groups.consumer_group_heartbeat(request, api_version=ctx.api_version, image=self.store.image,
                                                           client_id=ctx.client_id, client_host="/" + ctx.client_host)
 
     @handles(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1, _describe_error)
     async def handle_consumer_group_describe(self, ctx: RequestContext,
                                              request: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeResponse:
-        self._check_active()
+        check_active(self.groups)
         auth = self.authorizer
         denied = {g for g in request.group_ids if not auth.authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g)}
         valid = list(dict.fromkeys(g for g in request.group_ids if g and g not in denied))

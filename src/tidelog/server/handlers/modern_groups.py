@@ -1,6 +1,12 @@
 """What the handlers of the modern group types (KIP-848's consumer groups, KIP-932's share groups, KIP-1071's
 streams groups) share.
 
+:func:`check_active`: COORDINATOR_NOT_AVAILABLE while the group coordinator is not running.
+
+:func:`require_describable_topics`: a heartbeat naming topics (a consumer or share member's subscription, a
+streams member's source topics) fails with TOPIC_AUTHORIZATION_FAILED, naming them, when the member may not
+DESCRIBE some of them (Kafka 4).
+
 :func:`describe_groups`: a ShareGroupDescribe or StreamsGroupDescribe answer, in the request's order. A
 group the requester may not DESCRIBE answers GROUP_AUTHORIZATION_FAILED and an empty group id
 INVALID_GROUP_ID, neither asked of the coordinator; every other group is described once (duplicates
@@ -12,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Protocol, TypeVar
 
-from tidelog.errors import ErrorCode
+from tidelog.coordinator.group.service import GroupCoordinatorService
+from tidelog.errors import ErrorCode, KafkaError
 from tidelog.security.acl import AclOperation, ResourceType
 from tidelog.security.authorizer import Authorizer
 from tidelog.server.context import RequestContext
@@ -25,6 +32,18 @@ class DescribedGroup(Protocol):
 
 
 G = TypeVar("G", bound=DescribedGroup)
+
+
+def check_active(groups: GroupCoordinatorService) -> None:
+    if not groups.active:
+        raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the group coordinator is not available")
+
+
+def require_describable_topics(ctx: RequestContext, authorizer: Authorizer, topics: Iterable[str]) -> None:
+    hidden = sorted(t for t in set(topics) if not authorizer.authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t))
+    if hidden:
+        raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                         f"The following topics are not authorized: {', '.join(hidden)}")
 
 
 async def describe_groups(ctx: RequestContext, authorizer: Authorizer, group_ids: list[str],
@@ -50,4 +69,4 @@ async def describe_groups(ctx: RequestContext, authorizer: Authorizer, group_ids
     return out
 
 
-__all__ = ["describe_groups"]
+__all__ = ["check_active", "describe_groups", "require_describable_topics"]

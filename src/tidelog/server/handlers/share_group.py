@@ -37,7 +37,7 @@ from tidelog.security.acl import AclOperation, ResourceType
 from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
-from tidelog.server.handlers.modern_groups import describe_groups
+from tidelog.server.handlers.modern_groups import check_active, describe_groups, require_describable_topics
 
 DO = DescribeShareGroupOffsetsResponse
 AO = AlterShareGroupOffsetsResponse
@@ -89,10 +89,6 @@ class ShareGroupHandlers:
         self.authorizer = authorizer
         self.high_watermarks: HighWatermarks = high_watermarks or (lambda topic, partition: None)
 
-    def _check_active(self) -> None:
-        if not self.groups.active:
-            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the group coordinator is not available")
-
     def _allowed(self, ctx: RequestContext, operation: AclOperation, resource: ResourceType, name: str) -> bool:
         return self.authorizer.authorize(ctx, operation, resource, name)
 
@@ -101,19 +97,15 @@ class ShareGroupHandlers:
                                            ) -> ShareGroupHeartbeatResponse:
         if not self._allowed(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
             raise KafkaError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-        hidden = sorted(t for t in set(request.subscribed_topic_names or ())
-                        if not self._allowed(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t))
-        if hidden:
-            raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                             f"The following topics are not authorized: {', '.join(hidden)}")
-        self._check_active()
+        require_describable_topics(ctx, self.authorizer, request.subscribed_topic_names or ())
+        check_active(self.groups)
         return await self.groups.share_group_heartbeat(request, api_version=ctx.api_version, image=self.store.image,
                                                        client_id=ctx.client_id, client_host="/" + ctx.client_host)
 
     @handles(ApiKey.SHARE_GROUP_DESCRIBE, 1, 1, _describe_error)
     async def handle_share_group_describe(self, ctx: RequestContext, request: ShareGroupDescribeRequest
                                           ) -> ShareGroupDescribeResponse:
-        self._check_active()
+        check_active(self.groups)
         R = ShareGroupDescribeResponse
         return R(groups=await describe_groups(
             ctx, self.authorizer, request.group_ids, request.include_authorized_operations,
@@ -122,7 +114,7 @@ class ShareGroupHandlers:
     @handles(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1, _offsets_error)
     async def handle_describe_share_group_offsets(self, ctx: RequestContext, request: DescribeShareGroupOffsetsRequest
                                                   ) -> DescribeShareGroupOffsetsResponse:
-        self._check_active()
+        check_active(self.groups)
         image = self.store.image
         groups = []
         for g in request.groups:
@@ -168,7 +160,7 @@ class ShareGroupHandlers:
                                                ) -> AlterShareGroupOffsetsResponse:
         if not self._allowed(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
             raise KafkaError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-        self._check_active()
+        check_active(self.groups)
         image = self.store.image
         responses, offsets = [], {}
         for t in request.topics:
@@ -197,7 +189,7 @@ class ShareGroupHandlers:
                                                 ) -> DeleteShareGroupOffsetsResponse:
         if not self._allowed(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
             raise KafkaError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-        self._check_active()
+        check_active(self.groups)
         image = self.store.image
         refused: dict[str, tuple[ErrorCode, str]] = {}
         wanted = {}

@@ -37,7 +37,7 @@ from tidelog.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
-from tidelog.server.handlers.modern_groups import describe_groups
+from tidelog.server.handlers.modern_groups import check_active, describe_groups, require_describable_topics
 
 log = logging.getLogger(__name__)
 
@@ -69,10 +69,6 @@ class StreamsGroupHandlers:
         self.default_replication_factor = default_replication_factor
         self.authorizer = authorizer
 
-    def _check_active(self) -> None:
-        if not self.groups.active:
-            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "the group coordinator is not available")
-
     def _allowed(self, ctx: RequestContext, operation: AclOperation, resource: ResourceType, name: str) -> bool:
         return self.authorizer.authorize(ctx, operation, resource, name)
 
@@ -85,11 +81,8 @@ class StreamsGroupHandlers:
             internal = {t.name for s in request.topology.subtopologies
                         for t in [*s.repartition_source_topics, *s.state_changelog_topics]}
             sources = {n for s in request.topology.subtopologies for n in s.source_topics if n not in internal}
-            hidden = sorted(t for t in sources if not self._allowed(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, t))
-            if hidden:
-                raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                                 f"The following topics are not authorized: {', '.join(hidden)}")
-        self._check_active()
+            require_describable_topics(ctx, self.authorizer, sources)
+        check_active(self.groups)
         outcome = await self.groups.streams_group_heartbeat(
             request, api_version=ctx.api_version, image=self.store.image, client_id=ctx.client_id,
             client_host="/" + ctx.client_host)
@@ -126,7 +119,7 @@ class StreamsGroupHandlers:
     @handles(ApiKey.STREAMS_GROUP_DESCRIBE, 0, 1, _describe_error)
     async def handle_streams_group_describe(self, ctx: RequestContext, request: StreamsGroupDescribeRequest
                                             ) -> StreamsGroupDescribeResponse:
-        self._check_active()
+        check_active(self.groups)
         include = ctx.api_version >= 1 and request.include_topology_description
         return D(groups=await describe_groups(
             ctx, self.authorizer, request.group_ids, request.include_authorized_operations,
