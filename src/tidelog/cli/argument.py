@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 
 DEFAULT_BOOTSTRAP = "localhost:9092"
@@ -167,6 +167,29 @@ def key_value(text: str) -> tuple[str, str]:
     return key.strip(), value
 
 
+def port(text: str) -> int:
+    """argparse ``type=`` for a TCP port, 0 (pick a free one) .. 65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port {value} is not between 0 and 65535")
+    return value
+
+
+def overrides(items: Iterable[str]) -> dict[str, str]:
+    """The broker properties of repeated ``--override KEY=VALUE`` options (key and value stripped, the
+    last of a key wins); ValueError naming the first item that is not ``KEY=VALUE``."""
+    props: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--override expects KEY=VALUE, got {item!r}")
+        props[key.strip()] = value.strip()
+    return props
+
+
 def _integer(text: str, low: int, high: int) -> int:
     try:
         value = int(text)
@@ -251,7 +274,9 @@ __all__ = [
     "key_value",
     "non_negative_int",
     "offset",
+    "overrides",
     "partition_list",
+    "port",
     "positive_int",
     "resolve",
     "resolve_bootstrap",

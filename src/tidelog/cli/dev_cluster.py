@@ -18,6 +18,7 @@ import threading
 import time
 from pathlib import Path
 
+from tidelog.cli import argument
 from tidelog.cli.zookeeper import ZooKeeperProcess, ZooKeeperUnavailable
 from tidelog.testing.broker import BrokerProcess
 from tidelog.testing.cluster import metadata_brokers
@@ -33,9 +34,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "brokers in cluster mode on 127.0.0.1, print the bootstrap servers, and run until Ctrl-C.",
     )
     p.add_argument("--brokers", type=_count, default=3, metavar="N", help="number of brokers (default 3)")
-    p.add_argument("--port", type=_port, default=9092,
+    p.add_argument("--port", type=argument.port, default=9092,
                    help="port of broker 1; broker i gets PORT+i-1 (default 9092; 0 picks free ports)")
-    p.add_argument("--zookeeper-port", type=_port, default=0, help="ZooKeeper's client port (default: a free one)")
+    p.add_argument("--zookeeper-port", type=argument.port, default=0, help="ZooKeeper's client port (default: a free one)")
     p.add_argument("--data-dir", type=Path, help="keep ZooKeeper's and the brokers' data here (default: a "
                    "temporary directory removed on exit)")
     p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
@@ -53,28 +54,16 @@ def _count(text: str) -> int:
     return n
 
 
-def _port(text: str) -> int:
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"port {port} is not between 0 and 65535")
-    return port
-
-
 def _fail(message: str, code: int = 1) -> int:
     print(f"tidelog dev-cluster: {message}", file=sys.stderr)
     return code
 
 
 def run(args: argparse.Namespace) -> int:
-    overrides: dict[str, str] = {}
-    for item in args.override:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            return _fail(f"--override expects KEY=VALUE, got {item!r}", 2)
-        overrides[key.strip()] = value.strip()
+    try:
+        overrides = argument.overrides(args.override)
+    except ValueError as e:
+        return _fail(str(e), 2)
     for key in ("tubemq.master.listener", "tubemq.broker.listener"):
         port = overrides.get(key, "").rpartition(":")[2]
         if args.brokers > 1 and port not in ("", "0"):

@@ -12,6 +12,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from tidelog.cli.argument import overrides, port
 from tidelog.config import BrokerConfig, ConfigError, parse_properties
 
 
@@ -28,7 +29,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="set any property, overriding the file (repeatable), as kafka-server-start.sh does",
     )
     p.add_argument("--host", help="interface to listen on (default localhost; 0.0.0.0 for all)")
-    p.add_argument("--port", type=_port, help="port to listen on (default 9092; 0 picks a free port, and then the HTTP listener takes a "
+    p.add_argument("--port", type=port, help="port to listen on (default 9092; 0 picks a free port, and then the HTTP listener takes a "
                    "free port too unless metrics.listener is set; every port is printed as `tidelog ports: {...}`)")
     p.add_argument("--data-dir", type=Path, help="where the logs and metadata live (log.dirs)")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -40,16 +41,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _port(text: str) -> int:
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"port {port} is not between 0 and 65535")
-    return port
-
-
 def build_config(args: argparse.Namespace) -> BrokerConfig:
     """server.properties, then --override, then the --host/--port/--data-dir shortcuts (which change
     the first listener and log.dirs)."""
@@ -59,11 +50,10 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
             props.update(parse_properties(args.config.read_text(encoding="utf-8")))
         except OSError as e:
             raise ConfigError(f"cannot read {args.config}: {e.strerror}") from None
-    for item in args.override:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--override expects KEY=VALUE, got {item!r}")
-        props[key.strip()] = value.strip()
+    try:
+        props.update(overrides(args.override))
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     if args.data_dir is not None:
         props["log.dirs"] = str(args.data_dir)
     config = BrokerConfig.from_props(props)
