@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from tidelog.errors import ErrorCode
-from tidelog.peer.wire import SaslRefused, sasl_exchange
+from tidelog.peer.wire import SaslRefused
 from tidelog.protocol.messages import DescribeDelegationTokenRequest
 from tidelog.testing import BrokerProcess
 from tidelog.testing.client import WireClient
@@ -46,16 +46,12 @@ def tokens(b: BrokerProcess, *args: str, props=None, sasl: bool = True) -> subpr
 
 def _token_session(b: BrokerProcess, token_id: str, hmac: str) -> WireClient | None:
     client = WireClient.connect(f"127.0.0.1:{b.listener_port('SASL_PLAINTEXT')}")
-    exchange = sasl_exchange("SCRAM-SHA-512", token_id, hmac, tokenauth=True)
     try:
-        request = next(exchange)
-        while True:
-            request = exchange.send(client.request(request, 1))
-    except StopIteration:
-        return client
+        client.authenticate("SCRAM-SHA-512", token_id, hmac, tokenauth=True)
     except SaslRefused:
         client.close()
         return None
+    return client
 
 
 def test_create_authenticate_describe_renew_expire(broker: BrokerProcess) -> None:

@@ -14,7 +14,7 @@ from kazoo.client import KazooClient
 
 from tests.integration.zookeeper import ZooKeeperProcess, add_scram_user
 from tidelog.errors import ErrorCode
-from tidelog.peer.wire import SaslRefused, sasl_exchange
+from tidelog.peer.wire import SaslRefused
 from tidelog.protocol.messages import (
     CreateDelegationTokenRequest,
     DescribeDelegationTokenRequest,
@@ -45,16 +45,12 @@ def _connect(cluster: LocalCluster, broker_id: int, user: str, password: str, *,
              mechanism: str = "SCRAM-SHA-256") -> WireClient:
     port = cluster.brokers[broker_id].listener_port("SASL_PLAINTEXT")
     client = WireClient.connect(f"127.0.0.1:{port}")
-    exchange = sasl_exchange(mechanism, user, password, tokenauth=token)
     try:
-        request = next(exchange)
-        while True:
-            request = exchange.send(client.request(request, 1))
-    except StopIteration:
-        return client
+        client.authenticate(mechanism, user, password, tokenauth=token)
     except SaslRefused:
         client.close()
         raise
+    return client
 
 
 def _authenticates(cluster: LocalCluster, broker_id: int, token_id: str, hmac_b64: str) -> bool:

@@ -7,7 +7,7 @@ ids are :class:`tidelog.peer.wire.Conversation`'s, as in every Tidelog client)::
     with WireClient.connect(broker.bootstrap) as client:
         response = client.request(ApiVersionsRequest(), 0)
 
-It can also send raw bytes (malformed frames) and tell whether the broker closed the connection.
+:meth:`WireClient.authenticate` runs SaslHandshake and SaslAuthenticate (v1) on a SASL listener. It can also send raw bytes (malformed frames) and tell whether the broker closed the connection.
 Blocking sockets with a timeout; one thread at a time (not thread-safe).
 """
 
@@ -17,7 +17,7 @@ import socket
 import struct
 
 from tidelog.peer.wire import SIZE as _SIZE
-from tidelog.peer.wire import Conversation, UnexpectedResponse
+from tidelog.peer.wire import Conversation, UnexpectedResponse, sasl_exchange
 from tidelog.protocol import decode_response
 from tidelog.protocol.message import Message
 
@@ -100,6 +100,18 @@ class WireClient:
         if got != corr:
             raise AssertionError(f"expected the response to correlation id {corr}, got {got}")
         return response
+
+    def authenticate(self, mechanism: str, username: str, password: str, *, tokenauth: bool = False) -> None:
+        """SASL authentication (SaslHandshake v1, SaslAuthenticate v1); raises
+        :class:`~tidelog.peer.wire.SaslRefused` when the broker refuses. ``tokenauth``: SCRAM with a delegation
+        token (``username``: the token id, ``password``: its HMAC in base64)."""
+        exchange = sasl_exchange(mechanism, username, password, tokenauth=tokenauth)
+        try:
+            request = next(exchange)
+            while True:
+                request = exchange.send(self.request(request, 1))
+        except StopIteration:
+            return
 
     def is_closed_by_peer(self, timeout: float = 5.0) -> bool:
         """Whether the broker closes the connection within ``timeout`` seconds (data read is dropped)."""

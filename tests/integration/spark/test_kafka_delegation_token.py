@@ -15,7 +15,6 @@ import pytest
 
 pytest.importorskip("pyspark", reason="the spark extra is not installed")
 
-from tidelog.peer.wire import sasl_exchange
 from tidelog.protocol.messages import CreateDelegationTokenRequest
 from tidelog.testing.client import WireClient
 
@@ -35,13 +34,7 @@ def _sasl_address(broker) -> str:
 
 def _create_token(broker) -> tuple[str, str]:
     with WireClient.connect(_sasl_address(broker)) as client:
-        exchange = sasl_exchange("SCRAM-SHA-256", OWNER, PASSWORD)
-        request = next(exchange)
-        try:
-            while True:
-                request = exchange.send(client.request(request, 1))
-        except StopIteration:
-            pass
+        client.authenticate("SCRAM-SHA-256", OWNER, PASSWORD)
         created = client.request(CreateDelegationTokenRequest(renewers=[], max_lifetime_ms=-1), 3)
     assert created.error_code == 0 and created.principal_name == OWNER
     return created.token_id, base64.b64encode(created.hmac).decode()
