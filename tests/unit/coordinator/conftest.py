@@ -6,15 +6,18 @@ one wrote must give the same state.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tidelog.cluster.metadata import MetadataImage, PartitionMetadata, TopicMetadata
 from tidelog.config import TopicConfig
 from tidelog.coordinator.group import GroupConfig, GroupCoordinator, RequestInfo
 from tidelog.coordinator.group.classic.consumer_protocol import encode_subscription
+from tidelog.coordinator.group.modern.consumer.group import ConsumerGroup
 from tidelog.coordinator.runtime import LogWriter
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.messages import JoinGroupRequest, SyncGroupRequest
@@ -37,6 +40,39 @@ class SwitchableWriter(LogWriter):
         if self.fail_with is not None:
             raise KafkaError(self.fail_with, "partition unavailable")
         return super().append(partition, batch)
+
+
+class FlakyWriter(LogWriter):
+    """The real log writer, which fails its appends while ``failing`` is set (a lost leadership)."""
+
+    failing = False
+
+    def append(self, partition: int, batch: bytes) -> int:
+        if self.failing:
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, "no longer the leader")
+        return super().append(partition, batch)
+
+
+def topic_id(name: str) -> uuid.UUID:
+    return uuid.uuid5(uuid.NAMESPACE_DNS, name)
+
+
+def image_with(version: int = 1, **topics: int) -> MetadataImage:
+    """A metadata image of these topics (name: partition count), every partition led by broker 1."""
+    return MetadataImage(cluster_id="c", controller_id=1, brokers={}, version=version, topics={
+        name: TopicMetadata(name, topic_id(name), tuple(PartitionMetadata(p, 1, 0, (1,), (1,)) for p in range(n)))
+        for name, n in topics.items()})
+
+
+def assert_exclusive(group: ConsumerGroup) -> None:
+    """No partition is held (assigned or being revoked) by two members at once."""
+    seen: dict[tuple[uuid.UUID, int], str] = {}
+    for m in group.members.values():
+        for tps in (m.assigned_partitions, m.partitions_pending_revocation):
+            for t, ps in tps.items():
+                for p in ps:
+                    assert (t, p) not in seen, f"{t}-{p} held by {seen[(t, p)]} and {m.member_id}"
+                    seen[(t, p)] = m.member_id
 
 
 @dataclass

@@ -4,12 +4,10 @@ real clients send: the harness of test_classic_member.py and test_migration.py."
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 from typing import Any
 
-from tests.unit.coordinator.conftest import Box
-from tidelog.cluster.metadata import MetadataImage, PartitionMetadata, TopicMetadata
+from tests.unit.coordinator.conftest import Box, FlakyWriter, image_with, topic_id
 from tidelog.config import TopicConfig
 from tidelog.coordinator.group import GroupConfig, GroupCoordinator, RequestInfo
 from tidelog.coordinator.group.classic.consumer_protocol import (
@@ -20,8 +18,7 @@ from tidelog.coordinator.group.classic.consumer_protocol import (
 from tidelog.coordinator.group.modern.consumer.group import ConsumerGroup
 from tidelog.coordinator.group.modern.consumer.group_type import ConsumerGroupType
 from tidelog.coordinator.group.modern.consumer.manager import ConsumerGroupCoordinator
-from tidelog.coordinator.runtime import LogWriter
-from tidelog.errors import ErrorCode, KafkaError
+from tidelog.errors import ErrorCode
 from tidelog.protocol.messages import (
     ConsumerGroupHeartbeatRequest,
     JoinGroupRequest,
@@ -35,25 +32,6 @@ GROUP = "g"
 SESSION_MS = 45_000          # the consumer group's session timeout
 CLASSIC_SESSION_MS = 10_000  # what the classic members ask for
 REBALANCE_MS = 20_000
-
-
-def topic_id(name: str) -> uuid.UUID:
-    return uuid.uuid5(uuid.NAMESPACE_DNS, name)
-
-
-def image_with(**topics: int) -> MetadataImage:
-    return MetadataImage(cluster_id="c", controller_id=1, brokers={}, version=1, topics={
-        name: TopicMetadata(name, topic_id(name), tuple(PartitionMetadata(p, 1, 0, (1,), (1,)) for p in range(n)))
-        for name, n in topics.items()})
-
-
-class FlakyWriter(LogWriter):
-    failing = False
-
-    def append(self, partition: int, batch: bytes) -> int:
-        if self.failing:
-            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, "no longer the leader")
-        return super().append(partition, batch)
 
 
 class Harness:
@@ -185,16 +163,6 @@ def assigned(sync_response: Any) -> dict[str, list[int]]:
 def snapshot(group: ConsumerGroup) -> tuple:
     return (group.group_epoch, group.assignment_epoch, dict(group.members), dict(group.target_assignment),
             group.state)
-
-
-def assert_exclusive(group: ConsumerGroup) -> None:
-    seen: dict[tuple[uuid.UUID, int], str] = {}
-    for m in group.members.values():
-        for tps in (m.assigned_partitions, m.partitions_pending_revocation):
-            for t, ps in tps.items():
-                for p in ps:
-                    assert (t, p) not in seen, f"{t}-{p} held by {seen[(t, p)]} and {m.member_id}"
-                    seen[(t, p)] = m.member_id
 
 
 def partitions_of(group: ConsumerGroup, member_id: str) -> set[int]:

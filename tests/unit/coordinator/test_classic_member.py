@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.coordinator.conftest import assert_exclusive
 from tests.unit.coordinator.mixed_harness import (
     CLASSIC_SESSION_MS,
     GROUP,
     REBALANCE_MS,
     Harness,
-    assert_exclusive,
     assigned,
     partitions_of,
     snapshot,

@@ -8,12 +8,12 @@ state must come back identical (Result + replay).
 from __future__ import annotations
 
 import functools
-import uuid
 from pathlib import Path
 
 import pytest
 
-from tidelog.cluster.metadata import MetadataImage, PartitionMetadata, TopicMetadata
+from tests.unit.coordinator.conftest import FlakyWriter, assert_exclusive, image_with, topic_id
+from tidelog.cluster.metadata import MetadataImage
 from tidelog.config import TopicConfig
 from tidelog.coordinator.group import GroupConfig, GroupCoordinator, PartitionCommit, RequestInfo
 from tidelog.coordinator.group.modern.consumer.config import ConsumerGroupConfig
@@ -37,7 +37,7 @@ from tidelog.coordinator.group.modern.consumer.records import (
 from tidelog.coordinator.group.modern.member import MemberState
 from tidelog.coordinator.group.records import CoordinatorRecord
 from tidelog.coordinator.group.serde import deserialize, serialize
-from tidelog.coordinator.runtime import LogWriter, Result
+from tidelog.coordinator.runtime import Result
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.protocol.messages import ConsumerGroupHeartbeatRequest
 from tidelog.storage.loader import load_log
@@ -47,31 +47,10 @@ GROUP = "g"
 SESSION_MS = 45_000
 
 
-def topic_id(name: str) -> uuid.UUID:
-    return uuid.uuid5(uuid.NAMESPACE_DNS, name)
-
-
-def image_with(version: int = 1, **topics: int) -> MetadataImage:
-    return MetadataImage(cluster_id="c", controller_id=1, brokers={}, version=version, topics={
-        name: TopicMetadata(name, topic_id(name), tuple(PartitionMetadata(p, 1, 0, (1,), (1,)) for p in range(n)))
-        for name, n in topics.items()})
-
-
 def consumer_groups(coordinator: GroupCoordinator) -> ConsumerGroupCoordinator:
     consumer = coordinator.types["consumer"]
     assert isinstance(consumer, ConsumerGroupType)
     return consumer.manager
-
-
-class FlakyWriter(LogWriter):
-    """The real log writer, which fails its appends while ``failing`` is set (a lost leadership)."""
-
-    failing = False
-
-    def append(self, partition: int, batch: bytes) -> int:
-        if self.failing:
-            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, "no longer the leader")
-        return super().append(partition, batch)
 
 
 class Harness:
@@ -138,17 +117,6 @@ def parts(response, name: str = "t") -> set[int]:
 def snapshot(group: ConsumerGroup) -> tuple:
     return (group.group_epoch, group.assignment_epoch, group.metadata_hash, dict(group.members),
             dict(group.target_assignment), dict(group.resolved_regexes), group.state)
-
-
-def assert_exclusive(group: ConsumerGroup) -> None:
-    """No partition is held (assigned or being revoked) by two members at once."""
-    seen: dict[tuple[uuid.UUID, int], str] = {}
-    for m in group.members.values():
-        for tps in (m.assigned_partitions, m.partitions_pending_revocation):
-            for t, ps in tps.items():
-                for p in ps:
-                    assert (t, p) not in seen, f"{t}-{p} held by {seen[(t, p)]} and {m.member_id}"
-                    seen[(t, p)] = m.member_id
 
 
 @pytest.fixture

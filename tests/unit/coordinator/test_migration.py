@@ -9,15 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.coordinator.conftest import assert_exclusive, topic_id
 from tests.unit.coordinator.mixed_harness import (
     CLASSIC_SESSION_MS,
     GROUP,
     SESSION_MS,
     Harness,
-    assert_exclusive,
     partitions_of,
     snapshot,
-    topic_id,
 )
 from tidelog.coordinator.group import PartitionCommit, RequestInfo
 from tidelog.coordinator.group.classic.consumer_protocol import decode_assignment

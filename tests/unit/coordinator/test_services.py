@@ -32,8 +32,7 @@ from tidelog.server.handlers.offsets import OffsetHandlers
 from tidelog.storage.log import PartitionLog
 from tidelog.testing import ManualClock
 
-from .conftest import Harness, subscription
-from .mixed_harness import image_with
+from .conftest import Harness, image_with, subscription
 from .txn.conftest import TxnHarness
 
 INFO = RequestInfo("client", "/127.0.0.1", 8)

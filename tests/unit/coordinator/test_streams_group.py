@@ -6,14 +6,13 @@ checks, and the state rebuilt by replay equal to the live state."""
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from tests.unit.coordinator.conftest import image_with
 from tidelog.cluster.group_config import validate_group_configs
-from tidelog.cluster.metadata import MetadataImage, PartitionMetadata, TopicMetadata
 from tidelog.config import BrokerConfig, TopicConfig
 from tidelog.coordinator.group import GroupConfig, GroupCoordinator
 from tidelog.coordinator.group.group import RequestInfo
@@ -63,13 +62,6 @@ REPARTITION = "app-count-repartition"
 CHANGELOG = "app-count-changelog"
 
 
-def image(**topics: int) -> MetadataImage:
-    return MetadataImage(cluster_id="c", controller_id=1, brokers={}, version=1, topics={
-        name: TopicMetadata(name, uuid.uuid5(uuid.NAMESPACE_DNS, name),
-                            tuple(PartitionMetadata(p, 1, 0, (1,), (1,)) for p in range(n)))
-        for name, n in topics.items()})
-
-
 def word_count(epoch: int = 0, repartition_partitions: int = 0):
     """Kafka Streams' word count: input -> (re-key) -> repartition -> count (a store with a changelog)."""
     return Q.Topology(epoch=epoch, subtopologies=[
@@ -85,7 +77,7 @@ def word_count(epoch: int = 0, repartition_partitions: int = 0):
 class Harness:
     def __init__(self, tmp_path: Path, **values) -> None:
         self.clock = ManualClock()
-        self.image = image(input=4)
+        self.image = image_with(input=4)
         self.plog = load_log(tmp_path / "__consumer_offsets-0", "__consumer_offsets", 0,
                              TopicConfig.from_dict({"cleanup.policy": "compact"}), self.clock)
         self.writer = LogWriter(lambda p: self.plog)
@@ -129,7 +121,7 @@ class Harness:
     def create_internal_topics(self) -> None:
         topics = {name: len(t.partitions) for name, t in self.image.topics.items()}
         topics.update({t.name: t.partitions for t in self.last_to_create})
-        self.image = image(**topics)
+        self.image = image_with(**topics)
 
 
 def active(response) -> dict[str, frozenset[int]]:
@@ -187,23 +179,23 @@ def test_records_round_trip_with_kafka_record_types(record: CoordinatorRecord) -
 
 def test_word_count_topology_is_configured_from_its_source_topic() -> None:
     t = topology_value(word_count())
-    missing = configure(t, image(input=4))
+    missing = configure(t, image_with(input=4))
     assert [c for c, _ in missing.statuses] == [MISSING_INTERNAL_TOPICS]
     assert {(x.name, x.partitions) for x in missing.to_create} == {(REPARTITION, 4), (CHANGELOG, 4)}
     assert dict(next(x for x in missing.to_create if x.name == CHANGELOG).configs) == {"cleanup.policy": "compact"}
     assert missing.task_counts == {}
-    ready = configure(t, image(input=4, **{REPARTITION: 4, CHANGELOG: 4}))
+    ready = configure(t, image_with(input=4, **{REPARTITION: 4, CHANGELOG: 4}))
     assert ready.ready and ready.task_counts == {"0": 4, "1": 4} and ready.to_create == ()
     # a fixed repartition partition count wins; the changelog follows its subtopology's tasks
-    fixed = configure(topology_value(word_count(repartition_partitions=2)), image(input=4))
+    fixed = configure(topology_value(word_count(repartition_partitions=2)), image_with(input=4))
     assert {(x.name, x.partitions) for x in fixed.to_create} == {(REPARTITION, 2), (CHANGELOG, 2)}
 
 
 def test_missing_source_and_wrongly_partitioned_topics() -> None:
     t = topology_value(word_count())
-    gone = configure(t, image())
+    gone = configure(t, image_with())
     assert [c for c, _ in gone.statuses] == [MISSING_SOURCE_TOPICS] and "input" in gone.statuses[0][1]
-    wrong = configure(t, image(input=4, **{REPARTITION: 4, CHANGELOG: 3}))
+    wrong = configure(t, image_with(input=4, **{REPARTITION: 4, CHANGELOG: 3}))
     assert [c for c, _ in wrong.statuses] == [INCORRECTLY_PARTITIONED_TOPICS] and CHANGELOG in wrong.statuses[0][1]
 
 
@@ -211,8 +203,8 @@ def test_copartitioned_join_sources_must_match() -> None:
     join = Q.Topology(epoch=0, subtopologies=[Q.Subtopology(
         subtopology_id="0", source_topics=["left", "right"],
         copartition_groups=[Q.CopartitionGroup(source_topics=[0, 1])])])
-    assert configure(topology_value(join), image(left=3, right=3)).task_counts == {"0": 3}
-    bad = configure(topology_value(join), image(left=3, right=2))
+    assert configure(topology_value(join), image_with(left=3, right=3)).task_counts == {"0": 3}
+    bad = configure(topology_value(join), image_with(left=3, right=2))
     assert [c for c, _ in bad.statuses] == [INCORRECTLY_PARTITIONED_TOPICS]
 
 
@@ -286,7 +278,7 @@ def test_join_creates_internal_topics_then_assigns_then_rebalances(tmp_path: Pat
 
 def test_session_timeout_fences_a_member(tmp_path: Path) -> None:
     h = Harness(tmp_path, **{"group.streams.session.timeout.ms": 10_000})
-    h.image = image(input=2, **{REPARTITION: 2, CHANGELOG: 2})
+    h.image = image_with(input=2, **{REPARTITION: 2, CHANGELOG: 2})
     h.join("a")
     h.join("b")
     h.clock.advance(6_000)
@@ -303,7 +295,7 @@ def test_session_timeout_fences_a_member(tmp_path: Path) -> None:
 
 def test_static_member_leaves_for_now_and_its_successor_takes_its_tasks(tmp_path: Path) -> None:
     h = Harness(tmp_path)
-    h.image = image(input=2, **{REPARTITION: 2, CHANGELOG: 2})
+    h.image = image_with(input=2, **{REPARTITION: 2, CHANGELOG: 2})
     r = h.join("a", instance_id="i1")
     tasks = active(r)
     assert tasks
@@ -361,7 +353,7 @@ def test_bad_heartbeats(tmp_path: Path) -> None:
 
 def test_offset_commit_checks_the_member_epoch_and_describe(tmp_path: Path) -> None:
     h = Harness(tmp_path)
-    h.image = image(input=2, **{REPARTITION: 2, CHANGELOG: 2})
+    h.image = image_with(input=2, **{REPARTITION: 2, CHANGELOG: 2})
     r = h.join("a")
     group = h.group()
     assert group.validate_offset_commit("a", None, r.member_epoch, 9) is None  # its epoch: any partition
@@ -383,7 +375,7 @@ def test_offset_commit_checks_the_member_epoch_and_describe(tmp_path: Path) -> N
 
 def test_initial_rebalance_delay_holds_the_first_assignment(tmp_path: Path) -> None:
     h = Harness(tmp_path, **{"group.streams.initial.rebalance.delay.ms": 3000})
-    h.image = image(input=2, **{REPARTITION: 2, CHANGELOG: 2})
+    h.image = image_with(input=2, **{REPARTITION: 2, CHANGELOG: 2})
     r = h.join("a")
     assert [s.status_code for s in r.status] == [ASSIGNMENT_DELAYED] and r.active_tasks is None
     assert r.member_epoch == 0  # no assignment yet: the member stays joining (it sends its topology again)
@@ -486,7 +478,7 @@ def test_a_commit_at_an_older_epoch_is_checked_against_each_tasks_assignment_epo
     """Kafka 4.4's StreamsGroup.validateOffsetCommit: an older epoch is accepted only for partitions of the
     member's active tasks assigned to it at that epoch or before, whatever its previous epoch is."""
     h = Harness(tmp_path)
-    h.image = image(input=2, **{REPARTITION: 2, CHANGELOG: 2})
+    h.image = image_with(input=2, **{REPARTITION: 2, CHANGELOG: 2})
     assert h.join("a").member_epoch == 1  # a holds every task, assigned at epoch 1
     h.join("b")  # group epoch 2: a gives half its tasks up
     kept = active(h.heartbeat("a", 1))
@@ -518,7 +510,7 @@ def test_a_commit_at_an_older_epoch_is_checked_against_each_tasks_assignment_epo
 
 def test_a_task_pending_revocation_keeps_its_epoch_and_one_no_longer_held_is_refused(tmp_path: Path) -> None:
     h = Harness(tmp_path)
-    h.image = image(input=2, **{REPARTITION: 2, CHANGELOG: 2})
+    h.image = image_with(input=2, **{REPARTITION: 2, CHANGELOG: 2})
     h.join("a")
     h.join("b")
     kept = active(h.heartbeat("a", 1))  # UNREVOKED at epoch 1: the rest is pending revocation
@@ -563,7 +555,7 @@ def test_a_target_assignment_is_computed_at_most_once_per_assignment_interval(tm
     """Kafka 4.4's group.streams.assignment.interval.ms (default 1000): a heartbeat that needs a new target
     sooner than the interval after the last one is told ASSIGNMENT_DELAYED and keeps the old target."""
     h = Harness(tmp_path, **{"group.streams.assignment.interval.ms": 1000})
-    h.image = image(input=2, **{REPARTITION: 2, CHANGELOG: 2})
+    h.image = image_with(input=2, **{REPARTITION: 2, CHANGELOG: 2})
     assert h.join("a").member_epoch == 1  # the first target: at once
     b = h.join("b")  # group epoch 2, but the last target is 0 ms old
     assert (b.member_epoch, h.group().group_epoch, h.group().assignment_epoch) == (1, 2, 1)
@@ -583,7 +575,7 @@ def test_a_target_assignment_is_computed_at_most_once_per_assignment_interval(tm
 def test_a_transactional_commit_is_checked_alike_with_its_versions_error(tmp_path: Path) -> None:
     """TxnOffsetCommit runs the same per-task check; before v6 (KIP-1251) the error is ILLEGAL_GENERATION."""
     h = Harness(tmp_path)
-    h.image = image(input=2, **{REPARTITION: 2, CHANGELOG: 2})
+    h.image = image_with(input=2, **{REPARTITION: 2, CHANGELOG: 2})
     h.join("a")
     h.join("b")
     kept = active(h.heartbeat("a", 1))
@@ -606,7 +598,7 @@ def test_the_assignment_interval_as_a_group_config_within_the_broker_bounds(tmp_
                             "group.streams.max.assignment.interval.ms")
     # the group's own value wins over the broker's (here: no interval for this group)
     h = Harness(tmp_path, **{"group.streams.assignment.interval.ms": 60_000})
-    h.image = replace(image(input=2, **{REPARTITION: 2, CHANGELOG: 2}),
+    h.image = replace(image_with(input=2, **{REPARTITION: 2, CHANGELOG: 2}),
                       group_configs={GROUP: {"streams.assignment.interval.ms": "0"}})
     h.join("a")
     assert h.join("b").status == [] and h.group().assignment_epoch == 2
