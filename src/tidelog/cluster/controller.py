@@ -319,12 +319,7 @@ class Controller:
         topic = self.image.topics.get(name)
         if topic is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist")
-        merged = dict(topic.configs)
-        for key, value in overrides.items():
-            if value is None:
-                merged.pop(key, None)
-            else:
-                merged[key] = str(value)
+        merged = _with_overrides(topic.configs, overrides)
         try:
             validate_topic_configs(merged)
         except ConfigError as e:
@@ -363,12 +358,7 @@ class Controller:
         as Kafka's GroupConfig does (INVALID_CONFIG)."""
         if not group_id:
             raise KafkaError(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
-        merged = dict(self.image.group_configs.get(group_id, {}))
-        for key, value in overrides.items():
-            if value is None:
-                merged.pop(key, None)
-            else:
-                merged[key] = str(value)
+        merged = _with_overrides(self.image.group_configs.get(group_id, {}), overrides)
         try:
             validate_group_configs(merged, self.broker_config)
         except ConfigError as e:
@@ -450,6 +440,18 @@ class Controller:
         if removed:
             self.store.publish(replace(self.image, acls=acls - removed, version=self.image.version + 1))
         return results
+
+
+
+def _with_overrides(configs: Mapping[str, str], overrides: Mapping[str, str | None]) -> dict[str, str]:
+    """``configs`` with ``overrides`` applied: a value sets its key (as text), None removes it."""
+    merged = dict(configs)
+    for key, value in overrides.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = str(value)
+    return merged
 
 
 __all__ = [
