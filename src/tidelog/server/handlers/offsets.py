@@ -24,6 +24,8 @@ OffsetDelete DELETE on the group and READ on each topic.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from tidelog.cluster.metadata import MetadataImage
 from tidelog.cluster.store import MetadataStore
 from tidelog.coordinator.group import PartitionCommit
@@ -60,6 +62,31 @@ def name_topics_by_id(image: MetadataImage, topics: list) -> dict[tuple[str, int
             parts = t.partition_indexes if hasattr(t, "partition_indexes") else [p.partition_index for p in t.partitions]
             unknown.update({(t.name, p): ErrorCode.UNKNOWN_TOPIC_ID for p in parts})
     return unknown
+
+
+def commits_to_write(ctx: RequestContext, authorizer: Authorizer, topics: list,
+                     exists: Callable[[str, int], bool], codes: dict[tuple[str, int], ErrorCode]
+                     ) -> list[PartitionCommit]:
+    """The partitions of an OffsetCommit or TxnOffsetCommit request the coordinator is asked to write; the
+    others get their code in ``codes``: TOPIC_AUTHORIZATION_FAILED without READ on the topic,
+    UNKNOWN_TOPIC_OR_PARTITION for a partition that does not exist (a topic named by an unknown id, see
+    :func:`name_topics_by_id`, has its codes already)."""
+    commits = []
+    for t in topics:
+        if t.name.startswith(UNKNOWN_ID_MARK):
+            continue
+        denied = not authorizer.authorize(ctx, AclOperation.READ, ResourceType.TOPIC, t.name)
+        for p in t.partitions:
+            if denied:
+                codes[(t.name, p.partition_index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
+            if not exists(t.name, p.partition_index):
+                codes[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            # TxnOffsetCommit has no commit timestamp: the broker's clock (-1), as OffsetCommit v2+
+            commits.append(PartitionCommit(t.name, p.partition_index, p.committed_offset, p.committed_leader_epoch,
+                                           p.committed_metadata, getattr(p, "commit_timestamp", -1)))
+    return commits
 
 
 # --------------------------------------------------------------------------------- OffsetCommit
@@ -159,20 +186,7 @@ class OffsetHandlers:
         codes: dict[tuple[str, int], int] = {}
         if ctx.api_version >= 10:
             codes.update(name_topics_by_id(self.store.image, request.topics))
-        commits = []
-        for t in request.topics:
-            if t.name.startswith(UNKNOWN_ID_MARK):
-                continue
-            denied = not self._may(ctx, AclOperation.READ, ResourceType.TOPIC, t.name)
-            for p in t.partitions:
-                if denied:
-                    codes[(t.name, p.partition_index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-                    continue
-                if not self._partition_exists(t.name, p.partition_index):
-                    codes[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                    continue
-                commits.append(PartitionCommit(t.name, p.partition_index, p.committed_offset, p.committed_leader_epoch,
-                                               p.committed_metadata, p.commit_timestamp))
+        commits = commits_to_write(ctx, self.authorizer, request.topics, self._partition_exists, codes)
         if commits:
             try:
                 codes.update(await self.groups.offset_commit(

@@ -32,7 +32,7 @@ from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
 from tidelog.server.handlers.groups import request_info
-from tidelog.server.handlers.offsets import UNKNOWN_ID_MARK, name_topics_by_id
+from tidelog.server.handlers.offsets import commits_to_write, name_topics_by_id
 from tidelog.server.txn_verification import TransactionSupportedOperation, TransactionVerifier
 
 Topic = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
@@ -79,20 +79,7 @@ class TxnOffsetCommitHandler:
         codes: dict[tuple[str, int], ErrorCode] = {}
         if version >= 6:  # topics by id (KIP-1251): UNKNOWN_TOPIC_ID for an id no topic has
             codes.update(name_topics_by_id(self.replicas.image, request.topics))
-        commits = []
-        for t in request.topics:
-            if t.name.startswith(UNKNOWN_ID_MARK):
-                continue
-            denied = not auth.authorize(ctx, AclOperation.READ, ResourceType.TOPIC, t.name)
-            for p in t.partitions:
-                if denied:
-                    codes[(t.name, p.partition_index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-                    continue
-                if not self.replicas.partition_exists(t.name, p.partition_index):
-                    codes[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                    continue
-                commits.append(PartitionCommit(t.name, p.partition_index, p.committed_offset, p.committed_leader_epoch,
-                                               p.committed_metadata))
+        commits = commits_to_write(ctx, auth, request.topics, self.replicas.partition_exists, codes)
         if not commits:
             return _response(request, codes, version)
         try:
