@@ -1,5 +1,5 @@
 """ShareGroupDescribe and StreamsGroupDescribe answers (tidelog.server.handlers.modern_groups.describe_groups):
-the request's order, GROUP_AUTHORIZATION_FAILED and INVALID_GROUP_ID without asking the coordinator, each valid
+refused groups first (as Kafka's KafkaApis) then the request's order, GROUP_AUTHORIZATION_FAILED and INVALID_GROUP_ID without asking the coordinator, each valid
 group asked about once, authorized operations only when asked and only for groups that were found; a heartbeat's
 topics the member may not DESCRIBE."""
 
@@ -44,12 +44,12 @@ def _describe(response: type, include_authorized_operations: bool) -> tuple[list
         return [response.DescribedGroup(group_id=g, error_code=int(ErrorCode.GROUP_ID_NOT_FOUND if g == "gone" else 0),
                                         group_epoch=7) for g in valid]
 
-    groups = asyncio.run(describe_groups(_ctx(), AUTHORIZER, ["hidden", "seen", "", "read", "seen", "gone"],
+    groups = asyncio.run(describe_groups(_ctx(), AUTHORIZER, ["seen", "hidden", "", "read", "seen", "gone"],
                                          include_authorized_operations, coordinator, response.DescribedGroup))
     return groups, asked
 
 
-def test_describe_answers_every_group_in_the_request_order_and_asks_only_about_valid_ones() -> None:
+def test_describe_answers_refused_groups_first_then_the_request_order_and_asks_only_about_valid_ones() -> None:
     for response in (ShareGroupDescribeResponse, StreamsGroupDescribeResponse):
         groups, asked = _describe(response, include_authorized_operations=False)
         assert asked == [["seen", "read", "gone"]]

@@ -7,10 +7,10 @@ streams groups) share.
 streams member's source topics) fails with TOPIC_AUTHORIZATION_FAILED, naming them, when the member may not
 DESCRIBE some of them (Kafka 4).
 
-:func:`describe_groups`: a ShareGroupDescribe or StreamsGroupDescribe answer, in the request's order. A
-group the requester may not DESCRIBE answers GROUP_AUTHORIZATION_FAILED and an empty group id
-INVALID_GROUP_ID, neither asked of the coordinator; every other group is described once (duplicates
-answer the same description) and, when asked, with the requester's authorized operations on it.
+:func:`describe_groups`: a ShareGroupDescribe or StreamsGroupDescribe answer. As Kafka's KafkaApis, the
+groups the requester may not DESCRIBE come first (GROUP_AUTHORIZATION_FAILED, not asked of the coordinator),
+then the others in the request's order: an empty group id INVALID_GROUP_ID, every other group described once
+(duplicates answer the same description) and, when asked, with the requester's authorized operations on it.
 """
 
 from __future__ import annotations
@@ -55,11 +55,12 @@ async def describe_groups(ctx: RequestContext, authorizer: Authorizer, group_ids
     denied = {g for g in group_ids if not authorizer.authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g)}
     valid = list(dict.fromkeys(g for g in group_ids if g and g not in denied))
     described = {d.group_id: d for d in await describe(valid)}
-    out = []
+    out = [described_group(group_id=g, error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
+           for g in group_ids if g in denied]
     for group_id in group_ids:
         if group_id in denied:
-            out.append(described_group(group_id=group_id, error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED)))
-        elif not group_id:
+            continue
+        if not group_id:
             out.append(described_group(group_id=group_id, error_code=int(ErrorCode.INVALID_GROUP_ID)))
         else:
             group = described[group_id]
