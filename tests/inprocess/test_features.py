@@ -120,7 +120,8 @@ def test_update_features_errors_as_kafka(tmp_path: Path) -> None:
     async def scenario(b: InProcessBroker) -> None:
         r = await b.request(update("share.version", 3), 1)
         assert r.error_code == ErrorCode.INVALID_UPDATE_VERSION
-        assert r.error_message == ("Invalid update version 3 for feature share.version. Local controller 1 only "
+        assert r.error_message == ("The update failed for all features since the following feature had an error: "
+                                   "Invalid update version 3 for feature share.version. Local controller 1 only "
                                    "supports versions 0-2")
         r = await b.request(update("kraft.version", 1), 1)
         assert r.error_code == ErrorCode.INVALID_UPDATE_VERSION and "does not support this feature" in r.error_message

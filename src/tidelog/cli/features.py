@@ -15,9 +15,9 @@
 
 ``upgrade``, ``downgrade`` (``--unsafe`` for a lossy one) and ``disable`` (level 0) send one UpdateFeatures
 request with every ``--feature``; ``--dry-run`` validates only. A refused request prints Kafka's message for
-each feature (``Could not upgrade share.version to 3. Invalid update version 3 ...``) and exits 1. The
-supported ranges are those of the broker asked (ApiVersions v3+); which features Tidelog has and which can
-change at runtime: docs/compat.md "Feature levels".
+each feature (``Could not upgrade share.version to 3. The update failed for all features since ...``) and
+exits 1. The supported ranges are those of the broker asked (ApiVersions v3+); which features Tidelog has
+and which can change at runtime: docs/compat.md "Feature levels".
 """
 
 from __future__ import annotations
