@@ -396,12 +396,11 @@ _BROKER_DEFS = [
     ConfigDef("transaction.version", _parse_int(0, 2), 2,
               "The transaction protocol the broker finalizes (Kafka's transaction.version feature): 2 is "
               "KIP-890's, where every transaction bumps the producer epoch.", topic=False),
-    ConfigDef("share.version", _parse_int(0, 2), 0,
+    ConfigDef("share.version", _parse_int(0, 2), 2,
               "The share-group protocol a new cluster finalizes (Kafka's share.version feature, KIP-932): 0 serves "
-              "no share-group API; 1 serves share groups (docs/share-groups.md); 2 adds their dead-letter queues "
-              "(KIP-1191). The initial level only: UpdateFeatures (tidelog features, kafka-features.sh) changes "
-              "the cluster's level at runtime. Share groups are being built (issue 27); until they are complete "
-              "the default stays 0.", topic=False),
+              "no share-group API; 1 serves share groups (docs/share-groups.md); 2, the default as in Kafka 4.4, "
+              "adds their dead-letter queues (KIP-1191). The initial level only: UpdateFeatures (tidelog features, "
+              "kafka-features.sh) changes the cluster's level at runtime.", topic=False),
     ConfigDef("errors.deadletterqueue.auto.create.topics.enable", _parse_bool, False,
               "Whether the broker creates a share group's dead-letter queue topic when it does not exist "
               "(KIP-1191, share.version=2).", topic=False),

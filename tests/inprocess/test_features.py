@@ -48,18 +48,30 @@ def test_api_versions_reports_what_kafka_4_4_reports_for_tidelogs_features(tmp_p
         assert {(f.name, f.min_version, f.max_version) for f in r.supported_features} == {
             ("metadata.version", 33, 33), ("group.version", 0, 1), ("transaction.version", 0, 2),
             ("share.version", 0, 2), ("streams.version", 0, 1)}
-        # streams groups are on by default, as in Kafka 4.4: streams.version 1 and their APIs
+        # share and streams groups are on by default, as in Kafka 4.4: share.version 2 (with dead-letter
+        # queues, KIP-1191), streams.version 1, and their APIs
         assert await finalized(b) == ({"metadata.version": 33, "group.version": 1, "transaction.version": 2,
-                                       "streams.version": 1}, 1)
+                                       "share.version": 2, "streams.version": 1}, 1)
         assert {88, 89, 93} <= {k.api_key for k in r.api_keys}
         # v3 leaves out the features whose lowest supported level is 0 (KAFKA-17011)
         r3 = await versions(b, 3)
         assert [(f.name, f.min_version) for f in r3.supported_features] == [("metadata.version", 33)]
         assert r3.finalized_features_epoch == 1
         assert 57 in {k.api_key for k in r.api_keys}
-        assert not SHARE_APIS & {k.api_key for k in r.api_keys}
+        assert {k.api_key for k in r.api_keys} >= SHARE_APIS
 
     run(tmp_path, scenario)
+
+
+def test_share_version_0_finalizes_no_share_version_and_serves_no_share_api(tmp_path: Path) -> None:
+    async def scenario(b: InProcessBroker) -> None:
+        r = await versions(b, 4)
+        assert ("share.version", 0, 2) in {(f.name, f.min_version, f.max_version) for f in r.supported_features}
+        assert await finalized(b) == ({"metadata.version": 33, "group.version": 1, "transaction.version": 2,
+                                       "streams.version": 1}, 1)
+        assert not SHARE_APIS & {k.api_key for k in r.api_keys}
+
+    run(tmp_path, scenario, overrides={"share.version": "0"})
 
 
 def test_share_version_turns_share_groups_on_and_off_at_runtime(tmp_path: Path) -> None:
@@ -101,14 +113,15 @@ def test_share_version_turns_share_groups_on_and_off_at_runtime(tmp_path: Path) 
                                        "share.version": 1, "streams.version": 1}, 4)
         assert (await b.request(heartbeat(), 1)).error_code != ErrorCode.UNSUPPORTED_VERSION
 
-    run(tmp_path, scenario)
+    run(tmp_path, scenario, overrides={"share.version": "0"})  # a new cluster with share groups off
 
 
 def test_update_features_errors_as_kafka(tmp_path: Path) -> None:
     async def scenario(b: InProcessBroker) -> None:
         r = await b.request(update("share.version", 3), 1)
         assert r.error_code == ErrorCode.INVALID_UPDATE_VERSION
-        assert r.error_message == ("Invalid update version 3 for feature share.version. Local controller 1 only "
+        assert r.error_message == ("The update failed for all features since the following feature had an error: "
+                                   "Invalid update version 3 for feature share.version. Local controller 1 only "
                                    "supports versions 0-2")
         r = await b.request(update("kraft.version", 1), 1)
         assert r.error_code == ErrorCode.INVALID_UPDATE_VERSION and "does not support this feature" in r.error_message
@@ -135,4 +148,5 @@ def test_update_features_needs_alter_on_the_cluster(tmp_path: Path) -> None:
         assert (await b.request(update("share.version", 1), 1, principal=bob)).error_code == 0
 
     run(tmp_path, scenario, overrides={
-        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer", "super.users": "User:admin"})
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer", "super.users": "User:admin",
+        "share.version": "0"})

@@ -285,7 +285,7 @@ def test_share_apis_are_served_only_with_share_version_1(tmp_path: Path) -> None
         assert r.error_code == ErrorCode.UNSUPPORTED_VERSION
 
     share_run(tmp_path / "on", on)
-    run(tmp_path / "off", off)
+    run(tmp_path / "off", off, overrides={"share.version": "0"})
 
 
 async def group_config(b: InProcessBroker, group: str, configs: dict[str, str]) -> None:

@@ -98,7 +98,7 @@ def test_share_apis_are_served_only_with_share_version_1(tmp_path: Path) -> None
                                            for f in versions.finalized_features]
         assert ("share.version", 0, 2) in [(f.name, f.min_version, f.max_version) for f in versions.supported_features]
 
-    run(tmp_path / "off", off)
+    run(tmp_path / "off", off, overrides={"share.version": "0"})
     run(tmp_path / "on", on, overrides=SHARE_ON)
 
 

@@ -40,7 +40,7 @@ def test_share_version_0_serves_no_share_state_api_and_no_share_coordinator(tmp_
         r = await b.request(find_share(f"{GROUP}:{uuid.uuid4()}:0"), 6)
         assert r.coordinators[0].error_code == ErrorCode.INVALID_REQUEST
 
-    run(tmp_path, scenario)
+    run(tmp_path, scenario, overrides={"share.version": "0"})
 
 
 def test_share_version_1_advertises_the_five_apis_and_finds_the_coordinator(tmp_path):

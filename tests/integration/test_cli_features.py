@@ -53,8 +53,9 @@ def test_share_version_upgraded_and_downgraded_with_the_cli(broker, admin) -> No
 
     refused = features(b, "upgrade", "--feature", "share.version=3")
     assert refused.returncode == 1
-    assert refused.stdout.strip() == ("Could not upgrade share.version to 3. Invalid update version 3 for feature "
-                                      "share.version. Local controller 0 only supports versions 0-2")
+    assert refused.stdout.strip() == ("Could not upgrade share.version to 3. The update failed for all features "
+                                      "since the following feature had an error: Invalid update version 3 for "
+                                      "feature share.version. Local controller 0 only supports versions 0-2")
     dry = features(b, "upgrade", "--feature", "share.version=1", "--dry-run")
     assert (dry.returncode, dry.stdout.strip()) == (0, "share.version can be upgraded to 1.")
     assert described(b)["share.version"]["FinalizedVersionLevel"] == "0"

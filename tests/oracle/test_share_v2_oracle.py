@@ -2,14 +2,13 @@
 (ShareGroupHeartbeat, ShareFetch/ShareAcknowledge v2 with RENEW and ShareAcquireMode, DescribeShareGroupOffsets
 v1's lag) run against each broker, the answers compared; and a confluent-kafka ShareConsumer program whose
 rejected and over-the-limit records go to the group's dead-letter queue (KIP-1191), the DLQ topic's records
-compared. Kafka 4.4 has share groups on by default, at share.version 2; the Tidelog broker gets
-``share.version=2``. (The wire differential suite runs Tidelog without share groups.)"""
+compared. Both brokers run at their default, share.version 2 (share groups with dead-letter queues), as
+Kafka 4.4 formats a new cluster."""
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import AcknowledgeType, Consumer, Producer, ShareConsumer
@@ -25,19 +24,12 @@ from tidelog.protocol.messages import (
     ShareFetchRequest,
     ShareGroupHeartbeatRequest,
 )
-from tidelog.testing import BrokerProcess
 from tidelog.testing.client import WireClient
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("oracle-share")]
 
 TOPIC, GROUP = "share-v2", "share-v2-group"
 ACCEPT, RENEW = 1, 4
-
-
-@pytest.fixture(scope="module")
-def tidelog_broker(broker_overrides: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    with BrokerProcess(tmp_path_factory.mktemp("tidelog"), overrides={**broker_overrides, "share.version": "2"}) as b:
-        yield b
 
 
 @pytest.fixture(scope="module")

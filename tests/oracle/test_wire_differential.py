@@ -36,9 +36,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("oracle-wire")]
 
 @pytest.fixture(scope="module")
 def broker_overrides() -> dict[str, str]:
-    """Share groups on in both: Kafka 4.4 has them by default (share.version 2 finalized); Tidelog's new
-    cluster starts at share.version 1. (Kafka ignores the unknown broker property.)"""
-    return {**SHARED_OVERRIDES, "share.version": "1"}
+    """Both brokers at their defaults for feature levels: share groups on, share.version 2 finalized on a
+    new cluster in both (Kafka 4.4's format, Tidelog's broker config default)."""
+    return dict(SHARED_OVERRIDES)
 
 
 def api_ranges(bootstrap: str) -> dict[int, tuple[int, int]]:

@@ -8,16 +8,16 @@
     Feature: transaction.version                       SupportedMinVersion: 0                SupportedMaxVersion: 2  ...
 
 (each line goes on with ``FinalizedVersionLevel: N`` and ``Epoch: N``, in kafka-features.sh's columns)
-    $ tidelog features upgrade --feature share.version=1
-    share.version was upgraded to 1.
     $ tidelog features downgrade --feature share.version=0
     share.version was downgraded to 0.
+    $ tidelog features upgrade --feature share.version=2
+    share.version was upgraded to 2.
 
 ``upgrade``, ``downgrade`` (``--unsafe`` for a lossy one) and ``disable`` (level 0) send one UpdateFeatures
 request with every ``--feature``; ``--dry-run`` validates only. A refused request prints Kafka's message for
-each feature (``Could not upgrade share.version to 2. Invalid update version 2 ...``) and exits 1. The
-supported ranges are those of the broker asked (ApiVersions v3+); which features Tidelog has and which can
-change at runtime: docs/compat.md "Feature levels".
+each feature (``Could not upgrade share.version to 3. The update failed for all features since ...``) and
+exits 1. The supported ranges are those of the broker asked (ApiVersions v3+); which features Tidelog has
+and which can change at runtime: docs/compat.md "Feature levels".
 """
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "share-groups", help="list, describe, delete share groups and reset their start offsets",
         description="Manage share groups (KIP-932, queues) through the Kafka admin API; the output follows "
-        "kafka-share-groups.sh. The broker must serve share groups (Tidelog: share.version=1).",
+        "kafka-share-groups.sh. The broker must serve share groups (share.version 1 or more: the default).",
     )
     actions = p.add_subparsers(dest="share_groups_command", metavar="ACTION", required=True)
 

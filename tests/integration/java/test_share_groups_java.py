@@ -1,31 +1,29 @@
 """Share groups (KIP-932) with Apache Kafka's own Java software (kafka-clients and kafka-tools 4.4) against
-``tidelog serve`` with ``share.version=1``: two KafkaShareConsumers of one group take a topic as a queue
-(each record accepted once; a RELEASEd record comes back with delivery count 2), ``kafka-share-groups.sh``
-lists, describes, resets, deletes offsets and deletes the group, and ``kafka-console-share-consumer.sh``
-reads records. Runs against Apache Kafka 4.4 too (TIDELOG_ORACLE_SUBJECT=kafka): the same expectations hold.
-About 10 JVM runs: 30-60 s on 2 cores.
+``tidelog serve`` at its default, share.version 2 (as Kafka 4.4 formats a new cluster): two
+KafkaShareConsumers of one group take a topic as a queue (each record accepted once; a RELEASEd record comes
+back with delivery count 2); a KafkaShareConsumer's REJECTed records and those released up to the delivery
+limit go to the group's dead-letter queue (KIP-1191), read back here with their ``__dlq.errors.*`` headers;
+``kafka-share-groups.sh`` lists, describes, resets, deletes offsets and deletes the group, and
+``kafka-console-share-consumer.sh`` reads records. Runs against Apache Kafka 4.4 too
+(TIDELOG_ORACLE_SUBJECT=kafka): the same expectations hold. About 11 JVM runs: 40-70 s on 2 cores.
 """
 
 from __future__ import annotations
 
 import time
+import uuid
 
 import pytest
+from confluent_kafka import Consumer
 
 from tests.oracle import jvm
-from tests.oracle.fixtures import SHARED_OVERRIDES, subject
+from tests.oracle.fixtures import subject
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("kafka-tools")]
 
 RECORDS = 100  # ShareQueue.RECORDS, half to each of two partitions
 PREFIX = "jsq"
 GROUP, TOPIC = f"{PREFIX}-share-queue-group", f"{PREFIX}-share-queue-topic"
-
-
-@pytest.fixture(scope="module")
-def broker_overrides() -> dict[str, str]:
-    # Apache Kafka 4.4 formats its log dir with share.version=1; Tidelog turns share groups on with it.
-    return {**SHARED_OVERRIDES, **({"share.version": "1"} if subject() == "tidelog" else {})}
 
 
 @pytest.fixture(scope="module")
@@ -111,3 +109,71 @@ def test_kafka_console_share_consumer(tool) -> None:
                 "--timeout-ms", 60000)
     assert done.stdout.splitlines() == ["one", "two", "three"]
     assert "Processed a total of 3 messages" in done.stderr
+
+
+DLQ_RECORDS = 30  # ShareDeadLetter.RECORDS: record i to partition i % 3; i % 10 == 0 REJECTed, 1 RELEASEd
+
+
+@pytest.fixture(scope="module")
+def share_dlq(java_classpath, subject_broker) -> dict:
+    done = jvm.run_java(java_classpath, "tidelog.oracle.Clients", subject_broker.bootstrap, PREFIX, "share-dlq",
+                        timeout=300)
+    (line,) = [line for line in jvm.json_lines(done.stdout) if line.get("scenario") == "share-dlq"]
+    assert "error" not in line, f"{line['error']}\n{line.get('trace', '')}\n{done.stderr[-3000:]}"
+    return line["result"]
+
+
+def read_topic(bootstrap: str, topic: str, at_least: int, timeout_s: float) -> list:
+    """The topic's records from the start, once ``at_least`` arrived or ``timeout_s`` passed."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{PREFIX}-read-{uuid.uuid4()}",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        c.subscribe([topic])
+        got = []
+        deadline = time.monotonic() + timeout_s
+        while len(got) < at_least and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                got.append(m)
+        return got
+    finally:
+        c.close()
+
+
+def test_kafka_share_consumer_rejected_and_over_the_limit_records_go_to_the_dead_letter_queue(
+        share_dlq, subject_broker) -> None:
+    result = share_dlq
+    by_index = {}  # index -> (partition, offset)
+    for decision in ("accepted", "rejected", "released"):
+        for p, o, _, i in result[decision]:
+            assert by_index.setdefault(i, (p, o)) == (p, o)
+            assert p == i % 3
+    assert sorted(by_index) == list(range(DLQ_RECORDS))
+    rejected = {i for _, _, n, i in result["rejected"]}
+    assert rejected == {i for i in range(DLQ_RECORDS) if i % 10 == 0}
+    assert {n for _, _, n, _ in result["rejected"]} == {1}
+    limited = {i for i in range(DLQ_RECORDS) if i % 10 == 1}
+    # each released record came back once, delivery count 2, and was not offered a third time (limit 2)
+    assert sorted((i, n) for _, _, n, i in result["released"]) == sorted((i, n) for i in limited for n in (1, 2))
+    assert sorted(i for *_, i in result["accepted"]) == sorted(set(range(DLQ_RECORDS)) - rejected - limited)
+
+    dead = read_topic(subject_broker.bootstrap, result["dlq"], len(rejected) + len(limited), 60)
+    # nothing else arrives
+    dead += read_topic(subject_broker.bootstrap, result["dlq"], len(dead) + 1, 3)[len(dead):]
+    got = {}
+    for m in dead:
+        headers = {k: v.decode() for k, v in m.headers() or []}
+        assert set(headers) == {"__dlq.errors.topic", "__dlq.errors.partition", "__dlq.errors.offset",
+                                "__dlq.errors.group", "__dlq.errors.delivery.count", "__dlq.errors.message"}, headers
+        index = int(m.value().decode()[1:])
+        assert m.key() == f"k{index}".encode()  # errors.deadletterqueue.copy.record.enable=true: key and value
+        source = by_index[index]
+        assert m.partition() == source[0] % 2, "the DLQ partition is the source partition modulo its partitions"
+        got[index] = headers
+        assert (headers["__dlq.errors.topic"], headers["__dlq.errors.group"], int(headers["__dlq.errors.partition"]),
+                int(headers["__dlq.errors.offset"])) == (result["topic"], result["group"], *source)
+    assert sorted(got) == sorted(rejected | limited) and len(dead) == len(got), "one DLQ record per record"
+    for i, headers in got.items():
+        assert (headers["__dlq.errors.delivery.count"], headers["__dlq.errors.message"]) == (
+            ("1", "Offset rejected by client.") if i in rejected
+            else ("2", "Offset delivery count exceeded the threshold.")), (i, headers)

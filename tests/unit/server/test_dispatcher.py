@@ -64,10 +64,11 @@ def test_api_versions_finalizes_transaction_version_2(version: int) -> None:
     assert resp.finalized_features_epoch >= 0
     # group.version 1: KIP-848's consumer groups (Kafka 4.4 finalizes it too; tests/oracle checks the levels).
     # metadata.version: 4.4-IV2 (33), the protocol Tidelog speaks (cluster/features.py).
+    # share.version 2: share groups and their dead-letter queues (KIP-932, KIP-1191), on by default as in Kafka 4.4.
     # streams.version 1: streams groups (KIP-1071), served by default as in Kafka 4.4.
     assert [(f.name, f.min_version_level, f.max_version_level) for f in resp.finalized_features] == [
         ("metadata.version", 33, 33), ("group.version", 1, 1), ("transaction.version", 2, 2),
-        ("streams.version", 1, 1)]
+        ("share.version", 2, 2), ("streams.version", 1, 1)]
     # v3 leaves out supported features whose lowest level is 0, as Kafka's schema says.
     supported = [(f.name, f.min_version, f.max_version) for f in resp.supported_features]
     assert supported == ([("metadata.version", 33, 33), ("group.version", 0, 1), ("transaction.version", 0, 2),

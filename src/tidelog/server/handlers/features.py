@@ -2,7 +2,7 @@
 
 As Kafka 4.4 answers: ALTER on the CLUSTER resource, else CLUSTER_AUTHORIZATION_FAILED; every update is
 checked first and the first refused one fails the whole request (INVALID_UPDATE_VERSION, its message
-Kafka's), nothing applied; ``validate_only`` (v1+) checks without applying. v0's ``allow_downgrade`` is a
+Kafka's controller's, after :data:`FAILED_PREFIX`), nothing applied; ``validate_only`` (v1+) checks without applying. v0's ``allow_downgrade`` is a
 safe downgrade. A refusal is the top-level error with no per-feature results; a success has v0-1's one
 result (NONE) per feature named (v2 has no results), as Kafka 4.4 answers (the wire differential suite).
 """
@@ -17,6 +17,9 @@ from tidelog.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from tidelog.security.authorizer import NO_AUTHORIZER, Authorizer
 from tidelog.server.context import RequestContext
 from tidelog.server.dispatcher import handles
+
+#: What Kafka 4.4's controller puts before the refused update's own message (QuorumController.updateFeatures).
+FAILED_PREFIX = "The update failed for all features since the following feature had an error: "
 
 
 def _response(request: UpdateFeaturesRequest, code: ErrorCode, message: str | None,
@@ -50,7 +53,7 @@ class UpdateFeaturesHandler:
         try:
             self.features.update(updates, validate_only=request.validate_only and not v0)
         except KafkaError as e:
-            return _response(request, e.code, e.message, [])
+            return _response(request, e.code, FAILED_PREFIX + e.message, [])
         return _response(request, ErrorCode.NONE, None)
 
 

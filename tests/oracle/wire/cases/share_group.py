@@ -1,8 +1,8 @@
-"""Share groups (KIP-932), with share groups on in both brokers (Kafka 4.4 by default, Tidelog with
-``share.version=1``): ShareGroupHeartbeat (join, heartbeat, fenced and unknown members, bad requests,
-leave), ShareGroupDescribe, ListGroups with the ``share`` type, ShareFetch / ShareAcknowledge (a share
-session opened, records acquired, acknowledged, the session closed), Describe/Alter/DeleteShareGroupOffsets
-on a group with members and once empty.
+"""Share groups (KIP-932), with share groups on in both brokers (both at their default, share.version 2):
+ShareGroupHeartbeat (join, heartbeat, fenced and unknown members, bad requests, leave), ShareGroupDescribe,
+ListGroups with the ``share`` type, ShareFetch / ShareAcknowledge (a share session opened, records
+acquired, acknowledged, the session closed), Describe/Alter/DeleteShareGroupOffsets on a group with
+members and once empty.
 
 Each share group starts reading at the earliest offset (the group config ``share.auto.offset.reset``, set
 by an uncompared step); a member's assignment comes with a later heartbeat on both brokers, so an

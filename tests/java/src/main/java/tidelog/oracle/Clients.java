@@ -14,13 +14,14 @@ import java.util.concurrent.TimeoutException;
  * <pre>java -cp ... tidelog.oracle.Clients BOOTSTRAP PREFIX SCENARIO...</pre>
  *
  * Scenario S names its topics and groups "PREFIX-S-...", so scenarios never see each other's. Scenarios: produce-consume,
- * idempotence, group-classic, group-consumer, admin, produce-edges, fetch-edges, transactions, txn-cycles, share-queue. Each gets {@value #SCENARIO_TIMEOUT_S} s.
+ * idempotence, group-classic, group-consumer, admin, produce-edges, fetch-edges, transactions, txn-cycles, share-queue,
+ * share-dlq. Each gets {@value #SCENARIO_TIMEOUT_S} s.
  */
 public final class Clients {
     static final long SCENARIO_TIMEOUT_S = 150;
     static final List<String> SCENARIOS =
             List.of("produce-consume", "idempotence", "group-classic", "group-consumer", "admin", "produce-edges",
-                    "fetch-edges", "transactions", "txn-cycles", "share-queue");
+                    "fetch-edges", "transactions", "txn-cycles", "share-queue", "share-dlq");
 
     private Clients() {}
 
@@ -77,6 +78,8 @@ public final class Clients {
                 return TxnCycles.run(bootstrap, prefix);
             case "share-queue":
                 return ShareQueue.run(bootstrap, prefix);
+            case "share-dlq":
+                return ShareDeadLetter.run(bootstrap, prefix);
             default:
                 throw new IllegalArgumentException("unknown scenario " + name + " (known: " + SCENARIOS + ")");
         }
