@@ -4,7 +4,8 @@ address, the group's coordinator last, finds it (the others answer TubeMQ's Stan
 the client tries the next address), consumes, and after the coordinator's broker is killed (-9) it
 follows the group to the new coordinator and consumes what is produced next, from its committed offset.
 
-Needs java 17+ and mvn (the Java client, ZooKeeper). About 100 s on a loaded 2-core machine.
+Needs java 17+ and mvn (the Java client, ZooKeeper). About 25 s on a loaded 2-core machine (the consumer waits 2 s, not its default minute, before it heartbeats
+again after its master is gone: tests/tubemq/java Driver).
 """
 
 from __future__ import annotations
