@@ -24,9 +24,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.oracle import maven
+from tests.oracle import jvm, maven
 from tests.oracle.kafka import KafkaProcess
 from tidelog.testing import BrokerProcess
+
+# Every Kafka broker the test suite starts (these fixtures, and the modules and labs that make their own
+# KafkaProcess or KafkaCluster) runs with the C1 compiler alone: it starts in less than half the time and
+# spends about half the CPU time in a module's life (KafkaProcess.jit_options). bench/ keeps Kafka's JIT.
+KafkaProcess.jit_options = tuple(jvm.QUICK_START_OPTS)
 
 #: Properties both brokers get: Kafka's quickstart drops the first-rebalance delay of a classic group
 #: (3 s by default), and KIP-848 heartbeats every second instead of every five, so group tests don't

@@ -61,7 +61,8 @@ PERFORMANCE_OPTS = ["-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:I
 
 
 #: Added for every JVM but the broker's: short-lived programs spend their first seconds compiling, and
-#: the C1 compiler alone halves a tool's start-up on a busy 2-core machine (~1 s instead of ~2 s).
+#: the C1 compiler alone halves a tool's start-up on a busy 2-core machine (~1 s instead of ~2 s). The
+#: test suite's brokers get it too (KafkaProcess.jit_options, set by tests/oracle/fixtures.py).
 QUICK_START_OPTS = ["-XX:TieredStopAtLevel=1"]
 
 

@@ -4,7 +4,9 @@ address, the group's coordinator last, finds it (the others answer TubeMQ's Stan
 the client tries the next address), consumes, and after the coordinator's broker is killed (-9) it
 follows the group to the new coordinator and consumes what is produced next, from its committed offset.
 
-Needs java 17+ and mvn (the Java client, ZooKeeper). About 100 s on a loaded 2-core machine.
+Needs java 17+ and mvn (the Java client, ZooKeeper). About 25 s on a loaded 2-core machine: once its
+master is gone the consumer heartbeats again after 2 s, not the client's default minute (tests/tubemq/java
+Driver, heartbeatPeriodAfterFail).
 """
 
 from __future__ import annotations

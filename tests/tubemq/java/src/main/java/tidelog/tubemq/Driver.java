@@ -49,6 +49,10 @@ import org.apache.inlong.tubemq.corebase.Message;
  *   push     MASTER GROUP TOPICS [heartbeatMs] [first|latest]   a push consumer
  * </pre>
  *
+ * With a heartbeatMs, a client that has failed its master heartbeats the client's maximum number of times
+ * (its master's broker was killed) waits {@link #HEARTBEAT_AFTER_FAIL_MS} before the next one instead of
+ * the client's default minute, so that a test sees it move to the next master in seconds.
+ *
  * Consumers print {"event": "partitions", "partitions": [[topic, id]...]} whenever the partitions they
  * consume change, {"event": "record", "topic", "partition", "messageId", "body", "attribute", "msgType",
  * "msgTime"} per message (confirmed as consumed after printing), and {"event": "closed"} after a clean
@@ -57,6 +61,8 @@ import org.apache.inlong.tubemq.corebase.Message;
 public final class Driver {
 
     private static final Gson GSON = new Gson();
+    /** TubeClientConfig.heartbeatPeriodAfterFail with a heartbeatMs (the client's default: 60,000). */
+    private static final long HEARTBEAT_AFTER_FAIL_MS = 2_000;
     private static final Object OUT = new Object();
 
     private Driver() {
@@ -112,6 +118,7 @@ public final class Driver {
         TubeClientConfig config = new TubeClientConfig(master);
         if (heartbeatMs > 0) {
             config.setHeartbeatPeriodMs(heartbeatMs);
+            config.setHeartbeatPeriodAfterFail(HEARTBEAT_AFTER_FAIL_MS);
         }
         authenticate(config);
         return config;
@@ -266,6 +273,7 @@ public final class Driver {
         authenticate(config);
         if (heartbeatMs > 0) {
             config.setHeartbeatPeriodMs(heartbeatMs);
+            config.setHeartbeatPeriodAfterFail(HEARTBEAT_AFTER_FAIL_MS);
         }
         config.setConsumePosition("latest".equals(from)
                 ? ConsumePosition.CONSUMER_FROM_LATEST_OFFSET : ConsumePosition.CONSUMER_FROM_FIRST_OFFSET);
