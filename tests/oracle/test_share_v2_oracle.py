@@ -16,6 +16,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.oracle.fixtures import SHARED_OVERRIDES
 from tidelog.protocol.messages import (
+    DescribeConfigsRequest,
     DescribeShareGroupOffsetsRequest,
     FindCoordinatorRequest,
     IncrementalAlterConfigsRequest,
@@ -52,6 +53,18 @@ def _group_config(wire: WireClient, configs: dict[str, str]) -> int:
     r = IncrementalAlterConfigsRequest
     answer = wire.request(r(resources=[r.AlterConfigsResource(resource_type=32, resource_name=GROUP, configs=[
         r.AlterableConfig(name=k, config_operation=0, value=v) for k, v in configs.items()])]), 1)
+    if answer.responses[0].error_code == 0:
+        # Kafka's broker takes a group config on when it replays the metadata record, a moment after the answer:
+        # the steps after this one wait until DescribeConfigs shows it (on both brokers alike)
+        d = DescribeConfigsRequest
+
+        def shown():
+            (res,) = wire.request(d(resources=[d.DescribeConfigsResource(resource_type=32, resource_name=GROUP,
+                                                                          configuration_keys=list(configs))]), 4).results
+            got = {c.name: c.value for c in res.configs}
+            return True if all(got.get(k) == v for k, v in configs.items()) else None
+
+        _until("group config shown", shown, 30)
     return answer.responses[0].error_code
 
 
