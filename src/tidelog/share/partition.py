@@ -10,10 +10,12 @@ no record from it on has been fetched yet). Each record of the window is in one 
   count reached ``delivery_count_limit``;
 * ACKNOWLEDGED (ACCEPT) or ARCHIVED (REJECT, the delivery limit, a gap, an aborted transaction's record,
   a control record): done with. The start offset moves past done records at the window's head.
-* ARCHIVING (KIP-1191, when the group has a dead-letter queue: :mod:`tidelog.share.dead_letter`): a
-  record REJECTed or at its delivery limit, on its way to the DLQ topic; never offered again, not done
+* ARCHIVING (KIP-1191, when the group has a dead-letter queue: :mod:`tidelog.share.dead_letter_handoff`):
+  a record REJECTed or at its delivery limit, on its way to the DLQ topic; never offered again, not done
   with yet. Once its state is written, its dead-letter write starts; when that ends (written or not) it is
   ARCHIVED. A restart finds it ARCHIVING in the persisted state and writes it to the DLQ then.
+
+The records with a state and their acquisition locks are :mod:`tidelog.share.inflight`'s.
 
 Rules:
 
@@ -47,67 +49,34 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable
 
-from tidelog.clock import Clock, TimerHandle
-from tidelog.coordinator.share.persister import (
-    DeliveryState,
-    SharePartitionKey,
-    SharePersister,
-    StateWrite,
-)
+from tidelog.clock import Clock
+from tidelog.coordinator.share.persister import SharePartitionKey, SharePersister, StateWrite
 from tidelog.errors import ErrorCode, KafkaError
 from tidelog.share.config import AcquireMode, ShareGroupSettings
-from tidelog.share.dead_letter import (
-    CLIENT_REJECT,
-    DELIVERY_COUNT_EXCEEDED,
-    DeadLetters,
-    DeadLetterSink,
-    dead_letter_runs,
+from tidelog.share.dead_letter import DeadLetterSink
+from tidelog.share.dead_letter_handoff import (
+    DeadLetterHandoff,
+    reason_by_ack,
+    reason_by_count,
+    reason_delivery_count,
 )
 from tidelog.share.deliveries import AckBatch, AckType, AcquiredRange, FetchedBatch
+from tidelog.share.inflight import (
+    ACKNOWLEDGED,
+    ACQUIRED,
+    ARCHIVED,
+    ARCHIVING,
+    AVAILABLE,
+    DONE,
+    AcquisitionLock,
+    InFlight,
+    RecordState,
+    held_by,
+)
 from tidelog.share.state_write import state_write
 from tidelog.share.stats import ShareStats
 
 log = logging.getLogger(__name__)
-
-RecordState = DeliveryState  # Kafka's RecordState: AVAILABLE 0, ACQUIRED 1, ACKNOWLEDGED 2, ARCHIVING 3, ARCHIVED 4
-
-
-class _Lock:
-    """One acquisition's lock: the offsets it still holds and its expiry timer."""
-
-    __slots__ = ("expired", "handle", "member_id", "offsets")
-
-    def __init__(self, member_id: str, offsets: set[int]) -> None:
-        self.member_id = member_id
-        self.offsets = offsets
-        self.handle: TimerHandle | None = None
-        self.expired = False
-
-
-class _InFlight:
-    __slots__ = ("delivery_count", "lock", "state")
-
-    def __init__(self, state: RecordState, delivery_count: int, lock: _Lock | None = None) -> None:
-        self.state = state
-        self.delivery_count = delivery_count
-        self.lock = lock
-
-
-def _held_by(records: dict[int, _InFlight], member_id: str, first: int, last: int) -> bool:
-    """Whether one acquisition lock of ``member_id`` holds every offset of ``first``-``last`` (a lock's
-    offsets are exactly the ACQUIRED records it holds): a check in C for the common acknowledgement."""
-    rec = records.get(first)
-    lock = rec.lock if rec is not None else None
-    return (lock is not None and lock.member_id == member_id and len(lock.offsets) > last - first
-            and lock.offsets.issuperset(range(first, last + 1)))
-
-
-_DONE = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
-# The states as module constants: the per-record loops below compare against them (an enum member looked
-# up on its class costs more than a global).
-_AVAILABLE, _ACQUIRED = RecordState.AVAILABLE, RecordState.ACQUIRED
-_ACKNOWLEDGED, _ARCHIVED = RecordState.ACKNOWLEDGED, RecordState.ARCHIVED
-_ARCHIVING = RecordState.ARCHIVING
 
 
 class SharePartition:
@@ -118,10 +87,11 @@ class SharePartition:
                  stats: ShareStats | None = None, on_fenced: Callable[[SharePartition], None] | None = None,
                  dead_letters: DeadLetterSink | None = None) -> None:
         self.key = key
-        #: the group's dead-letter queue (KIP-1191; None: records are archived at once)
-        self.dead_letters = dead_letters
         #: counters for the metrics (the manager's, kept across rebuilds of this share partition)
         self.stats = stats if stats is not None else ShareStats(key.group_id, topic, key.partition)
+        #: the group's dead-letter queue (KIP-1191; records are archived at once when it has none)
+        self.dead_letters = DeadLetterHandoff(dead_letters, key, topic, self.stats, self._archive_dead_lettered,
+                                              self._spawn)
         self.topic = topic
         self.settings = settings
         self.persister = persister
@@ -140,13 +110,13 @@ class SharePartition:
         self.read_bytes_per_offset = 0.0
         self._persisted_start = -1
         #: offsets of the window with a state; an offset of the window not here is AVAILABLE, never delivered
-        self._records: dict[int, _InFlight] = {}
+        self._records: dict[int, InFlight] = {}
         #: no offset of the window before it is AVAILABLE (each has a state, none AVAILABLE): where
         #: :meth:`next_fetch_offset` starts looking, so a fetch does not walk the records in flight again
         self._fetch_from = -1
         #: the acquisition locks that may still hold records (one per acquisition or renewal; those that
         #: hold none any more are dropped when :meth:`holds_records` passes them)
-        self._locks: set[_Lock] = set()
+        self._locks: set[AcquisitionLock] = set()
         self._tasks: set[asyncio.Task] = set()
         self._write_lock = asyncio.Lock()
         #: offsets whose acknowledgement is being written: no expiry or release takes them meanwhile (rule 2)
@@ -171,7 +141,7 @@ class SharePartition:
         for b in state.state_batches:
             for offset in range(max(b.first_offset, start), b.last_offset + 1):
                 st = RecordState.AVAILABLE if b.delivery_state == RecordState.ACQUIRED else b.delivery_state
-                self._records[offset] = _InFlight(st, b.delivery_count)
+                self._records[offset] = InFlight(st, b.delivery_count)
             self.end_offset = max(self.end_offset, b.last_offset + 1)
         self._advance_start()
         if resolved or self.start_offset != state.start_offset:
@@ -182,10 +152,8 @@ class SharePartition:
         self._persisted_start = self.start_offset
         self.initialized = True
         # records that were on their way to the DLQ when the state was written: written there now
-        limit = self.settings.delivery_count_limit
-        archiving = {o: r.delivery_count for o, r in self._records.items() if r.state == _ARCHIVING}
-        self._start_dead_letters(archiving, lambda o: DELIVERY_COUNT_EXCEEDED
-                                 if archiving[o] >= limit else CLIENT_REJECT)
+        archiving = {o: r.delivery_count for o, r in self._records.items() if r.state == ARCHIVING}
+        self.dead_letters.start(archiving, reason_by_count(archiving, self.settings.delivery_count_limit))
 
     # ------------------------------------------------------------------------------ acquire (1)
 
@@ -236,7 +204,7 @@ class SharePartition:
         end = self.end_offset
         while offset < end:
             rec = records.get(offset)
-            if rec is None or rec.state == _AVAILABLE:
+            if rec is None or rec.state == AVAILABLE:
                 break
             offset += 1
         self._fetch_from = offset
@@ -277,13 +245,13 @@ class SharePartition:
         start_offset, end = self.start_offset, self.end_offset
         record_limit = mode == AcquireMode.RECORD_LIMIT
         count_limit = self.settings.delivery_count_limit
-        lock = _Lock(member_id, set())  # given to the records acquired; its timer starts if there are any
+        lock = AcquisitionLock(member_id, set())  # given to the records acquired; its timer starts if there are any
         for b in batches:
             if b.last_offset < start_offset:
                 continue
             if b.first_offset > expected >= end:  # a gap in the log: nothing to deliver there
                 for offset in range(expected, min(b.first_offset, limit)):
-                    records[offset] = _InFlight(_ARCHIVED, 0)
+                    records[offset] = InFlight(ARCHIVED, 0)
                     archived_any = True
                     stats.archived["not_deliverable"] += 1
                 end = max(end, min(b.first_offset, limit))
@@ -301,7 +269,7 @@ class SharePartition:
                     and (not record_limit or len(acquired) + last - first < max_records)):
                 # The common case: a batch of new records (none has a state yet), acquired whole, in C loops.
                 span = range(first, last + 1)
-                records.update(zip(span, [_InFlight(_ACQUIRED, 1, lock) for _ in span]))
+                records.update(zip(span, [InFlight(ACQUIRED, 1, lock) for _ in span]))
                 acquired.extend(span)
                 if fetch_from == first:
                     fetch_from = last + 1
@@ -320,25 +288,25 @@ class SharePartition:
                     end = offset + 1
                 if rec is None:
                     if skip:  # never delivered (a control or aborted record): archived
-                        records[offset] = _InFlight(_ARCHIVED, 0)
+                        records[offset] = InFlight(ARCHIVED, 0)
                         archived_any = True
                         stats.archived["not_deliverable"] += 1
                         continue
-                    records[offset] = _InFlight(_ACQUIRED, 1, lock)
+                    records[offset] = InFlight(ACQUIRED, 1, lock)
                     acquired.append(offset)
                     continue
-                if rec.state != _AVAILABLE:
+                if rec.state != AVAILABLE:
                     continue
                 if skip or rec.delivery_count >= count_limit:
                     # never delivered (a control or aborted record), or delivered as often as the limit
                     # allows (a limit lowered since): archived
-                    records[offset] = _InFlight(_ARCHIVED, rec.delivery_count)
+                    records[offset] = InFlight(ARCHIVED, rec.delivery_count)
                     archived_any = True
                     stats.archived["not_deliverable" if skip else "delivery_count_limit"] += 1
                     continue
                 if rec.delivery_count:
                     redelivered += 1
-                rec.state = _ACQUIRED
+                rec.state = ACQUIRED
                 rec.delivery_count += 1
                 rec.lock = lock
                 acquired.append(offset)
@@ -377,13 +345,13 @@ class SharePartition:
         return out
 
     def _lock(self, member_id: str, offsets: list[int]) -> None:
-        lock = _Lock(member_id, set(offsets))
+        lock = AcquisitionLock(member_id, set(offsets))
         for offset in offsets:
             self._records[offset].lock = lock
         self._locks.add(lock)
         lock.handle = self.clock.call_later(self.settings.record_lock_duration_ms, lambda: self._expire(lock))
 
-    def _unlock(self, rec: _InFlight, offset: int) -> None:
+    def _unlock(self, rec: InFlight, offset: int) -> None:
         lock = rec.lock
         rec.lock = None
         if lock is not None:
@@ -408,23 +376,23 @@ class SharePartition:
                 return ErrorCode.INVALID_REQUEST
             if b.first_offset < self.start_offset:
                 return ErrorCode.INVALID_RECORD_STATE
-            if _held_by(records, member_id, b.first_offset, b.last_offset) and (
+            if held_by(records, member_id, b.first_offset, b.last_offset) and (
                     not self._acking or self._acking.isdisjoint(range(b.first_offset, b.last_offset + 1))):
                 continue  # the common case: one acquisition of the member holds the whole range, none being written
             for offset in range(b.first_offset, b.last_offset + 1):
                 rec = records.get(offset)
-                if (rec is None or rec.state != _ACQUIRED or rec.lock is None
+                if (rec is None or rec.state != ACQUIRED or rec.lock is None
                         or rec.lock.member_id != member_id or offset in self._acking):
                     return ErrorCode.INVALID_RECORD_STATE
         changes: dict[int, tuple[RecordState, int]] = {}
         renewed: list[int] = []
         limit = self.settings.delivery_count_limit
         # with a dead-letter queue, REJECT and RELEASE at the limit go there first (Kafka's ARCHIVING)
-        dead = _ARCHIVING if self._dead_letters_on() else _ARCHIVED
+        dead = ARCHIVING if self.dead_letters.enabled() else ARCHIVED
         for b in batches:
             if len(b.types) == 1 and b.types[0] == AckType.ACCEPT:  # the common case, one tuple per record
                 for offset in range(b.first_offset, b.last_offset + 1):
-                    changes[offset] = (_ACKNOWLEDGED, records[offset].delivery_count)
+                    changes[offset] = (ACKNOWLEDGED, records[offset].delivery_count)
                 continue
             for offset in range(b.first_offset, b.last_offset + 1):
                 t = b.type_of(offset)
@@ -432,13 +400,13 @@ class SharePartition:
                 if t == AckType.RENEW:
                     renewed.append(offset)
                 elif t == AckType.ACCEPT:
-                    changes[offset] = (_ACKNOWLEDGED, count)
+                    changes[offset] = (ACKNOWLEDGED, count)
                 elif t == AckType.RELEASE:
-                    changes[offset] = (dead if count >= limit else _AVAILABLE, count)
+                    changes[offset] = (dead if count >= limit else AVAILABLE, count)
                 elif t == AckType.REJECT:
                     changes[offset] = (dead, count)
                 else:  # GAP
-                    changes[offset] = (_ARCHIVED, count)
+                    changes[offset] = (ARCHIVED, count)
         if renewed:
             for offset in renewed:
                 self._unlock(records[offset], offset)
@@ -456,18 +424,16 @@ class SharePartition:
                 self._expire(lock)
             return code
         # applied once durable, to the records the member still holds (a lock may have expired meanwhile)
-        if all(_held_by(records, member_id, b.first_offset, b.last_offset) for b in batches):
+        if all(held_by(records, member_id, b.first_offset, b.last_offset) for b in batches):
             applied = changes
         else:
             applied = {o: c for o, c in changes.items() if (rec := records.get(o)) is not None
                        and rec.lock is not None and rec.lock.member_id == member_id}
         self._count_acks(batches, applied, len(applied) == len(changes))
         self._apply(applied)
-        if dead == _ARCHIVING:
-            archiving = {o: c for o, (state, c) in applied.items() if state == _ARCHIVING}
-            # a REJECT is the client's; a RELEASE that reached the limit is the delivery count's (Kafka's causes)
-            self._start_dead_letters(archiving, lambda o: DELIVERY_COUNT_EXCEEDED
-                                     if _ack_type(batches, o) == AckType.RELEASE else CLIENT_REJECT)
+        if dead == ARCHIVING:
+            archiving = {o: c for o, (state, c) in applied.items() if state == ARCHIVING}
+            self.dead_letters.start(archiving, reason_by_ack(batches))
         return ErrorCode.NONE
 
     def _count_acks(self, batches: list[AckBatch], applied: dict[int, tuple[RecordState, int]],
@@ -485,7 +451,7 @@ class SharePartition:
                 t = b.type_of(offset)
                 if t in stats.acknowledged:
                     stats.acknowledged[t] += 1
-                if change[0] in (_ARCHIVED, _ARCHIVING):
+                if change[0] in (ARCHIVED, ARCHIVING):
                     reason = ("rejected" if t == AckType.REJECT else
                               "not_deliverable" if t == AckType.GAP else "delivery_count_limit")
                     stats.archived[reason] += 1
@@ -507,7 +473,7 @@ class SharePartition:
                     lock.handle.cancel()
             rec.state = state
             rec.delivery_count = count
-            if state == _AVAILABLE:
+            if state == AVAILABLE:
                 available = True
                 if offset < fetch_from:
                     fetch_from = offset
@@ -523,7 +489,7 @@ class SharePartition:
         start = self.start_offset
         while start < self.end_offset:
             rec = records.get(start)
-            if rec is None or rec.state not in _DONE:
+            if rec is None or rec.state not in DONE:
                 break
             del records[start]
             start += 1
@@ -555,7 +521,7 @@ class SharePartition:
 
     # --------------------------------------------------------------------- expire, release (3)
 
-    def _expire(self, lock: _Lock) -> None:
+    def _expire(self, lock: AcquisitionLock) -> None:
         lock.expired = True
         if lock.offsets:
             self._release(lock.member_id, sorted(lock.offsets), lambda o: self._records[o].lock is lock,
@@ -574,7 +540,7 @@ class SharePartition:
                  expired: bool) -> asyncio.Task | None:
         records = self._records
         limit = self.settings.delivery_count_limit
-        dead = _ARCHIVING if self._dead_letters_on() else _ARCHIVED
+        dead = ARCHIVING if self.dead_letters.enabled() else ARCHIVED
         changes = {}
         for offset in offsets:
             rec = records.get(offset)
@@ -593,49 +559,37 @@ class SharePartition:
         # an acquired record is already AVAILABLE, so a crash before the write redelivers it anyway.
         write = self._state_write(changes)
         self._apply(changes)
-        archiving = {o: c for o, (state, c) in changes.items() if state == _ARCHIVING}
-        task = asyncio.ensure_future(self._send_then_dead_letters(write, archiving))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
+        archiving = {o: c for o, (state, c) in changes.items() if state == ARCHIVING}
+        return self._spawn(self._send_then_dead_letters(write, archiving))
 
     async def _send_then_dead_letters(self, write: StateWrite, archiving: dict[int, int]) -> ErrorCode:
         code = await self._send(write)
         # Kafka starts the dead-letter write once the ARCHIVING state's write has ended (also a failed one: the
         # records are ARCHIVING in memory already and must not stay so); a fenced window is read again
         if not self.fenced:
-            self._start_dead_letters(archiving, lambda _o: DELIVERY_COUNT_EXCEEDED)
+            self.dead_letters.start(archiving, reason_delivery_count)
         return code
 
     # ------------------------------------------------------------------ dead-letter queue (KIP-1191)
 
-    def _dead_letters_on(self) -> bool:
-        return self.dead_letters is not None and self.dead_letters.enabled(self.key.group_id)
-
-    def _start_dead_letters(self, archiving: dict[int, int], reason_of: Callable[[int], str]) -> None:
-        """Send the ARCHIVING offsets (with their delivery counts) to the DLQ in runs of consecutive offsets
-        with one count and reason, each in a task that archives its run once its write is done."""
-        key = self.key
-        for letters in dead_letter_runs(key.group_id, self.topic, key.partition, archiving, reason_of):
-            task = asyncio.ensure_future(self._dead_letter(letters))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-
-    async def _dead_letter(self, letters: DeadLetters) -> None:
-        if self.dead_letters is not None:
-            if await self.dead_letters.send(letters) is None:
-                self.stats.dead_lettered += letters.last_offset - letters.first_offset + 1
-            else:
-                self.stats.dead_letter_failures += 1
-        # archived whether the DLQ write succeeded or not (Kafka: "proceeding to ARCHIVED regardless")
+    async def _archive_dead_lettered(self, first: int, last: int) -> None:
+        """The DLQ write of ``first``-``last`` has ended (:mod:`tidelog.share.dead_letter_handoff`): their
+        ARCHIVING records are ARCHIVED, and that is written."""
         records = self._records
-        changes = {o: (_ARCHIVED, rec.delivery_count) for o in range(letters.first_offset, letters.last_offset + 1)
-                   if (rec := records.get(o)) is not None and rec.state == _ARCHIVING}
+        changes = {o: (ARCHIVED, rec.delivery_count) for o in range(first, last + 1)
+                   if (rec := records.get(o)) is not None and rec.state == ARCHIVING}
         if not changes or self.fenced:
             return
         write = self._state_write(changes)
         self._apply(changes)
         await self._send(write)
+
+    def _spawn(self, coro) -> asyncio.Task:
+        """Run ``coro`` as one of this share partition's tasks (awaited by :meth:`close`)."""
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
 
     async def close(self) -> None:
         """Stop the timers; wait for writes under way."""
@@ -644,13 +598,6 @@ class SharePartition:
                 rec.lock.handle.cancel()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
-
-
-def _ack_type(batches: list[AckBatch], offset: int) -> int:
-    for b in batches:
-        if b.first_offset <= offset <= b.last_offset:
-            return b.type_of(offset)
-    return AckType.REJECT
 
 
 __all__ = ["RecordState", "SharePartition"]
