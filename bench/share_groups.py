@@ -20,9 +20,10 @@ Throughput. For 1, 2 and 4 consumers, a fresh one-partition topic and a fresh sh
 consumer is a confluent-kafka ``ShareConsumer`` (implicit acknowledgement: each poll acknowledges the
 previous batch as ACCEPT) in its own process (``--consumer``), polling the empty topic until
 ShareGroupDescribe shows every member with the partition assigned; then a producer writes ``--records``
-records of 100 bytes (acks=1, linger.ms=20; it writes several times faster than share consumers read).
-The rate is the records over the time from the first record any consumer received to the moment all
-were received (the join is not counted); "per cons." is that rate divided by the consumers. Records
+records of 100 bytes (acks=1, linger.ms=20) while the consumers are paused (they end their poll and
+do not poll again until told), so that the producer does not compete with them for the CPU. The rate is
+the records over the time from the consumers being told to poll again to the moment all records were
+received (the join and the writes are not counted); "per cons." is that rate divided by the consumers. Records
 delivered more than once (a duplicate offset) are reported, and how the records were split among the
 consumers (a fair split gives each about the same).
 
@@ -91,8 +92,9 @@ def emit(obj: dict) -> None:
 
 def consumer_main(spec: dict) -> int:
     """A share consumer: build and subscribe, say "ready", poll on "go" and report progress as JSON lines
-    (offsets seen, first/last record times) until "stop" or stdin ends.  With ``hold`` it reports the
-    offsets of its first non-empty poll and then neither polls nor acknowledges again."""
+    (offsets seen, first/last record times) until "stop" or stdin ends; on "pause" it ends its poll, says
+    "paused" and polls again on the next "go".  With ``hold`` it reports the offsets of its first non-empty
+    poll and then neither polls nor acknowledges again."""
     from confluent_kafka import ShareConsumer
 
     conf = dict(spec["conf"], logger=_QUIET)
@@ -104,6 +106,8 @@ def consumer_main(spec: dict) -> int:
         for line in sys.stdin:
             if line.strip() == "go":
                 go.set()
+            elif line.strip() == "pause":
+                go.clear()
             elif line.strip() == "stop":
                 break
         stop.set()
@@ -126,6 +130,10 @@ def consumer_main(spec: dict) -> int:
     reported = 0
     next_report = time.monotonic() + 0.2
     while not stop.is_set():
+        if not go.is_set():
+            emit({"event": "paused"})
+            go.wait()
+            continue
         batch = consumer.poll(0.5)
         now = time.monotonic()
         for m in batch:
@@ -149,6 +157,7 @@ def consumer_main(spec: dict) -> int:
 class Proc:
     popen: subprocess.Popen
     ready: threading.Event = field(default_factory=threading.Event)
+    paused: bool = False
     first: float = 0.0
     last: float = 0.0
     offsets: list[int] = field(default_factory=list)
@@ -186,6 +195,8 @@ class Consumers:
             with self.cond:
                 if event["event"] == "ready":
                     proc.ready.set()
+                elif event["event"] == "paused":
+                    proc.paused = True
                 elif event["event"] == "progress":
                     proc.first = proc.first or event["first"]
                     proc.last = event["last"]
@@ -304,7 +315,14 @@ def measure_throughput(target: str, bootstrap: str, records: int, count: int, se
                 raise RuntimeError(f"{target}: {joined} of {count} share consumers assigned after 120 s")
             time.sleep(0.2)
         time.sleep(1.0)  # a heartbeat answered with the assignment; the consumer's first ShareFetch follows
+        # The records are written while the consumers do not poll, and read once all are written: the
+        # producer (in this process) does not compete with the consumers and brokers for the CPU meanwhile.
+        consumers.command(procs, "pause")
+        if not consumers.wait(lambda: all(p.paused for p in procs), 60):
+            raise RuntimeError(f"{target}: a consumer did not pause")
         produce(bootstrap, topic, records)
+        started = time.monotonic()
+        consumers.command(procs, "go")
 
         def distinct() -> int:
             return len({o for p in procs for o in p.offsets})
@@ -312,11 +330,10 @@ def measure_throughput(target: str, bootstrap: str, records: int, count: int, se
         if not consumers.wait(lambda: distinct() >= records, timeout):
             raise RuntimeError(f"{target}, {count} consumers: {distinct():,} of {records:,} records in {timeout:.0f} s")
         with consumers.cond:
-            first = min(p.first for p in procs if p.first)
             last = max(p.last for p in procs)
             total = sum(len(p.offsets) for p in procs)
             per = [len(p.offsets) for p in procs]
-        return Throughput(target, count, records, last - first, total - records, per)
+        return Throughput(target, count, records, last - started, total - records, per)
     finally:
         consumers.close()
 

@@ -1,12 +1,18 @@
 """The records of a share partition's window that have a state, and the acquisition locks that hold them
 (:mod:`tidelog.share.partition`'s bookkeeping, per record, kept small: thousands are in flight at once).
 
-A record with no entry is AVAILABLE and never delivered. An acquisition (or a renewal) makes one lock for
+A record with no entry is AVAILABLE and never delivered. An entry is never changed in place: a change
+gives the offset a new one, so one entry may stand for many offsets (a batch of new records acquired
+whole, or acknowledged whole, shares one; :func:`run_length` finds such a run at C speed). An acquisition (or a renewal) makes one lock for
 every record it took; a lock's ``offsets`` are exactly the ACQUIRED records it still holds, so a member's
 acknowledgement of a range one acquisition took is checked with one set operation (:func:`held_by`).
 """
 
 from __future__ import annotations
+
+import operator
+from collections.abc import Mapping
+from itertools import repeat
 
 from tidelog.clock import TimerHandle
 from tidelog.coordinator.share.persister import DeliveryState
@@ -53,5 +59,21 @@ def held_by(records: dict[int, InFlight], member_id: str, first: int, last: int)
             and lock.offsets.issuperset(range(first, last + 1)))
 
 
+def run_length(entries: Mapping[int, object], start: int, end: int, entry: object) -> int:
+    """How many offsets from ``start`` (up to ``end``) map to this very ``entry`` (at least 1: ``start``
+    does); C loops, a chunk at a time."""
+    n = start
+    while n < end:
+        chunk = range(n, min(end, n + _CHUNK))
+        same = list(map(operator.is_, map(entries.get, chunk), repeat(entry)))
+        if False in same:
+            return n + same.index(False) - start
+        n = chunk.stop
+    return max(1, end - start)
+
+
+_CHUNK = 4096
+
 __all__ = ["ACKNOWLEDGED", "ACQUIRED", "ARCHIVED", "ARCHIVING", "AVAILABLE", "DONE", "AcquisitionLock", "InFlight",
-           "RecordState", "held_by"]
+           "RecordState", "held_by",
+           "run_length"]

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Callable, Iterable
 
 from tidelog.clock import Clock
@@ -72,6 +73,7 @@ from tidelog.share.inflight import (
     InFlight,
     RecordState,
     held_by,
+    run_length,
 )
 from tidelog.share.state_write import state_write
 from tidelog.share.stats import ShareStats
@@ -235,7 +237,8 @@ class SharePartition:
         records = self._records
         limit = self.start_offset + self.settings.partition_max_record_locks  # new records end before it
         max_records = max_records if max_records > 0 else 1 << 31
-        acquired: list[int] = []
+        acquired: list[int | range] = []  # offsets, and ranges of new records acquired whole
+        n = 0  # records acquired
         archived_any = False
         stats = self.stats
         redelivered = 0
@@ -259,18 +262,20 @@ class SharePartition:
                     fetch_from = end
             first = max(b.first_offset, start_offset)
             skip = b.skip
-            if not skip and len(acquired) >= max_records:
+            if not skip and n >= max_records:
                 break
             # Batch-optimized, a batch that starts inside the window is acquired whole even if it runs past
             # the window's limit (Kafka acquires up to the end of the batch holding the limit offset).
             whole = not record_limit and b.first_offset < limit
             last = b.last_offset
             if (not skip and first >= end and (whole or last < limit)
-                    and (not record_limit or len(acquired) + last - first < max_records)):
-                # The common case: a batch of new records (none has a state yet), acquired whole, in C loops.
+                    and (not record_limit or n + last - first < max_records)):
+                # The common case: a batch of new records (none has a state yet), acquired whole: one entry
+                # for all its offsets (entries are never changed in place), in C loops.
                 span = range(first, last + 1)
-                records.update(zip(span, [InFlight(ACQUIRED, 1, lock) for _ in span]))
-                acquired.extend(span)
+                records.update(dict.fromkeys(span, InFlight(ACQUIRED, 1, lock)))
+                acquired.append(span)
+                n += len(span)
                 if fetch_from == first:
                     fetch_from = last + 1
                 end = last + 1
@@ -280,7 +285,7 @@ class SharePartition:
                 if offset >= end and offset >= limit and not whole:
                     stop = True
                     break
-                if record_limit and not skip and len(acquired) >= max_records:
+                if record_limit and not skip and n >= max_records:
                     stop = True
                     break
                 rec = records.get(offset)
@@ -294,6 +299,7 @@ class SharePartition:
                         continue
                     records[offset] = InFlight(ACQUIRED, 1, lock)
                     acquired.append(offset)
+                    n += 1
                     continue
                 if rec.state != AVAILABLE:
                     continue
@@ -306,10 +312,9 @@ class SharePartition:
                     continue
                 if rec.delivery_count:
                     redelivered += 1
-                rec.state = ACQUIRED
-                rec.delivery_count += 1
-                rec.lock = lock
+                records[offset] = InFlight(ACQUIRED, rec.delivery_count + 1, lock)
                 acquired.append(offset)
+                n += 1
             expected = max(expected, b.last_offset + 1)
             if stop:
                 break
@@ -319,26 +324,36 @@ class SharePartition:
             self._advance_start()
         if not acquired:
             return []
-        stats.acquired += len(acquired)
+        stats.acquired += n
         stats.redelivered += redelivered
-        lock.offsets.update(acquired)
+        held = lock.offsets
+        for item in acquired:
+            if type(item) is range:
+                held.update(item)
+            else:
+                held.add(item)
         self._locks.add(lock)
         lock.handle = self.clock.call_later(self.settings.record_lock_duration_ms, lambda: self._expire(lock))
         return self._ranges(acquired)
 
-    def _ranges(self, offsets: list[int]) -> list[AcquiredRange]:
-        """Runs of consecutive offsets with the same delivery count (one object per run, not per record)."""
+    def _ranges(self, acquired: list[int | range]) -> list[AcquiredRange]:
+        """Runs of consecutive offsets with the same delivery count (one object per run, not per record);
+        ``acquired`` holds offsets and ranges of new records (delivery count 1)."""
         out: list[AcquiredRange] = []
         records = self._records
         run_first = run_last = run_count = -1
-        for offset in offsets:
-            count = records[offset].delivery_count
+        for item in acquired:
+            if type(item) is range:
+                offset, count, last = item.start, 1, item.stop - 1
+            else:
+                offset = last = item
+                count = records[offset].delivery_count
             if offset == run_last + 1 and count == run_count and run_first >= 0:
-                run_last = offset
+                run_last = last
                 continue
             if run_first >= 0:
                 out.append(AcquiredRange(run_first, run_last, run_count))
-            run_first = run_last = offset
+            run_first, run_last = offset, last
             run_count = count
         if run_first >= 0:
             out.append(AcquiredRange(run_first, run_last, run_count))
@@ -346,14 +361,16 @@ class SharePartition:
 
     def _lock(self, member_id: str, offsets: list[int]) -> None:
         lock = AcquisitionLock(member_id, set(offsets))
+        records = self._records
         for offset in offsets:
-            self._records[offset].lock = lock
+            rec = records[offset]
+            records[offset] = InFlight(rec.state, rec.delivery_count, lock)
         self._locks.add(lock)
         lock.handle = self.clock.call_later(self.settings.record_lock_duration_ms, lambda: self._expire(lock))
 
     def _unlock(self, rec: InFlight, offset: int) -> None:
+        """``rec``'s lock lets go of ``offset`` (the caller replaces or drops the entry)."""
         lock = rec.lock
-        rec.lock = None
         if lock is not None:
             lock.offsets.discard(offset)
             if not lock.offsets and lock.handle is not None:
@@ -389,9 +406,16 @@ class SharePartition:
         limit = self.settings.delivery_count_limit
         # with a dead-letter queue, REJECT and RELEASE at the limit go there first (Kafka's ARCHIVING)
         dead = ARCHIVING if self.dead_letters.enabled() else ARCHIVED
+        shared: dict[tuple[RecordState, int], tuple[RecordState, int]] = {}
         for b in batches:
-            if len(b.types) == 1 and b.types[0] == AckType.ACCEPT:  # the common case, one tuple per record
-                for offset in range(b.first_offset, b.last_offset + 1):
+            if len(b.types) == 1 and b.types[0] == AckType.ACCEPT:  # the common case
+                span = range(b.first_offset, b.last_offset + 1)
+                entries = set(map(records.__getitem__, span))
+                if len(entries) == 1:  # acquired as a whole: one change object for all (C loops from here on)
+                    change = (ACKNOWLEDGED, entries.pop().delivery_count)
+                    changes.update(dict.fromkeys(span, shared.setdefault(change, change)))
+                    continue
+                for offset in span:
                     changes[offset] = (ACKNOWLEDGED, records[offset].delivery_count)
                 continue
             for offset in range(b.first_offset, b.last_offset + 1):
@@ -457,42 +481,68 @@ class SharePartition:
                     stats.archived[reason] += 1
 
     def _apply(self, changes: dict[int, tuple[RecordState, int]]) -> None:
+        """Apply ``changes`` to the records still in the window: their locks let go of them, each gets a new
+        entry, and done records at the window's head leave it. An acknowledgement of acquisitions as a whole
+        (the same change object for all their records) takes C loops only."""
         records = self._records
+        present = changes.keys() & records.keys()  # the window may have lost some meanwhile (move_start)
+        if not present:
+            return
+        locks = {rec.lock for rec in set(map(records.__getitem__, present))}  # few: an acquisition shares one entry
+        locks.discard(None)
+        if len(locks) == 1 and len(next(iter(locks)).offsets) == len(present):  # an acquisition let go of whole
+            next(iter(locks)).offsets.clear()
+        elif len(locks) <= 4:
+            for lock in locks:
+                lock.offsets.difference_update(present)
+        else:
+            for offset in present:
+                lock = records[offset].lock
+                if lock is not None:
+                    lock.offsets.discard(offset)
+        for lock in locks:
+            if not lock.offsets and lock.handle is not None:
+                lock.handle.cancel()
         available = False
-        fetch_from = self._fetch_from
-        for offset, (state, count) in changes.items():
-            rec = records.get(offset)
-            if rec is None:
-                continue
-            lock = rec.lock
-            if lock is not None:  # _unlock, inlined: once per record acknowledged
-                rec.lock = None
-                held = lock.offsets
-                held.discard(offset)
-                if not held and lock.handle is not None:
-                    lock.handle.cancel()
-            rec.state = state
-            rec.delivery_count = count
+        start = self.start_offset
+        if len(present) == len(changes) and len(set(map(id, changes.values()))) == 1:  # one change for all
+            state, count = changes[next(iter(present))]
+            if state in DONE and min(present) == start and max(present) - start + 1 == len(present):
+                # done at the window's head (the oldest acquisition acknowledged whole): they leave it at once
+                deque(map(records.pop, range(start, start + len(present))), maxlen=0)
+                self.start_offset = start + len(present)
+            else:
+                records.update(dict.fromkeys(present, InFlight(state, count)))
             if state == AVAILABLE:
                 available = True
-                if offset < fetch_from:
-                    fetch_from = offset
-        self._fetch_from = fetch_from
-        start = self.start_offset
+                self._fetch_from = min(self._fetch_from, min(present))
+        else:
+            fetch_from = self._fetch_from
+            for offset in present:
+                state, count = changes[offset]
+                records[offset] = InFlight(state, count)
+                if state == AVAILABLE:
+                    available = True
+                    if offset < fetch_from:
+                        fetch_from = offset
+            self._fetch_from = fetch_from
         self._advance_start()
         # records to offer again, or room in the window for new ones: a parked fetch may find something
         if (available or self.start_offset != start) and self.on_available is not None:
             self.on_available()
 
     def _advance_start(self) -> None:
+        """The start offset moves past the done records at the window's head, which leave ``_records`` (a
+        run of offsets sharing one entry at C speed)."""
         records = self._records
-        start = self.start_offset
-        while start < self.end_offset:
+        start, end = self.start_offset, self.end_offset
+        while start < end:
             rec = records.get(start)
             if rec is None or rec.state not in DONE:
                 break
-            del records[start]
-            start += 1
+            run = run_length(records, start, end, rec)
+            deque(map(records.pop, range(start, start + run)), maxlen=0)
+            start += run
         self.start_offset = start
 
     def _state_write(self, changes: dict[int, tuple[RecordState, int]]) -> StateWrite:
