@@ -28,15 +28,18 @@ ARCHIVING = RecordState.ARCHIVING
 
 
 class AcquisitionLock:
-    """One acquisition's lock: the offsets it still holds and its expiry timer."""
+    """One acquisition's lock: the offsets it still holds and its expiry timer; ``entry``, when the
+    acquisition took only new records whole, is the one entry all of them have (an offset leaves
+    ``offsets`` before its entry changes, so every offset still held has it)."""
 
-    __slots__ = ("expired", "handle", "member_id", "offsets")
+    __slots__ = ("entry", "expired", "handle", "member_id", "offsets")
 
     def __init__(self, member_id: str, offsets: set[int]) -> None:
         self.member_id = member_id
         self.offsets = offsets
         self.handle: TimerHandle | None = None
         self.expired = False
+        self.entry: InFlight | None = None
 
 
 class InFlight:

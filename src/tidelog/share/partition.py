@@ -15,7 +15,9 @@ no record from it on has been fetched yet). Each record of the window is in one 
   with yet. Once its state is written, its dead-letter write starts; when that ends (written or not) it is
   ARCHIVED. A restart finds it ARCHIVING in the persisted state and writes it to the DLQ then.
 
-The records with a state and their acquisition locks are :mod:`tidelog.share.inflight`'s.
+The records with a state and their acquisition locks are :mod:`tidelog.share.inflight`'s (a batch of new
+records acquired whole shares one entry); an acknowledgement is checked and turned into changes by
+:mod:`tidelog.share.acknowledgements`.
 
 Rules:
 
@@ -49,10 +51,12 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Callable, Iterable
+from itertools import pairwise
 
 from tidelog.clock import Clock
 from tidelog.coordinator.share.persister import SharePartitionKey, SharePersister, StateWrite
 from tidelog.errors import ErrorCode, KafkaError
+from tidelog.share.acknowledgements import changes_of, check, count_acks
 from tidelog.share.config import AcquireMode, ShareGroupSettings
 from tidelog.share.dead_letter import DeadLetterSink
 from tidelog.share.dead_letter_handoff import (
@@ -61,9 +65,8 @@ from tidelog.share.dead_letter_handoff import (
     reason_by_count,
     reason_delivery_count,
 )
-from tidelog.share.deliveries import AckBatch, AckType, AcquiredRange, FetchedBatch
+from tidelog.share.deliveries import AckBatch, AckType, AcquiredRange, FetchedBatch, acquired_ranges
 from tidelog.share.inflight import (
-    ACKNOWLEDGED,
     ACQUIRED,
     ARCHIVED,
     ARCHIVING,
@@ -122,7 +125,7 @@ class SharePartition:
         self._tasks: set[asyncio.Task] = set()
         self._write_lock = asyncio.Lock()
         #: offsets whose acknowledgement is being written: no expiry or release takes them meanwhile (rule 2)
-        self._acking: set[int] = set()
+        self._acking: list[dict[int, tuple[RecordState, int]]] = []
 
     # ------------------------------------------------------------------------------ restore (4)
 
@@ -249,6 +252,7 @@ class SharePartition:
         record_limit = mode == AcquireMode.RECORD_LIMIT
         count_limit = self.settings.delivery_count_limit
         lock = AcquisitionLock(member_id, set())  # given to the records acquired; its timer starts if there are any
+        entry = InFlight(ACQUIRED, 1, lock)  # the one entry of the new records acquired whole
         for b in batches:
             if b.last_offset < start_offset:
                 continue
@@ -273,7 +277,7 @@ class SharePartition:
                 # The common case: a batch of new records (none has a state yet), acquired whole: one entry
                 # for all its offsets (entries are never changed in place), in C loops.
                 span = range(first, last + 1)
-                records.update(dict.fromkeys(span, InFlight(ACQUIRED, 1, lock)))
+                records.update(dict.fromkeys(span, entry))
                 acquired.append(span)
                 n += len(span)
                 if fetch_from == first:
@@ -327,37 +331,18 @@ class SharePartition:
         stats.acquired += n
         stats.redelivered += redelivered
         held = lock.offsets
+        whole = True
         for item in acquired:
             if type(item) is range:
                 held.update(item)
             else:
                 held.add(item)
+                whole = False
+        if whole:  # every record it holds has the one entry
+            lock.entry = entry
         self._locks.add(lock)
         lock.handle = self.clock.call_later(self.settings.record_lock_duration_ms, lambda: self._expire(lock))
-        return self._ranges(acquired)
-
-    def _ranges(self, acquired: list[int | range]) -> list[AcquiredRange]:
-        """Runs of consecutive offsets with the same delivery count (one object per run, not per record);
-        ``acquired`` holds offsets and ranges of new records (delivery count 1)."""
-        out: list[AcquiredRange] = []
-        records = self._records
-        run_first = run_last = run_count = -1
-        for item in acquired:
-            if type(item) is range:
-                offset, count, last = item.start, 1, item.stop - 1
-            else:
-                offset = last = item
-                count = records[offset].delivery_count
-            if offset == run_last + 1 and count == run_count and run_first >= 0:
-                run_last = last
-                continue
-            if run_first >= 0:
-                out.append(AcquiredRange(run_first, run_last, run_count))
-            run_first, run_last = offset, last
-            run_count = count
-        if run_first >= 0:
-            out.append(AcquiredRange(run_first, run_last, run_count))
-        return out
+        return acquired_ranges(self._records, acquired)
 
     def _lock(self, member_id: str, offsets: list[int]) -> None:
         lock = AcquisitionLock(member_id, set(offsets))
@@ -381,56 +366,14 @@ class SharePartition:
     async def acknowledge(self, member_id: str, batches: list[AckBatch], *, allow_renew: bool = True) -> ErrorCode:
         """Apply ``member_id``'s acknowledgements (rule 2); the answer comes once the persister has them."""
         records = self._records
-        previous_last = -1
-        for b in batches:
-            if b.first_offset <= previous_last:  # Kafka's rule: batches in order, not overlapping
-                return ErrorCode.INVALID_REQUEST
-            previous_last = b.last_offset
-            if b.last_offset < b.first_offset or not b.types or (
-                    len(b.types) != 1 and len(b.types) != b.last_offset - b.first_offset + 1):
-                return ErrorCode.INVALID_REQUEST
-            if any(t < AckType.GAP or t > (AckType.RENEW if allow_renew else AckType.REJECT) for t in b.types):
-                return ErrorCode.INVALID_REQUEST
-            if b.first_offset < self.start_offset:
-                return ErrorCode.INVALID_RECORD_STATE
-            if held_by(records, member_id, b.first_offset, b.last_offset) and (
-                    not self._acking or self._acking.isdisjoint(range(b.first_offset, b.last_offset + 1))):
-                continue  # the common case: one acquisition of the member holds the whole range, none being written
-            for offset in range(b.first_offset, b.last_offset + 1):
-                rec = records.get(offset)
-                if (rec is None or rec.state != ACQUIRED or rec.lock is None
-                        or rec.lock.member_id != member_id or offset in self._acking):
-                    return ErrorCode.INVALID_RECORD_STATE
-        changes: dict[int, tuple[RecordState, int]] = {}
-        renewed: list[int] = []
-        limit = self.settings.delivery_count_limit
+        held = check(records, member_id, batches, self.start_offset, allow_renew,
+                     self._being_acked if self._acking else lambda _offsets: False)
+        if isinstance(held, ErrorCode):
+            return held
         # with a dead-letter queue, REJECT and RELEASE at the limit go there first (Kafka's ARCHIVING)
         dead = ARCHIVING if self.dead_letters.enabled() else ARCHIVED
-        shared: dict[tuple[RecordState, int], tuple[RecordState, int]] = {}
-        for b in batches:
-            if len(b.types) == 1 and b.types[0] == AckType.ACCEPT:  # the common case
-                span = range(b.first_offset, b.last_offset + 1)
-                entries = set(map(records.__getitem__, span))
-                if len(entries) == 1:  # acquired as a whole: one change object for all (C loops from here on)
-                    change = (ACKNOWLEDGED, entries.pop().delivery_count)
-                    changes.update(dict.fromkeys(span, shared.setdefault(change, change)))
-                    continue
-                for offset in span:
-                    changes[offset] = (ACKNOWLEDGED, records[offset].delivery_count)
-                continue
-            for offset in range(b.first_offset, b.last_offset + 1):
-                t = b.type_of(offset)
-                count = records[offset].delivery_count
-                if t == AckType.RENEW:
-                    renewed.append(offset)
-                elif t == AckType.ACCEPT:
-                    changes[offset] = (ACKNOWLEDGED, count)
-                elif t == AckType.RELEASE:
-                    changes[offset] = (dead if count >= limit else AVAILABLE, count)
-                elif t == AckType.REJECT:
-                    changes[offset] = (dead, count)
-                else:  # GAP
-                    changes[offset] = (ARCHIVED, count)
+        made = changes_of(records, batches, held, self.settings.delivery_count_limit, dead)
+        changes, renewed = made.changes, made.renewed
         if renewed:
             for offset in renewed:
                 self._unlock(records[offset], offset)
@@ -438,11 +381,11 @@ class SharePartition:
             self.stats.acknowledged[AckType.RENEW] += len(renewed)
         if not changes:
             return ErrorCode.NONE
-        self._acking.update(changes)
+        self._acking.append(changes)
         try:
             code = await self._write(changes)
         finally:
-            self._acking.difference_update(changes)
+            self._acking = [c for c in self._acking if c is not changes]
         if code:  # still held; what a lock running out meanwhile left to this write is released now
             for lock in {r.lock for o in changes if (r := records.get(o)) is not None and r.lock and r.lock.expired}:
                 self._expire(lock)
@@ -450,46 +393,41 @@ class SharePartition:
         # applied once durable, to the records the member still holds (a lock may have expired meanwhile)
         if all(held_by(records, member_id, b.first_offset, b.last_offset) for b in batches):
             applied = changes
+            if made.whole:  # what _apply would find out, known here: one change, these locks
+                contiguous = all(a.last_offset + 1 == b.first_offset for a, b in pairwise(batches))
+                hints = {"locks": set(held), "span": (batches[0].first_offset, batches[-1].last_offset)
+                         if contiguous else None}
+            else:
+                hints = {}
         else:
             applied = {o: c for o, c in changes.items() if (rec := records.get(o)) is not None
                        and rec.lock is not None and rec.lock.member_id == member_id}
-        self._count_acks(batches, applied, len(applied) == len(changes))
-        self._apply(applied)
+            hints = {}
+        count_acks(self.stats, batches, applied, len(applied) == len(changes))
+        self._apply(applied, **hints)
         if dead == ARCHIVING:
             archiving = {o: c for o, (state, c) in applied.items() if state == ARCHIVING}
             self.dead_letters.start(archiving, reason_by_ack(batches))
         return ErrorCode.NONE
 
-    def _count_acks(self, batches: list[AckBatch], applied: dict[int, tuple[RecordState, int]],
-                    everything: bool) -> None:
-        """Count the acknowledgements applied (``everything``: all those asked for but renewals)."""
-        stats = self.stats
-        for b in batches:
-            if everything and len(b.types) == 1 and b.types[0] == AckType.ACCEPT:  # the common case
-                stats.acknowledged[AckType.ACCEPT] += b.last_offset - b.first_offset + 1
-                continue
-            for offset in range(b.first_offset, b.last_offset + 1):
-                change = applied.get(offset)
-                if change is None:
-                    continue
-                t = b.type_of(offset)
-                if t in stats.acknowledged:
-                    stats.acknowledged[t] += 1
-                if change[0] in (ARCHIVED, ARCHIVING):
-                    reason = ("rejected" if t == AckType.REJECT else
-                              "not_deliverable" if t == AckType.GAP else "delivery_count_limit")
-                    stats.archived[reason] += 1
+    def _being_acked(self, offsets: range | tuple[int]) -> bool:
+        """Whether an acknowledgement being written holds one of ``offsets`` (rule 2)."""
+        return any(not changes.keys().isdisjoint(offsets) for changes in self._acking)
 
-    def _apply(self, changes: dict[int, tuple[RecordState, int]]) -> None:
+    def _apply(self, changes: dict[int, tuple[RecordState, int]], locks: set[AcquisitionLock] | None = None,
+               span: tuple[int, int] | None = None) -> None:
         """Apply ``changes`` to the records still in the window: their locks let go of them, each gets a new
         entry, and done records at the window's head leave it. An acknowledgement of acquisitions as a whole
         (the same change object for all their records) takes C loops only."""
         records = self._records
-        present = changes.keys() & records.keys()  # the window may have lost some meanwhile (move_start)
-        if not present:
-            return
-        locks = {rec.lock for rec in set(map(records.__getitem__, present))}  # few: an acquisition shares one entry
-        locks.discard(None)
+        if locks is None:
+            present = changes.keys() & records.keys()  # the window may have lost some meanwhile (move_start)
+            if not present:
+                return
+            locks = {rec.lock for rec in set(map(records.__getitem__, present))}  # few: an acquisition shares one entry
+            locks.discard(None)
+        else:  # the caller knows: every offset is still held, by one of ``locks``
+            present = changes.keys()
         if len(locks) == 1 and len(next(iter(locks)).offsets) == len(present):  # an acquisition let go of whole
             next(iter(locks)).offsets.clear()
         elif len(locks) <= 4:
@@ -505,9 +443,11 @@ class SharePartition:
                 lock.handle.cancel()
         available = False
         start = self.start_offset
-        if len(present) == len(changes) and len(set(map(id, changes.values()))) == 1:  # one change for all
+        if span is not None or (len(present) == len(changes) and len(set(map(id, changes.values()))) == 1):
+            # one change for all
             state, count = changes[next(iter(present))]
-            if state in DONE and min(present) == start and max(present) - start + 1 == len(present):
+            first, last = span if span is not None else (min(present), max(present))
+            if state in DONE and first == start and last - start + 1 == len(present):
                 # done at the window's head (the oldest acquisition acknowledged whole): they leave it at once
                 deque(map(records.pop, range(start, start + len(present))), maxlen=0)
                 self.start_offset = start + len(present)
@@ -594,7 +534,7 @@ class SharePartition:
         changes = {}
         for offset in offsets:
             rec = records.get(offset)
-            if rec is None or rec.state != RecordState.ACQUIRED or not still(offset) or offset in self._acking:
+            if rec is None or rec.state != RecordState.ACQUIRED or not still(offset) or self._being_acked((offset,)):
                 continue
             changes[offset] = (dead if rec.delivery_count >= limit else RecordState.AVAILABLE, rec.delivery_count)
         if not changes:
