@@ -534,7 +534,7 @@ class SharePartition:
         changes = {}
         for offset in offsets:
             rec = records.get(offset)
-            if rec is None or rec.state != RecordState.ACQUIRED or not still(offset) or self._being_acked((offset,)):
+            if rec is None or rec.state != RecordState.ACQUIRED or not still(offset) or (self._acking and self._being_acked((offset,))):
                 continue
             changes[offset] = (dead if rec.delivery_count >= limit else RecordState.AVAILABLE, rec.delivery_count)
         if not changes:
