@@ -381,9 +381,13 @@ class SharePartition:
             self.stats.acknowledged[AckType.RENEW] += len(renewed)
         if not changes:
             return ErrorCode.NONE
+        # an acknowledgement of whole acquisitions, in one run from the window's start: all of it done, known here
+        contiguous = made.whole and all(a.last_offset + 1 == b.first_offset for a, b in pairwise(batches))
+        done_head = (batches[-1].last_offset - self.start_offset + 1
+                     if contiguous and batches[0].first_offset == self.start_offset else 0)
         self._acking.append(changes)
         try:
-            code = await self._write(changes)
+            code = await self._send(self._state_write(changes, done_head))
         finally:
             self._acking = [c for c in self._acking if c is not changes]
         if code:  # still held; what a lock running out meanwhile left to this write is released now
@@ -394,7 +398,6 @@ class SharePartition:
         if all(held_by(records, member_id, b.first_offset, b.last_offset) for b in batches):
             applied = changes
             if made.whole:  # what _apply would find out, known here: one change, these locks
-                contiguous = all(a.last_offset + 1 == b.first_offset for a, b in pairwise(batches))
                 hints = {"locks": set(held), "span": (batches[0].first_offset, batches[-1].last_offset)
                          if contiguous else None}
             else:
@@ -485,8 +488,9 @@ class SharePartition:
             start += run
         self.start_offset = start
 
-    def _state_write(self, changes: dict[int, tuple[RecordState, int]]) -> StateWrite:
-        return state_write(self._records, self.start_offset, self.end_offset, changes, self.state_epoch,
+    def _state_write(self, changes: dict[int, tuple[RecordState, int]], done_head: int = 0) -> StateWrite:
+        """``done_head``: how many offsets from the window's start the caller knows ``changes`` make done."""
+        return state_write(self._records, self.start_offset + done_head, self.end_offset, changes, self.state_epoch,
                            self.leader_epoch, self._persisted_start)
 
     async def _send(self, write: StateWrite) -> ErrorCode:
@@ -505,9 +509,6 @@ class SharePartition:
         elif write.start_offset >= 0:
             self._persisted_start = max(self._persisted_start, write.start_offset)
         return code
-
-    async def _write(self, changes: dict[int, tuple[RecordState, int]]) -> ErrorCode:
-        return await self._send(self._state_write(changes))
 
     # --------------------------------------------------------------------- expire, release (3)
 
