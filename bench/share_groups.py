@@ -314,7 +314,7 @@ def measure_throughput(target: str, bootstrap: str, records: int, count: int, se
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{target}: {joined} of {count} share consumers assigned after 120 s")
             time.sleep(0.2)
-        time.sleep(1.0)  # a heartbeat answered with the assignment; the consumer's first ShareFetch follows
+        time.sleep(0.5)  # a heartbeat answered with the assignment (the pause below lets them poll up to 0.5 s more)
         # The records are written while the consumers do not poll, and read once all are written: the
         # producer (in this process) does not compete with the consumers and brokers for the CPU meanwhile.
         consumers.command(procs, "pause")
