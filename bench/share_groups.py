@@ -3,22 +3,27 @@ expiry, on Tidelog and on Apache Kafka 4.4 in one run.
 
 Run from the repository root::
 
-    .venv/bin/python bench/share_groups.py            # 200,000 records, 3 redeliveries (about 4 minutes)
-    .venv/bin/python bench/share_groups.py --quick    # 50,000 records, 1 redelivery (about 2 minutes)
+    .venv/bin/python bench/share_groups.py          # 200,000 records, 3 rounds, 3 redeliveries (~10 min)
+    .venv/bin/python bench/share_groups.py --quick  # 50,000 records, 1 round, 1 redelivery (~2 min)
 
-Each target is a fresh broker, one after the other: ``tidelog serve`` with ``share.version=1``
+Both targets run at once, each a fresh broker: ``tidelog serve`` with ``share.version=1``
 (:class:`tidelog.testing.BrokerProcess`) and a one-node KRaft Kafka from the oracle harness
 (:class:`tests.oracle.kafka.KafkaProcess`, the release pinned in tests/java/pom.xml, formatted with
-``--feature share.version=1``; skipped with the reason when java 17+ or mvn are missing).
+``--feature share.version=1``; skipped with the reason when java 17+ or mvn are missing). The rounds are
+interleaved: for each consumer count, each round measures one target and then the other (the order flips
+from round to round), so a slow stretch of a shared machine falls on both rather than deciding a ratio.
+The table gives each target's median over the rounds with the spread of the rounds around it (lowest and
+highest, in % of the median), the ratio of the medians, and each round's own ratio.
 
 Throughput. For 1, 2 and 4 consumers, a fresh one-partition topic and a fresh share group
 (``share.auto.offset.reset=earliest``, set with IncrementalAlterConfigs on the GROUP resource): each
 consumer is a confluent-kafka ``ShareConsumer`` (implicit acknowledgement: each poll acknowledges the
 previous batch as ACCEPT) in its own process (``--consumer``), polling the empty topic until
 ShareGroupDescribe shows every member with the partition assigned; then a producer writes ``--records``
-records of 100 bytes (acks=1, linger.ms=20; it writes several times faster than share consumers read).
-The rate is the records over the time from the first record any consumer received to the moment all
-were received (the join is not counted); "per cons." is that rate divided by the consumers. Records
+records of 100 bytes (acks=1, linger.ms=20) while the consumers are paused (they end their poll and
+do not poll again until told), so that the producer does not compete with them for the CPU. The rate is
+the records over the time from the consumers being told to poll again to the moment all records were
+received (the join and the writes are not counted); "per cons." is that rate divided by the consumers. Records
 delivered more than once (a duplicate offset) are reported, and how the records were split among the
 consumers (a fair split gives each about the same).
 
@@ -32,6 +37,11 @@ records, against the lock duration (target: within 10% above it).
 Each broker first gets one unmeasured 1-consumer round (``--no-warmup`` skips it): a fresh JVM's first
 round measured Kafka at a fifth of its later rate.
 
+``--request-log DIR`` logs every ShareFetch on both brokers (Kafka's ``kafka.request.logger`` and
+Tidelog's ``tidelog.share.requests`` at DEBUG) into ``DIR/kafka.log`` and ``DIR/tidelog.log``: what each
+answer acquired, its acknowledgements and how long it waited, to compare the two brokers request by
+request (the logging slows both, so those figures are not for comparing).
+
 Ratios are "tidelog / kafka" (above 1 favours Tidelog for rates). Nothing fails when a number gets worse;
 the machine may be shared, so the load average is printed first.
 """
@@ -39,9 +49,11 @@ the machine may be shared, so the load average is printed first.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -62,6 +74,7 @@ from tidelog.testing.client import WireClient
 
 VALUE = b"x" * 100
 GROUP_RESOURCE = 32
+BROKER_LOGGER_RESOURCE = 8
 CONSUMER_COUNTS = (1, 2, 4)
 HELD = 10  # records of the redelivery topic
 _QUIET = logging.getLogger("bench.share_groups.librdkafka")
@@ -79,8 +92,9 @@ def emit(obj: dict) -> None:
 
 def consumer_main(spec: dict) -> int:
     """A share consumer: build and subscribe, say "ready", poll on "go" and report progress as JSON lines
-    (offsets seen, first/last record times) until "stop" or stdin ends.  With ``hold`` it reports the
-    offsets of its first non-empty poll and then neither polls nor acknowledges again."""
+    (offsets seen, first/last record times) until "stop" or stdin ends; on "pause" it ends its poll, says
+    "paused" and polls again on the next "go".  With ``hold`` it reports the offsets of its first non-empty
+    poll and then neither polls nor acknowledges again."""
     from confluent_kafka import ShareConsumer
 
     conf = dict(spec["conf"], logger=_QUIET)
@@ -92,6 +106,8 @@ def consumer_main(spec: dict) -> int:
         for line in sys.stdin:
             if line.strip() == "go":
                 go.set()
+            elif line.strip() == "pause":
+                go.clear()
             elif line.strip() == "stop":
                 break
         stop.set()
@@ -114,6 +130,10 @@ def consumer_main(spec: dict) -> int:
     reported = 0
     next_report = time.monotonic() + 0.2
     while not stop.is_set():
+        if not go.is_set():
+            emit({"event": "paused"})
+            go.wait()
+            continue
         batch = consumer.poll(0.5)
         now = time.monotonic()
         for m in batch:
@@ -137,6 +157,7 @@ def consumer_main(spec: dict) -> int:
 class Proc:
     popen: subprocess.Popen
     ready: threading.Event = field(default_factory=threading.Event)
+    paused: bool = False
     first: float = 0.0
     last: float = 0.0
     offsets: list[int] = field(default_factory=list)
@@ -174,6 +195,8 @@ class Consumers:
             with self.cond:
                 if event["event"] == "ready":
                     proc.ready.set()
+                elif event["event"] == "paused":
+                    proc.paused = True
                 elif event["event"] == "progress":
                     proc.first = proc.first or event["first"]
                     proc.last = event["last"]
@@ -291,8 +314,15 @@ def measure_throughput(target: str, bootstrap: str, records: int, count: int, se
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{target}: {joined} of {count} share consumers assigned after 120 s")
             time.sleep(0.2)
-        time.sleep(1.0)  # a heartbeat answered with the assignment; the consumer's first ShareFetch follows
+        time.sleep(0.5)  # a heartbeat answered with the assignment (the pause below lets them poll up to 0.5 s more)
+        # The records are written while the consumers do not poll, and read once all are written: the
+        # producer (in this process) does not compete with the consumers and brokers for the CPU meanwhile.
+        consumers.command(procs, "pause")
+        if not consumers.wait(lambda: all(p.paused for p in procs), 60):
+            raise RuntimeError(f"{target}: a consumer did not pause")
         produce(bootstrap, topic, records)
+        started = time.monotonic()
+        consumers.command(procs, "go")
 
         def distinct() -> int:
             return len({o for p in procs for o in p.offsets})
@@ -300,11 +330,10 @@ def measure_throughput(target: str, bootstrap: str, records: int, count: int, se
         if not consumers.wait(lambda: distinct() >= records, timeout):
             raise RuntimeError(f"{target}, {count} consumers: {distinct():,} of {records:,} records in {timeout:.0f} s")
         with consumers.cond:
-            first = min(p.first for p in procs if p.first)
             last = max(p.last for p in procs)
             total = sum(len(p.offsets) for p in procs)
             per = [len(p.offsets) for p in procs]
-        return Throughput(target, count, records, last - first, total - records, per)
+        return Throughput(target, count, records, last - started, total - records, per)
     finally:
         consumers.close()
 
@@ -337,29 +366,11 @@ def measure_redelivery(bootstrap: str, lock_ms: int, serial: int, timeout: float
 # ---------------------------------------------------------------------------------------- targets
 
 
-def run_target(target: str, bootstrap: str, args, results: dict) -> None:
-    if args.warmup:  # not measured: Kafka's JIT (and both brokers' first share-state writes) warm up
-        measure_throughput(target, bootstrap, args.records, 1, -1, args.timeout)
-        print(f"# {target}: warmed up", flush=True)
-    for count in args.consumers:
-        rows = [measure_throughput(target, bootstrap, args.records, count, r, args.timeout)
-                for r in range(args.repeats)]
-        best = max(rows, key=lambda r: r.rate)
-        results["throughput"][(target, count)] = (best, statistics.median(r.rate for r in rows))
-        print(f"# {target}: {count} consumer(s): {best.rate:,.0f} records/s (split {best.per_consumer}, "
-              f"{best.duplicates} duplicates)", flush=True)
-    samples = []
-    for r in range(args.redeliveries):
-        samples.append(measure_redelivery(bootstrap, args.lock_ms, r, args.lock_ms / 1000 * 4 + 60))
-        print(f"# {target}: redelivered after {samples[-1]:.2f} s", flush=True)
-    results["redelivery"][target] = samples
-
-
 class ShareKafka:
     """KafkaProcess formatted with share.version=1 (a subclass built lazily: tests.oracle needs java)."""
 
     @staticmethod
-    def make(data_dir: Path, classpath: str):
+    def make(data_dir: Path, classpath: str, request_log: bool = False):
         from tests.oracle import jvm
         from tests.oracle.kafka import KafkaProcess, random_cluster_id
 
@@ -373,27 +384,106 @@ class ShareKafka:
                 if done.returncode != 0:
                     raise RuntimeError(f"kafka-storage format failed:\n{done.stdout}{done.stderr}")
 
-        return _Kafka(data_dir, classpath=classpath, start_timeout=600)
+        kafka = _Kafka(data_dir, classpath=classpath, start_timeout=600)
+        if request_log:  # Kafka's request logger: every request and its answer, at DEBUG
+            kafka.jvm_options.append("-Dorg.slf4j.simpleLogger.log.kafka.request.logger=debug")
+        return kafka
 
 
-def print_tables(results: dict, targets: list[str], lock_ms: int) -> None:
-    print("\nShare consumers on one partition (100 B records; best of the rounds, median beside)")
-    print(f"{'consumers':>9}  " + "".join(f"{t + ' rec/s':>18}{'median':>10}{'per cons.':>11}" for t in targets)
-          + ("   tidelog/kafka" if len(targets) == 2 else ""))
-    for count in CONSUMER_COUNTS:
-        line = f"{count:>9}  "
-        rates = []
-        for t in targets:
-            got = results["throughput"].get((t, count))
-            if got is None:
-                line += f"{'-':>18}{'-':>10}{'-':>11}"
-                rates.append(None)
+def enable_tidelog_request_log(bootstrap: str) -> None:
+    """``tidelog.share.requests`` at DEBUG (a BROKER_LOGGER config): a line per ShareFetch on stderr."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    node = next(iter(admin.list_topics(timeout=30).brokers))
+    with WireClient.connect(bootstrap) as wire:
+        r = wire.request(IncrementalAlterConfigsRequest(resources=[IncrementalAlterConfigsRequest.AlterConfigsResource(
+            resource_type=BROKER_LOGGER_RESOURCE, resource_name=str(node), configs=[
+                IncrementalAlterConfigsRequest.AlterableConfig(name="tidelog.share.requests", config_operation=0,
+                                                               value="DEBUG")])]), 1)
+    if r.responses[0].error_code:
+        raise RuntimeError(f"tidelog.share.requests at DEBUG: error {r.responses[0].error_code}")
+
+
+def start_targets(stack: contextlib.ExitStack, targets: list[str], tmp: Path, args) -> dict[str, str]:
+    """Every target's broker, all running at once (bootstrap by target); Kafka is left out (with the
+    reason printed) when java or mvn are missing."""
+    up: dict[str, str] = {}
+    for target in targets:
+        if target == "tidelog":
+            broker = stack.enter_context(BrokerProcess(tmp / "tidelog", overrides={"share.version": "1"}))
+            if args.request_log:
+                enable_tidelog_request_log(broker.bootstrap)
+                stack.callback(lambda b=broker: (args.request_log / "tidelog.log").write_text("".join(b.stderr_lines)))
+            up[target] = broker.bootstrap
+        elif target == "kafka":
+            try:
+                from tests.oracle import maven
+                classpath = maven.build()
+            except Exception as e:  # no java/mvn: Kafka is skipped, Tidelog still measured
+                print(f"# kafka skipped: {e}", flush=True)
                 continue
-            best, median = got
-            rates.append(best.rate)
-            line += f"{best.rate:>18,.0f}{median:>10,.0f}{best.rate / count:>11,.0f}"
-        if len(targets) == 2 and all(rates):
-            line += f"   {rates[0] / rates[1]:>13.2f}"
+            kafka = stack.enter_context(ShareKafka.make(tmp / "kafka", classpath, bool(args.request_log)))
+            if args.request_log:
+                stack.callback(lambda k=kafka: shutil.copyfile(k.log_file, args.request_log / "kafka.log"))
+            up[target] = kafka.bootstrap
+    return up
+
+
+def run_rounds(up: dict[str, str], args, results: dict) -> None:
+    """The rounds, interleaved: for each consumer count, round r measures every target once, in turn (the
+    order flips each round), so a slow minute of the machine falls on both targets rather than on one."""
+    targets = list(up)
+    serial = 0
+    if args.warmup:  # not measured: Kafka's JIT (and both brokers' first share-state writes) warm up
+        for target in targets:
+            measure_throughput(target, up[target], args.records, 1, -1, args.timeout)
+        print(f"# warmed up: {', '.join(targets)}", flush=True)
+    for count in args.consumers:
+        for r in range(args.repeats):
+            for target in (targets if r % 2 == 0 else targets[::-1]):
+                row = measure_throughput(target, up[target], args.records, count, serial, args.timeout)
+                serial += 1
+                results["throughput"].setdefault((target, count), []).append(row)
+                print(f"# {count} consumer(s), round {r + 1}, {target}: {row.rate:,.0f} records/s "
+                      f"(split {row.per_consumer}, {row.duplicates} duplicates)", flush=True)
+    for r in range(args.redeliveries):
+        for target in (targets if r % 2 == 0 else targets[::-1]):
+            seconds = measure_redelivery(up[target], args.lock_ms, serial, args.lock_ms / 1000 * 4 + 60)
+            serial += 1
+            results["redelivery"].setdefault(target, []).append(seconds)
+            print(f"# redelivery {r + 1}, {target}: {seconds:.2f} s", flush=True)
+
+
+def _spread(values: list[float]) -> str:
+    """min-max as a +/- percentage of the median."""
+    med = statistics.median(values)
+    if len(values) < 2 or med <= 0:
+        return "-"
+    return f"-{(med - min(values)) / med:.0%}/+{(max(values) - med) / med:.0%}"
+
+
+def print_tables(results: dict, targets: list[str], lock_ms: int, counts: list[int]) -> None:
+    both = len(targets) == 2
+    print("\nShare consumers on one partition (100 B records; the median of the rounds, their spread min/max "
+          "around it, and the median per consumer)")
+    print(f"{'consumers':>9}  " + "".join(f"{t + ' rec/s':>18}{'spread':>12}{'per cons.':>11}" for t in targets)
+          + (f"{'tidelog/kafka':>15}{'per round':>22}" if both else ""))
+    for count in counts:
+        line = f"{count:>9}  "
+        medians = []
+        for t in targets:
+            rows = results["throughput"].get((t, count))
+            if not rows:
+                line += f"{'-':>18}{'-':>12}{'-':>11}"
+                medians.append(None)
+                continue
+            rates = [r.rate for r in rows]
+            med = statistics.median(rates)
+            medians.append(med)
+            line += f"{med:>18,.0f}{_spread(rates):>12}{med / count:>11,.0f}"
+        if both and all(medians):
+            a, b = (results["throughput"][(t, count)] for t in targets)
+            paired = [x.rate / y.rate for x, y in zip(a, b) if y.rate > 0]  # each round's own ratio
+            line += f"{medians[0] / medians[1]:>15.2f}{'  ' + ' '.join(f'{p:.2f}' for p in paired):>22}"
         print(line)
     print(f"\nRedelivery after a lock expiry (share.record.lock.duration.ms = {lock_ms:,}; target <= 1.10 x lock)")
     print(f"{'target':<10}{'samples s':<28}{'median s':>10}{'/ lock':>8}")
@@ -409,15 +499,15 @@ def print_tables(results: dict, targets: list[str], lock_ms: int) -> None:
     if len(medians) == 2:
         a, b = targets
         print(f"{a}/{b} redelivery latency: {medians[a] / medians[b]:.3f}")
-    print("\nRecords per consumer (the best round; the share of the busiest consumer)")
+    print("\nRecords per consumer (the median round; the share of the busiest consumer)")
     for t in targets:
-        for count in CONSUMER_COUNTS[1:]:
-            got = results["throughput"].get((t, count))
-            if got is None:
+        for count in counts:
+            rows = results["throughput"].get((t, count))
+            if count < 2 or not rows:
                 continue
-            best = got[0]
-            top = max(best.per_consumer) / max(1, sum(best.per_consumer))
-            print(f"{t:<10}{count:>2} consumers: {', '.join(f'{n:,}' for n in sorted(best.per_consumer, reverse=True))}"
+            row = sorted(rows, key=lambda r: r.rate)[len(rows) // 2]
+            top = max(row.per_consumer) / max(1, sum(row.per_consumer))
+            print(f"{t:<10}{count:>2} consumers: {', '.join(f'{n:,}' for n in sorted(row.per_consumer, reverse=True))}"
                   f"  (busiest {top:.0%})")
 
 
@@ -426,8 +516,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--consumer", help=argparse.SUPPRESS)
     ap.add_argument("--quick", action="store_true", help="50,000 records, 1 round, 1 redelivery sample")
     ap.add_argument("--records", type=int, help="records of the topic (default 200,000; --quick 50,000)")
-    ap.add_argument("--repeats", type=int, help="rounds per consumer count (default 2; --quick 1)")
-    ap.add_argument("--redeliveries", type=int, help="redelivery samples (default 3; --quick 1)")
+    ap.add_argument("--repeats", type=int, help="rounds per consumer count and target (default 3; --quick 1)")
+    ap.add_argument("--redeliveries", type=int, help="redelivery samples per target (default 3; --quick 1)")
     ap.add_argument("--lock-ms", type=int, default=15000,
                     help="share.record.lock.duration.ms of the redelivery group (default 15000, Kafka's minimum)")
     ap.add_argument("--no-warmup", dest="warmup", action="store_false",
@@ -436,39 +526,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--consumers", default="1,2,4",
                     help="the consumer counts measured, comma-separated (default 1,2,4)")
     ap.add_argument("--targets", default="tidelog,kafka", help="tidelog, kafka or both (default)")
+    ap.add_argument("--request-log", type=Path, metavar="DIR",
+                    help="log every ShareFetch on both brokers (Kafka's kafka.request.logger and Tidelog's "
+                         "tidelog.share.requests at DEBUG) into DIR/kafka.log and DIR/tidelog.log; it slows "
+                         "the brokers, so its figures are for reading the logs, not for comparing")
     args = ap.parse_args(argv)
     if args.consumer:
         return consumer_main(json.loads(args.consumer))
     args.records = args.records or (50_000 if args.quick else 200_000)
-    args.repeats = args.repeats or (1 if args.quick else 2)
-    args.redeliveries = args.redeliveries or (1 if args.quick else 3)
+    args.repeats = args.repeats if args.repeats is not None else (1 if args.quick else 3)
+    args.redeliveries = args.redeliveries if args.redeliveries is not None else (1 if args.quick else 3)
     args.consumers = [int(c) for c in args.consumers.split(",") if c.strip()]
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
+    for t in targets:
+        if t not in ("tidelog", "kafka"):
+            ap.error(f"unknown target {t!r}")
+    if args.request_log:
+        args.request_log.mkdir(parents=True, exist_ok=True)
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs; "
-          f"{args.records:,} records, {args.repeats} round(s), lock {args.lock_ms} ms", flush=True)
+          f"{args.records:,} records, {args.repeats} round(s) per target, lock {args.lock_ms} ms", flush=True)
     results: dict = {"throughput": {}, "redelivery": {}}
-    with tempfile.TemporaryDirectory(prefix="tidelog-bench-share-") as tmp:
-        for target in targets:
-            if target == "tidelog":
-                with BrokerProcess(Path(tmp) / "tidelog", overrides={"share.version": "1"}) as broker:
-                    run_target(target, broker.bootstrap, args, results)
-            elif target == "kafka":
-                try:
-                    from tests.oracle import maven
-                    classpath = maven.build()
-                except Exception as e:  # no java/mvn: Kafka is skipped, Tidelog still measured
-                    print(f"# kafka skipped: {e}", flush=True)
-                    continue
-                with ShareKafka.make(Path(tmp) / "kafka", classpath) as broker:
-                    try:
-                        run_target(target, broker.bootstrap, args, results)
-                    except Exception:
-                        print(f"# kafka failed (alive: {broker.alive}); the end of its log:", flush=True)
-                        print("".join(broker.log_file.read_text(errors="replace").splitlines(True)[-30:]))
-                        raise
-            else:
-                ap.error(f"unknown target {target!r}")
-    print_tables(results, targets, args.lock_ms)
+    with tempfile.TemporaryDirectory(prefix="tidelog-bench-share-") as tmp, contextlib.ExitStack() as stack:
+        up = start_targets(stack, targets, Path(tmp), args)
+        run_rounds(up, args, results)
+    print_tables(results, [t for t in targets if t in up], args.lock_ms, args.consumers)
     return 0
 
 

@@ -127,7 +127,7 @@ def test_the_share_groups_benchmark_runs_its_tidelog_part() -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     out = done.stdout
     for count in (1, 2, 4):
-        assert re.search(rf"^ +{count} +[\d,]+ +[\d,]+ +[\d,]+$", out, re.M), out[-3000:]
+        assert re.search(rf"^ +{count} +[\d,]+ +\S+ +[\d,]+$", out, re.M), out[-3000:]
     m = re.search(r"^tidelog +[\d.]+ +([\d.]+) +([\d.]+)$", out, re.M)
     assert m, out[-3000:]
     assert float(m.group(1)) >= 14.0, "redelivered only once the 15 s lock expired"

@@ -88,6 +88,8 @@ class KafkaProcess(ServerProcess):
         self.data_dir = Path(data_dir)
         #: JVM heap options instead of kafka-server-start.sh's -Xmx1G -Xms1G (several nodes on one machine).
         self.heap = heap
+        #: more JVM options for kafka.Kafka (e.g. ``-Dorg.slf4j.simpleLogger.log.kafka.request.logger=debug``)
+        self.jvm_options: list[str] = []
         self.overrides = dict(overrides or {})
         self.port = port
         self.controller_port = 0
@@ -170,6 +172,7 @@ class KafkaProcess(ServerProcess):
         cmd.insert(1, "-Dorg.slf4j.simpleLogger.defaultLogLevel=info")
         # The config dumps (hundreds of lines per client and server config) at INFO drown everything else.
         cmd.insert(1, "-Dorg.slf4j.simpleLogger.log.org.apache.kafka.common.config.AbstractConfig=warn")
+        cmd[1:1] = self.jvm_options
         with self.log_file.open("ab") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + self.start_timeout

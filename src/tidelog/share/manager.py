@@ -434,9 +434,17 @@ def _acquire(sp: SharePartition, member_id: str, read: PartitionRead, max_record
     acquired = sp.acquire(member_id, [b for b, _ in batches], max_records, mode)
     if not acquired:
         return ShareFetchResult()
-    parts = [bytes(buf) for b, buf in batches
-             if any(r.first_offset <= b.last_offset and b.first_offset <= r.last_offset for r in acquired)]
-    return ShareFetchResult(records=b"".join(parts), acquired=acquired)
+    # the batches holding acquired records: one slice of what was read when they follow each other (the
+    # common case, every batch of the read: no copy at all)
+    chosen = [i for i, (b, _) in enumerate(batches)
+              if any(r.first_offset <= b.last_offset and b.first_offset <= r.last_offset for r in acquired)]
+    if isinstance(raw, bytes) and chosen == list(range(chosen[0], chosen[-1] + 1)):
+        start = sum(len(buf) for _, buf in batches[:chosen[0]])  # iter_batches' views follow each other from 0
+        end = start + sum(len(batches[i][1]) for i in chosen)
+        records = raw if start == 0 and end == len(raw) else raw[start:end]
+    else:
+        records = b"".join(bytes(batches[i][1]) for i in chosen)
+    return ShareFetchResult(records=records, acquired=acquired)
 
 
 class ResettingPersister:

@@ -10,10 +10,14 @@ no record from it on has been fetched yet). Each record of the window is in one 
   count reached ``delivery_count_limit``;
 * ACKNOWLEDGED (ACCEPT) or ARCHIVED (REJECT, the delivery limit, a gap, an aborted transaction's record,
   a control record): done with. The start offset moves past done records at the window's head.
-* ARCHIVING (KIP-1191, when the group has a dead-letter queue: :mod:`tidelog.share.dead_letter`): a
-  record REJECTed or at its delivery limit, on its way to the DLQ topic; never offered again, not done
+* ARCHIVING (KIP-1191, when the group has a dead-letter queue: :mod:`tidelog.share.dead_letter_handoff`):
+  a record REJECTed or at its delivery limit, on its way to the DLQ topic; never offered again, not done
   with yet. Once its state is written, its dead-letter write starts; when that ends (written or not) it is
   ARCHIVED. A restart finds it ARCHIVING in the persisted state and writes it to the DLQ then.
+
+The records with a state and their acquisition locks are :mod:`tidelog.share.inflight`'s (a batch of new
+records acquired whole shares one entry); an acknowledgement is checked and turned into changes by
+:mod:`tidelog.share.acknowledgements`.
 
 Rules:
 
@@ -45,69 +49,39 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Callable, Iterable
+from itertools import pairwise
 
-from tidelog.clock import Clock, TimerHandle
-from tidelog.coordinator.share.persister import (
-    DeliveryState,
-    SharePartitionKey,
-    SharePersister,
-    StateWrite,
-)
+from tidelog.clock import Clock
+from tidelog.coordinator.share.persister import SharePartitionKey, SharePersister, StateWrite
 from tidelog.errors import ErrorCode, KafkaError
+from tidelog.share.acknowledgements import changes_of, check, count_acks
 from tidelog.share.config import AcquireMode, ShareGroupSettings
-from tidelog.share.dead_letter import (
-    CLIENT_REJECT,
-    DELIVERY_COUNT_EXCEEDED,
-    DeadLetters,
-    DeadLetterSink,
-    dead_letter_runs,
+from tidelog.share.dead_letter import DeadLetterSink
+from tidelog.share.dead_letter_handoff import (
+    DeadLetterHandoff,
+    reason_by_ack,
+    reason_by_count,
+    reason_delivery_count,
 )
-from tidelog.share.deliveries import AckBatch, AckType, AcquiredRange, FetchedBatch
+from tidelog.share.deliveries import AckBatch, AckType, AcquiredRange, FetchedBatch, acquired_ranges
+from tidelog.share.inflight import (
+    ACQUIRED,
+    ARCHIVED,
+    ARCHIVING,
+    AVAILABLE,
+    DONE,
+    AcquisitionLock,
+    InFlight,
+    RecordState,
+    held_by,
+    run_length,
+)
 from tidelog.share.state_write import state_write
 from tidelog.share.stats import ShareStats
 
 log = logging.getLogger(__name__)
-
-RecordState = DeliveryState  # Kafka's RecordState: AVAILABLE 0, ACQUIRED 1, ACKNOWLEDGED 2, ARCHIVING 3, ARCHIVED 4
-
-
-class _Lock:
-    """One acquisition's lock: the offsets it still holds and its expiry timer."""
-
-    __slots__ = ("expired", "handle", "member_id", "offsets")
-
-    def __init__(self, member_id: str, offsets: set[int]) -> None:
-        self.member_id = member_id
-        self.offsets = offsets
-        self.handle: TimerHandle | None = None
-        self.expired = False
-
-
-class _InFlight:
-    __slots__ = ("delivery_count", "lock", "state")
-
-    def __init__(self, state: RecordState, delivery_count: int, lock: _Lock | None = None) -> None:
-        self.state = state
-        self.delivery_count = delivery_count
-        self.lock = lock
-
-
-def _held_by(records: dict[int, _InFlight], member_id: str, first: int, last: int) -> bool:
-    """Whether one acquisition lock of ``member_id`` holds every offset of ``first``-``last`` (a lock's
-    offsets are exactly the ACQUIRED records it holds): a check in C for the common acknowledgement."""
-    rec = records.get(first)
-    lock = rec.lock if rec is not None else None
-    return (lock is not None and lock.member_id == member_id and len(lock.offsets) > last - first
-            and lock.offsets.issuperset(range(first, last + 1)))
-
-
-_DONE = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
-# The states as module constants: the per-record loops below compare against them (an enum member looked
-# up on its class costs more than a global).
-_AVAILABLE, _ACQUIRED = RecordState.AVAILABLE, RecordState.ACQUIRED
-_ACKNOWLEDGED, _ARCHIVED = RecordState.ACKNOWLEDGED, RecordState.ARCHIVED
-_ARCHIVING = RecordState.ARCHIVING
 
 
 class SharePartition:
@@ -118,10 +92,11 @@ class SharePartition:
                  stats: ShareStats | None = None, on_fenced: Callable[[SharePartition], None] | None = None,
                  dead_letters: DeadLetterSink | None = None) -> None:
         self.key = key
-        #: the group's dead-letter queue (KIP-1191; None: records are archived at once)
-        self.dead_letters = dead_letters
         #: counters for the metrics (the manager's, kept across rebuilds of this share partition)
         self.stats = stats if stats is not None else ShareStats(key.group_id, topic, key.partition)
+        #: the group's dead-letter queue (KIP-1191; records are archived at once when it has none)
+        self.dead_letters = DeadLetterHandoff(dead_letters, key, topic, self.stats, self._archive_dead_lettered,
+                                              self._spawn)
         self.topic = topic
         self.settings = settings
         self.persister = persister
@@ -140,17 +115,17 @@ class SharePartition:
         self.read_bytes_per_offset = 0.0
         self._persisted_start = -1
         #: offsets of the window with a state; an offset of the window not here is AVAILABLE, never delivered
-        self._records: dict[int, _InFlight] = {}
+        self._records: dict[int, InFlight] = {}
         #: no offset of the window before it is AVAILABLE (each has a state, none AVAILABLE): where
         #: :meth:`next_fetch_offset` starts looking, so a fetch does not walk the records in flight again
         self._fetch_from = -1
         #: the acquisition locks that may still hold records (one per acquisition or renewal; those that
         #: hold none any more are dropped when :meth:`holds_records` passes them)
-        self._locks: set[_Lock] = set()
+        self._locks: set[AcquisitionLock] = set()
         self._tasks: set[asyncio.Task] = set()
         self._write_lock = asyncio.Lock()
         #: offsets whose acknowledgement is being written: no expiry or release takes them meanwhile (rule 2)
-        self._acking: set[int] = set()
+        self._acking: list[dict[int, tuple[RecordState, int]]] = []
 
     # ------------------------------------------------------------------------------ restore (4)
 
@@ -171,7 +146,7 @@ class SharePartition:
         for b in state.state_batches:
             for offset in range(max(b.first_offset, start), b.last_offset + 1):
                 st = RecordState.AVAILABLE if b.delivery_state == RecordState.ACQUIRED else b.delivery_state
-                self._records[offset] = _InFlight(st, b.delivery_count)
+                self._records[offset] = InFlight(st, b.delivery_count)
             self.end_offset = max(self.end_offset, b.last_offset + 1)
         self._advance_start()
         if resolved or self.start_offset != state.start_offset:
@@ -182,10 +157,8 @@ class SharePartition:
         self._persisted_start = self.start_offset
         self.initialized = True
         # records that were on their way to the DLQ when the state was written: written there now
-        limit = self.settings.delivery_count_limit
-        archiving = {o: r.delivery_count for o, r in self._records.items() if r.state == _ARCHIVING}
-        self._start_dead_letters(archiving, lambda o: DELIVERY_COUNT_EXCEEDED
-                                 if archiving[o] >= limit else CLIENT_REJECT)
+        archiving = {o: r.delivery_count for o, r in self._records.items() if r.state == ARCHIVING}
+        self.dead_letters.start(archiving, reason_by_count(archiving, self.settings.delivery_count_limit))
 
     # ------------------------------------------------------------------------------ acquire (1)
 
@@ -236,7 +209,7 @@ class SharePartition:
         end = self.end_offset
         while offset < end:
             rec = records.get(offset)
-            if rec is None or rec.state == _AVAILABLE:
+            if rec is None or rec.state == AVAILABLE:
                 break
             offset += 1
         self._fetch_from = offset
@@ -267,7 +240,8 @@ class SharePartition:
         records = self._records
         limit = self.start_offset + self.settings.partition_max_record_locks  # new records end before it
         max_records = max_records if max_records > 0 else 1 << 31
-        acquired: list[int] = []
+        acquired: list[int | range] = []  # offsets, and ranges of new records acquired whole
+        n = 0  # records acquired
         archived_any = False
         stats = self.stats
         redelivered = 0
@@ -277,13 +251,14 @@ class SharePartition:
         start_offset, end = self.start_offset, self.end_offset
         record_limit = mode == AcquireMode.RECORD_LIMIT
         count_limit = self.settings.delivery_count_limit
-        lock = _Lock(member_id, set())  # given to the records acquired; its timer starts if there are any
+        lock = AcquisitionLock(member_id, set())  # given to the records acquired; its timer starts if there are any
+        entry = InFlight(ACQUIRED, 1, lock)  # the one entry of the new records acquired whole
         for b in batches:
             if b.last_offset < start_offset:
                 continue
             if b.first_offset > expected >= end:  # a gap in the log: nothing to deliver there
                 for offset in range(expected, min(b.first_offset, limit)):
-                    records[offset] = _InFlight(_ARCHIVED, 0)
+                    records[offset] = InFlight(ARCHIVED, 0)
                     archived_any = True
                     stats.archived["not_deliverable"] += 1
                 end = max(end, min(b.first_offset, limit))
@@ -291,18 +266,20 @@ class SharePartition:
                     fetch_from = end
             first = max(b.first_offset, start_offset)
             skip = b.skip
-            if not skip and len(acquired) >= max_records:
+            if not skip and n >= max_records:
                 break
             # Batch-optimized, a batch that starts inside the window is acquired whole even if it runs past
             # the window's limit (Kafka acquires up to the end of the batch holding the limit offset).
             whole = not record_limit and b.first_offset < limit
             last = b.last_offset
             if (not skip and first >= end and (whole or last < limit)
-                    and (not record_limit or len(acquired) + last - first < max_records)):
-                # The common case: a batch of new records (none has a state yet), acquired whole, in C loops.
+                    and (not record_limit or n + last - first < max_records)):
+                # The common case: a batch of new records (none has a state yet), acquired whole: one entry
+                # for all its offsets (entries are never changed in place), in C loops.
                 span = range(first, last + 1)
-                records.update(zip(span, [_InFlight(_ACQUIRED, 1, lock) for _ in span]))
-                acquired.extend(span)
+                records.update(dict.fromkeys(span, entry))
+                acquired.append(span)
+                n += len(span)
                 if fetch_from == first:
                     fetch_from = last + 1
                 end = last + 1
@@ -312,7 +289,7 @@ class SharePartition:
                 if offset >= end and offset >= limit and not whole:
                     stop = True
                     break
-                if record_limit and not skip and len(acquired) >= max_records:
+                if record_limit and not skip and n >= max_records:
                     stop = True
                     break
                 rec = records.get(offset)
@@ -320,28 +297,28 @@ class SharePartition:
                     end = offset + 1
                 if rec is None:
                     if skip:  # never delivered (a control or aborted record): archived
-                        records[offset] = _InFlight(_ARCHIVED, 0)
+                        records[offset] = InFlight(ARCHIVED, 0)
                         archived_any = True
                         stats.archived["not_deliverable"] += 1
                         continue
-                    records[offset] = _InFlight(_ACQUIRED, 1, lock)
+                    records[offset] = InFlight(ACQUIRED, 1, lock)
                     acquired.append(offset)
+                    n += 1
                     continue
-                if rec.state != _AVAILABLE:
+                if rec.state != AVAILABLE:
                     continue
                 if skip or rec.delivery_count >= count_limit:
                     # never delivered (a control or aborted record), or delivered as often as the limit
                     # allows (a limit lowered since): archived
-                    records[offset] = _InFlight(_ARCHIVED, rec.delivery_count)
+                    records[offset] = InFlight(ARCHIVED, rec.delivery_count)
                     archived_any = True
                     stats.archived["not_deliverable" if skip else "delivery_count_limit"] += 1
                     continue
                 if rec.delivery_count:
                     redelivered += 1
-                rec.state = _ACQUIRED
-                rec.delivery_count += 1
-                rec.lock = lock
+                records[offset] = InFlight(ACQUIRED, rec.delivery_count + 1, lock)
                 acquired.append(offset)
+                n += 1
             expected = max(expected, b.last_offset + 1)
             if stop:
                 break
@@ -351,41 +328,34 @@ class SharePartition:
             self._advance_start()
         if not acquired:
             return []
-        stats.acquired += len(acquired)
+        stats.acquired += n
         stats.redelivered += redelivered
-        lock.offsets.update(acquired)
+        held = lock.offsets
+        whole = True
+        for item in acquired:
+            if type(item) is range:
+                held.update(item)
+            else:
+                held.add(item)
+                whole = False
+        if whole:  # every record it holds has the one entry
+            lock.entry = entry
         self._locks.add(lock)
         lock.handle = self.clock.call_later(self.settings.record_lock_duration_ms, lambda: self._expire(lock))
-        return self._ranges(acquired)
-
-    def _ranges(self, offsets: list[int]) -> list[AcquiredRange]:
-        """Runs of consecutive offsets with the same delivery count (one object per run, not per record)."""
-        out: list[AcquiredRange] = []
-        records = self._records
-        run_first = run_last = run_count = -1
-        for offset in offsets:
-            count = records[offset].delivery_count
-            if offset == run_last + 1 and count == run_count and run_first >= 0:
-                run_last = offset
-                continue
-            if run_first >= 0:
-                out.append(AcquiredRange(run_first, run_last, run_count))
-            run_first = run_last = offset
-            run_count = count
-        if run_first >= 0:
-            out.append(AcquiredRange(run_first, run_last, run_count))
-        return out
+        return acquired_ranges(self._records, acquired)
 
     def _lock(self, member_id: str, offsets: list[int]) -> None:
-        lock = _Lock(member_id, set(offsets))
+        lock = AcquisitionLock(member_id, set(offsets))
+        records = self._records
         for offset in offsets:
-            self._records[offset].lock = lock
+            rec = records[offset]
+            records[offset] = InFlight(rec.state, rec.delivery_count, lock)
         self._locks.add(lock)
         lock.handle = self.clock.call_later(self.settings.record_lock_duration_ms, lambda: self._expire(lock))
 
-    def _unlock(self, rec: _InFlight, offset: int) -> None:
+    def _unlock(self, rec: InFlight, offset: int) -> None:
+        """``rec``'s lock lets go of ``offset`` (the caller replaces or drops the entry)."""
         lock = rec.lock
-        rec.lock = None
         if lock is not None:
             lock.offsets.discard(offset)
             if not lock.offsets and lock.handle is not None:
@@ -396,49 +366,14 @@ class SharePartition:
     async def acknowledge(self, member_id: str, batches: list[AckBatch], *, allow_renew: bool = True) -> ErrorCode:
         """Apply ``member_id``'s acknowledgements (rule 2); the answer comes once the persister has them."""
         records = self._records
-        previous_last = -1
-        for b in batches:
-            if b.first_offset <= previous_last:  # Kafka's rule: batches in order, not overlapping
-                return ErrorCode.INVALID_REQUEST
-            previous_last = b.last_offset
-            if b.last_offset < b.first_offset or not b.types or (
-                    len(b.types) != 1 and len(b.types) != b.last_offset - b.first_offset + 1):
-                return ErrorCode.INVALID_REQUEST
-            if any(t < AckType.GAP or t > (AckType.RENEW if allow_renew else AckType.REJECT) for t in b.types):
-                return ErrorCode.INVALID_REQUEST
-            if b.first_offset < self.start_offset:
-                return ErrorCode.INVALID_RECORD_STATE
-            if _held_by(records, member_id, b.first_offset, b.last_offset) and (
-                    not self._acking or self._acking.isdisjoint(range(b.first_offset, b.last_offset + 1))):
-                continue  # the common case: one acquisition of the member holds the whole range, none being written
-            for offset in range(b.first_offset, b.last_offset + 1):
-                rec = records.get(offset)
-                if (rec is None or rec.state != _ACQUIRED or rec.lock is None
-                        or rec.lock.member_id != member_id or offset in self._acking):
-                    return ErrorCode.INVALID_RECORD_STATE
-        changes: dict[int, tuple[RecordState, int]] = {}
-        renewed: list[int] = []
-        limit = self.settings.delivery_count_limit
+        held = check(records, member_id, batches, self.start_offset, allow_renew,
+                     self._being_acked if self._acking else lambda _offsets: False)
+        if isinstance(held, ErrorCode):
+            return held
         # with a dead-letter queue, REJECT and RELEASE at the limit go there first (Kafka's ARCHIVING)
-        dead = _ARCHIVING if self._dead_letters_on() else _ARCHIVED
-        for b in batches:
-            if len(b.types) == 1 and b.types[0] == AckType.ACCEPT:  # the common case, one tuple per record
-                for offset in range(b.first_offset, b.last_offset + 1):
-                    changes[offset] = (_ACKNOWLEDGED, records[offset].delivery_count)
-                continue
-            for offset in range(b.first_offset, b.last_offset + 1):
-                t = b.type_of(offset)
-                count = records[offset].delivery_count
-                if t == AckType.RENEW:
-                    renewed.append(offset)
-                elif t == AckType.ACCEPT:
-                    changes[offset] = (_ACKNOWLEDGED, count)
-                elif t == AckType.RELEASE:
-                    changes[offset] = (dead if count >= limit else _AVAILABLE, count)
-                elif t == AckType.REJECT:
-                    changes[offset] = (dead, count)
-                else:  # GAP
-                    changes[offset] = (_ARCHIVED, count)
+        dead = ARCHIVING if self.dead_letters.enabled() else ARCHIVED
+        made = changes_of(records, batches, held, self.settings.delivery_count_limit, dead)
+        changes, renewed = made.changes, made.renewed
         if renewed:
             for offset in renewed:
                 self._unlock(records[offset], offset)
@@ -446,91 +381,116 @@ class SharePartition:
             self.stats.acknowledged[AckType.RENEW] += len(renewed)
         if not changes:
             return ErrorCode.NONE
-        self._acking.update(changes)
+        # an acknowledgement of whole acquisitions, in one run from the window's start: all of it done, known here
+        contiguous = made.whole and all(a.last_offset + 1 == b.first_offset for a, b in pairwise(batches))
+        done_head = (batches[-1].last_offset - self.start_offset + 1
+                     if contiguous and batches[0].first_offset == self.start_offset else 0)
+        self._acking.append(changes)
         try:
-            code = await self._write(changes)
+            code = await self._send(self._state_write(changes, done_head))
         finally:
-            self._acking.difference_update(changes)
+            self._acking = [c for c in self._acking if c is not changes]
         if code:  # still held; what a lock running out meanwhile left to this write is released now
             for lock in {r.lock for o in changes if (r := records.get(o)) is not None and r.lock and r.lock.expired}:
                 self._expire(lock)
             return code
         # applied once durable, to the records the member still holds (a lock may have expired meanwhile)
-        if all(_held_by(records, member_id, b.first_offset, b.last_offset) for b in batches):
+        if all(held_by(records, member_id, b.first_offset, b.last_offset) for b in batches):
             applied = changes
+            if made.whole:  # what _apply would find out, known here: one change, these locks
+                hints = {"locks": set(held), "span": (batches[0].first_offset, batches[-1].last_offset)
+                         if contiguous else None}
+            else:
+                hints = {}
         else:
             applied = {o: c for o, c in changes.items() if (rec := records.get(o)) is not None
                        and rec.lock is not None and rec.lock.member_id == member_id}
-        self._count_acks(batches, applied, len(applied) == len(changes))
-        self._apply(applied)
-        if dead == _ARCHIVING:
-            archiving = {o: c for o, (state, c) in applied.items() if state == _ARCHIVING}
-            # a REJECT is the client's; a RELEASE that reached the limit is the delivery count's (Kafka's causes)
-            self._start_dead_letters(archiving, lambda o: DELIVERY_COUNT_EXCEEDED
-                                     if _ack_type(batches, o) == AckType.RELEASE else CLIENT_REJECT)
+            hints = {}
+        count_acks(self.stats, batches, applied, len(applied) == len(changes))
+        self._apply(applied, **hints)
+        if dead == ARCHIVING:
+            archiving = {o: c for o, (state, c) in applied.items() if state == ARCHIVING}
+            self.dead_letters.start(archiving, reason_by_ack(batches))
         return ErrorCode.NONE
 
-    def _count_acks(self, batches: list[AckBatch], applied: dict[int, tuple[RecordState, int]],
-                    everything: bool) -> None:
-        """Count the acknowledgements applied (``everything``: all those asked for but renewals)."""
-        stats = self.stats
-        for b in batches:
-            if everything and len(b.types) == 1 and b.types[0] == AckType.ACCEPT:  # the common case
-                stats.acknowledged[AckType.ACCEPT] += b.last_offset - b.first_offset + 1
-                continue
-            for offset in range(b.first_offset, b.last_offset + 1):
-                change = applied.get(offset)
-                if change is None:
-                    continue
-                t = b.type_of(offset)
-                if t in stats.acknowledged:
-                    stats.acknowledged[t] += 1
-                if change[0] in (_ARCHIVED, _ARCHIVING):
-                    reason = ("rejected" if t == AckType.REJECT else
-                              "not_deliverable" if t == AckType.GAP else "delivery_count_limit")
-                    stats.archived[reason] += 1
+    def _being_acked(self, offsets: range | tuple[int]) -> bool:
+        """Whether an acknowledgement being written holds one of ``offsets`` (rule 2)."""
+        return any(not changes.keys().isdisjoint(offsets) for changes in self._acking)
 
-    def _apply(self, changes: dict[int, tuple[RecordState, int]]) -> None:
+    def _apply(self, changes: dict[int, tuple[RecordState, int]], locks: set[AcquisitionLock] | None = None,
+               span: tuple[int, int] | None = None) -> None:
+        """Apply ``changes`` to the records still in the window: their locks let go of them, each gets a new
+        entry, and done records at the window's head leave it. An acknowledgement of acquisitions as a whole
+        (the same change object for all their records) takes C loops only."""
         records = self._records
+        if locks is None:
+            present = changes.keys() & records.keys()  # the window may have lost some meanwhile (move_start)
+            if not present:
+                return
+            locks = {rec.lock for rec in set(map(records.__getitem__, present))}  # few: an acquisition shares one entry
+            locks.discard(None)
+        else:  # the caller knows: every offset is still held, by one of ``locks``
+            present = changes.keys()
+        if len(locks) == 1 and len(next(iter(locks)).offsets) == len(present):  # an acquisition let go of whole
+            next(iter(locks)).offsets.clear()
+        elif len(locks) <= 4:
+            for lock in locks:
+                lock.offsets.difference_update(present)
+        else:
+            for offset in present:
+                lock = records[offset].lock
+                if lock is not None:
+                    lock.offsets.discard(offset)
+        for lock in locks:
+            if not lock.offsets and lock.handle is not None:
+                lock.handle.cancel()
         available = False
-        fetch_from = self._fetch_from
-        for offset, (state, count) in changes.items():
-            rec = records.get(offset)
-            if rec is None:
-                continue
-            lock = rec.lock
-            if lock is not None:  # _unlock, inlined: once per record acknowledged
-                rec.lock = None
-                held = lock.offsets
-                held.discard(offset)
-                if not held and lock.handle is not None:
-                    lock.handle.cancel()
-            rec.state = state
-            rec.delivery_count = count
-            if state == _AVAILABLE:
-                available = True
-                if offset < fetch_from:
-                    fetch_from = offset
-        self._fetch_from = fetch_from
         start = self.start_offset
+        if span is not None or (len(present) == len(changes) and len(set(map(id, changes.values()))) == 1):
+            # one change for all
+            state, count = changes[next(iter(present))]
+            first, last = span if span is not None else (min(present), max(present))
+            if state in DONE and first == start and last - start + 1 == len(present):
+                # done at the window's head (the oldest acquisition acknowledged whole): they leave it at once
+                deque(map(records.pop, range(start, start + len(present))), maxlen=0)
+                self.start_offset = start + len(present)
+            else:
+                records.update(dict.fromkeys(present, InFlight(state, count)))
+            if state == AVAILABLE:
+                available = True
+                self._fetch_from = min(self._fetch_from, min(present))
+        else:
+            fetch_from = self._fetch_from
+            for offset in present:
+                state, count = changes[offset]
+                records[offset] = InFlight(state, count)
+                if state == AVAILABLE:
+                    available = True
+                    if offset < fetch_from:
+                        fetch_from = offset
+            self._fetch_from = fetch_from
         self._advance_start()
         # records to offer again, or room in the window for new ones: a parked fetch may find something
         if (available or self.start_offset != start) and self.on_available is not None:
             self.on_available()
 
     def _advance_start(self) -> None:
+        """The start offset moves past the done records at the window's head, which leave ``_records`` (a
+        run of offsets sharing one entry at C speed)."""
         records = self._records
-        start = self.start_offset
-        while start < self.end_offset:
+        start, end = self.start_offset, self.end_offset
+        while start < end:
             rec = records.get(start)
-            if rec is None or rec.state not in _DONE:
+            if rec is None or rec.state not in DONE:
                 break
-            del records[start]
-            start += 1
+            run = run_length(records, start, end, rec)
+            deque(map(records.pop, range(start, start + run)), maxlen=0)
+            start += run
         self.start_offset = start
 
-    def _state_write(self, changes: dict[int, tuple[RecordState, int]]) -> StateWrite:
-        return state_write(self._records, self.start_offset, self.end_offset, changes, self.state_epoch,
+    def _state_write(self, changes: dict[int, tuple[RecordState, int]], done_head: int = 0) -> StateWrite:
+        """``done_head``: how many offsets from the window's start the caller knows ``changes`` make done."""
+        return state_write(self._records, self.start_offset + done_head, self.end_offset, changes, self.state_epoch,
                            self.leader_epoch, self._persisted_start)
 
     async def _send(self, write: StateWrite) -> ErrorCode:
@@ -550,12 +510,9 @@ class SharePartition:
             self._persisted_start = max(self._persisted_start, write.start_offset)
         return code
 
-    async def _write(self, changes: dict[int, tuple[RecordState, int]]) -> ErrorCode:
-        return await self._send(self._state_write(changes))
-
     # --------------------------------------------------------------------- expire, release (3)
 
-    def _expire(self, lock: _Lock) -> None:
+    def _expire(self, lock: AcquisitionLock) -> None:
         lock.expired = True
         if lock.offsets:
             self._release(lock.member_id, sorted(lock.offsets), lambda o: self._records[o].lock is lock,
@@ -574,11 +531,11 @@ class SharePartition:
                  expired: bool) -> asyncio.Task | None:
         records = self._records
         limit = self.settings.delivery_count_limit
-        dead = _ARCHIVING if self._dead_letters_on() else _ARCHIVED
+        dead = ARCHIVING if self.dead_letters.enabled() else ARCHIVED
         changes = {}
         for offset in offsets:
             rec = records.get(offset)
-            if rec is None or rec.state != RecordState.ACQUIRED or not still(offset) or offset in self._acking:
+            if rec is None or rec.state != RecordState.ACQUIRED or not still(offset) or (self._acking and self._being_acked((offset,))):
                 continue
             changes[offset] = (dead if rec.delivery_count >= limit else RecordState.AVAILABLE, rec.delivery_count)
         if not changes:
@@ -593,49 +550,37 @@ class SharePartition:
         # an acquired record is already AVAILABLE, so a crash before the write redelivers it anyway.
         write = self._state_write(changes)
         self._apply(changes)
-        archiving = {o: c for o, (state, c) in changes.items() if state == _ARCHIVING}
-        task = asyncio.ensure_future(self._send_then_dead_letters(write, archiving))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
+        archiving = {o: c for o, (state, c) in changes.items() if state == ARCHIVING}
+        return self._spawn(self._send_then_dead_letters(write, archiving))
 
     async def _send_then_dead_letters(self, write: StateWrite, archiving: dict[int, int]) -> ErrorCode:
         code = await self._send(write)
         # Kafka starts the dead-letter write once the ARCHIVING state's write has ended (also a failed one: the
         # records are ARCHIVING in memory already and must not stay so); a fenced window is read again
         if not self.fenced:
-            self._start_dead_letters(archiving, lambda _o: DELIVERY_COUNT_EXCEEDED)
+            self.dead_letters.start(archiving, reason_delivery_count)
         return code
 
     # ------------------------------------------------------------------ dead-letter queue (KIP-1191)
 
-    def _dead_letters_on(self) -> bool:
-        return self.dead_letters is not None and self.dead_letters.enabled(self.key.group_id)
-
-    def _start_dead_letters(self, archiving: dict[int, int], reason_of: Callable[[int], str]) -> None:
-        """Send the ARCHIVING offsets (with their delivery counts) to the DLQ in runs of consecutive offsets
-        with one count and reason, each in a task that archives its run once its write is done."""
-        key = self.key
-        for letters in dead_letter_runs(key.group_id, self.topic, key.partition, archiving, reason_of):
-            task = asyncio.ensure_future(self._dead_letter(letters))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-
-    async def _dead_letter(self, letters: DeadLetters) -> None:
-        if self.dead_letters is not None:
-            if await self.dead_letters.send(letters) is None:
-                self.stats.dead_lettered += letters.last_offset - letters.first_offset + 1
-            else:
-                self.stats.dead_letter_failures += 1
-        # archived whether the DLQ write succeeded or not (Kafka: "proceeding to ARCHIVED regardless")
+    async def _archive_dead_lettered(self, first: int, last: int) -> None:
+        """The DLQ write of ``first``-``last`` has ended (:mod:`tidelog.share.dead_letter_handoff`): their
+        ARCHIVING records are ARCHIVED, and that is written."""
         records = self._records
-        changes = {o: (_ARCHIVED, rec.delivery_count) for o in range(letters.first_offset, letters.last_offset + 1)
-                   if (rec := records.get(o)) is not None and rec.state == _ARCHIVING}
+        changes = {o: (ARCHIVED, rec.delivery_count) for o in range(first, last + 1)
+                   if (rec := records.get(o)) is not None and rec.state == ARCHIVING}
         if not changes or self.fenced:
             return
         write = self._state_write(changes)
         self._apply(changes)
         await self._send(write)
+
+    def _spawn(self, coro) -> asyncio.Task:
+        """Run ``coro`` as one of this share partition's tasks (awaited by :meth:`close`)."""
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
 
     async def close(self) -> None:
         """Stop the timers; wait for writes under way."""
@@ -644,13 +589,6 @@ class SharePartition:
                 rec.lock.handle.cancel()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
-
-
-def _ack_type(batches: list[AckBatch], offset: int) -> int:
-    for b in batches:
-        if b.first_offset <= offset <= b.last_offset:
-            return b.type_of(offset)
-    return AckType.REJECT
 
 
 __all__ = ["RecordState", "SharePartition"]

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from tidelog.coordinator.share.persister import DeliveryState, StateBatch, StateWrite
+from tidelog.share.inflight import run_length
 
 #: A change: the record's new state and delivery count.
 Change = tuple[DeliveryState, int]
@@ -26,7 +27,10 @@ def start_after(records: Mapping[int, HasState], start: int, end: int, changes: 
     while start < end:
         change = changes.get(start)
         if change is not None:
-            state = change[0]
+            if change[0] not in _DONE:
+                break
+            start += run_length(changes, start, end, change)  # one change object for a run: C loops
+            continue
         else:
             rec = records.get(start)
             state = rec.state if rec is not None else DeliveryState.AVAILABLE
@@ -36,11 +40,18 @@ def start_after(records: Mapping[int, HasState], start: int, end: int, changes: 
     return start
 
 
-def complete_after(records: Mapping[int, HasState], changes: Mapping[int, Change], start: int) -> int:
-    """KIP-1226's delivery-complete count once ``changes`` apply: the records from the start offset on
-    whose delivery is complete (ACKNOWLEDGED or ARCHIVED)."""
-    return sum(1 for o in records.keys() | changes.keys() if o >= start
-               and (changes[o][0] if o in changes else records[o].state) in _DONE)
+def complete_after(records: Mapping[int, HasState], changes: Mapping[int, Change], start: int, end: int) -> int:
+    """KIP-1226's delivery-complete count once ``changes`` apply: the records of the window from the start
+    offset on (``start``-``end``) whose delivery is complete (ACKNOWLEDGED or ARCHIVED)."""
+    n = 0
+    for offset in range(start, end):
+        change = changes.get(offset)
+        if change is not None:
+            n += change[0] in _DONE
+        else:
+            rec = records.get(offset)
+            n += rec is not None and rec.state in _DONE
+    return n
 
 
 def state_write(records: Mapping[int, HasState], start: int, end: int, changes: Mapping[int, Change],
@@ -51,7 +62,13 @@ def state_write(records: Mapping[int, HasState], start: int, end: int, changes: 
     batches: list[StateBatch] = []
     run_first = run_last = -1
     run: Change | None = None
-    for offset in sorted(o for o in changes if o >= new_start):
+    if not changes or max(changes) < new_start:  # the common case: all done at the head
+        ahead: list[int] = []
+    elif min(changes) >= new_start:
+        ahead = sorted(changes)
+    else:
+        ahead = sorted(o for o in changes if o >= new_start)
+    for offset in ahead:
         change = changes[offset]
         if offset == run_last + 1 and change == run:
             run_last = offset
@@ -63,7 +80,7 @@ def state_write(records: Mapping[int, HasState], start: int, end: int, changes: 
     if run is not None:
         batches.append(StateBatch(run_first, run_last, run[0], run[1]))
     return StateWrite(state_epoch, leader_epoch, new_start if new_start != persisted_start else -1,
-                      tuple(batches), complete_after(records, changes, new_start))
+                      tuple(batches), complete_after(records, changes, new_start, end))
 
 
 __all__ = ["Change", "complete_after", "start_after", "state_write"]

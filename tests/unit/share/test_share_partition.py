@@ -498,3 +498,53 @@ def test_a_failed_acknowledgement_within_the_lock_leaves_the_records_acquired() 
         assert sp.start_offset == 3 and sp.acquire("m2", singles(0, 2), 500) == []
 
     asyncio.run(main())
+
+
+def test_a_batch_acquired_and_acknowledged_whole_is_one_entry_not_one_per_record() -> None:
+    """A batch of new records acquired whole shares one entry (librdkafka's producer writes batches of about
+    9,000 records: an entry, a lock bookkeeping and a state change per record made acquire and acknowledge
+    cost milliseconds per batch); acknowledged whole at the window's head, they leave the window together."""
+    async def main() -> None:
+        sp, persister, _ = await partition(partition_max_record_locks=100_000)
+        assert sp.acquire("m1", [FetchedBatch(0, 8999)], 500) == [AcquiredRange(0, 8999, 1)]
+        assert sp.acquire("m2", [FetchedBatch(9000, 17_999)], 500) == [AcquiredRange(9000, 17_999, 1)]
+        assert len({id(rec) for rec in sp._records.values()}) == 2
+        assert await sp.acknowledge("m2", [AckBatch(9000, 17_999, (AckType.ACCEPT,))]) == ErrorCode.NONE
+        assert len({id(rec) for rec in sp._records.values()}) == 2  # m2's records: one ACKNOWLEDGED entry
+        assert sp.state_of(9000) == (RecordState.ACKNOWLEDGED, 1) and sp.start_offset == 0
+        assert persister.states[KEY].state_batches == (StateBatch(9000, 17_999, DeliveryState.ACKNOWLEDGED, 1),)
+        assert await sp.acknowledge("m1", [AckBatch(0, 8999, (AckType.ACCEPT,))]) == ErrorCode.NONE
+        assert sp.start_offset == sp.end_offset == 18_000 and not sp._records
+        assert persister.states[KEY].start_offset == 18_000
+
+    asyncio.run(main())
+
+
+def test_records_of_a_batch_acquired_whole_change_one_by_one() -> None:
+    """The records of one shared entry are still each their own: a mixed acknowledgement, a renewal of some
+    and a lock expiry change only the records they name, whatever their neighbours share."""
+    async def main() -> None:
+        sp, _, clock = await partition(partition_max_record_locks=100_000)
+        sp.acquire("m1", [FetchedBatch(0, 99)], 500)
+        types = tuple([AckType.ACCEPT] * 10 + [AckType.RELEASE] * 10 + [AckType.ACCEPT] * 10)
+        assert await sp.acknowledge("m1", [AckBatch(0, 29, types)]) == ErrorCode.NONE
+        assert sp.start_offset == 10
+        assert [sp.state_of(o) for o in (10, 19, 20, 29, 30, 99)] == [
+            (RecordState.AVAILABLE, 1), (RecordState.AVAILABLE, 1), (RecordState.ACKNOWLEDGED, 1),
+            (RecordState.ACKNOWLEDGED, 1), (RecordState.ACQUIRED, 1), (RecordState.ACQUIRED, 1)]
+        assert sp.acquire("m2", [FetchedBatch(0, 99)], 500) == [AcquiredRange(10, 19, 2)]
+        assert sp.state_of(20) == (RecordState.ACKNOWLEDGED, 1) and sp.state_of(30) == (RecordState.ACQUIRED, 1)
+        assert sp.holder_of(10) == "m2" and sp.holder_of(30) == "m1"
+        clock.advance(LOCK_MS // 2)
+        assert await sp.acknowledge("m1", [AckBatch(40, 49, (AckType.RENEW,))]) == ErrorCode.NONE
+        clock.advance(LOCK_MS // 2)  # m1's and m2's first locks run out; 40-49 were renewed
+        await settle()
+        assert [sp.state_of(o) for o in (10, 30, 39, 40, 49, 50)] == [
+            (RecordState.AVAILABLE, 2), (RecordState.AVAILABLE, 1), (RecordState.AVAILABLE, 1),
+            (RecordState.ACQUIRED, 1), (RecordState.ACQUIRED, 1), (RecordState.AVAILABLE, 1)]
+        assert sp.holder_of(40) == "m1" and sp.holder_of(30) is None
+        assert await sp.acknowledge("m1", [AckBatch(40, 49, (AckType.ACCEPT,))]) == ErrorCode.NONE
+        assert sp.state_of(45) == (RecordState.ACKNOWLEDGED, 1) and sp.state_of(50) == (RecordState.AVAILABLE, 1)
+        assert sp.start_offset == 10
+
+    asyncio.run(main())

@@ -24,6 +24,8 @@ leader and its endpoint, INVALID_RECORD_STATE for an acknowledgement of records 
 
 from __future__ import annotations
 
+import logging
+import time
 import uuid
 from collections.abc import Iterable
 
@@ -46,6 +48,8 @@ from tidelog.share.session import FINAL_EPOCH, INITIAL_EPOCH
 
 TopicIdPartition = tuple[uuid.UUID, int]
 _NOT_SERVED = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH})
+#: one DEBUG line per ShareFetch answered (bench/share_groups.py --request-log turns it on at run time)
+request_log = logging.getLogger("tidelog.share.requests")
 _RENEW_DISABLED = "Renewing acquisition locks is not enabled for the group."  # Kafka 4.4's words
 
 
@@ -150,8 +154,10 @@ class ShareHandlers:
         session = self.manager.sessions.fetch_session(group_id, member_id, epoch,
                                                       requested if epoch != FINAL_EPOCH else [],
                                                       forgotten, bool(acks), ctx.connection_id)
+        started = time.monotonic()
         ack_results, ack_messages = (await self._acknowledge(ctx, group_id, member_id, acks, renew)
                                      if acks else ({}, {}))
+        acked = time.monotonic()
         results: dict[TopicIdPartition, ShareFetchResult] = {}
         if session is None:  # epoch -1: acknowledge, then close
             await self.manager.release_member(group_id, member_id)
@@ -168,6 +174,14 @@ class ShareHandlers:
             results.update(fetched)
             if epoch != INITIAL_EPOCH:  # an incremental answer names only what has news
                 results = {tp: r for tp, r in results.items() if r.acquired or r.error or tp in ack_results}
+        if request_log.isEnabledFor(logging.DEBUG):  # a line per ShareFetch, as Kafka's kafka.request.logger
+            request_log.debug(
+                "ShareFetch member=%s epoch=%d acks=%d ack_ms=%.1f acquired=%d fetch_ms=%.1f bytes=%d max_records=%d "
+                "batch_size=%d max_wait_ms=%d", member_id, epoch,
+                sum(b.last_offset - b.first_offset + 1 for bs in acks.values() for b in bs), (acked - started) * 1000,
+                sum(r.last_offset - r.first_offset + 1 for res in results.values() for r in res.acquired),
+                (time.monotonic() - acked) * 1000, sum(len(res.records) for res in results.values()),
+                request.max_records, request.batch_size, request.max_wait_ms)
         return self._fetch_response(ctx, group_id, results, ack_results, ack_messages)
 
     def _fetch_response(self, ctx: RequestContext, group_id: str, results: dict[TopicIdPartition, ShareFetchResult],
