@@ -24,6 +24,7 @@ from tidelog.protocol.messages import (
     ShareFetchRequest,
 )
 from tidelog.security.principal import KafkaPrincipal
+from tidelog.storage.segment import FileSlice
 
 GROUP = "sg"
 SHARE_ON = {"share.version": "1"}
@@ -522,3 +523,35 @@ def test_records_released_behind_other_members_batches_are_fetched_first(tmp_pat
 
     persister = BrokerShareState()
     share_run(tmp_path, scenario, {"group.share.partition.max.record.locks": "4000"}, persister)
+
+
+def test_acquired_batches_are_answered_as_a_slice_of_the_segment_file(tmp_path: Path) -> None:
+    """The records of a ShareFetch answer are the batches read from the log that hold acquired records: a
+    slice of the segment file, which the network layer sends with sendfile as it does Fetch's records (no
+    copy through Python); only the batches holding acquired records, from the first to the last of them."""
+    async def scenario(b: InProcessBroker) -> None:
+        tid = await queue(b, persister)
+        for records in (batch(b"a", b"b"), batch(b"c"), batch(b"d", b"e")):
+            assert produced(await b.request(produce("q", records), 9))[0] == 0
+        manager = b.broker.share_partitions
+        assert manager is not None
+        got = await manager.fetch(GROUP, "m1", [(tid, 0)], max_wait_ms=0, max_bytes=50 << 20, max_records=2)
+        first = got[(tid, 0)]
+        assert [(a.first_offset, a.last_offset) for a in first.acquired] == [(0, 1)]
+        assert isinstance(first.records, FileSlice)  # old code: bytes
+        assert values(first.records.read()) == [b"a", b"b"]
+        got = await manager.fetch(GROUP, "m2", [(tid, 0)], max_wait_ms=0, max_bytes=50 << 20, max_records=500)
+        rest = got[(tid, 0)]
+        assert [(a.first_offset, a.last_offset) for a in rest.acquired] == [(2, 4)]
+        assert isinstance(rest.records, FileSlice)
+        assert rest.records.position == first.records.position + first.records.size
+        assert values(rest.records.read()) == [b"c", b"d", b"e"]
+        first.records.release()
+        rest.records.release()
+        # through the codec (what the client decodes): the same records
+        await b.request(produce("q", batch(b"f", b"g")), 9)
+        r = await b.request(share_fetch(tid, "m3", 0), 1)
+        assert acquired(r) == [(5, 6, 1)] and values(partition(r).records) == [b"f", b"g"]
+
+    persister = BrokerShareState()
+    share_run(tmp_path, scenario, persister=persister)

@@ -56,6 +56,7 @@ from tidelog.share.deliveries import AckBatch, AcquiredRange, FetchedBatch
 from tidelog.share.partition import RecordState, SharePartition
 from tidelog.share.session import ShareSessionCache, TopicIdPartition
 from tidelog.share.stats import ShareStats
+from tidelog.storage.segment import FileSlice
 
 
 @dataclass(slots=True)
@@ -64,7 +65,9 @@ class ShareFetchResult:
 
     error: ErrorCode = ErrorCode.NONE
     error_message: str | None = None
-    records: bytes = b""
+    #: whole batches holding the acquired records: a slice of the segment file (sent with sendfile, as
+    #: Fetch's records are) when they follow each other in one read, else bytes
+    records: bytes | FileSlice = b""
     acquired: list[AcquiredRange] = field(default_factory=list)
 
 
@@ -403,11 +406,22 @@ def _acquire(sp: SharePartition, member_id: str, read: PartitionRead, max_record
              mode: AcquireMode) -> ShareFetchResult:
     """The batches of ``read`` offered to ``sp``; the result carries the batches that hold acquired records."""
     raw = b""
-    if read.records is not None:
+    source = read.records
+    if source is not None:
         try:
-            raw = read.records.read()
-        finally:
-            read.records.release()
+            raw = source.read()
+        except BaseException:
+            source.release()
+            raise
+    try:
+        return _acquired_from(sp, member_id, raw, source, read, max_records, mode)
+    finally:
+        if source is not None:
+            source.release()  # what the answer sends holds the file open by a slice of its own
+
+
+def _acquired_from(sp: SharePartition, member_id: str, raw: bytes, source: FileSlice | None, read: PartitionRead,
+                   max_records: int, mode: AcquireMode) -> ShareFetchResult:
     batches: list[tuple[FetchedBatch, memoryview]] = []
     aborted = read.aborted or []
     try:
@@ -434,14 +448,19 @@ def _acquire(sp: SharePartition, member_id: str, read: PartitionRead, max_record
     acquired = sp.acquire(member_id, [b for b, _ in batches], max_records, mode)
     if not acquired:
         return ShareFetchResult()
-    # the batches holding acquired records: one slice of what was read when they follow each other (the
-    # common case, every batch of the read: no copy at all)
+    # the batches holding acquired records: when they follow each other (the common case: every batch of
+    # the read), the part of the segment file they fill, which the network layer sends as Fetch's records
+    # (sendfile where Fetch uses it); else their bytes
     chosen = [i for i, (b, _) in enumerate(batches)
               if any(r.first_offset <= b.last_offset and b.first_offset <= r.last_offset for r in acquired)]
-    if isinstance(raw, bytes) and chosen == list(range(chosen[0], chosen[-1] + 1)):
+    records: bytes | FileSlice
+    if chosen == list(range(chosen[0], chosen[-1] + 1)):
         start = sum(len(buf) for _, buf in batches[:chosen[0]])  # iter_batches' views follow each other from 0
         end = start + sum(len(batches[i][1]) for i in chosen)
-        records = raw if start == 0 and end == len(raw) else raw[start:end]
+        if source is not None:
+            records = source.part(start, end - start)
+        else:
+            records = raw if start == 0 and end == len(raw) else raw[start:end]
     else:
         records = b"".join(bytes(batches[i][1]) for i in chosen)
     return ShareFetchResult(records=records, acquired=acquired)

@@ -151,6 +151,13 @@ class FileSlice:
     def fileno(self) -> int:
         return self.file.fileno()
 
+    def part(self, start: int, size: int) -> FileSlice:
+        """The ``size`` bytes from ``start`` (relative to this slice) as a slice of their own, which
+        holds the segment file open as this one does."""
+        if start < 0 or size < 0 or start + size > self.size:
+            raise ValueError(f"part {start}+{size} outside a slice of {self.size} bytes")
+        return FileSlice(self.file, self.position + start, size, self._owner)
+
     def read(self) -> bytes:
         """The bytes of the slice (one ``pread``), for transports without sendfile."""
         return os.pread(self.file.fileno(), self.size, self.position)

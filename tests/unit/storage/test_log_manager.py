@@ -130,6 +130,33 @@ def test_a_slice_read_before_the_partition_is_deleted_stays_readable_until_relea
     assert records.file.closed, "the descriptor of a deleted segment must close once no slice holds it"
 
 
+def test_a_part_of_a_slice_holds_the_deleted_segment_file_open_on_its_own(tmp_path: Path) -> None:
+    """ShareFetch answers the part of what it read that holds the acquired batches: that part must keep
+    the file open after the slice it came from is released, as a slice read from the log does."""
+    m = _manager([tmp_path], ManualClock(wall_ms=T0))
+    log = m.get_or_create_log("gone", 0)
+    log.append_as_leader(make_batch(3, value=b"x" * 100))
+    log.append_as_leader(make_batch(2, value=b"y" * 100))
+    records = log.read(0, 1 << 20).records
+    assert records is not None
+    whole = records.read()
+    first = len(make_batch(3, value=b"x" * 100))
+    tail = records.part(first, records.size - first)
+    assert (tail.position, tail.size) == (records.position + first, records.size - first)
+    try:
+        records.part(first, records.size)
+        raise AssertionError("a part beyond the slice")
+    except ValueError:
+        pass
+    records.release()
+    m.delete_log("gone", 0)
+    m.purge_deleted_logs()
+    assert tail.read() == whole[first:]
+    assert not tail.file.closed, "the part still holds the file"
+    tail.release()
+    assert tail.file.closed
+
+
 def test_closing_a_segment_with_no_slice_out_closes_its_file_at_once(tmp_path: Path) -> None:
     m = _manager([tmp_path], ManualClock(wall_ms=T0))
     log = m.get_or_create_log("t", 0)
