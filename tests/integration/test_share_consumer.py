@@ -281,3 +281,35 @@ def test_four_share_consumers_of_one_partition_each_get_a_share(broker, admin) -
     split = sorted((len(s) for s in seen), reverse=True)
     assert all(split), f"every consumer received records: {split}"
     assert split[0] <= 0.8 * n, f"no consumer took more than 80%: {split}"
+
+
+def test_a_share_consumer_over_tls_gets_the_records_of_the_segment(tmp_path) -> None:
+    """ShareFetch answers its records as a slice of the segment file, as Fetch does; under TLS the network
+    layer reads the slice (no sendfile through the encryption): a share consumer on the SSL listener gets
+    every record, whole and once, in answers of many batches."""
+    import trustme
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from tidelog.testing import BrokerProcess
+
+    ca = trustme.CA()
+    ca_file, server_file = tmp_path / "ca.pem", tmp_path / "server.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    ca.issue_cert("localhost", "127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(server_file))
+    overrides = {**BROKER_OVERRIDES, "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+                 "ssl.keystore.location": str(server_file), "ssl.truststore.location": str(ca_file)}
+    with BrokerProcess(tmp_path / "data", overrides=overrides) as broker:
+        tls = {"bootstrap.servers": f"localhost:{broker.listener_port('SSL')}", "security.protocol": "SSL",
+               "ssl.ca.location": str(ca_file)}
+        topic, group, n = "share-tls", "share-tls", 3000
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+        earliest(broker.bootstrap, group)
+        produce(broker.bootstrap, topic, n, **{"linger.ms": 50})
+        seen: list[bytes] = []
+        with ShareConsumer({**tls, "group.id": group}) as c:
+            c.subscribe([topic])
+            deadline = time.monotonic() + 120
+            while len(seen) < n and time.monotonic() < deadline:
+                seen.extend(m.value() for m in c.poll(1.0) if m.error() is None)
+        assert sorted(seen, key=int) == [b"%d" % i for i in range(n)]
