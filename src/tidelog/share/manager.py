@@ -457,10 +457,9 @@ def _acquired_from(sp: SharePartition, member_id: str, raw: bytes, source: FileS
     if chosen == list(range(chosen[0], chosen[-1] + 1)):
         start = sum(len(buf) for _, buf in batches[:chosen[0]])  # iter_batches' views follow each other from 0
         end = start + sum(len(batches[i][1]) for i in chosen)
-        if source is not None:
-            records = source.part(start, end - start)
-        else:
-            records = raw if start == 0 and end == len(raw) else raw[start:end]
+        data = raw if start == 0 and end == len(raw) else raw[start:end]
+        # the bytes read go along: a transport without sendfile (uvloop, TLS) writes them, not read again
+        records = source.part(start, end - start, data) if source is not None else data
     else:
         records = b"".join(bytes(batches[i][1]) for i in chosen)
     return ShareFetchResult(records=records, acquired=acquired)

@@ -135,7 +135,7 @@ class FileSlice:
     A slice read from a segment holds the segment's :class:`SegmentFile` open until :meth:`release`
     (the network layer calls it once the bytes are written; dropping the slice releases it too)."""
 
-    __slots__ = ("_owner", "file", "position", "size")
+    __slots__ = ("_data", "_owner", "file", "position", "size")
 
     def __init__(self, file: io.FileIO, position: int, size: int, owner: SegmentFile | None = None) -> None:
         self.file = file
@@ -144,6 +144,7 @@ class FileSlice:
         if owner is not None:
             owner.hold()
         self._owner = owner
+        self._data: bytes | None = None
 
     def __len__(self) -> int:
         return self.size
@@ -151,15 +152,20 @@ class FileSlice:
     def fileno(self) -> int:
         return self.file.fileno()
 
-    def part(self, start: int, size: int) -> FileSlice:
+    def part(self, start: int, size: int, data: bytes | None = None) -> FileSlice:
         """The ``size`` bytes from ``start`` (relative to this slice) as a slice of their own, which
-        holds the segment file open as this one does."""
-        if start < 0 or size < 0 or start + size > self.size:
+        holds the segment file open as this one does. ``data``: those bytes, already read by the caller;
+        :meth:`read` then answers them instead of reading the file again."""
+        if start < 0 or size < 0 or start + size > self.size or (data is not None and len(data) != size):
             raise ValueError(f"part {start}+{size} outside a slice of {self.size} bytes")
-        return FileSlice(self.file, self.position + start, size, self._owner)
+        part = FileSlice(self.file, self.position + start, size, self._owner)
+        part._data = data
+        return part
 
     def read(self) -> bytes:
-        """The bytes of the slice (one ``pread``), for transports without sendfile."""
+        """The bytes of the slice (one ``pread``, unless read already), for transports without sendfile."""
+        if self._data is not None:
+            return self._data
         return os.pread(self.file.fileno(), self.size, self.position)
 
     def release(self) -> None:

@@ -143,6 +143,9 @@ def test_a_part_of_a_slice_holds_the_deleted_segment_file_open_on_its_own(tmp_pa
     first = len(make_batch(3, value=b"x" * 100))
     tail = records.part(first, records.size - first)
     assert (tail.position, tail.size) == (records.position + first, records.size - first)
+    read_already = records.part(0, first, whole[:first])
+    assert read_already.read() is not None and read_already.read() == whole[:first]
+    read_already.release()
     try:
         records.part(first, records.size)
         raise AssertionError("a part beyond the slice")
