@@ -9,8 +9,8 @@ ShareFetch: acknowledgements piggy-backed on the fetch are applied first (each p
 acknowledges, closes the session and releases what the member still holds.
 The records of a partition's answer are the whole batches holding its acquired records (the acquired
 ranges are their own fields): a slice of the segment file when those batches follow each other, which
-the network layer sends as it sends Fetch's records (sendfile on a plain TCP socket, one ``pread`` under
-TLS or uvloop), so they are not copied through Python.
+the network layer sends as it sends Fetch's records (sendfile on a plain TCP socket with the asyncio
+loop; under TLS or uvloop it writes the bytes the share partition already read with the slice).
 
 v2 (KIP-1206, KIP-1222), as Kafka 4.4 answers (checked against it, tests/oracle/test_share_v2_oracle.py):
 ShareFetch's ``ShareAcquireMode`` (0 batch-optimized, 1 record-limit; another value is UNKNOWN_SERVER_ERROR)
