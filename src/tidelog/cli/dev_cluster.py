@@ -88,19 +88,17 @@ def run(args: argparse.Namespace) -> int:
         connect = zookeeper.connect + CHROOT
         print(f"ZooKeeper on {zookeeper.connect} (zookeeper.connect={connect})", flush=True)
         offsets_rf = str(min(3, args.brokers))
-        for i in range(1, args.brokers + 1):  # launched side by side, then waited for in order
+        for i in range(1, args.brokers + 1):
             props = {"zookeeper.connect": connect, "broker.id": str(i), "zookeeper.session.timeout.ms": "6000",
                      "offsets.topic.replication.factor": offsets_rf,
                      # broker i's console and metrics on 9644+i-1 (free ports with --port 0)
                      "metrics.listener": f"http://127.0.0.1:{9644 + i - 1 if args.port else 0}", **overrides}
             broker = BrokerProcess(root / f"broker-{i}", overrides=props, port=args.port + i - 1 if args.port else 0)
-            broker.launch()
-            brokers.append(broker)
-        for i, broker in enumerate(brokers, 1):
             try:
-                broker.wait_started()
+                broker.start()
             except RuntimeError as e:
                 return _fail(f"broker {i} did not start: {e}")
+            brokers.append(broker)
             print(f"broker {i} on {broker.bootstrap} (data in {broker.data_dir}, console {broker.http_url})", flush=True)
         # each broker learns of the others from ZooKeeper a moment after they registered: the cluster is
         # ready (and the bootstrap servers printed) once every broker's Metadata lists every broker
