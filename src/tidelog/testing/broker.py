@@ -42,19 +42,12 @@ class BrokerProcess(ServerProcess):
         self.start_timeout = start_timeout
         self.proc: subprocess.Popen | None = None
         self.stderr_lines: list[str] = []
-        self._deadline = 0.0
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
     def start(self) -> BrokerProcess:
-        self.launch()
-        return self.wait_started()
-
-    def launch(self) -> None:
-        """Start the process without waiting for it (:meth:`wait_started` waits): brokers of a cluster start side
-        by side."""
         cmd = [sys.executable, "-m", "tidelog", "serve", "--host", "127.0.0.1", "--port", str(self.port),
                "--data-dir", str(self.data_dir), "--event-loop", self.event_loop]
         for key, value in self.overrides.items():
@@ -63,11 +56,7 @@ class BrokerProcess(ServerProcess):
         env = dict(os.environ, PYTHONUNBUFFERED="1", TIDELOG_PARENT_PID=str(os.getpid()))
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         threading.Thread(target=self._drain_stderr, args=(self.proc,), daemon=True).start()
-        self._deadline = time.monotonic() + self.start_timeout
-
-    def wait_started(self) -> BrokerProcess:
-        """Wait (up to ``start_timeout`` from :meth:`launch`) until the broker serves; kill it and raise if not."""
-        deadline = self._deadline
+        deadline = time.monotonic() + self.start_timeout
         assert self.proc.stdout is not None
         while time.monotonic() < deadline:
             line = self.proc.stdout.readline()

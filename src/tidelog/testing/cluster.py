@@ -110,17 +110,9 @@ class LocalCluster:
 
         if not self.zookeeper.alive:
             self.zookeeper.start()
-        for broker_id in range(1, self.count + 1):  # launched side by side, then waited for
-            self.brokers[broker_id] = broker = BrokerProcess(
-                self.root / f"broker-{broker_id}", overrides=self.broker_overrides(broker_id))
-            broker.launch()
-        try:
-            for broker in self.brokers.values():
-                broker.wait_started()
-        except BaseException:
-            for broker in self.brokers.values():
-                broker.kill()
-            raise
+        for broker_id in range(1, self.count + 1):
+            self.brokers[broker_id] = BrokerProcess(
+                self.root / f"broker-{broker_id}", overrides=self.broker_overrides(broker_id)).start()
         self.zk = KazooClient(hosts=self.connect)
         self.zk.start(10)
         wait_for(lambda: len(self.live_ids()) == self.count, what=f"{self.count} registered brokers")
